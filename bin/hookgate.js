@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+// Launcher for the `hookgate` bin: hookgate needs Node 24 (type stripping).
+// On an older system node it re-runs server.ts with the Node 24 binary of the
+// pinned `node` dev dependency; on Node 24 it runs it in this process.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const server = fileURLToPath(new URL('../server.ts', import.meta.url));
+const major = Number(process.versions.node.split('.')[0]);
+
+if (major >= 24) {
+  await import(server);
+} else {
+  let node;
+  try {
+    node = createRequire(import.meta.url).resolve('node/bin/node');
+  } catch {
+    process.stderr.write('hookgate: Node.js 24 is required; run `npm install` or use Node 24 (.nvmrc).\n');
+    process.exit(1);
+  }
+  const child = spawn(node, [server, ...process.argv.slice(2)], { stdio: 'inherit' });
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}

@@ -1,0 +1,112 @@
+/**
+ * The body stage: read the request body under a size limit (Content-Length
+ * first, then while streaming) and a time limit, then check UTF-8, bound the
+ * nesting depth before parsing, and parse a JSON object.
+ */
+import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
+import { HookError } from './errors.ts';
+
+export type BodyLimits = { maxBytes: number; timeoutMs: number };
+
+/** Read the whole body, refusing it past `maxBytes` or after `timeoutMs`. */
+export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limits.maxBytes) {
+    return Promise.reject(tooLarge(limits.maxBytes));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const timer = setTimeout(() => finish(new HookError('request_timeout')), limits.timeoutMs);
+    function finish(error: HookError | null): void {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      if (error) {
+        // Stop reading; the caller answers and closes the connection.
+        req.pause();
+        reject(error);
+      } else {
+        resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      }
+    }
+    function onData(chunk: Buffer): void {
+      size += chunk.length;
+      if (size > limits.maxBytes) finish(tooLarge(limits.maxBytes));
+      else chunks.push(chunk);
+    }
+    const onEnd = () => finish(null);
+    const onError = (err: Error) =>
+      finish(new HookError('invalid_json', 'The body could not be read.', { cause: err }));
+    const onClose = () => {
+      if (!req.complete)
+        finish(new HookError('invalid_json', 'The client closed the connection mid-body.'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+function tooLarge(maxBytes: number): HookError {
+  return new HookError(
+    'payload_too_large',
+    `The request body exceeds ${maxBytes} bytes (hooks.maxBodyBytes).`,
+  );
+}
+
+/** Parse a body as a JSON object, refusing bad UTF-8, deep nesting and non-objects. */
+export function parseJsonObject(body: Buffer, maxDepth: number): Record<string, unknown> {
+  if (body.length === 0)
+    throw new HookError('invalid_json', 'The body is empty; send a JSON object.');
+  if (!isUtf8(body)) throw new HookError('invalid_json', 'The body is not valid UTF-8.');
+  // Bounded before parsing: JSON.parse of deep nesting is slow and later walks overflow the stack.
+  if (nestingDepth(body, maxDepth) > maxDepth) {
+    throw new HookError('invalid_json', `The JSON is nested deeper than ${maxDepth} levels.`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new HookError('invalid_json', 'The body is not valid JSON.', { cause: err });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new HookError('invalid_json', 'The body must be a JSON object.');
+  }
+  return value as Record<string, unknown>;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+
+/** Deepest nesting of objects and arrays, ignoring brackets inside strings; stops past `stopAbove`. */
+export function nestingDepth(body: Uint8Array, stopAbove: number): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i++) {
+    const byte = body[i];
+    if (inString) {
+      if (byte === BACKSLASH) i++;
+      else if (byte === QUOTE) inString = false;
+    } else if (byte === QUOTE) {
+      inString = true;
+    } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > stopAbove) return deepest;
+      }
+    } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
+      depth--;
+    }
+  }
+  return deepest;
+}

@@ -1,0 +1,57 @@
+/**
+ * `hookgate actions`: what came in, read from the store, newest first.
+ * Text for people; with --json one complete action per line for tools.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { findConfigFile, loadConfigFile } from '../config.ts';
+import type { StoredAction } from '../queue/action-store.ts';
+import { openSqliteStore, STORE_FILE } from '../queue/sqlite-store.ts';
+
+export type ListFlags = { json?: boolean; limit?: string; dataDir?: string; config?: string };
+
+/** Where the store lives: --data-dir, else the config's runtime.dataDir, else ./data. */
+export function dataDirForList(flags: ListFlags, env: NodeJS.ProcessEnv, cwd: string): string {
+  if (flags.dataDir) return path.resolve(cwd, flags.dataDir);
+  const file = findConfigFile(flags.config, env, cwd);
+  if (file) return loadConfigFile(file, env).dataDir;
+  return path.resolve(cwd, 'data');
+}
+
+/** Print the accepted actions; returns the exit status. */
+export async function listActions(flags: ListFlags, out: (line: string) => void): Promise<number> {
+  const limit = flags.limit === undefined ? 20 : Number(flags.limit);
+  if (!Number.isInteger(limit) || limit < 1) {
+    process.stderr.write('hookgate actions: --limit must be a positive integer\n');
+    return 2;
+  }
+  const dataDir = dataDirForList(flags, process.env, process.cwd());
+  if (!existsSync(path.join(dataDir, STORE_FILE))) {
+    if (!flags.json) out(`No actions: no store in ${dataDir} yet.`);
+    return 0;
+  }
+  const store = openSqliteStore(dataDir, { mustExist: true });
+  try {
+    const rows = await store.listActions({ limit });
+    if (flags.json)
+      for (const row of rows)
+        out(JSON.stringify({ ...row.action, state: row.state, attempts: row.attempts }));
+    else if (rows.length === 0) out(`No actions in ${dataDir}.`);
+    else for (const row of rows) out(formatRow(row));
+  } finally {
+    await store.close();
+  }
+  return 0;
+}
+
+/** One human-readable line per action. */
+export function formatRow({ action, state }: StoredAction): string {
+  const head = `${action.receivedAt}  ${action.kind.padEnd(5)}  ${action.id}  ${state.padEnd(7)}  hook=${action.hook}`;
+  if (action.kind === 'wake') return `${head}  mode=${action.mode}  ${quote(action.text)}`;
+  return `${head}  agent=${action.agentId}  session=${action.sessionKey}  ${quote(action.message)}`;
+}
+
+function quote(text: string): string {
+  const flat = text.replace(/\s+/g, ' ');
+  return JSON.stringify(flat.length > 80 ? `${flat.slice(0, 79)}…` : flat);
+}

@@ -1,0 +1,107 @@
+/**
+ * `hookgate serve`: find and load the configuration (or the quickstart),
+ * start the service, print where it listens, and stop cleanly on signals.
+ */
+import {
+  ConfigError,
+  findConfigFile,
+  type LoadedConfig,
+  loadConfigFile,
+  quickstartConfig,
+  resolveConfig,
+} from '../config.ts';
+import { startHookgate } from '../hookgate.ts';
+
+export type ServeFlags = { config?: string; host?: string; port?: string; dataDir?: string };
+
+/** Load the config named by the flags, the environment or ./hookgate.yaml; else the quickstart. */
+export function loadForServe(
+  flags: ServeFlags,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): { loaded: LoadedConfig; quickstartToken?: string } {
+  const file = findConfigFile(flags.config, env, cwd);
+  if (file) {
+    const loaded = loadConfigFile(file, env);
+    return {
+      loaded: flags.dataDir ? { ...loaded, dataDir: resolveDir(cwd, flags.dataDir) } : loaded,
+    };
+  }
+  const quick = quickstartConfig(env);
+  const loaded = resolveConfig(quick.raw, {
+    baseDir: cwd,
+    env: {},
+    ...(flags.dataDir && { dataDir: resolveDir(cwd, flags.dataDir) }),
+  });
+  return quick.generatedToken
+    ? { loaded, quickstartToken: loaded.config.hooks.token as string }
+    : { loaded };
+}
+
+/** Run the service until SIGTERM or SIGINT; resolves with the exit status. */
+export async function serve(flags: ServeFlags): Promise<number> {
+  const { loaded, quickstartToken } = loadForServe(flags, process.env, process.cwd());
+  const port = flags.port === undefined ? undefined : parsePort(flags.port);
+  const hookgate = await startHookgate(loaded, {
+    ...(flags.host !== undefined && { host: flags.host }),
+    ...(port !== undefined && { port }),
+  });
+  const hooksUrl = `${hookgate.url}${loaded.config.hooks.path}`;
+  hookgate.logger.info(
+    {
+      url: hookgate.url,
+      hooksPath: loaded.config.hooks.path,
+      dataDir: loaded.dataDir,
+      config: loaded.file,
+    },
+    `listening on ${hookgate.url}`,
+  );
+  process.stdout.write(
+    `hookgate listening on ${hookgate.url} (hooks under ${hooksUrl}, data in ${loaded.dataDir})\n`,
+  );
+  if (!loaded.file) printQuickstart(hooksUrl, quickstartToken);
+
+  return new Promise((resolve) => {
+    const stop = (signal: string) => {
+      hookgate.logger.info({ signal }, 'shutting down');
+      hookgate
+        .close()
+        .then(() => {
+          hookgate.logger.info('stopped');
+          hookgate.logger.flush(() => resolve(0));
+        })
+        .catch((err: unknown) => {
+          process.stderr.write(`hookgate: shutdown failed: ${(err as Error).message}\n`);
+          resolve(1);
+        });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
+function printQuickstart(hooksUrl: string, generatedToken: string | undefined): void {
+  const token = generatedToken ?? '$HOOKGATE_TOKEN';
+  const lines = [
+    'Quickstart: no config file found (use --config FILE, HOOKGATE_CONFIG or ./hookgate.yaml).',
+    generatedToken
+      ? `Hook token (generated for this run; set HOOKGATE_TOKEN to keep one): ${generatedToken}`
+      : 'Hook token: the value of HOOKGATE_TOKEN.',
+    'Try it:',
+    `  curl -sS -X POST ${hooksUrl}/wake -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '{"text":"hello from curl"}'`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError('--port', 'must be an integer from 0 to 65535');
+  }
+  return port;
+}
+
+function resolveDir(cwd: string, dir: string): string {
+  return dir.startsWith('/') ? dir : `${cwd}/${dir}`;
+}

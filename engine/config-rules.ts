@@ -1,0 +1,132 @@
+/**
+ * Rules a schema cannot express, checked at boot after validation. Pure:
+ * each returns the first problem as a dotted path and a message, or null.
+ */
+import { BlockList } from 'node:net';
+import type { Config } from '../schemas/config.ts';
+import { addTrusted } from './client-address.ts';
+import { isWellFormedSessionKey, keyHasAllowedPrefix } from './session-key.ts';
+
+export type ConfigProblem = { path: string; message: string };
+
+/** Normalise a hooks path: leading slash, no trailing slash; null when unusable. */
+export function normaliseHooksPath(raw: string): string | null {
+  const trimmed = raw.trim().replace(/\/+$/, '');
+  const withSlash = trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
+  if (withSlash === '/' || withSlash === '') return null;
+  // Plain path segments only: no query, fragment, spaces or dot segments.
+  if (!/^(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$/.test(withSlash)) return null;
+  if (withSlash.split('/').some((seg) => seg === '.' || seg === '..')) return null;
+  return withSlash;
+}
+
+/** Check the cross-field rules; returns the first problem found. */
+export function checkConfigRules(config: Config): ConfigProblem | null {
+  return (
+    checkServer(config) ??
+    checkHooks(config) ??
+    checkSessionKeys(config) ??
+    checkAgents(config) ??
+    checkModels(config)
+  );
+}
+
+function checkServer(config: Config): ConfigProblem | null {
+  const list = new BlockList();
+  for (const [i, entry] of config.server.trustedProxies.entries()) {
+    try {
+      addTrusted(list, entry);
+    } catch (err) {
+      return { path: `server.trustedProxies.${i}`, message: (err as Error).message };
+    }
+  }
+  if (config.server.headersTimeoutMs > config.server.requestTimeoutMs) {
+    return { path: 'server.headersTimeoutMs', message: 'must not exceed server.requestTimeoutMs' };
+  }
+  return null;
+}
+
+function checkHooks(config: Config): ConfigProblem | null {
+  const hooks = config.hooks;
+  if (hooks.enabled && !hooks.token) {
+    return { path: 'hooks.token', message: 'required when hooks.enabled is true' };
+  }
+  if (hooks.token && config.gateway.token && hooks.token === config.gateway.token) {
+    return {
+      path: 'hooks.token',
+      message: 'must differ from gateway.token (use a dedicated hook token)',
+    };
+  }
+  if (normaliseHooksPath(hooks.path) === null) {
+    return {
+      path: 'hooks.path',
+      message: 'must be a path prefix such as /hooks ("/" is not allowed)',
+    };
+  }
+  return null;
+}
+
+function checkSessionKeys(config: Config): ConfigProblem | null {
+  const { defaultSessionKey, allowedSessionKeyPrefixes: prefixes } = config.hooks;
+  if (defaultSessionKey !== undefined) {
+    if (!isWellFormedSessionKey(defaultSessionKey)) {
+      return {
+        path: 'hooks.defaultSessionKey',
+        message: 'must be 1-256 printable characters without spaces',
+      };
+    }
+    if (prefixes && !keyHasAllowedPrefix(defaultSessionKey, prefixes)) {
+      return {
+        path: 'hooks.defaultSessionKey',
+        message: 'must start with one of hooks.allowedSessionKeyPrefixes',
+      };
+    }
+  } else if (prefixes && !prefixes.some((p) => 'hook:'.startsWith(p))) {
+    return {
+      path: 'hooks.allowedSessionKeyPrefixes',
+      message:
+        'must admit the generated "hook:<uuid>" session keys (add "hook:") or set hooks.defaultSessionKey',
+    };
+  }
+  return null;
+}
+
+function checkAgents(config: Config): ConfigProblem | null {
+  const seen = new Set<string>();
+  let defaults = 0;
+  for (const [i, agent] of config.agents.list.entries()) {
+    if (seen.has(agent.id)) {
+      return { path: `agents.list.${i}.id`, message: `duplicate agent id "${agent.id}"` };
+    }
+    seen.add(agent.id);
+    if (agent.default === true && ++defaults > 1) {
+      return { path: `agents.list.${i}.default`, message: 'only one agent may be the default' };
+    }
+  }
+  return null;
+}
+
+function checkModels(config: Config): ConfigProblem | null {
+  const models = config.agents.defaults.models;
+  if (!models) return null;
+  const aliases = new Map<string, string>();
+  for (const [id, entry] of Object.entries(models)) {
+    if (!id.includes('/')) {
+      return {
+        path: `agents.defaults.models.${id}`,
+        message: 'model ids have the form <provider>/<model>',
+      };
+    }
+    const alias = entry.alias;
+    if (alias === undefined) continue;
+    const other = aliases.get(alias);
+    if (other !== undefined) {
+      return {
+        path: `agents.defaults.models.${id}.alias`,
+        message: `alias "${alias}" is also used by ${other}`,
+      };
+    }
+    aliases.set(alias, id);
+  }
+  return null;
+}

@@ -1,0 +1,148 @@
+/**
+ * Loading the configuration: read YAML or JSON, substitute `${VAR}` from the
+ * environment, validate against schemas/config.ts (defaults filled in),
+ * check the cross-field rules, normalise, and deep-freeze. Any problem is a
+ * ConfigError naming the offending path; the service never starts half-configured.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { type Config, configSchema } from '../schemas/config.ts';
+import { checkConfigRules, normaliseHooksPath } from './config-rules.ts';
+import { compileValidator, joinPath } from './validation.ts';
+
+/** A configuration problem, reported as `path: message` and exit status 2. */
+export class ConfigError extends Error {
+  readonly path: string;
+  constructor(pathName: string, message: string) {
+    super(pathName ? `${pathName}: ${message}` : message);
+    this.name = 'ConfigError';
+    this.path = pathName;
+  }
+}
+
+/** A validated configuration and where relative paths in it are resolved from. */
+export type LoadedConfig = {
+  config: Readonly<Config>;
+  /** Directory of the config file (the working directory for a quickstart). */
+  baseDir: string;
+  /** Absolute path of the config file, or null for the quickstart. */
+  file: string | null;
+  /** Absolute data directory. */
+  dataDir: string;
+};
+
+const validateConfig = compileValidator<Config>(configSchema, {
+  useDefaults: true,
+  unknownLabel: 'unknown setting',
+});
+
+/** Read and validate a config file. */
+export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const absolute = path.resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(absolute, 'utf8');
+  } catch (err) {
+    throw new ConfigError(
+      '',
+      `cannot read config file ${absolute}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
+  } catch (err) {
+    throw new ConfigError('', `cannot parse ${absolute}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return resolveConfig(raw ?? {}, { baseDir: path.dirname(absolute), file: absolute, env });
+}
+
+/** Validate an in-memory configuration object (file contents after parsing). */
+export function resolveConfig(
+  raw: unknown,
+  options: { baseDir: string; file?: string | null; env?: NodeJS.ProcessEnv; dataDir?: string },
+): LoadedConfig {
+  const substituted = substituteEnv(structuredClone(raw), options.env ?? process.env, '');
+  const result = validateConfig(substituted);
+  if (!result.ok) throw new ConfigError(result.field, result.message);
+  const config = result.value;
+  const problem = checkConfigRules(config);
+  if (problem) throw new ConfigError(problem.path, problem.message);
+  config.hooks.path = normaliseHooksPath(config.hooks.path) as string;
+  const dataDir = options.dataDir
+    ? path.resolve(options.dataDir)
+    : path.resolve(options.baseDir, config.runtime.dataDir);
+  return {
+    config: deepFreeze(config),
+    baseDir: options.baseDir,
+    file: options.file ?? null,
+    dataDir,
+  };
+}
+
+/** Where the config comes from: --config, HOOKGATE_CONFIG, or ./hookgate.yaml when present. */
+export function findConfigFile(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): string | null {
+  if (flag) return flag;
+  if (env['HOOKGATE_CONFIG']) return env['HOOKGATE_CONFIG'];
+  const local = path.join(cwd, 'hookgate.yaml');
+  return existsSync(local) ? local : null;
+}
+
+/** The quickstart configuration used when no config file exists. */
+export function quickstartConfig(env: NodeJS.ProcessEnv): { raw: object; generatedToken: boolean } {
+  const token = env['HOOKGATE_TOKEN'] || randomBytes(24).toString('base64url');
+  return {
+    raw: {
+      server: { host: '127.0.0.1', port: 8787 },
+      hooks: { enabled: true, token, path: '/hooks' },
+      runtime: { dataDir: './data' },
+    },
+    generatedToken: !env['HOOKGATE_TOKEN'],
+  };
+}
+
+const VAR = /\$\$\{|\$\{([^}]*)\}/g;
+
+function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, at: string): unknown {
+  if (typeof value === 'string') {
+    return value.replace(VAR, (match, name: string | undefined) => {
+      if (match === '$${') return '${';
+      if (!name || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+        throw new ConfigError(at, `invalid variable reference ${match}`);
+      }
+      const found = env[name];
+      if (found === undefined) throw new ConfigError(at, `environment variable ${name} is not set`);
+      return found;
+    });
+  }
+  if (Array.isArray(value))
+    return value.map((item, i) => substituteEnv(item, env, joinPath(at, String(i))));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      // defineProperty: a "__proto__" key stays a plain (refused) key, never a prototype.
+      Object.defineProperty(out, key, {
+        value: substituteEnv(item, env, joinPath(at, key)),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return out;
+  }
+  return value;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,30 @@
+/**
+ * The envelope: one normalised value per request, what every later stage
+ * (routes, rules, transforms) reads instead of the raw HTTP request.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+
+export type Envelope = {
+  /** Request id, also sent as x-request-id. */
+  id: string;
+  receivedAt: string;
+  client: string;
+  method: string;
+  /** Full path without the query string. */
+  path: string;
+  /** The `<name>` in `POST <hooks_path>/<name>`. */
+  hook: string;
+  /** Lower-cased header names (Node's own normalisation). */
+  headers: IncomingHttpHeaders;
+  query: Record<string, string>;
+  raw: Buffer;
+  payload: Record<string, unknown>;
+};
+
+/** Parse a query string into a prototype-free record (last value wins). */
+export function parseQuery(query: string): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  if (!query) return out;
+  for (const [key, value] of new URLSearchParams(query)) out[key] = value;
+  return out;
+}

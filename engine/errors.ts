@@ -1,0 +1,70 @@
+/**
+ * The one catalogue of error codes and the error type that carries them.
+ * Every refusal in the pipeline is a HookError; the HTTP layer renders it as
+ * `{"ok":false,"error":{"code","message"}}` with the catalogue's status.
+ * The README's error table is kept in step with this catalogue by a test.
+ */
+
+export const ERRORS = Object.freeze({
+  not_found: { status: 404, message: 'No such endpoint.' },
+  bad_request: { status: 400, message: 'Malformed HTTP request.' },
+  headers_too_large: { status: 431, message: 'The request headers are too large.' },
+  method_not_allowed: { status: 405, message: 'Only POST is allowed.' },
+  token_in_query: {
+    status: 400,
+    message:
+      'Send the token in the Authorization or x-hookgate-token header, not the query string.',
+  },
+  unauthorized: { status: 401, message: 'Missing or invalid hook token.' },
+  rate_limited: { status: 429, message: 'Too many failed authentication attempts; retry later.' },
+  payload_too_large: {
+    status: 413,
+    message: 'The request body is larger than hooks.maxBodyBytes.',
+  },
+  request_timeout: { status: 408, message: 'The request body did not arrive in time.' },
+  invalid_json: { status: 400, message: 'The body must be a UTF-8 JSON object.' },
+  invalid_payload: { status: 400, message: 'The payload does not match the endpoint schema.' },
+  unknown_hook: { status: 404, message: 'No hook with this name.' },
+  agent_not_allowed: { status: 403, message: 'This agent may not be targeted by hooks.' },
+  session_key_not_allowed: { status: 403, message: 'This session key is not allowed.' },
+  invalid_session_key: { status: 400, message: 'The session key is malformed.' },
+  model_not_allowed: { status: 403, message: 'This model is not in the allowed model list.' },
+  invalid_channel: { status: 400, message: 'Unknown delivery channel.' },
+  idempotency_conflict: {
+    status: 409,
+    message: 'This idempotency key was already used with a different request.',
+  },
+  unavailable: { status: 503, message: 'The service cannot accept requests right now.' },
+  internal: { status: 500, message: 'Internal error.' },
+} as const);
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** A refusal with a stable code, an HTTP status and a message safe to show a caller. */
+export class HookError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
+    super(message ?? ERRORS[code].message, { cause: options?.cause });
+    this.name = 'HookError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.headers = options?.headers;
+  }
+
+  /** The JSON body a caller receives. */
+  toBody(): { ok: false; error: { code: ErrorCode; message: string } } {
+    return { ok: false, error: { code: this.code, message: this.message } };
+  }
+}
+
+/** Narrow unknown throwables to HookError, wrapping the rest as `internal`. */
+export function asHookError(err: unknown): HookError {
+  return err instanceof HookError ? err : new HookError('internal', undefined, { cause: err });
+}

@@ -1,0 +1,131 @@
+/**
+ * Assembling a running hookgate from a validated configuration: store,
+ * limiter, guard, routes, dispatcher, HTTP server with its timeouts, and an
+ * orderly shutdown. Usable as a library by a gateway that embeds hookgate.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createClientAddressResolver } from './client-address.ts';
+import type { LoadedConfig } from './config.ts';
+import { createDispatcher } from './dispatcher.ts';
+import { createGuard } from './guard.ts';
+import { createLogger, type Logger } from './log.ts';
+import { createRequestHandler } from './pipeline.ts';
+import { policyFromConfig } from './policy.ts';
+import type { ActionStore } from './queue/action-store.ts';
+import { openSqliteStore } from './queue/sqlite-store.ts';
+import { createMemoryLimiter } from './rate-limit.ts';
+import { answerClientError } from './respond.ts';
+import { createRoutes } from './route.ts';
+
+export type Hookgate = {
+  /** Base URL the server listens on, e.g. http://127.0.0.1:8787 */
+  url: string;
+  server: Server;
+  store: ActionStore;
+  logger: Logger;
+  /** Stop accepting, finish in-flight requests, commit and close the store. */
+  close(): Promise<void>;
+};
+
+export type StartOptions = { host?: string; port?: number; logger?: Logger; store?: ActionStore };
+
+const PRUNE_EVERY_MS = 10 * 60 * 1000;
+
+/** Start hookgate and resolve once it is listening. */
+export async function startHookgate(
+  loaded: LoadedConfig,
+  options: StartOptions = {},
+): Promise<Hookgate> {
+  const { config } = loaded;
+  const logger = options.logger ?? createLogger(config.log.level);
+  const store =
+    options.store ??
+    openSqliteStore(loaded.dataDir, { commitDelayMs: config.runtime.commitDelayMs });
+  const windowMs = config.hooks.idempotencyWindowSeconds * 1000;
+  const handler = createRequestHandler({
+    guard: createGuard(
+      config,
+      createMemoryLimiter(config.hooks.authRateLimit),
+      createClientAddressResolver(config.server.trustedProxies),
+    ),
+    routes: createRoutes({
+      policy: policyFromConfig(config),
+      maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
+      newId: randomUUID,
+    }),
+    dispatcher: createDispatcher(store, { idempotencyWindowMs: windowMs }),
+    logger,
+    body: {
+      maxBytes: config.hooks.maxBodyBytes,
+      maxDepth: config.hooks.maxJsonDepth,
+      timeoutMs: config.server.requestTimeoutMs,
+    },
+  });
+
+  const server = createServer(
+    {
+      // A slow client cannot hold a socket for minutes (Node's defaults are 60 s / 300 s / 30 s).
+      headersTimeout: config.server.headersTimeoutMs,
+      // Backstop only: the body stage answers 408 itself at requestTimeoutMs.
+      requestTimeout: config.server.requestTimeoutMs + 5_000,
+      connectionsCheckingInterval: 1_000,
+      keepAliveTimeout: config.server.keepAliveTimeoutMs,
+    },
+    handler,
+  );
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
+    answerClientError(socket, err.code),
+  );
+
+  const prune = setInterval(() => {
+    store
+      .pruneIdempotency(Date.now() - windowMs)
+      .catch((err: unknown) => logger.warn({ err }, 'prune failed'));
+  }, PRUNE_EVERY_MS);
+  prune.unref();
+
+  await listen(server, options.host ?? config.server.host, options.port ?? config.server.port);
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    server,
+    store,
+    logger,
+    close() {
+      closing ??= shutdown(server, store, prune, config.server.shutdownGraceMs);
+      return closing;
+    },
+  };
+}
+
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+async function shutdown(
+  server: Server,
+  store: ActionStore,
+  prune: NodeJS.Timeout,
+  graceMs: number,
+) {
+  clearInterval(prune);
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const force = setTimeout(() => server.closeAllConnections(), graceMs);
+  force.unref();
+  await closed;
+  clearTimeout(force);
+  await store.close();
+}

@@ -1,0 +1,65 @@
+/**
+ * Idempotency keys: where a key comes from, and the fingerprint that tells a
+ * repeat of the same request from a different request reusing the key.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { HookError } from './errors.ts';
+
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
+
+/** The Idempotency-Key header, checked before the body is read. */
+export function headerIdempotencyKey(headers: IncomingHttpHeaders): string | undefined {
+  const value = headers['idempotency-key'];
+  if (value === undefined) return undefined;
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > MAX_IDEMPOTENCY_KEY_LENGTH
+  ) {
+    throw new HookError(
+      'invalid_payload',
+      `Idempotency-Key: must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`,
+    );
+  }
+  return value;
+}
+
+/** Pick the key from the header or the body's `idempotencyKey`; both must agree when both are given. */
+export function chooseIdempotencyKey(
+  fromHeader: string | undefined,
+  payload: Record<string, unknown>,
+): string | undefined {
+  const fromBody = payload['idempotencyKey'];
+  if (typeof fromBody !== 'string') return fromHeader;
+  if (fromHeader !== undefined && fromHeader !== fromBody) {
+    throw new HookError(
+      'invalid_payload',
+      'idempotencyKey: differs from the Idempotency-Key header.',
+    );
+  }
+  return fromBody;
+}
+
+/** Fingerprint of a request: the hook and its payload in canonical JSON, without the key itself. */
+export function requestFingerprint(hook: string, payload: Record<string, unknown>): string {
+  const { idempotencyKey: _ignored, ...rest } = payload;
+  return createHash('sha256')
+    .update(hook)
+    .update('\n')
+    .update(canonicalJson(rest))
+    .digest('base64url');
+}
+
+/** JSON with object keys sorted, so key order does not change the fingerprint. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    const parts = keys.map(
+      (key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`,
+    );
+    return `{${parts.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

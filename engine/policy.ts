@@ -1,0 +1,129 @@
+/**
+ * Policy: which agent, session key, model and channel a hook may use (spec
+ * 2.2, 2.3, 4.2). Pure functions of a Policy (derived once from the config)
+ * and the requested values; a refusal is thrown as a HookError whose message
+ * names the setting that would allow the request.
+ */
+import type { ChannelId, Config } from '../schemas/config.ts';
+import type { SessionKeySource } from '../schemas/action.ts';
+import { HookError } from './errors.ts';
+import { isWellFormedSessionKey, keyHasAllowedPrefix } from './session-key.ts';
+
+/** The policy-relevant part of the configuration, precomputed at boot. */
+export type Policy = {
+  agentIds: ReadonlySet<string>;
+  defaultAgentId: string;
+  /** undefined = any agent; contains '*' = any agent; empty = explicit routing denied. */
+  allowedAgentIds: readonly string[] | undefined;
+  allowRequestSessionKey: boolean;
+  allowedSessionKeyPrefixes: readonly string[] | undefined;
+  defaultSessionKey: string | undefined;
+  /** null = any `<provider>/<model>` is allowed. */
+  allowedModels: ReadonlySet<string> | null;
+  modelAliases: ReadonlyMap<string, string>;
+  channels: ReadonlySet<string>;
+};
+
+/** Derive the policy from a validated config. */
+export function policyFromConfig(config: Config): Policy {
+  const list = config.agents.list;
+  const defaultAgentId = list.find((a) => a.default === true)?.id ?? list[0]?.id ?? 'main';
+  const models = config.agents.defaults.models;
+  const aliases = new Map<string, string>();
+  for (const [id, entry] of Object.entries(models ?? {}))
+    if (entry.alias) aliases.set(entry.alias, id);
+  return {
+    agentIds: new Set(list.length > 0 ? list.map((a) => a.id) : [defaultAgentId]),
+    defaultAgentId,
+    allowedAgentIds: config.hooks.allowedAgentIds,
+    allowRequestSessionKey: config.hooks.allowRequestSessionKey,
+    allowedSessionKeyPrefixes: config.hooks.allowedSessionKeyPrefixes,
+    defaultSessionKey: config.hooks.defaultSessionKey,
+    allowedModels: models ? new Set(Object.keys(models)) : null,
+    modelAliases: aliases,
+    channels: new Set(Object.keys(config.channels)),
+  };
+}
+
+/** Resolve the target agent: unknown ids fall back to the default, then the allowlist applies. */
+export function resolveAgentId(policy: Policy, requested: string | undefined): string {
+  if (requested === undefined) return policy.defaultAgentId;
+  const resolved = policy.agentIds.has(requested) ? requested : policy.defaultAgentId;
+  const allowed = policy.allowedAgentIds;
+  if (allowed === undefined || allowed.includes('*') || allowed.includes(resolved)) return resolved;
+  const message =
+    allowed.length === 0
+      ? 'Explicit agentId routing is disabled: hooks.allowedAgentIds is empty.'
+      : `Agent "${resolved}" is not in hooks.allowedAgentIds.`;
+  throw new HookError('agent_not_allowed', message);
+}
+
+/** A session key together with where it came from. */
+export type ResolvedSessionKey = { sessionKey: string; source: SessionKeySource };
+
+/**
+ * Resolve the session key of an agent run (spec 4.2). `requested` comes from
+ * the request body (needs hooks.allowRequestSessionKey) or from a mapping's
+ * static value (no opt-in); hooks.allowedSessionKeyPrefixes applies to both.
+ */
+export function resolveSessionKey(
+  policy: Policy,
+  requested: { key: string; source: 'request' | 'mapping' } | undefined,
+  newId: () => string,
+): ResolvedSessionKey {
+  if (requested === undefined) {
+    if (policy.defaultSessionKey !== undefined) {
+      return { sessionKey: policy.defaultSessionKey, source: 'default' };
+    }
+    return { sessionKey: `hook:${newId()}`, source: 'generated' };
+  }
+  if (requested.source === 'request' && !policy.allowRequestSessionKey) {
+    throw new HookError(
+      'session_key_not_allowed',
+      'Request-supplied sessionKey is disabled; set hooks.allowRequestSessionKey to true to allow it.',
+    );
+  }
+  if (!isWellFormedSessionKey(requested.key)) {
+    throw new HookError(
+      'invalid_session_key',
+      'sessionKey must be 1-256 printable characters without spaces or control characters.',
+    );
+  }
+  const prefixes = policy.allowedSessionKeyPrefixes;
+  if (prefixes !== undefined && !keyHasAllowedPrefix(requested.key, prefixes)) {
+    throw new HookError(
+      'session_key_not_allowed',
+      'sessionKey does not start with any of hooks.allowedSessionKeyPrefixes.',
+    );
+  }
+  return { sessionKey: requested.key, source: requested.source };
+}
+
+const MODEL_REF = /^[^\s/]+\/\S+$/;
+
+/** Resolve a model override: an alias or `<provider>/<model>`, within agents.defaults.models when set. */
+export function resolveModel(policy: Policy, requested: string | undefined): string | undefined {
+  if (requested === undefined) return undefined;
+  const model = policy.modelAliases.get(requested) ?? requested;
+  if (!MODEL_REF.test(model)) {
+    throw new HookError(
+      'invalid_payload',
+      'model: must be <provider>/<model> or an alias from agents.defaults.models',
+    );
+  }
+  if (policy.allowedModels !== null && !policy.allowedModels.has(model)) {
+    throw new HookError('model_not_allowed', `Model "${model}" is not in agents.defaults.models.`);
+  }
+  return model;
+}
+
+/** Check a delivery channel: `last` or one of the configured channels. */
+export function resolveChannel(policy: Policy, requested: string | undefined): 'last' | ChannelId {
+  if (requested === undefined || requested === 'last') return 'last';
+  if (policy.channels.has(requested)) return requested as ChannelId;
+  const known = ['last', ...policy.channels].join(', ');
+  throw new HookError(
+    'invalid_channel',
+    `channel: must be one of ${known} (configure it under channels).`,
+  );
+}

@@ -1,0 +1,55 @@
+/**
+ * Writing responses: every body is JSON, every response carries x-request-id.
+ */
+import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ERRORS, type ErrorCode, type HookError } from './errors.ts';
+
+/** Send a JSON body that is already serialised. */
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  requestId: string,
+  extra?: Readonly<Record<string, string>>,
+): void {
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': requestId,
+    ...extra,
+  });
+  res.end(body);
+}
+
+/** Send an error; with `close`, the connection is closed after it (body left unread). */
+export function sendError(
+  res: ServerResponse,
+  error: HookError,
+  requestId: string,
+  close: boolean,
+): void {
+  const headers: Record<string, string> = { ...error.headers };
+  if (close) headers['connection'] = 'close';
+  sendJson(res, error.status, JSON.stringify(error.toBody()), requestId, headers);
+}
+
+/** Answer a request Node's HTTP parser refused (malformed, oversized headers, timeout) with JSON. */
+export function answerClientError(socket: Duplex, code: string | undefined): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const errorCode: ErrorCode =
+    code === 'HPE_HEADER_OVERFLOW'
+      ? 'headers_too_large'
+      : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 'request_timeout'
+        : 'bad_request';
+  const { status, message } = ERRORS[errorCode];
+  const body = JSON.stringify({ ok: false, error: { code: errorCode, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${errorCode}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,19 @@
+/**
+ * Shape and prefix rules for session keys, shared by config checks and policy.
+ */
+
+/** Longest session key accepted anywhere. */
+export const MAX_SESSION_KEY_LENGTH = 256;
+
+// Printable, no whitespace or control characters: keys end up in logs and file names.
+const WELL_FORMED = /^[^\s\p{Cc}]+$/u;
+
+/** True when the key has an acceptable shape (length, no spaces or controls). */
+export function isWellFormedSessionKey(key: string): boolean {
+  return key.length > 0 && key.length <= MAX_SESSION_KEY_LENGTH && WELL_FORMED.test(key);
+}
+
+/** True when the key starts with one of the prefixes. */
+export function keyHasAllowedPrefix(key: string, prefixes: readonly string[]): boolean {
+  return prefixes.some((prefix) => key.startsWith(prefix));
+}

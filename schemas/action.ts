@@ -1,0 +1,71 @@
+/**
+ * JSON Schema of an accepted action: what the route and policy stages build,
+ * what the store keeps and what the runtime consumes. Plain and serialisable.
+ */
+import type { FromSchema } from 'json-schema-to-ts';
+import { THINKING_LEVELS, text, WAKE_MODES } from './payloads.ts';
+
+const origin = {
+  id: { type: 'string', minLength: 1 },
+  hook: { type: 'string', minLength: 1 },
+  receivedAt: { type: 'string', minLength: 1 },
+  client: { type: 'string' },
+  requestId: { type: 'string', minLength: 1 },
+  // false only when a mapping sets allowUnsafeExternalContent.
+  untrusted: { type: 'boolean' },
+} as const;
+const originRequired = ['id', 'hook', 'receivedAt', 'client', 'requestId', 'untrusted'] as const;
+
+export const wakeActionSchema = {
+  $id: 'hookgate:wake-action',
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind', ...originRequired, 'text', 'mode'],
+  properties: {
+    kind: { const: 'wake' },
+    ...origin,
+    text,
+    mode: { enum: WAKE_MODES },
+  },
+} as const;
+
+export const SESSION_KEY_SOURCES = ['request', 'default', 'generated', 'mapping'] as const;
+
+export const agentActionSchema = {
+  $id: 'hookgate:agent-action',
+  type: 'object',
+  additionalProperties: false,
+  required: [
+    'kind',
+    ...originRequired,
+    'message',
+    'name',
+    'agentId',
+    'sessionKey',
+    'sessionKeySource',
+    'wakeMode',
+    'deliver',
+    'channel',
+  ],
+  properties: {
+    kind: { const: 'agent' },
+    ...origin,
+    message: text,
+    name: text,
+    agentId: text,
+    sessionKey: text,
+    sessionKeySource: { enum: SESSION_KEY_SOURCES },
+    wakeMode: { enum: WAKE_MODES },
+    deliver: { type: 'boolean' },
+    channel: text,
+    to: text,
+    model: text,
+    thinking: { enum: THINKING_LEVELS },
+    timeoutSeconds: { type: 'integer', minimum: 1 },
+  },
+} as const;
+
+export type WakeAction = FromSchema<typeof wakeActionSchema>;
+export type AgentAction = FromSchema<typeof agentActionSchema>;
+export type Action = WakeAction | AgentAction;
+export type SessionKeySource = (typeof SESSION_KEY_SOURCES)[number];

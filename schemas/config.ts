@@ -1,0 +1,168 @@
+/**
+ * JSON Schema of the configuration file, with the spec's defaults.
+ * Validated once at boot by ajv (defaults filled in, unknown keys refused);
+ * the `Config` type is derived from it, never written twice.
+ */
+import type { FromSchema } from 'json-schema-to-ts';
+
+/** Channel identifiers of the deployment's channel set (spec 2.2). */
+export const CHANNEL_IDS = [
+  'whatsapp',
+  'telegram',
+  'discord',
+  'slack',
+  'mattermost',
+  'signal',
+  'imessage',
+  'msteams',
+] as const;
+
+export type ChannelId = (typeof CHANNEL_IDS)[number];
+
+const nonEmpty = { type: 'string', minLength: 1, pattern: '\\S' } as const;
+
+const serverSchema = {
+  type: 'object',
+  additionalProperties: false,
+  default: {},
+  properties: {
+    host: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    port: { type: 'integer', minimum: 0, maximum: 65535, default: 8787 },
+    // Addresses or CIDR ranges whose X-Forwarded-For is believed.
+    trustedProxies: { type: 'array', items: nonEmpty, default: [] },
+    headersTimeoutMs: { type: 'integer', minimum: 100, default: 10_000 },
+    // Time for the whole body to arrive before 408.
+    requestTimeoutMs: { type: 'integer', minimum: 100, default: 30_000 },
+    keepAliveTimeoutMs: { type: 'integer', minimum: 100, default: 5_000 },
+    shutdownGraceMs: { type: 'integer', minimum: 0, default: 10_000 },
+  },
+  required: ['host', 'port', 'trustedProxies', 'headersTimeoutMs', 'requestTimeoutMs'],
+} as const;
+
+const authRateLimitSchema = {
+  type: 'object',
+  additionalProperties: false,
+  default: {},
+  properties: {
+    maxFailures: { type: 'integer', minimum: 1, default: 20 },
+    windowSeconds: { type: 'integer', minimum: 1, default: 60 },
+    lockoutSeconds: { type: 'integer', minimum: 1, default: 60 },
+    // Bound on tracked client addresses; the oldest are forgotten first.
+    maxClients: { type: 'integer', minimum: 1, default: 10_000 },
+  },
+} as const;
+
+const hooksSchema = {
+  type: 'object',
+  additionalProperties: false,
+  default: {},
+  properties: {
+    enabled: { type: 'boolean', default: false },
+    token: nonEmpty,
+    path: { type: 'string', default: '/hooks' },
+    maxBodyBytes: { type: 'integer', minimum: 1, default: 262_144 },
+    maxJsonDepth: { type: 'integer', minimum: 1, maximum: 1000, default: 64 },
+    maxTimeoutSeconds: { type: 'integer', minimum: 1, default: 3600 },
+    idempotencyWindowSeconds: { type: 'integer', minimum: 1, default: 86_400 },
+    authRateLimit: authRateLimitSchema,
+    allowedAgentIds: { type: 'array', items: nonEmpty },
+    defaultSessionKey: nonEmpty,
+    allowRequestSessionKey: { type: 'boolean', default: false },
+    allowedSessionKeyPrefixes: { type: 'array', items: nonEmpty },
+    // Used by later stages (mapped hooks, transforms, mail setup).
+    presets: { type: 'array', items: nonEmpty, default: [] },
+    mappings: { type: 'array', items: { type: 'object' }, default: [] },
+    transformsDir: nonEmpty,
+    gmail: { type: 'object', default: {} },
+  },
+} as const;
+
+const agentsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  default: {},
+  properties: {
+    defaults: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        model: nonEmpty,
+        models: {
+          type: 'object',
+          additionalProperties: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { alias: nonEmpty },
+          },
+        },
+      },
+    },
+    list: {
+      type: 'array',
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id'],
+        properties: {
+          id: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
+          default: { type: 'boolean' },
+          name: nonEmpty,
+          workspace: nonEmpty,
+          model: nonEmpty,
+        },
+      },
+    },
+  },
+} as const;
+
+export const configSchema = {
+  $id: 'hookgate:config',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    server: serverSchema,
+    gateway: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { token: nonEmpty },
+    },
+    hooks: hooksSchema,
+    agents: agentsSchema,
+    // Each configured channel is a valid `channel` value; settings come with delivery.
+    channels: {
+      type: 'object',
+      default: {},
+      propertyNames: { enum: CHANNEL_IDS },
+      additionalProperties: { type: 'object' },
+    },
+    runtime: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        dataDir: { type: 'string', minLength: 1, default: './data' },
+        // Group-commit window: 0 commits on the next turn of the event loop.
+        commitDelayMs: { type: 'integer', minimum: 0, maximum: 100, default: 0 },
+      },
+    },
+    log: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        level: {
+          enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+          default: 'info',
+        },
+      },
+    },
+  },
+} as const;
+
+/** The validated configuration, defaults filled in. */
+export type Config = FromSchema<typeof configSchema>;
+export type HooksConfig = Config['hooks'];
+export type AgentsConfig = Config['agents'];
