@@ -1,0 +1,181 @@
+/**
+ * End-to-end: the guard stage over real HTTP (path, method, token carriers,
+ * token in query, failed-auth rate limit).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
+
+async function errorCode(res: Response): Promise<string> {
+  const body = (await res.json()) as { ok: boolean; error: { code: string } };
+  expect(body.ok).toBe(false);
+  return body.error.code;
+}
+
+describe('path and method', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ hooks: { path: 'inbound/' } });
+  });
+  afterAll(() => server.stop());
+
+  it.each([
+    ['outside the hooks path', '/other/wake', 'POST', 404, 'not_found'],
+    ['the hooks path itself', '/inbound', 'POST', 404, 'not_found'],
+    ['GET on a hook', '/inbound/wake', 'GET', 405, 'method_not_allowed'],
+    ['PUT on a hook', '/inbound/agent', 'PUT', 405, 'method_not_allowed'],
+    ['DELETE on an unknown hook', '/inbound/nope', 'DELETE', 405, 'method_not_allowed'],
+  ])('%s: %s %s -> %i %s', async (_name, path, method, status, code) => {
+    const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(status);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await errorCode(res)).toBe(code);
+    if (status === 405) expect(res.headers.get('allow')).toBe('POST');
+  });
+
+  it('normalises the configured path (inbound/ -> /inbound)', async () => {
+    const res = await server.post('wake', { text: 'hi' });
+    expect(res.status).toBe(200);
+  });
+
+  it('answers an unknown hook name with 404 unknown_hook, after authentication', async () => {
+    const authed = await server.post('nope', { text: 'x' });
+    expect(authed.status).toBe(404);
+    expect(await errorCode(authed)).toBe('unknown_hook');
+    const anonymous = await server.post('nope', { text: 'x' }, { token: null });
+    expect(anonymous.status).toBe(401);
+  });
+});
+
+describe('hooks disabled', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ hooks: { enabled: false } });
+  });
+  afterAll(() => server.stop());
+
+  it('answers 404 for every hook, even with the right token', async () => {
+    for (const name of ['wake', 'agent']) {
+      const res = await server.post(name, { text: 'x', message: 'x' });
+      expect(res.status).toBe(404);
+      expect(await errorCode(res)).toBe('not_found');
+    }
+  });
+});
+
+describe('token carriers', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.stop());
+
+  it.each([
+    ['Bearer', { authorization: `Bearer ${TOKEN}` }, 200],
+    ['bearer in lower case', { authorization: `bearer ${TOKEN}` }, 200],
+    ['BEARER in upper case', { authorization: `BEARER ${TOKEN}` }, 200],
+    ['x-hookgate-token', { 'x-hookgate-token': TOKEN }, 200],
+    ['no token', {}, 401],
+    ['wrong bearer token', { authorization: 'Bearer nope' }, 401],
+    ['token with a suffix', { authorization: `Bearer ${TOKEN}x` }, 401],
+    ['token prefix only', { authorization: `Bearer ${TOKEN.slice(0, 5)}` }, 401],
+    ['Basic scheme', { authorization: `Basic ${TOKEN}` }, 401],
+    ['wrong x-hookgate-token', { 'x-hookgate-token': 'nope' }, 401],
+    ['empty bearer', { authorization: 'Bearer ' }, 401],
+  ])('%s -> %i', async (_name, headers, status) => {
+    const res = await server.post('wake', { text: 'hi' }, { token: null, headers });
+    expect(res.status).toBe(status);
+    if (status === 401) expect(await errorCode(res)).toBe('unauthorized');
+  });
+
+  it.each([
+    ['/wake?token=x', 400],
+    ['/wake?a=1&token=', 400],
+    ['/agent?token=' + TOKEN, 400],
+  ])('token in the query string (%s) is 400 token_in_query, even with a good header', async (suffix, status) => {
+    const res = await fetch(`${server.url}/hooks${suffix}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ text: 'x', message: 'x' }),
+    });
+    expect(res.status).toBe(status);
+    expect(await errorCode(res)).toBe('token_in_query');
+  });
+
+  it('accepts other query parameters', async () => {
+    const res = await fetch(`${server.url}/hooks/wake?source=ci`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ text: 'x' }),
+    });
+    expect(res.status).toBe(200);
+  });
+});
+
+describe('failed-auth rate limit', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({
+      server: { trustedProxies: ['127.0.0.1'] },
+      hooks: { authRateLimit: { maxFailures: 5, windowSeconds: 60, lockoutSeconds: 30 } },
+    });
+  });
+  afterAll(() => server.stop());
+
+  // Each case uses its own client address through the trusted proxy.
+  const from = (ip: string, token: string | null) =>
+    server.post('wake', { text: 'x' }, { token, headers: { 'x-forwarded-for': ip } });
+
+  it('locks an address after maxFailures failures; then 429 with Retry-After', async () => {
+    for (let i = 0; i < 5; i++) expect((await from('10.0.0.1', 'bad')).status).toBe(401);
+    const limited = await from('10.0.0.1', 'bad');
+    expect(limited.status).toBe(429);
+    expect(await errorCode(limited)).toBe('rate_limited');
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    expect(Number.isInteger(retryAfter)).toBe(true);
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(30);
+    // Missing tokens are refused the same way while locked.
+    expect((await from('10.0.0.1', null)).status).toBe(429);
+  });
+
+  it('counts per client address', async () => {
+    for (let i = 0; i < 6; i++) await from('10.0.0.2', 'bad');
+    expect((await from('10.0.0.2', 'bad')).status).toBe(429);
+    expect((await from('10.0.0.3', 'bad')).status).toBe(401);
+  });
+
+  it('lets a correct token through a lock, and clears the count', async () => {
+    for (let i = 0; i < 6; i++) await from('10.0.0.4', 'bad');
+    expect((await from('10.0.0.4', 'bad')).status).toBe(429);
+    expect((await from('10.0.0.4', TOKEN)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await from('10.0.0.4', 'bad')).status).toBe(401);
+    expect((await from('10.0.0.4', 'bad')).status).toBe(429);
+  });
+
+  it('does not count token-in-query refusals as failures', async () => {
+    for (let i = 0; i < 10; i++) {
+      const res = await fetch(`${server.url}/hooks/wake?token=x`, {
+        method: 'POST',
+        headers: { 'x-forwarded-for': '10.0.0.5' },
+        body: '{}',
+      });
+      expect(res.status).toBe(400);
+    }
+    expect((await from('10.0.0.5', 'bad')).status).toBe(401);
+  });
+
+  it('ignores X-Forwarded-For from an untrusted peer', async () => {
+    const untrusted = await startTestServer({ hooks: { authRateLimit: { maxFailures: 2 } } });
+    try {
+      const spoof = (ip: string) =>
+        untrusted.post('wake', { text: 'x' }, { token: 'bad', headers: { 'x-forwarded-for': ip } });
+      expect((await spoof('10.9.9.1')).status).toBe(401);
+      expect((await spoof('10.9.9.2')).status).toBe(401);
+      // Different forwarded addresses, same socket peer: still locked.
+      expect((await spoof('10.9.9.3')).status).toBe(429);
+    } finally {
+      await untrusted.stop();
+    }
+  });
+});

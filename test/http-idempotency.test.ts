@@ -1,0 +1,104 @@
+/**
+ * End-to-end: idempotency keys (header or body field) over real HTTP.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+
+describe('idempotency', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.stop());
+
+  const count = async () => (await server.store.listActions({ limit: 100_000 })).length;
+  const keyed = (hook: string, payload: unknown, key: string) =>
+    server.post(hook, payload, { headers: { 'idempotency-key': key } });
+
+  it('replays the first answer for a repeated header key and stores nothing new', async () => {
+    const before = await count();
+    const first = await keyed('agent', { message: 'build 17 failed' }, 'key-1');
+    expect(first.status).toBe(200);
+    const firstBody = await first.json();
+    const again = await keyed('agent', { message: 'build 17 failed' }, 'key-1');
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual(firstBody);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(await count()).toBe(before + 1);
+  });
+
+  it('treats key order in the payload as the same request', async () => {
+    const a = await keyed('agent', { message: 'm', name: 'CI' }, 'key-order');
+    const b = await keyed('agent', { name: 'CI', message: 'm' }, 'key-order');
+    expect(b.status).toBe(200);
+    expect(await b.json()).toEqual(await a.json());
+  });
+
+  it('answers 409 for the same key with a different payload or hook', async () => {
+    expect((await keyed('wake', { text: 'one' }, 'key-2')).status).toBe(200);
+    const before = await count();
+    const changed = await keyed('wake', { text: 'two' }, 'key-2');
+    expect(changed.status).toBe(409);
+    expect(((await changed.json()) as { error: { code: string } }).error.code).toBe('idempotency_conflict');
+    const otherHook = await keyed('agent', { message: 'one' }, 'key-2');
+    expect(otherHook.status).toBe(409);
+    expect(await count()).toBe(before);
+  });
+
+  it('accepts the key as an idempotencyKey body field', async () => {
+    const first = await server.post('wake', { text: 'body key', idempotencyKey: 'key-3' });
+    const again = await server.post('wake', { text: 'body key', idempotencyKey: 'key-3' });
+    expect(await again.json()).toEqual(await first.json());
+    const viaHeader = await keyed('wake', { text: 'body key' }, 'key-3');
+    expect(viaHeader.status).toBe(200);
+    expect(viaHeader.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('refuses a header key that disagrees with the body key', async () => {
+    const res = await keyed('wake', { text: 'x', idempotencyKey: 'a' }, 'b');
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_payload');
+  });
+
+  it('refuses an overlong header key before reading the body', async () => {
+    const res = await keyed('wake', { text: 'x' }, 'k'.repeat(257));
+    expect(res.status).toBe(400);
+  });
+
+  it('does not record a key for a refused request, so it can be retried', async () => {
+    const refused = await keyed('wake', { text: '' }, 'key-4');
+    expect(refused.status).toBe(400);
+    const fixed = await keyed('wake', { text: 'now valid' }, 'key-4');
+    expect(fixed.status).toBe(200);
+  });
+
+  it('stores one action for concurrent requests sharing a key', async () => {
+    const before = await count();
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => keyed('agent', { message: 'concurrent' }, 'key-5')),
+    );
+    const bodies = await Promise.all(responses.map((res) => res.json()));
+    expect(responses.every((res) => res.status === 200)).toBe(true);
+    expect(new Set(bodies.map((body) => JSON.stringify(body))).size).toBe(1);
+    expect(await count()).toBe(before + 1);
+  });
+
+  it('forgets a key after the window', async () => {
+    const short = await startTestServer({ hooks: { idempotencyWindowSeconds: 1 } });
+    try {
+      const send = () => short.post('wake', { text: 'x' }, { headers: { 'idempotency-key': 'k' } });
+      const first = (await (await send()).json()) as { id: string };
+      await new Promise((r) => setTimeout(r, 1100));
+      const res = await send();
+      expect(res.status).toBe(200);
+      expect(res.headers.get('idempotent-replayed')).toBeNull();
+      const later = (await res.json()) as { id: string };
+      expect(later.id).toEqual(expect.any(String));
+      expect(later.id).not.toBe(first.id);
+      expect(await short.store.listActions({ limit: 10 })).toHaveLength(2);
+    } finally {
+      await short.stop();
+    }
+  });
+});
