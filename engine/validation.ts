@@ -52,6 +52,12 @@ function describe(
 ): { ok: false; field: string; message: string } {
   const at = dottedPath(error.instancePath);
   const params = error.params as Record<string, unknown>;
+  // Errors inside propertyNames concern a key, not a value.
+  if (error.propertyName !== undefined) {
+    const allowed = error.keyword === 'enum' ? (params['allowedValues'] as unknown[]) : undefined;
+    const hint = allowed ? ` (one of ${allowed.join(', ')})` : '';
+    return { ok: false, field: joinPath(at, error.propertyName), message: `unknown name${hint}` };
+  }
   switch (error.keyword) {
     case 'required': {
       const field = joinPath(at, String(params['missingProperty']));

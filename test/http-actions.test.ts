@@ -8,7 +8,11 @@ import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 
 type Body = Record<string, unknown> & { ok: boolean; error?: { code: string; message: string } };
 
-async function send(server: TestServer, hook: string, payload: unknown): Promise<{ status: number; body: Body }> {
+async function send(
+  server: TestServer,
+  hook: string,
+  payload: unknown,
+): Promise<{ status: number; body: Body }> {
   const res = await server.post(hook, payload);
   return { status: res.status, body: (await res.json()) as Body };
 }
@@ -34,7 +38,13 @@ describe('/wake', () => {
     const row = await stored(server, body['id'] as string);
     expect(row?.state).toBe('queued');
     const action = row?.action as WakeAction;
-    expect(action).toMatchObject({ kind: 'wake', text: 'Deploy finished', mode: 'now', hook: 'wake', client: '127.0.0.1' });
+    expect(action).toMatchObject({
+      kind: 'wake',
+      text: 'Deploy finished',
+      mode: 'now',
+      hook: 'wake',
+      client: '127.0.0.1',
+    });
     expect(Date.parse(action.receivedAt)).not.toBeNaN();
   });
 
@@ -127,18 +137,60 @@ describe('/agent defaults and validation', () => {
     ['missing message', {}, 400, 'invalid_payload', 'message'],
     ['blank message', { message: '   ' }, 400, 'invalid_payload', 'message'],
     ['deliver as a string', { message: 'm', deliver: 'yes' }, 400, 'invalid_payload', 'deliver'],
-    ['timeoutSeconds zero', { message: 'm', timeoutSeconds: 0 }, 400, 'invalid_payload', 'timeoutSeconds'],
-    ['timeoutSeconds negative', { message: 'm', timeoutSeconds: -5 }, 400, 'invalid_payload', 'timeoutSeconds'],
-    ['timeoutSeconds fractional', { message: 'm', timeoutSeconds: 1.5 }, 400, 'invalid_payload', 'timeoutSeconds'],
-    ['timeoutSeconds as a string', { message: 'm', timeoutSeconds: '10' }, 400, 'invalid_payload', 'timeoutSeconds'],
-    ['timeoutSeconds over the maximum', { message: 'm', timeoutSeconds: 3601 }, 400, 'invalid_payload', 'hooks.maxTimeoutSeconds'],
-    ['unknown thinking level', { message: 'm', thinking: 'ultra' }, 400, 'invalid_payload', 'thinking'],
+    [
+      'timeoutSeconds zero',
+      { message: 'm', timeoutSeconds: 0 },
+      400,
+      'invalid_payload',
+      'timeoutSeconds',
+    ],
+    [
+      'timeoutSeconds negative',
+      { message: 'm', timeoutSeconds: -5 },
+      400,
+      'invalid_payload',
+      'timeoutSeconds',
+    ],
+    [
+      'timeoutSeconds fractional',
+      { message: 'm', timeoutSeconds: 1.5 },
+      400,
+      'invalid_payload',
+      'timeoutSeconds',
+    ],
+    [
+      'timeoutSeconds as a string',
+      { message: 'm', timeoutSeconds: '10' },
+      400,
+      'invalid_payload',
+      'timeoutSeconds',
+    ],
+    [
+      'timeoutSeconds over the maximum',
+      { message: 'm', timeoutSeconds: 3601 },
+      400,
+      'invalid_payload',
+      'hooks.maxTimeoutSeconds',
+    ],
+    [
+      'unknown thinking level',
+      { message: 'm', thinking: 'ultra' },
+      400,
+      'invalid_payload',
+      'thinking',
+    ],
     ['unknown wakeMode', { message: 'm', wakeMode: 'soon' }, 400, 'invalid_payload', 'wakeMode'],
     ['mode instead of wakeMode', { message: 'm', mode: 'now' }, 400, 'invalid_payload', 'mode'],
     ['unknown field', { message: 'm', priority: 'high' }, 400, 'invalid_payload', 'priority'],
     ['blank name', { message: 'm', name: ' ' }, 400, 'invalid_payload', 'name'],
     ['unknown channel', { message: 'm', channel: 'fax' }, 400, 'invalid_channel', 'channel'],
-    ['unconfigured channel', { message: 'm', channel: 'discord' }, 400, 'invalid_channel', 'channel'],
+    [
+      'unconfigured channel',
+      { message: 'm', channel: 'discord' },
+      400,
+      'invalid_channel',
+      'channel',
+    ],
     ['model without provider', { message: 'm', model: 'gpt' }, 400, 'invalid_payload', 'model'],
   ])('%s -> %i %s', async (_name, payload, status, code, mention) => {
     const res = await send(server, 'agent', payload);
@@ -176,7 +228,9 @@ describe('/agent model policy', () => {
   ])('accepts %s and stores the full id', async (_name, model, expected) => {
     const { status, body } = await send(server, 'agent', { message: 'm', model });
     expect(status).toBe(200);
-    expect((await stored(server, body['runId'] as string))?.action).toMatchObject({ model: expected });
+    expect((await stored(server, body['runId'] as string))?.action).toMatchObject({
+      model: expected,
+    });
   });
 
   it('refuses a model outside the list with 403 naming the setting', async () => {

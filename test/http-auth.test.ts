@@ -25,7 +25,10 @@ describe('path and method', () => {
     ['PUT on a hook', '/inbound/agent', 'PUT', 405, 'method_not_allowed'],
     ['DELETE on an unknown hook', '/inbound/nope', 'DELETE', 405, 'method_not_allowed'],
   ])('%s: %s %s -> %i %s', async (_name, path, method, status, code) => {
-    const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${server.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(res.status).toBe(status);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
@@ -92,15 +95,18 @@ describe('token carriers', () => {
     ['/wake?token=x', 400],
     ['/wake?a=1&token=', 400],
     ['/agent?token=' + TOKEN, 400],
-  ])('token in the query string (%s) is 400 token_in_query, even with a good header', async (suffix, status) => {
-    const res = await fetch(`${server.url}/hooks${suffix}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}` },
-      body: JSON.stringify({ text: 'x', message: 'x' }),
-    });
-    expect(res.status).toBe(status);
-    expect(await errorCode(res)).toBe('token_in_query');
-  });
+  ])(
+    'token in the query string (%s) is 400 token_in_query, even with a good header',
+    async (suffix, status) => {
+      const res = await fetch(`${server.url}/hooks${suffix}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({ text: 'x', message: 'x' }),
+      });
+      expect(res.status).toBe(status);
+      expect(await errorCode(res)).toBe('token_in_query');
+    },
+  );
 
   it('accepts other query parameters', async () => {
     const res = await fetch(`${server.url}/hooks/wake?source=ci`, {

@@ -72,7 +72,11 @@ describe('body limits and JSON', () => {
   });
 
   it('refuses invalid UTF-8 with 400 invalid_json', async () => {
-    const body = Buffer.concat([Buffer.from('{"text":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
+    const body = Buffer.concat([
+      Buffer.from('{"text":"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}'),
+    ]);
     const res = await rawPost(`${server.url}/hooks/wake`, { headers: auth, chunks: [body] });
     expect(res.status).toBe(400);
     expect(code(res.body)).toBe('invalid_json');

@@ -40,7 +40,9 @@ describe('idempotency', () => {
     const before = await count();
     const changed = await keyed('wake', { text: 'two' }, 'key-2');
     expect(changed.status).toBe(409);
-    expect(((await changed.json()) as { error: { code: string } }).error.code).toBe('idempotency_conflict');
+    expect(((await changed.json()) as { error: { code: string } }).error.code).toBe(
+      'idempotency_conflict',
+    );
     const otherHook = await keyed('agent', { message: 'one' }, 'key-2');
     expect(otherHook.status).toBe(409);
     expect(await count()).toBe(before);

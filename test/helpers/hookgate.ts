@@ -20,7 +20,11 @@ export function tempDir(prefix = 'hookgate-test-'): { dir: string; cleanup: () =
 export type TestServer = Hookgate & {
   dataDir: string;
   /** POST JSON (or a raw string/Buffer) to `<hooks.path>/<name>` with the token. */
-  post(name: string, body: unknown, init?: { headers?: Record<string, string>; token?: string | null }): Promise<Response>;
+  post(
+    name: string,
+    body: unknown,
+    init?: { headers?: Record<string, string>; token?: string | null },
+  ): Promise<Response>;
   stop(): Promise<void>;
 };
 
@@ -44,11 +48,19 @@ export async function startTestServer(
     ...hookgate,
     dataDir,
     post(name, body, init = {}) {
-      const headers: Record<string, string> = { 'content-type': 'application/json', ...init.headers };
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        ...init.headers,
+      };
       const token = init.token === undefined ? TOKEN : init.token;
       if (token !== null) headers['authorization'] = `Bearer ${token}`;
-      const payload = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
-      return fetch(`${hookgate.url}${hooksPath}/${name}`, { method: 'POST', headers, body: payload });
+      const payload =
+        typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+      return fetch(`${hookgate.url}${hooksPath}/${name}`, {
+        method: 'POST',
+        headers,
+        body: payload,
+      });
     },
     async stop() {
       await hookgate.close();

@@ -4,7 +4,11 @@
  */
 import { request } from 'node:http';
 
-export type RawResponse = { status: number; headers: Record<string, string | string[] | undefined>; body: string };
+export type RawResponse = {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+};
 
 /** Send a POST whose body is written chunk by chunk, with optional pauses; resolves on the response. */
 export function rawPost(
@@ -20,7 +24,11 @@ export function rawPost(
       const parts: Buffer[] = [];
       res.on('data', (chunk: Buffer) => parts.push(chunk));
       res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString('utf8') }),
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(parts).toString('utf8'),
+        }),
       );
       res.on('error', reject);
     });

@@ -1,0 +1,101 @@
+/**
+ * The contract every ActionStore implementation passes: durable appends,
+ * idempotency records, listing newest first. Run by each backend's test file.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ActionStore } from '../engine/queue/action-store.ts';
+import type { Action } from '../schemas/action.ts';
+
+/** A valid wake action with a fresh id. */
+export function sampleAction(text = 'hello'): Action {
+  return {
+    kind: 'wake',
+    id: randomUUID(),
+    hook: 'wake',
+    receivedAt: new Date().toISOString(),
+    client: '127.0.0.1',
+    requestId: randomUUID(),
+    untrusted: true,
+    text,
+    mode: 'now',
+  };
+}
+
+/** Register the shared suite for a store factory; `reopen` gives a new store over the same data. */
+export function describeActionStore(
+  name: string,
+  factory: () => { open: () => ActionStore; cleanup: () => void },
+): void {
+  describe(`ActionStore contract: ${name}`, () => {
+    let env: { open: () => ActionStore; cleanup: () => void };
+    const opened: ActionStore[] = [];
+    const open = () => {
+      const store = env.open();
+      opened.push(store);
+      return store;
+    };
+    afterEach(async () => {
+      for (const store of opened.splice(0)) await store.close();
+      env.cleanup();
+    });
+
+    it('keeps appended actions across a reopen, newest first', async () => {
+      env = factory();
+      const store = open();
+      const actions = [sampleAction('one'), sampleAction('two'), sampleAction('three')];
+      for (const action of actions) await store.append({ action });
+      await store.close();
+      const listed = await open().listActions({ limit: 10 });
+      expect(listed.map((row) => row.action)).toEqual(actions.reverse());
+      expect(listed.every((row) => row.state === 'queued' && row.attempts === 0)).toBe(true);
+    });
+
+    it('commits concurrent appends, each resolving only once stored', async () => {
+      env = factory();
+      const store = open();
+      const actions = Array.from({ length: 200 }, (_, i) => sampleAction(`n${i}`));
+      await Promise.all(actions.map((action) => store.append({ action })));
+      expect(await store.listActions({ limit: 1000 })).toHaveLength(200);
+    });
+
+    it('refuses a duplicate action id without losing the rest of the batch', async () => {
+      env = factory();
+      const store = open();
+      const dup = sampleAction();
+      const results = await Promise.allSettled([
+        store.append({ action: dup }),
+        store.append({ action: { ...dup } }),
+        store.append({ action: sampleAction() }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(await store.listActions({ limit: 10 })).toHaveLength(2);
+    });
+
+    it('stores idempotency records with their action and finds them within the window', async () => {
+      env = factory();
+      const store = open();
+      const action = sampleAction();
+      const record = {
+        key: 'k',
+        fingerprint: 'f',
+        actionId: action.id,
+        response: '{"ok":true}',
+        createdAtMs: 1000,
+      };
+      await store.append({ action, idempotency: record });
+      expect(await store.findIdempotency('k', 500)).toEqual(record);
+      expect(await store.findIdempotency('k', 1001)).toBeUndefined();
+      expect(await store.findIdempotency('other', 0)).toBeUndefined();
+      expect(await store.pruneIdempotency(2000)).toBe(1);
+      expect(await store.findIdempotency('k', 0)).toBeUndefined();
+    });
+
+    it('rejects appends after close', async () => {
+      env = factory();
+      const store = open();
+      await store.close();
+      await expect(store.append({ action: sampleAction() })).rejects.toThrow();
+    });
+  });
+}
