@@ -62,9 +62,16 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
 /** Validate an in-memory configuration object (file contents after parsing). */
 export function resolveConfig(
   raw: unknown,
-  options: { baseDir: string; file?: string | null; env?: NodeJS.ProcessEnv; dataDir?: string },
+  options: {
+    baseDir: string;
+    file?: string | null;
+    /** Variables for `${VAR}`; null = no substitution (values are literal). */
+    env?: NodeJS.ProcessEnv | null;
+    dataDir?: string;
+  },
 ): LoadedConfig {
-  const substituted = substituteEnv(structuredClone(raw), options.env ?? process.env, '');
+  const env = options.env === undefined ? process.env : options.env;
+  const substituted = env === null ? structuredClone(raw) : substituteEnv(structuredClone(raw), env, '');
   const result = validateConfig(substituted);
   if (!result.ok) throw new ConfigError(result.field, result.message);
   const config = result.value;

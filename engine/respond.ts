@@ -1,6 +1,7 @@
 /**
  * Writing responses: every body is JSON, every response carries x-request-id.
  */
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ERRORS, type ErrorCode, type HookError } from './errors.ts';
@@ -50,6 +51,6 @@ export function answerClientError(socket: Duplex, code: string | undefined): voi
   const body = JSON.stringify({ ok: false, error: { code: errorCode, message } });
   socket.end(
     `HTTP/1.1 ${status} ${errorCode}\r\ncontent-type: application/json; charset=utf-8\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
   );
 }

@@ -30,7 +30,7 @@ export function loadForServe(
   const quick = quickstartConfig(env);
   const loaded = resolveConfig(quick.raw, {
     baseDir: cwd,
-    env: {},
+    env: null,
     ...(flags.dataDir && { dataDir: resolveDir(cwd, flags.dataDir) }),
   });
   return quick.generatedToken
