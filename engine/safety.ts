@@ -131,7 +131,7 @@ const HOMOGLYPHS: Record<string, string> = {
 };
 
 // Invisible characters that would split a marker without showing: format (Cf) and variation selectors.
-const INVISIBLE = /^[\p{Cf}\u180b-\u180f\ufe00-\ufe0f\u034f\u115f\u1160\u3164\uffa0]$/u;
+const INVISIBLE = /^(?:\p{Cf}|[\u180b-\u180f]|[\ufe00-\ufe0f]|\u034f|[\u115f\u1160\u3164\uffa0])$/u;
 
 /** One character's skeleton: what it looks like, upper-cased; '' for invisible characters. */
 function skeletonOf(char: string): string {
