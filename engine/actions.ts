@@ -1,9 +1,10 @@
 /**
- * The action stage for the built-in triggers: turn a validated `/wake` or
- * `/agent` payload into a WakeAction or AgentAction, applying the spec's
- * defaults and the policy, together with the response the caller receives.
+ * The action stage: turn validated wake or agent fields (from a `/wake` or
+ * `/agent` payload, or built by a mapping) into a WakeAction or AgentAction,
+ * applying the spec's defaults, the policy and the safety wrapper. Both
+ * triggers and mappings go through these same two builders.
  */
-import type { AgentAction, WakeAction } from '../schemas/action.ts';
+import type { Action, AgentAction, WakeAction } from '../schemas/action.ts';
 import type { AgentPayload, WakePayload } from '../schemas/payloads.ts';
 import type { Envelope } from './envelope.ts';
 import { HookError } from './errors.ts';
@@ -14,73 +15,135 @@ import {
   resolveModel,
   resolveSessionKey,
 } from './policy.ts';
+import { wrapUntrusted } from './safety.ts';
 
-/** An action ready for durable acceptance, with the success body it will answer. */
-export type Accepted = { action: WakeAction | AgentAction; response: Record<string, unknown> };
+/** Actions ready for durable acceptance, with the 200 body; `response: null` answers 204. */
+export type Accepted = { actions: Action[]; response: Record<string, unknown> | null };
 
 /** Ids and limits the builders need besides the policy. */
 export type BuildContext = { policy: Policy; maxTimeoutSeconds: number; newId: () => string };
 
-function origin(envelope: Envelope, id: string) {
+/** Where the fields came from, for session-key policy and the safety wrapper. */
+export type Provenance = {
+  /** 'request': a key in a /agent body (needs opt-in); 'mapping': set by a mapping. */
+  sessionKeySource: 'request' | 'mapping';
+  /** Wrap the text as untrusted (false only with allowUnsafeExternalContent). */
+  wrap: boolean;
+  /** Source label inside the wrapper, e.g. Webhook, Email. */
+  label: string;
+  mappingId?: string;
+};
+
+/** Provenance of the built-in /wake and /agent triggers. */
+export const DIRECT: Provenance = Object.freeze({
+  sessionKeySource: 'request',
+  wrap: true,
+  label: 'Webhook',
+});
+
+function origin(envelope: Envelope, id: string, provenance: Provenance) {
   return {
     id,
     hook: envelope.hook,
     receivedAt: envelope.receivedAt,
     client: envelope.client,
     requestId: envelope.id,
-    untrusted: true,
+    untrusted: provenance.wrap,
+    ...(provenance.mappingId !== undefined && { mappingId: provenance.mappingId }),
   };
+}
+
+/** Wrap a request text unless the hook is trusted; returns the text and the wrapper record. */
+function guardText(content: string, provenance: Provenance) {
+  if (!provenance.wrap) return { text: content };
+  const wrapped = wrapUntrusted(content, provenance.label);
+  const safety = {
+    wrapperId: wrapped.id,
+    label: provenance.label,
+    patterns: wrapped.patterns,
+    neutralised: wrapped.neutralised,
+  };
+  return { text: wrapped.text, safety };
 }
 
 /** Build a wake action (spec 2.1, 4.1). */
 export function buildWakeAction(
   envelope: Envelope,
-  payload: WakePayload,
+  fields: WakePayload,
   ctx: BuildContext,
-): Accepted {
-  const id = ctx.newId();
-  const mode = payload.mode ?? 'now';
-  const action: WakeAction = { kind: 'wake', ...origin(envelope, id), text: payload.text, mode };
-  return { action, response: { ok: true, id, mode } };
+  provenance: Provenance = DIRECT,
+): WakeAction {
+  const guarded = guardText(fields.text, provenance);
+  return {
+    kind: 'wake',
+    ...origin(envelope, ctx.newId(), provenance),
+    ...(guarded.safety && { safety: guarded.safety }),
+    text: guarded.text,
+    mode: fields.mode ?? 'now',
+  };
 }
 
 /** Build an agent action (spec 2.2, 4.2): defaults, then channel, model, agent and session-key policy. */
 export function buildAgentAction(
   envelope: Envelope,
-  payload: AgentPayload,
+  fields: AgentPayload,
   ctx: BuildContext,
-): Accepted {
+  provenance: Provenance = DIRECT,
+): AgentAction {
   const { policy } = ctx;
-  if (payload.timeoutSeconds !== undefined && payload.timeoutSeconds > ctx.maxTimeoutSeconds) {
+  if (fields.timeoutSeconds !== undefined && fields.timeoutSeconds > ctx.maxTimeoutSeconds) {
     throw new HookError(
       'invalid_payload',
       `timeoutSeconds: must be at most ${ctx.maxTimeoutSeconds} (hooks.maxTimeoutSeconds)`,
     );
   }
-  const channel = resolveChannel(policy, payload.channel);
-  const model = resolveModel(policy, payload.model);
-  const agentId = resolveAgentId(policy, payload.agentId);
+  const channel = resolveChannel(policy, fields.channel);
+  const model = resolveModel(policy, fields.model);
+  const agentId = resolveAgentId(policy, fields.agentId);
   const requested =
-    payload.sessionKey === undefined
+    fields.sessionKey === undefined
       ? undefined
-      : { key: payload.sessionKey, source: 'request' as const };
+      : { key: fields.sessionKey, source: provenance.sessionKeySource };
   const { sessionKey, source } = resolveSessionKey(policy, requested, ctx.newId);
-  const runId = ctx.newId();
-  const action: AgentAction = {
+  const guarded = guardText(fields.message, provenance);
+  return {
     kind: 'agent',
-    ...origin(envelope, runId),
-    message: payload.message,
-    name: payload.name ?? 'Hook',
+    ...origin(envelope, ctx.newId(), provenance),
+    ...(guarded.safety && { safety: guarded.safety }),
+    message: guarded.text,
+    name: fields.name ?? 'Hook',
     agentId,
     sessionKey,
     sessionKeySource: source,
-    wakeMode: payload.wakeMode ?? 'now',
-    deliver: payload.deliver ?? true,
+    wakeMode: fields.wakeMode ?? 'now',
+    deliver: fields.deliver ?? true,
     channel,
-    ...(payload.to !== undefined && { to: payload.to }),
+    ...(fields.to !== undefined && { to: fields.to }),
     ...(model !== undefined && { model }),
-    ...(payload.thinking !== undefined && { thinking: payload.thinking }),
-    ...(payload.timeoutSeconds !== undefined && { timeoutSeconds: payload.timeoutSeconds }),
+    ...(fields.thinking !== undefined && { thinking: fields.thinking }),
+    ...(fields.timeoutSeconds !== undefined && { timeoutSeconds: fields.timeoutSeconds }),
   };
-  return { action, response: { ok: true, runId, agentId, sessionKey } };
+}
+
+/** The 200 body for accepted actions: P1's shapes for one action, plural ids for a fan-out. */
+export function acceptanceBody(
+  actions: readonly Action[],
+  fanOut: boolean,
+): Record<string, unknown> {
+  if (!fanOut && actions.length === 1) {
+    const action = actions[0] as Action;
+    if (action.kind === 'wake') return { ok: true, id: action.id, mode: action.mode };
+    return { ok: true, runId: action.id, agentId: action.agentId, sessionKey: action.sessionKey };
+  }
+  const wakes = actions.filter((a): a is WakeAction => a.kind === 'wake');
+  const runs = actions.filter((a): a is AgentAction => a.kind === 'agent');
+  return {
+    ok: true,
+    ...(wakes.length > 0 && { ids: wakes.map((a) => a.id) }),
+    ...(runs.length > 0 && {
+      runIds: runs.map((a) => a.id),
+      sessionKeys: runs.map((a) => a.sessionKey),
+      agentIds: runs.map((a) => a.agentId),
+    }),
+  };
 }

@@ -71,7 +71,8 @@ export function resolveConfig(
   },
 ): LoadedConfig {
   const env = options.env === undefined ? process.env : options.env;
-  const substituted = env === null ? structuredClone(raw) : substituteEnv(structuredClone(raw), env, '');
+  const substituted =
+    env === null ? structuredClone(raw) : substituteEnv(structuredClone(raw), env, '');
   const result = validateConfig(substituted);
   if (!result.ok) throw new ConfigError(result.field, result.message);
   const config = result.value;

@@ -8,8 +8,8 @@ import type { Accepted } from './actions.ts';
 import { HookError } from './errors.ts';
 import type { ActionStore, IdempotencyRecord } from './queue/action-store.ts';
 
-/** The answer to an accepted request. */
-export type Acceptance = { body: string; replayed: boolean };
+/** The answer to an accepted request: a 200 body, or null for 204 (nothing to store). */
+export type Acceptance = { body: string | null; replayed: boolean };
 
 export type Dispatcher = {
   /** Store the action (durably) and return the body to answer 200 with. */
@@ -29,8 +29,9 @@ export function createDispatcher(
   const inFlight = new Map<string, Promise<unknown>>();
 
   async function commit(accepted: Accepted, idempotency?: IdempotencyRecord): Promise<Acceptance> {
+    if (accepted.response === null) return { body: null, replayed: false };
     try {
-      await store.append({ action: accepted.action, ...(idempotency && { idempotency }) });
+      await store.append({ actions: accepted.actions, ...(idempotency && { idempotency }) });
     } catch (err) {
       throw new HookError('unavailable', 'The request could not be stored; nothing was accepted.', {
         cause: err,
@@ -48,7 +49,7 @@ export function createDispatcher(
     return commit(accepted, {
       key,
       fingerprint,
-      actionId: accepted.action.id,
+      actionId: accepted.actions[0]?.id ?? '',
       response: JSON.stringify(accepted.response),
       createdAtMs: now(),
     });

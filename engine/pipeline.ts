@@ -13,7 +13,7 @@ import { asHookError, type HookError } from './errors.ts';
 import type { Admitted } from './guard.ts';
 import { chooseIdempotencyKey, headerIdempotencyKey, requestFingerprint } from './idempotency.ts';
 import type { Logger } from './log.ts';
-import { sendError, sendJson } from './respond.ts';
+import { sendEmpty, sendError, sendJson } from './respond.ts';
 import { type Route, selectRoute } from './route.ts';
 
 export type PipelineDeps = {
@@ -61,8 +61,15 @@ export function createRequestHandler(
       accepted,
       key && fingerprint ? { key, fingerprint } : undefined,
     );
+    const patterns = accepted.actions.flatMap((action) => action.safety?.patterns ?? []);
+    if (patterns.length > 0) log.injectionPatterns = [...new Set(patterns)];
+    if (result.body === null) {
+      log.status = 204;
+      sendEmpty(res, 204, requestId);
+      return;
+    }
     log.status = 200;
-    log.actionId = accepted.action.id;
+    log.actionIds = accepted.actions.map((action) => action.id);
     sendJson(res, 200, result.body, requestId, result.replayed ? REPLAYED : undefined);
   }
 
@@ -104,7 +111,9 @@ type LogFields = {
   status: number;
   hook?: string;
   code?: string;
-  actionId?: string;
+  actionIds?: string[];
+  /** Names of injection patterns detected in the content (never the content). */
+  injectionPatterns?: string[];
   durationMs?: number;
 };
 

@@ -23,6 +23,12 @@ export function sendJson(
   res.end(body);
 }
 
+/** Send a status without a body (204). */
+export function sendEmpty(res: ServerResponse, status: number, requestId: string): void {
+  res.writeHead(status, { 'x-request-id': requestId });
+  res.end();
+}
+
 /** Send an error; with `close`, the connection is closed after it (body left unread). */
 export function sendError(
   res: ServerResponse,

@@ -9,7 +9,14 @@ import {
   type WakePayload,
   wakePayloadSchema,
 } from '../schemas/payloads.ts';
-import { type Accepted, type BuildContext, buildAgentAction, buildWakeAction } from './actions.ts';
+import {
+  type Accepted,
+  acceptanceBody,
+  type BuildContext,
+  buildAgentAction,
+  buildWakeAction,
+} from './actions.ts';
+import type { Action } from '../schemas/action.ts';
 import type { Envelope } from './envelope.ts';
 import { HookError } from './errors.ts';
 import { compileValidator, type Validator } from './validation.ts';
@@ -28,16 +35,22 @@ function validated<T>(check: Validator<T>, payload: unknown): T {
   throw new HookError('invalid_payload', `${field}: ${result.message}`);
 }
 
+function single(action: Action): Accepted {
+  return { actions: [action], response: acceptanceBody([action], false) };
+}
+
 /** Build the route table for a configuration. */
 export function createRoutes(ctx: BuildContext): ReadonlyMap<string, Route> {
   return new Map<string, Route>([
     [
       'wake',
-      (envelope) => buildWakeAction(envelope, validated(validateWake, envelope.payload), ctx),
+      (envelope) =>
+        single(buildWakeAction(envelope, validated(validateWake, envelope.payload), ctx)),
     ],
     [
       'agent',
-      (envelope) => buildAgentAction(envelope, validated(validateAgent, envelope.payload), ctx),
+      (envelope) =>
+        single(buildAgentAction(envelope, validated(validateAgent, envelope.payload), ctx)),
     ],
   ]);
 }

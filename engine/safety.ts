@@ -43,6 +43,15 @@ export function wrapUntrusted(
   return { text, id, neutralised: count, patterns };
 }
 
+/** The content of a wrapped text (for display), or the text itself when it is not wrapped. */
+export function wrappedContent(text: string): string {
+  const start = text.indexOf(`\n<<<${START_MARKER} id="`);
+  if (start < 0) return text;
+  const body = text.indexOf('\n---\n', start);
+  const end = text.lastIndexOf(`\n<<<${END_MARKER} id="`);
+  return body < 0 || end < body ? text : text.slice(body + 5, end);
+}
+
 /** 16 random hex characters: unguessable by a sender. */
 export function newWrapperId(): string {
   return randomBytes(8).toString('hex');

@@ -13,6 +13,22 @@ const origin = {
   requestId: { type: 'string', minLength: 1 },
   // false only when a mapping sets allowUnsafeExternalContent.
   untrusted: { type: 'boolean' },
+  // The mapping that built a mapped action.
+  mappingId: { type: 'string', minLength: 1 },
+  // What the safety wrapper did, when it wrapped the text.
+  safety: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['wrapperId', 'label', 'patterns', 'neutralised'],
+    properties: {
+      wrapperId: { type: 'string' },
+      label: { type: 'string' },
+      // Names of known injection patterns found in the content.
+      patterns: { type: 'array', items: { type: 'string' } },
+      // How many marker-like fragments were neutralised.
+      neutralised: { type: 'integer', minimum: 0 },
+    },
+  },
 } as const;
 const originRequired = ['id', 'hook', 'receivedAt', 'client', 'requestId', 'untrusted'] as const;
 

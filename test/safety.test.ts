@@ -11,6 +11,7 @@ import {
   neutraliseMarkers,
   SECURITY_NOTICE,
   START_MARKER,
+  wrappedContent,
   wrapUntrusted,
 } from '../engine/safety.ts';
 
@@ -140,5 +141,13 @@ describe('properties', () => {
 
   test.prop([fc.string({ unit: 'binary' })])('detection is total', (content) => {
     expect(Array.isArray(detectInjection(content))).toBe(true);
+  });
+});
+
+describe('wrappedContent', () => {
+  it('returns the content of a wrapped text and leaves other texts alone', () => {
+    const content = 'line one\n---\nline three';
+    expect(wrappedContent(wrapUntrusted(content, 'Email').text)).toBe(content);
+    expect(wrappedContent('plain')).toBe('plain');
   });
 });

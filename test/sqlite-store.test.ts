@@ -25,7 +25,7 @@ describe('sqlite store file', () => {
     try {
       const store = openSqliteStore(temp.dir);
       const action = sampleAction();
-      await store.append({ action });
+      await store.append({ actions: [action] });
       const reader = new DatabaseSync(path.join(temp.dir, STORE_FILE), { readOnly: true });
       const mode = reader.prepare('PRAGMA journal_mode').get() as { journal_mode: string };
       expect(mode.journal_mode).toBe('wal');

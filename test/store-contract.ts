@@ -44,7 +44,7 @@ export function describeActionStore(
       env = factory();
       const store = open();
       const actions = [sampleAction('one'), sampleAction('two'), sampleAction('three')];
-      for (const action of actions) await store.append({ action });
+      for (const action of actions) await store.append({ actions: [action] });
       await store.close();
       const listed = await open().listActions({ limit: 10 });
       expect(listed.map((row) => row.action)).toEqual(actions.reverse());
@@ -55,7 +55,7 @@ export function describeActionStore(
       env = factory();
       const store = open();
       const actions = Array.from({ length: 200 }, (_, i) => sampleAction(`n${i}`));
-      await Promise.all(actions.map((action) => store.append({ action })));
+      await Promise.all(actions.map((action) => store.append({ actions: [action] })));
       expect(await store.listActions({ limit: 1000 })).toHaveLength(200);
     });
 
@@ -64,9 +64,9 @@ export function describeActionStore(
       const store = open();
       const dup = sampleAction();
       const results = await Promise.allSettled([
-        store.append({ action: dup }),
-        store.append({ action: { ...dup } }),
-        store.append({ action: sampleAction() }),
+        store.append({ actions: [dup] }),
+        store.append({ actions: [{ ...dup }] }),
+        store.append({ actions: [sampleAction()] }),
       ]);
       expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
       expect(await store.listActions({ limit: 10 })).toHaveLength(2);
@@ -83,7 +83,7 @@ export function describeActionStore(
         response: '{"ok":true}',
         createdAtMs: 1000,
       };
-      await store.append({ action, idempotency: record });
+      await store.append({ actions: [action], idempotency: record });
       expect(await store.findIdempotency('k', 500)).toEqual(record);
       expect(await store.findIdempotency('k', 1001)).toBeUndefined();
       expect(await store.findIdempotency('other', 0)).toBeUndefined();
@@ -95,7 +95,7 @@ export function describeActionStore(
       env = factory();
       const store = open();
       await store.close();
-      await expect(store.append({ action: sampleAction() })).rejects.toThrow();
+      await expect(store.append({ actions: [sampleAction()] })).rejects.toThrow();
     });
   });
 }

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { findConfigFile, loadConfigFile } from '../config.ts';
 import type { StoredAction } from '../queue/action-store.ts';
 import { openSqliteStore, STORE_FILE } from '../queue/sqlite-store.ts';
+import { wrappedContent } from '../safety.ts';
 
 export type ListFlags = { json?: boolean; limit?: string; dataDir?: string; config?: string };
 
@@ -52,6 +53,6 @@ export function formatRow({ action, state }: StoredAction): string {
 }
 
 function quote(text: string): string {
-  const flat = text.replace(/\s+/g, ' ');
+  const flat = wrappedContent(text).replace(/\s+/g, ' ');
   return JSON.stringify(flat.length > 80 ? `${flat.slice(0, 79)}…` : flat);
 }

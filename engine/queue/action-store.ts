@@ -10,14 +10,15 @@ import type { Action } from '../../schemas/action.ts';
 export type IdempotencyRecord = {
   key: string;
   fingerprint: string;
+  /** The first action's id (a fan-out stores several). */
   actionId: string;
   /** The JSON body of the first 200 answer. */
   response: string;
   createdAtMs: number;
 };
 
-/** One accepted request: its action, and the idempotency record when a key was given. */
-export type AcceptedRecord = { action: Action; idempotency?: IdempotencyRecord };
+/** One accepted request: its actions (all stored or none), and its idempotency record if keyed. */
+export type AcceptedRecord = { actions: readonly Action[]; idempotency?: IdempotencyRecord };
 
 /** Lifecycle state of a stored action. */
 export type ActionState = 'queued' | 'running' | 'done' | 'failed' | 'dead';

@@ -134,25 +134,27 @@ class SqliteActionStore implements ActionStore {
     }
   }
 
-  private insertOne({ action, idempotency }: AcceptedRecord): void {
-    const sessionKey = action.kind === 'agent' ? action.sessionKey : null;
+  private insertOne({ actions, idempotency }: AcceptedRecord): void {
     this.db.exec('SAVEPOINT one');
     try {
-      this.insertAction.run(
-        action.id,
-        action.kind,
-        action.hook,
-        sessionKey,
-        action.receivedAt,
-        JSON.stringify(action),
-      );
+      for (const action of actions) {
+        const sessionKey = action.kind === 'agent' ? action.sessionKey : null;
+        this.insertAction.run(
+          action.id,
+          action.kind,
+          action.hook,
+          sessionKey,
+          action.receivedAt,
+          JSON.stringify(action),
+        );
+      }
       if (idempotency) {
         const { key, fingerprint, actionId, response, createdAtMs } = idempotency;
         this.insertKey.run(key, fingerprint, actionId, response, createdAtMs);
       }
       this.db.exec('RELEASE one');
     } catch (err) {
-      // Undo the action row too, so no action is stored without its key.
+      // Undo the whole request: all of its actions and its key, or nothing.
       this.db.exec('ROLLBACK TO one');
       this.db.exec('RELEASE one');
       throw err;

@@ -1,0 +1,123 @@
+/**
+ * Match conditions: JSON-logic rules over the request envelope, validated
+ * and compiled at boot. Only known operators, bounded depth, and no path
+ * through `__proto__`, `constructor` or `prototype`; `var` looks up own
+ * properties only (json-logic-js's own follows the prototype chain).
+ * Evaluation is total: an error or a bad lookup is "no match", never a crash.
+ */
+import jsonLogic from 'json-logic-js';
+import { FORBIDDEN_SEGMENTS, lookupOwn } from './evaluator-data.ts';
+import { joinPath } from './validation.ts';
+
+/** A compiled condition: true when the rule holds for the data. */
+export type Condition = (data: unknown) => boolean;
+
+/** Deepest rule nesting accepted at boot. */
+export const MAX_RULE_DEPTH = 32;
+
+// Operators an operator may use; `log` (console) and anything added later are refused.
+const KNOWN_OPERATORS: ReadonlySet<string> = new Set([
+  '==',
+  '===',
+  '!=',
+  '!==',
+  '>',
+  '>=',
+  '<',
+  '<=',
+  '!',
+  '!!',
+  'and',
+  'or',
+  'if',
+  '?:',
+  'in',
+  'cat',
+  'substr',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  'min',
+  'max',
+  'merge',
+  'var',
+  'missing',
+  'missing_some',
+  'some',
+  'all',
+  'none',
+  'filter',
+  'map',
+  'reduce',
+]);
+
+// Own-property `var`, replacing json-logic-js's prototype-walking one (also used by `missing`).
+jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fallback?: unknown) {
+  const notFound = fallback === undefined ? null : fallback;
+  if (path === undefined || path === null || path === '') return this;
+  const found = lookupOwn(this, String(path));
+  return found === undefined ? notFound : found;
+});
+
+/** A rule that failed validation, with a dotted path inside the rule. */
+export class RuleError extends Error {
+  readonly at: string;
+  constructor(at: string, message: string) {
+    super(message);
+    this.name = 'RuleError';
+    this.at = at;
+  }
+}
+
+/** Validate a JSON-logic rule and compile it into a total predicate. */
+export function compileCondition(rule: unknown): Condition {
+  validateRule(rule, '', 0);
+  return function condition(data) {
+    try {
+      return jsonLogic.truthy(jsonLogic.apply(rule as jsonLogic.RulesLogic, data));
+    } catch {
+      return false;
+    }
+  };
+}
+
+function validateRule(rule: unknown, at: string, depth: number): void {
+  if (depth > MAX_RULE_DEPTH)
+    throw new RuleError(at, `nested deeper than ${MAX_RULE_DEPTH} levels`);
+  if (Array.isArray(rule)) {
+    rule.forEach((item, i) => validateRule(item, joinPath(at, String(i)), depth + 1));
+    return;
+  }
+  if (rule === null || typeof rule !== 'object') return;
+  const keys = Object.keys(rule);
+  if (keys.length !== 1)
+    throw new RuleError(at, 'a rule object must have exactly one operator key');
+  const op = keys[0] as string;
+  if (!KNOWN_OPERATORS.has(op)) throw new RuleError(at, `unknown operator "${op}"`);
+  const args = (rule as Record<string, unknown>)[op];
+  if (op === 'var' || op === 'missing' || op === 'missing_some')
+    checkPaths(op, args, joinPath(at, op));
+  validateRule(args, joinPath(at, op), depth + 1);
+}
+
+/** Refuse literal paths through forbidden segments (dynamic paths are guarded at lookup). */
+function checkPaths(op: string, args: unknown, at: string): void {
+  const list = Array.isArray(args) ? args : [args];
+  const paths: unknown[] =
+    op === 'var'
+      ? [list[0]]
+      : op === 'missing_some'
+        ? Array.isArray(list[1])
+          ? list[1]
+          : []
+        : list;
+  for (const path of paths) {
+    if (typeof path !== 'string' && typeof path !== 'number') continue;
+    for (const segment of String(path).split('.')) {
+      if (FORBIDDEN_SEGMENTS.has(segment))
+        throw new RuleError(at, `path "${path}" goes through "${segment}"`);
+    }
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * JSON Schema of a mapping (spec 2.4, 4.3): how `POST <hooks_path>/<name>`
+ * with any JSON payload becomes a wake or agent action. Presets are data of
+ * this same shape. The `Mapping` type derives from it.
+ */
+import type { FromSchema } from 'json-schema-to-ts';
+import { THINKING_LEVELS, text, WAKE_MODES } from './payloads.ts';
+
+/** Action fields a template may produce (all strings). */
+export const TEMPLATE_FIELDS = [
+  'message',
+  'text',
+  'name',
+  'sessionKey',
+  'agentId',
+  'channel',
+  'to',
+  'model',
+  'thinking',
+  'wakeMode',
+  'mode',
+] as const;
+
+export type TemplateField = (typeof TEMPLATE_FIELDS)[number];
+
+const templateString = { type: 'string' } as const;
+
+export const mappingSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
+    match: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        // The <name> in POST <hooks_path>/<name>, compared exactly.
+        path: { type: 'string', pattern: '^[A-Za-z0-9._~-]+$' },
+        // payload.source must equal it (a generic ingest endpoint routed by payload).
+        source: text,
+        // A JSON-logic rule over { payload, headers, query, path, method }.
+        when: { type: ['object', 'boolean'] },
+      },
+    },
+    action: { enum: ['wake', 'agent'] },
+    templates: {
+      type: 'object',
+      additionalProperties: false,
+      properties: Object.fromEntries(TEMPLATE_FIELDS.map((field) => [field, templateString])) as {
+        [K in TemplateField]: typeof templateString;
+      },
+    },
+    // OpenClaw-style aliases of templates.message / templates.text.
+    messageTemplate: templateString,
+    textTemplate: templateString,
+    // Plain values (spec 2.4); a template of the same field wins.
+    message: text,
+    text,
+    name: text,
+    sessionKey: text,
+    agentId: text,
+    channel: text,
+    to: text,
+    model: text,
+    thinking: { enum: THINKING_LEVELS },
+    wakeMode: { enum: WAKE_MODES },
+    mode: { enum: WAKE_MODES },
+    deliver: { type: 'boolean' },
+    timeoutSeconds: { type: 'integer', minimum: 1 },
+    allowUnsafeExternalContent: { type: 'boolean' },
+    // Source label inside the safety wrapper (default "Webhook").
+    label: { ...text, maxLength: 40 },
+    // Dotted path to an array in the payload: one action per element (as `item`).
+    forEach: { type: 'string', pattern: '^[A-Za-z0-9_$-]+(\\.[A-Za-z0-9_$-]+)*$' },
+    transform: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['module'],
+      properties: { module: text, export: text },
+    },
+  },
+} as const;
+
+export type Mapping = FromSchema<typeof mappingSchema>;

@@ -1,0 +1,17 @@
+/**
+ * Reading wrapped texts in tests: the content between the safety markers.
+ */
+import { expect } from 'vitest';
+import { SECURITY_NOTICE } from '../../engine/safety.ts';
+
+const WRAPPED =
+  /^([\s\S]*)\n<<<EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]+)">>>\nSource: (.*)\n---\n([\s\S]*)\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id="\2">>>$/;
+
+/** Assert a text is wrapped exactly once and return its label and content. */
+export function unwrap(text: string): { label: string; content: string; id: string } {
+  const match = WRAPPED.exec(text);
+  expect(match, `not a wrapped text: ${text.slice(0, 120)}`).not.toBeNull();
+  const [, notice, id, label, content] = match as unknown as string[];
+  expect(notice).toBe(SECURITY_NOTICE);
+  return { label: label as string, content: content as string, id: id as string };
+}
