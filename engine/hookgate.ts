@@ -17,7 +17,8 @@ import type { ActionStore } from './queue/action-store.ts';
 import { openSqliteStore } from './queue/sqlite-store.ts';
 import { createMemoryLimiter } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';
-import { createRoutes } from './route.ts';
+import { createRouter } from './route.ts';
+import { compileMappings } from './mappings.ts';
 
 export type Hookgate = {
   /** Base URL the server listens on, e.g. http://127.0.0.1:8787 */
@@ -39,6 +40,9 @@ export async function startHookgate(
   options: StartOptions = {},
 ): Promise<Hookgate> {
   const { config } = loaded;
+  const policy = policyFromConfig(config);
+  // Compiled before anything is opened: a bad mapping stops the boot with a ConfigError.
+  const mappings = compileMappings(config, policy);
   const logger = options.logger ?? createLogger(config.log.level);
   const store =
     options.store ??
@@ -50,11 +54,15 @@ export async function startHookgate(
       createMemoryLimiter(config.hooks.authRateLimit),
       createClientAddressResolver(config.server.trustedProxies),
     ),
-    routes: createRoutes({
-      policy: policyFromConfig(config),
-      maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
-      newId: randomUUID,
-    }),
+    route: createRouter(
+      {
+        policy,
+        maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
+        maxActions: config.hooks.maxActionsPerRequest,
+        newId: randomUUID,
+      },
+      mappings,
+    ),
     dispatcher: createDispatcher(store, { idempotencyWindowMs: windowMs }),
     logger,
     body: {

@@ -14,11 +14,11 @@ import type { Admitted } from './guard.ts';
 import { chooseIdempotencyKey, headerIdempotencyKey, requestFingerprint } from './idempotency.ts';
 import type { Logger } from './log.ts';
 import { sendEmpty, sendError, sendJson } from './respond.ts';
-import { type Route, selectRoute } from './route.ts';
+import type { Router } from './route.ts';
 
 export type PipelineDeps = {
   guard: (req: IncomingMessage) => Admitted;
-  routes: ReadonlyMap<string, Route>;
+  route: Router;
   dispatcher: Dispatcher;
   logger: Logger;
   body: BodyLimits & { maxDepth: number };
@@ -32,13 +32,13 @@ const REPLAYED = Object.freeze({ 'idempotent-replayed': 'true' });
 export function createRequestHandler(
   deps: PipelineDeps,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  const { guard, routes, dispatcher, logger } = deps;
+  const { guard, route: routeFor, dispatcher, logger } = deps;
 
   async function run(req: IncomingMessage, res: ServerResponse, requestId: string, log: LogFields) {
     const admitted = guard(req);
     log.hook = admitted.hook;
     log.client = admitted.client;
-    const route = selectRoute(routes, admitted.hook);
+    const route = routeFor(admitted.hook);
     const headerKey = headerIdempotencyKey(req.headers);
     const raw = await readBody(req, deps.body);
     const payload = parseJsonObject(raw, deps.body.maxDepth);

@@ -1,8 +1,10 @@
 /**
  * The route stage: pick what handles `<hooks_path>/<name>`. The built-in
  * `wake` and `agent` triggers validate their payload against schemas/ and
- * build an action; any other name is an unknown hook (mapped hooks come later).
+ * build one action; other names go to the mappings (and presets). The choice
+ * is made from the name alone, before the body is read.
  */
+import type { Action } from '../schemas/action.ts';
 import {
   type AgentPayload,
   agentPayloadSchema,
@@ -16,13 +18,18 @@ import {
   buildAgentAction,
   buildWakeAction,
 } from './actions.ts';
-import type { Action } from '../schemas/action.ts';
 import type { Envelope } from './envelope.ts';
 import { HookError } from './errors.ts';
+import { buildMappedActions, selectFor } from './mapped-route.ts';
+import type { CompiledMapping } from './mappings.ts';
+import { hookIsMapped } from './rules.ts';
 import { compileValidator, type Validator } from './validation.ts';
 
-/** Turns an envelope into an accepted action, or throws a HookError. */
+/** Turns an envelope into accepted actions, or throws a HookError. */
 export type Route = (envelope: Envelope) => Accepted | Promise<Accepted>;
+
+/** Finds the route for a hook name; throws 404 unknown_hook when nothing serves it. */
+export type Router = (hook: string) => Route;
 
 const validateWake = compileValidator<WakePayload>(wakePayloadSchema);
 const validateAgent = compileValidator<AgentPayload>(agentPayloadSchema);
@@ -39,9 +46,12 @@ function single(action: Action): Accepted {
   return { actions: [action], response: acceptanceBody([action], false) };
 }
 
-/** Build the route table for a configuration. */
-export function createRoutes(ctx: BuildContext): ReadonlyMap<string, Route> {
-  return new Map<string, Route>([
+/** Build the router for a configuration: built-in triggers first, then mappings. */
+export function createRouter(
+  ctx: BuildContext & { maxActions: number },
+  mappings: readonly CompiledMapping[],
+): Router {
+  const builtIn = new Map<string, Route>([
     [
       'wake',
       (envelope) =>
@@ -53,11 +63,16 @@ export function createRoutes(ctx: BuildContext): ReadonlyMap<string, Route> {
         single(buildAgentAction(envelope, validated(validateAgent, envelope.payload), ctx)),
     ],
   ]);
-}
-
-/** Find the route for a hook name; unknown names are 404 unknown_hook. */
-export function selectRoute(routes: ReadonlyMap<string, Route>, hook: string): Route {
-  const route = routes.get(hook);
-  if (!route) throw new HookError('unknown_hook', `No hook named "${hook.slice(0, 100)}".`);
-  return route;
+  const mapped: Route = (envelope) => {
+    const { selection, data } = selectFor(mappings, envelope);
+    // Mappings exist for this name but none matched: a deliberate drop, 204.
+    if (!selection.mapping) return { actions: [], response: null };
+    return buildMappedActions(selection.mapping, envelope, data, ctx);
+  };
+  return function route(hook) {
+    const found = builtIn.get(hook);
+    if (found) return found;
+    if (hookIsMapped(mappings, hook)) return mapped;
+    throw new HookError('unknown_hook', `No hook named "${hook.slice(0, 100)}".`);
+  };
 }

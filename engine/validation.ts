@@ -11,12 +11,18 @@ export type Validator<T> = (
 
 type Options = { useDefaults?: boolean; unknownLabel?: string };
 
-const ajvPlain = new Ajv({ allErrors: false, strict: true, coerceTypes: false });
+const ajvPlain = new Ajv({
+  allErrors: false,
+  strict: true,
+  allowUnionTypes: true,
+  coerceTypes: false,
+});
 const ajvDefaults = new Ajv({
   allErrors: false,
   strict: true,
   coerceTypes: false,
   useDefaults: true,
+  allowUnionTypes: true,
 });
 
 /** Compile a schema into a validator whose errors name fields in dotted form. */

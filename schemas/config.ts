@@ -4,6 +4,8 @@
  * the `Config` type is derived from it, never written twice.
  */
 import type { FromSchema } from 'json-schema-to-ts';
+import { mappingSchema } from './mapping.ts';
+import { THINKING_LEVELS } from './payloads.ts';
 
 /** Channel identifiers of the deployment's channel set (spec 2.2). */
 export const CHANNEL_IDS = [
@@ -69,11 +71,23 @@ const hooksSchema = {
     defaultSessionKey: nonEmpty,
     allowRequestSessionKey: { type: 'boolean', default: false },
     allowedSessionKeyPrefixes: { type: 'array', items: nonEmpty },
-    // Used by later stages (mapped hooks, transforms, mail setup).
+    // Built-in mapping packs by name (presets/), after the user's mappings.
     presets: { type: 'array', items: nonEmpty, default: [] },
-    mappings: { type: 'array', items: { type: 'object' }, default: [] },
+    mappings: { type: 'array', items: mappingSchema, default: [] },
+    // Most actions one request may create (a mapping's forEach fan-out).
+    maxActionsPerRequest: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },
     transformsDir: nonEmpty,
-    gmail: { type: 'object', default: {} },
+    // Mail-notification settings; the keys below apply to the gmail preset,
+    // others are written by the mail setup command.
+    gmail: {
+      type: 'object',
+      default: {},
+      properties: {
+        allowUnsafeExternalContent: { type: 'boolean' },
+        model: nonEmpty,
+        thinking: { enum: THINKING_LEVELS },
+      },
+    },
   },
 } as const;
 

@@ -1,0 +1,230 @@
+/**
+ * Compiling mappings at boot: the user's `hooks.mappings` followed by the
+ * presets named in `hooks.presets`. Conditions and templates are compiled
+ * once, static values are checked against the same policy requests face,
+ * and every problem is a ConfigError naming the mapping id and the field.
+ */
+import { PRESETS } from '../presets/registry.ts';
+import type { Config } from '../schemas/config.ts';
+import { type Mapping, TEMPLATE_FIELDS, type TemplateField } from '../schemas/mapping.ts';
+import type { Provenance } from './actions.ts';
+import { type Condition, compileCondition, RuleError } from './conditions.ts';
+import { ConfigError } from './config.ts';
+import { HookError } from './errors.ts';
+import {
+  type Policy,
+  resolveAgentId,
+  resolveChannel,
+  resolveModel,
+  resolveSessionKey,
+} from './policy.ts';
+import {
+  compileSessionKeyTemplate,
+  isTemplated,
+  type SessionKeyTemplate,
+} from './session-key-template.ts';
+import { compileTemplate, type Template } from './templates.ts';
+
+/** Fields other than the session key: a literal value or a compiled template. */
+export type FieldPlan = Partial<Record<Exclude<TemplateField, 'sessionKey'>, string | Template>>;
+
+export type CompiledMapping = {
+  id: string;
+  /** Where it was configured, e.g. `hooks.mappings.0` or `hooks.presets.0`. */
+  at: string;
+  path: string | undefined;
+  source: string | undefined;
+  when: Condition | undefined;
+  /** The rule as configured, for `check` and `test`. */
+  whenRule: unknown;
+  kind: 'wake' | 'agent';
+  fields: FieldPlan;
+  sessionKey: { static: string } | { template: SessionKeyTemplate } | undefined;
+  deliver: boolean | undefined;
+  timeoutSeconds: number | undefined;
+  forEach: string | undefined;
+  provenance: Provenance;
+};
+
+const BUILT_IN_HOOKS: ReadonlySet<string> = new Set(['wake', 'agent']);
+
+/** Compile the user's mappings and the enabled presets, in matching order. */
+export function compileMappings(config: Config, policy: Policy): CompiledMapping[] {
+  const hooks = config.hooks;
+  const entries: Array<{ mapping: Mapping; at: string; fallbackId: string }> = hooks.mappings.map(
+    (mapping, i) => ({ mapping, at: `hooks.mappings.${i}`, fallbackId: `mapping-${i + 1}` }),
+  );
+  const claimed = new Set(hooks.mappings.map((m) => m.match?.path).filter((p) => p !== undefined));
+  hooks.presets.forEach((name, i) => {
+    const preset = PRESETS[name];
+    if (!preset) {
+      throw new ConfigError(
+        `hooks.presets.${i}`,
+        `unknown preset "${name}" (known: ${Object.keys(PRESETS).join(', ')})`,
+      );
+    }
+    const mapping = preset(hooks);
+    // A user mapping for the same path overrides the preset entirely.
+    if (mapping.match?.path !== undefined && claimed.has(mapping.match.path)) return;
+    entries.push({ mapping, at: `hooks.presets.${i}`, fallbackId: name });
+  });
+
+  const seen = new Map<string, string>();
+  return entries.map(({ mapping, at, fallbackId }) => {
+    const id = mapping.id ?? fallbackId;
+    const other = seen.get(id);
+    if (other) throw new ConfigError(`${at}.id`, `duplicate mapping id "${id}" (also ${other})`);
+    seen.set(id, at);
+    return compileMapping(mapping, id, at, policy);
+  });
+}
+
+function compileMapping(mapping: Mapping, id: string, at: string, policy: Policy): CompiledMapping {
+  const fail = (field: string, message: string): never => {
+    throw new ConfigError(`${at}.${field}`, `(mapping "${id}") ${message}`);
+  };
+  const path = mapping.match?.path;
+  if (path !== undefined && BUILT_IN_HOOKS.has(path))
+    fail('match.path', `"${path}" is a built-in endpoint`);
+  if (mapping.transform)
+    fail('transform', 'transform modules are not supported yet; use templates');
+  const kind = mapping.action ?? 'agent';
+  const sources = collectSources(mapping, fail);
+  const fields = compileFields(sources, fail);
+  const textField = kind === 'agent' ? 'message' : 'text';
+  if (fields.message === undefined && fields.text === undefined) {
+    fail(
+      `templates.${textField}`,
+      `a ${kind} mapping needs a ${textField} (templates.${textField} or ${textField})`,
+    );
+  }
+  checkStaticPolicy(fields, policy, fail);
+  return {
+    id,
+    at,
+    path,
+    source: mapping.match?.source,
+    when: compileWhen(mapping.match?.when, fail),
+    whenRule: mapping.match?.when,
+    kind,
+    fields,
+    sessionKey: compileSessionKey(sources.sessionKey, policy, fail),
+    deliver: mapping.deliver,
+    timeoutSeconds: mapping.timeoutSeconds,
+    forEach: mapping.forEach,
+    provenance: {
+      sessionKeySource: 'mapping',
+      wrap: mapping.allowUnsafeExternalContent !== true,
+      label: mapping.label ?? 'Webhook',
+      mappingId: id,
+    },
+  };
+}
+
+type Fail = (field: string, message: string) => never;
+type Source = { value: string; field: string };
+
+/** Each action field's source text and where it was configured; templates win over plain values. */
+function collectSources(mapping: Mapping, fail: Fail): Partial<Record<TemplateField, Source>> {
+  const sources: Partial<Record<TemplateField, Source>> = {};
+  for (const field of TEMPLATE_FIELDS) {
+    const plain = mapping[field];
+    if (plain !== undefined) sources[field] = { value: plain, field };
+  }
+  const aliases = [
+    ['message', 'messageTemplate', mapping.messageTemplate],
+    ['text', 'textTemplate', mapping.textTemplate],
+  ] as const;
+  for (const [field, alias, value] of aliases) {
+    if (value === undefined) continue;
+    if (mapping.templates?.[field] !== undefined)
+      fail(alias, `give templates.${field} or ${alias}, not both`);
+    sources[field] = { value, field: alias };
+  }
+  for (const field of TEMPLATE_FIELDS) {
+    const value = mapping.templates?.[field];
+    if (value !== undefined) sources[field] = { value, field: `templates.${field}` };
+  }
+  return sources;
+}
+
+function compileFields(sources: Partial<Record<TemplateField, Source>>, fail: Fail): FieldPlan {
+  const plan: FieldPlan = {};
+  for (const field of TEMPLATE_FIELDS) {
+    const source = sources[field];
+    if (field === 'sessionKey' || source === undefined) continue;
+    if (!isTemplated(source.value)) {
+      plan[field] = source.value;
+      continue;
+    }
+    try {
+      plan[field] = compileTemplate(source.value);
+    } catch (err) {
+      fail(source.field, firstLine(err));
+    }
+  }
+  return plan;
+}
+
+function compileWhen(rule: unknown, fail: Fail): Condition | undefined {
+  if (rule === undefined) return undefined;
+  try {
+    return compileCondition(rule);
+  } catch (err) {
+    if (err instanceof RuleError) fail(err.at ? `match.when.${err.at}` : 'match.when', err.message);
+    throw err;
+  }
+}
+
+function compileSessionKey(
+  source: Source | undefined,
+  policy: Policy,
+  fail: Fail,
+): CompiledMapping['sessionKey'] {
+  if (source === undefined) return undefined;
+  if (!isTemplated(source.value)) {
+    try {
+      resolveSessionKey(policy, { key: source.value, source: 'mapping' }, () => '');
+    } catch (err) {
+      fail(source.field, (err as Error).message);
+    }
+    return { static: source.value };
+  }
+  let template: SessionKeyTemplate;
+  try {
+    template = compileSessionKeyTemplate(source.value);
+  } catch (err) {
+    return fail(source.field, firstLine(err));
+  }
+  const prefixes = policy.allowedSessionKeyPrefixes;
+  if (prefixes && !prefixes.some((p) => template.prefix.startsWith(p))) {
+    fail(
+      source.field,
+      `the namespace "${template.prefix}" is outside hooks.allowedSessionKeyPrefixes`,
+    );
+  }
+  return { template };
+}
+
+/** Static agent, model and channel values face the request policy now, not per request. */
+function checkStaticPolicy(fields: FieldPlan, policy: Policy, fail: Fail): void {
+  const checks = [
+    ['agentId', (v: string) => resolveAgentId(policy, v)],
+    ['model', (v: string) => resolveModel(policy, v)],
+    ['channel', (v: string) => resolveChannel(policy, v)],
+  ] as const;
+  for (const [field, check] of checks) {
+    const value = fields[field];
+    if (typeof value !== 'string') continue;
+    try {
+      check(value);
+    } catch (err) {
+      if (err instanceof HookError) fail(field, err.message);
+      throw err;
+    }
+  }
+}
+
+function firstLine(err: unknown): string {
+  return String((err as Error).message ?? err).split('\n')[0] as string;
+}

@@ -1,0 +1,59 @@
+/**
+ * The rule evaluator: which mapping owns a request. Mappings are tried in
+ * order (the user's, then presets); the first whose path, source and `when`
+ * condition all hold wins. "No match" is a result, not an error; the trace
+ * says for each mapping why it did or did not match.
+ */
+import type { CompiledMapping } from './mappings.ts';
+
+/** Why a mapping did not match, or that it did. */
+export type MatchOutcome = 'matched' | 'path' | 'source' | 'when' | 'skipped';
+
+export type MatchTrace = { mappingId: string; outcome: MatchOutcome };
+
+export type Selection = { mapping: CompiledMapping | undefined; trace: MatchTrace[] };
+
+/** The data conditions see: the envelope's request parts, prototype-free. */
+export type RuleData = {
+  payload: unknown;
+  headers: Record<string, string>;
+  query: Record<string, string>;
+  path: string;
+  hook: string;
+  method: string;
+};
+
+/** True when some mapping could ever match this hook name (otherwise 404 unknown_hook). */
+export function hookIsMapped(mappings: readonly CompiledMapping[], hook: string): boolean {
+  return mappings.some((mapping) => mapping.path === undefined || mapping.path === hook);
+}
+
+/** Try the mappings in order; the first that matches owns the request. */
+export function selectMapping(mappings: readonly CompiledMapping[], data: RuleData): Selection {
+  const trace: MatchTrace[] = [];
+  let selected: CompiledMapping | undefined;
+  for (const mapping of mappings) {
+    if (selected) {
+      trace.push({ mappingId: mapping.id, outcome: 'skipped' });
+      continue;
+    }
+    const outcome = matchOne(mapping, data);
+    trace.push({ mappingId: mapping.id, outcome });
+    if (outcome === 'matched') selected = mapping;
+  }
+  return { mapping: selected, trace };
+}
+
+function matchOne(mapping: CompiledMapping, data: RuleData): MatchOutcome {
+  if (mapping.path !== undefined && mapping.path !== data.hook) return 'path';
+  if (mapping.source !== undefined) {
+    const payload = data.payload as Record<string, unknown> | null;
+    const source =
+      payload !== null && typeof payload === 'object' && Object.hasOwn(payload, 'source')
+        ? payload['source']
+        : undefined;
+    if (source !== mapping.source) return 'source';
+  }
+  if (mapping.when && !mapping.when(data)) return 'when';
+  return 'matched';
+}

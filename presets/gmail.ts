@@ -1,0 +1,34 @@
+/**
+ * The `gmail` preset: mail-notification payloads shaped like
+ * `{"source":"gmail","messages":[{"id","from","subject","snippet","body"}]}`
+ * posted to `<hooks_path>/gmail`. One agent run per message of the batch
+ * (never only the first), each in its own session `hook:gmail:<message id>`,
+ * wrapped as untrusted content labelled `Email`.
+ * `hooks.gmail.allowUnsafeExternalContent`, `.model` and `.thinking` apply.
+ */
+import type { Mapping } from '../schemas/mapping.ts';
+
+export const gmailPreset: Mapping = {
+  id: 'gmail',
+  match: { path: 'gmail' },
+  action: 'agent',
+  forEach: 'messages',
+  name: 'Gmail',
+  label: 'Email',
+  wakeMode: 'now',
+  deliver: true,
+  templates: {
+    sessionKey: 'hook:gmail:{{item.id}}',
+    message: [
+      'New email from {{default item.from "(unknown sender)"}}',
+      'Subject: {{default item.subject "(no subject)"}}',
+      '{{#if item.snippet}}',
+      '{{item.snippet}}',
+      '{{/if}}',
+      '{{#if item.body}}',
+      '',
+      '{{item.body}}',
+      '{{/if}}',
+    ].join('\n'),
+  },
+};
