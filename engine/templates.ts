@@ -52,7 +52,11 @@ const COMPILE_OPTIONS = {
   noEscape: true,
   strict: false,
   knownHelpersOnly: true,
-  knownHelpers: Object.fromEntries(Object.keys(HELPERS).map((name) => [name, true])),
+  // `log` is a Handlebars built-in that writes to the console: unregistered and unknown here.
+  knownHelpers: {
+    ...Object.fromEntries(Object.keys(HELPERS).map((name) => [name, true])),
+    log: false,
+  },
 } as const;
 
 const RUNTIME_OPTIONS = {

@@ -10,7 +10,10 @@ import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { unwrap } from './helpers/wrapped.ts';
 
 const fixture = (name: string) =>
-  JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as Record<string, unknown>;
+  JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as Record<
+    string,
+    unknown
+  >;
 
 type Body = Record<string, unknown> & { error?: { code: string; message: string } };
 
@@ -37,7 +40,8 @@ async function actionById(server: TestServer, id: string) {
   return rows.find((row) => row.action.id === id)?.action;
 }
 
-const count = async (server: TestServer) => (await server.store.listActions({ limit: 100_000 })).length;
+const count = async (server: TestServer) =>
+  (await server.store.listActions({ limit: 100_000 })).length;
 
 describe('mapped hooks', () => {
   let server: TestServer;
@@ -57,7 +61,8 @@ describe('mapped hooks', () => {
             },
             action: 'agent',
             templates: {
-              message: 'Push to {{payload.repository.full_name}} by {{pusher.name}}: {{join (lookup payload "commits") ", "}}',
+              message:
+                'Push to {{payload.repository.full_name}} by {{pusher.name}}: {{join (lookup payload "commits") ", "}}',
               sessionKey: 'hook:github:{{payload.repository.id}}',
             },
             name: 'GitHub',
@@ -97,8 +102,15 @@ describe('mapped hooks', () => {
           },
           {
             id: 'ingest-monitor',
-            match: { path: 'ingest', source: 'monitor', when: { '==': [{ var: 'query.env' }, 'prod'] } },
-            templates: { message: 'Alert {{alert}} ({{query.env}})', sessionKey: 'hook:monitor:{{alert}}' },
+            match: {
+              path: 'ingest',
+              source: 'monitor',
+              when: { '==': [{ var: 'query.env' }, 'prod'] },
+            },
+            templates: {
+              message: 'Alert {{alert}} ({{query.env}})',
+              sessionKey: 'hook:monitor:{{alert}}',
+            },
           },
           {
             id: 'commits',
@@ -126,7 +138,12 @@ describe('mapped hooks', () => {
     const payload = fixture('github-push.json');
     const { status, body } = await send(server, 'github', payload, { 'x-github-event': 'push' });
     expect(status).toBe(200);
-    expect(body).toEqual({ ok: true, runId: expect.any(String), agentId: 'ops', sessionKey: 'hook:github:1296269' });
+    expect(body).toEqual({
+      ok: true,
+      runId: expect.any(String),
+      agentId: 'ops',
+      sessionKey: 'hook:github:1296269',
+    });
     const action = (await actionById(server, body?.['runId'] as string)) as AgentAction;
     expect(action).toMatchObject({
       kind: 'agent',
@@ -145,10 +162,16 @@ describe('mapped hooks', () => {
   });
 
   it('falls through to the next mapping when a condition fails (first match wins)', async () => {
-    const { status, body } = await send(server, 'github', fixture('github-push.json'), { 'x-github-event': 'issues' });
+    const { status, body } = await send(server, 'github', fixture('github-push.json'), {
+      'x-github-event': 'issues',
+    });
     expect(status).toBe(200);
     const action = (await actionById(server, body?.['id'] as string)) as WakeAction;
-    expect(action).toMatchObject({ kind: 'wake', mode: 'next-heartbeat', mappingId: 'github-other' });
+    expect(action).toMatchObject({
+      kind: 'wake',
+      mode: 'next-heartbeat',
+      mappingId: 'github-other',
+    });
     expect(unwrap(action.text).content).toBe('GitHub issues event on octocat/hello-world');
     expect(body).toEqual({ ok: true, id: action.id, mode: 'next-heartbeat' });
   });
@@ -157,7 +180,9 @@ describe('mapped hooks', () => {
     const { status, body } = await send(server, 'stripe', fixture('stripe-invoice-failed.json'));
     expect(status).toBe(200);
     const action = (await actionById(server, body?.['runId'] as string)) as AgentAction;
-    expect(unwrap(action.message).content).toBe('Payment failed for Jenny Rosen (jenny.rosen@example.com): 4900 EUR');
+    expect(unwrap(action.message).content).toBe(
+      'Payment failed for Jenny Rosen (jenny.rosen@example.com): 4900 EUR',
+    );
     expect(action.sessionKey).toBe('hook:stripe:billing');
     expect(action.name).toBe('Stripe');
   });
@@ -179,25 +204,40 @@ describe('mapped hooks', () => {
 
   it.each([
     ['ci', { source: 'ci', status: 'green' }, 200, 'ingest-ci', ''],
-    ['monitor in prod', { source: 'monitor', alert: 'disk-full' }, 200, 'ingest-monitor', 'env=prod'],
+    [
+      'monitor in prod',
+      { source: 'monitor', alert: 'disk-full' },
+      200,
+      'ingest-monitor',
+      'env=prod',
+    ],
     ['monitor outside prod', { source: 'monitor', alert: 'disk-full' }, 204, undefined, 'env=dev'],
     ['unknown source', { source: 'other' }, 204, undefined, ''],
     ['no source', { status: 'green' }, 204, undefined, ''],
-  ])('generic ingest routes by payload.source: %s', async (_name, payload, status, mappingId, query) => {
-    const res = await send(server, 'ingest', payload, {}, query);
-    expect(res.status).toBe(status);
-    if (mappingId) {
-      const id = (res.body?.['id'] ?? res.body?.['runId']) as string;
-      expect((await actionById(server, id))?.mappingId).toBe(mappingId);
-    }
-  });
+  ])(
+    'generic ingest routes by payload.source: %s',
+    async (_name, payload, status, mappingId, query) => {
+      const res = await send(server, 'ingest', payload, {}, query);
+      expect(res.status).toBe(status);
+      if (mappingId) {
+        const id = (res.body?.['id'] ?? res.body?.['runId']) as string;
+        expect((await actionById(server, id))?.mappingId).toBe(mappingId);
+      }
+    },
+  );
 
   it('renders default values and query parameters', async () => {
     const ci = await send(server, 'ingest', { source: 'ci', status: 'red' });
-    expect(unwrap(((await actionById(server, ci.body?.['id'] as string)) as WakeAction).text).content).toBe(
-      'CI: red for main',
+    expect(
+      unwrap(((await actionById(server, ci.body?.['id'] as string)) as WakeAction).text).content,
+    ).toBe('CI: red for main');
+    const monitor = await send(
+      server,
+      'ingest',
+      { source: 'monitor', alert: 'cpu' },
+      {},
+      'env=prod',
     );
-    const monitor = await send(server, 'ingest', { source: 'monitor', alert: 'cpu' }, {}, 'env=prod');
     const action = (await actionById(server, monitor.body?.['runId'] as string)) as AgentAction;
     expect(unwrap(action.message).content).toBe('Alert cpu (prod)');
     expect(action.sessionKey).toBe('hook:monitor:cpu');
@@ -216,13 +256,18 @@ describe('mapped hooks', () => {
     ]);
     expect(await count(server)).toBe(before + 2);
     const second = (await actionById(server, runIds[1] as string)) as AgentAction;
-    expect(unwrap(second.message).content).toBe('Commit a3f1e5c2b9d84e7f6a1b2c3d4e5f60718293a4b5 #1: Bump version to 1.4.2');
+    expect(unwrap(second.message).content).toBe(
+      'Commit a3f1e5c2b9d84e7f6a1b2c3d4e5f60718293a4b5 #1: Bump version to 1.4.2',
+    );
   });
 
   it('stores nothing when one element of a fan-out is refused', async () => {
     const before = await count(server);
     const { status, body } = await send(server, 'commits', {
-      commits: [{ id: 'good', message: 'ok' }, { id: 'bad:key', message: 'x' }],
+      commits: [
+        { id: 'good', message: 'ok' },
+        { id: 'bad:key', message: 'x' },
+      ],
     });
     expect(status).toBe(400);
     expect(body?.error?.code).toBe('invalid_session_key');
@@ -245,15 +290,26 @@ describe('mapped hooks', () => {
     ['a space', 'a b'],
     ['a slash', 'a/b'],
     ['an empty value', ''],
-  ])('refuses a templated session-key value with %s (400 invalid_session_key)', async (_name, alert) => {
-    const { status, body } = await send(server, 'ingest', { source: 'monitor', alert }, {}, 'env=prod');
-    expect(status).toBe(400);
-    expect(body?.error?.code).toBe('invalid_session_key');
-  });
+  ])(
+    'refuses a templated session-key value with %s (400 invalid_session_key)',
+    async (_name, alert) => {
+      const { status, body } = await send(
+        server,
+        'ingest',
+        { source: 'monitor', alert },
+        {},
+        'env=prod',
+      );
+      expect(status).toBe(400);
+      expect(body?.error?.code).toBe('invalid_session_key');
+    },
+  );
 
   it('refuses an empty rendered message with 400 naming the mapping', async () => {
     const empty = await startTestServer({
-      hooks: { mappings: [{ id: 'echo', match: { path: 'echo' }, templates: { message: '{{text}}' } }] },
+      hooks: {
+        mappings: [{ id: 'echo', match: { path: 'echo' }, templates: { message: '{{text}}' } }],
+      },
     });
     try {
       const res = await send(empty, 'echo', { text: '   ' });
@@ -283,9 +339,16 @@ describe('mapped hooks', () => {
       'hook:gmail:18c2f4b0c41e2bb9',
       'hook:gmail:18c2f4b7a0d93cc1',
     ]);
-    const actions = await Promise.all((body?.['runIds'] as string[]).map((id) => actionById(server, id)));
+    const actions = await Promise.all(
+      (body?.['runIds'] as string[]).map((id) => actionById(server, id)),
+    );
     for (const action of actions as AgentAction[]) {
-      expect(action).toMatchObject({ name: 'Gmail', mappingId: 'gmail', deliver: true, wakeMode: 'now' });
+      expect(action).toMatchObject({
+        name: 'Gmail',
+        mappingId: 'gmail',
+        deliver: true,
+        wakeMode: 'now',
+      });
       expect(unwrap(action.message).label).toBe('Email');
     }
     const first = unwrap((actions[0] as AgentAction).message).content;
@@ -296,7 +359,11 @@ describe('mapped hooks', () => {
     const hostile = actions[1] as AgentAction;
     expect(unwrap(hostile.message).content).not.toContain('<<<END_EXTERNAL_UNTRUSTED_CONTENT');
     expect(hostile.safety?.patterns).toEqual(
-      expect.arrayContaining(['ignore-previous-instructions', 'data-exfiltration', 'fake-system-message']),
+      expect.arrayContaining([
+        'ignore-previous-instructions',
+        'data-exfiltration',
+        'fake-system-message',
+      ]),
     );
   });
 
@@ -311,7 +378,14 @@ describe('presets and overrides', () => {
       hooks: {
         presets: ['gmail'],
         gmail: { allowUnsafeExternalContent: true },
-        mappings: [{ id: 'my-mail', match: { path: 'gmail' }, action: 'wake', textTemplate: 'Mail: {{messages.length}}' }],
+        mappings: [
+          {
+            id: 'my-mail',
+            match: { path: 'gmail' },
+            action: 'wake',
+            textTemplate: 'Mail: {{messages.length}}',
+          },
+        ],
       },
     });
     try {
@@ -328,12 +402,22 @@ describe('presets and overrides', () => {
   it('applies hooks.gmail settings to the gmail preset', async () => {
     const server = await startTestServer({
       agents: { defaults: { models: { 'openai/gpt-5-mini': { alias: 'mini' } } } },
-      hooks: { presets: ['gmail'], gmail: { allowUnsafeExternalContent: true, model: 'mini', thinking: 'low' } },
+      hooks: {
+        presets: ['gmail'],
+        gmail: { allowUnsafeExternalContent: true, model: 'mini', thinking: 'low' },
+      },
     });
     try {
       const { body } = await send(server, 'gmail', fixture('gmail-batch.json'));
-      const action = (await actionById(server, (body?.['runIds'] as string[])[0] as string)) as AgentAction;
-      expect(action).toMatchObject({ model: 'openai/gpt-5-mini', thinking: 'low', untrusted: false });
+      const action = (await actionById(
+        server,
+        (body?.['runIds'] as string[])[0] as string,
+      )) as AgentAction;
+      expect(action).toMatchObject({
+        model: 'openai/gpt-5-mini',
+        thinking: 'low',
+        untrusted: false,
+      });
       expect(action.message.startsWith('New email from Ada')).toBe(true);
     } finally {
       await server.stop();
@@ -341,7 +425,9 @@ describe('presets and overrides', () => {
   });
 
   it('caps a fan-out at hooks.maxActionsPerRequest and stores nothing beyond it', async () => {
-    const server = await startTestServer({ hooks: { presets: ['gmail'], maxActionsPerRequest: 2 } });
+    const server = await startTestServer({
+      hooks: { presets: ['gmail'], maxActionsPerRequest: 2 },
+    });
     try {
       const { status, body } = await send(server, 'gmail', fixture('gmail-batch.json'));
       expect(status).toBe(400);
@@ -359,7 +445,13 @@ describe('mapped policy', () => {
       agents: { list: [{ id: 'main', default: true }, { id: 'ops' }, { id: 'qa' }] },
       hooks: {
         allowedAgentIds: ['main', 'ops'],
-        mappings: [{ id: 'route', match: { path: 'route' }, templates: { message: 'm', agentId: '{{agent}}' } }],
+        mappings: [
+          {
+            id: 'route',
+            match: { path: 'route' },
+            templates: { message: 'm', agentId: '{{agent}}' },
+          },
+        ],
       },
     });
     try {
@@ -376,7 +468,9 @@ describe('mapped policy', () => {
     const server = await startTestServer({
       hooks: {
         allowedSessionKeyPrefixes: ['hook:'],
-        mappings: [{ id: 'keyed', match: { path: 'keyed' }, message: 'm', sessionKey: 'hook:fixed' }],
+        mappings: [
+          { id: 'keyed', match: { path: 'keyed' }, message: 'm', sessionKey: 'hook:fixed' },
+        ],
       },
     });
     try {

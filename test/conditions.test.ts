@@ -1,0 +1,152 @@
+/**
+ * JSON-logic conditions: validation at boot, own-property lookups, totality.
+ */
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import { compileCondition, RuleError } from '../engine/conditions.ts';
+import { toEvaluatorData } from '../engine/evaluator-data.ts';
+
+const data = toEvaluatorData({
+  payload: { type: 'push', n: 3, tags: ['a', 'b'], nested: { ok: true }, empty: {} },
+  headers: { 'x-github-event': 'push' },
+  query: {},
+  path: '/hooks/github',
+  method: 'POST',
+});
+
+describe('evaluation', () => {
+  it.each([
+    [{ '==': [{ var: 'payload.type' }, 'push'] }, true],
+    [{ '==': [{ var: 'headers.x-github-event' }, 'issues'] }, false],
+    [{ '>=': [{ var: 'payload.n' }, 2] }, true],
+    [{ in: ['b', { var: 'payload.tags' }] }, true],
+    [{ var: 'payload.nested.ok' }, true],
+    [{ '!': { var: 'payload.missing.deep' } }, true],
+    [{ missing: ['payload.type', 'payload.nope'] }, true],
+    [{ some: [{ var: 'payload.tags' }, { '==': [{ var: '' }, 'a'] }] }, true],
+    [{ and: [true, { '==': [{ var: 'method' }, 'POST'] }] }, true],
+    [true, true],
+    [false, false],
+  ])('%j -> %s', (rule, expected) => {
+    expect(compileCondition(rule)(data)).toBe(expected);
+  });
+
+  it.each([
+    ['hasOwnProperty', { var: 'payload.empty.hasOwnProperty' }],
+    ['toString', { var: 'payload.empty.toString' }],
+    ['array method', { var: 'payload.tags.map' }],
+    ['dynamic __proto__ path', { var: { cat: ['payload.', '__proto__'] } }],
+  ])('never reads inherited properties (%s)', (_name, rule) => {
+    expect(compileCondition(rule)(data)).toBe(false);
+  });
+
+  it('reports inherited names as missing', () => {
+    expect(compileCondition({ missing: ['payload.empty.hasOwnProperty'] })(data)).toBe(true);
+  });
+
+  it('is false, not a crash, when an operator throws', () => {
+    const rule = { in: ['x', { var: 'payload.n' }] };
+    expect(compileCondition(rule)(data)).toBe(false);
+  });
+});
+
+describe('validation at boot', () => {
+  it.each([
+    ['unknown operator', { regex: ['a', 'b'] }, 'regex'],
+    ['log operator', { log: 'x' }, 'log'],
+    ['two operators', { '==': [1, 1], '!=': [1, 2] }, 'exactly one'],
+    ['__proto__ path', { var: 'payload.__proto__.x' }, '__proto__'],
+    ['constructor path', { '==': [{ var: 'constructor' }, 1] }, 'constructor'],
+    ['prototype in missing', { missing: ['a.prototype'] }, 'prototype'],
+    ['prototype in missing_some', { missing_some: [1, ['a', 'prototype']] }, 'prototype'],
+    ['var with default', { var: ['__proto__', 1] }, '__proto__'],
+  ])('refuses %s', (_name, rule, mention) => {
+    expect(() => compileCondition(rule)).toThrow(RuleError);
+    expect(() => compileCondition(rule)).toThrow(mention);
+  });
+
+  it('refuses rules nested too deep', () => {
+    let rule: unknown = true;
+    for (let i = 0; i < 40; i++) rule = { '!': [rule] };
+    expect(() => compileCondition(rule)).toThrow(/deeper/);
+  });
+
+  it('names where in the rule the problem is', () => {
+    try {
+      compileCondition({ and: [true, { bogus: 1 }] });
+      expect.unreachable();
+    } catch (err) {
+      expect((err as RuleError).at).toBe('and.1');
+    }
+  });
+});
+
+describe('properties', () => {
+  const pathArb = fc.array(
+    fc.constantFrom(
+      'payload',
+      'headers',
+      'a',
+      'b',
+      '0',
+      '__proto__',
+      'constructor',
+      'toString',
+      'length',
+    ),
+    {
+      minLength: 1,
+      maxLength: 4,
+    },
+  );
+
+  test.prop([fc.jsonValue(), pathArb])(
+    'evaluation is total and reads own properties only',
+    (value, segments) => {
+      const subject = toEvaluatorData({ payload: value });
+      const path = segments.join('.');
+      const forbidden = segments.some(
+        (s) => s === '__proto__' || s === 'constructor' || s === 'prototype',
+      );
+      if (forbidden) {
+        expect(() => compileCondition({ var: path })).toThrow(RuleError);
+        return;
+      }
+      const result = compileCondition({ '!!': { var: path } })(subject);
+      // Recompute with own-property lookups only.
+      let current: unknown = subject;
+      for (const segment of segments) {
+        current =
+          current !== null && typeof current === 'object' && Object.hasOwn(current, segment)
+            ? (current as Record<string, unknown>)[segment]
+            : undefined;
+      }
+      const truthy = Array.isArray(current) ? current.length > 0 : Boolean(current);
+      expect(result).toBe(truthy);
+    },
+  );
+
+  test.prop([fc.jsonValue()])(
+    'a rule never throws at evaluation time, whatever the data',
+    (value) => {
+      const rules = [
+        { '==': [{ var: 'payload.a' }, 1] },
+        { in: [{ var: 'payload.a' }, { var: 'payload.b' }] },
+        { reduce: [{ var: 'payload' }, { '+': [{ var: 'current' }, { var: 'accumulator' }] }, 0] },
+        { substr: [{ var: 'payload' }, 1] },
+        { map: [{ var: 'payload' }, { var: 'x' }] },
+      ];
+      for (const rule of rules)
+        expect(typeof compileCondition(rule)(toEvaluatorData({ payload: value }))).toBe('boolean');
+    },
+  );
+
+  test.prop([fc.jsonValue()])('evaluator data has no prototypes', (value) => {
+    const walk = (v: unknown): void => {
+      if (v === null || typeof v !== 'object') return;
+      if (!Array.isArray(v)) expect(Object.getPrototypeOf(v)).toBeNull();
+      for (const item of Object.values(v)) walk(item);
+    };
+    walk(toEvaluatorData(value));
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * Mappings at boot: every static problem is a ConfigError naming the path
+ * and the mapping id; presets come after user mappings.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, resolveConfig } from '../engine/config.ts';
+import { compileMappings } from '../engine/mappings.ts';
+import { policyFromConfig } from '../engine/policy.ts';
+
+function compile(hooks: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const { config } = resolveConfig(
+    { ...extra, hooks: { enabled: true, token: 't', ...hooks } },
+    { baseDir: '/tmp', env: {} },
+  );
+  return compileMappings(config, policyFromConfig(config));
+}
+
+function bootError(hooks: Record<string, unknown>, extra: Record<string, unknown> = {}): string {
+  try {
+    compile(hooks, extra);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.message;
+    throw err;
+  }
+  throw new Error('accepted');
+}
+
+const m = (fields: Record<string, unknown>) => ({
+  mappings: [{ id: 'm1', match: { path: 'x' }, message: 'hi', ...fields }],
+});
+
+describe('boot errors', () => {
+  it.each([
+    [
+      'template syntax',
+      m({ templates: { message: '{{oops' } }),
+      'hooks.mappings.0.templates.message: (mapping "m1")',
+    ],
+    [
+      'unknown helper',
+      m({ templates: { name: '{{shout x}}' } }),
+      'hooks.mappings.0.templates.name',
+    ],
+    [
+      'unknown operator',
+      m({ match: { path: 'x', when: { regex: [1] } } }),
+      'hooks.mappings.0.match.when: (mapping "m1") unknown operator',
+    ],
+    [
+      'forbidden path',
+      m({ match: { path: 'x', when: { var: 'payload.__proto__' } } }),
+      'hooks.mappings.0.match.when.var',
+    ],
+    [
+      'un-namespaced key template',
+      m({ templates: { sessionKey: '{{id}}' } }),
+      'hooks.mappings.0.templates.sessionKey',
+    ],
+    [
+      'key namespace outside prefixes',
+      { ...m({ templates: { sessionKey: 'other:{{id}}' } }), allowedSessionKeyPrefixes: ['hook:'] },
+      'hooks.allowedSessionKeyPrefixes',
+    ],
+    [
+      'static key outside prefixes',
+      { ...m({ sessionKey: 'main' }), allowedSessionKeyPrefixes: ['hook:'] },
+      'hooks.mappings.0.sessionKey',
+    ],
+    [
+      'built-in path',
+      { mappings: [{ match: { path: 'wake' }, text: 'x', action: 'wake' }] },
+      'hooks.mappings.0.match.path',
+    ],
+    [
+      'duplicate ids',
+      {
+        mappings: [
+          { id: 'a', message: 'x' },
+          { id: 'a', message: 'y' },
+        ],
+      },
+      'hooks.mappings.1.id',
+    ],
+    [
+      'no message',
+      { mappings: [{ id: 'a', match: { path: 'x' } }] },
+      'hooks.mappings.0.templates.message',
+    ],
+    ['no text for wake', { mappings: [{ id: 'a', action: 'wake' }] }, 'templates.text'],
+    [
+      'alias and template',
+      m({ messageTemplate: 'a', templates: { message: 'b' } }),
+      'hooks.mappings.0.messageTemplate',
+    ],
+    ['unknown preset', { presets: ['outlook'] }, 'hooks.presets.0: unknown preset "outlook"'],
+    [
+      'transform not yet supported',
+      m({ transform: { module: 'x.ts' } }),
+      'hooks.mappings.0.transform',
+    ],
+    ['unknown mapping key', m({ colour: 'red' }), 'hooks.mappings.0.colour: unknown setting'],
+    ['bad action', m({ action: 'run' }), 'hooks.mappings.0.action'],
+  ])('%s', (_name, hooks, expected) => {
+    expect(bootError(hooks)).toContain(expected);
+  });
+
+  it.each([
+    ['agent not allowed', m({ agentId: 'qa' }), 'hooks.mappings.0.agentId'],
+    ['model not allowed', m({ model: 'x/y' }), 'hooks.mappings.0.model'],
+    ['channel not configured', m({ channel: 'discord' }), 'hooks.mappings.0.channel'],
+  ])('static policy: %s', (_name, hooks, expected) => {
+    const extra = {
+      agents: { list: [{ id: 'main' }, { id: 'qa' }], defaults: { models: { 'a/b': {} } } },
+    };
+    expect(bootError({ ...hooks, allowedAgentIds: ['main'] }, extra)).toContain(expected);
+  });
+});
+
+describe('order and defaults', () => {
+  it('puts user mappings first, then presets, with default ids', () => {
+    const mappings = compile({
+      presets: ['gmail'],
+      mappings: [{ message: 'a' }, { id: 'named', message: 'b' }],
+    });
+    expect(mappings.map((x) => x.id)).toEqual(['mapping-1', 'named', 'gmail']);
+    expect(mappings.map((x) => x.kind)).toEqual(['agent', 'agent', 'agent']);
+  });
+
+  it('drops a preset whose path a user mapping claims', () => {
+    const mappings = compile({
+      presets: ['gmail'],
+      mappings: [{ id: 'mine', match: { path: 'gmail' }, message: 'a' }],
+    });
+    expect(mappings.map((x) => x.id)).toEqual(['mine']);
+  });
+
+  it('accepts OpenClaw-style messageTemplate and textTemplate', () => {
+    const mappings = compile({
+      mappings: [
+        { id: 'a', messageTemplate: 'Hi {{name}}' },
+        { id: 'b', action: 'wake', textTemplate: 'Hi {{name}}' },
+      ],
+    });
+    expect(typeof mappings[0]?.fields.message).toBe('function');
+    expect(typeof mappings[1]?.fields.text).toBe('function');
+  });
+});

@@ -1,0 +1,114 @@
+/**
+ * Handlebars templates: helpers, no HTML escaping, no prototype access,
+ * boot-time errors, rendering that never throws; namespaced session keys.
+ */
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import { HookError } from '../engine/errors.ts';
+import { toEvaluatorData } from '../engine/evaluator-data.ts';
+import { compileSessionKeyTemplate } from '../engine/session-key-template.ts';
+import { compileTemplate } from '../engine/templates.ts';
+
+const ctx = toEvaluatorData({
+  payload: { name: 'Ada <ada@example.org>', tags: ['x', 'y'], n: 5, empty: '' },
+  name: 'Ada <ada@example.org>',
+  list: ['a', 'b', 'c'],
+  long: 'abcdefghij',
+  obj: { a: 1 },
+});
+
+describe('rendering', () => {
+  it.each([
+    ['plain path', '{{payload.name}}', 'Ada <ada@example.org>'],
+    ['bare payload field', '{{name}}', 'Ada <ada@example.org>'],
+    ['no HTML escaping', '{{name}} & "quotes"', 'Ada <ada@example.org> & "quotes"'],
+    ['json', '{{json obj}}', '{"a":1}'],
+    ['json of missing', '{{json nope}}', 'null'],
+    ['default', '{{default payload.empty "none"}}', 'none'],
+    ['default with value', '{{default payload.n "none"}}', '5'],
+    ['truncate', '{{truncate long 5}}', 'abcd…'],
+    ['truncate short', '{{truncate long 50}}', 'abcdefghij'],
+    ['lower/upper', '{{lower "AbC"}} {{upper "AbC"}}', 'abc ABC'],
+    ['join', '{{join list " | "}}', 'a | b | c'],
+    ['join default separator', '{{join payload.tags}}', 'x, y'],
+    ['eq in if', '{{#if (eq payload.n 5)}}five{{else}}other{{/if}}', 'five'],
+    ['each', '{{#each list}}[{{this}}]{{/each}}', '[a][b][c]'],
+    ['missing path', '{{payload.nope.deeper}}', ''],
+  ])('%s', (_name, source, expected) => {
+    expect(compileTemplate(source)(ctx)).toBe(expected);
+  });
+
+  it.each([
+    ['constructor', '{{payload.constructor}}'],
+    ['__proto__', '{{payload.__proto__}}'],
+    ['prototype chain', '{{payload.name.constructor.name}}'],
+    ['lookup helper', '{{lookup payload "constructor"}}'],
+    ['toString', '{{obj.toString}}'],
+  ])('renders paths through %s empty (prototype access attack)', (_name, source) => {
+    expect(compileTemplate(source)(ctx)).toBe('');
+  });
+
+  it('renders __proto__ keys of a payload empty', () => {
+    const hostile = toEvaluatorData(
+      JSON.parse('{"__proto__":{"x":"leak"},"constructor":{"x":"leak"}}'),
+    );
+    expect(compileTemplate('{{__proto__.x}}{{constructor.x}}')(hostile)).toBe('');
+  });
+});
+
+describe('compile errors at boot', () => {
+  it.each([
+    ['unclosed mustache', '{{payload.name'],
+    ['unknown helper', '{{shout payload.name}}'],
+    ['unclosed block', '{{#if x}}open'],
+    ['log helper', '{{log "x"}}'],
+  ])('%s', (_name, source) => {
+    expect(() => compileTemplate(source)).toThrow();
+  });
+});
+
+describe('properties', () => {
+  const templates = [
+    '{{payload.a}} {{json payload}} {{truncate payload.b 3}} {{join payload.c}} {{default payload.d "x"}}',
+    '{{#each payload}}{{this}}{{/each}}{{lower payload.a}}{{upper payload}}',
+    '{{#if (eq payload.a payload.b)}}y{{/if}}{{lookup payload "a"}}',
+  ].map(compileTemplate);
+
+  test.prop([fc.anything()])('rendering never throws for any payload', (payload) => {
+    for (const template of templates) {
+      expect(typeof template(toEvaluatorData({ payload }))).toBe('string');
+      expect(typeof template({ payload })).toBe('string');
+    }
+  });
+});
+
+describe('session-key templates', () => {
+  it('interpolates safe values inside the namespace', () => {
+    const key = compileSessionKeyTemplate('hook:github:{{repo}}:{{n}}');
+    expect(key.prefix).toBe('hook:github:');
+    expect(key.render({ repo: 'octo.cat_1', n: 7 })).toBe('hook:github:octo.cat_1:7');
+  });
+
+  it.each([
+    ['no namespace', '{{id}}'],
+    ['namespace without colon', 'hook{{id}}'],
+    ['block helper', 'hook:{{#if a}}x{{/if}}'],
+    ['syntax error', 'hook:{{id'],
+  ])('refuses %s at boot', (_name, source) => {
+    expect(() => compileSessionKeyTemplate(source)).toThrow();
+  });
+
+  test.prop([fc.string()])(
+    'a rendered key is the namespace plus safe characters, or 400',
+    (value) => {
+      const key = compileSessionKeyTemplate('hook:x:{{v}}');
+      try {
+        const rendered = key.render({ v: value });
+        expect(rendered.startsWith('hook:x:')).toBe(true);
+        expect(rendered.slice('hook:x:'.length)).toMatch(/^[A-Za-z0-9._@+-]+$/);
+      } catch (err) {
+        expect((err as HookError).code).toBe('invalid_session_key');
+      }
+    },
+  );
+});
