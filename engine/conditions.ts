@@ -87,7 +87,7 @@ function validateRule(rule: unknown, at: string, depth: number): void {
   if (depth > MAX_RULE_DEPTH)
     throw new RuleError(at, `nested deeper than ${MAX_RULE_DEPTH} levels`);
   if (Array.isArray(rule)) {
-    rule.forEach((item, i) => validateRule(item, joinPath(at, String(i)), depth + 1));
+    for (const [i, item] of rule.entries()) validateRule(item, joinPath(at, String(i)), depth + 1);
     return;
   }
   if (rule === null || typeof rule !== 'object') return;

@@ -340,7 +340,7 @@ describe('mapped hooks', () => {
       'hook:gmail:18c2f4b7a0d93cc1',
     ]);
     const actions = await Promise.all(
-      (body?.['runIds'] as string[]).map((id) => actionById(server, id)),
+      ((body?.['runIds'] as string[] | undefined) ?? []).map((id) => actionById(server, id)),
     );
     for (const action of actions as AgentAction[]) {
       expect(action).toMatchObject({
@@ -411,7 +411,7 @@ describe('presets and overrides', () => {
       const { body } = await send(server, 'gmail', fixture('gmail-batch.json'));
       const action = (await actionById(
         server,
-        (body?.['runIds'] as string[])[0] as string,
+        (body?.['runIds'] as string[] | undefined)?.[0] as string,
       )) as AgentAction;
       expect(action).toMatchObject({
         model: 'openai/gpt-5-mini',

@@ -4,7 +4,7 @@
  */
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { HookError } from '../engine/errors.ts';
+import type { HookError } from '../engine/errors.ts';
 import { toEvaluatorData } from '../engine/evaluator-data.ts';
 import { compileSessionKeyTemplate } from '../engine/session-key-template.ts';
 import { compileTemplate } from '../engine/templates.ts';
