@@ -4,16 +4,24 @@
  *
  *   node server.ts [serve] [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR]
  *   node server.ts actions [--json] [--limit N] [--data-dir DIR | --config FILE]
+ *   node server.ts check [--config FILE]
+ *   node server.ts test <name> --payload FILE [--header K:V] [--query K=V] [--json]
  */
 import { parseArgs } from 'node:util';
+import { check } from './engine/cli/check.ts';
 import { listActions } from './engine/cli/list-actions.ts';
 import { serve } from './engine/cli/serve.ts';
+import { testRequest } from './engine/cli/test-request.ts';
 import { ConfigError } from './engine/config.ts';
 
 const USAGE = `usage:
   hookgate [serve] [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR]
   hookgate actions [--json] [--limit N] [--data-dir DIR | --config FILE]
+  hookgate check [--config FILE]
+  hookgate test <name> --payload FILE [--header K:V ...] [--query K=V ...] [--json] [--config FILE]
 `;
+
+const print = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main(argv: string[]): Promise<number> {
   const command = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'serve';
@@ -46,8 +54,39 @@ async function main(argv: string[]): Promise<number> {
       },
     });
     const { 'data-dir': dataDir, ...others } = values;
-    return listActions({ ...others, ...(dataDir !== undefined && { dataDir }) }, (line) =>
-      process.stdout.write(`${line}\n`),
+    return listActions({ ...others, ...(dataDir !== undefined && { dataDir }) }, print);
+  }
+  if (command === 'check') {
+    const { values } = parseArgs({ args: rest, options: { config: { type: 'string' } } });
+    return check(values.config, print);
+  }
+  if (command === 'test') {
+    const { values, positionals } = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: {
+        payload: { type: 'string' },
+        header: { type: 'string', multiple: true },
+        query: { type: 'string', multiple: true },
+        json: { type: 'boolean' },
+        config: { type: 'string' },
+      },
+    });
+    const name = positionals[0];
+    if (!name || !values.payload) {
+      process.stderr.write(`hookgate test: a hook name and --payload FILE are required\n${USAGE}`);
+      return 2;
+    }
+    return testRequest(
+      {
+        name,
+        payload: values.payload,
+        headers: values.header ?? [],
+        query: values.query ?? [],
+        ...(values.json !== undefined && { json: values.json }),
+        ...(values.config !== undefined && { config: values.config }),
+      },
+      print,
     );
   }
   process.stderr.write(`hookgate: unknown command "${command}"\n${USAGE}`);

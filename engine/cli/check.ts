@@ -1,0 +1,69 @@
+/**
+ * `hookgate check`: validate the configuration and compile every condition,
+ * template and preset, then print one line per route. Exit 0, or 2 with the
+ * offending path.
+ */
+import { findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
+import { type CompiledMapping, compileMappings } from '../mappings.ts';
+import { type Policy, policyFromConfig } from '../policy.ts';
+
+export type CompiledSetup = { loaded: LoadedConfig; policy: Policy; mappings: CompiledMapping[] };
+
+/** Load the config named by --config / HOOKGATE_CONFIG / ./hookgate.yaml and compile its mappings. */
+export function compileSetup(
+  configFlag: string | undefined,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): CompiledSetup | null {
+  const file = findConfigFile(configFlag, env, cwd);
+  if (!file) return null;
+  const loaded = loadConfigFile(file, env);
+  const policy = policyFromConfig(loaded.config);
+  return { loaded, policy, mappings: compileMappings(loaded.config, policy) };
+}
+
+/** One line per route: path, mapping id, action, agent, conditions. */
+export function describeRoutes({ loaded, policy, mappings }: CompiledSetup): string[] {
+  const base = loaded.config.hooks.path;
+  const lines = [
+    `POST ${base}/wake  built-in  wake`,
+    `POST ${base}/agent  built-in  agent  agent=${policy.defaultAgentId} (default)`,
+  ];
+  for (const mapping of mappings) {
+    const parts = [
+      `POST ${base}/${mapping.path ?? '*'}`,
+      mapping.id,
+      mapping.kind,
+      ...(mapping.kind === 'agent' ? [`agent=${agentOf(mapping, policy)}`] : []),
+      ...(mapping.source !== undefined ? [`source=${mapping.source}`] : []),
+      ...(mapping.whenRule !== undefined ? [`when=${JSON.stringify(mapping.whenRule)}`] : []),
+      ...(mapping.forEach !== undefined ? [`forEach=${mapping.forEach}`] : []),
+      ...(mapping.provenance.wrap ? [] : ['UNSAFE: not wrapped']),
+      `(${mapping.at})`,
+    ];
+    lines.push(parts.join('  '));
+  }
+  return lines;
+}
+
+function agentOf(mapping: CompiledMapping, policy: Policy): string {
+  const agent = mapping.fields.agentId;
+  if (agent === undefined) return `${policy.defaultAgentId} (default)`;
+  return typeof agent === 'string' ? agent : '(templated)';
+}
+
+/** Run `check`; returns the exit status (config errors are thrown as ConfigError). */
+export function check(configFlag: string | undefined, out: (line: string) => void): number {
+  const setup = compileSetup(configFlag, process.env, process.cwd());
+  if (!setup) {
+    out(
+      'No config file (--config, HOOKGATE_CONFIG or ./hookgate.yaml): serve would run the quickstart.',
+    );
+    return 0;
+  }
+  out(`Config OK: ${setup.loaded.file}`);
+  if (!setup.loaded.config.hooks.enabled)
+    out('Note: hooks.enabled is false; every hook answers 404.');
+  for (const line of describeRoutes(setup)) out(`  ${line}`);
+  return 0;
+}

@@ -1,0 +1,107 @@
+/**
+ * `hookgate test <name> --payload FILE`: run one request through the whole
+ * pipeline without storing or dispatching, and show which mapping matched
+ * (and why the others did not), the resulting actions and policy decisions.
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../config.ts';
+import { type DryRunResult, dryRun } from '../dry-run.ts';
+import type { MatchOutcome } from '../rules.ts';
+import { wrappedContent } from '../safety.ts';
+import { compileSetup } from './check.ts';
+
+export type TestFlags = {
+  name: string;
+  payload: string;
+  headers: string[];
+  query: string[];
+  json?: boolean;
+  config?: string;
+};
+
+const WHY: Record<MatchOutcome, string> = {
+  matched: 'matched',
+  path: 'no: path differs',
+  source: 'no: payload.source differs',
+  when: 'no: when condition is false',
+  skipped: 'not tried (an earlier mapping matched)',
+};
+
+/** Run `test`; exit 0 when the request would be accepted (200/204), 1 when refused. */
+export async function testRequest(flags: TestFlags, out: (line: string) => void): Promise<number> {
+  const setup = compileSetup(flags.config, process.env, process.cwd());
+  if (!setup)
+    throw new ConfigError(
+      '',
+      'no config file found (--config, HOOKGATE_CONFIG or ./hookgate.yaml)',
+    );
+  const body = readFileSync(flags.payload);
+  const result = await dryRun(setup.loaded.config, setup.policy, setup.mappings, {
+    hook: flags.name,
+    body,
+    headers: parsePairs(flags.headers, ':', (k) => k.toLowerCase()),
+    query: parsePairs(flags.query, '=', (k) => k),
+  });
+  if (flags.json) out(JSON.stringify(result));
+  else for (const line of describe(flags.name, setup.loaded.config.hooks.path, result)) out(line);
+  return result.status < 300 ? 0 : 1;
+}
+
+function describe(name: string, base: string, result: DryRunResult): string[] {
+  const lines = [`POST ${base}/${name}`];
+  if (result.trace.length > 0) {
+    lines.push('Mappings, in order:');
+    for (const { mappingId, outcome } of result.trace)
+      lines.push(`  ${mappingId}: ${WHY[outcome]}`);
+  }
+  if (result.error) {
+    lines.push(`Refused: ${result.status} ${result.error.code}: ${result.error.message}`);
+    return lines;
+  }
+  if (result.status === 204) {
+    lines.push('Result: 204 (no mapping matched; nothing would be stored)');
+    return lines;
+  }
+  lines.push(`Result: 200 ${JSON.stringify(result.response)}`);
+  for (const [i, action] of result.actions.entries()) {
+    lines.push(`Action ${i + 1} (${action.kind}):`);
+    lines.push(JSON.stringify(action, null, 2));
+    lines.push('Policy decisions:');
+    if (action.kind === 'agent') {
+      lines.push(`  agent: ${action.agentId}`);
+      lines.push(`  session key: ${action.sessionKey} (${action.sessionKeySource})`);
+      lines.push(`  model: ${action.model ?? '(agent default)'}`);
+      lines.push(
+        `  delivery: ${action.deliver ? `${action.channel}${action.to ? ` to ${action.to}` : ''}` : 'off'}`,
+      );
+    }
+    const safety = action.safety;
+    lines.push(
+      safety
+        ? `  safety: wrapped as ${safety.label}; injection patterns: ${safety.patterns.join(', ') || 'none'}`
+        : '  safety: NOT wrapped (allowUnsafeExternalContent)',
+    );
+    const text = action.kind === 'agent' ? action.message : action.text;
+    lines.push(
+      '  content:',
+      ...wrappedContent(text)
+        .split('\n')
+        .map((l) => `    ${l}`),
+    );
+  }
+  return lines;
+}
+
+function parsePairs(
+  items: string[],
+  separator: string,
+  key: (k: string) => string,
+): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const item of items) {
+    const at = item.indexOf(separator);
+    if (at <= 0) throw new ConfigError('', `"${item}" is not of the form KEY${separator}VALUE`);
+    out[key(item.slice(0, at).trim())] = item.slice(at + 1).trim();
+  }
+  return out;
+}
