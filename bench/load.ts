@@ -1,0 +1,94 @@
+/**
+ * Driving one target with autocannon: a short warm-up, then the measured
+ * run (separate calls, so the caller can sample server CPU in between).
+ * Latency percentiles come from our own microsecond histogram, fed from
+ * every response, because autocannon's histogram rounds to whole ms.
+ */
+import { createHistogram } from 'node:perf_hooks';
+import autocannon, { type Result } from 'autocannon';
+import type { Target } from './targets.ts';
+
+/** Load shape shared by every target. */
+export type LoadSettings = {
+  connections: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  pipelining: number;
+};
+
+/** What one measured run produced (plus the warm-up's counts). */
+export type LoadResult = {
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  responses: number;
+  /** Responses with the target's expected status. */
+  expected: number;
+  /** Responses with any other status. */
+  unexpected: number;
+  non2xx: number;
+  statusCounts: Record<string, number>;
+  errors: number;
+  timeouts: number;
+  /** 2xx responses of warm-up and measured run together (each is a stored action). */
+  total2xx: number;
+  seconds: number;
+};
+
+function options(url: string, target: Target, settings: LoadSettings, seconds: number) {
+  return {
+    url: `${url}${target.path}`,
+    method: 'POST' as const,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${target.token}` },
+    body: target.body,
+    connections: settings.connections,
+    pipelining: settings.pipelining,
+    duration: seconds,
+    timeout: 10,
+  };
+}
+
+function statusCounts(result: Result): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const [status, { count }] of Object.entries(result.statusCodeStats)) counts[status] = count;
+  return counts;
+}
+
+/** Run the warm-up load; resolves with its 2xx count. */
+export async function warmUp(url: string, target: Target, settings: LoadSettings): Promise<number> {
+  if (settings.warmupSeconds <= 0) return 0;
+  const result = await autocannon(options(url, target, settings, settings.warmupSeconds));
+  return result['2xx'];
+}
+
+/** Measure `target` on the server at `url`; `warm2xx` is added to the 2xx total. */
+export async function measure(
+  url: string,
+  target: Target,
+  settings: LoadSettings,
+  warm2xx: number,
+): Promise<LoadResult> {
+  const histogram = createHistogram();
+  const instance = autocannon(options(url, target, settings, settings.durationSeconds));
+  instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => {
+    histogram.record(Math.max(1, Math.round(ms * 1000)));
+  });
+  const result = await instance;
+  const counts = statusCounts(result);
+  const expected = counts[String(target.expectStatus)] ?? 0;
+  const responses = Object.values(counts).reduce((sum, n) => sum + n, 0);
+  return {
+    reqPerSec: result.requests.mean,
+    p50Ms: histogram.percentile(50) / 1000,
+    p99Ms: histogram.percentile(99) / 1000,
+    responses,
+    expected,
+    unexpected: responses - expected,
+    non2xx: result.non2xx,
+    statusCounts: counts,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    total2xx: result['2xx'] + warm2xx,
+    seconds: result.duration,
+  };
+}

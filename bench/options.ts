@@ -1,0 +1,82 @@
+/**
+ * Benchmark settings from flags (`npm run bench -- --duration 5`) or
+ * BENCH_* environment variables, with defaults that keep a full run (nine
+ * targets) around a minute and a half.
+ */
+import { tmpdir } from 'node:os';
+import { parseArgs } from 'node:util';
+import type { LoadSettings } from './load.ts';
+
+/** Everything `npm run bench` can be told. */
+export type BenchOptions = LoadSettings & {
+  /** Target keys to run; null: all. */
+  targets: string[] | null;
+  /** Group-commit windows: the first is used by every hookgate row, the others add /wake rows. */
+  commitDelays: number[];
+  /** Parent directory of the per-target temporary data directories. */
+  dataRoot: string;
+  /** Keep the data directories (stores and log files) instead of removing them. */
+  keep: boolean;
+  help: boolean;
+};
+
+/** Usage text for --help. */
+export const USAGE = `npm run bench [-- options]
+
+  --duration S       measured seconds per target          (BENCH_DURATION, default 8)
+  --warmup S         warm-up seconds per target           (BENCH_WARMUP, default 2)
+  --connections N    autocannon connections               (BENCH_CONNECTIONS, default 50)
+  --pipelining N     requests in flight per connection    (BENCH_PIPELINING, default 1)
+  --targets LIST     comma-separated keys: baseline, wake, agent, unauthorized, wake-log,
+                     wake-memory, wake-delay-N, baseline-again (BENCH_TARGETS, default all)
+  --commit-delays L  runtime.commitDelayMs values; the first applies to every hookgate
+                     target, each further one adds a /wake row (BENCH_COMMIT_DELAYS, default 0,1,2)
+  --data-root DIR    where temporary data dirs are made   (BENCH_DATA_ROOT, default the OS temp dir)
+  --keep             keep the data dirs (stores, log file)
+`;
+
+const FLAGS = {
+  duration: { type: 'string' },
+  warmup: { type: 'string' },
+  connections: { type: 'string' },
+  pipelining: { type: 'string' },
+  targets: { type: 'string' },
+  'commit-delays': { type: 'string' },
+  'data-root': { type: 'string' },
+  keep: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function integer(name: string, text: string | undefined, fallback: number, min: number): number {
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min) {
+    throw new Error(`${name}: expected an integer >= ${min}, got "${text}"`);
+  }
+  return value;
+}
+
+function list(text: string | undefined): string[] | null {
+  if (text === undefined || text.trim() === '') return null;
+  return text
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
+/** Parse flags over environment variables over defaults; throws on a bad value. */
+export function readOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
+  const { values } = parseArgs({ args: argv, options: FLAGS, strict: true });
+  const delays = list(values['commit-delays'] ?? env['BENCH_COMMIT_DELAYS']) ?? ['0', '1', '2'];
+  return {
+    durationSeconds: integer('duration', values.duration ?? env['BENCH_DURATION'], 8, 1),
+    warmupSeconds: integer('warmup', values.warmup ?? env['BENCH_WARMUP'], 2, 0),
+    connections: integer('connections', values.connections ?? env['BENCH_CONNECTIONS'], 50, 1),
+    pipelining: integer('pipelining', values.pipelining ?? env['BENCH_PIPELINING'], 1, 1),
+    targets: list(values.targets ?? env['BENCH_TARGETS']),
+    commitDelays: delays.map((d) => integer('commit-delays', d, 0, 0)),
+    dataRoot: values['data-root'] ?? env['BENCH_DATA_ROOT'] ?? tmpdir(),
+    keep: values.keep ?? false,
+    help: values.help ?? false,
+  };
+}

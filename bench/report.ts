@@ -1,0 +1,171 @@
+/**
+ * Printing the benchmark: one block per target as it finishes, then a
+ * compact markdown table and the verdict against the aim (hookgate's
+ * durable 200 targets at >= 0.5x the baseline's req/s, every 200 durable).
+ */
+import type { LoadResult } from './load.ts';
+import type { Target } from './targets.ts';
+
+/** The aim stated by the issue: hookgate 200 targets at this fraction of the baseline. */
+export const AIM_RATIO = 0.5;
+
+/** Server and load-generator counters over the measured run. */
+export type RunCosts = {
+  /** Server CPU time (user + system) as a share of one core. */
+  serverCpuShare: number;
+  serverMicrosPerResponse: number;
+  /** Of which system (kernel) time, per response. */
+  serverSystemMicrosPerResponse: number;
+  /** Load generator (this process) CPU time as a share of one core. */
+  clientCpuShare: number;
+  commits: number;
+  /** Share of the run's wall time the server's event loop spent inside COMMIT. */
+  commitShare: number;
+  commitAvgMs: number;
+};
+
+/** Everything measured for one target. */
+export type Row = {
+  target: Target;
+  load: LoadResult;
+  /** req/s divided by the baseline's; undefined without a baseline run. */
+  ratio: number | undefined;
+  costs: RunCosts;
+  /** Requests that can be stored without their answer being counted (cut off at a stop). */
+  maxInFlight: number;
+  /** Rows in the SQLite store after the server was killed (durable hookgate targets only). */
+  stored?: number;
+  logLines?: number;
+};
+
+const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+const fmt = (n: number) => int.format(n);
+const ms = (n: number) => n.toFixed(2);
+const pct = (share: number) => `${(share * 100).toFixed(0)}%`;
+const ratioText = (r: number | undefined) => (r === undefined ? 'n/a' : `${r.toFixed(2)}x`);
+
+/** How the durability check came out for a row (undefined when the row has no SQLite store). */
+export function durability(row: Row): { ok: boolean; text: string } | undefined {
+  if (row.stored === undefined) return undefined;
+  const { stored, load } = row;
+  if (row.target.expectStatus !== 200) {
+    return { ok: stored === 0, text: `rows in store ${fmt(stored)} (refusals store nothing)` };
+  }
+  const extra = stored - load.total2xx;
+  const verdict =
+    extra < 0
+      ? `LOST ${fmt(-extra)}`
+      : extra <= row.maxInFlight
+        ? `ok, none missing (+${fmt(extra)}: in flight when warm-up or run stopped, stored but not counted)`
+        : `ok, none missing, but +${fmt(extra)} is more than the ${fmt(row.maxInFlight)} that can be in flight: check`;
+  return {
+    ok: extra >= 0,
+    text: `2xx answered (warm-up + run) ${fmt(load.total2xx)}, rows in store ${fmt(stored)} -> ${verdict}`,
+  };
+}
+
+/** Whether a target got only its expected status and no socket errors. */
+export function clean(row: Row): boolean {
+  return row.load.unexpected === 0 && row.load.errors === 0;
+}
+
+function costLines(row: Row): string[] {
+  const { costs, load } = row;
+  const lines = [
+    `  server CPU ${pct(costs.serverCpuShare)} of one core = ${costs.serverMicrosPerResponse.toFixed(1)} µs per response ` +
+      `(${costs.serverSystemMicrosPerResponse.toFixed(1)} µs kernel); load generator CPU ${pct(costs.clientCpuShare)}`,
+  ];
+  if (costs.commits > 0) {
+    lines.push(
+      `  store: ${fmt(costs.commits)} COMMITs, ${(load.expected / costs.commits).toFixed(1)} actions each, ` +
+        `${costs.commitAvgMs.toFixed(2)} ms each on average; event loop inside COMMIT ${pct(costs.commitShare)} of the run`,
+    );
+  }
+  return lines;
+}
+
+/** The lines printed right after a target finished. */
+export function targetBlock(row: Row): string {
+  const { load } = row;
+  const statuses = Object.entries(load.statusCounts)
+    .map(([status, n]) => `${status} x ${fmt(n)}`)
+    .join(', ');
+  const lines = [
+    `  ${fmt(load.reqPerSec)} req/s (${ratioText(row.ratio)} baseline)  p50 ${ms(load.p50Ms)} ms  p99 ${ms(load.p99Ms)} ms`,
+    `  responses ${fmt(load.responses)} in ${load.seconds} s: ${statuses || 'none'}; non-2xx ${fmt(load.non2xx)}, ` +
+      `unexpected status ${fmt(load.unexpected)}, errors ${fmt(load.errors)} (timeouts ${fmt(load.timeouts)})`,
+    ...costLines(row),
+  ];
+  const check = durability(row);
+  if (check) lines.push(`  durability: ${check.text}`);
+  if (row.logLines !== undefined) {
+    lines.push(`  log file: ${fmt(row.logLines)} JSON lines (one per request)`);
+  }
+  return lines.join('\n');
+}
+
+function storedCell(row: Row): string {
+  if (row.target.hookgate?.memoryStore) return 'not durable';
+  if (row.stored === undefined) return '-';
+  return `${fmt(row.load.total2xx)} / ${fmt(row.stored)}`;
+}
+
+function tableCells(row: Row): string[] {
+  const { load, costs } = row;
+  return [
+    row.target.label,
+    String(row.target.expectStatus),
+    fmt(load.reqPerSec),
+    ratioText(row.ratio),
+    ms(load.p50Ms),
+    ms(load.p99Ms),
+    fmt(load.non2xx),
+    storedCell(row),
+    costs.serverMicrosPerResponse.toFixed(0),
+    costs.commits > 0 ? pct(costs.commitShare) : '-',
+  ];
+}
+
+/** The markdown summary table. */
+export function markdownTable(rows: readonly Row[]): string {
+  const header = [
+    'target',
+    'status',
+    'req/s',
+    'vs baseline',
+    'p50 ms',
+    'p99 ms',
+    'non-2xx',
+    '2xx / rows stored',
+    'server CPU µs/req',
+    'in COMMIT',
+  ];
+  const align = ['---', ...header.slice(1).map(() => '---:')];
+  return [header, align, ...rows.map(tableCells)]
+    .map((cells) => `| ${cells.join(' | ')} |`)
+    .join('\n');
+}
+
+/** Baseline at the end vs at the start: a warning when machine load drifted by over 10%. */
+export function driftLine(rows: readonly Row[]): string | undefined {
+  const again = rows.find((row) => row.target.key === 'baseline-again');
+  if (again?.ratio === undefined) return undefined;
+  const drift = Math.abs(1 - again.ratio);
+  const verdict =
+    drift > 0.1
+      ? 'WARNING: the machine got faster or slower during the run; ratios are unreliable, run again'
+      : 'stable';
+  return `baseline drift: last run ${ratioText(again.ratio)} the first -> ${verdict}`;
+}
+
+/** One line per durable hookgate 200 target: does it meet the aim? */
+export function aimLines(rows: readonly Row[]): string[] {
+  return rows
+    .filter((row) => row.stored !== undefined && row.target.expectStatus === 200)
+    .map((row) => {
+      const durable = durability(row)?.ok === true && clean(row);
+      const fast = row.ratio !== undefined && row.ratio >= AIM_RATIO;
+      const met = durable && fast ? 'met' : 'NOT met';
+      return `  ${row.target.label}: ${ratioText(row.ratio)} baseline, ${durable ? 'every 200 durable' : 'durability/status problem'} -> aim ${met}`;
+    });
+}

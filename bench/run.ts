@@ -1,0 +1,193 @@
+/**
+ * `npm run bench`: load-test hookgate against a raw node:http baseline.
+ * Each server runs in its own child process (one core for it, one for the
+ * autocannon load generator in this process); each hookgate target gets a
+ * fresh data directory with the real SQLite store. After the load the
+ * server is SIGKILLed and its store is counted against the 2xx answers.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus } from 'node:os';
+import path from 'node:path';
+import { type ServerProcess, startServerProcess } from './child.ts';
+import type { ServerSample } from './server.ts';
+import { measure, warmUp } from './load.ts';
+import { type BenchOptions, readOptions, USAGE } from './options.ts';
+import {
+  AIM_RATIO,
+  aimLines,
+  clean,
+  durability,
+  driftLine,
+  markdownTable,
+  type Row,
+  type RunCosts,
+  targetBlock,
+} from './report.ts';
+import { backgroundLoad, filesystemName } from './machine.ts';
+import { countLines, countStoredActions } from './store-check.ts';
+import { allTargets, BODY_BYTES, type ServerSpec, type Target } from './targets.ts';
+
+const LOG_FILE = 'requests.log';
+
+function describeTarget(target: Target): string {
+  const variant = target.hookgate;
+  if (!variant) return 'raw node:http: read body, JSON.parse, 200 {"ok":true}';
+  const parts = [
+    variant.memoryStore
+      ? 'in-memory store: nothing is committed'
+      : `commitDelayMs ${variant.commitDelayMs}`,
+    variant.logToFile ? `log info -> ${LOG_FILE} in the data dir` : 'log silent',
+  ];
+  if (variant.maxFailures !== undefined) {
+    parts.push(`authRateLimit.maxFailures ${variant.maxFailures} (so 401, never 429)`);
+  }
+  return parts.join(', ');
+}
+
+function serverSpec(target: Target, dataDir: string | undefined): ServerSpec {
+  const variant = target.hookgate;
+  if (!variant || !dataDir) return { kind: 'baseline' };
+  return {
+    kind: 'hookgate',
+    dataDir,
+    commitDelayMs: variant.commitDelayMs,
+    ...(variant.logToFile && { logFile: path.join(dataDir, LOG_FILE) }),
+    ...(variant.maxFailures !== undefined && { maxFailures: variant.maxFailures }),
+    ...(variant.memoryStore && { memoryStore: true }),
+  };
+}
+
+function costsOf(
+  before: ServerSample,
+  after: ServerSample,
+  clientCpu: NodeJS.CpuUsage,
+  wallMicros: number,
+  responses: number,
+): RunCosts {
+  const user = after.userMicros - before.userMicros;
+  const system = after.systemMicros - before.systemMicros;
+  const commits = after.commits - before.commits;
+  const commitMicros = after.commitMicros - before.commitMicros;
+  const perResponse = (micros: number) => (responses ? micros / responses : 0);
+  return {
+    serverCpuShare: (user + system) / wallMicros,
+    serverMicrosPerResponse: perResponse(user + system),
+    serverSystemMicrosPerResponse: perResponse(system),
+    clientCpuShare: (clientCpu.user + clientCpu.system) / wallMicros,
+    commits,
+    commitShare: commitMicros / wallMicros,
+    commitAvgMs: commits ? commitMicros / commits / 1000 : 0,
+  };
+}
+
+/** Run one target end to end: server up, warm-up, measured run, kill, checks. */
+async function benchTarget(
+  target: Target,
+  options: BenchOptions,
+  baselineRps: number | undefined,
+): Promise<Row> {
+  const dataDir = target.hookgate
+    ? mkdtempSync(path.join(options.dataRoot, `hookgate-bench-${target.key}-`))
+    : undefined;
+  let server: ServerProcess | undefined;
+  try {
+    server = await startServerProcess(serverSpec(target, dataDir));
+    const warm2xx = await warmUp(server.url, target, options);
+    const before = await server.sample();
+    const clientBefore = process.cpuUsage();
+    const startedAt = performance.now();
+    const load = await measure(server.url, target, options, warm2xx);
+    const wallMicros = (performance.now() - startedAt) * 1000;
+    const clientCpu = process.cpuUsage(clientBefore);
+    const after = await server.sample();
+    await server.kill();
+    const row: Row = {
+      target,
+      load,
+      ratio: baselineRps ? load.reqPerSec / baselineRps : undefined,
+      costs: costsOf(before, after, clientCpu, wallMicros, load.responses),
+      // Each connection has at most `pipelining` requests unanswered when warm-up or run stops.
+      maxInFlight: 2 * options.connections * options.pipelining + load.errors,
+    };
+    if (dataDir && !target.hookgate?.memoryStore) row.stored = countStoredActions(dataDir);
+    if (dataDir && target.hookgate?.logToFile) {
+      row.logLines = countLines(path.join(dataDir, LOG_FILE));
+    }
+    if (dataDir && options.keep) console.log(`  data kept in ${dataDir}`);
+    return row;
+  } finally {
+    await server?.kill();
+    if (dataDir && !options.keep) rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function selectTargets(options: BenchOptions): Target[] {
+  const all = allTargets(options.commitDelays);
+  if (!options.targets) return all;
+  const known = new Set(all.map((t) => t.key));
+  const unknown = options.targets.filter((key) => !known.has(key));
+  if (unknown.length) throw new Error(`unknown target(s): ${unknown.join(', ')}`);
+  return all.filter((t) => options.targets?.includes(t.key));
+}
+
+function printHeader(options: BenchOptions, targets: readonly Target[]): void {
+  const cpu = cpus();
+  const perTarget = options.warmupSeconds + options.durationSeconds;
+  console.log(`hookgate bench: Node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? 'cpu'}`);
+  console.log(
+    `autocannon: ${options.connections} connections, pipelining ${options.pipelining}, ` +
+      `${options.warmupSeconds} s warm-up + ${options.durationSeconds} s measured per target ` +
+      `(~${targets.length * perTarget} s in all); POST ${BODY_BYTES}-byte JSON bodies to 127.0.0.1`,
+  );
+  console.log(
+    'servers run in a child process each (the load generator has the other core); ' +
+      'hookgate: real SQLite store (WAL, synchronous=FULL, group commit) in a fresh dir on ' +
+      `${filesystemName(options.dataRoot)} (${options.dataRoot}); ` +
+      'after the load the server is SIGKILLed and its store counted',
+  );
+}
+
+async function main(): Promise<number> {
+  const options = readOptions(process.argv.slice(2), process.env);
+  if (options.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const targets = selectTargets(options);
+  printHeader(options, targets);
+  const background = await backgroundLoad();
+  const busy = background > 0.1 ? ': other work is running, numbers will be lower and noisier' : '';
+  console.log(
+    `CPU busy before the run (1 s sample, all cores): ${(background * 100).toFixed(0)}%${busy}`,
+  );
+  const rows: Row[] = [];
+  let baselineRps: number | undefined;
+  for (const [i, target] of targets.entries()) {
+    console.log(`\n[${i + 1}/${targets.length}] ${target.label} (${describeTarget(target)})`);
+    const row = await benchTarget(target, options, baselineRps);
+    if (target.key === 'baseline') baselineRps = row.load.reqPerSec;
+    rows.push(row);
+    console.log(targetBlock(row));
+  }
+  console.log(`\n${markdownTable(rows)}\n`);
+  const drift = driftLine(rows);
+  if (drift) console.log(drift);
+  console.log(
+    `aim: hookgate 200 targets at >= ${AIM_RATIO}x the baseline's req/s, every 200 durable`,
+  );
+  for (const line of aimLines(rows)) console.log(line);
+  const broken = rows.filter((row) => !clean(row) || durability(row)?.ok === false);
+  for (const row of broken)
+    console.log(`FAILED: ${row.target.label}: unexpected answers or lost actions`);
+  return broken.length ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(`bench: ${(err as Error).message}`);
+    process.exitCode = 2;
+  },
+);
