@@ -93,8 +93,16 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
+/** Exit once stdout is drained: process.exit would drop output still queued for a slow pipe. */
+function exitAfterOutput(code: number): void {
+  process.exitCode = code;
+  if (process.stdout.writableLength === 0) process.exit(code);
+  process.stdout.once('drain', () => process.exit(code));
+  process.stdout.once('error', () => process.exit(code));
+}
+
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => exitAfterOutput(code),
   (err: unknown) => {
     if (err instanceof ConfigError) {
       process.stderr.write(`hookgate: config error: ${err.message}\n`);

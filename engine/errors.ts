@@ -58,9 +58,17 @@ export class HookError extends Error {
     this.headers = options?.headers;
   }
 
+  private serialised: string | undefined;
+
   /** The JSON body a caller receives. */
   toBody(): { ok: false; error: { code: ErrorCode; message: string } } {
     return { ok: false, error: { code: this.code, message: this.message } };
+  }
+
+  /** The body as JSON text, serialised once (shared refusals are thrown many times). */
+  toJson(): string {
+    this.serialised ??= JSON.stringify(this.toBody());
+    return this.serialised;
   }
 }
 

@@ -13,6 +13,16 @@ import type { AuthFailureLimiter } from './rate-limit.ts';
 /** What the guard lets through: the hook name and who asked. */
 export type Admitted = { hook: string; client: string; pathname: string; query: string };
 
+// Refusals without per-request details are built once: a flood of them costs no allocations.
+const NOT_FOUND = new HookError('not_found');
+const METHOD_NOT_ALLOWED = new HookError('method_not_allowed', undefined, {
+  headers: { allow: 'POST' },
+});
+const TOKEN_IN_QUERY = new HookError('token_in_query');
+const UNAUTHORIZED = new HookError('unauthorized', undefined, {
+  headers: { 'www-authenticate': 'Bearer' },
+});
+
 /** Build the guard for one configuration. Throws HookError on refusal. */
 export function createGuard(
   config: Config,
@@ -29,12 +39,10 @@ export function createGuard(
     const q = url.indexOf('?');
     const pathname = q < 0 ? url : url.slice(0, q);
     const query = q < 0 ? '' : url.slice(q + 1);
-    if (!enabled || !pathname.startsWith(prefix)) throw new HookError('not_found');
-    if (req.method !== 'POST') {
-      throw new HookError('method_not_allowed', undefined, { headers: { allow: 'POST' } });
-    }
+    if (!enabled || !pathname.startsWith(prefix)) throw NOT_FOUND;
+    if (req.method !== 'POST') throw METHOD_NOT_ALLOWED;
     // Refused before authentication, and not counted as a failure (spec 5.3).
-    if (query && new URLSearchParams(query).has('token')) throw new HookError('token_in_query');
+    if (query && new URLSearchParams(query).has('token')) throw TOKEN_IN_QUERY;
     const forwarded = req.headers['x-forwarded-for'];
     const client = resolveClient(
       req.socket.remoteAddress,
@@ -50,6 +58,6 @@ export function createGuard(
         headers: { 'retry-after': String(verdict.retryAfterSeconds) },
       });
     }
-    throw new HookError('unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer' } });
+    throw UNAUTHORIZED;
   };
 }

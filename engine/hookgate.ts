@@ -46,8 +46,9 @@ export async function startHookgate(
   const logger = options.logger ?? createLogger(config.log.level);
   const store =
     options.store ??
-    openSqliteStore(loaded.dataDir, { commitDelayMs: config.runtime.commitDelayMs });
+    (await openSqliteStore(loaded.dataDir, { commitDelayMs: config.runtime.commitDelayMs }));
   const windowMs = config.hooks.idempotencyWindowSeconds * 1000;
+  let closing: Promise<void> | undefined;
   const handler = createRequestHandler({
     guard: createGuard(
       config,
@@ -65,6 +66,7 @@ export async function startHookgate(
     ),
     dispatcher: createDispatcher(store, { idempotencyWindowMs: windowMs }),
     logger,
+    draining: () => closing !== undefined,
     body: {
       maxBytes: config.hooks.maxBodyBytes,
       maxDepth: config.hooks.maxJsonDepth,
@@ -99,7 +101,6 @@ export async function startHookgate(
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
 
-  let closing: Promise<void> | undefined;
   return {
     url,
     server,

@@ -24,6 +24,13 @@ export function createLogger(level: string, fd = 1): Logger {
         censor: '[redacted]',
       },
     },
-    pino.destination({ dest: fd, sync: false }),
+    destination(fd),
   );
+}
+
+function destination(fd: number) {
+  const stream = pino.destination({ dest: fd, sync: false });
+  // A reader that went away (EPIPE) must not stall shutdown or crash the service: stop logging.
+  stream.on('error', () => stream.destroy());
+  return stream;
 }

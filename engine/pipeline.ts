@@ -22,6 +22,8 @@ export type PipelineDeps = {
   dispatcher: Dispatcher;
   logger: Logger;
   body: BodyLimits & { maxDepth: number };
+  /** True once shutdown began: answers then close their connection (no new keep-alive requests). */
+  draining: () => boolean;
 };
 
 // Bodies up to this size are drained by Node after a refusal; larger or chunked ones close the connection.
@@ -63,6 +65,7 @@ export function createRequestHandler(
     );
     const patterns = accepted.actions.flatMap((action) => action.safety?.patterns ?? []);
     if (patterns.length > 0) log.injectionPatterns = [...new Set(patterns)];
+    closeIfDraining(res);
     if (result.body === null) {
       log.status = 204;
       sendEmpty(res, 204, requestId);
@@ -89,7 +92,12 @@ export function createRequestHandler(
       res.destroy();
       return;
     }
+    closeIfDraining(res);
     sendError(res, error, requestId, mustClose(req, error));
+  }
+
+  function closeIfDraining(res: ServerResponse): void {
+    if (deps.draining()) res.setHeader('connection', 'close');
   }
 
   return function handleRequest(req, res) {

@@ -38,7 +38,7 @@ export function sendError(
 ): void {
   const headers: Record<string, string> = { ...error.headers };
   if (close) headers['connection'] = 'close';
-  sendJson(res, error.status, JSON.stringify(error.toBody()), requestId, headers);
+  sendJson(res, error.status, error.toJson(), requestId, headers);
 }
 
 /** Answer a request Node's HTTP parser refused (malformed, oversized headers, timeout) with JSON. */

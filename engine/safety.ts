@@ -29,8 +29,10 @@ export function wrapUntrusted(
   source: string,
   id: string = newWrapperId(),
 ): Wrapped {
-  const patterns = detectInjection(content);
-  const { text: safeContent, count } = neutraliseMarkers(content);
+  // One skeleton serves both detection and neutralisation.
+  const shape = skeleton(content);
+  const patterns = detectInjection(content, shape);
+  const { text: safeContent, count } = neutraliseMarkers(content, shape);
   const safeSource = neutraliseMarkers(source.replace(/[\r\n]+/g, ' ')).text;
   const text = [
     SECURITY_NOTICE,
@@ -52,9 +54,18 @@ export function wrappedContent(text: string): string {
   return body < 0 || end < body ? text : text.slice(body + 5, end);
 }
 
+// Random bytes drawn in blocks: one system call per 512 wrapper ids, not one per request.
+let pool = Buffer.alloc(0);
+let poolAt = 0;
+
 /** 16 random hex characters: unguessable by a sender. */
 export function newWrapperId(): string {
-  return randomBytes(8).toString('hex');
+  if (poolAt + 8 > pool.length) {
+    pool = randomBytes(4096);
+    poolAt = 0;
+  }
+  poolAt += 8;
+  return pool.toString('hex', poolAt - 8, poolAt);
 }
 
 // Lookalikes that NFKC leaves alone, mapped to the Latin letter or bracket they imitate.
@@ -151,8 +162,14 @@ function skeletonOf(char: string): string {
   return out.toUpperCase();
 }
 
-/** The content reduced to how it looks, with each skeleton index mapped to its source offset. */
-function skeleton(content: string): { text: string; source: number[]; ends: number[] } {
+/** The content reduced to how it looks; `source`/`ends` map skeleton indices to content offsets (null: identity). */
+type Skeleton = { text: string; source: number[] | null; ends: number[] | null };
+
+// Pure ASCII has no disguises to undo: its skeleton is its upper case, index for index.
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+function skeleton(content: string): Skeleton {
+  if (ASCII_ONLY.test(content)) return { text: content.toUpperCase(), source: null, ends: null };
   let text = '';
   const source: number[] = [];
   const ends: number[] = [];
@@ -176,12 +193,15 @@ const MARKER_LIKE =
   /<[\s_]*<[\s_]*<|>[\s_]*>[\s_]*>|(?:END[\s_\-.]*)?EXTERNAL[\s_\-.]*UNTRUSTED[\s_\-.]*CONTENT/g;
 
 /** Replace marker-like text (in any disguise) with a neutral placeholder. */
-export function neutraliseMarkers(content: string): { text: string; count: number } {
-  const sk = skeleton(content);
+export function neutraliseMarkers(
+  content: string,
+  sk: Skeleton = skeleton(content),
+): { text: string; count: number } {
   const spans: Array<[number, number]> = [];
   for (const match of sk.text.matchAll(MARKER_LIKE)) {
-    const start = sk.source[match.index] as number;
-    const end = sk.ends[match.index + match[0].length - 1] as number;
+    const last0 = match.index + match[0].length - 1;
+    const start = sk.source ? (sk.source[match.index] as number) : match.index;
+    const end = sk.ends ? (sk.ends[last0] as number) : last0 + 1;
     const last = spans.at(-1);
     if (last && start <= last[1]) last[1] = Math.max(last[1], end);
     else spans.push([start, end]);
@@ -227,7 +247,7 @@ const INJECTION_PATTERNS: ReadonlyArray<readonly [string, RegExp]> = [
 ];
 
 /** Names of the known injection patterns found in the content (on its de-disguised skeleton). */
-export function detectInjection(content: string): string[] {
-  const text = skeleton(content).text.replace(/[^\S\n]+/g, ' ');
+export function detectInjection(content: string, sk: Skeleton = skeleton(content)): string[] {
+  const text = sk.text.replace(/[^\S\n]+/g, ' ');
   return INJECTION_PATTERNS.filter(([, pattern]) => pattern.test(text)).map(([name]) => name);
 }

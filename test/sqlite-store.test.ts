@@ -23,7 +23,7 @@ describe('sqlite store file', () => {
   it('uses WAL journaling, and a committed action is visible to another connection', async () => {
     const temp = tempDir();
     try {
-      const store = openSqliteStore(temp.dir);
+      const store = await openSqliteStore(temp.dir);
       const action = sampleAction();
       await store.append({ actions: [action] });
       const reader = new DatabaseSync(path.join(temp.dir, STORE_FILE), { readOnly: true });

@@ -25,13 +25,13 @@ export function sampleAction(text = 'hello'): Action {
 /** Register the shared suite for a store factory; `reopen` gives a new store over the same data. */
 export function describeActionStore(
   name: string,
-  factory: () => { open: () => ActionStore; cleanup: () => void },
+  factory: () => { open: () => Promise<ActionStore>; cleanup: () => void },
 ): void {
   describe(`ActionStore contract: ${name}`, () => {
-    let env: { open: () => ActionStore; cleanup: () => void };
+    let env: { open: () => Promise<ActionStore>; cleanup: () => void };
     const opened: ActionStore[] = [];
-    const open = () => {
-      const store = env.open();
+    const open = async () => {
+      const store = await env.open();
       opened.push(store);
       return store;
     };
@@ -42,18 +42,18 @@ export function describeActionStore(
 
     it('keeps appended actions across a reopen, newest first', async () => {
       env = factory();
-      const store = open();
+      const store = await open();
       const actions = [sampleAction('one'), sampleAction('two'), sampleAction('three')];
       for (const action of actions) await store.append({ actions: [action] });
       await store.close();
-      const listed = await open().listActions({ limit: 10 });
+      const listed = await (await open()).listActions({ limit: 10 });
       expect(listed.map((row) => row.action)).toEqual(actions.reverse());
       expect(listed.every((row) => row.state === 'queued' && row.attempts === 0)).toBe(true);
     });
 
     it('commits concurrent appends, each resolving only once stored', async () => {
       env = factory();
-      const store = open();
+      const store = await open();
       const actions = Array.from({ length: 200 }, (_, i) => sampleAction(`n${i}`));
       await Promise.all(actions.map((action) => store.append({ actions: [action] })));
       expect(await store.listActions({ limit: 1000 })).toHaveLength(200);
@@ -61,7 +61,7 @@ export function describeActionStore(
 
     it('refuses a duplicate action id without losing the rest of the batch', async () => {
       env = factory();
-      const store = open();
+      const store = await open();
       const dup = sampleAction();
       const results = await Promise.allSettled([
         store.append({ actions: [dup] }),
@@ -72,9 +72,23 @@ export function describeActionStore(
       expect(await store.listActions({ limit: 10 })).toHaveLength(2);
     });
 
+    it('stores the actions of one request all or nothing', async () => {
+      env = factory();
+      const store = await open();
+      const existing = sampleAction('existing');
+      await store.append({ actions: [existing] });
+      const fresh = sampleAction('fresh');
+      await expect(store.append({ actions: [fresh, { ...existing }] })).rejects.toThrow();
+      await store.append({ actions: [sampleAction('a'), sampleAction('b')] });
+      const texts = (await store.listActions({ limit: 10 })).map(
+        (row) => (row.action as { text: string }).text,
+      );
+      expect(texts).toEqual(['b', 'a', 'existing']);
+    });
+
     it('stores idempotency records with their action and finds them within the window', async () => {
       env = factory();
-      const store = open();
+      const store = await open();
       const action = sampleAction();
       const record = {
         key: 'k',
@@ -93,7 +107,7 @@ export function describeActionStore(
 
     it('rejects appends after close', async () => {
       env = factory();
-      const store = open();
+      const store = await open();
       await store.close();
       await expect(store.append({ actions: [sampleAction()] })).rejects.toThrow();
     });

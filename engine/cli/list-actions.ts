@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { findConfigFile, loadConfigFile } from '../config.ts';
 import type { StoredAction } from '../queue/action-store.ts';
-import { openSqliteStore, STORE_FILE } from '../queue/sqlite-store.ts';
+import { readActions, STORE_FILE } from '../queue/sqlite-store.ts';
 import { wrappedContent } from '../safety.ts';
 
 export type ListFlags = { json?: boolean; limit?: string; dataDir?: string; config?: string };
@@ -31,17 +31,13 @@ export async function listActions(flags: ListFlags, out: (line: string) => void)
     if (!flags.json) out(`No actions: no store in ${dataDir} yet.`);
     return 0;
   }
-  const store = openSqliteStore(dataDir, { mustExist: true });
-  try {
-    const rows = await store.listActions({ limit });
-    if (flags.json)
-      for (const row of rows)
-        out(JSON.stringify({ ...row.action, state: row.state, attempts: row.attempts }));
-    else if (rows.length === 0) out(`No actions in ${dataDir}.`);
-    else for (const row of rows) out(formatRow(row));
-  } finally {
-    await store.close();
-  }
+  const rows = readActions(dataDir, limit);
+  if (flags.json) {
+    for (const row of rows) {
+      out(JSON.stringify({ ...row.action, state: row.state, attempts: row.attempts }));
+    }
+  } else if (rows.length === 0) out(`No actions in ${dataDir}.`);
+  else for (const row of rows) out(formatRow(row));
   return 0;
 }
 

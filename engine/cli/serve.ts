@@ -68,7 +68,12 @@ export async function serve(flags: ServeFlags): Promise<number> {
         .close()
         .then(() => {
           hookgate.logger.info('stopped');
-          hookgate.logger.flush(() => resolve(0));
+          // The log flush is awaited, but never longer than a second (a vanished stdout reader).
+          const fallback = setTimeout(() => resolve(0), 1000);
+          hookgate.logger.flush(() => {
+            clearTimeout(fallback);
+            resolve(0);
+          });
         })
         .catch((err: unknown) => {
           process.stderr.write(`hookgate: shutdown failed: ${(err as Error).message}\n`);

@@ -1,12 +1,13 @@
 /**
- * The embedded action store on node:sqlite (WAL, synchronous=FULL).
- * Appends are grouped: every append that arrives before the next flush joins
- * one transaction, so durability costs one fsync per batch, not per request.
- * Each append's promise resolves only after its COMMIT returned.
+ * The embedded action store on node:sqlite (WAL, synchronous=FULL). Writes
+ * go to a writer thread (sqlite-writer.ts) that commits them in groups, so
+ * durability costs one fsync per batch and the fsync never stalls request
+ * parsing. Each append resolves only after its COMMIT returned. Reads use a
+ * connection of their own on this thread (WAL readers do not wait for the writer).
  */
 import { mkdirSync } from 'node:fs';
-import path from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import type { Action } from '../../schemas/action.ts';
 import type {
   AcceptedRecord,
@@ -15,150 +16,119 @@ import type {
   IdempotencyRecord,
   StoredAction,
 } from './action-store.ts';
+import { openDatabase } from './sqlite-schema.ts';
+import type { FromWriter, ToWriter, WriteItem } from './sqlite-writer.ts';
 
-/** File name of the store inside the data directory. */
-export const STORE_FILE = 'hookgate.db';
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS actions (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  id TEXT NOT NULL UNIQUE,
-  kind TEXT NOT NULL,
-  hook TEXT NOT NULL,
-  session_key TEXT,
-  state TEXT NOT NULL DEFAULT 'queued',
-  attempts INTEGER NOT NULL DEFAULT 0,
-  received_at TEXT NOT NULL,
-  action TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS actions_state ON actions (state, seq);
-CREATE TABLE IF NOT EXISTS idempotency_keys (
-  key TEXT PRIMARY KEY,
-  fingerprint TEXT NOT NULL,
-  action_id TEXT NOT NULL,
-  response TEXT NOT NULL,
-  created_at_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency_keys (created_at_ms);
-`;
-
-type Pending = { record: AcceptedRecord; resolve: () => void; reject: (err: unknown) => void };
+export { STORE_FILE } from './sqlite-schema.ts';
 
 export type SqliteStoreOptions = {
-  /** Wait this long for more appends before committing; 0 = next event-loop turn. */
+  /** Wait this long for more appends before handing them to the writer; 0 = next event-loop turn. */
   commitDelayMs?: number;
-  /** Open without creating (for read-only commands). */
-  mustExist?: boolean;
 };
 
-/** Open (or create) the store in a data directory. */
-export function openSqliteStore(dataDir: string, options: SqliteStoreOptions = {}): ActionStore {
-  if (!options.mustExist) mkdirSync(dataDir, { recursive: true });
-  const db = new DatabaseSync(path.join(dataDir, STORE_FILE));
-  db.exec('PRAGMA journal_mode = WAL');
-  // FULL: a committed (and so answered) action survives power loss, not only a crash.
-  db.exec('PRAGMA synchronous = FULL');
-  db.exec('PRAGMA busy_timeout = 5000');
-  db.exec(SCHEMA);
-  return new SqliteActionStore(db, options.commitDelayMs ?? 0);
+type Waiter = { resolve: (value: never) => void; reject: (err: unknown) => void };
+
+/** Open (or create) the store in a data directory; resolves once the writer is ready. */
+export async function openSqliteStore(
+  dataDir: string,
+  options: SqliteStoreOptions = {},
+): Promise<ActionStore> {
+  mkdirSync(dataDir, { recursive: true });
+  const worker = new Worker(new URL('./sqlite-writer.ts', import.meta.url), {
+    workerData: { dataDir },
+  });
+  await new Promise<void>((resolve, reject) => {
+    const onMessage = (message: FromWriter) => {
+      if (message.type !== 'ready') return;
+      worker.off('error', reject);
+      worker.off('message', onMessage);
+      resolve();
+    };
+    worker.on('message', onMessage);
+    worker.once('error', reject);
+  });
+  return new SqliteActionStore(
+    worker,
+    openDatabase(dataDir, { create: false }),
+    options.commitDelayMs ?? 0,
+  );
+}
+
+/** Read accepted actions, newest first, without starting a writer (for the `actions` command). */
+export function readActions(dataDir: string, limit: number): StoredAction[] {
+  const db = openDatabase(dataDir, { create: false, readOnly: true });
+  try {
+    return listFrom(db.prepare(SELECT_ACTIONS), limit);
+  } finally {
+    db.close();
+  }
+}
+
+const SELECT_ACTIONS = 'SELECT seq, state, attempts, action FROM actions ORDER BY seq DESC LIMIT ?';
+
+function listFrom(statement: StatementSync, limit: number): StoredAction[] {
+  const rows = statement.all(limit) as Array<Record<string, string | number>>;
+  return rows.map((row) => ({
+    seq: Number(row['seq']),
+    state: row['state'] as ActionState,
+    attempts: Number(row['attempts']),
+    action: JSON.parse(row['action'] as string) as Action,
+  }));
+}
+
+function toItem(ticket: number, { actions, idempotency }: AcceptedRecord): WriteItem {
+  return {
+    ticket,
+    rows: actions.map((action) => ({
+      id: action.id,
+      kind: action.kind,
+      hook: action.hook,
+      sessionKey: action.kind === 'agent' ? action.sessionKey : null,
+      receivedAt: action.receivedAt,
+      json: JSON.stringify(action),
+    })),
+    ...(idempotency && { key: idempotency }),
+  };
 }
 
 class SqliteActionStore implements ActionStore {
-  private readonly db: DatabaseSync;
+  private readonly worker: Worker;
+  private readonly reader: DatabaseSync;
   private readonly delayMs: number;
-  private readonly insertAction: StatementSync;
-  private readonly insertKey: StatementSync;
   private readonly selectKey: StatementSync;
-  private readonly deleteKeys: StatementSync;
   private readonly selectActions: StatementSync;
-  private pending: Pending[] = [];
+  private readonly waiting = new Map<number, Waiter>();
+  private outbox: WriteItem[] = [];
   private scheduled = false;
-  private closed = false;
+  private nextTicket = 1;
+  private failure: Error | undefined;
+  private closing: Promise<void> | undefined;
 
-  constructor(db: DatabaseSync, delayMs: number) {
-    this.db = db;
+  constructor(worker: Worker, reader: DatabaseSync, delayMs: number) {
+    this.worker = worker;
+    this.reader = reader;
     this.delayMs = delayMs;
-    this.insertAction = db.prepare(
-      'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
-    );
-    this.insertKey = db.prepare(
-      'INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, action_id, response, created_at_ms) VALUES (?, ?, ?, ?, ?)',
-    );
-    this.selectKey = db.prepare(
+    this.selectKey = reader.prepare(
       'SELECT key, fingerprint, action_id, response, created_at_ms FROM idempotency_keys WHERE key = ? AND created_at_ms >= ?',
     );
-    this.deleteKeys = db.prepare('DELETE FROM idempotency_keys WHERE created_at_ms < ?');
-    this.selectActions = db.prepare(
-      'SELECT seq, state, attempts, action FROM actions ORDER BY seq DESC LIMIT ?',
-    );
+    this.selectActions = reader.prepare(SELECT_ACTIONS);
+    worker.on('message', (message: FromWriter) => this.onMessage(message));
+    worker.on('error', (err) => this.fail(err));
+    worker.on('exit', () => this.fail(new Error('the store writer stopped')));
   }
 
   append(record: AcceptedRecord): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('store is closed'));
-    return new Promise((resolve, reject) => {
-      this.pending.push({ record, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        if (this.delayMs > 0) setTimeout(() => this.flush(), this.delayMs);
-        else setImmediate(() => this.flush());
-      }
-    });
-  }
-
-  /** Commit every pending append in one transaction. */
-  private flush(): void {
-    this.scheduled = false;
-    const batch = this.pending;
-    this.pending = [];
-    if (batch.length === 0) return;
-    const failed = new Map<Pending, unknown>();
-    try {
-      this.db.exec('BEGIN IMMEDIATE');
-      for (const item of batch) {
-        // A failed INSERT does not abort the transaction: only that request is refused.
-        try {
-          this.insertOne(item.record);
-        } catch (err) {
-          failed.set(item, err);
-        }
-      }
-      this.db.exec('COMMIT');
-    } catch (err) {
-      if (this.db.isTransaction) this.db.exec('ROLLBACK');
-      for (const item of batch) item.reject(err);
-      return;
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.closing) return Promise.reject(new Error('store is closed'));
+    const ticket = this.nextTicket++;
+    this.outbox.push(toItem(ticket, record));
+    if (!this.scheduled) {
+      this.scheduled = true;
+      // One message per event-loop turn carries every append of that turn.
+      if (this.delayMs > 0) setTimeout(() => this.post(), this.delayMs);
+      else setImmediate(() => this.post());
     }
-    for (const item of batch) {
-      if (failed.has(item)) item.reject(failed.get(item));
-      else item.resolve();
-    }
-  }
-
-  private insertOne({ actions, idempotency }: AcceptedRecord): void {
-    this.db.exec('SAVEPOINT one');
-    try {
-      for (const action of actions) {
-        const sessionKey = action.kind === 'agent' ? action.sessionKey : null;
-        this.insertAction.run(
-          action.id,
-          action.kind,
-          action.hook,
-          sessionKey,
-          action.receivedAt,
-          JSON.stringify(action),
-        );
-      }
-      if (idempotency) {
-        const { key, fingerprint, actionId, response, createdAtMs } = idempotency;
-        this.insertKey.run(key, fingerprint, actionId, response, createdAtMs);
-      }
-      this.db.exec('RELEASE one');
-    } catch (err) {
-      // Undo the whole request: all of its actions and its key, or nothing.
-      this.db.exec('ROLLBACK TO one');
-      this.db.exec('RELEASE one');
-      throw err;
-    }
+    return this.wait<void>(ticket);
   }
 
   async findIdempotency(key: string, notBeforeMs: number): Promise<IdempotencyRecord | undefined> {
@@ -173,24 +143,73 @@ class SqliteActionStore implements ActionStore {
     };
   }
 
-  async pruneIdempotency(beforeMs: number): Promise<number> {
-    return Number(this.deleteKeys.run(beforeMs).changes);
+  pruneIdempotency(beforeMs: number): Promise<number> {
+    if (this.failure) return Promise.reject(this.failure);
+    const ticket = this.nextTicket++;
+    this.send({ type: 'prune', ticket, beforeMs });
+    return this.wait<number>(ticket);
   }
 
   async listActions({ limit }: { limit: number }): Promise<StoredAction[]> {
-    const rows = this.selectActions.all(limit) as Array<Record<string, string | number>>;
-    return rows.map((row) => ({
-      seq: Number(row['seq']),
-      state: row['state'] as ActionState,
-      attempts: Number(row['attempts']),
-      action: JSON.parse(row['action'] as string) as Action,
-    }));
+    return listFrom(this.selectActions, limit);
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.flush();
-    this.closed = true;
-    this.db.close();
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    this.post();
+    if (!this.failure) {
+      const closed = new Promise<void>((resolve) => {
+        this.worker.on('message', (message: FromWriter) => message.type === 'closed' && resolve());
+        this.worker.once('exit', () => resolve());
+      });
+      this.send({ type: 'close' });
+      await closed;
+    }
+    this.reader.close();
+    await this.worker.terminate();
+  }
+
+  private wait<T>(ticket: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.set(ticket, { resolve: resolve as (value: never) => void, reject });
+    });
+  }
+
+  private post(): void {
+    this.scheduled = false;
+    if (this.outbox.length === 0) return;
+    const items = this.outbox;
+    this.outbox = [];
+    this.send({ type: 'append', items });
+  }
+
+  private send(message: ToWriter): void {
+    this.worker.postMessage(message);
+  }
+
+  private onMessage(message: FromWriter): void {
+    if (message.type === 'committed') {
+      for (const { ticket, error } of message.results) {
+        const waiter = this.waiting.get(ticket);
+        this.waiting.delete(ticket);
+        if (error === undefined) waiter?.resolve(undefined as never);
+        else waiter?.reject(new Error(error));
+      }
+    } else if (message.type === 'pruned') {
+      this.waiting.get(message.ticket)?.resolve(message.count as never);
+      this.waiting.delete(message.ticket);
+    }
+  }
+
+  /** The writer is gone: nothing pending was committed, and nothing new can be. */
+  private fail(err: Error): void {
+    if (this.closing && !this.failure && this.waiting.size === 0) return;
+    this.failure ??= err;
+    for (const waiter of this.waiting.values()) waiter.reject(err);
+    this.waiting.clear();
   }
 }

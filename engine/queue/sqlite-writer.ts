@@ -1,0 +1,130 @@
+/**
+ * The store's writer thread. It owns the only write connection and commits
+ * appends in groups: everything that arrived while the previous COMMIT was
+ * syncing joins the next transaction. Running here, the fsync never blocks
+ * the event loop that parses requests. Each request's rows go in under a
+ * savepoint, so a request is stored whole or not at all.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { openDatabase } from './sqlite-schema.ts';
+
+/** One request's rows, serialised by the main thread. */
+export type WriteRow = {
+  id: string;
+  kind: string;
+  hook: string;
+  sessionKey: string | null;
+  receivedAt: string;
+  json: string;
+};
+export type WriteKey = {
+  key: string;
+  fingerprint: string;
+  actionId: string;
+  response: string;
+  createdAtMs: number;
+};
+export type WriteItem = { ticket: number; rows: WriteRow[]; key?: WriteKey };
+
+/** Messages from the main thread. */
+export type ToWriter =
+  | { type: 'append'; items: WriteItem[] }
+  | { type: 'prune'; ticket: number; beforeMs: number }
+  | { type: 'close' };
+
+/** Messages to the main thread. */
+export type FromWriter =
+  | { type: 'ready' }
+  | { type: 'committed'; results: Array<{ ticket: number; error?: string }> }
+  | { type: 'pruned'; ticket: number; count: number }
+  | { type: 'closed' };
+
+const port = parentPort;
+if (!port) throw new Error('sqlite-writer runs as a worker thread');
+
+const db = openDatabase((workerData as { dataDir: string }).dataDir, { create: true });
+const insertAction = db.prepare(
+  'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
+);
+// An expired key (outside the window) is replaced.
+const insertKey = db.prepare(
+  'INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, action_id, response, created_at_ms) VALUES (?, ?, ?, ?, ?)',
+);
+const deleteKeys = db.prepare('DELETE FROM idempotency_keys WHERE created_at_ms < ?');
+
+let queue: WriteItem[] = [];
+let scheduled = false;
+
+function send(message: FromWriter): void {
+  port?.postMessage(message);
+}
+
+function insertItem(item: WriteItem): void {
+  db.exec('SAVEPOINT one');
+  try {
+    for (const row of item.rows) {
+      insertAction.run(row.id, row.kind, row.hook, row.sessionKey, row.receivedAt, row.json);
+    }
+    if (item.key) {
+      const { key, fingerprint, actionId, response, createdAtMs } = item.key;
+      insertKey.run(key, fingerprint, actionId, response, createdAtMs);
+    }
+    db.exec('RELEASE one');
+  } catch (err) {
+    db.exec('ROLLBACK TO one');
+    db.exec('RELEASE one');
+    throw err;
+  }
+}
+
+/** Commit every queued item in one transaction and report each one's outcome. */
+function flush(): void {
+  scheduled = false;
+  const batch = queue;
+  queue = [];
+  if (batch.length === 0) return;
+  const results: Array<{ ticket: number; error?: string }> = [];
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    for (const item of batch) {
+      try {
+        insertItem(item);
+        results.push({ ticket: item.ticket });
+      } catch (err) {
+        results.push({ ticket: item.ticket, error: (err as Error).message });
+      }
+    }
+    db.exec('COMMIT');
+  } catch (err) {
+    if (db.isTransaction) db.exec('ROLLBACK');
+    const error = (err as Error).message;
+    send({ type: 'committed', results: batch.map((item) => ({ ticket: item.ticket, error })) });
+    return;
+  }
+  send({ type: 'committed', results });
+}
+
+port.on('message', (message: ToWriter) => {
+  if (message.type === 'append') {
+    for (const item of message.items) queue.push(item);
+    if (!scheduled) {
+      scheduled = true;
+      // Let every message already delivered join this transaction.
+      setImmediate(flush);
+    }
+  } else if (message.type === 'prune') {
+    flush();
+    send({
+      type: 'pruned',
+      ticket: message.ticket,
+      count: Number(deleteKeys.run(message.beforeMs).changes),
+    });
+  } else {
+    flush();
+    db.close();
+    send({ type: 'closed' });
+    port.close();
+  }
+});
+
+send({ type: 'ready' });
