@@ -166,6 +166,7 @@ function skeletonOf(char: string): string {
 type Skeleton = { text: string; source: number[] | null; ends: number[] | null };
 
 // Pure ASCII has no disguises to undo: its skeleton is its upper case, index for index.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the whole ASCII range, controls included, is meant.
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
 function skeleton(content: string): Skeleton {

@@ -367,8 +367,11 @@ describe('safety wrapper on direct triggers', () => {
   it('wraps wake texts with a different id each time', async () => {
     const a = await send(server, 'wake', { text: 'one' });
     const b = await send(server, 'wake', { text: 'one' });
-    const ta = ((await stored(server, a.body['id'] as string))?.action as WakeAction).text;
-    const tb = ((await stored(server, b.body['id'] as string))?.action as WakeAction).text;
-    expect(unwrap(ta).id).not.toBe(unwrap(tb).id);
+    const ta = ((await stored(server, a.body['id'] as string))?.action as WakeAction | undefined)
+      ?.text;
+    const tb = ((await stored(server, b.body['id'] as string))?.action as WakeAction | undefined)
+      ?.text;
+    expect(ta).toBeDefined();
+    expect(unwrap(ta as string).id).not.toBe(unwrap(tb as string).id);
   });
 });
