@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { type Config, configSchema } from '../schemas/config.ts';
 import { checkConfigRules, normaliseHooksPath } from './config-rules.ts';
+import { transformsRoot as transformsRootFor } from './sandbox/paths.ts';
 import { compileValidator, joinPath } from './validation.ts';
 
 /** A configuration problem, reported as `path: message` and exit status 2. */
@@ -31,6 +32,8 @@ export type LoadedConfig = {
   file: string | null;
   /** Absolute data directory. */
   dataDir: string;
+  /** The transforms root: hooks/transforms beside the config file (quickstart: in the data dir). */
+  transformsRoot: string;
 };
 
 const validateConfig = compileValidator<Config>(configSchema, {
@@ -82,11 +85,13 @@ export function resolveConfig(
   const dataDir = options.dataDir
     ? path.resolve(options.dataDir)
     : path.resolve(options.baseDir, config.runtime.dataDir);
+  const transformsRoot = transformsRootFor(options.file ? options.baseDir : dataDir);
   return {
     config: deepFreeze(config),
     baseDir: options.baseDir,
     file: options.file ?? null,
     dataDir,
+    transformsRoot,
   };
 }
 

@@ -14,6 +14,7 @@ import { asHookError } from './errors.ts';
 import { buildMappedActions, selectFor } from './mapped-route.ts';
 import type { CompiledMapping } from './mappings.ts';
 import type { Policy } from './policy.ts';
+import type { TransformSupervisor } from './sandbox/supervisor.ts';
 import { createRouter } from './route.ts';
 import type { MatchTrace } from './rules.ts';
 
@@ -40,8 +41,10 @@ export async function dryRun(
   policy: Policy,
   mappings: readonly CompiledMapping[],
   request: DryRunRequest,
+  transforms?: TransformSupervisor,
 ): Promise<DryRunResult> {
   const ctx = {
+    ...(transforms && { transforms }),
     policy,
     maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
     maxActions: config.hooks.maxActionsPerRequest,
@@ -71,7 +74,7 @@ export async function dryRun(
       trace = selection.trace;
       mappingId = selection.mapping?.id;
       accepted = selection.mapping
-        ? buildMappedActions(selection.mapping, envelope, data, ctx)
+        ? await buildMappedActions(selection.mapping, envelope, data, ctx)
         : { actions: [], response: null };
     }
     const status = accepted.response === null ? 204 : 200;

@@ -34,6 +34,9 @@ export const ERRORS = Object.freeze({
     status: 409,
     message: 'This idempotency key was already used with a different request.',
   },
+  transform_failed: { status: 500, message: 'The transform failed.' },
+  transform_timeout: { status: 500, message: 'The transform did not finish in time.' },
+  transform_invalid_output: { status: 500, message: 'The transform returned an invalid action.' },
   unavailable: { status: 503, message: 'The service cannot accept requests right now.' },
   internal: { status: 500, message: 'Internal error.' },
 } as const);

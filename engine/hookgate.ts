@@ -19,6 +19,7 @@ import { createMemoryLimiter } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';
 import { createRouter } from './route.ts';
 import { compileMappings } from './mappings.ts';
+import { startTransforms } from './sandbox/start.ts';
 
 export type Hookgate = {
   /** Base URL the server listens on, e.g. http://127.0.0.1:8787 */
@@ -42,8 +43,9 @@ export async function startHookgate(
   const { config } = loaded;
   const policy = policyFromConfig(config);
   // Compiled before anything is opened: a bad mapping stops the boot with a ConfigError.
-  const mappings = compileMappings(config, policy);
+  const mappings = compileMappings(config, policy, loaded.transformsRoot);
   const logger = options.logger ?? createLogger(config.log.level);
+  const transforms = await startTransforms(config, mappings, logger);
   const store =
     options.store ??
     (await openSqliteStore(loaded.dataDir, { commitDelayMs: config.runtime.commitDelayMs }));
@@ -61,6 +63,7 @@ export async function startHookgate(
         maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
         maxActions: config.hooks.maxActionsPerRequest,
         newId: randomUUID,
+        ...(transforms && { transforms }),
       },
       mappings,
     ),
@@ -107,7 +110,9 @@ export async function startHookgate(
     store,
     logger,
     close() {
-      closing ??= shutdown(server, store, prune, config.server.shutdownGraceMs);
+      closing ??= shutdown(server, store, prune, config.server.shutdownGraceMs).finally(() =>
+        transforms?.close(),
+      );
       return closing;
     },
   };

@@ -17,6 +17,7 @@ import {
   type BuildContext,
   buildAgentAction,
   buildWakeAction,
+  type Provenance,
 } from './actions.ts';
 import type { Envelope } from './envelope.ts';
 import { HookError } from './errors.ts';
@@ -24,6 +25,8 @@ import { lookupOwn, toEvaluatorData } from './evaluator-data.ts';
 import { publicHeaders } from './headers.ts';
 import type { CompiledMapping } from './mappings.ts';
 import { hookIsMapped, type RuleData, type Selection, selectMapping } from './rules.ts';
+import type { TransformSupervisor } from './sandbox/supervisor.ts';
+import { type MergedAction, mergeTransformOutput } from './sandbox/transform-output.ts';
 import { compileValidator } from './validation.ts';
 
 const validateWake = compileValidator<WakePayload>(wakePayloadSchema);
@@ -53,13 +56,17 @@ export function selectFor(
   return { selection: selectMapping(mappings, data), data };
 }
 
+/** Context the mapped route needs besides the policy: the fan-out cap and the transforms. */
+export type MappedContext = BuildContext & { maxActions: number; transforms?: TransformSupervisor };
+
 /** Build the actions of a selected mapping; throws HookError naming the mapping on bad output. */
-export function buildMappedActions(
+export async function buildMappedActions(
   mapping: CompiledMapping,
   envelope: Envelope,
   data: RuleData,
-  ctx: BuildContext & { maxActions: number },
-): Accepted {
+  ctx: MappedContext,
+): Promise<Accepted> {
+  if (mapping.transform) return buildWithTransform(mapping, envelope, data, ctx);
   const items = fanOutItems(mapping, data, ctx.maxActions);
   const actions: Action[] = items.map((item, index) => {
     const context = templateContext(
@@ -67,10 +74,57 @@ export function buildMappedActions(
       envelope.receivedAt,
       mapping.forEach ? { item, index } : {},
     );
-    return buildOne(mapping, envelope, context, ctx);
+    const fields = renderFields(mapping, context);
+    return buildFrom(
+      mapping,
+      envelope,
+      mapping.kind,
+      fields,
+      mapping.provenance,
+      ctx,
+      'invalid_payload',
+    );
   });
   if (actions.length === 0) return { actions, response: null };
   return { actions, response: acceptanceBody(actions, mapping.forEach !== undefined) };
+}
+
+/** Run the mapping's sandboxed transform and merge what it returns over the template-built fields. */
+async function buildWithTransform(
+  mapping: CompiledMapping,
+  envelope: Envelope,
+  data: RuleData,
+  ctx: MappedContext,
+): Promise<Accepted> {
+  if (!ctx.transforms || !mapping.transform)
+    throw new HookError('transform_failed', 'No transform process.');
+  const base = renderFields(mapping, templateContext(data, envelope.receivedAt, {}));
+  const input = {
+    payload: envelope.payload,
+    headers: data.headers,
+    query: data.query,
+    path: data.path,
+    method: data.method,
+    hook: data.hook,
+    receivedAt: envelope.receivedAt,
+  };
+  const { value } = await ctx.transforms.call(mapping.transform.key, input);
+  let merged: MergedAction[] | null;
+  try {
+    merged = mergeTransformOutput(value, { kind: mapping.kind, fields: base }, ctx.maxActions);
+  } catch (err) {
+    if (err instanceof HookError) throw refusal(mapping, err.code, err.message);
+    throw err;
+  }
+  if (merged === null || merged.length === 0) return { actions: [], response: null };
+  const actions = merged.map(({ kind, fields, keyFromTransform }) => {
+    // A key chosen by user code counts as request-supplied (hooks.allowRequestSessionKey).
+    const provenance: Provenance = keyFromTransform
+      ? { ...mapping.provenance, sessionKeySource: 'request' }
+      : mapping.provenance;
+    return buildFrom(mapping, envelope, kind, fields, provenance, ctx, 'transform_invalid_output');
+  });
+  return { actions, response: acceptanceBody(actions, Array.isArray(value)) };
 }
 
 function fanOutItems(mapping: CompiledMapping, data: RuleData, maxActions: number): unknown[] {
@@ -116,12 +170,8 @@ function templateContext(
   return context;
 }
 
-function buildOne(
-  mapping: CompiledMapping,
-  envelope: Envelope,
-  context: unknown,
-  ctx: BuildContext,
-): Action {
+/** The mapping's fields for this context, in the shape of its action kind's payload. */
+function renderFields(mapping: CompiledMapping, context: unknown): Record<string, unknown> {
   const rendered: Record<string, unknown> = {};
   for (const [field, plan] of Object.entries(mapping.fields)) {
     rendered[field] = typeof plan === 'string' ? plan : plan(context);
@@ -131,44 +181,51 @@ function buildOne(
     rendered['sessionKey'] =
       'static' in key ? key.static : renderKey(mapping, key.template, context);
   }
+  if (mapping.kind === 'wake') {
+    const text = rendered['text'] ?? rendered['message'];
+    const mode = rendered['mode'] ?? rendered['wakeMode'];
+    return { ...(text !== undefined && { text }), ...(mode !== undefined && { mode }) };
+  }
+  const message = rendered['message'] ?? rendered['text'];
+  const wakeMode = rendered['wakeMode'] ?? rendered['mode'];
+  return {
+    ...(message !== undefined && { message }),
+    ...pick(rendered, ['name', 'sessionKey', 'agentId', 'channel', 'to', 'model', 'thinking']),
+    ...(wakeMode !== undefined && { wakeMode }),
+    ...(mapping.deliver !== undefined && { deliver: mapping.deliver }),
+    ...(mapping.timeoutSeconds !== undefined && { timeoutSeconds: mapping.timeoutSeconds }),
+  };
+}
+
+/** Validate the fields against the payload schema, then build through the shared builders. */
+function buildFrom(
+  mapping: CompiledMapping,
+  envelope: Envelope,
+  kind: 'wake' | 'agent',
+  fields: Record<string, unknown>,
+  provenance: Provenance,
+  ctx: BuildContext,
+  invalidCode: 'invalid_payload' | 'transform_invalid_output',
+): Action {
   try {
-    if (mapping.kind === 'wake') {
-      const fields: Record<string, unknown> = { text: rendered['text'] ?? rendered['message'] };
-      const mode = rendered['mode'] ?? rendered['wakeMode'];
-      if (mode !== undefined) fields['mode'] = mode;
+    if (kind === 'wake') {
       return buildWakeAction(
         envelope,
-        valid(mapping, validateWake, fields),
+        valid(mapping, validateWake, fields, invalidCode),
         ctx,
-        mapping.provenance,
+        provenance,
       );
     }
-    const fields: Record<string, unknown> = {
-      message: rendered['message'] ?? rendered['text'],
-      ...pick(rendered, [
-        'name',
-        'sessionKey',
-        'agentId',
-        'channel',
-        'to',
-        'model',
-        'thinking',
-        'wakeMode',
-      ]),
-      ...(mapping.deliver !== undefined && { deliver: mapping.deliver }),
-      ...(mapping.timeoutSeconds !== undefined && { timeoutSeconds: mapping.timeoutSeconds }),
-    };
-    if (fields.wakeMode === undefined && rendered['mode'] !== undefined)
-      fields.wakeMode = rendered['mode'];
     return buildAgentAction(
       envelope,
-      valid(mapping, validateAgent, fields),
+      valid(mapping, validateAgent, fields, invalidCode),
       ctx,
-      mapping.provenance,
+      provenance,
     );
   } catch (err) {
-    if (err instanceof HookError && err.status === 400)
+    if (err instanceof HookError && (err.status === 400 || err.code === invalidCode)) {
       throw refusal(mapping, err.code, err.message);
+    }
     throw err;
   }
 }
@@ -196,12 +253,13 @@ function valid<T>(
   mapping: CompiledMapping,
   check: (value: unknown) => { ok: true; value: T } | { ok: false; field: string; message: string },
   fields: unknown,
+  code: 'invalid_payload' | 'transform_invalid_output' = 'invalid_payload',
 ): T {
   const result = check(fields);
   if (result.ok) return result.value;
   const empty = ['is required', 'must not be empty', 'must not be blank'].includes(result.message);
   const what = empty ? 'rendered empty' : result.message;
-  throw refusal(mapping, 'invalid_payload', `${result.field}: ${what}`);
+  throw refusal(mapping, code, `${result.field}: ${what}`);
 }
 
 function refusal(mapping: CompiledMapping, code: HookError['code'], message: string): HookError {

@@ -4,6 +4,8 @@
  * once, static values are checked against the same policy requests face,
  * and every problem is a ConfigError naming the mapping id and the field.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { PRESETS } from '../presets/registry.ts';
 import type { Config } from '../schemas/config.ts';
 import { type Mapping, TEMPLATE_FIELDS, type TemplateField } from '../schemas/mapping.ts';
@@ -23,6 +25,8 @@ import {
   isTemplated,
   type SessionKeyTemplate,
 } from './session-key-template.ts';
+import { ContainmentError, MODULE_EXTENSIONS, resolveContained } from './sandbox/paths.ts';
+import type { ModuleSpec } from './sandbox/protocol.ts';
 import { compileTemplate, type Template } from './templates.ts';
 
 /** Fields other than the session key: a literal value or a compiled template. */
@@ -44,13 +48,37 @@ export type CompiledMapping = {
   timeoutSeconds: number | undefined;
   forEach: string | undefined;
   provenance: Provenance;
+  /** The sandboxed transform module, when the mapping has one. */
+  transform: ModuleSpec | undefined;
 };
+
+/** Where transform modules may come from. */
+export type TransformPlaces = { root: string; dir: string };
+
+/** The effective transforms directory: hooks.transformsDir inside the root, else the root. */
+export function transformPlaces(root: string, transformsDir: string | undefined): TransformPlaces {
+  if (transformsDir === undefined) return { root, dir: root };
+  try {
+    return { root, dir: resolveContained(root, root, transformsDir) };
+  } catch (err) {
+    if (err instanceof ContainmentError) {
+      throw new ConfigError('hooks.transformsDir', `${err.message} (the root is ${root})`);
+    }
+    throw err;
+  }
+}
 
 const BUILT_IN_HOOKS: ReadonlySet<string> = new Set(['wake', 'agent']);
 
 /** Compile the user's mappings and the enabled presets, in matching order. */
-export function compileMappings(config: Config, policy: Policy): CompiledMapping[] {
+export function compileMappings(
+  config: Config,
+  policy: Policy,
+  transformsRoot: string,
+): CompiledMapping[] {
   const hooks = config.hooks;
+  const needsTransforms = hooks.mappings.some((m) => m.transform !== undefined);
+  const places = needsTransforms ? transformPlaces(transformsRoot, hooks.transformsDir) : undefined;
   const entries: Array<{ mapping: Mapping; at: string; fallbackId: string }> = hooks.mappings.map(
     (mapping, i) => ({ mapping, at: `hooks.mappings.${i}`, fallbackId: `mapping-${i + 1}` }),
   );
@@ -75,24 +103,30 @@ export function compileMappings(config: Config, policy: Policy): CompiledMapping
     const other = seen.get(id);
     if (other) throw new ConfigError(`${at}.id`, `duplicate mapping id "${id}" (also ${other})`);
     seen.set(id, at);
-    return compileMapping(mapping, id, at, policy);
+    return compileMapping(mapping, id, at, policy, places);
   });
 }
 
-function compileMapping(mapping: Mapping, id: string, at: string, policy: Policy): CompiledMapping {
+function compileMapping(
+  mapping: Mapping,
+  id: string,
+  at: string,
+  policy: Policy,
+  places: TransformPlaces | undefined,
+): CompiledMapping {
   const fail = (field: string, message: string): never => {
     throw new ConfigError(`${at}.${field}`, `(mapping "${id}") ${message}`);
   };
   const path = mapping.match?.path;
   if (path !== undefined && BUILT_IN_HOOKS.has(path))
     fail('match.path', `"${path}" is a built-in endpoint`);
-  if (mapping.transform)
-    fail('transform', 'transform modules are not supported yet; use templates');
   const kind = mapping.action ?? 'agent';
   const sources = collectSources(mapping, fail);
   const fields = compileFields(sources, fail);
   const textField = kind === 'agent' ? 'message' : 'text';
-  if (fields.message === undefined && fields.text === undefined) {
+  const transform =
+    mapping.transform && places ? transformSpec(mapping, id, places, fail) : undefined;
+  if (transform === undefined && fields.message === undefined && fields.text === undefined) {
     fail(
       `templates.${textField}`,
       `a ${kind} mapping needs a ${textField} (templates.${textField} or ${textField})`,
@@ -118,6 +152,41 @@ function compileMapping(mapping: Mapping, id: string, at: string, policy: Policy
       label: mapping.label ?? 'Webhook',
       mappingId: id,
     },
+    transform,
+  };
+}
+
+/** Check a transform reference at boot: contained, a module file, present. */
+function transformSpec(
+  mapping: Mapping,
+  id: string,
+  places: TransformPlaces,
+  fail: Fail,
+): ModuleSpec {
+  const { module, export: exportName } = mapping.transform as { module: string; export?: string };
+  if (mapping.forEach !== undefined) {
+    fail(
+      'forEach',
+      'a transform mapping cannot use forEach; return an array from the transform instead',
+    );
+  }
+  let file: string;
+  try {
+    file = resolveContained(places.dir, places.dir, module);
+  } catch (err) {
+    if (err instanceof ContainmentError) return fail('transform.module', err.message);
+    throw err;
+  }
+  if (!MODULE_EXTENSIONS.has(path.extname(file))) {
+    fail('transform.module', `"${module}" must be a .js, .mjs, .ts or .mts module`);
+  }
+  if (!existsSync(file)) fail('transform.module', `"${module}" not found in ${places.dir}`);
+  return {
+    key: id,
+    mappingId: id,
+    root: places.dir,
+    file,
+    ...(exportName !== undefined && { exportName }),
   };
 }
 

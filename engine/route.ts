@@ -11,16 +11,10 @@ import {
   type WakePayload,
   wakePayloadSchema,
 } from '../schemas/payloads.ts';
-import {
-  type Accepted,
-  acceptanceBody,
-  type BuildContext,
-  buildAgentAction,
-  buildWakeAction,
-} from './actions.ts';
+import { type Accepted, acceptanceBody, buildAgentAction, buildWakeAction } from './actions.ts';
 import type { Envelope } from './envelope.ts';
 import { HookError } from './errors.ts';
-import { buildMappedActions, selectFor } from './mapped-route.ts';
+import { buildMappedActions, type MappedContext, selectFor } from './mapped-route.ts';
 import type { CompiledMapping } from './mappings.ts';
 import { hookIsMapped } from './rules.ts';
 import { compileValidator, type Validator } from './validation.ts';
@@ -47,10 +41,7 @@ function single(action: Action): Accepted {
 }
 
 /** Build the router for a configuration: built-in triggers first, then mappings. */
-export function createRouter(
-  ctx: BuildContext & { maxActions: number },
-  mappings: readonly CompiledMapping[],
-): Router {
+export function createRouter(ctx: MappedContext, mappings: readonly CompiledMapping[]): Router {
   const builtIn = new Map<string, Route>([
     [
       'wake',

@@ -76,7 +76,24 @@ const hooksSchema = {
     mappings: { type: 'array', items: mappingSchema, default: [] },
     // Most actions one request may create (a mapping's forEach fan-out).
     maxActionsPerRequest: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },
+    // Inside the transforms root (hooks/transforms beside the config file); relative to it.
     transformsDir: nonEmpty,
+    transforms: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        // CPU time of one call inside the sandbox.
+        cpuTimeoutMs: { type: 'integer', minimum: 10, maximum: 5000, default: 250 },
+        // The server's own bound on one call (process hop included); the process is restarted past it.
+        deadlineMs: { type: 'integer', minimum: 50, maximum: 5000, default: 2000 },
+        memoryLimitMb: { type: 'integer', minimum: 8, maximum: 1024, default: 64 },
+        maxOutputBytes: { type: 'integer', minimum: 1024, default: 262_144 },
+        recycleAfterCalls: { type: 'integer', minimum: 1, default: 10_000 },
+        recycleAboveHeapMb: { type: 'integer', minimum: 1, default: 48 },
+        consoleLinesPerMinute: { type: 'integer', minimum: 0, default: 60 },
+      },
+    },
     // Mail-notification settings; the keys below apply to the gmail preset,
     // others are written by the mail setup command.
     gmail: {

@@ -12,7 +12,7 @@ function compile(hooks: Record<string, unknown>, extra: Record<string, unknown> 
     { ...extra, hooks: { enabled: true, token: 't', ...hooks } },
     { baseDir: '/tmp', env: {} },
   );
-  return compileMappings(config, policyFromConfig(config));
+  return compileMappings(config, policyFromConfig(config), '/tmp/no-transforms-here');
 }
 
 function bootError(hooks: Record<string, unknown>, extra: Record<string, unknown> = {}): string {

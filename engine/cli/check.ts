@@ -5,7 +5,9 @@
  */
 import { findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
 import { type CompiledMapping, compileMappings } from '../mappings.ts';
+import { createLogger } from '../log.ts';
 import { type Policy, policyFromConfig } from '../policy.ts';
+import { startTransforms } from '../sandbox/start.ts';
 
 export type CompiledSetup = { loaded: LoadedConfig; policy: Policy; mappings: CompiledMapping[] };
 
@@ -19,7 +21,11 @@ export function compileSetup(
   if (!file) return null;
   const loaded = loadConfigFile(file, env);
   const policy = policyFromConfig(loaded.config);
-  return { loaded, policy, mappings: compileMappings(loaded.config, policy) };
+  return {
+    loaded,
+    policy,
+    mappings: compileMappings(loaded.config, policy, loaded.transformsRoot),
+  };
 }
 
 /** One line per route: path, mapping id, action, agent, conditions. */
@@ -38,6 +44,7 @@ export function describeRoutes({ loaded, policy, mappings }: CompiledSetup): str
       ...(mapping.source !== undefined ? [`source=${mapping.source}`] : []),
       ...(mapping.whenRule !== undefined ? [`when=${JSON.stringify(mapping.whenRule)}`] : []),
       ...(mapping.forEach !== undefined ? [`forEach=${mapping.forEach}`] : []),
+      ...(mapping.transform ? [`transform=${mapping.transform.file}`] : []),
       ...(mapping.provenance.wrap ? [] : ['UNSAFE: not wrapped']),
       `(${mapping.at})`,
     ];
@@ -53,7 +60,10 @@ function agentOf(mapping: CompiledMapping, policy: Policy): string {
 }
 
 /** Run `check`; returns the exit status (config errors are thrown as ConfigError). */
-export function check(configFlag: string | undefined, out: (line: string) => void): number {
+export async function check(
+  configFlag: string | undefined,
+  out: (line: string) => void,
+): Promise<number> {
   const setup = compileSetup(configFlag, process.env, process.cwd());
   if (!setup) {
     out(
@@ -61,6 +71,13 @@ export function check(configFlag: string | undefined, out: (line: string) => voi
     );
     return 0;
   }
+  // Load the transform modules too: a module that does not load fails the check.
+  const transforms = await startTransforms(
+    setup.loaded.config,
+    setup.mappings,
+    createLogger('silent'),
+  );
+  await transforms?.close();
   out(`Config OK: ${setup.loaded.file}`);
   if (!setup.loaded.config.hooks.enabled)
     out('Note: hooks.enabled is false; every hook answers 404.');

@@ -6,6 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config.ts';
 import { type DryRunResult, dryRun } from '../dry-run.ts';
+import { createLogger } from '../log.ts';
+import { startTransforms } from '../sandbox/start.ts';
 import type { MatchOutcome } from '../rules.ts';
 import { wrappedContent } from '../safety.ts';
 import { compileSetup } from './check.ts';
@@ -36,12 +38,23 @@ export async function testRequest(flags: TestFlags, out: (line: string) => void)
       'no config file found (--config, HOOKGATE_CONFIG or ./hookgate.yaml)',
     );
   const body = readFileSync(flags.payload);
-  const result = await dryRun(setup.loaded.config, setup.policy, setup.mappings, {
+  const transforms = await startTransforms(
+    setup.loaded.config,
+    setup.mappings,
+    createLogger('warn', 2),
+  );
+  const request = {
     hook: flags.name,
     body,
     headers: parsePairs(flags.headers, ':', (k) => k.toLowerCase()),
     query: parsePairs(flags.query, '=', (k) => k),
-  });
+  };
+  let result: DryRunResult;
+  try {
+    result = await dryRun(setup.loaded.config, setup.policy, setup.mappings, request, transforms);
+  } finally {
+    await transforms?.close();
+  }
   if (flags.json) out(JSON.stringify(result));
   else for (const line of describe(flags.name, setup.loaded.config.hooks.path, result)) out(line);
   return result.status < 300 ? 0 : 1;
