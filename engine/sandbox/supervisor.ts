@@ -35,6 +35,8 @@ type Pending = {
   resolve: (r: TransformResult) => void;
   reject: (e: HookError) => void;
   timer: NodeJS.Timeout;
+  /** The process the call was sent to (undefined while waiting for one). */
+  sentTo?: ChildProcess;
 };
 
 const PROCESS_FILE = new URL('./transform-process.ts', import.meta.url);
@@ -85,6 +87,8 @@ export function createSupervisor(
       });
     });
     proc.on('exit', (code, signal) => onExit(proc, code, signal));
+    // A send to a process that is going away fails with EPIPE: its calls fail on exit instead.
+    proc.on('error', (err) => logger.warn({ err: err.message }, 'transform process error'));
     const load: ToSandbox = { type: 'load', modules: [...modules], limits };
     proc.send(load);
     return loaded;
@@ -161,27 +165,35 @@ export function createSupervisor(
   }
 
   function onExit(proc: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    if (proc !== child) return;
-    child = undefined;
+    failCallsOf(proc);
+    if (proc !== child || closed) return;
+    logger.warn({ code, signal }, 'transform process stopped; restarting');
+    restart();
+  }
+
+  /** Calls in flight in a process that is gone fail; calls waiting for the next one carry on. */
+  function failCallsOf(proc: ChildProcess): void {
     for (const [id, call] of pending) {
+      if (call.sentTo !== proc) continue;
       pending.delete(id);
       clearTimeout(call.timer);
       call.reject(
         new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
       );
     }
+  }
+
+  /** Replace the process now: new calls go to the new one while the old one is killed. */
+  function restart(): void {
+    const old = child;
+    child = undefined;
+    if (old && old.exitCode === null && old.signalCode === null) old.kill('SIGKILL');
     if (closed) return;
-    logger.warn({ code, signal }, 'transform process stopped; restarting');
     ready = spawnChild().catch((err: unknown) => {
       logger.error({ err: (err as Error).message }, 'transform process restart failed');
       ready = undefined;
       return new Map<string, string>();
     });
-  }
-
-  /** The process missed a deadline: kill it; onExit fails what was in flight and restarts. */
-  function killChild(): void {
-    child?.kill('SIGKILL');
   }
 
   return {
@@ -201,17 +213,23 @@ export function createSupervisor(
             'transform missed its deadline; restarting the transform process',
           );
           reject(new HookError('transform_timeout', failureMessage(mappingOf.get(key), 'timeout')));
-          killChild();
+          restart();
         }, settings.deadlineMs);
         pending.set(id, { key, resolve, reject, timer });
-        (ready as Promise<unknown>).then(
-          () => {
-            if (!pending.has(id)) return;
-            const message: ToSandbox = { type: 'call', id, key, input: JSON.stringify(input) };
-            if (child?.connected) child.send(message);
-          },
-          () => undefined,
-        );
+        const dispatch = () => {
+          const call = pending.get(id);
+          if (!call) return;
+          const proc = child;
+          if (!proc?.connected) {
+            // Restarting: wait for the new process (the deadline still runs).
+            (ready ??= spawnChild()).then(dispatch, () => undefined);
+            return;
+          }
+          call.sentTo = proc;
+          const message: ToSandbox = { type: 'call', id, key, input: JSON.stringify(input) };
+          proc.send(message);
+        };
+        (ready as Promise<unknown>).then(dispatch, () => undefined);
       });
     },
     async close() {
