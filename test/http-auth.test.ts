@@ -94,7 +94,7 @@ describe('token carriers', () => {
   it.each([
     ['/wake?token=x', 400],
     ['/wake?a=1&token=', 400],
-    ['/agent?token=' + TOKEN, 400],
+    [`/agent?token=${TOKEN}`, 400],
   ])(
     'token in the query string (%s) is 400 token_in_query, even with a good header',
     async (suffix, status) => {

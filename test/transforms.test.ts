@@ -100,7 +100,7 @@ describe('transforms', () => {
   const action = async (id: unknown) =>
     (await store.listActions({ limit: 1000 })).find((row) => row.action.id === id)?.action;
   const errorCode = (body: Record<string, unknown> | null) =>
-    (body?.['error'] as { code: string }).code;
+    (body?.['error'] as { code: string } | undefined)?.code;
 
   beforeAll(async () => {
     for (const [file, source] of Object.entries(MODULES)) {
@@ -252,7 +252,7 @@ describe('transforms', () => {
       const { status, body } = await post('shapes', { shape });
       expect(status).toBe(500);
       expect(errorCode(body)).toBe('transform_invalid_output');
-      expect((body?.['error'] as { message: string }).message).toContain(field);
+      expect((body?.['error'] as { message: string } | undefined)?.message).toContain(field);
       expect((await store.listActions({ limit: 1000 })).length).toBe(before);
     });
 

@@ -222,7 +222,8 @@ export function createSupervisor(
           const proc = child;
           if (!proc?.connected) {
             // Restarting: wait for the new process (the deadline still runs).
-            (ready ??= spawnChild()).then(dispatch, () => undefined);
+            ready ??= spawnChild();
+            ready.then(dispatch, () => undefined);
             return;
           }
           call.sentTo = proc;
