@@ -5,6 +5,7 @@
 import { BlockList } from 'node:net';
 import type { Config } from '../schemas/config.ts';
 import { addTrusted } from './client-address.ts';
+import { parseSchedule } from './runtime/schedule.ts';
 import { isWellFormedSessionKey, keyHasAllowedPrefix } from './session-key.ts';
 
 export type ConfigProblem = { path: string; message: string };
@@ -27,7 +28,8 @@ export function checkConfigRules(config: Config): ConfigProblem | null {
     checkHooks(config) ??
     checkSessionKeys(config) ??
     checkAgents(config) ??
-    checkModels(config)
+    checkModels(config) ??
+    checkRuntime(config)
   );
 }
 
@@ -102,6 +104,43 @@ function checkAgents(config: Config): ConfigProblem | null {
     if (agent.default === true && ++defaults > 1) {
       return { path: `agents.list.${i}.default`, message: 'only one agent may be the default' };
     }
+  }
+  return null;
+}
+
+type Runner = NonNullable<Config['agents']['defaults']['runner']>;
+
+/** What each runner kind needs besides `kind`. */
+function runnerProblem(runner: Runner, at: string): ConfigProblem | null {
+  if (runner.kind === 'command' && !runner.argv)
+    return { path: `${at}.argv`, message: 'required for a command runner' };
+  if (runner.kind === 'http' && !runner.url)
+    return { path: `${at}.url`, message: 'required for an http runner' };
+  if (runner.kind === 'openai' && !runner.baseUrl)
+    return { path: `${at}.baseUrl`, message: 'required for an openai runner' };
+  for (const url of [runner.url, runner.baseUrl]) {
+    if (url !== undefined && !/^https?:\/\/[^\s]+$/.test(url))
+      return { path: at, message: `"${url}" is not an http(s) URL` };
+  }
+  return null;
+}
+
+function checkRuntime(config: Config): ConfigProblem | null {
+  if (parseSchedule(config.runtime.heartbeat.every) === null) {
+    return {
+      path: 'runtime.heartbeat.every',
+      message: 'must be a duration (30s, 30m, 1h), a cron expression, or "off"',
+    };
+  }
+  const defaults = config.agents.defaults.runner;
+  if (defaults) {
+    const problem = runnerProblem(defaults, 'agents.defaults.runner');
+    if (problem) return problem;
+  }
+  for (const [i, agent] of config.agents.list.entries()) {
+    if (!agent.runner) continue;
+    const problem = runnerProblem(agent.runner, `agents.list.${i}.runner`);
+    if (problem) return problem;
   }
   return null;
 }

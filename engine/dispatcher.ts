@@ -22,7 +22,7 @@ export type Dispatcher = {
 /** Build a dispatcher over a store. */
 export function createDispatcher(
   store: ActionStore,
-  options: { idempotencyWindowMs: number; now?: () => number },
+  options: { idempotencyWindowMs: number; now?: () => number; afterCommit?: () => void },
 ): Dispatcher {
   const now = options.now ?? Date.now;
   // Keys whose first request is still being committed.
@@ -32,6 +32,7 @@ export function createDispatcher(
     if (accepted.response === null) return { body: null, replayed: false };
     try {
       await store.append({ actions: accepted.actions, ...(idempotency && { idempotency }) });
+      options.afterCommit?.();
     } catch (err) {
       throw new HookError('unavailable', 'The request could not be stored; nothing was accepted.', {
         cause: err,

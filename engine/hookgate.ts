@@ -19,19 +19,29 @@ import { createMemoryLimiter } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';
 import { createRouter } from './route.ts';
 import { compileMappings } from './mappings.ts';
+import { type Runtime, startRuntime } from './runtime/runtime.ts';
 import { startTransforms } from './sandbox/start.ts';
 
 export type Hookgate = {
   /** Base URL the server listens on, e.g. http://127.0.0.1:8787 */
   url: string;
   server: Server;
+  /** The runtime, unless started with `runtime: false`. */
+  runtime: Runtime | undefined;
   store: ActionStore;
   logger: Logger;
   /** Stop accepting, finish in-flight requests, commit and close the store. */
   close(): Promise<void>;
 };
 
-export type StartOptions = { host?: string; port?: number; logger?: Logger; store?: ActionStore };
+export type StartOptions = {
+  host?: string;
+  port?: number;
+  logger?: Logger;
+  store?: ActionStore;
+  /** Run the runtime (worker, heartbeat); default true. Off: actions are only accepted and stored. */
+  runtime?: boolean;
+};
 
 const PRUNE_EVERY_MS = 10 * 60 * 1000;
 
@@ -50,6 +60,7 @@ export async function startHookgate(
     options.store ??
     (await openSqliteStore(loaded.dataDir, { commitDelayMs: config.runtime.commitDelayMs }));
   const windowMs = config.hooks.idempotencyWindowSeconds * 1000;
+  const runtime = options.runtime === false ? undefined : startRuntime(loaded, policy, logger);
   let closing: Promise<void> | undefined;
   const handler = createRequestHandler({
     guard: createGuard(
@@ -67,7 +78,10 @@ export async function startHookgate(
       },
       mappings,
     ),
-    dispatcher: createDispatcher(store, { idempotencyWindowMs: windowMs }),
+    dispatcher: createDispatcher(store, {
+      idempotencyWindowMs: windowMs,
+      afterCommit: () => runtime?.worker.kick(),
+    }),
     logger,
     draining: () => closing !== undefined,
     body: {
@@ -107,11 +121,12 @@ export async function startHookgate(
   return {
     url,
     server,
+    runtime,
     store,
     logger,
     close() {
-      closing ??= shutdown(server, store, prune, config.server.shutdownGraceMs).finally(() =>
-        transforms?.close(),
+      closing ??= shutdown(server, store, prune, config.server.shutdownGraceMs, runtime).finally(
+        () => transforms?.close(),
       );
       return closing;
     },
@@ -133,13 +148,17 @@ async function shutdown(
   store: ActionStore,
   prune: NodeJS.Timeout,
   graceMs: number,
+  runtime: Runtime | undefined,
 ) {
   clearInterval(prune);
+  // Runs in progress are interrupted and go back to the queue; the next start resumes them.
+  const runtimeStopped = runtime?.stop();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const force = setTimeout(() => server.closeAllConnections(), graceMs);
   force.unref();
   await closed;
   clearTimeout(force);
+  await runtimeStopped;
   await store.close();
 }

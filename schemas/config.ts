@@ -108,6 +108,28 @@ const hooksSchema = {
   },
 } as const;
 
+/** How an agent turn is run (P4): a local command, an HTTP endpoint, or an OpenAI-compatible API. */
+export const runnerSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind'],
+  properties: {
+    kind: { enum: ['command', 'http', 'openai'] },
+    // command: argv (no shell), extra environment variables.
+    argv: { type: 'array', minItems: 1, items: nonEmpty },
+    env: { type: 'object', additionalProperties: { type: 'string' } },
+    // http: POST the run as JSON to url, expect {"reply": "..."}.
+    url: nonEmpty,
+    headers: { type: 'object', additionalProperties: { type: 'string' } },
+    // openai: chat completions at baseUrl, key from the named environment variable.
+    baseUrl: nonEmpty,
+    apiKeyEnv: nonEmpty,
+    // Model ids as the endpoint knows them, by hookgate model ref (default: the part after "<provider>/").
+    models: { type: 'object', additionalProperties: nonEmpty },
+    maxTokens: { type: 'integer', minimum: 1 },
+  },
+} as const;
+
 const agentsSchema = {
   type: 'object',
   additionalProperties: false,
@@ -127,6 +149,9 @@ const agentsSchema = {
             properties: { alias: nonEmpty },
           },
         },
+        // Default bound of an agent run when the request names none.
+        timeoutSeconds: { type: 'integer', minimum: 1, default: 600 },
+        runner: runnerSchema,
       },
     },
     list: {
@@ -142,6 +167,8 @@ const agentsSchema = {
           name: nonEmpty,
           workspace: nonEmpty,
           model: nonEmpty,
+          timeoutSeconds: { type: 'integer', minimum: 1 },
+          runner: runnerSchema,
         },
       },
     },
@@ -177,7 +204,42 @@ export const configSchema = {
         dataDir: { type: 'string', minLength: 1, default: './data' },
         // Group-commit window: 0 commits on the next turn of the event loop.
         commitDelayMs: { type: 'integer', minimum: 0, maximum: 100, default: 0 },
+        // Sessions whose actions run in parallel (each session's actions run in order).
+        concurrency: { type: 'integer', minimum: 1, maximum: 64, default: 4 },
+        // Retries of work that did not happen (runner unreachable, 429, 5xx).
+        retry: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            maxAttempts: { type: 'integer', minimum: 1, maximum: 100, default: 5 },
+            baseDelayMs: { type: 'integer', minimum: 1, default: 1000 },
+            maxDelayMs: { type: 'integer', minimum: 1, default: 300_000 },
+          },
+        },
+        heartbeat: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            // A duration (30s, 30m, 1h), a cron expression, or "off".
+            every: { type: 'string', minLength: 1, default: '30m' },
+            prompt: {
+              type: 'string',
+              minLength: 1,
+              default:
+                'Heartbeat: review the system events above and act on anything that needs attention. If nothing needs attention, reply with exactly HEARTBEAT_OK.',
+            },
+            ackToken: { type: 'string', minLength: 1, default: 'HEARTBEAT_OK' },
+          },
+        },
       },
+    },
+    session: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { mainKey: { type: 'string', minLength: 1, default: 'main' } },
     },
     log: {
       type: 'object',

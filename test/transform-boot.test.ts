@@ -53,7 +53,10 @@ async function bootError(
   };
   const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
   try {
-    const hookgate = await startHookgate(loaded, { logger: createLogger('silent') });
+    const hookgate = await startHookgate(loaded, {
+      logger: createLogger('silent'),
+      runtime: false,
+    });
     await hookgate.close();
   } catch (err) {
     if (err instanceof ConfigError) return err.message;

@@ -146,6 +146,7 @@ describe('transforms', () => {
     const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
     const hookgate = await startHookgate(loaded, {
       logger: createLogger('info', openSync(logFile, 'a')),
+      runtime: false,
     });
     url = hookgate.url;
     store = hookgate.store;

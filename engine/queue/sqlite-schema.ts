@@ -31,6 +31,85 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency_keys (created_at_ms);
 `;
 
+// Each entry moves the file one version up (PRAGMA user_version).
+const MIGRATIONS: readonly string[] = [
+  // 1: the runtime (P4): action lifecycle, main-session events, history, heartbeats, deliveries.
+  `
+  ALTER TABLE actions ADD COLUMN next_attempt_at_ms INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE actions ADD COLUMN started_at TEXT;
+  ALTER TABLE actions ADD COLUMN finished_at TEXT;
+  ALTER TABLE actions ADD COLUMN outcome TEXT;
+  ALTER TABLE actions ADD COLUMN runner_pgid INTEGER;
+  CREATE TABLE system_events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key TEXT NOT NULL,
+    text TEXT NOT NULL,
+    source TEXT NOT NULL,
+    action_id TEXT,
+    trusted INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    consumed_by TEXT
+  );
+  CREATE INDEX system_events_pending ON system_events (session_key, consumed_by, seq);
+  CREATE TABLE session_turns (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key TEXT NOT NULL,
+    role TEXT NOT NULL,
+    text TEXT NOT NULL,
+    run_id TEXT,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX session_turns_key ON session_turns (session_key, seq);
+  CREATE TABLE heartbeats (
+    id TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    state TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    events INTEGER NOT NULL DEFAULT 0,
+    reply TEXT,
+    ack INTEGER,
+    error TEXT
+  );
+  CREATE TABLE deliveries (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    recipient TEXT,
+    text TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE TABLE control_requests (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    handled_at TEXT
+  );
+  `,
+];
+
+function migrate(db: DatabaseSync): void {
+  const { user_version: version } = db.prepare('PRAGMA user_version').get() as {
+    user_version: number;
+  };
+  for (let next = version; next < MIGRATIONS.length; next++) {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.exec(MIGRATIONS[next] as string);
+      db.exec(`PRAGMA user_version = ${next + 1}`);
+      db.exec('COMMIT');
+    } catch (err) {
+      db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+}
+
 /** Open the store file with hookgate's settings; `create` also creates the schema. */
 export function openDatabase(
   dataDir: string,
@@ -44,6 +123,9 @@ export function openDatabase(
   db.exec('PRAGMA journal_mode = WAL');
   // FULL: a committed (and so answered) action survives power loss, not only a crash.
   db.exec('PRAGMA synchronous = FULL');
-  if (options.create) db.exec(SCHEMA);
+  if (options.create) {
+    db.exec(SCHEMA);
+    migrate(db);
+  }
   return db;
 }

@@ -31,7 +31,7 @@ export type TestServer = Hookgate & {
 /** Start hookgate with `hooks` settings merged over an enabled, tokened default. */
 export async function startTestServer(
   overrides: Record<string, unknown> = {},
-  options: { dataDir?: string } = {},
+  options: { dataDir?: string; runtime?: boolean } = {},
 ): Promise<TestServer> {
   const temp = options.dataDir ? undefined : tempDir();
   const dataDir = options.dataDir ?? (temp as { dir: string }).dir;
@@ -42,7 +42,11 @@ export async function startTestServer(
     hooks: { enabled: true, token: TOKEN, ...hooks },
   };
   const loaded = resolveConfig(raw, { baseDir: dataDir, dataDir, env: {} });
-  const hookgate = await startHookgate(loaded, { logger: createLogger('silent') });
+  // The ingress tests look at accepted actions; the runtime has its own tests.
+  const hookgate = await startHookgate(loaded, {
+    logger: createLogger('silent'),
+    runtime: options.runtime ?? false,
+  });
   const hooksPath = loaded.config.hooks.path;
   return {
     ...hookgate,

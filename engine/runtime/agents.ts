@@ -1,0 +1,81 @@
+/**
+ * Resolving an agent's run settings from the config: its runner (its own or
+ * the defaults'), workspace, default model and default timeout.
+ */
+import path from 'node:path';
+import type { Config } from '../../schemas/config.ts';
+import { createCommandRunner } from './runners/command.ts';
+import { createHttpRunner } from './runners/http.ts';
+import { createOpenAiRunner } from './runners/openai.ts';
+import type { Runner } from './runners/runner.ts';
+
+export type AgentSettings = {
+  id: string;
+  /** Undefined when neither the agent nor agents.defaults configures a runner. */
+  runner: Runner | undefined;
+  workspace: string;
+  model: string | undefined;
+  timeoutSeconds: number;
+};
+
+type RunnerConfig = NonNullable<Config['agents']['defaults']['runner']>;
+
+function buildRunner(
+  runner: RunnerConfig,
+  workspace: string,
+  baseDir: string,
+  model: string | undefined,
+): Runner {
+  if (runner.kind === 'command') {
+    const [file, ...rest] = runner.argv as string[];
+    // "./agent.sh" is relative to the config file's directory, not the workspace.
+    const command =
+      file?.startsWith('./') || file?.startsWith('../')
+        ? path.resolve(baseDir, file)
+        : (file as string);
+    return createCommandRunner({
+      argv: [command, ...rest],
+      cwd: workspace,
+      ...(runner.env && { env: runner.env }),
+    });
+  }
+  if (runner.kind === 'http') {
+    return createHttpRunner({
+      url: runner.url as string,
+      ...(runner.headers && { headers: runner.headers }),
+    });
+  }
+  const apiKey = runner.apiKeyEnv ? process.env[runner.apiKeyEnv] : undefined;
+  return createOpenAiRunner({
+    baseUrl: runner.baseUrl as string,
+    ...(apiKey && { apiKey }),
+    ...(runner.models && { models: runner.models }),
+    ...(model && { defaultModel: model }),
+    ...(runner.maxTokens !== undefined && { maxTokens: runner.maxTokens }),
+  });
+}
+
+/** Resolve every configured agent (and the implicit default) once, at start. */
+export function resolveAgents(
+  config: Config,
+  baseDir: string,
+  defaultAgentId: string,
+): Map<string, AgentSettings> {
+  const defaults = config.agents.defaults;
+  const list = config.agents.list.length > 0 ? config.agents.list : [{ id: defaultAgentId }];
+  const agents = new Map<string, AgentSettings>();
+  for (const agent of list) {
+    const workspace = path.resolve(baseDir, ('workspace' in agent && agent.workspace) || '.');
+    const model = ('model' in agent && agent.model) || defaults.model;
+    const runner = ('runner' in agent && agent.runner) || defaults.runner;
+    agents.set(agent.id, {
+      id: agent.id,
+      runner: runner ? buildRunner(runner, workspace, baseDir, model) : undefined,
+      workspace,
+      model,
+      timeoutSeconds:
+        ('timeoutSeconds' in agent && agent.timeoutSeconds) || defaults.timeoutSeconds,
+    });
+  }
+  return agents;
+}

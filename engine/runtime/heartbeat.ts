@@ -1,0 +1,143 @@
+/**
+ * The heartbeat: the default agent's turn in the main session, fed with the
+ * pending system events (as `System:` lines) and the heartbeat prompt. It
+ * runs on the schedule (interval or cron via node-cron, or off) and at once
+ * when asked; requests that arrive while one runs or waits coalesce into one
+ * more run. A reply that is only the ack token is recorded, not delivered.
+ */
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Logger } from '../log.ts';
+import type { AgentSettings } from './agents.ts';
+import { isAckOnly } from './replies.ts';
+import type { RuntimeStore } from './runtime-store.ts';
+import type { Schedule } from './schedule.ts';
+
+export type HeartbeatSettings = {
+  mainKey: string;
+  prompt: string;
+  ackToken: string;
+  schedule: Schedule;
+  /** Most events one heartbeat includes (the rest wait for the next). */
+  maxEvents: number;
+};
+
+export type Heartbeat = {
+  /** Run as soon as possible (coalesced with any run in progress or waiting). */
+  requestNow(reason: string): void;
+  start(): void;
+  /** Stop scheduling; resolves when a run in progress has ended. */
+  stop(): Promise<void>;
+  /** Resolves when no heartbeat is running or waiting (for tests and shutdown). */
+  idle(): Promise<void>;
+};
+
+/** Create the heartbeat of the main session. */
+export function createHeartbeat(deps: {
+  store: RuntimeStore;
+  agent: AgentSettings;
+  settings: HeartbeatSettings;
+  logger: Logger;
+  signal: AbortSignal;
+}): Heartbeat {
+  const { store, agent, settings, logger } = deps;
+  let running: Promise<void> | undefined;
+  let waiting = false;
+  let again = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let task: ScheduledTask | undefined;
+
+  async function runOnce(reason: string): Promise<void> {
+    const id = store.startHeartbeat(reason);
+    const events = store.pendingEvents(settings.mainKey, settings.maxEvents);
+    const seqs = events.map((event) => event.seq);
+    if (!agent.runner) {
+      store.finishHeartbeat(id, {
+        state: 'failed',
+        events: seqs,
+        error: `no runner is configured for agent "${agent.id}"`,
+      });
+      return;
+    }
+    const lines = events.map((event) => `System: ${event.text}`);
+    const message = [...lines, ...(lines.length > 0 ? [''] : []), settings.prompt].join('\n');
+    const result = await agent.runner.run(
+      {
+        kind: 'heartbeat',
+        runId: id,
+        agentId: agent.id,
+        sessionKey: settings.mainKey,
+        message,
+        ...(agent.model && { model: agent.model }),
+        timeoutSeconds: agent.timeoutSeconds,
+        history: store.history(settings.mainKey, 20).map(({ role, text }) => ({ role, text })),
+      },
+      { signal: deps.signal },
+    );
+    if (result.status !== 'ok') {
+      // The events stay pending: the next heartbeat includes them.
+      store.finishHeartbeat(id, { state: 'failed', events: seqs, error: result.reason });
+      logger.warn(
+        { heartbeatId: id, status: result.status, reason: result.reason },
+        'heartbeat failed',
+      );
+      return;
+    }
+    const ack = isAckOnly(result.reply, settings.ackToken);
+    store.addTurns(settings.mainKey, id, message, result.reply);
+    store.finishHeartbeat(id, { state: 'done', events: seqs, reply: result.reply, ack });
+    if (!ack)
+      store.addDelivery({ source: 'heartbeat', sourceId: id, channel: 'last', text: result.reply });
+    logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
+  }
+
+  function launch(reason: string): void {
+    waiting = false;
+    running = runOnce(reason)
+      .catch((err: unknown) => logger.error({ err: (err as Error).message }, 'heartbeat crashed'))
+      .finally(() => {
+        running = undefined;
+        if (again && !stopped) {
+          again = false;
+          requestNow('coalesced');
+        }
+      });
+  }
+
+  function requestNow(reason: string): void {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    if (waiting) return;
+    waiting = true;
+    setImmediate(() => launch(reason));
+  }
+
+  return {
+    requestNow,
+    start() {
+      const schedule = settings.schedule;
+      if (schedule.kind === 'interval') {
+        timer = setInterval(() => requestNow('periodic'), schedule.ms);
+        timer.unref();
+      } else if (schedule.kind === 'cron') {
+        task = cron.schedule(schedule.expression, () => requestNow('cron'), {
+          name: 'hookgate-heartbeat',
+        });
+      }
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearInterval(timer);
+      if (task) await task.destroy();
+      await running;
+    },
+    async idle() {
+      while (running || waiting) {
+        await (running ?? new Promise((resolve) => setImmediate(resolve)));
+      }
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * What every agent runner takes and gives back. A runner says whether the
+ * work happened: `retry` only when it did not (unreachable, 429, 5xx), so
+ * the worker never runs a turn twice that already ran.
+ */
+
+/** One agent turn (or heartbeat) to run; this JSON is what command and http runners receive. */
+export type RunRequest = {
+  kind: 'agent' | 'heartbeat';
+  runId: string;
+  agentId: string;
+  sessionKey: string;
+  message: string;
+  model?: string;
+  thinking?: string;
+  timeoutSeconds: number;
+  history: Array<{ role: 'user' | 'assistant'; text: string }>;
+};
+
+export type RunResult =
+  | { status: 'ok'; reply: string }
+  | { status: 'error'; reason: string }
+  | { status: 'timeout'; reason: string }
+  | { status: 'retry'; reason: string; retryAfterMs?: number };
+
+/** Hooks a runner reports to while it runs. */
+export type RunHooks = {
+  /** A process group was started for this run (recorded so a restart can end it). */
+  onSpawn?: (pgid: number) => void;
+  /** Aborted on shutdown: the run did not finish and is retried later. */
+  signal?: AbortSignal;
+};
+
+export type Runner = { run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> };
+
+/** Milliseconds from a Retry-After header (seconds or HTTP date); undefined when absent or invalid. */
+export function retryAfterMs(
+  value: string | string[] | undefined,
+  nowMs = Date.now(),
+): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || text.trim() === '') return undefined;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}
+
+/** The last `max` characters of a text, for error reasons. */
+export function tail(text: string, max = 500): string {
+  const trimmed = text.trim();
+  return trimmed.length > max ? `…${trimmed.slice(-max)}` : trimmed;
+}

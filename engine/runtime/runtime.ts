@@ -1,0 +1,71 @@
+/**
+ * Assembling the runtime (what runs after acceptance): the runtime store,
+ * the agents and their runners, the heartbeat and the action worker.
+ */
+import type { LoadedConfig } from '../config.ts';
+import type { Logger } from '../log.ts';
+import type { Policy } from '../policy.ts';
+import { resolveAgents } from './agents.ts';
+import { createHeartbeat, type Heartbeat } from './heartbeat.ts';
+import { RuntimeStore } from './runtime-store.ts';
+import { parseSchedule } from './schedule.ts';
+import { type ActionWorker, createActionWorker } from './worker.ts';
+
+export type Runtime = {
+  store: RuntimeStore;
+  worker: ActionWorker;
+  heartbeat: Heartbeat;
+  /** Stop the worker and the heartbeat (running turns go back to the queue), close the store. */
+  stop(): Promise<void>;
+};
+
+/** Start the runtime over the data directory's store. */
+export function startRuntime(loaded: LoadedConfig, policy: Policy, logger: Logger): Runtime {
+  const { config } = loaded;
+  const store = RuntimeStore.open(loaded.dataDir);
+  const controller = new AbortController();
+  const agents = resolveAgents(config, loaded.baseDir, policy.defaultAgentId);
+  const defaultAgent = agents.get(policy.defaultAgentId);
+  if (!defaultAgent) throw new Error(`default agent "${policy.defaultAgentId}" is not resolved`);
+  const heartbeat = createHeartbeat({
+    store,
+    agent: defaultAgent,
+    settings: {
+      mainKey: config.session.mainKey,
+      prompt: config.runtime.heartbeat.prompt,
+      ackToken: config.runtime.heartbeat.ackToken,
+      schedule: parseSchedule(config.runtime.heartbeat.every) ?? { kind: 'off' },
+      maxEvents: 100,
+    },
+    logger,
+    signal: controller.signal,
+  });
+  const worker = createActionWorker({
+    store,
+    agents,
+    heartbeat,
+    settings: {
+      mainKey: config.session.mainKey,
+      concurrency: config.runtime.concurrency,
+      ackToken: config.runtime.heartbeat.ackToken,
+      retry: config.runtime.retry,
+      defaultAgentId: policy.defaultAgentId,
+      pollMs: 500,
+      historyTurns: 50,
+    },
+    logger,
+    controller,
+  });
+  heartbeat.start();
+  worker.start();
+  return {
+    store,
+    worker,
+    heartbeat,
+    async stop() {
+      await worker.stop();
+      await heartbeat.stop();
+      store.close();
+    },
+  };
+}

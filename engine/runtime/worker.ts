@@ -1,0 +1,267 @@
+/**
+ * The action worker: consumes accepted actions from the store, at least
+ * once, in order per session key, several sessions in parallel. Wake actions
+ * append a system event to the main session; agent actions run one turn
+ * through the agent's runner, then post a summary into the main session and
+ * hand the reply to delivery. Only work that did not happen is retried (with
+ * backoff); a turn that ran and failed is final. After a crash, actions left
+ * running are resumed at once and their old runner processes are ended.
+ */
+import type { Action, AgentAction, WakeAction } from '../../schemas/action.ts';
+import type { Logger } from '../log.ts';
+import type { AgentSettings } from './agents.ts';
+import type { Heartbeat } from './heartbeat.ts';
+import { isAckOnly, retryDelayMs, summaryLine } from './replies.ts';
+import { killGroup } from './runners/command.ts';
+import type { RunResult } from './runners/runner.ts';
+import type { RunRow, RuntimeStore } from './runtime-store.ts';
+
+export type WorkerSettings = {
+  mainKey: string;
+  concurrency: number;
+  ackToken: string;
+  retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+  defaultAgentId: string;
+  /** How often the store is polled for due retries and requests from the command line. */
+  pollMs: number;
+  historyTurns: number;
+};
+
+export type ActionWorker = {
+  start(): void;
+  /** Look for work now (after an acceptance). */
+  kick(): void;
+  /** Stop taking work; running turns are interrupted and go back to the queue. */
+  stop(): Promise<void>;
+  /** Resolves when nothing is running and nothing runnable is queued (for tests). */
+  idle(): Promise<void>;
+};
+
+/** Create the worker over the runtime store. */
+export function createActionWorker(deps: {
+  store: RuntimeStore;
+  agents: ReadonlyMap<string, AgentSettings>;
+  heartbeat: Heartbeat;
+  settings: WorkerSettings;
+  logger: Logger;
+  controller: AbortController;
+}): ActionWorker {
+  const { store, agents, heartbeat, settings, logger } = deps;
+  const busy = new Map<string, Promise<void>>();
+  let scheduled = false;
+  let stopped = false;
+  let poll: NodeJS.Timeout | undefined;
+
+  const sessionOf = (row: { kind: string; sessionKey: string | null }) =>
+    row.kind === 'wake' ? settings.mainKey : (row.sessionKey ?? settings.mainKey);
+
+  /** Claim what may run now: per session only its oldest unfinished action, up to the concurrency. */
+  function pump(): void {
+    scheduled = false;
+    if (stopped) return;
+    const seen = new Set<string>();
+    const now = Date.now();
+    for (const row of store.unfinished(1000)) {
+      const session = sessionOf(row);
+      if (seen.has(session)) continue;
+      seen.add(session);
+      if (busy.has(session) || row.state !== 'queued' || row.nextAttemptAtMs > now) continue;
+      if (busy.size >= settings.concurrency) break;
+      const claimed = store.claim(row.id);
+      if (!claimed) continue;
+      const work = execute(claimed)
+        .catch((err: unknown) =>
+          logger.error({ actionId: row.id, err: (err as Error).message }, 'action crashed'),
+        )
+        .finally(() => {
+          busy.delete(session);
+          kick();
+        });
+      busy.set(session, work);
+    }
+  }
+
+  function kick(): void {
+    if (scheduled || stopped) return;
+    scheduled = true;
+    setImmediate(pump);
+  }
+
+  function handleRequests(): void {
+    for (const kind of store.takeRequests())
+      if (kind === 'heartbeat') heartbeat.requestNow('requested');
+  }
+
+  async function execute(row: RunRow): Promise<void> {
+    const action: Action = row.action;
+    if (action.kind === 'wake') return executeWake(action);
+    return executeAgent(row, action);
+  }
+
+  function executeWake(action: WakeAction): void {
+    store.finish(
+      action.id,
+      'done',
+      { status: 'ok' },
+      {
+        sessionKey: settings.mainKey,
+        text: action.text,
+        source: 'wake',
+        actionId: action.id,
+        trusted: !action.untrusted,
+      },
+    );
+    if (action.mode === 'now') heartbeat.requestNow('wake');
+  }
+
+  async function executeAgent(row: RunRow, action: AgentAction): Promise<void> {
+    const agent = agents.get(action.agentId) ?? agents.get(settings.defaultAgentId);
+    let result: RunResult;
+    if (!agent?.runner) {
+      result = {
+        status: 'error',
+        reason: `no runner is configured for agent "${action.agentId}" (agents.defaults.runner)`,
+      };
+    } else {
+      result = await agent.runner.run(
+        {
+          kind: 'agent',
+          runId: action.id,
+          agentId: action.agentId,
+          sessionKey: action.sessionKey,
+          message: action.message,
+          ...((action.model ?? agent.model) && { model: action.model ?? agent.model }),
+          ...(action.thinking && { thinking: action.thinking }),
+          timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
+          history: store
+            .history(action.sessionKey, settings.historyTurns)
+            .map(({ role, text }) => ({ role, text })),
+        },
+        {
+          signal: deps.controller.signal,
+          onSpawn: (pgid) => store.setRunnerGroup(action.id, pgid),
+        },
+      );
+    }
+    if (result.status === 'retry') return retryOrGiveUp(row, action, result);
+    const trusted = !action.untrusted;
+    const event = (status: 'ok' | 'error' | 'timeout', text: string) => ({
+      sessionKey: settings.mainKey,
+      text: summaryLine(action.name, { status, text }),
+      source: 'hook-summary',
+      actionId: action.id,
+      trusted,
+    });
+    if (result.status === 'ok') {
+      const ack = isAckOnly(result.reply, settings.ackToken);
+      store.addTurns(action.sessionKey, action.id, action.message, result.reply);
+      store.finish(
+        action.id,
+        'done',
+        { status: 'ok', reply: result.reply, ack },
+        event('ok', result.reply),
+      );
+      if (action.deliver && !ack) {
+        store.addDelivery({
+          source: 'agent',
+          sourceId: action.id,
+          channel: action.channel,
+          ...(action.to !== undefined && { recipient: action.to }),
+          text: result.reply,
+        });
+      }
+    } else {
+      store.finish(
+        action.id,
+        'failed',
+        { status: result.status, reason: result.reason },
+        event(result.status, result.reason),
+      );
+      logger.warn(
+        { actionId: action.id, status: result.status, reason: result.reason },
+        'agent run failed',
+      );
+    }
+    if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+  }
+
+  function retryOrGiveUp(
+    row: RunRow,
+    action: AgentAction,
+    result: Extract<RunResult, { status: 'retry' }>,
+  ): void {
+    // Interrupted by our own shutdown: back to the queue, not counted against the attempts.
+    if (stopped) {
+      store.requeue(action.id, 0, { status: 'retrying', reason: result.reason });
+      return;
+    }
+    if (row.attempts < settings.retry.maxAttempts) {
+      const delay = retryDelayMs(row.attempts, settings.retry, result.retryAfterMs);
+      store.requeue(action.id, Date.now() + delay, { status: 'retrying', reason: result.reason });
+      logger.warn(
+        {
+          actionId: action.id,
+          attempt: row.attempts,
+          delayMs: Math.round(delay),
+          reason: result.reason,
+        },
+        'agent run will be retried',
+      );
+      setTimeout(kick, delay + 5).unref();
+      return;
+    }
+    const reason = `gave up after ${row.attempts} attempts: ${result.reason}`;
+    store.finish(
+      action.id,
+      'dead',
+      { status: 'error', reason },
+      {
+        sessionKey: settings.mainKey,
+        text: summaryLine(action.name, { status: 'error', text: reason }),
+        source: 'hook-summary',
+        actionId: action.id,
+        trusted: !action.untrusted,
+      },
+    );
+    logger.error({ actionId: action.id, reason }, 'agent run is dead');
+    if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+  }
+
+  return {
+    start() {
+      // Actions a previous instance left running: end their runner processes, then run them again.
+      for (const { id, pgid } of store.recoverRunning()) {
+        if (pgid !== null) killGroup(pgid);
+        logger.warn({ actionId: id }, 'resuming an action interrupted by a restart');
+      }
+      poll = setInterval(() => {
+        handleRequests();
+        kick();
+      }, settings.pollMs);
+      poll.unref();
+      kick();
+    },
+    kick,
+    async stop() {
+      stopped = true;
+      if (poll) clearInterval(poll);
+      deps.controller.abort();
+      await Promise.allSettled(busy.values());
+    },
+    async idle() {
+      for (;;) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (busy.size > 0) {
+          await Promise.allSettled(busy.values());
+          continue;
+        }
+        const now = Date.now();
+        const runnable = store
+          .unfinished(1000)
+          .some((row) => row.state === 'queued' && row.nextAttemptAtMs <= now);
+        if (!runnable && !scheduled) return;
+        kick();
+      }
+    },
+  };
+}
