@@ -10,6 +10,7 @@
 import { parseArgs } from 'node:util';
 import { check } from './engine/cli/check.ts';
 import { listActions } from './engine/cli/list-actions.ts';
+import { events, heartbeatNow, retry, runs } from './engine/cli/runtime-commands.ts';
 import { serve } from './engine/cli/serve.ts';
 import { testRequest } from './engine/cli/test-request.ts';
 import { ConfigError } from './engine/config.ts';
@@ -17,6 +18,10 @@ import { ConfigError } from './engine/config.ts';
 const USAGE = `usage:
   hookgate [serve] [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR]
   hookgate actions [--json] [--limit N] [--data-dir DIR | --config FILE]
+  hookgate runs [--json] [--state S] [--limit N] [--data-dir DIR | --config FILE]
+  hookgate events [--session KEY] [--json] [--limit N] [--data-dir DIR | --config FILE]
+  hookgate heartbeat now [--data-dir DIR | --config FILE]
+  hookgate retry <action id> [--data-dir DIR | --config FILE]
   hookgate check [--config FILE]
   hookgate test <name> --payload FILE [--header K:V ...] [--query K=V ...] [--json] [--config FILE]
 `;
@@ -55,6 +60,41 @@ async function main(argv: string[]): Promise<number> {
     });
     const { 'data-dir': dataDir, ...others } = values;
     return listActions({ ...others, ...(dataDir !== undefined && { dataDir }) }, print);
+  }
+  if (
+    command === 'runs' ||
+    command === 'events' ||
+    command === 'heartbeat' ||
+    command === 'retry'
+  ) {
+    const { values, positionals } = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: {
+        json: { type: 'boolean' },
+        limit: { type: 'string' },
+        state: { type: 'string' },
+        session: { type: 'string' },
+        config: { type: 'string' },
+        'data-dir': { type: 'string' },
+      },
+    });
+    const { 'data-dir': dataDir, ...others } = values;
+    const flags = { ...others, ...(dataDir !== undefined && { dataDir }) };
+    if (command === 'runs') return runs(flags, print);
+    if (command === 'events') return events(flags, print);
+    if (command === 'heartbeat') {
+      if (positionals[0] !== 'now') {
+        process.stderr.write(`hookgate heartbeat: say "heartbeat now"\n${USAGE}`);
+        return 2;
+      }
+      return heartbeatNow(flags, print);
+    }
+    if (!positionals[0]) {
+      process.stderr.write(`hookgate retry: an action id is required\n${USAGE}`);
+      return 2;
+    }
+    return retry({ ...flags, id: positionals[0] }, print);
   }
   if (command === 'check') {
     const { values } = parseArgs({ args: rest, options: { config: { type: 'string' } } });

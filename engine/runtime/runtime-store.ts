@@ -125,9 +125,7 @@ export class RuntimeStore {
   }
 
   /** Unfinished actions (queued or running) in acceptance order. */
-  unfinished(
-    limit: number,
-  ): Array<{
+  unfinished(limit: number): Array<{
     id: string;
     kind: string;
     sessionKey: string | null;
