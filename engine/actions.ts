@@ -53,9 +53,13 @@ function origin(envelope: Envelope, id: string, provenance: Provenance) {
   };
 }
 
-/** Wrap a request text unless the hook is trusted; returns the text and the wrapper record. */
+/**
+ * Wrap a request text unless the hook is trusted. The action keeps the text
+ * as sent (what the operator reads) and, as `prompt`, the wrapped text: what
+ * the agent is given.
+ */
 function guardText(content: string, provenance: Provenance) {
-  if (!provenance.wrap) return { text: content };
+  if (!provenance.wrap) return {};
   const wrapped = wrapUntrusted(content, provenance.label);
   const safety = {
     wrapperId: wrapped.id,
@@ -63,7 +67,7 @@ function guardText(content: string, provenance: Provenance) {
     patterns: wrapped.patterns,
     neutralised: wrapped.neutralised,
   };
-  return { text: wrapped.text, safety };
+  return { prompt: wrapped.text, safety };
 }
 
 /** Build a wake action (spec 2.1, 4.1). */
@@ -77,8 +81,8 @@ export function buildWakeAction(
   return {
     kind: 'wake',
     ...origin(envelope, ctx.newId(), provenance),
-    ...(guarded.safety && { safety: guarded.safety }),
-    text: guarded.text,
+    ...guarded,
+    text: fields.text,
     mode: fields.mode ?? 'now',
   };
 }
@@ -97,6 +101,13 @@ export function buildAgentAction(
       `timeoutSeconds: must be at most ${ctx.maxTimeoutSeconds} (hooks.maxTimeoutSeconds)`,
     );
   }
+  if (
+    fields.mode !== undefined &&
+    fields.wakeMode !== undefined &&
+    fields.mode !== fields.wakeMode
+  ) {
+    throw new HookError('invalid_payload', 'mode: differs from wakeMode (give one of them)');
+  }
   const channel = resolveChannel(policy, fields.channel);
   const model = resolveModel(policy, fields.model);
   const agentId = resolveAgentId(policy, fields.agentId);
@@ -109,13 +120,13 @@ export function buildAgentAction(
   return {
     kind: 'agent',
     ...origin(envelope, ctx.newId(), provenance),
-    ...(guarded.safety && { safety: guarded.safety }),
-    message: guarded.text,
+    ...guarded,
+    message: fields.message,
     name: fields.name ?? 'Hook',
     agentId,
     sessionKey,
     sessionKeySource: source,
-    wakeMode: fields.wakeMode ?? 'now',
+    wakeMode: fields.wakeMode ?? fields.mode ?? 'now',
     deliver: fields.deliver ?? true,
     channel,
     ...(fields.to !== undefined && { to: fields.to }),

@@ -9,20 +9,21 @@ import type { IncomingHttpHeaders } from 'node:http';
 /** Header carrying the token when Authorization is not used. */
 export const TOKEN_HEADER = 'x-hookgate-token';
 
-/** Pull the presented token from `Authorization: Bearer` or x-hookgate-token. */
-export function presentedToken(headers: IncomingHttpHeaders): string | undefined {
+/** The tokens presented in `Authorization: Bearer` and x-hookgate-token (either may carry it). */
+export function presentedTokens(headers: IncomingHttpHeaders): string[] {
+  const tokens: string[] = [];
   const authorization = headers.authorization;
   if (authorization !== undefined) {
     const space = authorization.indexOf(' ');
     // Scheme is case-insensitive (RFC 9110 11.1).
     if (space > 0 && authorization.slice(0, space).toLowerCase() === 'bearer') {
       const token = authorization.slice(space + 1).trim();
-      if (token) return token;
+      if (token) tokens.push(token);
     }
   }
   const header = headers[TOKEN_HEADER];
-  if (typeof header === 'string' && header.length > 0) return header;
-  return undefined;
+  if (typeof header === 'string' && header.length > 0) tokens.push(header);
+  return tokens;
 }
 
 /** Build a constant-time checker for one expected token. */

@@ -42,9 +42,6 @@ function checkServer(config: Config): ConfigProblem | null {
       return { path: `server.trustedProxies.${i}`, message: (err as Error).message };
     }
   }
-  if (config.server.headersTimeoutMs > config.server.requestTimeoutMs) {
-    return { path: 'server.headersTimeoutMs', message: 'must not exceed server.requestTimeoutMs' };
-  }
   return null;
 }
 

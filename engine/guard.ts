@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../schemas/config.ts';
-import { createTokenCheck, presentedToken } from './auth.ts';
+import { createTokenCheck, presentedTokens } from './auth.ts';
 import type { ClientAddressResolver } from './client-address.ts';
 import { HookError } from './errors.ts';
 import type { AuthFailureLimiter } from './rate-limit.ts';
@@ -48,7 +48,7 @@ export function createGuard(
       req.socket.remoteAddress,
       Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
     );
-    if (tokenMatches(presentedToken(req.headers))) {
+    if (presentedTokens(req.headers).some(tokenMatches)) {
       limiter.reset(client);
       return { hook: pathname.slice(prefix.length), client, pathname, query };
     }

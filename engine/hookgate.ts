@@ -94,7 +94,8 @@ export async function startHookgate(
   const server = createServer(
     {
       // A slow client cannot hold a socket for minutes (Node's defaults are 60 s / 300 s / 30 s).
-      headersTimeout: config.server.headersTimeoutMs,
+      // Node requires headersTimeout <= requestTimeout: a short request timeout shortens both.
+      headersTimeout: Math.min(config.server.headersTimeoutMs, config.server.requestTimeoutMs),
       // Backstop only: the body stage answers 408 itself at requestTimeoutMs.
       requestTimeout: config.server.requestTimeoutMs + 5_000,
       connectionsCheckingInterval: 1_000,

@@ -34,14 +34,15 @@ const validateAgent = compileValidator<AgentPayload>(agentPayloadSchema);
 
 /** The prototype-free view of a request that conditions and templates read. */
 export function ruleData(envelope: Envelope): RuleData {
-  return {
+  // Prototype-free at every level, the top one included.
+  return Object.assign(Object.create(null) as RuleData, {
     payload: toEvaluatorData(envelope.payload),
     headers: publicHeaders(envelope.headers),
     query: envelope.query,
     path: envelope.path,
     hook: envelope.hook,
     method: envelope.method,
-  };
+  });
 }
 
 /** Select the mapping for an envelope (404 when no mapping serves this hook name). */
@@ -86,7 +87,8 @@ export async function buildMappedActions(
     );
   });
   if (actions.length === 0) return { actions, response: null };
-  return { actions, response: acceptanceBody(actions, mapping.forEach !== undefined) };
+  const body = acceptanceBody(actions, mapping.forEach !== undefined);
+  return { actions, response: { ...body, ...truncation(mapping, data, actions.length) } };
 }
 
 /** Run the mapping's sandboxed transform and merge what it returns over the template-built fields. */
@@ -137,14 +139,20 @@ function fanOutItems(mapping: CompiledMapping, data: RuleData, maxActions: numbe
       `payload.${mapping.forEach} must be an array (forEach)`,
     );
   }
-  if (items.length > maxActions) {
-    throw refusal(
-      mapping,
-      'invalid_payload',
-      `payload.${mapping.forEach} has ${items.length} elements; at most ${maxActions} (hooks.maxActionsPerRequest)`,
-    );
-  }
-  return items;
+  // Capped, not refused: a sender cannot split its batch, and a refusal would lose all of it.
+  // The answer says how many were taken.
+  return items.slice(0, maxActions);
+}
+
+/** How a capped fan-out is reported in the 200 body. */
+function truncation(
+  mapping: CompiledMapping,
+  data: RuleData,
+  accepted: number,
+): Record<string, unknown> {
+  if (mapping.forEach === undefined) return {};
+  const items = lookupOwn(data.payload, mapping.forEach) as unknown[];
+  return items.length > accepted ? { truncated: { total: items.length, accepted } } : {};
 }
 
 /** Template context: payload fields bare, then the named parts (which win over bare fields). */
@@ -174,7 +182,11 @@ function templateContext(
 function renderFields(mapping: CompiledMapping, context: unknown): Record<string, unknown> {
   const rendered: Record<string, unknown> = {};
   for (const [field, plan] of Object.entries(mapping.fields)) {
-    rendered[field] = typeof plan === 'string' ? plan : plan(context);
+    const value = typeof plan === 'string' ? plan : plan(context);
+    // An optional field whose template renders nothing is absent (defaults apply); an empty
+    // message or text stays, and is refused by validation.
+    if (value === '' && field !== 'message' && field !== 'text') continue;
+    rendered[field] = value;
   }
   const key = mapping.sessionKey;
   if (key !== undefined) {
@@ -224,7 +236,9 @@ function buildFrom(
     );
   } catch (err) {
     if (err instanceof HookError && (err.status === 400 || err.code === invalidCode)) {
-      throw refusal(mapping, err.code, err.message);
+      // Bad values a transform produced are the transform's fault (500), not the sender's (400).
+      const fromTransform = invalidCode === 'transform_invalid_output' && err.status === 400;
+      throw refusal(mapping, fromTransform ? invalidCode : err.code, err.message);
     }
     throw err;
   }

@@ -77,8 +77,8 @@ export function compileMappings(
   transformsRoot: string,
 ): CompiledMapping[] {
   const hooks = config.hooks;
-  const needsTransforms = hooks.mappings.some((m) => m.transform !== undefined);
-  const places = needsTransforms ? transformPlaces(transformsRoot, hooks.transformsDir) : undefined;
+  // Checked whenever it is set, used or not: a setting that escapes the root is wrong either way.
+  const places = transformPlaces(transformsRoot, hooks.transformsDir);
   const entries: Array<{ mapping: Mapping; at: string; fallbackId: string }> = hooks.mappings.map(
     (mapping, i) => ({ mapping, at: `hooks.mappings.${i}`, fallbackId: `mapping-${i + 1}` }),
   );

@@ -13,6 +13,8 @@ const origin = {
   requestId: { type: 'string', minLength: 1 },
   // false only when a mapping sets allowUnsafeExternalContent.
   untrusted: { type: 'boolean' },
+  // The text as the agent gets it: wrapped as untrusted content (absent when the hook is trusted).
+  prompt: { type: 'string' },
   // The mapping that built a mapped action.
   mappingId: { type: 'string', minLength: 1 },
   // What the safety wrapper did, when it wrapped the text.

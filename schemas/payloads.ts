@@ -36,6 +36,8 @@ export const agentPayloadSchema = {
     agentId: { ...text, maxLength: 64 },
     sessionKey: { type: 'string' },
     wakeMode: { enum: WAKE_MODES },
+    // Accepted as an alias of wakeMode (the wake payload's name for it).
+    mode: { enum: WAKE_MODES },
     deliver: { type: 'boolean' },
     channel: { ...text, maxLength: 64 },
     to: { ...text, maxLength: 256 },

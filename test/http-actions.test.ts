@@ -39,7 +39,11 @@ describe('/wake', () => {
     const row = await stored(server, body['id'] as string);
     expect(row?.state).toBe('queued');
     const action = row?.action as WakeAction;
-    expect(unwrap(action.text)).toMatchObject({ label: 'Webhook', content: 'Deploy finished' });
+    expect(action.text).toBe('Deploy finished');
+    expect(unwrap(action.prompt as string)).toMatchObject({
+      label: 'Webhook',
+      content: 'Deploy finished',
+    });
     expect(action.safety).toMatchObject({ label: 'Webhook', patterns: [] });
     expect(action).toMatchObject({
       kind: 'wake',
@@ -94,7 +98,7 @@ describe('/agent defaults and validation', () => {
       sessionKey: expect.stringMatching(/^hook:[0-9a-f-]{36}$/),
     });
     const action = (await stored(server, body['runId'] as string))?.action as AgentAction;
-    expect(unwrap(action.message).content).toBe('Summarise the inbox');
+    expect(unwrap(action.prompt as string).content).toBe('Summarise the inbox');
     expect(action).toMatchObject({
       kind: 'agent',
       name: 'Hook',
@@ -133,7 +137,7 @@ describe('/agent defaults and validation', () => {
     const action = (await stored(server, body['runId'] as string))?.action as AgentAction;
     const { message, ...rest } = payload;
     expect(action).toMatchObject(rest);
-    expect(unwrap(action.message).content).toBe(message);
+    expect(unwrap(action.prompt as string).content).toBe(message);
   });
 
   it.each([
@@ -183,7 +187,7 @@ describe('/agent defaults and validation', () => {
       'thinking',
     ],
     ['unknown wakeMode', { message: 'm', wakeMode: 'soon' }, 400, 'invalid_payload', 'wakeMode'],
-    ['mode instead of wakeMode', { message: 'm', mode: 'now' }, 400, 'invalid_payload', 'mode'],
+    ['unknown mode alias value', { message: 'm', mode: 'soon' }, 400, 'invalid_payload', 'mode'],
     ['unknown field', { message: 'm', priority: 'high' }, 400, 'invalid_payload', 'priority'],
     ['blank name', { message: 'm', name: ' ' }, 400, 'invalid_payload', 'name'],
     ['unknown channel', { message: 'm', channel: 'fax' }, 400, 'invalid_channel', 'channel'],
@@ -355,7 +359,7 @@ describe('safety wrapper on direct triggers', () => {
     const { status, body } = await send(server, 'agent', { message: attack });
     expect(status).toBe(200);
     const action = (await stored(server, body['runId'] as string))?.action as AgentAction;
-    const { content } = unwrap(action.message);
+    const { content } = unwrap(action.prompt as string);
     expect(content).not.toContain('<<<END_EXTERNAL_UNTRUSTED_CONTENT');
     expect(content).toContain('ignore all previous instructions');
     expect(action.safety?.neutralised).toBeGreaterThan(0);
@@ -368,10 +372,36 @@ describe('safety wrapper on direct triggers', () => {
     const a = await send(server, 'wake', { text: 'one' });
     const b = await send(server, 'wake', { text: 'one' });
     const ta = ((await stored(server, a.body['id'] as string))?.action as WakeAction | undefined)
-      ?.text;
+      ?.prompt;
     const tb = ((await stored(server, b.body['id'] as string))?.action as WakeAction | undefined)
-      ?.text;
+      ?.prompt;
     expect(ta).toBeDefined();
     expect(unwrap(ta as string).id).not.toBe(unwrap(tb as string).id);
+  });
+});
+
+describe('/agent mode alias and token carriers', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.stop());
+
+  it('accepts mode as an alias of wakeMode', async () => {
+    const { status, body } = await send(server, 'agent', { message: 'm', mode: 'next-heartbeat' });
+    expect(status).toBe(200);
+    expect((await stored(server, body['runId'] as string))?.action).toMatchObject({
+      wakeMode: 'next-heartbeat',
+    });
+  });
+
+  it('refuses mode and wakeMode that disagree', async () => {
+    const { status, body } = await send(server, 'agent', {
+      message: 'm',
+      mode: 'now',
+      wakeMode: 'next-heartbeat',
+    });
+    expect(status).toBe(400);
+    expect(body.error?.message).toContain('mode');
   });
 });

@@ -185,3 +185,23 @@ describe('failed-auth rate limit', () => {
     }
   });
 });
+
+describe('two token carriers at once', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.stop());
+
+  it('accepts the request when either carrier has the right token', async () => {
+    const res = await server.post(
+      'wake',
+      { text: 'x' },
+      {
+        token: 'wrong',
+        headers: { 'x-hookgate-token': TOKEN },
+      },
+    );
+    expect(res.status).toBe(200);
+  });
+});

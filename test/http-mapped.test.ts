@@ -157,8 +157,10 @@ describe('mapped hooks', () => {
       sessionKeySource: 'mapping',
       untrusted: true,
     });
-    expect(unwrap(action.message)).toMatchObject({ label: 'Webhook' });
-    expect(unwrap(action.message).content).toMatch(/^Push to octocat\/hello-world by octocat: /);
+    expect(unwrap(action.prompt as string)).toMatchObject({ label: 'Webhook' });
+    expect(unwrap(action.prompt as string).content).toMatch(
+      /^Push to octocat\/hello-world by octocat: /,
+    );
   });
 
   it('falls through to the next mapping when a condition fails (first match wins)', async () => {
@@ -172,7 +174,9 @@ describe('mapped hooks', () => {
       mode: 'next-heartbeat',
       mappingId: 'github-other',
     });
-    expect(unwrap(action.text).content).toBe('GitHub issues event on octocat/hello-world');
+    expect(unwrap(action.prompt as string).content).toBe(
+      'GitHub issues event on octocat/hello-world',
+    );
     expect(body).toEqual({ ok: true, id: action.id, mode: 'next-heartbeat' });
   });
 
@@ -180,7 +184,7 @@ describe('mapped hooks', () => {
     const { status, body } = await send(server, 'stripe', fixture('stripe-invoice-failed.json'));
     expect(status).toBe(200);
     const action = (await actionById(server, body?.['runId'] as string)) as AgentAction;
-    expect(unwrap(action.message).content).toBe(
+    expect(unwrap(action.prompt as string).content).toBe(
       'Payment failed for Jenny Rosen (jenny.rosen@example.com): 4900 EUR',
     );
     expect(action.sessionKey).toBe('hook:stripe:billing');
@@ -229,7 +233,8 @@ describe('mapped hooks', () => {
   it('renders default values and query parameters', async () => {
     const ci = await send(server, 'ingest', { source: 'ci', status: 'red' });
     expect(
-      unwrap(((await actionById(server, ci.body?.['id'] as string)) as WakeAction).text).content,
+      unwrap(((await actionById(server, ci.body?.['id'] as string)) as WakeAction).prompt as string)
+        .content,
     ).toBe('CI: red for main');
     const monitor = await send(
       server,
@@ -239,7 +244,7 @@ describe('mapped hooks', () => {
       'env=prod',
     );
     const action = (await actionById(server, monitor.body?.['runId'] as string)) as AgentAction;
-    expect(unwrap(action.message).content).toBe('Alert cpu (prod)');
+    expect(unwrap(action.prompt as string).content).toBe('Alert cpu (prod)');
     expect(action.sessionKey).toBe('hook:monitor:cpu');
   });
 
@@ -256,7 +261,7 @@ describe('mapped hooks', () => {
     ]);
     expect(await count(server)).toBe(before + 2);
     const second = (await actionById(server, runIds[1] as string)) as AgentAction;
-    expect(unwrap(second.message).content).toBe(
+    expect(unwrap(second.prompt as string).content).toBe(
       'Commit a3f1e5c2b9d84e7f6a1b2c3d4e5f60718293a4b5 #1: Bump version to 1.4.2',
     );
   });
@@ -349,15 +354,17 @@ describe('mapped hooks', () => {
         deliver: true,
         wakeMode: 'now',
       });
-      expect(unwrap(action.message).label).toBe('Email');
+      expect(unwrap(action.prompt as string).label).toBe('Email');
     }
-    const first = unwrap((actions[0] as AgentAction).message).content;
+    const first = unwrap((actions[0] as AgentAction).prompt as string).content;
     expect(first).toContain('New email from Ada Lovelace <ada@example.org>');
     expect(first).toContain('Subject: Quarterly numbers');
     expect(first).toContain('the Q3 numbers are attached');
     expect(first).toContain('Best,\nAda');
     const hostile = actions[1] as AgentAction;
-    expect(unwrap(hostile.message).content).not.toContain('<<<END_EXTERNAL_UNTRUSTED_CONTENT');
+    expect(unwrap(hostile.prompt as string).content).not.toContain(
+      '<<<END_EXTERNAL_UNTRUSTED_CONTENT',
+    );
     expect(hostile.safety?.patterns).toEqual(
       expect.arrayContaining([
         'ignore-previous-instructions',
@@ -393,7 +400,7 @@ describe('presets and overrides', () => {
       expect(status).toBe(200);
       const action = (await actionById(server, body?.['id'] as string)) as WakeAction;
       expect(action.mappingId).toBe('my-mail');
-      expect(unwrap(action.text).content).toBe('Mail: 3');
+      expect(unwrap(action.prompt as string).content).toBe('Mail: 3');
     } finally {
       await server.stop();
     }
@@ -424,15 +431,20 @@ describe('presets and overrides', () => {
     }
   });
 
-  it('caps a fan-out at hooks.maxActionsPerRequest and stores nothing beyond it', async () => {
+  it('caps a fan-out at hooks.maxActionsPerRequest and says so in the answer', async () => {
     const server = await startTestServer({
       hooks: { presets: ['gmail'], maxActionsPerRequest: 2 },
     });
     try {
       const { status, body } = await send(server, 'gmail', fixture('gmail-batch.json'));
-      expect(status).toBe(400);
-      expect(body?.error?.message).toContain('hooks.maxActionsPerRequest');
-      expect(await count(server)).toBe(0);
+      expect(status).toBe(200);
+      expect(body?.['runIds']).toHaveLength(2);
+      expect(body?.['truncated']).toEqual({ total: 3, accepted: 2 });
+      expect(body?.['sessionKeys']).toEqual([
+        'hook:gmail:18c2f4a9b3e1d7aa',
+        'hook:gmail:18c2f4b0c41e2bb9',
+      ]);
+      expect(await count(server)).toBe(2);
     } finally {
       await server.stop();
     }
@@ -477,6 +489,32 @@ describe('mapped policy', () => {
       const { status, body } = await send(server, 'keyed', {});
       expect(status).toBe(200);
       expect(body?.['sessionKey']).toBe('hook:fixed');
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('optional templated fields', () => {
+  it('treats an optional field that renders empty as absent (defaults apply)', async () => {
+    const server = await startTestServer({
+      agents: { list: [{ id: 'main', default: true }, { id: 'ops' }] },
+      hooks: {
+        mappings: [
+          {
+            id: 'route',
+            match: { path: 'route' },
+            templates: { message: 'm', agentId: '{{agent}}', name: '{{title}}' },
+          },
+        ],
+      },
+    });
+    try {
+      const { status, body } = await send(server, 'route', {});
+      expect(status).toBe(200);
+      expect(body?.['agentId']).toBe('main');
+      const action = (await actionById(server, body?.['runId'] as string)) as AgentAction;
+      expect(action.name).toBe('Hook');
     } finally {
       await server.stop();
     }

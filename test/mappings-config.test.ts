@@ -99,6 +99,12 @@ describe('boot errors', () => {
       'hooks.mappings.0.transform',
     ],
     ['unknown mapping key', m({ colour: 'red' }), 'hooks.mappings.0.colour: unknown setting'],
+    [
+      'transformsDir outside the root, even unused',
+      { transformsDir: '../evil' },
+      'hooks.transformsDir',
+    ],
+    ['absolute transformsDir, even unused', { transformsDir: '/etc' }, 'hooks.transformsDir'],
     ['bad action', m({ action: 'run' }), 'hooks.mappings.0.action'],
   ])('%s', (_name, hooks, expected) => {
     expect(bootError(hooks)).toContain(expected);

@@ -39,6 +39,9 @@ const MODULES: Record<string, string> = {
         case 'too-many': return Array.from({ length: 10 }, () => ({ message: 'x' }));
         case 'pollute': return JSON.parse('{"message":"x","__proto__":{"polluted":true}}');
         case 'echo-input': return { message: JSON.stringify(Object.keys(payload)) };
+        case 'bad-model': return { message: 'x', model: 'no-provider' };
+        case 'bad-channel': return { message: 'x', channel: 'nowhere' };
+        case 'other-kind': return { kind: 'wake', text: 'x', name: 'dropped' };
         default: return { message: 'shape ' + payload.shape };
       }
     }`,
@@ -162,7 +165,7 @@ describe('transforms', () => {
       const { status, body } = await post('digest', { n: 7, title: 'Fix login' });
       expect(status).toBe(200);
       const stored = (await action(body?.['runId'])) as AgentAction;
-      expect(unwrap(stored.message).content).toBe('#7: Fix login via tests');
+      expect(unwrap(stored.prompt as string).content).toBe('#7: Fix login via tests');
       expect(stored).toMatchObject({
         name: 'Digest',
         mappingId: 'digest',
@@ -181,16 +184,16 @@ describe('transforms', () => {
     it('awaits an async export named "transform"', async () => {
       const { status, body } = await post('async', {});
       expect(status).toBe(200);
-      expect(unwrap(((await action(body?.['runId'])) as AgentAction).message).content).toBe(
-        'async async',
-      );
+      expect(
+        unwrap(((await action(body?.['runId'])) as AgentAction).prompt as string).content,
+      ).toBe('async async');
     });
 
     it('uses transform.export when given', async () => {
       const { body } = await post('named', { x: 1 });
-      expect(unwrap(((await action(body?.['runId'])) as AgentAction).message).content).toBe(
-        'named 1',
-      );
+      expect(
+        unwrap(((await action(body?.['runId'])) as AgentAction).prompt as string).content,
+      ).toBe('named 1');
     });
 
     it.each([
@@ -200,7 +203,7 @@ describe('transforms', () => {
       const { status, body } = await post('shapes', { shape });
       expect(status).toBe(200);
       const stored = (await action(body?.['runId'])) as AgentAction;
-      expect(unwrap(stored.message).content).toBe(content);
+      expect(unwrap(stored.prompt as string).content).toBe(content);
       expect(stored.name).toBe('Shapes');
     });
 
@@ -215,7 +218,7 @@ describe('transforms', () => {
     it('an object is merged over the template-built action', async () => {
       const { body } = await post('shapes', { shape: 'custom' });
       const stored = (await action(body?.['runId'])) as AgentAction;
-      expect(unwrap(stored.message).content).toBe('shape custom');
+      expect(unwrap(stored.prompt as string).content).toBe('shape custom');
       expect(stored.name).toBe('Shapes');
     });
 
@@ -230,7 +233,15 @@ describe('transforms', () => {
       expect(status).toBe(200);
       const stored = (await action(body?.['id'])) as WakeAction;
       expect(stored).toMatchObject({ kind: 'wake', mode: 'next-heartbeat' });
-      expect(unwrap(stored.text).content).toBe('switched');
+      expect(unwrap(stored.prompt as string).content).toBe('switched');
+      expect(stored).not.toHaveProperty('name');
+    });
+
+    it('drops fields of the other kind after a kind switch', async () => {
+      const { status, body } = await post('shapes', { shape: 'other-kind' });
+      expect(status).toBe(200);
+      const stored = (await action(body?.['id'])) as WakeAction;
+      expect(stored).toMatchObject({ kind: 'wake', text: 'x' });
       expect(stored).not.toHaveProperty('name');
     });
 
@@ -248,6 +259,8 @@ describe('transforms', () => {
       ['a wrong type', 'bad-type', 'deliver'],
       ['an empty message', 'empty-message', 'message'],
       ['too many actions', 'too-many', 'hooks.maxActionsPerRequest'],
+      ['a malformed model', 'bad-model', 'model'],
+      ['an unknown channel', 'bad-channel', 'channel'],
     ])('%s', async (_name, shape, field) => {
       const before = (await store.listActions({ limit: 1000 })).length;
       const { status, body } = await post('shapes', { shape });
@@ -272,7 +285,7 @@ describe('transforms', () => {
       });
       expect(res.status).toBe(200);
       const stored = (await action(((await res.json()) as { runId: string }).runId)) as AgentAction;
-      expect(JSON.parse(unwrap(stored.message).content)).toEqual(['shape', '__proto__']);
+      expect(JSON.parse(unwrap(stored.prompt as string).content)).toEqual(['shape', '__proto__']);
       expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
     });
   });
@@ -299,7 +312,7 @@ describe('transforms', () => {
       const { status, body } = await post('escape', {});
       expect(status).toBe(200);
       const probe = JSON.parse(
-        unwrap(((await action(body?.['runId'])) as AgentAction).message).content,
+        unwrap(((await action(body?.['runId'])) as AgentAction).prompt as string).content,
       );
       expect(probe).toMatchObject({
         viaConstructor: 'ReferenceError',
@@ -349,8 +362,10 @@ describe('transforms', () => {
     it('recompiles a changed module and keeps the last good version after a broken edit', async () => {
       const file = path.join(root, 'reload.js');
       const content = async () =>
-        unwrap(((await action((await post('reload', {})).body?.['runId'])) as AgentAction).message)
-          .content;
+        unwrap(
+          ((await action((await post('reload', {})).body?.['runId'])) as AgentAction)
+            .prompt as string,
+        ).content;
       expect(await content()).toBe('version 1');
       await new Promise((r) => setTimeout(r, 20));
       writeFileSync(file, "export default () => ({ message: 'version 2' });");

@@ -105,7 +105,7 @@ export function createActionWorker(deps: {
       { status: 'ok' },
       {
         sessionKey: settings.mainKey,
-        text: action.text,
+        text: action.prompt ?? action.text,
         source: 'wake',
         actionId: action.id,
         trusted: !action.untrusted,
@@ -129,7 +129,7 @@ export function createActionWorker(deps: {
           runId: action.id,
           agentId: action.agentId,
           sessionKey: action.sessionKey,
-          message: action.message,
+          message: action.prompt ?? action.message,
           ...((action.model ?? agent.model) && { model: action.model ?? agent.model }),
           ...(action.thinking && { thinking: action.thinking }),
           timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
@@ -154,7 +154,7 @@ export function createActionWorker(deps: {
     });
     if (result.status === 'ok') {
       const ack = isAckOnly(result.reply, settings.ackToken);
-      store.addTurns(action.sessionKey, action.id, action.message, result.reply);
+      store.addTurns(action.sessionKey, action.id, action.prompt ?? action.message, result.reply);
       store.finish(
         action.id,
         'done',

@@ -108,10 +108,9 @@ export function createSupervisor(
     logConsole(call.key, message.console, message.droppedLines);
     if (message.failure) {
       const mappingId = mappingOf.get(call.key);
-      logger.warn(
-        { mappingId, kind: message.failure.kind, reason: message.failure.message },
-        'transform failed',
-      );
+      // The reason may quote payload data: only at debug level.
+      logger.warn({ mappingId, kind: message.failure.kind }, 'transform failed');
+      logger.debug({ mappingId, reason: message.failure.message }, 'transform failure reason');
       const code = message.failure.kind === 'timeout' ? 'transform_timeout' : 'transform_failed';
       call.reject(new HookError(code, failureMessage(mappingId, message.failure.kind)));
       return;

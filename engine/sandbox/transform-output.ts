@@ -81,8 +81,8 @@ function mergeOne(
   for (const [key, value] of Object.entries(base.fields)) if (allowed.has(key)) fields[key] = value;
   for (const [key, value] of Object.entries(partial)) {
     if (key === 'kind') continue;
-    if (!allowed.has(key)) throw invalid(`output${at}.${key}: not a field of a ${kind} action`);
-    fields[key] = value;
+    // Fields of the other kind are dropped (the contract: `kind` switches, the rest follows).
+    if (allowed.has(key)) fields[key] = value;
   }
   return { kind, fields, keyFromTransform: Object.hasOwn(partial, 'sessionKey') };
 }
