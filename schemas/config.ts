@@ -4,6 +4,7 @@
  * the `Config` type is derived from it, never written twice.
  */
 import type { FromSchema } from 'json-schema-to-ts';
+import { channelSchemas } from './channels.ts';
 import { mappingSchema } from './mapping.ts';
 import { THINKING_LEVELS } from './payloads.ts';
 
@@ -189,12 +190,12 @@ export const configSchema = {
     },
     hooks: hooksSchema,
     agents: agentsSchema,
-    // Each configured channel is a valid `channel` value; settings come with delivery.
+    // The deployment's channel set: each configured channel is a valid `channel` value.
     channels: {
       type: 'object',
       default: {},
-      propertyNames: { enum: CHANNEL_IDS },
-      additionalProperties: { type: 'object' },
+      additionalProperties: false,
+      properties: channelSchemas,
     },
     runtime: {
       type: 'object',
@@ -239,7 +240,16 @@ export const configSchema = {
       type: 'object',
       additionalProperties: false,
       default: {},
-      properties: { mainKey: { type: 'string', minLength: 1, default: 'main' } },
+      properties: {
+        mainKey: { type: 'string', minLength: 1, default: 'main' },
+        // Seeds the `last` route before any delivery has happened.
+        defaultRoute: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['channel', 'to'],
+          properties: { channel: { enum: CHANNEL_IDS }, to: { type: 'string', minLength: 1 } },
+        },
+      },
     },
     log: {
       type: 'object',

@@ -157,7 +157,7 @@ describe('serve', () => {
       },
       {
         name: 'a channel name outside the allowed ids',
-        yaml: validConfig('tok-chan-0123456789', 'channels:\n  telegram: {}\n  email: {}\n'),
+        yaml: validConfig('tok-chan-0123456789', 'channels:\n  email: {}\n'),
         expected: () => ['channels.email'],
       },
     ];

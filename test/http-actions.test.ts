@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentAction, WakeAction } from '../schemas/action.ts';
-import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+import { CHANNELS, startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { unwrap } from './helpers/wrapped.ts';
 
 type Body = Record<string, unknown> & { ok: boolean; error?: { code: string; message: string } };
@@ -82,7 +82,7 @@ describe('/agent defaults and validation', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({
-      channels: { telegram: {}, slack: {} },
+      channels: CHANNELS,
       agents: { list: [{ id: 'main', default: true }, { id: 'ops' }] },
     });
   });

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentAction, WakeAction } from '../schemas/action.ts';
-import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+import { CHANNELS, startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { unwrap } from './helpers/wrapped.ts';
 
 const fixture = (name: string) =>
@@ -47,7 +47,7 @@ describe('mapped hooks', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({
-      channels: { slack: {}, telegram: {} },
+      channels: CHANNELS,
       agents: { list: [{ id: 'main', default: true }, { id: 'ops' }] },
       hooks: {
         allowedSessionKeyPrefixes: ['hook:'],

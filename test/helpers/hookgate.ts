@@ -72,3 +72,9 @@ export async function startTestServer(
     },
   };
 }
+
+/** Minimal valid settings for configured channels in tests that do not deliver. */
+export const CHANNELS = {
+  telegram: { botToken: '123456:test-telegram-token', baseUrl: 'http://127.0.0.1:9' },
+  slack: { botToken: 'xoxb-test-slack-token', baseUrl: 'http://127.0.0.1:9' },
+} as const;

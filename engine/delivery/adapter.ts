@@ -1,0 +1,30 @@
+/**
+ * The interface of a channel adapter: what delivery needs to post one text
+ * to one recipient through a messaging product's real HTTP API. Adapters
+ * send single parts; splitting, pacing, retries and routes are shared
+ * (engine/delivery/). Each adapter runs the shared contract suite.
+ */
+import type { ChannelId } from '../../schemas/config.ts';
+
+/** The outcome of sending one part. */
+export type SendResult =
+  | { status: 'sent'; messageId?: string }
+  /** The message did not go out and may be sent again (rate limit, 5xx, connection error). */
+  | { status: 'retry'; reason: string; retryAfterMs?: number }
+  /** Sending again will not help (auth, unknown recipient, bad request). */
+  | { status: 'failed'; reason: string };
+
+export type ChannelAdapter = {
+  id: ChannelId;
+  /** Longest part the product takes, in UTF-16 code units (a safe count for every product). */
+  maxLength: number;
+  /** Why `to` is not a valid recipient for this product, or null when it is. */
+  checkRecipient(to: string): string | null;
+  /** The recipient in the form the API wants (e.g. an iMessage chat GUID from a phone number). */
+  normaliseRecipient?(to: string): string;
+  /** Post one part. Never puts tokens, token-bearing URLs or the text in `reason`. */
+  send(to: string, text: string, signal?: AbortSignal): Promise<SendResult>;
+};
+
+/** Builds an adapter from its validated settings (`channels.<id>` in the config). */
+export type AdapterFactory = (settings: Record<string, unknown>) => ChannelAdapter;

@@ -1,0 +1,47 @@
+/**
+ * Splitting a long reply into parts a product accepts: at paragraph, then
+ * line, then word boundaries; never inside a surrogate pair; an open code
+ * fence is closed at the end of a part and reopened in the next.
+ */
+
+const FENCE = '```';
+
+/** Split `text` into parts of at most `max` UTF-16 code units. */
+export function splitMessage(text: string, max: number): string[] {
+  if (max < 16) throw new Error('max part length is too small');
+  const parts: string[] = [];
+  let rest = text;
+  let reopen = '';
+  while (rest.length > 0) {
+    const budget = max - reopen.length;
+    if (rest.length <= budget) {
+      parts.push(reopen + rest);
+      break;
+    }
+    // Leave room to close a fence that is open at the cut.
+    let cut = findCut(rest, budget - (FENCE.length + 1));
+    let part = rest.slice(0, cut);
+    const open = isFenceOpen(reopen + part);
+    if (open) part = `${part.replace(/\n?$/, '\n')}${FENCE}`;
+    parts.push(reopen + part);
+    rest = rest.slice(cut).replace(/^\n+/, '');
+    reopen = open ? `${FENCE}\n` : '';
+    cut = 0;
+  }
+  return parts.filter((part) => part.trim().length > 0);
+}
+
+function findCut(text: string, budget: number): number {
+  const window = text.slice(0, budget + 1);
+  for (const separator of ['\n\n', '\n', ' ']) {
+    const at = window.lastIndexOf(separator);
+    if (at > budget / 2) return at + (separator === ' ' ? 1 : 0);
+  }
+  // No boundary in reach: cut hard, but not between the halves of a surrogate pair.
+  const code = text.charCodeAt(budget - 1);
+  return code >= 0xd800 && code <= 0xdbff ? budget - 1 : budget;
+}
+
+function isFenceOpen(text: string): boolean {
+  return (text.split(FENCE).length - 1) % 2 === 1;
+}
