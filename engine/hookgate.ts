@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { createClientAddressResolver } from './client-address.ts';
 import type { LoadedConfig } from './config.ts';
 import { createDispatcher } from './dispatcher.ts';
+import { createAdapters } from './delivery/registry.ts';
 import { createGuard } from './guard.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRequestHandler } from './pipeline.ts';
@@ -60,7 +61,10 @@ export async function startHookgate(
     options.store ??
     (await openSqliteStore(loaded.dataDir, { commitDelayMs: config.runtime.commitDelayMs }));
   const windowMs = config.hooks.idempotencyWindowSeconds * 1000;
-  const runtime = options.runtime === false ? undefined : startRuntime(loaded, policy, logger);
+  const runtime =
+    options.runtime === false
+      ? undefined
+      : startRuntime(loaded, policy, logger, createAdapters(config.channels));
   let closing: Promise<void> | undefined;
   const handler = createRequestHandler({
     guard: createGuard(

@@ -91,6 +91,18 @@ const MIGRATIONS: readonly string[] = [
     handled_at TEXT
   );
   `,
+  // 2: delivery (P5): the main session's last route, and delivery progress.
+  `
+  CREATE TABLE routes (
+    session_key TEXT PRIMARY KEY,
+    channel TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  ALTER TABLE deliveries ADD COLUMN parts INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE deliveries ADD COLUMN parts_sent INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE heartbeats ADD COLUMN runner_pgid INTEGER;
+  `,
 ];
 
 function migrate(db: DatabaseSync): void {

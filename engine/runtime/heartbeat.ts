@@ -6,6 +6,8 @@
  * more run. A reply that is only the ack token is recorded, not delivered.
  */
 import cron, { type ScheduledTask } from 'node-cron';
+import type { ChannelAdapter } from '../delivery/adapter.ts';
+import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
 import { isAckOnly } from './replies.ts';
@@ -35,6 +37,7 @@ export type Heartbeat = {
 export function createHeartbeat(deps: {
   store: RuntimeStore;
   agent: AgentSettings;
+  adapters: ReadonlyMap<string, ChannelAdapter>;
   settings: HeartbeatSettings;
   logger: Logger;
   signal: AbortSignal;
@@ -72,7 +75,7 @@ export function createHeartbeat(deps: {
         timeoutSeconds: agent.timeoutSeconds,
         history: store.history(settings.mainKey, 20).map(({ role, text }) => ({ role, text })),
       },
-      { signal: deps.signal },
+      { signal: deps.signal, onSpawn: (pgid) => store.setHeartbeatGroup(id, pgid) },
     );
     if (result.status !== 'ok') {
       // The events stay pending: the next heartbeat includes them.
@@ -86,9 +89,49 @@ export function createHeartbeat(deps: {
     const ack = isAckOnly(result.reply, settings.ackToken);
     store.addTurns(settings.mainKey, id, message, result.reply);
     store.finishHeartbeat(id, { state: 'done', events: seqs, reply: result.reply, ack });
-    if (!ack)
-      store.addDelivery({ source: 'heartbeat', sourceId: id, channel: 'last', text: result.reply });
+    if (!ack) await deliver(id, result.reply);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
+  }
+
+  /** A heartbeat reply goes to the last route, once; a failure is noted in the main session. */
+  async function deliver(id: string, reply: string): Promise<void> {
+    const route = resolveRoute(
+      { channel: 'last', fallback: false },
+      store.lastRoute(settings.mainKey),
+      deps.adapters,
+    );
+    const base = { source: 'heartbeat' as const, sourceId: id, text: reply, attempts: 1 };
+    if ('skipped' in route) {
+      store.recordDelivery({
+        ...base,
+        channel: 'last',
+        state: 'skipped',
+        parts: 0,
+        partsSent: 0,
+        error: route.skipped,
+      });
+      return;
+    }
+    const attempt = await sendParts(route, reply, 0, () => undefined, deps.signal);
+    const target = {
+      channel: route.channel,
+      recipient: route.recipient,
+      parts: attempt.parts,
+      partsSent: attempt.partsSent,
+    };
+    if (attempt.outcome === 'sent') {
+      store.setRoute(settings.mainKey, route.channel, route.recipient);
+      store.recordDelivery({ ...base, ...target, state: 'sent' });
+      return;
+    }
+    const reason = attempt.reason ?? 'unknown';
+    store.recordDelivery({ ...base, ...target, state: 'failed', error: reason });
+    store.addEvent({
+      sessionKey: settings.mainKey,
+      text: `Heartbeat reply could not be delivered to ${route.channel}: ${reason}`,
+      source: 'delivery',
+      trusted: true,
+    });
   }
 
   function launch(reason: string): void {

@@ -19,11 +19,13 @@ export function summaryLine(
   name: string,
   outcome: { status: 'ok' | 'error' | 'timeout'; text: string },
 ): string {
+  // One line: a hook name or reply with line breaks cannot forge a `System:` line of its own.
+  const label = name.replace(/\s+/g, ' ').trim() || 'Hook';
   const flat = outcome.text.replace(/\s+/g, ' ').trim();
   const short =
     flat.length > SUMMARY_MAX ? `${flat.slice(0, SUMMARY_MAX - 1)}…` : flat || '(empty reply)';
-  if (outcome.status === 'ok') return `Hook ${name}: ${short}`;
-  return `Hook ${name} (${outcome.status}): ${short}`;
+  if (outcome.status === 'ok') return `Hook ${label}: ${short}`;
+  return `Hook ${label} (${outcome.status}): ${short}`;
 }
 
 /** Exponential backoff with full jitter, at least the server's Retry-After, capped. */

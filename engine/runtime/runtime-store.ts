@@ -13,10 +13,23 @@ import { openDatabase } from '../queue/sqlite-schema.ts';
 
 /** How an action ended (or why it is waiting to be retried). */
 export type Outcome = {
-  status: 'ok' | 'error' | 'timeout' | 'retrying';
+  /** `delivering`: the turn ran; its reply is still being delivered (retries redo only the delivery). */
+  status: 'ok' | 'error' | 'timeout' | 'retrying' | 'delivering';
   reply?: string;
   reason?: string;
   ack?: boolean;
+  delivery?: DeliveryProgress;
+};
+
+/** Where a reply's delivery stands. */
+export type DeliveryProgress = {
+  state: 'pending' | 'sent' | 'failed' | 'skipped' | 'dead';
+  channel?: string;
+  recipient?: string;
+  parts?: number;
+  partsSent?: number;
+  attempts?: number;
+  reason?: string;
 };
 
 export type RunRow = {
@@ -178,6 +191,11 @@ export class RuntimeStore {
     });
   }
 
+  /** Save progress while an action runs (e.g. parts already delivered). */
+  saveOutcome(id: string, outcome: Outcome): void {
+    this.db.prepare('UPDATE actions SET outcome = ? WHERE id = ?').run(JSON.stringify(outcome), id);
+  }
+
   /** Back to the queue for another attempt after `nextAttemptAtMs`. */
   requeue(id: string, nextAttemptAtMs: number, outcome: Outcome): void {
     this.db
@@ -260,6 +278,22 @@ export class RuntimeStore {
     return id;
   }
 
+  /** Record the process group of a heartbeat's runner. */
+  setHeartbeatGroup(id: string, pgid: number | null): void {
+    this.db.prepare('UPDATE heartbeats SET runner_pgid = ? WHERE id = ?').run(pgid, id);
+  }
+
+  /** After a crash: heartbeats left running are failed (their events stay pending); returns runner groups. */
+  recoverHeartbeats(): number[] {
+    return this.transaction(() => {
+      const rows = this.db.prepare("SELECT runner_pgid FROM heartbeats WHERE state = 'running'").all() as Row[];
+      this.db
+        .prepare("UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'")
+        .run(now());
+      return rows.flatMap((row) => (row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])]));
+    });
+  }
+
   /** Close a heartbeat record; on success mark the events it included as consumed. */
   finishHeartbeat(
     id: string,
@@ -299,19 +333,13 @@ export class RuntimeStore {
       .all(limit) as Row[];
   }
 
-  /** Hand a reply to delivery (the channel adapters pick it up). */
-  addDelivery(delivery: {
-    source: string;
-    sourceId: string;
-    channel: string;
-    recipient?: string;
-    text: string;
-  }): string {
+  /** Record a delivery's final outcome (sent, failed, skipped or dead) for the audit trail. */
+  recordDelivery(delivery: DeliveryRecord): string {
     const id = randomUUID();
     const at = now();
     this.db
       .prepare(
-        "INSERT INTO deliveries (id, source, source_id, channel, recipient, text, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+        'INSERT INTO deliveries (id, source, source_id, channel, recipient, text, state, attempts, error, parts, parts_sent, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       )
       .run(
         id,
@@ -320,10 +348,35 @@ export class RuntimeStore {
         delivery.channel,
         delivery.recipient ?? null,
         delivery.text,
+        delivery.state,
+        delivery.attempts,
+        delivery.error ?? null,
+        delivery.parts,
+        delivery.partsSent,
         at,
         at,
       );
     return id;
+  }
+
+  /** The session's last route (channel and recipient), if any. */
+  lastRoute(sessionKey: string): { channel: string; recipient: string } | undefined {
+    const row = this.db
+      .prepare('SELECT channel, recipient FROM routes WHERE session_key = ?')
+      .get(sessionKey) as Row | undefined;
+    return row
+      ? { channel: row['channel'] as string, recipient: row['recipient'] as string }
+      : undefined;
+  }
+
+  /** Record where the session was last reached; `onlyIfMissing` seeds without overwriting. */
+  setRoute(sessionKey: string, channel: string, recipient: string, onlyIfMissing = false): void {
+    const verb = onlyIfMissing ? 'INSERT OR IGNORE' : 'INSERT OR REPLACE';
+    this.db
+      .prepare(
+        `${verb} INTO routes (session_key, channel, recipient, updated_at) VALUES (?, ?, ?, ?)`,
+      )
+      .run(sessionKey, channel, recipient, now());
   }
 
   /** Deliveries, newest first. */
@@ -388,6 +441,20 @@ export class RuntimeStore {
     this.db.close();
   }
 }
+
+/** A delivery as recorded once it is over. */
+export type DeliveryRecord = {
+  source: 'agent' | 'heartbeat';
+  sourceId: string;
+  channel: string;
+  recipient?: string;
+  text: string;
+  state: 'sent' | 'failed' | 'skipped' | 'dead';
+  attempts: number;
+  parts: number;
+  partsSent: number;
+  error?: string;
+};
 
 /** A system event to append. */
 export type NewEvent = {

@@ -3,10 +3,12 @@
  * the agents and their runners, the heartbeat and the action worker.
  */
 import type { LoadedConfig } from '../config.ts';
+import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
 import type { Policy } from '../policy.ts';
 import { resolveAgents } from './agents.ts';
 import { createHeartbeat, type Heartbeat } from './heartbeat.ts';
+import { killGroup } from './runners/command.ts';
 import { RuntimeStore } from './runtime-store.ts';
 import { parseSchedule } from './schedule.ts';
 import { type ActionWorker, createActionWorker } from './worker.ts';
@@ -20,9 +22,19 @@ export type Runtime = {
 };
 
 /** Start the runtime over the data directory's store. */
-export function startRuntime(loaded: LoadedConfig, policy: Policy, logger: Logger): Runtime {
+export function startRuntime(
+  loaded: LoadedConfig,
+  policy: Policy,
+  logger: Logger,
+  adapters: ReadonlyMap<string, ChannelAdapter>,
+): Runtime {
   const { config } = loaded;
   const store = RuntimeStore.open(loaded.dataDir);
+  // A declared route seeds `last` until a delivery records a real one.
+  // A heartbeat a killed instance left running: end its runner; its events stay pending.
+  for (const pgid of store.recoverHeartbeats()) killGroup(pgid);
+  const seed = config.session.defaultRoute;
+  if (seed) store.setRoute(config.session.mainKey, seed.channel, seed.to, true);
   const controller = new AbortController();
   const agents = resolveAgents(config, loaded.baseDir, policy.defaultAgentId);
   const defaultAgent = agents.get(policy.defaultAgentId);
@@ -30,6 +42,7 @@ export function startRuntime(loaded: LoadedConfig, policy: Policy, logger: Logge
   const heartbeat = createHeartbeat({
     store,
     agent: defaultAgent,
+    adapters,
     settings: {
       mainKey: config.session.mainKey,
       prompt: config.runtime.heartbeat.prompt,
@@ -43,6 +56,7 @@ export function startRuntime(loaded: LoadedConfig, policy: Policy, logger: Logge
   const worker = createActionWorker({
     store,
     agents,
+    adapters,
     heartbeat,
     settings: {
       mainKey: config.session.mainKey,

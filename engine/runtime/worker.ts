@@ -8,13 +8,15 @@
  * running are resumed at once and their old runner processes are ended.
  */
 import type { Action, AgentAction, WakeAction } from '../../schemas/action.ts';
+import type { ChannelAdapter } from '../delivery/adapter.ts';
+import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import { isAckOnly, retryDelayMs, summaryLine } from './replies.ts';
 import { killGroup } from './runners/command.ts';
 import type { RunResult } from './runners/runner.ts';
-import type { RunRow, RuntimeStore } from './runtime-store.ts';
+import type { DeliveryProgress, Outcome, RunRow, RuntimeStore } from './runtime-store.ts';
 
 export type WorkerSettings = {
   mainKey: string;
@@ -41,12 +43,13 @@ export type ActionWorker = {
 export function createActionWorker(deps: {
   store: RuntimeStore;
   agents: ReadonlyMap<string, AgentSettings>;
+  adapters: ReadonlyMap<string, ChannelAdapter>;
   heartbeat: Heartbeat;
   settings: WorkerSettings;
   logger: Logger;
   controller: AbortController;
 }): ActionWorker {
-  const { store, agents, heartbeat, settings, logger } = deps;
+  const { store, agents, adapters, heartbeat, settings, logger } = deps;
   const busy = new Map<string, Promise<void>>();
   let scheduled = false;
   let stopped = false;
@@ -115,74 +118,208 @@ export function createActionWorker(deps: {
   }
 
   async function executeAgent(row: RunRow, action: AgentAction): Promise<void> {
-    const agent = agents.get(action.agentId) ?? agents.get(settings.defaultAgentId);
-    let result: RunResult;
-    if (!agent?.runner) {
-      result = {
-        status: 'error',
-        reason: `no runner is configured for agent "${action.agentId}" (agents.defaults.runner)`,
-      };
-    } else {
-      result = await agent.runner.run(
-        {
-          kind: 'agent',
-          runId: action.id,
-          agentId: action.agentId,
-          sessionKey: action.sessionKey,
-          message: action.prompt ?? action.message,
-          ...((action.model ?? agent.model) && { model: action.model ?? agent.model }),
-          ...(action.thinking && { thinking: action.thinking }),
-          timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
-          history: store
-            .history(action.sessionKey, settings.historyTurns)
-            .map(({ role, text }) => ({ role, text })),
-        },
-        {
-          signal: deps.controller.signal,
-          onSpawn: (pgid) => store.setRunnerGroup(action.id, pgid),
-        },
-      );
+    // A turn that already ran and was waiting for its delivery: redo only the delivery.
+    if (row.outcome?.status === 'delivering' && row.outcome.reply !== undefined) {
+      return deliverReply(row, action, row.outcome.reply);
     }
+    const result = await runTurn(action);
     if (result.status === 'retry') return retryOrGiveUp(row, action, result);
-    const trusted = !action.untrusted;
-    const event = (status: 'ok' | 'error' | 'timeout', text: string) => ({
-      sessionKey: settings.mainKey,
-      text: summaryLine(action.name, { status, text }),
-      source: 'hook-summary',
-      actionId: action.id,
-      trusted,
-    });
-    if (result.status === 'ok') {
-      const ack = isAckOnly(result.reply, settings.ackToken);
-      store.addTurns(action.sessionKey, action.id, action.prompt ?? action.message, result.reply);
-      store.finish(
-        action.id,
-        'done',
-        { status: 'ok', reply: result.reply, ack },
-        event('ok', result.reply),
-      );
-      if (action.deliver && !ack) {
-        store.addDelivery({
-          source: 'agent',
-          sourceId: action.id,
-          channel: action.channel,
-          ...(action.to !== undefined && { recipient: action.to }),
-          text: result.reply,
-        });
-      }
-    } else {
+    if (result.status !== 'ok') {
       store.finish(
         action.id,
         'failed',
         { status: result.status, reason: result.reason },
-        event(result.status, result.reason),
+        summaryEvent(action, result.status, result.reason),
       );
       logger.warn(
         { actionId: action.id, status: result.status, reason: result.reason },
         'agent run failed',
       );
+      if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+      return;
     }
-    if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+    const ack = isAckOnly(result.reply, settings.ackToken);
+    store.addTurns(action.sessionKey, action.id, action.prompt ?? action.message, result.reply);
+    // Ack-only replies are never delivered.
+    if (!action.deliver || ack) {
+      store.finish(
+        action.id,
+        'done',
+        { status: 'ok', reply: result.reply, ack },
+        summaryEvent(action, 'ok', result.reply),
+      );
+      if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+      return;
+    }
+    return deliverReply(row, action, result.reply);
+  }
+
+  async function runTurn(action: AgentAction): Promise<RunResult> {
+    const agent = agents.get(action.agentId) ?? agents.get(settings.defaultAgentId);
+    if (!agent?.runner) {
+      return {
+        status: 'error',
+        reason: `no runner is configured for agent "${action.agentId}" (agents.defaults.runner)`,
+      };
+    }
+    return agent.runner.run(
+      {
+        kind: 'agent',
+        runId: action.id,
+        agentId: action.agentId,
+        sessionKey: action.sessionKey,
+        message: action.prompt ?? action.message,
+        ...((action.model ?? agent.model) && { model: action.model ?? agent.model }),
+        ...(action.thinking && { thinking: action.thinking }),
+        timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
+        history: store
+          .history(action.sessionKey, settings.historyTurns)
+          .map(({ role, text }) => ({ role, text })),
+      },
+      { signal: deps.controller.signal, onSpawn: (pgid) => store.setRunnerGroup(action.id, pgid) },
+    );
+  }
+
+  function summaryEvent(
+    action: AgentAction,
+    status: 'ok' | 'error' | 'timeout',
+    text: string,
+    note?: string,
+  ) {
+    const line = summaryLine(action.name, { status, text });
+    return {
+      sessionKey: settings.mainKey,
+      text: note ? `${line} [${note}]` : line,
+      source: 'hook-summary',
+      actionId: action.id,
+      trusted: !action.untrusted,
+    };
+  }
+
+  /** Deliver a reply (resuming after the parts already sent); the summary follows the final outcome. */
+  async function deliverReply(row: RunRow, action: AgentAction, reply: string): Promise<void> {
+    const previous = row.outcome?.delivery;
+    const route = resolveRoute(
+      {
+        channel: action.channel,
+        ...(action.to !== undefined && { to: action.to }),
+        fallback: action.mappingId !== undefined,
+      },
+      store.lastRoute(settings.mainKey),
+      adapters,
+    );
+    const attempts = (previous?.attempts ?? 0) + 1;
+    const record = (
+      state: 'sent' | 'failed' | 'skipped' | 'dead',
+      detail: {
+        channel: string;
+        recipient?: string;
+        parts: number;
+        partsSent: number;
+        reason?: string;
+      },
+    ) =>
+      store.recordDelivery({
+        source: 'agent',
+        sourceId: action.id,
+        channel: detail.channel,
+        ...(detail.recipient !== undefined && { recipient: detail.recipient }),
+        text: reply,
+        state,
+        attempts,
+        parts: detail.parts,
+        partsSent: detail.partsSent,
+        ...(detail.reason !== undefined && { error: detail.reason }),
+      });
+    const finishWith = (
+      state: 'done' | 'failed' | 'dead',
+      delivery: DeliveryProgress,
+      note?: string,
+    ) => {
+      store.finish(
+        action.id,
+        state,
+        { status: 'ok', reply, delivery },
+        summaryEvent(action, 'ok', reply, note),
+      );
+      if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+    };
+    if ('skipped' in route) {
+      record('skipped', { channel: action.channel, parts: 0, partsSent: 0, reason: route.skipped });
+      logger.warn({ actionId: action.id, reason: route.skipped }, 'delivery skipped');
+      finishWith(
+        'done',
+        { state: 'skipped', reason: route.skipped, attempts },
+        `delivery skipped: ${route.skipped}`,
+      );
+      return;
+    }
+    const target = { channel: route.channel, recipient: route.recipient };
+    const progress = (partsSent: number, parts?: number): Outcome => ({
+      status: 'delivering',
+      reply,
+      delivery: {
+        state: 'pending',
+        ...target,
+        partsSent,
+        attempts,
+        ...(parts !== undefined && { parts }),
+      },
+    });
+    const attempt = await sendParts(
+      route,
+      reply,
+      previous?.partsSent ?? 0,
+      (sent) => store.saveOutcome(action.id, progress(sent)),
+      deps.controller.signal,
+    );
+    const detail = {
+      ...target,
+      parts: attempt.parts,
+      partsSent: attempt.partsSent,
+      ...(attempt.reason !== undefined && { reason: attempt.reason }),
+    };
+    if (attempt.outcome === 'sent') {
+      store.setRoute(settings.mainKey, route.channel, route.recipient);
+      record('sent', detail);
+      finishWith('done', {
+        state: 'sent',
+        ...target,
+        parts: attempt.parts,
+        partsSent: attempt.partsSent,
+        attempts,
+      });
+      return;
+    }
+    const reason = attempt.reason ?? 'unknown';
+    if (attempt.outcome === 'retry' && !stopped && attempts < settings.retry.maxAttempts) {
+      const delay = retryDelayMs(attempts, settings.retry, attempt.retryAfterMs);
+      store.requeue(action.id, Date.now() + delay, progress(attempt.partsSent, attempt.parts));
+      logger.warn(
+        {
+          actionId: action.id,
+          channel: route.channel,
+          attempt: attempts,
+          delayMs: Math.round(delay),
+          reason,
+        },
+        'delivery will be retried',
+      );
+      setTimeout(kick, delay + 5).unref();
+      return;
+    }
+    if (attempt.outcome === 'retry' && stopped) {
+      store.requeue(action.id, 0, progress(attempt.partsSent, attempt.parts));
+      return;
+    }
+    const state = attempt.outcome === 'retry' ? 'dead' : 'failed';
+    record(state, detail);
+    logger.error({ actionId: action.id, channel: route.channel, reason }, 'delivery failed');
+    finishWith(
+      state,
+      { state, ...target, parts: attempt.parts, partsSent: attempt.partsSent, attempts, reason },
+      `delivery ${state === 'dead' ? 'gave up' : 'failed'}: ${reason}`,
+    );
   }
 
   function retryOrGiveUp(

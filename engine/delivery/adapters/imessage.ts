@@ -1,0 +1,122 @@
+/**
+ * The `imessage` channel: a text through a BlueBubbles server
+ * (`POST {url}/api/v1/message/text?password=...`) to a chat GUID, or to a
+ * phone number or email turned into a one-to-one chat GUID. Sends with the
+ * `apple-script` method, which needs no Private API helper on the Mac. The
+ * password rides in the query string, so the URL never enters a reason.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IMessageSettings } from '../../../schemas/channels.ts';
+import type { ChannelAdapter, SendResult } from '../adapter.ts';
+import { detail, type HttpReply, postJson, retryAfterHeaderMs } from './http-call.ts';
+
+/** Not documented by BlueBubbles; our choice. */
+export const IMESSAGE_MAX_LENGTH = 4000;
+
+const CHAT_GUID = /^(iMessage|SMS);([-+]);(\S+)$/;
+const E164 = /^\+[1-9][0-9]{6,14}$/;
+const EMAIL = /^[^\s@;]+@[^\s@;]+\.[^\s@;]+$/;
+
+const DUPLICATE = 'the message may or may not have gone out; not resent, to avoid a duplicate';
+
+/** A chat GUID as given; a bare phone number or email as `iMessage;-;<address>`. */
+export function normaliseIMessageRecipient(to: string): string {
+  const trimmed = to.trim();
+  if (CHAT_GUID.test(trimmed)) return trimmed;
+  return `iMessage;-;${normaliseAddress(trimmed)}`;
+}
+
+/** Why `to` is not a chat GUID, E.164 number or email address, or null when it is. */
+export function checkIMessageRecipient(to: string): string | null {
+  const trimmed = to.trim();
+  const guid = CHAT_GUID.exec(trimmed);
+  if (guid) {
+    if (guid[2] === '+' || isAddress(guid[3] as string)) return null;
+    return 'a one-to-one chat GUID needs an E.164 phone number or an email address after ";-;"';
+  }
+  if (isAddress(normaliseAddress(trimmed))) return null;
+  return 'expected a chat GUID ("iMessage;-;+15551234567"), an E.164 phone number or an email address';
+}
+
+function normaliseAddress(address: string): string {
+  return address.startsWith('+') ? address.replace(/[\s\-.()]/g, '') : address;
+}
+
+function isAddress(address: string): boolean {
+  return E164.test(address) || EMAIL.test(address);
+}
+
+/** Create the iMessage (BlueBubbles) adapter from its validated settings. */
+export function createIMessageAdapter(settings: Record<string, unknown>): ChannelAdapter {
+  const s = settings as IMessageSettings;
+  const base = s.url.replace(/\/+$/, '');
+  const url = `${base}/api/v1/message/text?password=${encodeURIComponent(s.password)}`;
+  const secrets = [s.password, encodeURIComponent(s.password)];
+  return {
+    id: 'imessage',
+    maxLength: IMESSAGE_MAX_LENGTH,
+    checkRecipient: checkIMessageRecipient,
+    normaliseRecipient: normaliseIMessageRecipient,
+    async send(to, text, signal) {
+      const body = {
+        chatGuid: normaliseIMessageRecipient(to),
+        tempGuid: randomUUID(),
+        message: text,
+        method: 'apple-script',
+      };
+      const outcome = await postJson(url, body, { headers: {}, timeoutMs: s.timeoutMs, signal });
+      return outcome.result ?? classifyIMessageReply(outcome.reply, secrets);
+    },
+  };
+}
+
+type BlueBubblesAnswer = {
+  message?: unknown;
+  error?: { type?: unknown; message?: unknown; error?: unknown };
+  data?: { guid?: unknown };
+};
+
+/** Map a BlueBubbles answer to a send result. */
+export function classifyIMessageReply(reply: HttpReply, secrets: readonly string[]): SendResult {
+  const json = (reply.json ?? {}) as BlueBubblesAnswer;
+  if (reply.status >= 200 && reply.status < 300) {
+    const id = json.data?.guid;
+    return typeof id === 'string' ? { status: 'sent', messageId: id } : { status: 'sent' };
+  }
+  const type = typeof json.error?.type === 'string' ? json.error.type : undefined;
+  // An iMessage Error can carry the Mac's AppleScript output, which may quote the text.
+  const said =
+    type === 'iMessage Error'
+      ? ''
+      : detail(json.error?.message ?? json.error?.error ?? json.message, secrets);
+  const base = `BlueBubbles HTTP ${reply.status}${type ? ` (${type})` : ''}`;
+  const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;
+  if (reply.status === 429) {
+    // BlueBubbles documents no rate limit; a tunnel or proxy in front of the Mac can.
+    const wait = retryAfterHeaderMs(reply.headers['retry-after']);
+    const reason = explain('rate limited');
+    return wait === undefined
+      ? { status: 'retry', reason }
+      : { status: 'retry', reason, retryAfterMs: wait };
+  }
+  if (reply.status === 504) {
+    return {
+      status: 'retry',
+      reason: explain('gateway timeout; a retry can duplicate the message'),
+    };
+  }
+  if (reply.status === 502 || reply.status === 503) {
+    return { status: 'retry', reason: explain('server unavailable') };
+  }
+  return { status: 'failed', reason: explain(refusal(reply.status, type, said)) };
+}
+
+function refusal(status: number, type: string | undefined, said: string): string {
+  if (status === 401) return 'server password rejected';
+  if (status === 400 && /already queued/i.test(said))
+    return 'a send with this id is in flight; not resent';
+  if (status === 400) return 'request refused';
+  if (type === 'Server Error') return 'server misconfigured';
+  if (status >= 500) return `send failed; ${DUPLICATE}`;
+  return 'request refused';
+}

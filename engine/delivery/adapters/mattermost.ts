@@ -1,0 +1,90 @@
+/**
+ * The `mattermost` channel: a post to a channel id through the Mattermost
+ * REST API v4 (`POST {url}/api/v4/posts`), classifying the answer on the
+ * HTTP status and Mattermost's error `id` into retry or permanent failure.
+ */
+import type { MattermostSettings } from '../../../schemas/channels.ts';
+import type { ChannelAdapter, SendResult } from '../adapter.ts';
+import { detail, type HttpReply, postJson, retryAfterHeaderMs } from './http-call.ts';
+
+/**
+ * The server's default maximum post size, in runes (code points). Counting
+ * UTF-16 code units, as the splitter does, never undercounts runes. Servers
+ * with an old database schema take only 4,000 runes: they answer
+ * `message_length`, reported as "re-split".
+ */
+export const MATTERMOST_MAX_LENGTH = 16_383;
+
+const CHANNEL_ID = /^[a-z0-9]{26}$/;
+
+/** Why `to` is not a Mattermost channel id, or null when it is. */
+export function checkMattermostRecipient(to: string): string | null {
+  if (CHANNEL_ID.test(to)) return null;
+  if (/^[A-Za-z0-9]{26}$/.test(to)) return 'Mattermost channel ids are lower case';
+  return 'expected a Mattermost channel id: 26 lower-case letters and digits';
+}
+
+/** Create the Mattermost adapter from its validated settings. */
+export function createMattermostAdapter(settings: Record<string, unknown>): ChannelAdapter {
+  const s = settings as MattermostSettings;
+  const url = `${s.url.replace(/\/+$/, '')}/api/v4/posts`;
+  const secrets = [s.token];
+  return {
+    id: 'mattermost',
+    maxLength: MATTERMOST_MAX_LENGTH,
+    checkRecipient: checkMattermostRecipient,
+    async send(to, text, signal) {
+      const outcome = await postJson(
+        url,
+        { channel_id: to, message: text },
+        { headers: { authorization: `Bearer ${s.token}` }, timeoutMs: s.timeoutMs, signal },
+      );
+      return outcome.result ?? classifyMattermostReply(outcome.reply, secrets);
+    },
+  };
+}
+
+type MattermostError = { id?: unknown; message?: unknown };
+
+/** Map a Mattermost answer to a send result. */
+export function classifyMattermostReply(reply: HttpReply, secrets: readonly string[]): SendResult {
+  if (reply.status >= 200 && reply.status < 300) {
+    const id = (reply.json as { id?: unknown } | undefined)?.id;
+    return typeof id === 'string' ? { status: 'sent', messageId: id } : { status: 'sent' };
+  }
+  const error = (reply.json ?? {}) as MattermostError;
+  const errorId = typeof error.id === 'string' ? error.id : undefined;
+  const said = detail(error.message, secrets);
+  const base = `Mattermost HTTP ${reply.status}${errorId ? ` (${errorId})` : ''}`;
+  const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;
+  if (reply.status === 429) {
+    return withWait(explain('rate limited'), rateLimitWaitMs(reply));
+  }
+  if (reply.status >= 500) return { status: 'retry', reason: explain('server error') };
+  return { status: 'failed', reason: explain(refusal(reply.status, errorId)) };
+}
+
+function refusal(status: number, errorId: string | undefined): string {
+  if (errorId?.includes('message_length')) return 'message too long for this server; re-split';
+  if (status === 401) return 'token rejected';
+  if (status === 403) return 'no permission to post in this channel (is the bot a member?)';
+  if (status === 404) return 'not found';
+  if (errorId === 'api.context.invalid_param.app_error')
+    return 'invalid parameter (unknown channel?)';
+  return 'request refused';
+}
+
+// `Retry-After` (seconds) first; else `X-Ratelimit-Reset`, seconds until the reset.
+function rateLimitWaitMs(reply: HttpReply): number | undefined {
+  const retryAfter = retryAfterHeaderMs(reply.headers['retry-after']);
+  if (retryAfter !== undefined) return retryAfter;
+  const reset = reply.headers['x-ratelimit-reset'];
+  const text = (Array.isArray(reset) ? reset[0] : reset)?.trim();
+  return text && /^\d+$/.test(text) ? Number(text) * 1000 : undefined;
+}
+
+function withWait(reason: string, retryAfterMs: number | undefined): SendResult {
+  return retryAfterMs === undefined
+    ? { status: 'retry', reason }
+    : { status: 'retry', reason, retryAfterMs };
+}

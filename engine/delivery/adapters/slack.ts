@@ -1,0 +1,97 @@
+/**
+ * The `slack` channel: Web API `chat.postMessage` to a conversation id with
+ * a bot token. Slack answers most errors with HTTP 200 and
+ * `{"ok":false,"error":"…"}`, so `ok` is always checked and the `error`
+ * string, not the status, decides retry or failure.
+ */
+import type { SlackSettings } from '../../../schemas/channels.ts';
+import type { ChannelAdapter, SendResult } from '../adapter.ts';
+import { type HttpReply, postJson, retry, retryAfterHeaderMs } from './http-call.ts';
+
+/** Slack's recommended maximum for `text` (it truncates past 40,000). */
+export const SLACK_MAX_LENGTH = 4000;
+
+// Conversation ids (public, private / multi-party, direct message) and user
+// ids (posts into the app's DM with that user).
+const CONVERSATION = /^[CGD][A-Z0-9]{8,}$/;
+const USER = /^[UW][A-Z0-9]{8,}$/;
+
+const RATE_LIMITED = new Set(['rate_limited', 'ratelimited']);
+// The message was not posted: resending is safe.
+const TRANSIENT = new Set(['service_unavailable', 'request_timeout', 'team_added_to_org']);
+// Slack says part of the operation may have succeeded.
+const SERVER_FAILURE = new Set(['internal_error', 'fatal_error']);
+
+// Permanent errors with a hint for the operator; any other `error` is permanent too.
+const HINTS: ReadonlyMap<string, string> = new Map([
+  ['not_authed', 'check the bot token'],
+  ['invalid_auth', 'check the bot token'],
+  ['account_inactive', 'check the bot token'],
+  ['token_revoked', 'check the bot token'],
+  ['missing_scope', 'the token needs the chat:write scope'],
+  ['channel_not_found', 'unknown channel, or not visible to the bot'],
+  ['not_in_channel', 'invite the bot to the channel'],
+  ['is_archived', 'the channel is archived'],
+  ['msg_too_long', 'the part is too long'],
+]);
+
+/** Why `to` is not a Slack conversation or user id, or null when it is. */
+export function checkSlackRecipient(to: string): string | null {
+  const id = to.trim();
+  if (CONVERSATION.test(id) || USER.test(id)) return null;
+  if (id.startsWith('#')) return 'use the channel id (e.g. C0123456789), not its name';
+  return 'expected a Slack channel id (C…, G…, D…) or user id (U…, W…)';
+}
+
+/** Create the Slack adapter from its validated settings. */
+export function createSlackAdapter(settings: Record<string, unknown>): ChannelAdapter {
+  const s = settings as SlackSettings;
+  const url = `${s.baseUrl.replace(/\/+$/, '')}/chat.postMessage`;
+  return {
+    id: 'slack',
+    maxLength: SLACK_MAX_LENGTH,
+    checkRecipient: checkSlackRecipient,
+    normaliseRecipient: (to) => to.trim(),
+    async send(to, text, signal) {
+      const outcome = await postJson(
+        url,
+        { channel: to.trim(), text },
+        {
+          headers: {
+            authorization: `Bearer ${s.botToken}`,
+            'content-type': 'application/json; charset=utf-8',
+          },
+          timeoutMs: s.timeoutMs,
+          signal,
+        },
+      );
+      return outcome.result ?? classifySlackReply(outcome.reply);
+    },
+  };
+}
+
+type SlackAnswer = { ok?: unknown; ts?: unknown; error?: unknown };
+
+/** Map a chat.postMessage answer to a send result. */
+export function classifySlackReply(reply: HttpReply): SendResult {
+  const json = reply.json as SlackAnswer | undefined;
+  const wait = retryAfterHeaderMs(reply.headers['retry-after']);
+  if (reply.status === 429) return retry('Slack HTTP 429: rate limited', wait);
+  if (reply.status >= 500) return retry(`Slack HTTP ${reply.status}`, wait);
+  if (json?.ok === true) {
+    return typeof json.ts === 'string'
+      ? { status: 'sent', messageId: json.ts }
+      : { status: 'sent' };
+  }
+  // Slack's error values are short snake_case codes; anything else is not echoed.
+  const error =
+    typeof json?.error === 'string' && /^[a-z_]{1,64}$/.test(json.error) ? json.error : '';
+  const reason = `Slack HTTP ${reply.status}${error ? `: ${error}` : ''}`;
+  if (RATE_LIMITED.has(error)) return retry(reason, wait);
+  if (TRANSIENT.has(error)) return retry(reason, wait);
+  if (SERVER_FAILURE.has(error)) {
+    return retry(`${reason}; Slack may have posted the message, so a retry can duplicate it`, wait);
+  }
+  const hint = HINTS.get(error) ?? (error ? undefined : 'no "ok" in the answer');
+  return { status: 'failed', reason: hint ? `${reason} (${hint})` : reason };
+}

@@ -1,0 +1,87 @@
+/**
+ * Delivering a reply: resolve the route (`last` from the main session, the
+ * mapped-hook fallback to whatsapp, the last recipient when `to` is
+ * omitted), split the text to the product's limit, send the parts in order
+ * from where an earlier attempt stopped, and record the session's last route
+ * after a success. Retrying is the worker's job; this says what happened.
+ */
+import type { ChannelAdapter } from './adapter.ts';
+import { splitMessage } from './split.ts';
+
+/** Where a reply should go, as the action says it. */
+export type DeliveryRequest = {
+  channel: string;
+  to?: string;
+  /** Mapped hooks fall back to whatsapp when there is no last route (spec 2.4). */
+  fallback: boolean;
+};
+
+export type Route = { channel: string; recipient: string; adapter: ChannelAdapter };
+
+/** The channel mapped hooks fall back to. */
+export const FALLBACK_CHANNEL = 'whatsapp';
+
+/** Resolve a delivery request to a route, or the reason it has none. Pure. */
+export function resolveRoute(
+  request: DeliveryRequest,
+  last: { channel: string; recipient: string } | undefined,
+  adapters: ReadonlyMap<string, ChannelAdapter>,
+): Route | { skipped: string } {
+  let channel = request.channel;
+  if (channel === 'last') {
+    if (last) channel = last.channel;
+    else if (request.fallback) channel = FALLBACK_CHANNEL;
+    else
+      return {
+        skipped: 'there is no last route yet (no delivery so far and no session.defaultRoute)',
+      };
+  }
+  const adapter = adapters.get(channel);
+  if (!adapter) {
+    const why =
+      request.channel === 'last' ? ` (fallback for channel "last" without a last route)` : '';
+    return { skipped: `channel "${channel}" is not configured${why}` };
+  }
+  const recipient = request.to ?? (last?.channel === channel ? last.recipient : undefined);
+  if (recipient === undefined)
+    return { skipped: `no recipient for ${channel}: no "to" and no last recipient on it` };
+  const problem = adapter.checkRecipient(recipient);
+  if (problem) return { skipped: `recipient is not valid for ${channel}: ${problem}` };
+  return { channel, recipient: adapter.normaliseRecipient?.(recipient) ?? recipient, adapter };
+}
+
+/** What one delivery attempt achieved. */
+export type Attempt = {
+  outcome: 'sent' | 'retry' | 'failed';
+  parts: number;
+  partsSent: number;
+  reason?: string;
+  retryAfterMs?: number;
+};
+
+/** Send the parts of `text` from `partsSent` on; `onPart` persists progress after each part. */
+export async function sendParts(
+  route: Route,
+  text: string,
+  partsSent: number,
+  onPart: (partsSent: number) => void,
+  signal?: AbortSignal,
+): Promise<Attempt> {
+  const parts = splitMessage(text, route.adapter.maxLength);
+  for (let i = partsSent; i < parts.length; i++) {
+    const result = await route.adapter.send(route.recipient, parts[i] as string, signal);
+    if (result.status === 'retry') {
+      return {
+        outcome: 'retry',
+        parts: parts.length,
+        partsSent: i,
+        reason: result.reason,
+        ...(result.retryAfterMs !== undefined && { retryAfterMs: result.retryAfterMs }),
+      };
+    }
+    if (result.status === 'failed')
+      return { outcome: 'failed', parts: parts.length, partsSent: i, reason: result.reason };
+    onPart(i + 1);
+  }
+  return { outcome: 'sent', parts: parts.length, partsSent: parts.length };
+}
