@@ -9,6 +9,7 @@ import type { AgentPayload, WakePayload } from '../schemas/payloads.ts';
 import type { Envelope } from './envelope.ts';
 import { HookError } from './errors.ts';
 import {
+  checkRecipient,
   type Policy,
   resolveAgentId,
   resolveChannel,
@@ -109,6 +110,7 @@ export function buildAgentAction(
     throw new HookError('invalid_payload', 'mode: differs from wakeMode (give one of them)');
   }
   const channel = resolveChannel(policy, fields.channel);
+  checkRecipient(policy, channel, fields.to);
   const model = resolveModel(policy, fields.model);
   const agentId = resolveAgentId(policy, fields.agentId);
   const requested =

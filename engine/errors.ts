@@ -30,6 +30,7 @@ export const ERRORS = Object.freeze({
   invalid_session_key: { status: 400, message: 'The session key is malformed.' },
   model_not_allowed: { status: 403, message: 'This model is not in the allowed model list.' },
   invalid_channel: { status: 400, message: 'Unknown delivery channel.' },
+  invalid_recipient: { status: 400, message: 'The recipient is not valid for this channel.' },
   idempotency_conflict: {
     status: 409,
     message: 'This idempotency key was already used with a different request.',

@@ -14,6 +14,7 @@ import { type Condition, compileCondition, RuleError } from './conditions.ts';
 import { ConfigError } from './config.ts';
 import { HookError } from './errors.ts';
 import {
+  checkRecipient,
   type Policy,
   resolveAgentId,
   resolveChannel,
@@ -281,6 +282,12 @@ function checkStaticPolicy(fields: FieldPlan, policy: Policy, fail: Fail): void 
     ['agentId', (v: string) => resolveAgentId(policy, v)],
     ['model', (v: string) => resolveModel(policy, v)],
     ['channel', (v: string) => resolveChannel(policy, v)],
+    // A static recipient on a static channel is checked against the channel's form now.
+    [
+      'to',
+      (v: string) =>
+        typeof fields.channel === 'string' && checkRecipient(policy, fields.channel, v),
+    ],
   ] as const;
   for (const [field, check] of checks) {
     const value = fields[field];

@@ -6,6 +6,7 @@
  */
 import type { ChannelId, Config } from '../schemas/config.ts';
 import type { SessionKeySource } from '../schemas/action.ts';
+import { createAdapters } from './delivery/registry.ts';
 import { HookError } from './errors.ts';
 import { isWellFormedSessionKey, keyHasAllowedPrefix } from './session-key.ts';
 
@@ -22,6 +23,8 @@ export type Policy = {
   allowedModels: ReadonlySet<string> | null;
   modelAliases: ReadonlyMap<string, string>;
   channels: ReadonlySet<string>;
+  /** Recipient checks of the configured channels (why a `to` is invalid, or null). */
+  recipientChecks: ReadonlyMap<string, (to: string) => string | null>;
 };
 
 /** Derive the policy from a validated config. */
@@ -42,6 +45,12 @@ export function policyFromConfig(config: Config): Policy {
     allowedModels: models ? new Set(Object.keys(models)) : null,
     modelAliases: aliases,
     channels: new Set(Object.keys(config.channels)),
+    recipientChecks: new Map(
+      [...createAdapters(config.channels)].map(([id, adapter]) => [
+        id,
+        (to: string) => adapter.checkRecipient(to),
+      ]),
+    ),
   };
 }
 
@@ -115,6 +124,14 @@ export function resolveModel(policy: Policy, requested: string | undefined): str
     throw new HookError('model_not_allowed', `Model "${model}" is not in agents.defaults.models.`);
   }
   return model;
+}
+
+/** Check a recipient against its channel's form (E.164, chat id, ...): a bad one is refused at the door. */
+export function checkRecipient(policy: Policy, channel: string, to: string | undefined): void {
+  // With `last` the channel is only known at delivery time.
+  if (to === undefined || channel === 'last') return;
+  const problem = policy.recipientChecks.get(channel)?.(to);
+  if (problem) throw new HookError('invalid_recipient', `to: ${problem} (channel ${channel})`);
 }
 
 /** Check a delivery channel: `last` or one of the configured channels. */

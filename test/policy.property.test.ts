@@ -21,6 +21,7 @@ function basePolicy(overrides: Partial<Policy>): Policy {
     allowedModels: null,
     modelAliases: new Map(),
     channels: new Set(),
+    recipientChecks: new Map(),
     ...overrides,
   };
 }

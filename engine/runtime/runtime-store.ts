@@ -286,11 +286,17 @@ export class RuntimeStore {
   /** After a crash: heartbeats left running are failed (their events stay pending); returns runner groups. */
   recoverHeartbeats(): number[] {
     return this.transaction(() => {
-      const rows = this.db.prepare("SELECT runner_pgid FROM heartbeats WHERE state = 'running'").all() as Row[];
+      const rows = this.db
+        .prepare("SELECT runner_pgid FROM heartbeats WHERE state = 'running'")
+        .all() as Row[];
       this.db
-        .prepare("UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'")
+        .prepare(
+          "UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'",
+        )
         .run(now());
-      return rows.flatMap((row) => (row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])]));
+      return rows.flatMap((row) =>
+        row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])],
+      );
     });
   }
 

@@ -1,0 +1,228 @@
+/**
+ * The `msteams` channel: a plain-text activity to a conversation through the
+ * Bot Framework Connector (`POST {serviceUrl}/v3/conversations/{id}/activities`),
+ * authenticated with a client-credentials token from Microsoft Entra that is
+ * cached until shortly before it expires. A 401 refreshes the token once and
+ * resends once; Teams' `error.code` and status decide retry or failure.
+ */
+import type { TeamsSettings } from '../../../schemas/channels.ts';
+import type { ChannelAdapter, SendResult } from '../adapter.ts';
+import {
+  detail,
+  type HttpOutcome,
+  type HttpReply,
+  httpCall,
+  postJson,
+  retryAfterHeaderMs,
+} from './http-call.ts';
+
+/**
+ * Longest part, in UTF-16 code units. We keep each activity within 28 KB of
+ * UTF-16 (14,336 code units of serialised JSON); 12,000 leaves room for the
+ * activity's other fields and JSON escapes of newlines and quotes.
+ */
+export const TEAMS_MAX_LENGTH = 12_000;
+
+/** Longest conversation id we accept (ids are opaque; real ones are far shorter). */
+export const TEAMS_MAX_RECIPIENT_LENGTH = 512;
+
+/** Refresh a cached token this long before it expires (at most half its lifetime). */
+export const TEAMS_TOKEN_MARGIN_MS = 5 * 60_000;
+
+const SCOPE = 'https://api.botframework.com/.default';
+
+/** Why `to` is not a plausible Teams conversation id, or null when it is. */
+export function checkTeamsRecipient(to: string): string | null {
+  if (to.length === 0) return 'expected a Teams conversation id';
+  if (/\s/.test(to)) return 'a Teams conversation id contains no whitespace';
+  if (to.length > TEAMS_MAX_RECIPIENT_LENGTH) {
+    return `a Teams conversation id has at most ${TEAMS_MAX_RECIPIENT_LENGTH} characters`;
+  }
+  return null;
+}
+
+/** Microsoft's client-credentials token endpoint for a tenant. */
+export function defaultTeamsTokenUrl(tenantId: string): string {
+  return `https://login.microsoftonline.com/${encodeURIComponent(tenantId)}/oauth2/v2.0/token`;
+}
+
+/** Create the Teams adapter from its validated settings. */
+export function createTeamsAdapter(settings: Record<string, unknown>): ChannelAdapter {
+  const s = settings as TeamsSettings;
+  const tokens = createTokenCache(s);
+  const base = s.serviceUrl.replace(/\/+$/, '');
+  const secrets = [s.appPassword];
+
+  const attempt = async (to: string, text: string, signal?: AbortSignal) => {
+    const token = await tokens.get(signal);
+    if (token.result) return { result: token.result };
+    const url = `${base}/v3/conversations/${encodeURIComponent(to)}/activities`;
+    const activity = { type: 'message', text, textFormat: 'plain' };
+    const headers = { authorization: `Bearer ${token.value}` };
+    const outcome = await postJson(url, activity, { headers, timeoutMs: s.timeoutMs, signal });
+    if (outcome.result) return { result: outcome.result };
+    const rejected = outcome.reply.status === 401 ? token.value : undefined;
+    return { result: classifyTeamsReply(outcome.reply, [...secrets, token.value]), rejected };
+  };
+
+  return {
+    id: 'msteams',
+    maxLength: TEAMS_MAX_LENGTH,
+    checkRecipient: checkTeamsRecipient,
+    async send(to, text, signal) {
+      const first = await attempt(to, text, signal);
+      if (first.rejected === undefined) return first.result;
+      // An expired or revoked token also yields 401: refresh once and resend once.
+      tokens.invalidate(first.rejected);
+      return (await attempt(to, text, signal)).result;
+    },
+  };
+}
+
+type TokenOutcome =
+  | { value: string; result?: undefined }
+  | { value?: undefined; result: SendResult };
+
+type TokenCache = {
+  /** A valid token, fetched when none is cached or it is about to expire. */
+  get(signal?: AbortSignal): Promise<TokenOutcome>;
+  /** Forget `value` if it is still the cached token. */
+  invalidate(value: string): void;
+};
+
+function createTokenCache(s: TeamsSettings): TokenCache {
+  let cached: { value: string; refreshAt: number } | undefined;
+  let pending: Promise<TokenOutcome> | undefined;
+  const fetchOnce = async (signal?: AbortSignal): Promise<TokenOutcome> => {
+    try {
+      const outcome = await requestToken(s, signal);
+      if (outcome.token)
+        cached = { value: outcome.token.value, refreshAt: outcome.token.refreshAt };
+      return outcome.token ? { value: outcome.token.value } : { result: outcome.result };
+    } finally {
+      pending = undefined;
+    }
+  };
+  return {
+    get(signal) {
+      if (cached && Date.now() < cached.refreshAt) return Promise.resolve({ value: cached.value });
+      pending ??= fetchOnce(signal);
+      return pending;
+    },
+    invalidate(value) {
+      if (cached?.value === value) cached = undefined;
+    },
+  };
+}
+
+type TokenFetch =
+  | { token: { value: string; refreshAt: number }; result?: undefined }
+  | { token?: undefined; result: SendResult };
+
+async function requestToken(s: TeamsSettings, signal?: AbortSignal): Promise<TokenFetch> {
+  const form = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: s.appId,
+    client_secret: s.appPassword,
+    scope: SCOPE,
+  });
+  const outcome: HttpOutcome = await httpCall(s.tokenUrl ?? defaultTeamsTokenUrl(s.tenantId), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: form.toString(),
+    timeoutMs: s.timeoutMs,
+    signal,
+  });
+  if (outcome.result) {
+    // No message was posted: drop the duplicate warning meant for sends.
+    return {
+      result: {
+        ...outcome.result,
+        reason: `Teams token request: ${firstClause(outcome.result.reason)}`,
+      },
+    };
+  }
+  return readToken(outcome.reply, [s.appPassword]);
+}
+
+/** Map the token endpoint's answer to a token (with its refresh time) or a result. */
+export function readToken(
+  reply: HttpReply,
+  secrets: readonly string[],
+  nowMs = Date.now(),
+): TokenFetch {
+  const json = (reply.json ?? {}) as {
+    access_token?: unknown;
+    expires_in?: unknown;
+    error?: unknown;
+    error_description?: unknown;
+  };
+  if (reply.status >= 200 && reply.status < 300 && typeof json.access_token === 'string') {
+    const lifetimeMs = toSeconds(json.expires_in) * 1000;
+    const refreshAt = nowMs + lifetimeMs - Math.min(TEAMS_TOKEN_MARGIN_MS, lifetimeMs / 2);
+    return { token: { value: json.access_token, refreshAt } };
+  }
+  const code = typeof json.error === 'string' ? ` (${json.error})` : '';
+  const said = detail(json.error_description, secrets);
+  const reason = `Teams token request HTTP ${reply.status}${code}${said ? `: ${said}` : ''}`;
+  if (reply.status === 429 || reply.status >= 500) {
+    const wait = retryAfterHeaderMs(reply.headers['retry-after']);
+    return {
+      result:
+        wait === undefined
+          ? { status: 'retry', reason }
+          : { status: 'retry', reason, retryAfterMs: wait },
+    };
+  }
+  if (reply.status < 300)
+    return { result: { status: 'failed', reason: `${reason}: no access_token` } };
+  return { result: { status: 'failed', reason: `${reason} (check appId, appPassword, tenantId)` } };
+}
+
+function toSeconds(value: unknown): number {
+  const seconds = typeof value === 'string' ? Number(value) : value;
+  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 ? seconds : 3600;
+}
+
+function firstClause(reason: string): string {
+  return reason.split(';')[0] as string;
+}
+
+/** Map a Connector answer to a send result (a 401 here is already after a token refresh). */
+export function classifyTeamsReply(reply: HttpReply, secrets: readonly string[]): SendResult {
+  const json = (reply.json ?? {}) as {
+    id?: unknown;
+    error?: { code?: unknown; message?: unknown };
+  };
+  if (reply.status >= 200 && reply.status < 300) {
+    return typeof json.id === 'string'
+      ? { status: 'sent', messageId: json.id }
+      : { status: 'sent' };
+  }
+  const code = typeof json.error?.code === 'string' ? json.error.code : undefined;
+  const said = detail(json.error?.message, secrets);
+  const base = `Teams HTTP ${reply.status}${code ? ` (${code})` : ''}`;
+  const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;
+  if (reply.status === 429) {
+    const wait = retryAfterHeaderMs(reply.headers['retry-after']);
+    const reason = explain('throttled');
+    return wait === undefined
+      ? { status: 'retry', reason }
+      : { status: 'retry', reason, retryAfterMs: wait };
+  }
+  if (reply.status === 412) return { status: 'retry', reason: explain('concurrent operation') };
+  if (reply.status >= 502) return { status: 'retry', reason: explain('service unavailable') };
+  return { status: 'failed', reason: explain(refusal(reply.status, code)) };
+}
+
+function refusal(status: number, code: string | undefined): string {
+  if (status === 401) return 'rejected even with a fresh token (is the bot registered?)';
+  if (code === 'InvalidBotApiHost')
+    return 'wrong serviceUrl for this conversation (e.g. a GCC tenant)';
+  if (status === 403) return 'the bot may not post in this conversation';
+  if (status === 404) return 'conversation not found';
+  if (status === 413) return 'message too large; re-split into smaller parts';
+  if (status === 500)
+    return 'service error (Teams advises not to retry); it may or may not have been posted';
+  return 'request refused';
+}
