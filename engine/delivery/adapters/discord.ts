@@ -18,7 +18,7 @@ import {
 export const DISCORD_MAX_LENGTH = 2000;
 
 /** Discord requires `DiscordBot ($url, $versionNumber)`; requests without one may be blocked. */
-export const DISCORD_USER_AGENT = 'DiscordBot (https://github.com/hookgate/hookgate, 0.1.0)';
+export const DISCORD_USER_AGENT = 'DiscordBot (hookgate, 0.1.0)';
 
 const SNOWFLAKE = /^[0-9]{17,20}$/;
 

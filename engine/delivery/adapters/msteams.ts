@@ -115,7 +115,8 @@ function createTokenCache(s: TeamsSettings): TokenCache {
   };
 }
 
-type TokenFetch =
+/** A token with the time to refresh it, or why none could be had. */
+export type TokenFetch =
   | { token: { value: string; refreshAt: number }; result?: undefined }
   | { token?: undefined; result: SendResult };
 

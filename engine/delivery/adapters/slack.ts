@@ -92,6 +92,6 @@ export function classifySlackReply(reply: HttpReply): SendResult {
   if (SERVER_FAILURE.has(error)) {
     return retry(`${reason}; Slack may have posted the message, so a retry can duplicate it`, wait);
   }
-  const hint = HINTS.get(error) ?? (error ? undefined : 'no "ok" in the answer');
+  const hint = HINTS.get(error) ?? (json?.ok === false ? undefined : 'no "ok" in the answer');
   return { status: 'failed', reason: hint ? `${reason} (${hint})` : reason };
 }
