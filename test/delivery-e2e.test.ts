@@ -1,0 +1,437 @@
+/**
+ * End-to-end delivery: `/hooks/agent` with `deliver: true` runs a real
+ * command-runner agent and its reply reaches a local stand-in of each of the
+ * eight products, in the product's wire format; `last` routes, the mapped-hook
+ * fallback to whatsapp, long-reply splitting, ack-only suppression, recipient
+ * checks at the door, and a rate-limited send retried without a second turn.
+ */
+import { readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RecordedRequest, StandIn, StandInReply } from './helpers/stand-in.ts';
+import { startStandIn } from './helpers/stand-in.ts';
+import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const NODE = realpathSync(path.join(ROOT, 'node_modules/.bin/node'));
+const AGENT = path.join(ROOT, 'test/fixtures/agent.mjs');
+
+type Product = {
+  channel: string;
+  to: string;
+  pathPart: string;
+  text: (req: RecordedRequest) => string;
+};
+
+// Where each product's request lands on the stand-in, and where its text is in the body.
+const PRODUCTS: Product[] = [
+  {
+    channel: 'whatsapp',
+    to: '+15551234567',
+    pathPart: '/wa/v23.0/1029384756/messages',
+    text: (r) => (r.json as { text: { body: string } }).text.body,
+  },
+  {
+    channel: 'telegram',
+    to: '123456789',
+    pathPart: '/tg/bot123456:tg-secret/sendMessage',
+    text: (r) => (r.json as { text: string }).text,
+  },
+  {
+    channel: 'discord',
+    to: '123456789012345678',
+    pathPart: '/dc/channels/123456789012345678/messages',
+    text: (r) => (r.json as { content: string }).content,
+  },
+  {
+    channel: 'slack',
+    to: 'C0123456789',
+    pathPart: '/sl/chat.postMessage',
+    text: (r) => (r.json as { text: string }).text,
+  },
+  {
+    channel: 'mattermost',
+    to: 'abcdefghijklmnopqrstuvwxyz',
+    pathPart: '/mm/api/v4/posts',
+    text: (r) => (r.json as { message: string }).message,
+  },
+  {
+    channel: 'signal',
+    to: '+15557654321',
+    pathPart: '/sg/v2/send',
+    text: (r) => (r.json as { message: string }).message,
+  },
+  {
+    channel: 'imessage',
+    to: '+15550001234',
+    pathPart: '/bb/api/v1/message/text',
+    text: (r) => (r.json as { message: string }).message,
+  },
+  {
+    channel: 'msteams',
+    to: '19:abc-conversation@thread.skype',
+    pathPart: '/teams/v3/conversations/',
+    text: (r) => (r.json as { text: string }).text,
+  },
+];
+
+/** The products' documented success answers, by path. */
+function success(req: RecordedRequest): StandInReply {
+  const url = req.url;
+  if (url.startsWith('/wa/'))
+    return {
+      status: 200,
+      body: {
+        messaging_product: 'whatsapp',
+        contacts: [{ input: '+1', wa_id: '1' }],
+        messages: [{ id: 'wamid.X' }],
+      },
+    };
+  if (url.startsWith('/tg/'))
+    return {
+      status: 200,
+      body: { ok: true, result: { message_id: 7, chat: { id: 123456789 }, date: 1, text: 'x' } },
+    };
+  if (url.startsWith('/dc/'))
+    return {
+      status: 200,
+      body: { id: '1100000000000000000', channel_id: '123456789012345678', content: 'x' },
+    };
+  if (url.startsWith('/sl/'))
+    return { status: 200, body: { ok: true, channel: 'C0123456789', ts: '1700000000.000100' } };
+  if (url.startsWith('/mm/'))
+    return {
+      status: 201,
+      body: {
+        id: 'p0000000000000000000000001',
+        channel_id: 'abcdefghijklmnopqrstuvwxyz',
+        message: 'x',
+      },
+    };
+  if (url.startsWith('/sg/')) return { status: 201, body: { timestamp: '1700000000000' } };
+  if (url.startsWith('/bb/'))
+    return { status: 200, body: { status: 200, message: 'Message sent!', data: { guid: 'G-1' } } };
+  if (url.startsWith('/token'))
+    return {
+      status: 200,
+      body: { token_type: 'Bearer', expires_in: 3600, access_token: 'teams-access-token' },
+    };
+  if (url.startsWith('/teams/')) return { status: 201, body: { id: 'activity-1' } };
+  return { status: 404, body: { error: 'no such path' } };
+}
+
+function channelSettings(base: string, only?: string[]) {
+  const all: Record<string, unknown> = {
+    whatsapp: { phoneNumberId: '1029384756', accessToken: 'wa-secret', baseUrl: `${base}/wa` },
+    telegram: { botToken: '123456:tg-secret', baseUrl: `${base}/tg` },
+    discord: { botToken: 'dc-secret', baseUrl: `${base}/dc` },
+    slack: { botToken: 'xoxb-sl-secret', baseUrl: `${base}/sl` },
+    mattermost: { url: `${base}/mm`, token: 'mm-secret' },
+    signal: { url: `${base}/sg`, number: '+15550001111' },
+    imessage: { url: `${base}/bb`, password: 'bb-secret' },
+    msteams: {
+      appId: 'app',
+      appPassword: 'teams-secret',
+      tenantId: 'tenant',
+      serviceUrl: `${base}/teams`,
+      tokenUrl: `${base}/token`,
+    },
+  };
+  return Object.fromEntries(Object.entries(all).filter(([id]) => !only || only.includes(id)));
+}
+
+async function waitFor<T>(probe: () => T | undefined, what: string, timeoutMs = 8000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function rows(
+  dataDir: string,
+  sql: string,
+  ...params: Array<string | number>
+): Array<Record<string, unknown>> {
+  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { readOnly: true });
+  try {
+    return db.prepare(sql).all(...params) as Array<Record<string, unknown>>;
+  } finally {
+    db.close();
+  }
+}
+
+const finished = (dataDir: string, id: string) =>
+  rows(
+    dataDir,
+    "SELECT state, outcome FROM actions WHERE id = ? AND state IN ('done', 'failed', 'dead')",
+    id,
+  )[0];
+
+async function startWith(standIn: StandIn, extra: Record<string, unknown> = {}, only?: string[]) {
+  const temp = tempDir();
+  const record = path.join(temp.dir, 'record.jsonl');
+  const { hooks, ...rest } = extra as { hooks?: Record<string, unknown> };
+  const server = await startTestServer(
+    {
+      channels: channelSettings(standIn.url, only),
+      runtime: {
+        heartbeat: { every: 'off' },
+        retry: { maxAttempts: 4, baseDelayMs: 20, maxDelayMs: 2000 },
+      },
+      agents: {
+        defaults: {
+          runner: { kind: 'command', argv: [NODE, AGENT], env: { AGENT_RECORD: record } },
+        },
+      },
+      ...rest,
+      hooks: { ...hooks },
+    },
+    { runtime: true, dataDir: temp.dir },
+  );
+  return { server, record, temp };
+}
+
+describe('delivery to each channel', () => {
+  let standIn: StandIn;
+  let server: TestServer;
+  let dataDir: string;
+  let cleanup: () => void;
+  beforeAll(async () => {
+    standIn = await startStandIn(success);
+    const started = await startWith(standIn);
+    server = started.server;
+    dataDir = started.temp.dir;
+    cleanup = started.temp.cleanup;
+  });
+  afterAll(async () => {
+    await server.stop();
+    await standIn.close();
+    cleanup();
+  });
+
+  it.each(PRODUCTS)(
+    '$channel: the reply reaches the product API and becomes the last route',
+    async (product) => {
+      const before = standIn.requests.length;
+      const res = await server.post('agent', {
+        message: `Hello ${product.channel}`,
+        name: 'CI',
+        channel: product.channel,
+        to: product.to,
+      });
+      expect(res.status).toBe(200);
+      const { runId } = (await res.json()) as { runId: string };
+      const done = await waitFor(() => finished(dataDir, runId), `run ${runId}`);
+      expect(done['state']).toBe('done');
+      const sent = standIn.requests.slice(before).filter((r) => r.url.includes(product.pathPart));
+      expect(sent).toHaveLength(1);
+      expect(product.text(sent[0] as RecordedRequest)).toBe(`done: Hello ${product.channel}`);
+      const delivery = rows(
+        dataDir,
+        'SELECT channel, state, parts_sent FROM deliveries WHERE source_id = ?',
+        runId,
+      )[0];
+      expect(delivery).toMatchObject({ channel: product.channel, state: 'sent', parts_sent: 1 });
+      const route = rows(
+        dataDir,
+        "SELECT channel, recipient FROM routes WHERE session_key = 'main'",
+      )[0];
+      expect(route?.['channel']).toBe(product.channel);
+    },
+  );
+
+  it('channel last with no "to" goes to the last route', async () => {
+    await server.post('agent', { message: 'first', channel: 'telegram', to: '555000111' });
+    await waitFor(
+      () => rows(dataDir, "SELECT 1 FROM routes WHERE recipient = '555000111'")[0],
+      'the telegram route',
+    );
+    const before = standIn.requests.length;
+    const res = await server.post('agent', { message: 'Follow-up' });
+    const { runId } = (await res.json()) as { runId: string };
+    await waitFor(() => finished(dataDir, runId), 'the follow-up');
+    const sent = standIn.requests.slice(before);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.url).toContain('/tg/');
+    expect((sent[0]?.json as { chat_id: unknown }).chat_id).toBe(555000111);
+  });
+
+  it('splits a long reply into parts the product accepts, in order', async () => {
+    const before = standIn.requests.length;
+    const res = await server.post('agent', {
+      message: 'LONG:5000',
+      channel: 'discord',
+      to: '123456789012345678',
+    });
+    const { runId } = (await res.json()) as { runId: string };
+    await waitFor(() => finished(dataDir, runId), 'the long run');
+    const parts = standIn.requests
+      .slice(before)
+      .map((r) => (r.json as { content: string }).content);
+    expect(parts.length).toBe(3);
+    expect(parts.every((p) => p.length <= 2000)).toBe(true);
+    expect(parts.join('').replace(/\s+/g, '')).toBe(
+      (
+        JSON.parse(
+          rows(dataDir, 'SELECT outcome FROM actions WHERE id = ?', runId)[0]?.[
+            'outcome'
+          ] as string,
+        ).reply as string
+      ).replace(/\s+/g, ''),
+    );
+  });
+
+  it('never delivers an ack-only reply', async () => {
+    const before = standIn.requests.length;
+    const res = await server.post('agent', { message: 'ACK', channel: 'slack', to: 'C0123456789' });
+    const { runId } = (await res.json()) as { runId: string };
+    const done = await waitFor(() => finished(dataDir, runId), 'the ack run');
+    expect(JSON.parse(done['outcome'] as string)).toMatchObject({ status: 'ok', ack: true });
+    expect(standIn.requests.length).toBe(before);
+    expect(rows(dataDir, 'SELECT 1 FROM deliveries WHERE source_id = ?', runId)).toHaveLength(0);
+  });
+
+  it.each([
+    ['whatsapp', '5551234567'],
+    ['telegram', 'not-a-chat'],
+    ['discord', '123'],
+    ['slack', '#general'],
+    ['mattermost', 'Town-Square'],
+  ])('refuses a %s recipient %j at the door (400 invalid_recipient)', async (channel, to) => {
+    const res = await server.post('agent', { message: 'x', channel, to });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+      'invalid_recipient',
+    );
+  });
+});
+
+describe('routes and retries', () => {
+  it('a mapped hook without a last route falls back to whatsapp', async () => {
+    const standIn = await startStandIn(success);
+    const { server, temp } = await startWith(standIn, {
+      hooks: {
+        mappings: [
+          {
+            id: 'alerts',
+            match: { path: 'alerts' },
+            templates: { message: 'Alert {{name}}' },
+            to: '+15559876543',
+          },
+        ],
+      },
+    });
+    try {
+      const res = await server.post('alerts', { name: 'disk' });
+      const { runId } = (await res.json()) as { runId: string };
+      await waitFor(() => finished(temp.dir, runId), 'the alert run');
+      const sent = standIn.requests.filter((r) => r.url.startsWith('/wa/'));
+      expect(sent).toHaveLength(1);
+      expect((sent[0]?.json as { to: string }).to).toBe('+15559876543');
+    } finally {
+      await server.stop();
+      await standIn.close();
+      temp.cleanup();
+    }
+  });
+
+  it('says in the summary why a delivery was skipped', async () => {
+    const standIn = await startStandIn(success);
+    const { server, temp } = await startWith(
+      standIn,
+      {
+        hooks: {
+          mappings: [
+            { id: 'alerts', match: { path: 'alerts' }, templates: { message: 'Alert {{name}}' } },
+          ],
+        },
+      },
+      ['telegram'],
+    );
+    try {
+      const res = await server.post('alerts', { name: 'disk' });
+      const { runId } = (await res.json()) as { runId: string };
+      await waitFor(() => finished(temp.dir, runId), 'the alert run');
+      const summary = rows(
+        temp.dir,
+        "SELECT text FROM system_events WHERE source = 'hook-summary' AND action_id = ?",
+        runId,
+      )[0];
+      expect(summary?.['text']).toMatch(
+        /^Hook Hook: done: Alert disk \[delivery skipped: channel "whatsapp" is not configured/,
+      );
+      expect(
+        rows(temp.dir, 'SELECT state FROM deliveries WHERE source_id = ?', runId)[0]?.['state'],
+      ).toBe('skipped');
+      expect(standIn.requests).toHaveLength(0);
+    } finally {
+      await server.stop();
+      await standIn.close();
+      temp.cleanup();
+    }
+  });
+
+  it("retries a rate-limited delivery after the product's wait, without running the turn again", async () => {
+    let calls = 0;
+    const standIn = await startStandIn((req) => {
+      calls++;
+      if (calls === 1)
+        return {
+          status: 429,
+          headers: { 'retry-after': '1' },
+          body: {
+            ok: false,
+            error_code: 429,
+            description: 'Too Many Requests: retry after 1',
+            parameters: { retry_after: 1 },
+          },
+        };
+      return success(req);
+    });
+    const { server, temp, record } = await startWith(standIn, {}, ['telegram']);
+    try {
+      const res = await server.post('agent', { message: 'Rate me', channel: 'telegram', to: '42' });
+      const { runId } = (await res.json()) as { runId: string };
+      const done = await waitFor(() => finished(temp.dir, runId), 'the retried delivery', 10_000);
+      expect(done['state']).toBe('done');
+      expect(standIn.requests).toHaveLength(2);
+      const turns = readFileSync(record, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(runId) && l.includes('"phase":"start"'));
+      expect(turns).toHaveLength(1);
+      const delivery = rows(
+        temp.dir,
+        'SELECT state, attempts FROM deliveries WHERE source_id = ?',
+        runId,
+      )[0];
+      expect(delivery).toMatchObject({ state: 'sent', attempts: 2 });
+    } finally {
+      await server.stop();
+      await standIn.close();
+      temp.cleanup();
+    }
+  });
+
+  it('seeds the last route from session.defaultRoute', async () => {
+    const standIn = await startStandIn(success);
+    const { server, temp } = await startWith(
+      standIn,
+      { session: { defaultRoute: { channel: 'slack', to: 'C0999999999' } } },
+      ['slack'],
+    );
+    try {
+      const res = await server.post('agent', { message: 'Seeded' });
+      const { runId } = (await res.json()) as { runId: string };
+      await waitFor(() => finished(temp.dir, runId), 'the seeded run');
+      expect((standIn.requests[0]?.json as { channel: string }).channel).toBe('C0999999999');
+    } finally {
+      await server.stop();
+      await standIn.close();
+      temp.cleanup();
+    }
+  });
+});
