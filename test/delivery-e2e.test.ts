@@ -257,7 +257,7 @@ describe('delivery to each channel', () => {
     const sent = standIn.requests.slice(before);
     expect(sent).toHaveLength(1);
     expect(sent[0]?.url).toContain('/tg/');
-    expect((sent[0]?.json as { chat_id: unknown }).chat_id).toBe(555000111);
+    expect((sent[0]?.json as { chat_id: unknown } | undefined)?.chat_id).toBe(555000111);
   });
 
   it('splits a long reply into parts the product accepts, in order', async () => {
@@ -331,7 +331,7 @@ describe('routes and retries', () => {
       await waitFor(() => finished(temp.dir, runId), 'the alert run');
       const sent = standIn.requests.filter((r) => r.url.startsWith('/wa/'));
       expect(sent).toHaveLength(1);
-      expect((sent[0]?.json as { to: string }).to).toBe('+15559876543');
+      expect((sent[0]?.json as { to: string } | undefined)?.to).toBe('+15559876543');
     } finally {
       await server.stop();
       await standIn.close();
@@ -427,7 +427,7 @@ describe('routes and retries', () => {
       const res = await server.post('agent', { message: 'Seeded' });
       const { runId } = (await res.json()) as { runId: string };
       await waitFor(() => finished(temp.dir, runId), 'the seeded run');
-      expect((standIn.requests[0]?.json as { channel: string }).channel).toBe('C0999999999');
+      expect((standIn.requests[0]?.json as { channel: string } | undefined)?.channel).toBe('C0999999999');
     } finally {
       await server.stop();
       await standIn.close();
