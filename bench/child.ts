@@ -2,8 +2,11 @@
  * The parent's handle on a benchmark server running in its own process:
  * fork it, wait for its URL, sample its counters, and SIGKILL it (no
  * graceful shutdown, so the durability check sees only what was committed).
+ * When profiling, the server is asked to exit instead, so V8 writes its
+ * CPU profile.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChildMessage, ServerSample } from './server.ts';
 import type { ServerSpec } from './targets.ts';
@@ -18,12 +21,30 @@ export type ServerProcess = {
   sample(): Promise<ServerSample>;
   /** SIGKILL the process and wait for it to exit. */
   kill(): Promise<void>;
+  /** Ask the process to exit (profiles get written); SIGKILL if it has not after a while. */
+  stop(): Promise<void>;
 };
 
-/** Fork bench/server.ts for `spec` and resolve once it listens. */
-export async function startServerProcess(spec: ServerSpec): Promise<ServerProcess> {
+const STOP_TIMEOUT_MS = 10_000;
+
+/**
+ * Fork bench/server.ts for `spec` and resolve once it listens. With
+ * `cpuProfDir`, the server and the processes it starts write CPU profiles there.
+ */
+export async function startServerProcess(
+  spec: ServerSpec,
+  cpuProfDir?: string | null,
+): Promise<ServerProcess> {
+  // NODE_OPTIONS rather than execArgv: the transform process the server forks inherits it.
+  const env = cpuProfDir
+    ? {
+        ...process.env,
+        NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --cpu-prof --cpu-prof-dir=${path.resolve(cpuProfDir)}`,
+      }
+    : process.env;
   const child = fork(SERVER_MODULE, [JSON.stringify(spec)], {
     execArgv: [],
+    env,
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const url = await waitForReady(child);
@@ -31,6 +52,7 @@ export async function startServerProcess(spec: ServerSpec): Promise<ServerProces
     url,
     sample: () => askSample(child),
     kill: () => killChild(child),
+    stop: () => stopChild(child),
   };
 }
 
@@ -70,6 +92,18 @@ function askSample(child: ChildProcess): Promise<ServerSample> {
     };
     child.on('message', onMessage);
     child.send('sample');
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.send('exit');
   });
 }
 

@@ -2,9 +2,14 @@
  * Starting hookgate for one benchmark target the way the service runs:
  * resolveConfig + startHookgate on 127.0.0.1, the real SQLite store in the
  * target's data directory (or, for the diagnostic row, an in-memory one),
- * and a silent logger or an info logger writing JSON lines to a file.
+ * a silent logger or an info logger writing JSON lines to a file, and for
+ * the mapped and transform targets their mappings (transform modules are
+ * written into the transforms root first, so the boot loads them). The
+ * runtime (action worker, heartbeat) is off unless the spec turns it on, as
+ * in the ingress tests: the bench measures acceptance.
  */
-import { openSync } from 'node:fs';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { resolveConfig } from '../engine/config.ts';
 import { startHookgate } from '../engine/hookgate.ts';
 import { createLogger } from '../engine/log.ts';
@@ -21,16 +26,24 @@ export async function startHookgateServer(
       enabled: true,
       token: TOKEN,
       ...(spec.maxFailures !== undefined && { authRateLimit: { maxFailures: spec.maxFailures } }),
+      ...spec.hooks,
     },
     runtime: { commitDelayMs: spec.commitDelayMs },
     log: { level: spec.logFile ? 'info' : 'silent' },
   };
   const loaded = resolveConfig(raw, { baseDir: spec.dataDir, dataDir: spec.dataDir, env: {} });
+  // Without a config file the transforms root is <dataDir>/hooks/transforms.
+  for (const [name, source] of Object.entries(spec.transformFiles ?? {})) {
+    const file = path.join(loaded.transformsRoot, name);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, source);
+  }
   const logger = spec.logFile
     ? createLogger('info', openSync(spec.logFile, 'a'))
     : createLogger('silent');
   const hookgate = await startHookgate(loaded, {
     logger,
+    runtime: spec.runtime,
     ...(spec.memoryStore && { store: createMemoryStore() }),
   });
   return hookgate.url;

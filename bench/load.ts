@@ -39,7 +39,11 @@ function options(url: string, target: Target, settings: LoadSettings, seconds: n
   return {
     url: `${url}${target.path}`,
     method: 'POST' as const,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${target.token}` },
+    headers: {
+      ...target.headers,
+      'content-type': 'application/json',
+      authorization: `Bearer ${target.token}`,
+    },
     body: target.body,
     connections: settings.connections,
     pipelining: settings.pipelining,

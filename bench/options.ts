@@ -1,7 +1,7 @@
 /**
  * Benchmark settings from flags (`npm run bench -- --duration 5`) or
- * BENCH_* environment variables, with defaults that keep a full run (nine
- * targets) around a minute and a half.
+ * BENCH_* environment variables, with defaults that keep a full run (ten
+ * targets; the commit-delay sweep only on request) under two minutes.
  */
 import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -17,6 +17,10 @@ export type BenchOptions = LoadSettings & {
   dataRoot: string;
   /** Keep the data directories (stores and log files) instead of removing them. */
   keep: boolean;
+  /** Run hookgate's runtime (action worker, heartbeat) in every hookgate target. */
+  runtime: boolean;
+  /** Write V8 CPU profiles of the server processes here (they then exit instead of SIGKILL). */
+  cpuProfDir: string | null;
   help: boolean;
 };
 
@@ -27,12 +31,20 @@ export const USAGE = `npm run bench [-- options]
   --warmup S         warm-up seconds per target           (BENCH_WARMUP, default 2)
   --connections N    autocannon connections               (BENCH_CONNECTIONS, default 50)
   --pipelining N     requests in flight per connection    (BENCH_PIPELINING, default 1)
-  --targets LIST     comma-separated keys: baseline, wake, agent, unauthorized, wake-log,
-                     wake-memory, wake-delay-N, baseline-again (BENCH_TARGETS, default all)
+  --targets LIST     comma-separated keys: baseline, wake, agent, mapped, transform,
+                     unauthorized, wake-log, wake-runtime, wake-memory, wake-delay-N,
+                     baseline-again (BENCH_TARGETS, default all)
   --commit-delays L  runtime.commitDelayMs values; the first applies to every hookgate
-                     target, each further one adds a /wake row (BENCH_COMMIT_DELAYS, default 0,1,2)
+                     target, each further one adds a /wake row, e.g. 0,1,2 for the sweep
+                     (BENCH_COMMIT_DELAYS, default 0)
   --data-root DIR    where temporary data dirs are made   (BENCH_DATA_ROOT, default the OS temp dir)
   --keep             keep the data dirs (stores, log file)
+  --runtime          run the runtime (action worker, heartbeat) in every hookgate target, as
+                     hookgate serve does (BENCH_RUNTIME=1); default off: ingress only, except
+                     the wake-runtime row
+  --cpu-prof DIR     write a .cpuprofile of each server process (and of the transform
+                     process) into DIR; servers then exit on request instead of SIGKILL
+                     (BENCH_CPU_PROF); summarise one with: node bench/profile-summary.ts FILE
 `;
 
 const FLAGS = {
@@ -44,6 +56,8 @@ const FLAGS = {
   'commit-delays': { type: 'string' },
   'data-root': { type: 'string' },
   keep: { type: 'boolean' },
+  runtime: { type: 'boolean' },
+  'cpu-prof': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -67,7 +81,7 @@ function list(text: string | undefined): string[] | null {
 /** Parse flags over environment variables over defaults; throws on a bad value. */
 export function readOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
   const { values } = parseArgs({ args: argv, options: FLAGS, strict: true });
-  const delays = list(values['commit-delays'] ?? env['BENCH_COMMIT_DELAYS']) ?? ['0', '1', '2'];
+  const delays = list(values['commit-delays'] ?? env['BENCH_COMMIT_DELAYS']) ?? ['0'];
   return {
     durationSeconds: integer('duration', values.duration ?? env['BENCH_DURATION'], 8, 1),
     warmupSeconds: integer('warmup', values.warmup ?? env['BENCH_WARMUP'], 2, 0),
@@ -77,6 +91,8 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOption
     commitDelays: delays.map((d) => integer('commit-delays', d, 0, 0)),
     dataRoot: values['data-root'] ?? env['BENCH_DATA_ROOT'] ?? tmpdir(),
     keep: values.keep ?? false,
+    runtime: values.runtime ?? env['BENCH_RUNTIME'] === '1',
+    cpuProfDir: values['cpu-prof'] ?? env['BENCH_CPU_PROF'] ?? null,
     help: values.help ?? false,
   };
 }

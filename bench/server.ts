@@ -2,16 +2,19 @@
  * Child-process entry of the benchmark: starts one server on 127.0.0.1
  * (the raw node:http baseline or hookgate, described by a JSON ServerSpec in
  * argv[2]), reports its URL over IPC, and answers sample requests (CPU
- * time, store commits) until the parent kills it. The baseline process
- * loads no hookgate code.
+ * time, its own and its child processes', store commits) until the parent
+ * kills it. The baseline process loads no hookgate code.
  */
 import type { CommitStats } from './commit-probe.ts';
+import { descendantCpuMicros } from './descendant-cpu.ts';
 import type { ServerSpec } from './targets.ts';
 
 /** Counters of the server process at one moment. */
 export type ServerSample = {
   userMicros: number;
   systemMicros: number;
+  /** CPU time of the live processes this one started (the transform process). */
+  childMicros: number;
   commits: number;
   commitMicros: number;
 };
@@ -26,6 +29,7 @@ function sample(commits: CommitStats): ServerSample {
   return {
     userMicros: cpu.user,
     systemMicros: cpu.system,
+    childMicros: descendantCpuMicros(),
     commits: commits.commits,
     commitMicros: commits.micros,
   };
@@ -46,7 +50,11 @@ async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2] ?? '') as ServerSpec;
   const { url, commits } = await start(spec);
   const send = (message: ChildMessage) => process.send?.(message);
-  process.on('message', () => send({ type: 'sample', sample: sample(commits) }));
+  process.on('message', (message: string) => {
+    // 'exit' (profiling runs only): a normal exit, so --cpu-prof writes the profile.
+    if (message === 'exit') process.exit(0);
+    send({ type: 'sample', sample: sample(commits) });
+  });
   // An orphaned server must not outlive the benchmark.
   process.on('disconnect', () => process.exit(0));
   send({ type: 'ready', url });

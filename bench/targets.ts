@@ -1,7 +1,8 @@
 /**
  * What the benchmark runs: the servers (a raw node:http baseline and
- * hookgate in several configurations), the request each target sends, and
- * what a correct answer looks like.
+ * hookgate in several configurations: direct /wake and /agent, a mapped
+ * hook with a condition and templates, a sandboxed transform), the request
+ * each target sends, what a correct answer looks like, and each target's aim.
  */
 
 /** The hooks token the bench configures; the 401 target sends another one. */
@@ -24,6 +25,12 @@ export type ServerSpec =
       maxFailures?: number;
       /** Replace the SQLite store by a non-durable in-memory one (diagnostic). */
       memoryStore?: boolean;
+      /** Settings merged into `hooks` (mappings, session-key prefixes). */
+      hooks?: Record<string, unknown>;
+      /** Files written into the transforms root before boot: relative path -> source. */
+      transformFiles?: Record<string, string>;
+      /** Run the runtime (action worker, heartbeat) in the server, as `hookgate serve` does. */
+      runtime: boolean;
     };
 
 /** How a target's hookgate differs from the default configuration. */
@@ -32,6 +39,10 @@ export type HookgateVariant = {
   logToFile?: boolean;
   maxFailures?: number;
   memoryStore?: boolean;
+  hooks?: Record<string, unknown>;
+  transformFiles?: Record<string, string>;
+  /** Runtime on for this target whatever --runtime says. */
+  runtime?: boolean;
 };
 
 /** One benchmarked target. */
@@ -44,9 +55,16 @@ export type Target = {
   hookgate?: HookgateVariant;
   path: string;
   token: string;
+  /** Request headers besides content-type and authorization. */
+  headers?: Record<string, string>;
   body: string;
   expectStatus: number;
+  /** The issue's aim: at least this fraction of the baseline's req/s, every 200 durable. */
+  aim?: number;
 };
+
+/** Aims from the issues: direct /wake and /agent (P1), mapped hooks (P2), transforms (P3). */
+export const AIMS = { direct: 0.5, mapped: 0.45, transform: 0.35 } as const;
 
 /** A failed-auth limit no benchmark run reaches, so the 401 target stays a 401. */
 export const UNREACHABLE_MAX_FAILURES = 1_000_000_000;
@@ -65,6 +83,51 @@ const AGENT_BODY = sizedBody(
   'message',
 );
 
+/** The README's GitHub push mapping: a JSON-logic condition on a header, three templates. */
+const GITHUB_PUSH_HOOKS = {
+  allowedSessionKeyPrefixes: ['hook:'],
+  mappings: [
+    {
+      id: 'github-push',
+      match: { path: 'github', when: { '==': [{ var: 'headers.x-github-event' }, 'push'] } },
+      templates: {
+        message: 'Push to {{payload.repository.full_name}} by {{payload.pusher.name}}',
+        sessionKey: 'hook:github:{{payload.repository.id}}',
+      },
+      name: 'GitHub',
+    },
+  ],
+};
+
+/** A GitHub-like push payload, padded in `compare`. */
+const GITHUB_PUSH_BODY = sizedBody(
+  {
+    ref: 'refs/heads/main',
+    after: '6113728f27ae82c7b1a177c8d03f9e96e0adf246',
+    repository: { id: 1296269, full_name: 'octocat/Hello-World' },
+    pusher: { name: 'octocat', email: 'octocat@github.com' },
+    compare: '',
+  },
+  'compare',
+);
+
+/** Transform module file name, inside the transforms root. */
+const TRANSFORM_MODULE = 'bench.js';
+
+/** The transform the transform target calls: builds the action from the payload. */
+const TRANSFORM_SOURCE =
+  "export default ({ payload }) => ({ message: 'Build ' + payload.build + ' ' + payload.status, name: 'CI' });\n";
+
+const TRANSFORM_HOOKS = {
+  mappings: [{ id: 'ci-build', match: { path: 'ci' }, transform: { module: TRANSFORM_MODULE } }],
+};
+
+/** A CI-like build event, padded in `log`. */
+const CI_BUILD_BODY = sizedBody(
+  { build: 4711, status: 'passed', pipeline: 'main', commit: 'c0ffee42', log: '' },
+  'log',
+);
+
 /**
  * Every target, in run order; `commitDelays` beyond the first add /wake rows.
  * The baseline runs first and last, so drift in machine load shows.
@@ -74,7 +137,13 @@ export function allTargets(commitDelays: readonly number[]): Target[] {
   const wake = { path: '/hooks/wake', token: TOKEN, body: WAKE_BODY, expectStatus: 200 };
   return [
     { key: 'baseline', label: 'node:http baseline', ...wake },
-    { key: 'wake', label: 'hookgate /wake', hookgate: { commitDelayMs: base }, ...wake },
+    {
+      key: 'wake',
+      label: 'hookgate /wake',
+      hookgate: { commitDelayMs: base },
+      ...wake,
+      aim: AIMS.direct,
+    },
     {
       key: 'agent',
       label: 'hookgate /agent',
@@ -83,6 +152,32 @@ export function allTargets(commitDelays: readonly number[]): Target[] {
       token: TOKEN,
       body: AGENT_BODY,
       expectStatus: 200,
+      aim: AIMS.direct,
+    },
+    {
+      key: 'mapped',
+      label: 'hookgate mapped hook (condition + templates)',
+      hookgate: { commitDelayMs: base, hooks: GITHUB_PUSH_HOOKS },
+      path: '/hooks/github',
+      token: TOKEN,
+      headers: { 'x-github-event': 'push' },
+      body: GITHUB_PUSH_BODY,
+      expectStatus: 200,
+      aim: AIMS.mapped,
+    },
+    {
+      key: 'transform',
+      label: 'hookgate transform (warm isolate)',
+      hookgate: {
+        commitDelayMs: base,
+        hooks: TRANSFORM_HOOKS,
+        transformFiles: { [TRANSFORM_MODULE]: TRANSFORM_SOURCE },
+      },
+      path: '/hooks/ci',
+      token: TOKEN,
+      body: CI_BUILD_BODY,
+      expectStatus: 200,
+      aim: AIMS.transform,
     },
     {
       key: 'unauthorized',
@@ -96,6 +191,12 @@ export function allTargets(commitDelays: readonly number[]): Target[] {
       key: 'wake-log',
       label: 'hookgate /wake, log info to file',
       hookgate: { commitDelayMs: base, logToFile: true },
+      ...wake,
+    },
+    {
+      key: 'wake-runtime',
+      label: 'hookgate /wake, runtime on (as hookgate serve; diagnostic)',
+      hookgate: { commitDelayMs: base, runtime: true },
       ...wake,
     },
     {

@@ -126,7 +126,7 @@ describe('/agent defaults and validation', () => {
       wakeMode: 'next-heartbeat',
       deliver: false,
       channel: 'slack',
-      to: 'C0123',
+      to: 'C0123456789',
       model: 'openai/gpt-5-mini',
       thinking: 'high',
       timeoutSeconds: 120,

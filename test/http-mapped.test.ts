@@ -68,7 +68,7 @@ describe('mapped hooks', () => {
             name: 'GitHub',
             agentId: 'ops',
             channel: 'slack',
-            to: 'C0123',
+            to: 'C0123456789',
             deliver: true,
           },
           {
@@ -152,7 +152,7 @@ describe('mapped hooks', () => {
       name: 'GitHub',
       agentId: 'ops',
       channel: 'slack',
-      to: 'C0123',
+      to: 'C0123456789',
       deliver: true,
       sessionKeySource: 'mapping',
       untrusted: true,

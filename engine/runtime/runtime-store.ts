@@ -106,7 +106,11 @@ export class RuntimeStore {
 
   /** Open the store in a data directory (schema created and migrated if needed). */
   static open(dataDir: string): RuntimeStore {
-    return new RuntimeStore(openDatabase(dataDir, { create: true }));
+    const db = openDatabase(dataDir, { create: true });
+    // Lifecycle writes run on the event loop: NORMAL (no fsync per commit in WAL) keeps them
+    // cheap and still survives a process crash (SIGKILL). Acceptance stays FULL on its own thread.
+    db.exec('PRAGMA synchronous = NORMAL');
+    return new RuntimeStore(db);
   }
 
   private transaction<T>(work: () => T): T {
@@ -171,6 +175,38 @@ export class RuntimeStore {
       return toRun(
         this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as Row,
       );
+    });
+  }
+
+  /**
+   * Finish queued wake actions in one transaction: each appends its (wrapped) text to the
+   * session as an event. Returns the modes of those that were still queued.
+   */
+  completeWakes(ids: readonly string[], sessionKey: string): Array<'now' | 'next-heartbeat'> {
+    return this.transaction(() => {
+      const at = now();
+      const select = this.db.prepare(
+        "SELECT action FROM actions WHERE id = ? AND state = 'queued'",
+      );
+      const update = this.db.prepare(
+        "UPDATE actions SET state = 'done', attempts = attempts + 1, started_at = ?, finished_at = ?, outcome = ? WHERE id = ?",
+      );
+      const modes: Array<'now' | 'next-heartbeat'> = [];
+      for (const id of ids) {
+        const row = select.get(id) as Row | undefined;
+        if (!row) continue;
+        const action = JSON.parse(row['action'] as string) as Extract<Action, { kind: 'wake' }>;
+        update.run(at, at, JSON.stringify({ status: 'ok' }), id);
+        this.insertEvent({
+          sessionKey,
+          text: action.prompt ?? action.text,
+          source: 'wake',
+          actionId: id,
+          trusted: !action.untrusted,
+        });
+        modes.push(action.mode);
+      }
+      return modes;
     });
   }
 

@@ -29,6 +29,9 @@ export type WorkerSettings = {
   historyTurns: number;
 };
 
+// How far down the queue one pass looks for runnable work (the oldest first).
+const UNFINISHED_WINDOW = 200;
+
 export type ActionWorker = {
   start(): void;
   /** Look for work now (after an acceptance). */
@@ -64,7 +67,12 @@ export function createActionWorker(deps: {
     if (stopped) return;
     const seen = new Set<string>();
     const now = Date.now();
-    for (const row of store.unfinished(1000)) {
+    const rows = store.unfinished(UNFINISHED_WINDOW);
+    if (completeLeadingWakes(rows, now)) {
+      kick();
+      return;
+    }
+    for (const row of rows) {
       const session = sessionOf(row);
       if (seen.has(session)) continue;
       seen.add(session);
@@ -82,6 +90,24 @@ export function createActionWorker(deps: {
         });
       busy.set(session, work);
     }
+  }
+
+  /** Wakes at the head of the main session only append events: done in one batch, one transaction. */
+  function completeLeadingWakes(
+    rows: ReturnType<RuntimeStore['unfinished']>,
+    now: number,
+  ): boolean {
+    if (busy.has(settings.mainKey)) return false;
+    const ids: string[] = [];
+    for (const row of rows) {
+      if (sessionOf(row) !== settings.mainKey) continue;
+      if (row.kind !== 'wake' || row.state !== 'queued' || row.nextAttemptAtMs > now) break;
+      ids.push(row.id);
+    }
+    if (ids.length === 0) return false;
+    const modes = store.completeWakes(ids, settings.mainKey);
+    if (modes.includes('now')) heartbeat.requestNow('wake');
+    return true;
   }
 
   function kick(): void {
