@@ -427,7 +427,9 @@ describe('routes and retries', () => {
       const res = await server.post('agent', { message: 'Seeded' });
       const { runId } = (await res.json()) as { runId: string };
       await waitFor(() => finished(temp.dir, runId), 'the seeded run');
-      expect((standIn.requests[0]?.json as { channel: string } | undefined)?.channel).toBe('C0999999999');
+      expect((standIn.requests[0]?.json as { channel: string } | undefined)?.channel).toBe(
+        'C0999999999',
+      );
     } finally {
       await server.stop();
       await standIn.close();

@@ -233,12 +233,19 @@ export class RuntimeStore {
   }
 
   /** Back to the queue for another attempt after `nextAttemptAtMs`. */
-  requeue(id: string, nextAttemptAtMs: number, outcome: Outcome): void {
+  requeue(
+    id: string,
+    nextAttemptAtMs: number,
+    outcome: Outcome,
+    options: { refundAttempt?: boolean } = {},
+  ): void {
+    // An attempt our own shutdown interrupted is given back: it says nothing about the work.
+    const refund = options.refundAttempt ? 1 : 0;
     this.db
       .prepare(
-        "UPDATE actions SET state = 'queued', next_attempt_at_ms = ?, outcome = ?, runner_pgid = NULL WHERE id = ?",
+        "UPDATE actions SET state = 'queued', next_attempt_at_ms = ?, outcome = ?, runner_pgid = NULL, attempts = MAX(0, attempts - ?) WHERE id = ?",
       )
-      .run(nextAttemptAtMs, JSON.stringify(outcome), id);
+      .run(nextAttemptAtMs, JSON.stringify(outcome), refund, id);
   }
 
   /** Append a system event to a session. */

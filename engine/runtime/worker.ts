@@ -335,7 +335,9 @@ export function createActionWorker(deps: {
       return;
     }
     if (attempt.outcome === 'retry' && stopped) {
-      store.requeue(action.id, 0, progress(attempt.partsSent, attempt.parts));
+      store.requeue(action.id, 0, progress(attempt.partsSent, attempt.parts), {
+        refundAttempt: true,
+      });
       return;
     }
     const state = attempt.outcome === 'retry' ? 'dead' : 'failed';
@@ -355,7 +357,12 @@ export function createActionWorker(deps: {
   ): void {
     // Interrupted by our own shutdown: back to the queue, not counted against the attempts.
     if (stopped) {
-      store.requeue(action.id, 0, { status: 'retrying', reason: result.reason });
+      store.requeue(
+        action.id,
+        0,
+        { status: 'retrying', reason: result.reason },
+        { refundAttempt: true },
+      );
       return;
     }
     if (row.attempts < settings.retry.maxAttempts) {

@@ -13,10 +13,6 @@ export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const NODE = path.join(ROOT, 'node_modules/.bin/node');
 export const AGENT = path.join(ROOT, 'test/fixtures/agent.mjs');
 
-/** The default heartbeat prompt of the config schema. */
-export const DEFAULT_PROMPT =
-  'Heartbeat: review the system events above and act on anything that needs attention. If nothing needs attention, reply with exactly HEARTBEAT_OK.';
-
 /** A `command` runner setting that runs the test agent, recording its stdin into `record`. */
 export function agentRunner(record: string): {
   kind: 'command';

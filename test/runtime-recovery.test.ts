@@ -1,0 +1,248 @@
+/**
+ * Crash recovery of the real server process: SIGKILL in the middle of agent
+ * runs (a runner that sleeps, and one that also leaves a child process).
+ * After a restart on the same data directory the old runner process groups
+ * are gone, the interrupted actions run again to a final outcome, and a
+ * completed action is never run again (counted in the agent's records).
+ */
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import {
+  killAll,
+  postHook,
+  type RunningServer,
+  startServer,
+  tempDir,
+  writeConfig,
+} from './helpers/process.ts';
+import {
+  type AgentRecord,
+  actionRow,
+  agentRunner,
+  isRunning,
+  killAgentGroups,
+  query,
+  readRecords,
+  sleep,
+  waitFor,
+  waitForFinal,
+} from './helpers/runtime.ts';
+
+const TOKEN = 'tok-recovery-0123456789';
+
+const temps: Array<() => void> = [];
+let record = '';
+const launched: RunningServer[] = [];
+
+afterEach(async (context) => {
+  // A failure under load is easier to read with what the servers logged.
+  if (context.task.result?.state === 'fail') {
+    for (const server of launched)
+      process.stderr.write(`--- server :${server.port}\n${server.stdout()}${server.stderr()}\n`);
+  }
+  launched.length = 0;
+  await killAll();
+  killAgentGroups(readRecords(record));
+});
+afterAll(() => {
+  for (const cleanup of temps.splice(0)) cleanup();
+});
+
+/** A config file in a fresh directory: the recording agent as runner, data in ./data. */
+function setup(): { file: string; dataDir: string } {
+  const { dir, cleanup } = tempDir('hookgate-recovery-');
+  temps.push(cleanup);
+  record = path.join(dir, 'agent.jsonl');
+  const config = {
+    server: { host: '127.0.0.1', port: 0 },
+    hooks: { enabled: true, token: TOKEN, allowRequestSessionKey: true },
+    log: { level: 'warn' },
+    agents: { defaults: { timeoutSeconds: 30, runner: agentRunner(record) } },
+    runtime: { dataDir: './data', concurrency: 4, heartbeat: { every: 'off' } },
+  };
+  // JSON is YAML.
+  const file = writeConfig(dir, JSON.stringify(config, null, 2));
+  return { file, dataDir: path.join(dir, 'data') };
+}
+
+/** Start `serve --config file`, remembered for the failure report. */
+async function serve(file: string): Promise<RunningServer> {
+  const server = await startServer(['--config', file]);
+  launched.push(server);
+  return server;
+}
+
+async function accept(server: RunningServer, body: Record<string, unknown>): Promise<string> {
+  const res = await postHook(
+    server.url,
+    'agent',
+    { wakeMode: 'next-heartbeat', deliver: false, ...body },
+    { token: TOKEN },
+  );
+  const json = (await res.json()) as { runId: string };
+  expect(res.status).toBe(200);
+  return json.runId;
+}
+
+async function sigkill(server: RunningServer): Promise<void> {
+  server.child.kill('SIGKILL');
+  expect(await server.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
+}
+
+function recordsOf(runId: string, phase: AgentRecord['phase']): AgentRecord[] {
+  return readRecords(record).filter((entry) => entry.runId === runId && entry.phase === phase);
+}
+
+function summaries(dataDir: string, runId: string): string[] {
+  return query(
+    dataDir,
+    "SELECT text FROM system_events WHERE action_id = ? AND source = 'hook-summary'",
+    runId,
+  ).map((row) => String(row['text']));
+}
+
+describe('SIGKILL in the middle of a run', () => {
+  it('ends the old runner process groups on restart, runs the actions again, and never reruns a completed one', async () => {
+    const { file, dataDir } = setup();
+    let server = await serve(file);
+
+    // Two runs in flight: one that sleeps (longer than a restart takes), one whose agent also
+    // leaves a child process behind.
+    const long = await accept(server, {
+      message: 'SLEEP:3000 long job',
+      name: 'Long',
+      sessionKey: 'hook:long',
+      idempotencyKey: 'long-1',
+    });
+    const stuck = await accept(server, {
+      message: 'SPAWN SLEEP:10000 stuck job',
+      name: 'Stuck',
+      sessionKey: 'hook:stuck',
+      timeoutSeconds: 2,
+    });
+    const [longRun] = await waitFor('the long run to start', () => {
+      const found = recordsOf(long, 'start');
+      return found.length > 0 && found;
+    });
+    const [stuckChild] = await waitFor('the stuck run to spawn its child', () => {
+      const found = recordsOf(stuck, 'spawned');
+      return found.length > 0 && found;
+    });
+    const oldPids = [longRun?.pid, stuckChild?.pid, stuckChild?.childPid] as number[];
+
+    await sigkill(server);
+    // The runners outlive the server (own process groups) until the next start ends them.
+    for (const pid of oldPids) expect(isRunning(pid), `pid ${pid}`).toBe(true);
+    expect(actionRow(dataDir, long)).toMatchObject({ state: 'running', attempts: 1 });
+    expect(actionRow(dataDir, stuck)).toMatchObject({ state: 'running', attempts: 1 });
+
+    server = await serve(file);
+    const restartedAt = Date.now();
+    await waitFor(
+      'the old runner processes to be gone',
+      () => oldPids.every((pid) => !isRunning(pid)),
+      2_000,
+    );
+
+    // Resumed at once, and run to a final outcome.
+    const [, again] = await waitFor('the long run to start again', () => {
+      const found = recordsOf(long, 'start');
+      return found.length > 1 && found;
+    });
+    expect(again?.pid).not.toBe(longRun?.pid);
+    expect((again?.started as number) - restartedAt).toBeLessThan(2_000);
+    expect(await waitForFinal(dataDir, long, 6_000)).toMatchObject({
+      state: 'done',
+      attempts: 2,
+      outcome: { status: 'ok', reply: 'done: SLEEP:3000 long job' },
+    });
+    // The interrupted attempt never finished; only the new one did.
+    expect(recordsOf(long, 'end').map((entry) => entry.pid)).toEqual([again?.pid]);
+    expect(summaries(dataDir, long)).toEqual(['Hook Long: done: SLEEP:3000 long job']);
+
+    // The stuck agent never answers: its second attempt ends at its timeout, and is killed.
+    expect(await waitForFinal(dataDir, stuck, 6_000)).toMatchObject({
+      state: 'failed',
+      attempts: 2,
+      outcome: { status: 'timeout' },
+    });
+    expect(summaries(dataDir, stuck)).toEqual(['Hook Stuck (timeout): no reply within 2s']);
+    const spawned = recordsOf(stuck, 'spawned');
+    expect(spawned).toHaveLength(2);
+    await waitFor(
+      'the second stuck attempt and its child to be gone',
+      () => [spawned[1]?.pid, spawned[1]?.childPid].every((pid) => !isRunning(pid as number)),
+      2_000,
+    );
+
+    // Another crash and restart: finished actions are not run again, and the idempotency key holds.
+    await sigkill(server);
+    server = await serve(file);
+    expect(
+      await accept(server, {
+        message: 'SLEEP:3000 long job',
+        name: 'Long',
+        sessionKey: 'hook:long',
+        idempotencyKey: 'long-1',
+      }),
+    ).toBe(long);
+    await sleep(1_200);
+    expect(recordsOf(long, 'start')).toHaveLength(2);
+    expect(recordsOf(stuck, 'start')).toHaveLength(2);
+    expect(actionRow(dataDir, long)).toMatchObject({ state: 'done', attempts: 2 });
+    expect(actionRow(dataDir, stuck)).toMatchObject({ state: 'failed', attempts: 2 });
+    expect(summaries(dataDir, long)).toHaveLength(1);
+    expect(summaries(dataDir, stuck)).toHaveLength(1);
+  });
+});
+
+describe('other interruptions', () => {
+  it('SIGKILL during a heartbeat: its runner process group is ended on restart and its events stay pending', async () => {
+    const { file, dataDir } = setup();
+    let server = await serve(file);
+    const res = await postHook(
+      server.url,
+      'wake',
+      { text: 'SPAWN check the queue', mode: 'now' },
+      { token: TOKEN },
+    );
+    expect(res.status).toBe(200);
+    const beat = await waitFor('the heartbeat runner to spawn its child', () =>
+      readRecords(record).find((entry) => entry.kind === 'heartbeat' && entry.phase === 'spawned'),
+    );
+    await sigkill(server);
+    expect(isRunning(beat.pid)).toBe(true);
+
+    server = await serve(file);
+    expect(
+      query(dataDir, 'SELECT consumed_by FROM system_events').map((row) => row['consumed_by']),
+    ).toEqual([null]);
+    await waitFor(
+      `the old heartbeat runner (pid ${beat.pid}) and its child (pid ${beat.childPid}) to be gone`,
+      () => [beat.pid, beat.childPid as number].every((pid) => !isRunning(pid)),
+      2_000,
+    );
+  });
+
+  it('SIGTERM in the middle of a run: the runner is ended, the run is queued again without using an attempt, and completes after restart', async () => {
+    const { file, dataDir } = setup();
+    let server = await serve(file);
+    const runId = await accept(server, { message: 'SLEEP:1000 graceful', name: 'Graceful' });
+    const first = await waitFor('the run to start', () => recordsOf(runId, 'start')[0]);
+
+    server.child.kill('SIGTERM');
+    expect(await server.waitForExit()).toEqual({ code: 0, signal: null });
+    await waitFor('the runner to be ended', () => !isRunning(first.pid), 1_000);
+    expect(actionRow(dataDir, runId)?.state).toBe('queued');
+    expect(summaries(dataDir, runId)).toEqual([]);
+
+    server = await serve(file);
+    const row = await waitForFinal(dataDir, runId, 5_000);
+    expect(row.state).toBe('done');
+    expect(recordsOf(runId, 'start')).toHaveLength(2);
+    expect(recordsOf(runId, 'end')).toHaveLength(1);
+    expect(summaries(dataDir, runId)).toEqual(['Hook Graceful: done: SLEEP:1000 graceful']);
+    // worker.ts: "Interrupted by our own shutdown: back to the queue, not counted against the attempts."
+    expect(row.attempts, 'attempts after one interrupted and one completed run').toBe(1);
+  });
+});
