@@ -46,36 +46,55 @@ export function requestFailure(err: unknown, timeoutSeconds: number, hooks: RunH
   return { status: 'retry', reason: `unreachable: ${error.code ?? error.message}` };
 }
 
+/** One POST of a run to an endpoint, bounded by the run's timeout; `readReply` finds the reply. */
+export async function postForReply(
+  call: { url: string; headers: Record<string, string>; body: string },
+  run: RunRequest,
+  hooks: RunHooks,
+  readReply: (parsed: unknown) => unknown,
+  missing: string,
+): Promise<RunResult> {
+  const timeout = AbortSignal.timeout(run.timeoutSeconds * 1000);
+  const signal = hooks.signal ? AbortSignal.any([timeout, hooks.signal]) : timeout;
+  try {
+    const response = await request(call.url, {
+      method: 'POST',
+      headers: call.headers,
+      body: call.body,
+      signal,
+    });
+    const body = await response.body.text();
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      return httpFailure(response.statusCode, body, response.headers['retry-after']);
+    }
+    const reply = readReply(JSON.parse(body));
+    if (typeof reply !== 'string') return { status: 'error', reason: missing };
+    return { status: 'ok', reply: reply.trim() };
+  } catch (err) {
+    if (err instanceof SyntaxError) return { status: 'error', reason: 'the response is not JSON' };
+    const failure = timeout.aborted
+      ? Object.assign(new Error('timeout'), { name: 'TimeoutError' })
+      : err;
+    return requestFailure(failure, run.timeoutSeconds, hooks);
+  }
+}
+
 /** Create an http runner. */
 export function createHttpRunner(options: HttpRunnerOptions): Runner {
   return {
-    async run(run: RunRequest, hooks: RunHooks = {}): Promise<RunResult> {
-      const timeout = AbortSignal.timeout(run.timeoutSeconds * 1000);
-      const signal = hooks.signal ? AbortSignal.any([timeout, hooks.signal]) : timeout;
-      try {
-        const response = await request(options.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...options.headers },
-          body: JSON.stringify(run),
-          signal,
-        });
-        const body = await response.body.text();
-        if (response.statusCode < 200 || response.statusCode >= 300) {
-          return httpFailure(response.statusCode, body, response.headers['retry-after']);
-        }
-        const parsed = JSON.parse(body) as { reply?: unknown };
-        if (typeof parsed.reply !== 'string')
-          return { status: 'error', reason: 'the response has no "reply" string' };
-        return { status: 'ok', reply: parsed.reply.trim() };
-      } catch (err) {
-        if (err instanceof SyntaxError)
-          return { status: 'error', reason: 'the response is not JSON' };
-        return requestFailure(
-          timeout.aborted ? Object.assign(new Error('timeout'), { name: 'TimeoutError' }) : err,
-          run.timeoutSeconds,
-          hooks,
-        );
-      }
+    run(run: RunRequest, hooks: RunHooks = {}): Promise<RunResult> {
+      const call = {
+        url: options.url,
+        headers: { 'content-type': 'application/json', ...options.headers },
+        body: JSON.stringify(run),
+      };
+      return postForReply(
+        call,
+        run,
+        hooks,
+        (parsed) => (parsed as { reply?: unknown } | null)?.reply,
+        'the response has no "reply" string',
+      );
     },
   };
 }

@@ -4,8 +4,7 @@
  * mapped through the runner's `models` (default: the part after the
  * provider), and the thinking level becomes `reasoning_effort`.
  */
-import { request } from 'undici';
-import { httpFailure, requestFailure } from './http.ts';
+import { postForReply } from './http.ts';
 import type { RunHooks, RunRequest, RunResult, Runner } from './runner.ts';
 
 export type OpenAiRunnerOptions = {
@@ -54,38 +53,17 @@ export function chatBody(run: RunRequest, options: OpenAiRunnerOptions): Record<
 /** Create an openai runner. */
 export function createOpenAiRunner(options: OpenAiRunnerOptions): Runner {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    ...(options.apiKey && { authorization: `Bearer ${options.apiKey}` }),
+  };
+  const readReply = (parsed: unknown) =>
+    (parsed as { choices?: Array<{ message?: { content?: unknown } }> } | null)?.choices?.[0]
+      ?.message?.content;
   return {
-    async run(run: RunRequest, hooks: RunHooks = {}): Promise<RunResult> {
-      const timeout = AbortSignal.timeout(run.timeoutSeconds * 1000);
-      const signal = hooks.signal ? AbortSignal.any([timeout, hooks.signal]) : timeout;
-      try {
-        const response = await request(url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            ...(options.apiKey && { authorization: `Bearer ${options.apiKey}` }),
-          },
-          body: JSON.stringify(chatBody(run, options)),
-          signal,
-        });
-        const body = await response.body.text();
-        if (response.statusCode < 200 || response.statusCode >= 300) {
-          return httpFailure(response.statusCode, body, response.headers['retry-after']);
-        }
-        const parsed = JSON.parse(body) as { choices?: Array<{ message?: { content?: unknown } }> };
-        const content = parsed.choices?.[0]?.message?.content;
-        if (typeof content !== 'string')
-          return { status: 'error', reason: 'the response has no message content' };
-        return { status: 'ok', reply: content.trim() };
-      } catch (err) {
-        if (err instanceof SyntaxError)
-          return { status: 'error', reason: 'the response is not JSON' };
-        return requestFailure(
-          timeout.aborted ? Object.assign(new Error('timeout'), { name: 'TimeoutError' }) : err,
-          run.timeoutSeconds,
-          hooks,
-        );
-      }
+    run(run: RunRequest, hooks: RunHooks = {}): Promise<RunResult> {
+      const call = { url, headers, body: JSON.stringify(chatBody(run, options)) };
+      return postForReply(call, run, hooks, readReply, 'the response has no message content');
     },
   };
 }
