@@ -9,14 +9,14 @@
  */
 import type { Action, AgentAction, WakeAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
-import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
 import type { Heartbeat } from './heartbeat.ts';
+import { createDeliveryStep, summaryEvent } from './reply-delivery.ts';
 import { isAckOnly, retryDelayMs, summaryLine } from './replies.ts';
 import { killGroup } from './runners/command.ts';
 import type { RunResult } from './runners/runner.ts';
-import type { DeliveryProgress, Outcome, RunRow, RuntimeStore } from './runtime-store.ts';
+import type { RunRow, RuntimeStore } from './runtime-store.ts';
 
 export type WorkerSettings = {
   mainKey: string;
@@ -53,6 +53,16 @@ export function createActionWorker(deps: {
   controller: AbortController;
 }): ActionWorker {
   const { store, agents, adapters, heartbeat, settings, logger } = deps;
+  const deliverReply = createDeliveryStep({
+    store,
+    adapters,
+    heartbeat,
+    logger,
+    settings,
+    signal: deps.controller.signal,
+    stopped: () => stopped,
+    kick: () => kick(),
+  });
   const busy = new Map<string, Promise<void>>();
   let scheduled = false;
   let stopped = false;
@@ -155,7 +165,7 @@ export function createActionWorker(deps: {
         action.id,
         'failed',
         { status: result.status, reason: result.reason },
-        summaryEvent(action, result.status, result.reason),
+        summaryEvent(settings.mainKey, action, result.status, result.reason),
       );
       logger.warn(
         { actionId: action.id, status: result.status, reason: result.reason },
@@ -172,7 +182,7 @@ export function createActionWorker(deps: {
         action.id,
         'done',
         { status: 'ok', reply: result.reply, ack },
-        summaryEvent(action, 'ok', result.reply),
+        summaryEvent(settings.mainKey, action, 'ok', result.reply),
       );
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
       return;
@@ -203,150 +213,6 @@ export function createActionWorker(deps: {
           .map(({ role, text }) => ({ role, text })),
       },
       { signal: deps.controller.signal, onSpawn: (pgid) => store.setRunnerGroup(action.id, pgid) },
-    );
-  }
-
-  function summaryEvent(
-    action: AgentAction,
-    status: 'ok' | 'error' | 'timeout',
-    text: string,
-    note?: string,
-  ) {
-    const line = summaryLine(action.name, { status, text });
-    return {
-      sessionKey: settings.mainKey,
-      text: note ? `${line} [${note}]` : line,
-      source: 'hook-summary',
-      actionId: action.id,
-      trusted: !action.untrusted,
-    };
-  }
-
-  /** Deliver a reply (resuming after the parts already sent); the summary follows the final outcome. */
-  async function deliverReply(row: RunRow, action: AgentAction, reply: string): Promise<void> {
-    const previous = row.outcome?.delivery;
-    const route = resolveRoute(
-      {
-        channel: action.channel,
-        ...(action.to !== undefined && { to: action.to }),
-        fallback: action.mappingId !== undefined,
-      },
-      store.lastRoute(settings.mainKey),
-      adapters,
-    );
-    const attempts = (previous?.attempts ?? 0) + 1;
-    const record = (
-      state: 'sent' | 'failed' | 'skipped' | 'dead',
-      detail: {
-        channel: string;
-        recipient?: string;
-        parts: number;
-        partsSent: number;
-        reason?: string;
-      },
-    ) =>
-      store.recordDelivery({
-        source: 'agent',
-        sourceId: action.id,
-        channel: detail.channel,
-        ...(detail.recipient !== undefined && { recipient: detail.recipient }),
-        text: reply,
-        state,
-        attempts,
-        parts: detail.parts,
-        partsSent: detail.partsSent,
-        ...(detail.reason !== undefined && { error: detail.reason }),
-      });
-    const finishWith = (
-      state: 'done' | 'failed' | 'dead',
-      delivery: DeliveryProgress,
-      note?: string,
-    ) => {
-      store.finish(
-        action.id,
-        state,
-        { status: 'ok', reply, delivery },
-        summaryEvent(action, 'ok', reply, note),
-      );
-      if (action.wakeMode === 'now') heartbeat.requestNow('hook');
-    };
-    if ('skipped' in route) {
-      record('skipped', { channel: action.channel, parts: 0, partsSent: 0, reason: route.skipped });
-      logger.warn({ actionId: action.id, reason: route.skipped }, 'delivery skipped');
-      finishWith(
-        'done',
-        { state: 'skipped', reason: route.skipped, attempts },
-        `delivery skipped: ${route.skipped}`,
-      );
-      return;
-    }
-    const target = { channel: route.channel, recipient: route.recipient };
-    const progress = (partsSent: number, parts?: number): Outcome => ({
-      status: 'delivering',
-      reply,
-      delivery: {
-        state: 'pending',
-        ...target,
-        partsSent,
-        attempts,
-        ...(parts !== undefined && { parts }),
-      },
-    });
-    const attempt = await sendParts(
-      route,
-      reply,
-      previous?.partsSent ?? 0,
-      (sent) => store.saveOutcome(action.id, progress(sent)),
-      deps.controller.signal,
-    );
-    const detail = {
-      ...target,
-      parts: attempt.parts,
-      partsSent: attempt.partsSent,
-      ...(attempt.reason !== undefined && { reason: attempt.reason }),
-    };
-    if (attempt.outcome === 'sent') {
-      store.setRoute(settings.mainKey, route.channel, route.recipient);
-      record('sent', detail);
-      finishWith('done', {
-        state: 'sent',
-        ...target,
-        parts: attempt.parts,
-        partsSent: attempt.partsSent,
-        attempts,
-      });
-      return;
-    }
-    const reason = attempt.reason ?? 'unknown';
-    if (attempt.outcome === 'retry' && !stopped && attempts < settings.retry.maxAttempts) {
-      const delay = retryDelayMs(attempts, settings.retry, attempt.retryAfterMs);
-      store.requeue(action.id, Date.now() + delay, progress(attempt.partsSent, attempt.parts));
-      logger.warn(
-        {
-          actionId: action.id,
-          channel: route.channel,
-          attempt: attempts,
-          delayMs: Math.round(delay),
-          reason,
-        },
-        'delivery will be retried',
-      );
-      setTimeout(kick, delay + 5).unref();
-      return;
-    }
-    if (attempt.outcome === 'retry' && stopped) {
-      store.requeue(action.id, 0, progress(attempt.partsSent, attempt.parts), {
-        refundAttempt: true,
-      });
-      return;
-    }
-    const state = attempt.outcome === 'retry' ? 'dead' : 'failed';
-    record(state, detail);
-    logger.error({ actionId: action.id, channel: route.channel, reason }, 'delivery failed');
-    finishWith(
-      state,
-      { state, ...target, parts: attempt.parts, partsSent: attempt.partsSent, attempts, reason },
-      `delivery ${state === 'dead' ? 'gave up' : 'failed'}: ${reason}`,
     );
   }
 

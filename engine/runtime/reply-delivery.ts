@@ -1,0 +1,184 @@
+/**
+ * Delivering an agent run's reply, as a step of the worker: route, send the
+ * parts (resuming after those already sent), retry what did not go out by
+ * the retry policy, record the delivery and the session's last route, and
+ * post the run's summary once the delivery's outcome is final.
+ */
+import type { AgentAction } from '../../schemas/action.ts';
+import type { ChannelAdapter } from '../delivery/adapter.ts';
+import { resolveRoute, sendParts } from '../delivery/deliver.ts';
+import type { Logger } from '../log.ts';
+import type { Heartbeat } from './heartbeat.ts';
+import { retryDelayMs, summaryLine } from './replies.ts';
+import type { DeliveryProgress, Outcome, RunRow, RuntimeStore } from './runtime-store.ts';
+
+/** The summary event of an agent run, with an optional note (e.g. why delivery was skipped). */
+export function summaryEvent(
+  mainKey: string,
+  action: AgentAction,
+  status: 'ok' | 'error' | 'timeout',
+  text: string,
+  note?: string,
+) {
+  const line = summaryLine(action.name, { status, text });
+  return {
+    sessionKey: mainKey,
+    text: note ? `${line} [${note}]` : line,
+    source: 'hook-summary',
+    actionId: action.id,
+    trusted: !action.untrusted,
+  };
+}
+
+/** What the delivery step needs from the worker. */
+export type DeliveryStepDeps = {
+  store: RuntimeStore;
+  adapters: ReadonlyMap<string, ChannelAdapter>;
+  heartbeat: Heartbeat;
+  logger: Logger;
+  settings: {
+    mainKey: string;
+    retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+  };
+  signal: AbortSignal;
+  /** True once the worker is stopping (an interrupted delivery goes back to the queue). */
+  stopped: () => boolean;
+  /** Look for work again (after a retry delay). */
+  kick: () => void;
+};
+
+/** Create the delivery step of the worker. */
+export function createDeliveryStep(deps: DeliveryStepDeps) {
+  const { store, adapters, heartbeat, logger, settings } = deps;
+  /** Deliver a reply (resuming after the parts already sent); the summary follows the final outcome. */
+  return async function deliverReply(
+    row: RunRow,
+    action: AgentAction,
+    reply: string,
+  ): Promise<void> {
+    const previous = row.outcome?.delivery;
+    const route = resolveRoute(
+      {
+        channel: action.channel,
+        ...(action.to !== undefined && { to: action.to }),
+        fallback: action.mappingId !== undefined,
+      },
+      store.lastRoute(settings.mainKey),
+      adapters,
+    );
+    const attempts = (previous?.attempts ?? 0) + 1;
+    const record = (
+      state: 'sent' | 'failed' | 'skipped' | 'dead',
+      detail: {
+        channel: string;
+        recipient?: string;
+        parts: number;
+        partsSent: number;
+        reason?: string;
+      },
+    ) =>
+      store.recordDelivery({
+        source: 'agent',
+        sourceId: action.id,
+        channel: detail.channel,
+        ...(detail.recipient !== undefined && { recipient: detail.recipient }),
+        text: reply,
+        state,
+        attempts,
+        parts: detail.parts,
+        partsSent: detail.partsSent,
+        ...(detail.reason !== undefined && { error: detail.reason }),
+      });
+    const finishWith = (
+      state: 'done' | 'failed' | 'dead',
+      delivery: DeliveryProgress,
+      note?: string,
+    ) => {
+      store.finish(
+        action.id,
+        state,
+        { status: 'ok', reply, delivery },
+        summaryEvent(settings.mainKey, action, 'ok', reply, note),
+      );
+      if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+    };
+    if ('skipped' in route) {
+      record('skipped', { channel: action.channel, parts: 0, partsSent: 0, reason: route.skipped });
+      logger.warn({ actionId: action.id, reason: route.skipped }, 'delivery skipped');
+      finishWith(
+        'done',
+        { state: 'skipped', reason: route.skipped, attempts },
+        `delivery skipped: ${route.skipped}`,
+      );
+      return;
+    }
+    const target = { channel: route.channel, recipient: route.recipient };
+    const progress = (partsSent: number, parts?: number): Outcome => ({
+      status: 'delivering',
+      reply,
+      delivery: {
+        state: 'pending',
+        ...target,
+        partsSent,
+        attempts,
+        ...(parts !== undefined && { parts }),
+      },
+    });
+    const attempt = await sendParts(
+      route,
+      reply,
+      previous?.partsSent ?? 0,
+      (sent) => store.saveOutcome(action.id, progress(sent)),
+      deps.signal,
+    );
+    const detail = {
+      ...target,
+      parts: attempt.parts,
+      partsSent: attempt.partsSent,
+      ...(attempt.reason !== undefined && { reason: attempt.reason }),
+    };
+    if (attempt.outcome === 'sent') {
+      store.setRoute(settings.mainKey, route.channel, route.recipient);
+      record('sent', detail);
+      finishWith('done', {
+        state: 'sent',
+        ...target,
+        parts: attempt.parts,
+        partsSent: attempt.partsSent,
+        attempts,
+      });
+      return;
+    }
+    const reason = attempt.reason ?? 'unknown';
+    if (attempt.outcome === 'retry' && !deps.stopped() && attempts < settings.retry.maxAttempts) {
+      const delay = retryDelayMs(attempts, settings.retry, attempt.retryAfterMs);
+      store.requeue(action.id, Date.now() + delay, progress(attempt.partsSent, attempt.parts));
+      logger.warn(
+        {
+          actionId: action.id,
+          channel: route.channel,
+          attempt: attempts,
+          delayMs: Math.round(delay),
+          reason,
+        },
+        'delivery will be retried',
+      );
+      setTimeout(deps.kick, delay + 5).unref();
+      return;
+    }
+    if (attempt.outcome === 'retry' && deps.stopped()) {
+      store.requeue(action.id, 0, progress(attempt.partsSent, attempt.parts), {
+        refundAttempt: true,
+      });
+      return;
+    }
+    const state = attempt.outcome === 'retry' ? 'dead' : 'failed';
+    record(state, detail);
+    logger.error({ actionId: action.id, channel: route.channel, reason }, 'delivery failed');
+    finishWith(
+      state,
+      { state, ...target, parts: attempt.parts, partsSent: attempt.partsSent, attempts, reason },
+      `delivery ${state === 'dead' ? 'gave up' : 'failed'}: ${reason}`,
+    );
+  };
+}
