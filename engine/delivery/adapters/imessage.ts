@@ -108,6 +108,10 @@ export function classifyIMessageReply(reply: HttpReply, secrets: readonly string
   if (reply.status === 502 || reply.status === 503) {
     return { status: 'retry', reason: explain('server unavailable') };
   }
+  // Other 5xx are retried, as for every channel, with a warning: the message may have gone out.
+  if (reply.status >= 500 && type !== 'Server Error' && type !== 'iMessage Error') {
+    return { status: 'retry', reason: explain(`send failed; ${DUPLICATE}`) };
+  }
   return { status: 'failed', reason: explain(refusal(reply.status, type, said)) };
 }
 

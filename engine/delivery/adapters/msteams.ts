@@ -213,6 +213,13 @@ export function classifyTeamsReply(reply: HttpReply, secrets: readonly string[])
   }
   if (reply.status === 412) return { status: 'retry', reason: explain('concurrent operation') };
   if (reply.status >= 502) return { status: 'retry', reason: explain('service unavailable') };
+  // 500 is retried like every 5xx, with a warning (Teams says it may or may not have posted).
+  if (reply.status === 500) {
+    return {
+      status: 'retry',
+      reason: explain('service error; it may have been posted, a retry can duplicate it'),
+    };
+  }
   return { status: 'failed', reason: explain(refusal(reply.status, code)) };
 }
 
