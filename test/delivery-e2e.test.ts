@@ -295,6 +295,24 @@ describe('delivery to each channel', () => {
     expect(rows(dataDir, 'SELECT 1 FROM deliveries WHERE source_id = ?', runId)).toHaveLength(0);
   });
 
+  it('does not deliver an empty reply, nor move the last route', async () => {
+    const before = standIn.requests.length;
+    const route = rows(
+      dataDir,
+      "SELECT channel, recipient FROM routes WHERE session_key = 'main'",
+    )[0];
+    const res = await server.post('agent', { message: 'EMPTY', channel: 'telegram', to: '999' });
+    const { runId } = (await res.json()) as { runId: string };
+    await waitFor(() => finished(dataDir, runId), 'the empty run');
+    expect(standIn.requests.length).toBe(before);
+    expect(
+      rows(dataDir, 'SELECT state FROM deliveries WHERE source_id = ?', runId)[0]?.['state'],
+    ).toBe('skipped');
+    expect(
+      rows(dataDir, "SELECT channel, recipient FROM routes WHERE session_key = 'main'")[0],
+    ).toEqual(route);
+  });
+
   it.each([
     ['whatsapp', '5551234567'],
     ['telegram', 'not-a-chat'],
@@ -409,6 +427,46 @@ describe('routes and retries', () => {
         runId,
       )[0];
       expect(delivery).toMatchObject({ state: 'sent', attempts: 2 });
+    } finally {
+      await server.stop();
+      await standIn.close();
+      temp.cleanup();
+    }
+  });
+
+  it('retrying a run that died delivering redoes only the delivery', async () => {
+    let up = false;
+    const standIn = await startStandIn((req) =>
+      up ? success(req) : { status: 503, body: { ok: false, error: 'service_unavailable' } },
+    );
+    const { server, temp, record } = await startWith(standIn, {}, ['slack']);
+    try {
+      const res = await server.post('agent', {
+        message: 'Deliver me',
+        channel: 'slack',
+        to: 'C0123456789',
+      });
+      const { runId } = (await res.json()) as { runId: string };
+      const dead = await waitFor(() => finished(temp.dir, runId), 'the dead delivery', 10_000);
+      expect(dead['state']).toBe('dead');
+      up = true;
+      const retried = server.runtime?.store.retryDead(runId);
+      expect(retried).toBe(true);
+      server.runtime?.worker.kick();
+      const done = await waitFor(
+        () => rows(temp.dir, "SELECT state FROM actions WHERE id = ? AND state = 'done'", runId)[0],
+        'the retried delivery',
+      );
+      expect(done['state']).toBe('done');
+      const turns = readFileSync(record, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(runId) && l.includes('"phase":"start"'));
+      expect(turns).toHaveLength(1);
+      expect(
+        standIn.requests.filter(
+          (r) => (r.json as { text?: string } | undefined)?.text === 'done: Deliver me',
+        ).length,
+      ).toBe(5);
     } finally {
       await server.stop();
       await standIn.close();

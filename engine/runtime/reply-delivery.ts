@@ -102,16 +102,29 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       );
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
     };
-    if ('skipped' in route) {
-      record('skipped', { channel: action.channel, parts: 0, partsSent: 0, reason: route.skipped });
-      logger.warn({ actionId: action.id, reason: route.skipped }, 'delivery skipped');
+    // An empty reply has nothing to deliver (and must not move the last route).
+    const skipped =
+      reply.trim() === ''
+        ? { skipped: 'the reply is empty' }
+        : 'skipped' in route
+          ? route
+          : undefined;
+    if (skipped) {
+      record('skipped', {
+        channel: action.channel,
+        parts: 0,
+        partsSent: 0,
+        reason: skipped.skipped,
+      });
+      logger.warn({ actionId: action.id, reason: skipped.skipped }, 'delivery skipped');
       finishWith(
         'done',
-        { state: 'skipped', reason: route.skipped, attempts },
-        `delivery skipped: ${route.skipped}`,
+        { state: 'skipped', reason: skipped.skipped, attempts },
+        `delivery skipped: ${skipped.skipped}`,
       );
       return;
     }
+    if ('skipped' in route) return;
     const target = { channel: route.channel, recipient: route.recipient };
     const progress = (partsSent: number, parts?: number): Outcome => ({
       status: 'delivering',
@@ -124,6 +137,8 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         ...(parts !== undefined && { parts }),
       },
     });
+    // The reply is kept before anything goes out: a crash from here on redoes only the delivery.
+    store.saveOutcome(action.id, progress(previous?.partsSent ?? 0));
     const attempt = await sendParts(
       route,
       reply,

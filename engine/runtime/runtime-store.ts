@@ -457,9 +457,14 @@ export class RuntimeStore {
 
   /** A dead action back to the queue with fresh attempts; false when it is not dead. */
   retryDead(id: string): boolean {
+    // A run that died delivering keeps its reply: the retry redoes only the delivery.
     const changed = this.db
       .prepare(
-        "UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at_ms = 0, outcome = NULL WHERE id = ? AND state = 'dead'",
+        `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at_ms = 0,
+           outcome = CASE WHEN json_extract(outcome, '$.reply') IS NOT NULL AND json_extract(outcome, '$.delivery') IS NOT NULL
+             THEN json_set(outcome, '$.status', 'delivering', '$.delivery.attempts', 0)
+             ELSE NULL END
+         WHERE id = ? AND state = 'dead'`,
       )
       .run(id).changes;
     return Number(changed) > 0;
