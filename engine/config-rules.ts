@@ -123,6 +123,10 @@ function runnerProblem(runner: Runner, at: string): ConfigProblem | null {
 }
 
 function checkRuntime(config: Config): ConfigProblem | null {
+  const route = config.session.defaultRoute;
+  if (route && !(route.channel in config.channels)) {
+    return { path: 'session.defaultRoute.channel', message: `"${route.channel}" is not configured under channels` };
+  }
   if (parseSchedule(config.runtime.heartbeat.every) === null) {
     return {
       path: 'runtime.heartbeat.every',

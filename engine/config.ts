@@ -55,7 +55,7 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   }
   let raw: unknown;
   try {
-    raw = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
+    raw = parseYaml(shieldReferences(text), { prettyErrors: true, uniqueKeys: true });
   } catch (err) {
     throw new ConfigError('', `cannot parse ${absolute}: ${(err as Error).message.split('\n')[0]}`);
   }
@@ -120,12 +120,24 @@ export function quickstartConfig(env: NodeJS.ProcessEnv): { raw: object; generat
   };
 }
 
-const VAR = /\$\$\{|\$\{([^}]*)\}/g;
+const VAR = /\$\$\{|\$\{([^}]*)\}|hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.placeholder/g;
+
+/**
+ * `${NAME}` contains YAML flow indicators, so `{ token: ${TOKEN} }` would not parse. Before
+ * parsing, each reference becomes a plain-scalar placeholder; values are substituted after
+ * parsing, into strings only, so an environment value can never add YAML structure.
+ */
+function shieldReferences(text: string): string {
+  return text.replace(/(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (match, escaped: string, name: string) =>
+    escaped ? match : `hookgate.env.${name}.placeholder`,
+  );
+}
 
 function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, at: string): unknown {
   if (typeof value === 'string') {
-    return value.replace(VAR, (match, name: string | undefined) => {
+    return value.replace(VAR, (match, braced: string | undefined, shielded: string | undefined) => {
       if (match === '$${') return '${';
+      const name = braced ?? shielded;
       if (!name || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
         throw new ConfigError(at, `invalid variable reference ${match}`);
       }

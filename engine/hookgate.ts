@@ -7,13 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createClientAddressResolver } from './client-address.ts';
-import type { LoadedConfig } from './config.ts';
+import { ConfigError, type LoadedConfig } from './config.ts';
 import { createDispatcher } from './dispatcher.ts';
 import { createAdapters } from './delivery/registry.ts';
 import { createGuard } from './guard.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRequestHandler } from './pipeline.ts';
-import { policyFromConfig } from './policy.ts';
+import { checkRecipient, policyFromConfig } from './policy.ts';
 import type { ActionStore } from './queue/action-store.ts';
 import { openSqliteStore } from './queue/sqlite-store.ts';
 import { createMemoryLimiter } from './rate-limit.ts';
@@ -55,6 +55,14 @@ export async function startHookgate(
   const policy = policyFromConfig(config);
   // Compiled before anything is opened: a bad mapping stops the boot with a ConfigError.
   const mappings = compileMappings(config, policy, loaded.transformsRoot);
+  const seed = config.session.defaultRoute;
+  if (seed) {
+    try {
+      checkRecipient(policy, seed.channel, seed.to);
+    } catch (err) {
+      throw new ConfigError('session.defaultRoute.to', (err as Error).message);
+    }
+  }
   const logger = options.logger ?? createLogger(config.log.level);
   const transforms = await startTransforms(config, mappings, logger);
   const store =

@@ -208,3 +208,33 @@ describe('hooks path normalisation', () => {
     },
   );
 });
+
+describe('${VAR} inside YAML flow mappings', () => {
+  const temp = tempDir();
+  afterAll(() => temp.cleanup());
+
+  it('loads `{ botToken: ${TOKEN} }` as written in the docs', () => {
+    const file = path.join(temp.dir, 'flow.yaml');
+    writeFileSync(
+      file,
+      'hooks: { enabled: true, token: ${HOOKS_TOKEN} }\nchannels:\n  telegram: { botToken: ${TELEGRAM_BOT_TOKEN}, baseUrl: "http://127.0.0.1:9" }\n',
+    );
+    const loaded = loadConfigFile(file, { HOOKS_TOKEN: 'h', TELEGRAM_BOT_TOKEN: '123:abc' });
+    expect(loaded.config.hooks.token).toBe('h');
+    expect(loaded.config.channels.telegram?.botToken).toBe('123:abc');
+  });
+
+  it('never lets a value add YAML structure', () => {
+    const file = path.join(temp.dir, 'inject.yaml');
+    writeFileSync(file, 'hooks: { enabled: true, token: ${T} }\n');
+    const loaded = loadConfigFile(file, { T: 'x, enabled: false }' });
+    expect(loaded.config.hooks.enabled).toBe(true);
+    expect(loaded.config.hooks.token).toBe('x, enabled: false }');
+  });
+
+  it('keeps $${ as a literal in a file', () => {
+    const file = path.join(temp.dir, 'literal.yaml');
+    writeFileSync(file, 'hooks:\n  enabled: true\n  token: t\n  defaultSessionKey: "hook:$${x}"\n');
+    expect(loadConfigFile(file, {}).config.hooks.defaultSessionKey).toBe('hook:${x}');
+  });
+});

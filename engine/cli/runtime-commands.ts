@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ActionState } from '../queue/action-store.ts';
+import { findConfigFile, loadConfigFile } from '../config.ts';
 import { STORE_FILE } from '../queue/sqlite-schema.ts';
 import { RuntimeStore } from '../runtime/runtime-store.ts';
 import { wrappedContent } from '../safety.ts';
@@ -17,6 +18,12 @@ function openStore(flags: ListFlags): RuntimeStore | string {
   const dataDir = dataDirForList(flags, process.env, process.cwd());
   if (!existsSync(path.join(dataDir, STORE_FILE))) return `No store in ${dataDir} yet.`;
   return RuntimeStore.open(dataDir);
+}
+
+/** The main session key: session.mainKey of the config when one is found, else "main". */
+function mainKeyFor(flags: ListFlags): string {
+  const file = findConfigFile(flags.config, process.env, process.cwd());
+  return file ? loadConfigFile(file, process.env).config.session.mainKey : 'main';
 }
 
 function oneLine(text: string, max = 100): string {
@@ -69,7 +76,7 @@ export function events(
     return 0;
   }
   try {
-    const rows = store.events(flags.session ?? 'main', Number(flags.limit ?? 20));
+    const rows = store.events(flags.session ?? mainKeyFor(flags), Number(flags.limit ?? 20));
     for (const event of rows) {
       if (flags.json) out(JSON.stringify(event));
       else {
