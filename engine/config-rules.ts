@@ -108,7 +108,7 @@ function checkAgents(config: Config): ConfigProblem | null {
 type Runner = NonNullable<Config['agents']['defaults']['runner']>;
 
 /** What each runner kind needs besides `kind`. */
-function runnerProblem(runner: Runner, at: string): ConfigProblem | null {
+function runnerProblem(runner: Runner, at: string, hasProviders: boolean): ConfigProblem | null {
   if (runner.kind === 'command' && !runner.argv)
     return { path: `${at}.argv`, message: 'required for a command runner' };
   if (runner.kind === 'http' && !runner.url)
@@ -125,7 +125,10 @@ function runnerProblem(runner: Runner, at: string): ConfigProblem | null {
 function checkRuntime(config: Config): ConfigProblem | null {
   const route = config.session.defaultRoute;
   if (route && !(route.channel in config.channels)) {
-    return { path: 'session.defaultRoute.channel', message: `"${route.channel}" is not configured under channels` };
+    return {
+      path: 'session.defaultRoute.channel',
+      message: `"${route.channel}" is not configured under channels`,
+    };
   }
   if (parseSchedule(config.runtime.heartbeat.every) === null) {
     return {
@@ -133,14 +136,15 @@ function checkRuntime(config: Config): ConfigProblem | null {
       message: 'must be a duration (30s, 30m, 1h), a cron expression, or "off"',
     };
   }
+  const hasProviders = Object.keys(config.providers).length > 0;
   const defaults = config.agents.defaults.runner;
   if (defaults) {
-    const problem = runnerProblem(defaults, 'agents.defaults.runner');
+    const problem = runnerProblem(defaults, 'agents.defaults.runner', hasProviders);
     if (problem) return problem;
   }
   for (const [i, agent] of config.agents.list.entries()) {
     if (!agent.runner) continue;
-    const problem = runnerProblem(agent.runner, `agents.list.${i}.runner`);
+    const problem = runnerProblem(agent.runner, `agents.list.${i}.runner`, hasProviders);
     if (problem) return problem;
   }
   return null;

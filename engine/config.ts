@@ -128,8 +128,10 @@ const VAR = /\$\$\{|\$\{([^}]*)\}|hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.place
  * parsing, into strings only, so an environment value can never add YAML structure.
  */
 function shieldReferences(text: string): string {
-  return text.replace(/(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (match, escaped: string, name: string) =>
-    escaped ? match : `hookgate.env.${name}.placeholder`,
+  return text.replace(
+    /(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g,
+    (match, escaped: string, name: string) =>
+      escaped ? match : `hookgate.env.${name}.placeholder`,
   );
 }
 

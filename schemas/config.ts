@@ -236,6 +236,21 @@ export const configSchema = {
         },
       },
     },
+    // Model providers for openai runners: a model ref `<provider>/<model>` uses its provider's
+    // endpoint and key, and `models` maps the model name to the endpoint's.
+    providers: {
+      type: 'object',
+      default: {},
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          baseUrl: { type: 'string', pattern: '^https?://\\S+$' },
+          apiKeyEnv: nonEmpty,
+          models: { type: 'object', additionalProperties: nonEmpty },
+        },
+      },
+    },
     session: {
       type: 'object',
       additionalProperties: false,

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Config } from '../../schemas/config.ts';
 import { createCommandRunner } from './runners/command.ts';
 import { createHttpRunner } from './runners/http.ts';
-import { createOpenAiRunner } from './runners/openai.ts';
+import { createOpenAiRunner, type Provider } from './runners/openai.ts';
 import type { Runner } from './runners/runner.ts';
 
 export type AgentSettings = {
@@ -20,11 +20,25 @@ export type AgentSettings = {
 
 type RunnerConfig = NonNullable<Config['agents']['defaults']['runner']>;
 
+function providersFrom(providers: Config['providers']): Record<string, Provider> {
+  const out: Record<string, Provider> = {};
+  for (const [name, provider] of Object.entries(providers)) {
+    const apiKey = provider.apiKeyEnv ? process.env[provider.apiKeyEnv] : undefined;
+    out[name] = {
+      ...(provider.baseUrl && { baseUrl: provider.baseUrl }),
+      ...(apiKey && { apiKey }),
+      ...(provider.models && { models: provider.models }),
+    };
+  }
+  return out;
+}
+
 function buildRunner(
   runner: RunnerConfig,
   workspace: string,
   baseDir: string,
   model: string | undefined,
+  providers: Config['providers'],
 ): Runner {
   if (runner.kind === 'command') {
     const [file, ...rest] = runner.argv as string[];
@@ -47,7 +61,8 @@ function buildRunner(
   }
   const apiKey = runner.apiKeyEnv ? process.env[runner.apiKeyEnv] : undefined;
   return createOpenAiRunner({
-    baseUrl: runner.baseUrl as string,
+    ...(runner.baseUrl && { baseUrl: runner.baseUrl }),
+    providers: providersFrom(providers),
     ...(apiKey && { apiKey }),
     ...(runner.models && { models: runner.models }),
     ...(model && { defaultModel: model }),
@@ -70,7 +85,7 @@ export function resolveAgents(
     const runner = ('runner' in agent && agent.runner) || defaults.runner;
     agents.set(agent.id, {
       id: agent.id,
-      runner: runner ? buildRunner(runner, workspace, baseDir, model) : undefined,
+      runner: runner ? buildRunner(runner, workspace, baseDir, model, config.providers) : undefined,
       workspace,
       model,
       timeoutSeconds:

@@ -7,12 +7,21 @@
 import { postForReply } from './http.ts';
 import type { RunHooks, RunRequest, RunResult, Runner } from './runner.ts';
 
+/** An endpoint for the models of one provider (top-level `providers` in the config). */
+export type Provider = {
+  baseUrl?: string;
+  apiKey?: string;
+  models?: Readonly<Record<string, string>>;
+};
+
 export type OpenAiRunnerOptions = {
-  baseUrl: string;
+  /** The runner's own endpoint; a provider's `baseUrl` wins for that provider's models. */
+  baseUrl?: string;
   apiKey?: string;
   models?: Readonly<Record<string, string>>;
   defaultModel?: string;
   maxTokens?: number;
+  providers?: Readonly<Record<string, Provider>>;
 };
 
 const EFFORT: Record<string, string | undefined> = {
@@ -37,10 +46,12 @@ export function endpointModel(
 
 /** The chat-completions request body for a run. */
 export function chatBody(run: RunRequest, options: OpenAiRunnerOptions): Record<string, unknown> {
-  const ref = run.model ?? options.defaultModel ?? 'openai/gpt-5-mini';
+  const ref = modelRef(run, options);
   const effort = run.thinking ? EFFORT[run.thinking] : undefined;
+  const provider = providerOf(ref, options);
+  const name = ref.slice(ref.indexOf('/') + 1);
   return {
-    model: endpointModel(ref, options.models),
+    model: provider?.models?.[name] ?? endpointModel(ref, options.models),
     messages: [
       ...run.history.map((turn) => ({ role: turn.role, content: turn.text })),
       { role: 'user', content: run.message },
@@ -50,19 +61,44 @@ export function chatBody(run: RunRequest, options: OpenAiRunnerOptions): Record<
   };
 }
 
+function modelRef(run: RunRequest, options: OpenAiRunnerOptions): string {
+  return run.model ?? options.defaultModel ?? 'openai/gpt-5-mini';
+}
+
+function providerOf(ref: string, options: OpenAiRunnerOptions): Provider | undefined {
+  const slash = ref.indexOf('/');
+  return slash < 0 ? undefined : options.providers?.[ref.slice(0, slash)];
+}
+
+/** Where a run goes: its model's provider endpoint, else the runner's own. */
+export function endpointFor(
+  run: RunRequest,
+  options: OpenAiRunnerOptions,
+): { url: string; apiKey?: string } | undefined {
+  const provider = providerOf(modelRef(run, options), options);
+  const baseUrl = provider?.baseUrl ?? options.baseUrl;
+  if (!baseUrl) return undefined;
+  const apiKey = provider?.baseUrl ? provider.apiKey : (provider?.apiKey ?? options.apiKey);
+  return { url: `${baseUrl.replace(/\/+$/, '')}/chat/completions`, ...(apiKey && { apiKey }) };
+}
+
 /** Create an openai runner. */
 export function createOpenAiRunner(options: OpenAiRunnerOptions): Runner {
-  const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    ...(options.apiKey && { authorization: `Bearer ${options.apiKey}` }),
-  };
   const readReply = (parsed: unknown) =>
     (parsed as { choices?: Array<{ message?: { content?: unknown } }> } | null)?.choices?.[0]
       ?.message?.content;
   return {
     run(run: RunRequest, hooks: RunHooks = {}): Promise<RunResult> {
-      const call = { url, headers, body: JSON.stringify(chatBody(run, options)) };
+      const endpoint = endpointFor(run, options);
+      if (!endpoint) {
+        const reason = `no endpoint for model "${modelRef(run, options)}": set the runner's baseUrl or providers.<name>.baseUrl`;
+        return Promise.resolve({ status: 'error', reason });
+      }
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        ...(endpoint.apiKey && { authorization: `Bearer ${endpoint.apiKey}` }),
+      };
+      const call = { url: endpoint.url, headers, body: JSON.stringify(chatBody(run, options)) };
       return postForReply(call, run, hooks, readReply, 'the response has no message content');
     },
   };
