@@ -113,8 +113,12 @@ function runnerProblem(runner: Runner, at: string, hasProviders: boolean): Confi
     return { path: `${at}.argv`, message: 'required for a command runner' };
   if (runner.kind === 'http' && !runner.url)
     return { path: `${at}.url`, message: 'required for an http runner' };
-  if (runner.kind === 'openai' && !runner.baseUrl)
-    return { path: `${at}.baseUrl`, message: 'required for an openai runner' };
+  if (runner.kind === 'openai' && !runner.baseUrl && !hasProviders) {
+    return {
+      path: `${at}.baseUrl`,
+      message: 'required for an openai runner (or define providers)',
+    };
+  }
   for (const url of [runner.url, runner.baseUrl]) {
     if (url !== undefined && !/^https?:\/\/[^\s]+$/.test(url))
       return { path: at, message: `"${url}" is not an http(s) URL` };
