@@ -13,7 +13,8 @@ const run = (model?: string): RunRequest => ({
   agentId: 'main',
   sessionKey: 'hook:x',
   message: 'Hello',
-  ...(model && { model }),
+  model: model ?? null,
+  thinking: null,
   timeoutSeconds: 5,
   history: [],
 });

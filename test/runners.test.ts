@@ -164,11 +164,7 @@ describe('openai runner', () => {
     ['xhigh', 'high'],
   ])('thinking %s -> reasoning_effort %s', async (thinking, effort) => {
     const endpoint = await stub(() => ({ body: chatCompletion('ok') }));
-    const { thinking: _omit, ...run } = RUN;
-    await createOpenAiRunner({ baseUrl: endpoint.url }).run({
-      ...run,
-      ...(thinking && { thinking }),
-    });
+    await createOpenAiRunner({ baseUrl: endpoint.url }).run({ ...RUN, thinking: thinking || null });
     expect(endpoint.exchanges[0]?.body['reasoning_effort']).toBe(effort);
   });
 
@@ -178,11 +174,10 @@ describe('openai runner', () => {
     ['a built-in default without either', undefined, undefined, 'gpt-5-mini'],
   ])('model: %s', async (_name, model, defaultModel, expected) => {
     const endpoint = await stub(() => ({ body: chatCompletion('ok') }));
-    const { model: _omit, ...run } = RUN;
     await createOpenAiRunner({
       baseUrl: endpoint.url,
       ...(defaultModel && { defaultModel }),
-    }).run({ ...run, ...(model && { model }) });
+    }).run({ ...RUN, model: model ?? null });
     expect(endpoint.exchanges[0]?.body['model']).toBe(expected);
     expect(endpoint.exchanges[0]?.headers['authorization']).toBeUndefined();
   });

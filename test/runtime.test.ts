@@ -172,6 +172,7 @@ describe('wake actions and the heartbeat', () => {
       sessionKey: 'main',
       message: `System: ${event['text']}\n\n${PROMPT}`,
       model: 'openai/gpt-5-mini',
+      thinking: null,
       timeoutSeconds: 30,
       history: [],
     });
@@ -384,6 +385,7 @@ describe('agent runs', () => {
       sessionKey: 'hook:gh-1',
       message: expect.stringContaining('And the calendar?'),
       model: 'openai/gpt-5-mini',
+      thinking: null,
       timeoutSeconds: 30,
       history: [
         { role: 'user', text: record.message },

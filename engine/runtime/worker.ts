@@ -205,8 +205,8 @@ export function createActionWorker(deps: {
         agentId: action.agentId,
         sessionKey: action.sessionKey,
         message: action.prompt ?? action.message,
-        ...((action.model ?? agent.model) && { model: action.model ?? agent.model }),
-        ...(action.thinking && { thinking: action.thinking }),
+        model: action.model ?? agent.model ?? null,
+        thinking: action.thinking ?? null,
         timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
         history: store
           .history(action.sessionKey, settings.historyTurns)

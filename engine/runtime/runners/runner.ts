@@ -11,8 +11,9 @@ export type RunRequest = {
   agentId: string;
   sessionKey: string;
   message: string;
-  model?: string;
-  thinking?: string;
+  /** null when neither the request nor the agent names one (the runner's default applies). */
+  model: string | null;
+  thinking: string | null;
   timeoutSeconds: number;
   history: Array<{ role: 'user' | 'assistant'; text: string }>;
 };
