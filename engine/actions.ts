@@ -22,7 +22,13 @@ import { wrapUntrusted } from './safety.ts';
 export type Accepted = { actions: Action[]; response: Record<string, unknown> | null };
 
 /** Ids and limits the builders need besides the policy. */
-export type BuildContext = { policy: Policy; maxTimeoutSeconds: number; newId: () => string };
+export type BuildContext = {
+  policy: Policy;
+  maxTimeoutSeconds: number;
+  newId: () => string;
+  /** The channel of the main session's last route, when the runtime knows one. */
+  lastChannel?: () => string | undefined;
+};
 
 /** Where the fields came from, for session-key policy and the safety wrapper. */
 export type Provenance = {
@@ -110,7 +116,12 @@ export function buildAgentAction(
     throw new HookError('invalid_payload', 'mode: differs from wakeMode (give one of them)');
   }
   const channel = resolveChannel(policy, fields.channel);
-  checkRecipient(policy, channel, fields.to);
+  // With `last`, the recipient is checked against the channel it would go to today.
+  const target =
+    channel === 'last'
+      ? (ctx.lastChannel?.() ?? (provenance.mappingId ? 'whatsapp' : 'last'))
+      : channel;
+  checkRecipient(policy, target, fields.to);
   const model = resolveModel(policy, fields.model);
   const agentId = resolveAgentId(policy, fields.agentId);
   const requested =

@@ -86,6 +86,7 @@ export async function startHookgate(
         maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
         maxActions: config.hooks.maxActionsPerRequest,
         newId: randomUUID,
+        lastChannel: () => runtime?.store.lastRoute(config.session.mainKey)?.channel,
         ...(transforms && { transforms }),
       },
       mappings,

@@ -258,6 +258,12 @@ describe('delivery to each channel', () => {
     expect(sent).toHaveLength(1);
     expect(sent[0]?.url).toContain('/tg/');
     expect((sent[0]?.json as { chat_id: unknown } | undefined)?.chat_id).toBe(555000111);
+    // With a telegram last route, a `to` that is no chat id is refused at the door.
+    const refused = await server.post('agent', { message: 'x', to: 'not a chat' });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
+      'invalid_recipient',
+    );
   });
 
   it('splits a long reply into parts the product accepts, in order', async () => {
