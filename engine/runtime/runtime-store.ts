@@ -1,15 +1,16 @@
 /**
- * The runtime's view of the store: action lifecycle (queued -> running ->
- * done | failed | dead, with attempts and a next-attempt time), the main
- * session's system events, session history, heartbeat records, deliveries
- * handed on, and control requests from the command line. A connection of
- * its own; every write is a short transaction (WAL, synchronous=FULL).
+ * The runtime's view of the store: the action lifecycle (queued -> running
+ * -> done | failed | dead, with attempts, a next-attempt time and the
+ * outcome), on top of the session records (session-records.ts). A
+ * connection of its own; every write is a short transaction (WAL,
+ * synchronous=NORMAL: crash-safe without an fsync per commit).
  */
-import { randomUUID } from 'node:crypto';
-import type { DatabaseSync } from 'node:sqlite';
 import type { Action } from '../../schemas/action.ts';
 import type { ActionState } from '../queue/action-store.ts';
 import { openDatabase } from '../queue/sqlite-schema.ts';
+import { type NewEvent, now, type Row, SessionRecords } from './session-records.ts';
+
+export type { DeliveryRecord, NewEvent, SystemEvent, Turn } from './session-records.ts';
 
 /** How an action ended (or why it is waiting to be retried). */
 export type Outcome = {
@@ -44,28 +45,6 @@ export type RunRow = {
   action: Action;
 };
 
-export type SystemEvent = {
-  seq: number;
-  sessionKey: string;
-  text: string;
-  source: string;
-  actionId: string | null;
-  trusted: boolean;
-  createdAt: string;
-  consumedBy: string | null;
-};
-
-export type Turn = {
-  role: 'user' | 'assistant';
-  text: string;
-  runId: string | null;
-  createdAt: string;
-};
-
-type Row = Record<string, string | number | null>;
-
-const now = () => new Date().toISOString();
-
 function toRun(row: Row): RunRow {
   return {
     seq: Number(row['seq']),
@@ -80,30 +59,11 @@ function toRun(row: Row): RunRow {
   };
 }
 
-function toEvent(row: Row): SystemEvent {
-  return {
-    seq: Number(row['seq']),
-    sessionKey: row['session_key'] as string,
-    text: row['text'] as string,
-    source: row['source'] as string,
-    actionId: (row['action_id'] as string | null) ?? null,
-    trusted: Number(row['trusted']) === 1,
-    createdAt: row['created_at'] as string,
-    consumedBy: (row['consumed_by'] as string | null) ?? null,
-  };
-}
-
 const RUN_COLUMNS =
   'seq, id, state, attempts, next_attempt_at_ms, started_at, finished_at, outcome, action';
 
 /** The runtime store over one SQLite connection. */
-export class RuntimeStore {
-  private readonly db: DatabaseSync;
-
-  constructor(db: DatabaseSync) {
-    this.db = db;
-  }
-
+export class RuntimeStore extends SessionRecords {
   /** Open the store in a data directory (schema created and migrated if needed). */
   static open(dataDir: string): RuntimeStore {
     const db = openDatabase(dataDir, { create: true });
@@ -111,18 +71,6 @@ export class RuntimeStore {
     // cheap and still survives a process crash (SIGKILL). Acceptance stays FULL on its own thread.
     db.exec('PRAGMA synchronous = NORMAL');
     return new RuntimeStore(db);
-  }
-
-  private transaction<T>(work: () => T): T {
-    this.db.exec('BEGIN IMMEDIATE');
-    try {
-      const result = work();
-      this.db.exec('COMMIT');
-      return result;
-    } catch (err) {
-      this.db.exec('ROLLBACK');
-      throw err;
-    }
   }
 
   /** After a crash: actions left running go back to the queue; returns their runner process groups. */
@@ -248,193 +196,6 @@ export class RuntimeStore {
       .run(nextAttemptAtMs, JSON.stringify(outcome), refund, id);
   }
 
-  /** Append a system event to a session. */
-  addEvent(event: NewEvent): void {
-    this.insertEvent(event);
-  }
-
-  private insertEvent(event: NewEvent): void {
-    this.db
-      .prepare(
-        'INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      )
-      .run(
-        event.sessionKey,
-        event.text,
-        event.source,
-        event.actionId ?? null,
-        event.trusted ? 1 : 0,
-        now(),
-      );
-  }
-
-  /** Events no heartbeat has consumed yet, oldest first. */
-  pendingEvents(sessionKey: string, limit: number): SystemEvent[] {
-    const rows = this.db
-      .prepare(
-        'SELECT * FROM system_events WHERE session_key = ? AND consumed_by IS NULL ORDER BY seq LIMIT ?',
-      )
-      .all(sessionKey, limit) as Row[];
-    return rows.map(toEvent);
-  }
-
-  /** Events of a session, newest first (pending and consumed). */
-  events(sessionKey: string, limit: number): SystemEvent[] {
-    const rows = this.db
-      .prepare('SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT ?')
-      .all(sessionKey, limit) as Row[];
-    return rows.map(toEvent);
-  }
-
-  /** The last turns of a session, oldest first. */
-  history(sessionKey: string, limit: number): Turn[] {
-    const rows = this.db
-      .prepare(
-        'SELECT role, text, run_id, created_at FROM session_turns WHERE session_key = ? ORDER BY seq DESC LIMIT ?',
-      )
-      .all(sessionKey, limit) as Row[];
-    return rows.reverse().map((row) => ({
-      role: row['role'] as 'user' | 'assistant',
-      text: row['text'] as string,
-      runId: (row['run_id'] as string | null) ?? null,
-      createdAt: row['created_at'] as string,
-    }));
-  }
-
-  /** Append a prompt and its reply to a session's history. */
-  addTurns(sessionKey: string, runId: string, prompt: string, reply: string): void {
-    this.transaction(() => {
-      const insert = this.db.prepare(
-        'INSERT INTO session_turns (session_key, role, text, run_id, created_at) VALUES (?, ?, ?, ?, ?)',
-      );
-      insert.run(sessionKey, 'user', prompt, runId, now());
-      insert.run(sessionKey, 'assistant', reply, runId, now());
-    });
-  }
-
-  /** Open a heartbeat record. */
-  startHeartbeat(reason: string): string {
-    const id = randomUUID();
-    this.db
-      .prepare("INSERT INTO heartbeats (id, reason, state, started_at) VALUES (?, ?, 'running', ?)")
-      .run(id, reason, now());
-    return id;
-  }
-
-  /** Record the process group of a heartbeat's runner. */
-  setHeartbeatGroup(id: string, pgid: number | null): void {
-    this.db.prepare('UPDATE heartbeats SET runner_pgid = ? WHERE id = ?').run(pgid, id);
-  }
-
-  /** After a crash: heartbeats left running are failed (their events stay pending); returns runner groups. */
-  recoverHeartbeats(): number[] {
-    return this.transaction(() => {
-      const rows = this.db
-        .prepare("SELECT runner_pgid FROM heartbeats WHERE state = 'running'")
-        .all() as Row[];
-      this.db
-        .prepare(
-          "UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'",
-        )
-        .run(now());
-      return rows.flatMap((row) =>
-        row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])],
-      );
-    });
-  }
-
-  /** Close a heartbeat record; on success mark the events it included as consumed. */
-  finishHeartbeat(
-    id: string,
-    result: {
-      state: 'done' | 'failed';
-      events: number[];
-      reply?: string;
-      ack?: boolean;
-      error?: string;
-    },
-  ): void {
-    this.transaction(() => {
-      this.db
-        .prepare(
-          'UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ? WHERE id = ?',
-        )
-        .run(
-          result.state,
-          now(),
-          result.events.length,
-          result.reply ?? null,
-          result.ack === undefined ? null : result.ack ? 1 : 0,
-          result.error ?? null,
-          id,
-        );
-      if (result.state === 'done') {
-        const consume = this.db.prepare('UPDATE system_events SET consumed_by = ? WHERE seq = ?');
-        for (const seq of result.events) consume.run(id, seq);
-      }
-    });
-  }
-
-  /** Heartbeat records, newest first. */
-  heartbeats(limit: number): Row[] {
-    return this.db
-      .prepare('SELECT * FROM heartbeats ORDER BY started_at DESC LIMIT ?')
-      .all(limit) as Row[];
-  }
-
-  /** Record a delivery's final outcome (sent, failed, skipped or dead) for the audit trail. */
-  recordDelivery(delivery: DeliveryRecord): string {
-    const id = randomUUID();
-    const at = now();
-    this.db
-      .prepare(
-        'INSERT INTO deliveries (id, source, source_id, channel, recipient, text, state, attempts, error, parts, parts_sent, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      )
-      .run(
-        id,
-        delivery.source,
-        delivery.sourceId,
-        delivery.channel,
-        delivery.recipient ?? null,
-        delivery.text,
-        delivery.state,
-        delivery.attempts,
-        delivery.error ?? null,
-        delivery.parts,
-        delivery.partsSent,
-        at,
-        at,
-      );
-    return id;
-  }
-
-  /** The session's last route (channel and recipient), if any. */
-  lastRoute(sessionKey: string): { channel: string; recipient: string } | undefined {
-    const row = this.db
-      .prepare('SELECT channel, recipient FROM routes WHERE session_key = ?')
-      .get(sessionKey) as Row | undefined;
-    return row
-      ? { channel: row['channel'] as string, recipient: row['recipient'] as string }
-      : undefined;
-  }
-
-  /** Record where the session was last reached; `onlyIfMissing` seeds without overwriting. */
-  setRoute(sessionKey: string, channel: string, recipient: string, onlyIfMissing = false): void {
-    const verb = onlyIfMissing ? 'INSERT OR IGNORE' : 'INSERT OR REPLACE';
-    this.db
-      .prepare(
-        `${verb} INTO routes (session_key, channel, recipient, updated_at) VALUES (?, ?, ?, ?)`,
-      )
-      .run(sessionKey, channel, recipient, now());
-  }
-
-  /** Deliveries, newest first. */
-  deliveries(limit: number): Row[] {
-    return this.db
-      .prepare('SELECT * FROM deliveries ORDER BY created_at DESC LIMIT ?')
-      .all(limit) as Row[];
-  }
-
   /** Runs (actions with their lifecycle), newest first, optionally in one state. */
   runs(limit: number, state?: ActionState): RunRow[] {
     const rows = state
@@ -469,52 +230,4 @@ export class RuntimeStore {
       .run(id).changes;
     return Number(changed) > 0;
   }
-
-  /** Ask the running server for something (e.g. an immediate heartbeat). */
-  request(kind: string): void {
-    this.db
-      .prepare('INSERT INTO control_requests (kind, created_at) VALUES (?, ?)')
-      .run(kind, now());
-  }
-
-  /** Requests not yet handled; marks them handled. */
-  takeRequests(): string[] {
-    return this.transaction(() => {
-      const rows = this.db
-        .prepare('SELECT seq, kind FROM control_requests WHERE handled_at IS NULL ORDER BY seq')
-        .all() as Row[];
-      if (rows.length > 0)
-        this.db
-          .prepare('UPDATE control_requests SET handled_at = ? WHERE handled_at IS NULL')
-          .run(now());
-      return rows.map((row) => row['kind'] as string);
-    });
-  }
-
-  close(): void {
-    this.db.close();
-  }
 }
-
-/** A delivery as recorded once it is over. */
-export type DeliveryRecord = {
-  source: 'agent' | 'heartbeat';
-  sourceId: string;
-  channel: string;
-  recipient?: string;
-  text: string;
-  state: 'sent' | 'failed' | 'skipped' | 'dead';
-  attempts: number;
-  parts: number;
-  partsSent: number;
-  error?: string;
-};
-
-/** A system event to append. */
-export type NewEvent = {
-  sessionKey: string;
-  text: string;
-  source: string;
-  actionId?: string;
-  trusted: boolean;
-};
