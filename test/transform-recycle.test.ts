@@ -1,0 +1,65 @@
+/**
+ * The transform isolate is recycled after N calls (a fresh isolate, the same
+ * modules): calls keep working and module state starts over.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../engine/config.ts';
+import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
+import { createLogger } from '../engine/log.ts';
+import type { AgentAction } from '../schemas/action.ts';
+import { TOKEN, tempDir } from './helpers/hookgate.ts';
+
+describe('isolate recycling', () => {
+  const temp = tempDir();
+  let hookgate: Hookgate;
+  beforeAll(async () => {
+    const root = path.join(temp.dir, 'hooks', 'transforms');
+    mkdirSync(root, { recursive: true });
+    // Module state lives in the isolate: it restarts when the isolate is rebuilt.
+    writeFileSync(
+      path.join(root, 'count.js'),
+      'let calls = 0;\nexport default () => ({ message: `call ${++calls}` });\n',
+    );
+    const raw = {
+      server: { host: '127.0.0.1', port: 0 },
+      hooks: {
+        enabled: true,
+        token: TOKEN,
+        transforms: { recycleAfterCalls: 3 },
+        mappings: [{ id: 'count', match: { path: 'count' }, transform: { module: 'count.js' } }],
+      },
+    };
+    const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
+    hookgate = await startHookgate(loaded, { logger: createLogger('silent'), runtime: false });
+  });
+  afterAll(async () => {
+    await hookgate.close();
+    temp.cleanup();
+  });
+
+  it('rebuilds the isolate every recycleAfterCalls calls and keeps answering', async () => {
+    const messages: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const res = await fetch(`${hookgate.url}/hooks/count`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: '{}',
+      });
+      expect(res.status).toBe(200);
+      const { runId } = (await res.json()) as { runId: string };
+      const rows = await hookgate.store.listActions({ limit: 20 });
+      messages.push((rows.find((row) => row.action.id === runId)?.action as AgentAction).message);
+    }
+    expect(messages).toEqual([
+      'call 1',
+      'call 2',
+      'call 3',
+      'call 1',
+      'call 2',
+      'call 3',
+      'call 1',
+    ]);
+  });
+});
