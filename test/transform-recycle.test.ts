@@ -50,7 +50,10 @@ describe('isolate recycling', () => {
       expect(res.status).toBe(200);
       const { runId } = (await res.json()) as { runId: string };
       const rows = await hookgate.store.listActions({ limit: 20 });
-      messages.push((rows.find((row) => row.action.id === runId)?.action as AgentAction).message);
+      messages.push(
+        (rows.find((row) => row.action.id === runId)?.action as AgentAction | undefined)?.message ??
+          '',
+      );
     }
     expect(messages).toEqual([
       'call 1',
