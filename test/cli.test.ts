@@ -8,34 +8,21 @@ import { existsSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  killAll,
   LISTENING,
   listStoredActions,
   postHook,
   runHookgate,
   type RunningServer,
   startServer,
-  tempDir,
+  useProcessFixtures,
   writeConfig,
 } from './helpers/process.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-const temps: Array<() => void> = [];
-function temp(): string {
-  const { dir, cleanup } = tempDir();
-  temps.push(cleanup);
-  return dir;
-}
-
-afterEach(async () => {
-  await killAll();
-});
-afterAll(() => {
-  for (const cleanup of temps.splice(0)) cleanup();
-});
+const temp = useProcessFixtures();
 
 /** A valid config listening on port 0 with data in ./data next to the file. */
 function validConfig(token: string, extra = ''): string {

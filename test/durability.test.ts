@@ -5,34 +5,21 @@
  */
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Action } from '../schemas/action.ts';
 import {
   type Exit,
-  killAll,
   listStoredActions,
   postHook,
   type RunningServer,
   startServer,
-  tempDir,
+  useProcessFixtures,
   writeConfig,
 } from './helpers/process.ts';
 
 const TOKEN = 'tok-durability-0123456789';
 
-const temps: Array<() => void> = [];
-function temp(): string {
-  const { dir, cleanup } = tempDir();
-  temps.push(cleanup);
-  return dir;
-}
-
-afterEach(async () => {
-  await killAll();
-});
-afterAll(() => {
-  for (const cleanup of temps.splice(0)) cleanup();
-});
+const temp = useProcessFixtures();
 
 /** A config file in a fresh directory, data in ./data next to it. */
 function configFile(): { file: string; dataDir: string } {

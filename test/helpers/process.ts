@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { afterAll, afterEach } from 'vitest';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const NODE = path.join(ROOT, 'node_modules/.bin/node');
@@ -218,4 +219,23 @@ export function postHook(
     body: typeof body === 'string' ? body : JSON.stringify(body),
     signal: AbortSignal.timeout(10_000),
   });
+}
+
+/**
+ * For a test file that spawns servers: kills them after each test, and
+ * returns a maker of temporary directories removed after the file.
+ */
+export function useProcessFixtures(): () => string {
+  const temps: Array<() => void> = [];
+  afterEach(async () => {
+    await killAll();
+  });
+  afterAll(() => {
+    for (const cleanup of temps.splice(0)) cleanup();
+  });
+  return function temp() {
+    const { dir, cleanup } = tempDir();
+    temps.push(cleanup);
+    return dir;
+  };
 }
