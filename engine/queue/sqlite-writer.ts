@@ -43,6 +43,9 @@ const port = parentPort;
 if (!port) throw new Error('sqlite-writer runs as a worker thread');
 
 const db = openDatabase((workerData as { dataDir: string }).dataDir, { create: true });
+// Checkpoints stall this writer: every 10,000 pages (about 40 MB of WAL) rather than SQLite's 1,000
+// measured about 15% more accepted requests per second (bench/).
+db.exec('PRAGMA wal_autocheckpoint = 10000');
 const insertAction = db.prepare(
   'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
 );
@@ -59,16 +62,25 @@ function send(message: FromWriter): void {
   port?.postMessage(message);
 }
 
+function insertRows(item: WriteItem): void {
+  for (const row of item.rows) {
+    insertAction.run(row.id, row.kind, row.hook, row.sessionKey, row.receivedAt, row.json);
+  }
+  if (item.key) {
+    const { key, fingerprint, actionId, response, createdAtMs } = item.key;
+    insertKey.run(key, fingerprint, actionId, response, createdAtMs);
+  }
+}
+
 function insertItem(item: WriteItem): void {
+  // One statement is atomic on its own; a savepoint is only needed to undo several.
+  if (item.rows.length === 1 && !item.key) {
+    insertRows(item);
+    return;
+  }
   db.exec('SAVEPOINT one');
   try {
-    for (const row of item.rows) {
-      insertAction.run(row.id, row.kind, row.hook, row.sessionKey, row.receivedAt, row.json);
-    }
-    if (item.key) {
-      const { key, fingerprint, actionId, response, createdAtMs } = item.key;
-      insertKey.run(key, fingerprint, actionId, response, createdAtMs);
-    }
+    insertRows(item);
     db.exec('RELEASE one');
   } catch (err) {
     db.exec('ROLLBACK TO one');
