@@ -65,4 +65,17 @@ describe('isolate recycling', () => {
       'call 1',
     ]);
   });
+
+  it('lets calls in flight finish before the isolate is rebuilt (no failures under concurrency)', async () => {
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        fetch(`${hookgate.url}/hooks/count`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          body: '{}',
+        }).then((res) => res.status),
+      ),
+    );
+    expect(statuses.every((status) => status === 200)).toBe(true);
+  });
 });

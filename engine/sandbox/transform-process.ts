@@ -76,6 +76,10 @@ let calls = 0;
 const modules = new Map<string, Loaded>();
 // Resolves when the isolate and modules are (re)built; calls wait on it.
 let ready: Promise<void> = Promise.resolve();
+// Calls running in the current isolate, and who waits for them to end before a rebuild.
+let inflight = 0;
+let recycling = false;
+const idleWaiters: Array<() => void> = [];
 
 function send(message: FromSandbox): void {
   process.send?.(message);
@@ -175,7 +179,12 @@ async function loadAll(): Promise<Array<{ key: string; message: string }>> {
 
 /** Throw the isolate away and build everything again (recycling, or after a memory kill). */
 function rebuild(): void {
+  if (recycling) return;
+  recycling = true;
   ready = (async () => {
+    // Calls in flight finish in the old isolate first (unless it is already gone).
+    if (inflight > 0 && !isolate.isDisposed)
+      await new Promise<void>((resolve) => idleWaiters.push(resolve));
     for (const loaded of modules.values()) if (!isolate.isDisposed) loaded.context.release();
     modules.clear();
     if (!isolate.isDisposed) isolate.dispose();
@@ -183,6 +192,7 @@ function rebuild(): void {
     calls = 0;
     for (const { key, message } of await loadAll())
       send({ type: 'log', key, level: 'error', message: `reload failed: ${message}` });
+    recycling = false;
   })();
 }
 
@@ -246,6 +256,25 @@ function drainConsole(loaded: Loaded): { console: ConsoleLine[]; droppedLines: n
 
 async function call(id: number, key: string, input: string): Promise<void> {
   await ready;
+  inflight++;
+  try {
+    await runCall(id, key, input);
+  } finally {
+    inflight--;
+    if (inflight === 0) for (const resolve of idleWaiters.splice(0)) resolve();
+  }
+  calls++;
+  const heap = isolate.isDisposed ? 0 : isolate.getHeapStatisticsSync().used_heap_size;
+  if (
+    isolate.isDisposed ||
+    calls >= limits.recycleAfterCalls ||
+    heap > limits.recycleAboveHeapMb * MB
+  ) {
+    rebuild();
+  }
+}
+
+async function runCall(id: number, key: string, input: string): Promise<void> {
   const current = modules.get(key);
   if (!current) {
     send({
@@ -280,14 +309,6 @@ async function call(id: number, key: string, input: string): Promise<void> {
     ...(failure && { failure }),
     ...logs,
   });
-  calls++;
-  const heap = isolate.isDisposed ? 0 : isolate.getHeapStatisticsSync().used_heap_size;
-  if (
-    isolate.isDisposed ||
-    calls >= limits.recycleAfterCalls ||
-    heap > limits.recycleAboveHeapMb * MB
-  )
-    rebuild();
 }
 
 process.on('message', (message: ToSandbox) => {
