@@ -18,6 +18,11 @@ describe('isolate recycling', () => {
     const root = path.join(temp.dir, 'hooks', 'transforms');
     mkdirSync(root, { recursive: true });
     // Module state lives in the isolate: it restarts when the isolate is rebuilt.
+    // Busy for a few milliseconds, so concurrent calls queue up inside the isolate.
+    writeFileSync(
+      path.join(root, 'slow.js'),
+      'export default () => { const end = Date.now() + 5; while (Date.now() < end) {} return { message: "slow" }; };\n',
+    );
     writeFileSync(
       path.join(root, 'count.js'),
       'let calls = 0;\nexport default () => ({ message: `call ${++calls}` });\n',
@@ -28,7 +33,10 @@ describe('isolate recycling', () => {
         enabled: true,
         token: TOKEN,
         transforms: { recycleAfterCalls: 3 },
-        mappings: [{ id: 'count', match: { path: 'count' }, transform: { module: 'count.js' } }],
+        mappings: [
+          { id: 'count', match: { path: 'count' }, transform: { module: 'count.js' } },
+          { id: 'slow', match: { path: 'slow' }, transform: { module: 'slow.js' } },
+        ],
       },
     };
     const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
@@ -69,7 +77,7 @@ describe('isolate recycling', () => {
   it('lets calls in flight finish before the isolate is rebuilt (no failures under concurrency)', async () => {
     const statuses = await Promise.all(
       Array.from({ length: 40 }, () =>
-        fetch(`${hookgate.url}/hooks/count`, {
+        fetch(`${hookgate.url}/hooks/slow`, {
           method: 'POST',
           headers: { authorization: `Bearer ${TOKEN}` },
           body: '{}',
