@@ -126,7 +126,10 @@ async function buildWithTransform(
       : mapping.provenance;
     return buildFrom(mapping, envelope, kind, fields, provenance, ctx, 'transform_invalid_output');
   });
-  return { actions, response: acceptanceBody(actions, Array.isArray(value)) };
+  const body = acceptanceBody(actions, Array.isArray(value));
+  const total = Array.isArray(value) ? value.length : actions.length;
+  const cut = total > actions.length ? { truncated: { total, accepted: actions.length } } : {};
+  return { actions, response: { ...body, ...cut } };
 }
 
 function fanOutItems(mapping: CompiledMapping, data: RuleData, maxActions: number): unknown[] {

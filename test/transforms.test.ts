@@ -258,7 +258,6 @@ describe('transforms', () => {
       ['an unknown field', 'unknown-field', 'colour'],
       ['a wrong type', 'bad-type', 'deliver'],
       ['an empty message', 'empty-message', 'message'],
-      ['too many actions', 'too-many', 'hooks.maxActionsPerRequest'],
       ['a malformed model', 'bad-model', 'model'],
       ['an unknown channel', 'bad-channel', 'channel'],
     ])('%s', async (_name, shape, field) => {

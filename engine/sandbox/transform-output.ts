@@ -2,7 +2,7 @@
  * Turning what a transform returned into action fields (the contract of
  * P3): null drops the request, undefined or {} keeps the template-built
  * action, an object is merged over it (`kind` switches wake/agent and drops
- * the other kind's fields), an array fans out. Anything else is refused as
+ * the other kind's fields), an array fans out (capped at maxActions). Anything else is refused as
  * transform_invalid_output naming the field; nothing half-built survives.
  */
 import { HookError } from '../errors.ts';
@@ -50,12 +50,8 @@ export function mergeTransformOutput(
   if (output === undefined)
     return [{ ...base, fields: { ...base.fields }, keyFromTransform: false }];
   if (Array.isArray(output)) {
-    if (output.length > maxActions) {
-      throw invalid(
-        `returned ${output.length} actions; at most ${maxActions} (hooks.maxActionsPerRequest)`,
-      );
-    }
-    return output.map((item, i) => mergeOne(item, base, `[${i}]`));
+    // Capped like a mapping's forEach: the first maxActions are kept (the caller reports the cut).
+    return output.slice(0, maxActions).map((item, i) => mergeOne(item, base, `[${i}]`));
   }
   return [mergeOne(output, base, '')];
 }
