@@ -237,6 +237,13 @@ describe('transforms', () => {
       expect(stored).not.toHaveProperty('name');
     });
 
+    it('caps an array at hooks.maxActionsPerRequest and says so', async () => {
+      const { status, body } = await post('shapes', { shape: 'too-many' });
+      expect(status).toBe(200);
+      expect(body?.['runIds']).toHaveLength(5);
+      expect(body?.['truncated']).toEqual({ total: 10, accepted: 5 });
+    });
+
     it('drops fields of the other kind after a kind switch', async () => {
       const { status, body } = await post('shapes', { shape: 'other-kind' });
       expect(status).toBe(200);
