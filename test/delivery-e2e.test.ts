@@ -480,6 +480,41 @@ describe('routes and retries', () => {
     }
   });
 
+  it('retries a heartbeat reply that did not go out', async () => {
+    let calls = 0;
+    const standIn = await startStandIn((req) => {
+      calls++;
+      return calls === 1
+        ? { status: 503, body: { ok: false, error: 'service_unavailable' } }
+        : success(req);
+    });
+    const { server, temp } = await startWith(
+      standIn,
+      { session: { defaultRoute: { channel: 'slack', to: 'C0999999999' } } },
+      ['slack'],
+    );
+    try {
+      expect((await server.post('wake', { text: 'URGENT: disk full' })).status).toBe(200);
+      const delivery = await waitFor(
+        () =>
+          rows(
+            temp.dir,
+            "SELECT state, attempts FROM deliveries WHERE source = 'heartbeat' AND state = 'sent'",
+          )[0],
+        'the heartbeat delivery',
+      );
+      expect(delivery).toEqual({ state: 'sent', attempts: 2 });
+      expect(standIn.requests).toHaveLength(2);
+      expect((standIn.requests[1]?.json as { text?: string } | undefined)?.text).toBe(
+        'Attention: an urgent event came in.',
+      );
+    } finally {
+      await server.stop();
+      await standIn.close();
+      temp.cleanup();
+    }
+  });
+
   it('seeds the last route from session.defaultRoute', async () => {
     const standIn = await startStandIn(success);
     const { server, temp } = await startWith(

@@ -10,7 +10,7 @@ import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
-import { isAckOnly } from './replies.ts';
+import { isAckOnly, retryDelayMs } from './replies.ts';
 import type { RuntimeStore } from './runtime-store.ts';
 import type { Schedule } from './schedule.ts';
 
@@ -21,6 +21,8 @@ export type HeartbeatSettings = {
   schedule: Schedule;
   /** Most events one heartbeat includes (the rest wait for the next). */
   maxEvents: number;
+  /** The delivery retry policy (runtime.retry), as for agent runs. */
+  retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
 };
 
 export type Heartbeat = {
@@ -95,25 +97,27 @@ export function createHeartbeat(deps: {
   }
 
   /** A heartbeat reply goes to the last route, once; a failure is noted in the main session. */
-  async function deliver(id: string, reply: string): Promise<void> {
+  async function deliver(id: string, reply: string, attempts = 1, partsSent = 0): Promise<void> {
+    if (stopped) return;
     const route = resolveRoute(
       { channel: 'last', fallback: false },
       store.lastRoute(settings.mainKey),
       deps.adapters,
     );
-    const base = { source: 'heartbeat' as const, sourceId: id, text: reply, attempts: 1 };
+    const base = { source: 'heartbeat' as const, sourceId: id, text: reply, attempts };
     if ('skipped' in route) {
+      const error = route.skipped;
       store.recordDelivery({
         ...base,
         channel: 'last',
         state: 'skipped',
         parts: 0,
         partsSent: 0,
-        error: route.skipped,
+        error,
       });
       return;
     }
-    const attempt = await sendParts(route, reply, 0, () => undefined, deps.signal);
+    const attempt = await sendParts(route, reply, partsSent, () => undefined, deps.signal);
     const target = {
       channel: route.channel,
       recipient: route.recipient,
@@ -126,7 +130,23 @@ export function createHeartbeat(deps: {
       return;
     }
     const reason = attempt.reason ?? 'unknown';
-    store.recordDelivery({ ...base, ...target, state: 'failed', error: reason });
+    // What did not go out is tried again by the same policy as agent runs (in memory: a restart ends it).
+    if (attempt.outcome === 'retry' && attempts < settings.retry.maxAttempts && !stopped) {
+      const delay = retryDelayMs(attempts, settings.retry, attempt.retryAfterMs);
+      const again = () => {
+        deliver(id, reply, attempts + 1, attempt.partsSent).catch((err: unknown) =>
+          logger.error({ err: (err as Error).message }, 'heartbeat delivery crashed'),
+        );
+      };
+      setTimeout(again, delay).unref();
+      return;
+    }
+    store.recordDelivery({
+      ...base,
+      ...target,
+      state: attempt.outcome === 'retry' ? 'dead' : 'failed',
+      error: reason,
+    });
     store.addEvent({
       sessionKey: settings.mainKey,
       text: `Heartbeat reply could not be delivered to ${route.channel}: ${reason}`,

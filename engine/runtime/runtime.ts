@@ -49,6 +49,7 @@ export function startRuntime(
       ackToken: config.runtime.heartbeat.ackToken,
       schedule: parseSchedule(config.runtime.heartbeat.every) ?? { kind: 'off' },
       maxEvents: 100,
+      retry: config.runtime.retry,
     },
     logger,
     signal: controller.signal,
