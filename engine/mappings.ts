@@ -80,9 +80,12 @@ export function compileMappings(
   const hooks = config.hooks;
   // Checked whenever it is set, used or not: a setting that escapes the root is wrong either way.
   const places = transformPlaces(transformsRoot, hooks.transformsDir);
-  const entries: Array<{ mapping: Mapping; at: string; fallbackId: string }> = hooks.mappings.map(
-    (mapping, i) => ({ mapping, at: `hooks.mappings.${i}`, fallbackId: `mapping-${i + 1}` }),
-  );
+  const entries: Array<{ mapping: Mapping; at: string; fallbackId: string; settingsAt?: string }> =
+    hooks.mappings.map((mapping, i) => ({
+      mapping,
+      at: `hooks.mappings.${i}`,
+      fallbackId: `mapping-${i + 1}`,
+    }));
   const claimed = new Set(hooks.mappings.map((m) => m.match?.path).filter((p) => p !== undefined));
   hooks.presets.forEach((name, i) => {
     const preset = PRESETS[name];
@@ -95,16 +98,21 @@ export function compileMappings(
     const mapping = preset(hooks);
     // A user mapping for the same path overrides the preset entirely.
     if (mapping.match?.path !== undefined && claimed.has(mapping.match.path)) return;
-    entries.push({ mapping, at: `hooks.presets.${i}`, fallbackId: name });
+    entries.push({
+      mapping,
+      at: `hooks.presets.${i}`,
+      fallbackId: name,
+      settingsAt: `hooks.${name}`,
+    });
   });
 
   const seen = new Map<string, string>();
-  return entries.map(({ mapping, at, fallbackId }) => {
+  return entries.map(({ mapping, at, fallbackId, settingsAt }) => {
     const id = mapping.id ?? fallbackId;
     const other = seen.get(id);
     if (other) throw new ConfigError(`${at}.id`, `duplicate mapping id "${id}" (also ${other})`);
     seen.set(id, at);
-    return compileMapping(mapping, id, at, policy, places);
+    return compileMapping(mapping, id, at, policy, places, settingsAt);
   });
 }
 
@@ -114,9 +122,12 @@ function compileMapping(
   at: string,
   policy: Policy,
   places: TransformPlaces | undefined,
+  settingsAt?: string,
 ): CompiledMapping {
+  // A preset's model and thinking come from the deployment's settings (e.g. hooks.gmail): blame those.
   const fail = (field: string, message: string): never => {
-    throw new ConfigError(`${at}.${field}`, `(mapping "${id}") ${message}`);
+    const where = settingsAt && (field === 'model' || field === 'thinking') ? settingsAt : at;
+    throw new ConfigError(`${where}.${field}`, `(mapping "${id}") ${message}`);
   };
   const path = mapping.match?.path;
   if (path !== undefined && BUILT_IN_HOOKS.has(path))

@@ -110,6 +110,13 @@ describe('boot errors', () => {
     expect(bootError(hooks)).toContain(expected);
   });
 
+  it('blames hooks.gmail.model for a gmail preset model outside the model list', () => {
+    const extra = { agents: { defaults: { models: { 'a/b': {} } } } };
+    expect(bootError({ presets: ['gmail'], gmail: { model: 'x/y' } }, extra)).toContain(
+      'hooks.gmail.model',
+    );
+  });
+
   it.each([
     ['agent not allowed', m({ agentId: 'qa' }), 'hooks.mappings.0.agentId'],
     ['model not allowed', m({ model: 'x/y' }), 'hooks.mappings.0.model'],
