@@ -93,6 +93,8 @@ const hooksSchema = {
         recycleAfterCalls: { type: 'integer', minimum: 1, default: 10_000 },
         recycleAboveHeapMb: { type: 'integer', minimum: 1, default: 48 },
         consoleLinesPerMinute: { type: 'integer', minimum: 0, default: 60 },
+        // Transform processes; calls are spread over them.
+        processes: { type: 'integer', minimum: 1, maximum: 8, default: 1 },
       },
     },
     // Mail-notification settings; the keys below apply to the gmail preset,

@@ -1,5 +1,5 @@
 /**
- * Starting the transform process for the mappings that have a transform,
+ * Starting the transform processes for the mappings that have a transform,
  * at boot: a module that does not load (syntax error, bad import, missing
  * export, top-level throw) is a ConfigError naming the mapping and its module.
  */
@@ -7,7 +7,8 @@ import type { Config } from '../../schemas/config.ts';
 import { ConfigError } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { CompiledMapping } from '../mappings.ts';
-import { createSupervisor, type TransformSupervisor } from './supervisor.ts';
+import { createPool } from './pool.ts';
+import type { TransformSupervisor } from './supervisor.ts';
 
 /** Start and load the transforms; undefined when no mapping has one. */
 export async function startTransforms(
@@ -17,7 +18,8 @@ export async function startTransforms(
 ): Promise<TransformSupervisor | undefined> {
   const specs = mappings.flatMap((mapping) => (mapping.transform ? [mapping.transform] : []));
   if (specs.length === 0) return undefined;
-  const supervisor = createSupervisor(specs, config.hooks.transforms, logger);
+  const settings = config.hooks.transforms;
+  const supervisor = createPool(specs, settings, logger, settings.processes);
   let errors: Map<string, string>;
   try {
     errors = await supervisor.start();
