@@ -12,9 +12,10 @@ import { type HttpReply, postJson, retry, retryAfterHeaderMs } from './http-call
 export const SLACK_MAX_LENGTH = 4000;
 
 // Conversation ids (public, private / multi-party, direct message) and user
-// ids (posts into the app's DM with that user).
-const CONVERSATION = /^[CGD][A-Z0-9]{8,}$/;
-const USER = /^[UW][A-Z0-9]{8,}$/;
+// ids (posts into the app's DM with that user). Slack documents no length, so
+// only the form is checked: a type letter, then upper-case letters and digits.
+const CONVERSATION = /^[CGD][A-Z0-9]{2,}$/;
+const USER = /^[UW][A-Z0-9]{2,}$/;
 
 const RATE_LIMITED = new Set(['rate_limited', 'ratelimited']);
 // The message was not posted: resending is safe.
