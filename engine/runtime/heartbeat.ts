@@ -46,6 +46,7 @@ export function createHeartbeat(deps: {
 }): Heartbeat {
   const { store, agent, settings, logger } = deps;
   let running: Promise<void> | undefined;
+  let lastNoRunner = Number.NEGATIVE_INFINITY;
   let waiting = false;
   let again = false;
   let stopped = false;
@@ -53,17 +54,24 @@ export function createHeartbeat(deps: {
   let task: ScheduledTask | undefined;
 
   async function runOnce(reason: string): Promise<void> {
-    const id = store.startHeartbeat(reason);
-    const events = store.pendingEvents(settings.mainKey, settings.maxEvents);
-    const seqs = events.map((event) => event.seq);
     if (!agent.runner) {
+      // Said plainly, but once a minute: under load every wake would otherwise write a record.
+      const now = Date.now();
+      if (now - lastNoRunner < 60_000) return;
+      lastNoRunner = now;
+      const id = store.startHeartbeat(reason);
+      const events = store.pendingEvents(settings.mainKey, settings.maxEvents);
+      const error = `no runner is configured for agent "${agent.id}"`;
       store.finishHeartbeat(id, {
         state: 'failed',
-        events: seqs,
-        error: `no runner is configured for agent "${agent.id}"`,
+        events: events.map((event) => event.seq),
+        error,
       });
       return;
     }
+    const id = store.startHeartbeat(reason);
+    const events = store.pendingEvents(settings.mainKey, settings.maxEvents);
+    const seqs = events.map((event) => event.seq);
     const lines = events.map((event) => `System: ${event.text}`);
     const message = [...lines, ...(lines.length > 0 ? [''] : []), settings.prompt].join('\n');
     const result = await agent.runner.run(
