@@ -13,7 +13,7 @@ import { createAdapters } from './delivery/registry.ts';
 import { createGuard } from './guard.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRequestHandler } from './pipeline.ts';
-import { checkRecipient, policyFromConfig } from './policy.ts';
+import { checkRecipient, type Policy, policyFromConfig } from './policy.ts';
 import type { ActionStore } from './queue/action-store.ts';
 import { openSqliteStore } from './queue/sqlite-store.ts';
 import { createMemoryLimiter } from './rate-limit.ts';
@@ -44,6 +44,17 @@ export type StartOptions = {
   runtime?: boolean;
 };
 
+/** session.defaultRoute's recipient must have its channel's form (a ConfigError otherwise). */
+export function checkDefaultRoute(config: LoadedConfig['config'], policy: Policy): void {
+  const seed = config.session.defaultRoute;
+  if (!seed) return;
+  try {
+    checkRecipient(policy, seed.channel, seed.to);
+  } catch (err) {
+    throw new ConfigError('session.defaultRoute.to', (err as Error).message);
+  }
+}
+
 const PRUNE_EVERY_MS = 10 * 60 * 1000;
 
 /** Start hookgate and resolve once it is listening. */
@@ -55,14 +66,7 @@ export async function startHookgate(
   const policy = policyFromConfig(config);
   // Compiled before anything is opened: a bad mapping stops the boot with a ConfigError.
   const mappings = compileMappings(config, policy, loaded.transformsRoot);
-  const seed = config.session.defaultRoute;
-  if (seed) {
-    try {
-      checkRecipient(policy, seed.channel, seed.to);
-    } catch (err) {
-      throw new ConfigError('session.defaultRoute.to', (err as Error).message);
-    }
-  }
+  checkDefaultRoute(config, policy);
   const logger = options.logger ?? createLogger(config.log.level);
   const transforms = await startTransforms(config, mappings, logger);
   const store =

@@ -6,6 +6,7 @@
 import { findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
 import { type CompiledMapping, compileMappings } from '../mappings.ts';
 import { createLogger } from '../log.ts';
+import { checkDefaultRoute } from '../hookgate.ts';
 import { type Policy, policyFromConfig } from '../policy.ts';
 import { startTransforms } from '../sandbox/start.ts';
 
@@ -21,6 +22,7 @@ export function compileSetup(
   if (!file) return null;
   const loaded = loadConfigFile(file, env);
   const policy = policyFromConfig(loaded.config);
+  checkDefaultRoute(loaded.config, policy);
   return {
     loaded,
     policy,
