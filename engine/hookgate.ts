@@ -63,7 +63,9 @@ export async function startHookgate(
   options: StartOptions = {},
 ): Promise<Hookgate> {
   const { config } = loaded;
-  const policy = policyFromConfig(config);
+  // One set of channel adapters serves the door's recipient checks and delivery.
+  const adapters = createAdapters(config.channels);
+  const policy = policyFromConfig(config, adapters);
   // Compiled before anything is opened: a bad mapping stops the boot with a ConfigError.
   const mappings = compileMappings(config, policy, loaded.transformsRoot);
   checkDefaultRoute(config, policy);
@@ -74,9 +76,7 @@ export async function startHookgate(
     (await openSqliteStore(loaded.dataDir, { commitDelayMs: config.runtime.commitDelayMs }));
   const windowMs = config.hooks.idempotencyWindowSeconds * 1000;
   const runtime =
-    options.runtime === false
-      ? undefined
-      : startRuntime(loaded, policy, logger, createAdapters(config.channels));
+    options.runtime === false ? undefined : startRuntime(loaded, policy, logger, adapters);
   let closing: Promise<void> | undefined;
   const handler = createRequestHandler({
     guard: createGuard(

@@ -6,12 +6,6 @@
  */
 import type { Action } from '../schemas/action.ts';
 import {
-  type AgentPayload,
-  agentPayloadSchema,
-  type WakePayload,
-  wakePayloadSchema,
-} from '../schemas/payloads.ts';
-import {
   type Accepted,
   acceptanceBody,
   type BuildContext,
@@ -20,6 +14,7 @@ import {
   type Provenance,
 } from './actions.ts';
 import type { Envelope } from './envelope.ts';
+import { validateAgent, validateWake } from './payload-validators.ts';
 import { HookError } from './errors.ts';
 import { lookupOwn, toEvaluatorData } from './evaluator-data.ts';
 import { publicHeaders } from './headers.ts';
@@ -27,10 +22,6 @@ import type { CompiledMapping } from './mappings.ts';
 import { hookIsMapped, type RuleData, type Selection, selectMapping } from './rules.ts';
 import type { TransformSupervisor } from './sandbox/supervisor.ts';
 import { type MergedAction, mergeTransformOutput } from './sandbox/transform-output.ts';
-import { compileValidator } from './validation.ts';
-
-const validateWake = compileValidator<WakePayload>(wakePayloadSchema);
-const validateAgent = compileValidator<AgentPayload>(agentPayloadSchema);
 
 /** The prototype-free view of a request that conditions and templates read. */
 export function ruleData(envelope: Envelope): RuleData {

@@ -6,6 +6,7 @@
  */
 import type { ChannelId, Config } from '../schemas/config.ts';
 import type { SessionKeySource } from '../schemas/action.ts';
+import type { ChannelAdapter } from './delivery/adapter.ts';
 import { createAdapters } from './delivery/registry.ts';
 import { HookError } from './errors.ts';
 import { isWellFormedSessionKey, keyHasAllowedPrefix } from './session-key.ts';
@@ -27,8 +28,11 @@ export type Policy = {
   recipientChecks: ReadonlyMap<string, (to: string) => string | null>;
 };
 
-/** Derive the policy from a validated config. */
-export function policyFromConfig(config: Config): Policy {
+/** Derive the policy from a validated config (and the channel adapters, built from it by default). */
+export function policyFromConfig(
+  config: Config,
+  adapters: ReadonlyMap<string, ChannelAdapter> = createAdapters(config.channels),
+): Policy {
   const list = config.agents.list;
   const defaultAgentId = list.find((a) => a.default === true)?.id ?? list[0]?.id ?? 'main';
   const models = config.agents.defaults.models;
@@ -46,10 +50,7 @@ export function policyFromConfig(config: Config): Policy {
     modelAliases: aliases,
     channels: new Set(Object.keys(config.channels)),
     recipientChecks: new Map(
-      [...createAdapters(config.channels)].map(([id, adapter]) => [
-        id,
-        (to: string) => adapter.checkRecipient(to),
-      ]),
+      [...adapters].map(([id, adapter]) => [id, (to: string) => adapter.checkRecipient(to)]),
     ),
   };
 }

@@ -5,28 +5,20 @@
  * is made from the name alone, before the body is read.
  */
 import type { Action } from '../schemas/action.ts';
-import {
-  type AgentPayload,
-  agentPayloadSchema,
-  type WakePayload,
-  wakePayloadSchema,
-} from '../schemas/payloads.ts';
 import { type Accepted, acceptanceBody, buildAgentAction, buildWakeAction } from './actions.ts';
 import type { Envelope } from './envelope.ts';
+import { validateAgent, validateWake } from './payload-validators.ts';
 import { HookError } from './errors.ts';
 import { buildMappedActions, type MappedContext, selectFor } from './mapped-route.ts';
 import type { CompiledMapping } from './mappings.ts';
 import { hookIsMapped } from './rules.ts';
-import { compileValidator, type Validator } from './validation.ts';
+import type { Validator } from './validation.ts';
 
 /** Turns an envelope into accepted actions, or throws a HookError. */
 export type Route = (envelope: Envelope) => Accepted | Promise<Accepted>;
 
 /** Finds the route for a hook name; throws 404 unknown_hook when nothing serves it. */
 export type Router = (hook: string) => Route;
-
-const validateWake = compileValidator<WakePayload>(wakePayloadSchema);
-const validateAgent = compileValidator<AgentPayload>(agentPayloadSchema);
 
 /** Validate a payload or throw invalid_payload naming the field. */
 function validated<T>(check: Validator<T>, payload: unknown): T {

@@ -6,7 +6,7 @@
  * errors) or failure (auth, unknown recipient), without secrets in reasons.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AdapterFactory, ChannelAdapter } from '../engine/delivery/adapter.ts';
+import type { AdapterFactory, ChannelAdapter, SendResult } from '../engine/delivery/adapter.ts';
 import type { ChannelId } from '../schemas/config.ts';
 import {
   type RecordedRequest,
@@ -106,4 +106,31 @@ export function describeAdapterContract(c: AdapterCase): void {
       for (const secret of c.secrets) expect(JSON.stringify(result)).not.toContain(secret);
     });
   });
+}
+
+/**
+ * Inside a describe: a stand-in that gives whatever answer a test asks for, and a
+ * `send` that also checks the result carries neither a secret nor the message text.
+ */
+export function useAnswerProbe(
+  makeAdapter: (baseUrl: string) => ChannelAdapter,
+  to: string,
+  secrets: string[],
+): (answer: StandInReply) => Promise<SendResult> {
+  let standIn: StandIn;
+  let next: StandInReply;
+  let adapter: ChannelAdapter;
+  beforeAll(async () => {
+    standIn = await startStandIn(() => next);
+    adapter = makeAdapter(standIn.url);
+  });
+  afterAll(() => standIn.close());
+  return async function send(answer) {
+    next = answer;
+    const result = await adapter.send(to, 'secret message text');
+    for (const secret of [...secrets, 'secret message text']) {
+      expect(JSON.stringify(result)).not.toContain(secret);
+    }
+    return result;
+  };
 }

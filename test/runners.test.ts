@@ -15,7 +15,7 @@ import {
   chatCompletion,
   type Stub,
   type StubReply,
-  query,
+  summaries,
   sleep,
   startStub,
   waitFor,
@@ -263,14 +263,6 @@ async function accept(server: TestServer, body: Record<string, unknown>): Promis
   const json = (await res.json()) as { runId: string };
   expect(res.status).toBe(200);
   return json.runId;
-}
-
-function summaries(dataDir: string, runId: string): string[] {
-  return query(
-    dataDir,
-    "SELECT text FROM system_events WHERE action_id = ? AND source = 'hook-summary'",
-    runId,
-  ).map((row) => String(row['text']));
 }
 
 describe('retries through hookgate', () => {

@@ -22,6 +22,7 @@ import {
   isRunning,
   killAgentGroups,
   query,
+  summaries,
   readRecords,
   sleep,
   waitFor,
@@ -91,14 +92,6 @@ async function sigkill(server: RunningServer): Promise<void> {
 
 function recordsOf(runId: string, phase: AgentRecord['phase']): AgentRecord[] {
   return readRecords(record).filter((entry) => entry.runId === runId && entry.phase === phase);
-}
-
-function summaries(dataDir: string, runId: string): string[] {
-  return query(
-    dataDir,
-    "SELECT text FROM system_events WHERE action_id = ? AND source = 'hook-summary'",
-    runId,
-  ).map((row) => String(row['text']));
 }
 
 describe('SIGKILL in the middle of a run', () => {

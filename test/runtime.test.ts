@@ -21,6 +21,7 @@ import {
   readRecords,
   runnerInput,
   type Stub,
+  summaries,
   sleep,
   startStub,
   waitFor,
@@ -119,15 +120,6 @@ function recordOf(env: Env, runId: string, phase: AgentRecord['phase'] = 'start'
 
 function heartbeats(env: Env): Row[] {
   return env.rows('SELECT * FROM heartbeats ORDER BY rowid');
-}
-
-function summaries(env: Env, actionId: string): string[] {
-  return env
-    .rows(
-      "SELECT text FROM system_events WHERE action_id = ? AND source = 'hook-summary' ORDER BY seq",
-      actionId,
-    )
-    .map((row) => String(row['text']));
 }
 
 /** Wait for `count` finished heartbeats, then return them all in start order. */
@@ -415,7 +407,9 @@ describe('agent runs', () => {
     expect(row).toMatchObject({ state: 'done', outcome: { status: 'ok', ack: true } });
     expect(env.rows('SELECT * FROM deliveries')).toEqual([]);
     expect(env.slack.exchanges).toEqual([]);
-    expect(summaries(env, String(accepted['runId']))).toEqual(['Hook Pinger: HEARTBEAT_OK']);
+    expect(summaries(env.dataDir, String(accepted['runId']))).toEqual([
+      'Hook Pinger: HEARTBEAT_OK',
+    ]);
   });
 
   it('wakeMode now: the summary triggers an immediate heartbeat that includes it', async () => {
@@ -431,7 +425,7 @@ describe('agent runs', () => {
       `System: Hook Alert: done: URGENT check the pager\n\n${PROMPT}`,
     );
     expect(beat).toMatchObject({ reason: 'hook', ack: 0 });
-    expect(summaries(env, String(accepted['runId']))).toHaveLength(1);
+    expect(summaries(env.dataDir, String(accepted['runId']))).toHaveLength(1);
   });
 
   it('a request-supplied hook name cannot add a System: line of its own to the heartbeat', async () => {
@@ -465,7 +459,7 @@ describe('agent runs', () => {
       attempts: 1,
       outcome: { status: 'error', reason: 'exit 3: something broke in the agent' },
     });
-    expect(summaries(env, runId)).toEqual([
+    expect(summaries(env.dataDir, runId)).toEqual([
       'Hook Build (error): exit 3: something broke in the agent',
     ]);
     expect(env.rows('SELECT * FROM deliveries')).toEqual([]);
@@ -491,7 +485,7 @@ describe('agent runs', () => {
       attempts: 1,
       outcome: { status: 'timeout', reason: 'no reply within 1s' },
     });
-    expect(summaries(env, runId)).toEqual(['Hook Slow (timeout): no reply within 1s']);
+    expect(summaries(env.dataDir, runId)).toEqual(['Hook Slow (timeout): no reply within 1s']);
     await waitFor('the runner process to be gone', () => !isRunning(started.pid), 2_000);
     await sleep(300);
     expect(env.records().filter((r) => r.runId === runId)).toEqual([started]);
@@ -510,7 +504,7 @@ describe('agent runs', () => {
     expect(row.state).toBe('dead');
     expect(row.attempts).toBe(3);
     expect(row.outcome?.reason).toMatch(/^gave up after 3 attempts: cannot run \/nonexistent/);
-    const lines = summaries(env, runId);
+    const lines = summaries(env.dataDir, runId);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^Hook Ghost \(error\): gave up after 3 attempts: cannot run /);
   });
@@ -523,7 +517,7 @@ describe('agent runs', () => {
     expect(row.state).toBe('failed');
     expect(row.attempts).toBe(1);
     expect(row.outcome?.reason).toMatch(/no runner is configured/);
-    expect(summaries(env, runId)).toEqual([
+    expect(summaries(env.dataDir, runId)).toEqual([
       expect.stringMatching(/^Hook Hook \(error\): no runner is configured/),
     ]);
 

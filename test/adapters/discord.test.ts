@@ -5,9 +5,9 @@
  * classification on Discord's JSON `code` and rate-limit hints.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChannelAdapter, SendResult } from '../../engine/delivery/adapter.ts';
+import type { ChannelAdapter } from '../../engine/delivery/adapter.ts';
 import { createDiscordAdapter } from '../../engine/delivery/adapters/discord.ts';
-import { describeAdapterContract, type Mode } from '../delivery-contract.ts';
+import { describeAdapterContract, type Mode, useAnswerProbe } from '../delivery-contract.ts';
 import {
   type RecordedRequest,
   type StandIn,
@@ -112,22 +112,7 @@ describe('discord adapter: the Create Message request', () => {
 });
 
 describe('discord adapter: errors', () => {
-  let standIn: StandIn;
-  let next: StandInReply;
-  let adapter: ChannelAdapter;
-  beforeAll(async () => {
-    standIn = await startStandIn(() => next);
-    adapter = createDiscordAdapter(settings(standIn.url));
-  });
-  afterAll(() => standIn.close());
-
-  const send = async (answer: StandInReply): Promise<SendResult> => {
-    next = answer;
-    const result = await adapter.send(CHANNEL, 'secret message text');
-    expect(JSON.stringify(result)).not.toContain(TOKEN);
-    expect(JSON.stringify(result)).not.toContain('secret message text');
-    return result;
-  };
+  const send = useAnswerProbe((url) => createDiscordAdapter(settings(url)), CHANNEL, [TOKEN]);
 
   it.each([
     [400, 50035, 'Invalid Form Body'],

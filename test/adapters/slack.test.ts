@@ -5,9 +5,9 @@
  * classified on the `error` string.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChannelAdapter, SendResult } from '../../engine/delivery/adapter.ts';
+import type { ChannelAdapter } from '../../engine/delivery/adapter.ts';
 import { createSlackAdapter } from '../../engine/delivery/adapters/slack.ts';
-import { describeAdapterContract, type Mode } from '../delivery-contract.ts';
+import { describeAdapterContract, type Mode, useAnswerProbe } from '../delivery-contract.ts';
 import {
   type RecordedRequest,
   type StandIn,
@@ -98,22 +98,7 @@ describe('slack adapter: the chat.postMessage request', () => {
 });
 
 describe('slack adapter: ok:false answers', () => {
-  let standIn: StandIn;
-  let next: StandInReply;
-  let adapter: ChannelAdapter;
-  beforeAll(async () => {
-    standIn = await startStandIn(() => next);
-    adapter = createSlackAdapter(settings(standIn.url));
-  });
-  afterAll(() => standIn.close());
-
-  const send = async (answer: StandInReply): Promise<SendResult> => {
-    next = answer;
-    const result = await adapter.send(CHANNEL, 'secret message text');
-    expect(JSON.stringify(result)).not.toContain(TOKEN);
-    expect(JSON.stringify(result)).not.toContain('secret message text');
-    return result;
-  };
+  const send = useAnswerProbe((url) => createSlackAdapter(settings(url)), CHANNEL, [TOKEN]);
 
   it.each([
     'not_authed',

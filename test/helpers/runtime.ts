@@ -254,3 +254,12 @@ export function chatCompletion(content: string): Record<string, unknown> {
     choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
   };
 }
+
+/** The summaries an action posted into the main session, oldest first. */
+export function summaries(dataDir: string, actionId: string): string[] {
+  return query(
+    dataDir,
+    "SELECT text FROM system_events WHERE action_id = ? AND source = 'hook-summary' ORDER BY seq",
+    actionId,
+  ).map((row) => String(row['text']));
+}
