@@ -4,34 +4,59 @@
  * unequal lengths, and hashing hides the token's length.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 
 /** Header carrying the token when Authorization is not used. */
 export const TOKEN_HEADER = 'x-hookgate-token';
 
-/** The tokens presented in `Authorization: Bearer` and x-hookgate-token (either may carry it). */
-export function presentedTokens(headers: IncomingHttpHeaders): string[] {
-  const tokens: string[] = [];
-  const authorization = headers.authorization;
-  if (authorization !== undefined) {
-    const space = authorization.indexOf(' ');
-    // Scheme is case-insensitive (RFC 9110 11.1).
-    if (space > 0 && authorization.slice(0, space).toLowerCase() === 'bearer') {
-      const token = authorization.slice(space + 1).trim();
-      if (token) tokens.push(token);
+/**
+ * The token a request presents: `absent` when no carrier is used, `conflict`
+ * when carriers (`Authorization: Bearer`, x-hookgate-token, or one of them
+ * repeated) hold different tokens (a request is never let in because one of two credentials is right).
+ */
+export type PresentedToken =
+  | { kind: 'absent' }
+  | { kind: 'conflict' }
+  | { kind: 'token'; token: string };
+
+const ABSENT: PresentedToken = Object.freeze({ kind: 'absent' });
+const CONFLICT: PresentedToken = Object.freeze({ kind: 'conflict' });
+
+/**
+ * Read the token carriers from the raw header list, so a repeated carrier
+ * counts (Node keeps only the first Authorization in `req.headers`). An empty
+ * carrier counts as presented, and is never right.
+ */
+export function presentedToken(rawHeaders: readonly string[]): PresentedToken {
+  let found: string | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    let value: string | undefined;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') {
+      value = bearerToken(rawHeaders[i + 1] as string);
+    } else if (name.length === TOKEN_HEADER.length && name.toLowerCase() === TOKEN_HEADER) {
+      value = (rawHeaders[i + 1] as string).trim();
     }
+    if (value === undefined) continue;
+    if (found !== undefined && found !== value) return CONFLICT;
+    found = value;
   }
-  const header = headers[TOKEN_HEADER];
-  if (typeof header === 'string' && header.length > 0) tokens.push(header);
-  return tokens;
+  return found === undefined ? ABSENT : { kind: 'token', token: found };
+}
+
+// Only the Bearer scheme carries our token (scheme case-insensitive, RFC 9110 11.1).
+function bearerToken(authorization: string): string | undefined {
+  const space = authorization.indexOf(' ');
+  const scheme = space < 0 ? authorization : authorization.slice(0, space);
+  if (scheme.toLowerCase() !== 'bearer') return undefined;
+  return space < 0 ? '' : authorization.slice(space + 1).trim();
 }
 
 /** Build a constant-time checker for one expected token. */
-export function createTokenCheck(expected: string): (presented: string | undefined) => boolean {
+export function createTokenCheck(expected: string): (presented: PresentedToken) => boolean {
   const expectedDigest = digest(expected);
   return function tokenMatches(presented) {
-    if (presented === undefined) return false;
-    return timingSafeEqual(digest(presented), expectedDigest);
+    if (presented.kind !== 'token' || presented.token === '') return false;
+    return timingSafeEqual(digest(presented.token), expectedDigest);
   };
 }
 

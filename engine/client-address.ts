@@ -55,3 +55,34 @@ export function addTrusted(list: BlockList, entry: string): void {
 function normaliseAddress(address: string): string {
   return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 }
+
+/**
+ * The key failed authentications are counted under: an IPv4 address as is,
+ * an IPv6 address by its /64 prefix (one subscriber usually holds a whole
+ * /64, so counting single addresses would give a guesser 2^64 fresh starts).
+ */
+export function limiterKey(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const hextets = expandIpv6(address);
+  return hextets ? `${hextets.slice(0, 4).join(':')}::/64` : address;
+}
+
+// Eight hextets of an IPv6 address without zone id ("::" expanded, embedded IPv4 converted).
+function expandIpv6(address: string): string[] | undefined {
+  const bare = address.split('%')[0] as string;
+  const [head = '', tail] = bare.split('::');
+  const part = (text: string) => (text === '' ? [] : text.split(':'));
+  const left = part(head);
+  const right = tail === undefined ? [] : part(tail);
+  for (const side of [left, right]) {
+    const last = side[side.length - 1];
+    if (last?.includes('.')) {
+      const [a = 0, b = 0, c = 0, d = 0] = last.split('.').map(Number);
+      side.splice(side.length - 1, 1, ((a << 8) | b).toString(16), ((c << 8) | d).toString(16));
+    }
+  }
+  const missing = 8 - left.length - right.length;
+  if (missing < 0 || (tail === undefined && missing !== 0)) return undefined;
+  const all = [...left, ...Array<string>(missing).fill('0'), ...right];
+  return all.map((h) => Number.parseInt(h, 16).toString(16));
+}

@@ -120,6 +120,8 @@ export async function startHookgate(
     },
     handler,
   );
+  // Node would answer 100 Continue before the handler runs; the pipeline does it after authentication.
+  server.on('checkContinue', handler);
   server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
     answerClientError(socket, err.code),
   );

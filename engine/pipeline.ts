@@ -42,6 +42,9 @@ export function createRequestHandler(
     log.client = admitted.client;
     const route = routeFor(admitted.hook);
     const headerKey = headerIdempotencyKey(req.headers);
+    // `Expect: 100-continue` is answered only now, after authentication: an
+    // unauthenticated sender is refused before it uploads anything.
+    if (expectsContinue(req)) res.writeContinue();
     const raw = await readBody(req, deps.body);
     const payload = parseJsonObject(raw, deps.body.maxDepth);
     const envelope: Envelope = {
@@ -125,9 +128,15 @@ type LogFields = {
   durationMs?: number;
 };
 
+function expectsContinue(req: IncomingMessage): boolean {
+  return req.headers.expect?.toLowerCase() === '100-continue';
+}
+
 function mustClose(req: IncomingMessage, error: HookError): boolean {
   if (error.code === 'payload_too_large' || error.code === 'request_timeout') return true;
   if (req.complete) return false;
+  // Refused before its 100 Continue: the body was never asked for, so do not wait to drain it.
+  if (expectsContinue(req)) return true;
   const length = req.headers['content-length'];
   return length === undefined
     ? req.headers['transfer-encoding'] !== undefined

@@ -1,8 +1,11 @@
 /**
  * Failed-authentication rate limit per client address (spec 5.5, 8.2).
  * After `maxFailures` failures within `windowSeconds` the address is locked
- * for `lockoutSeconds`; a correct token clears it. The in-memory store is
- * bounded: past `maxClients` the least recently failing address is dropped.
+ * for `lockoutSeconds`. While locked, nothing lifts the lock early, not even
+ * a correct token: otherwise the lock would only relabel wrong guesses.
+ * Memory is bounded: counting and locked addresses are kept apart, each at
+ * most `maxClients`, so a flood of fresh addresses can push out other
+ * addresses' counts but never a lock that a newer lock did not replace.
  */
 
 export type RateLimitSettings = {
@@ -12,54 +15,61 @@ export type RateLimitSettings = {
   maxClients: number;
 };
 
-/** What a failed attempt leads to. */
-export type FailureVerdict = { limited: false } | { limited: true; retryAfterSeconds: number };
-
-/** Backend-neutral interface, so a shared store (e.g. Redis) can replace the memory one. */
+/** Backend-neutral interface, so a shared store can replace the memory one. */
 export interface AuthFailureLimiter {
-  /** Record a failure; `limited` when the address is already locked (the failure is not counted). */
-  recordFailure(client: string, nowMs: number): FailureVerdict;
-  /** Forget an address after a successful authentication. */
+  /** Seconds until the address's lock ends (at least 1), or 0 when it is not locked. */
+  lockedFor(client: string, nowMs: number): number;
+  /** Count a failed authentication; the failure that reaches `maxFailures` starts the lock. */
+  recordFailure(client: string, nowMs: number): void;
+  /** Forget the failures counted for an address after it authenticated (never a lock). */
   reset(client: string): void;
 }
 
-type Entry = { windowStart: number; count: number; lockedUntil: number };
+type Window = { start: number; count: number };
 
 /** The embedded, single-process limiter. */
 export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLimiter {
-  const entries = new Map<string, Entry>();
+  const counting = new Map<string, Window>();
+  // Lock ends are all `lockoutSeconds` after their start, so insertion order is expiry order.
+  const locked = new Map<string, number>();
   const windowMs = settings.windowSeconds * 1000;
   const lockoutMs = settings.lockoutSeconds * 1000;
 
-  function remember(client: string, entry: Entry): void {
-    // Re-insert so Map order is least-recently-failed first.
-    entries.delete(client);
-    entries.set(client, entry);
-    if (entries.size > settings.maxClients) {
-      const oldest = entries.keys().next().value as string;
-      entries.delete(oldest);
+  function bounded<V>(map: Map<string, V>, key: string, value: V): void {
+    // Re-insert so Map order is least-recently-touched first.
+    map.delete(key);
+    map.set(key, value);
+    if (map.size > settings.maxClients) map.delete(map.keys().next().value as string);
+  }
+
+  function lockedFor(client: string, nowMs: number): number {
+    const until = locked.get(client);
+    if (until === undefined) return 0;
+    if (until <= nowMs) {
+      locked.delete(client);
+      return 0;
     }
+    return Math.max(1, Math.ceil((until - nowMs) / 1000));
   }
 
   return {
+    lockedFor,
     recordFailure(client, nowMs) {
-      const entry = entries.get(client);
-      if (entry && entry.lockedUntil > nowMs) {
-        return {
-          limited: true,
-          retryAfterSeconds: Math.max(1, Math.ceil((entry.lockedUntil - nowMs) / 1000)),
-        };
+      if (lockedFor(client, nowMs) > 0) return;
+      const entry = counting.get(client);
+      const next: Window =
+        !entry || nowMs - entry.start >= windowMs
+          ? { start: nowMs, count: 1 }
+          : { start: entry.start, count: entry.count + 1 };
+      if (next.count < settings.maxFailures) {
+        bounded(counting, client, next);
+        return;
       }
-      const fresh = !entry || nowMs - entry.windowStart >= windowMs || entry.lockedUntil !== 0;
-      const next: Entry = fresh
-        ? { windowStart: nowMs, count: 1, lockedUntil: 0 }
-        : { windowStart: entry.windowStart, count: entry.count + 1, lockedUntil: 0 };
-      if (next.count >= settings.maxFailures) next.lockedUntil = nowMs + lockoutMs;
-      remember(client, next);
-      return { limited: false };
+      counting.delete(client);
+      bounded(locked, client, nowMs + lockoutMs);
     },
     reset(client) {
-      entries.delete(client);
+      counting.delete(client);
     },
   };
 }

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
+import { rawExchange, rawPost } from './helpers/raw-http.ts';
 
 async function errorCode(res: Response): Promise<string> {
   const body = (await res.json()) as { ok: boolean; error: { code: string } };
@@ -151,12 +152,38 @@ describe('failed-auth rate limit', () => {
     expect((await from('10.0.0.3', 'bad')).status).toBe(401);
   });
 
-  it('lets a correct token through a lock, and clears the count', async () => {
-    for (let i = 0; i < 6; i++) await from('10.0.0.4', 'bad');
+  it('a correct token from a locked address gets 429 and does not lift the lock', async () => {
+    for (let i = 0; i < 5; i++) await from('10.0.0.4', 'bad');
+    const right = await from('10.0.0.4', TOKEN);
+    expect(right.status).toBe(429);
+    expect(await errorCode(right)).toBe('rate_limited');
+    expect(Number(right.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Same answer as a wrong guess: the lock tells a guesser nothing.
     expect((await from('10.0.0.4', 'bad')).status).toBe(429);
-    expect((await from('10.0.0.4', TOKEN)).status).toBe(200);
-    for (let i = 0; i < 5; i++) expect((await from('10.0.0.4', 'bad')).status).toBe(401);
-    expect((await from('10.0.0.4', 'bad')).status).toBe(429);
+    expect((await from('10.0.0.4', TOKEN)).status).toBe(429);
+    expect(await server.store.listActions({ limit: 1000 })).toHaveLength(0);
+  });
+
+  it('guessing from a locked address is not faster than the lock allows', async () => {
+    for (let i = 0; i < 5; i++) await from('10.0.0.6', `guess-${i}`);
+    const guesses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => from('10.0.0.6', i === 25 ? TOKEN : `guess-${i}`)),
+    );
+    expect(new Set(guesses.map((res) => res.status))).toEqual(new Set([429]));
+  });
+
+  it('a correct token before the lock clears the count', async () => {
+    for (let i = 0; i < 4; i++) await from('10.0.0.7', 'bad');
+    expect((await from('10.0.0.7', TOKEN)).status).toBe(200);
+    for (let i = 0; i < 4; i++) expect((await from('10.0.0.7', 'bad')).status).toBe(401);
+  });
+
+  it('guesses spread over one IPv6 /64 share one lock', async () => {
+    for (let i = 0; i < 5; i++) {
+      expect((await from(`2001:db8:7:7::${(i + 1).toString(16)}`, 'bad')).status).toBe(401);
+    }
+    expect((await from('2001:db8:7:7:ffff:1:2:3', 'bad')).status).toBe(429);
+    expect((await from('2001:db8:7:8::1', 'bad')).status).toBe(401);
   });
 
   it('does not count token-in-query refusals as failures', async () => {
@@ -193,15 +220,93 @@ describe('two token carriers at once', () => {
   });
   afterAll(() => server.stop());
 
-  it('accepts the request when either carrier has the right token', async () => {
-    const res = await server.post(
-      'wake',
-      { text: 'x' },
-      {
-        token: 'wrong',
-        headers: { 'x-hookgate-token': TOKEN },
-      },
-    );
+  it('accepts the same token in both carriers', async () => {
+    const res = await server.post('wake', { text: 'x' }, { headers: { 'x-hookgate-token': TOKEN } });
     expect(res.status).toBe(200);
+  });
+
+  it.each([
+    ['a wrong bearer beside a right x-hookgate-token', 'wrong', TOKEN],
+    ['a right bearer beside a wrong x-hookgate-token', TOKEN, 'wrong'],
+    ['a right bearer beside an empty x-hookgate-token', TOKEN, ''],
+  ])('carriers that disagree are refused: %s', async (_name, bearer, header) => {
+    const res = await rawPost(`${server.url}/hooks/wake`, {
+      headers: { authorization: `Bearer ${bearer}`, 'x-hookgate-token': header },
+      chunks: ['{"text":"x"}'],
+    });
+    expect(res.status).toBe(401);
+    expect(JSON.parse(res.body).error.code).toBe('unauthorized');
+  });
+
+  it('a repeated Authorization header with a different token is refused', async () => {
+    const answer = await rawExchange(
+      server.url,
+      `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+        'Authorization: Bearer wrong\r\nContent-Length: 12\r\nConnection: close\r\n\r\n{"text":"x"}',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+  });
+});
+
+describe('token in the query string', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.stop());
+
+  it.each([
+    '?TOKEN=x',
+    '?Token=x',
+    '?access_token=x',
+    '?ACCESS_TOKEN=x',
+    '?auth_token=x',
+    '?to%6Ben=x',
+    '?a=1&Access_Token',
+    `?access_token=${TOKEN}`,
+  ])('%s is refused with 400 token_in_query whatever its case or alias', async (query) => {
+    const res = await fetch(`${server.url}/hooks/wake${query}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ text: 'x' }),
+    });
+    expect(res.status).toBe(400);
+    expect(await errorCode(res)).toBe('token_in_query');
+    expect(await server.store.listActions({ limit: 10 })).toHaveLength(0);
+  });
+
+  it.each(['?tokens=x', '?page_token=x', '?source=token'])(
+    '%s is an ordinary parameter',
+    async (query) => {
+      const res = await fetch(`${server.url}/hooks/wake${query}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({ text: 'x' }),
+      });
+      expect(res.status).toBe(200);
+    },
+  );
+});
+
+describe('Expect: 100-continue', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.stop());
+
+  const head = (token: string) =>
+    `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+    'Content-Type: application/json\r\nContent-Length: 12\r\nExpect: 100-continue\r\n\r\n';
+
+  it('an unauthenticated sender gets 401, never 100 Continue', async () => {
+    const answer = await rawExchange(server.url, head('wrong'));
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    expect(answer).not.toContain('100 Continue');
+  });
+
+  it('an authenticated sender gets 100 Continue, then 200 for its body', async () => {
+    const answer = await rawExchange(server.url, head(TOKEN), '{"text":"x"}');
+    expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
   });
 });

@@ -3,6 +3,7 @@
  * chunked uploads without end, slow bodies, invalid bytes.
  */
 import { request } from 'node:http';
+import { connect } from 'node:net';
 
 export type RawResponse = {
   status: number;
@@ -47,4 +48,43 @@ export function rawPost(
       if (options.end !== false && !req.destroyed) req.end();
     })().catch(reject);
   });
+}
+
+/**
+ * Write raw request bytes on a fresh connection and return everything the
+ * server answered up to its first final (non-1xx) response. `afterContinue`
+ * is written once a `100 Continue` arrives, as a client that waits would.
+ */
+export function rawExchange(url: string, request: string, afterContinue?: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let text = '';
+    let continued = false;
+    const finish = () => {
+      socket.destroy();
+      resolve(text);
+    };
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      if (!continued && afterContinue !== undefined && /^HTTP\/1\.1 100 [^\r]*\r\n\r\n/.test(text)) {
+        continued = true;
+        socket.write(afterContinue);
+      }
+      if (finalResponseComplete(text)) finish();
+    });
+    socket.on('end', finish);
+    socket.on('error', reject);
+    socket.write(request);
+  });
+}
+
+function finalResponseComplete(text: string): boolean {
+  const start = text.search(/HTTP\/1\.1 [2-5]\d\d /);
+  if (start < 0) return false;
+  const headEnd = text.indexOf('\r\n\r\n', start);
+  if (headEnd < 0) return false;
+  const length = /\r\ncontent-length: (\d+)/i.exec(text.slice(start, headEnd));
+  return text.length - (headEnd + 4) >= Number(length?.[1] ?? 0);
 }
