@@ -156,7 +156,7 @@ describe('serve', () => {
       const file = writeConfig(dir, yaml);
       const result = await runHookgate(['serve', '--config', file], {
         env: { [`HOOKGATE_E2E_UNSET_${process.pid}`]: undefined },
-        timeoutMs: 8_000,
+        timeoutMs: 30_000,
       });
       expect(result.signal).toBeNull();
       expect(result.code).toBe(2);
@@ -643,7 +643,7 @@ describe('usage', () => {
     { args: ['serve', '--bogus'], mentions: '--bogus' },
     { args: ['actions', '--bogus'], mentions: '--bogus' },
   ])('$args exits 2 with usage', async ({ args, mentions }) => {
-    const result = await runHookgate(args, { cwd: temp(), timeoutMs: 8_000 });
+    const result = await runHookgate(args, { cwd: temp(), timeoutMs: 30_000 });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/usage/i);
     expect(result.stderr).toContain(mentions);

@@ -92,7 +92,7 @@ export function spawnHookgate(args: string[], options: SpawnOptions = {}): Hookg
     stdout: () => out,
     stderr: () => err,
     exited,
-    waitForStdout(pattern, timeoutMs = 10_000) {
+    waitForStdout(pattern, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           watchers.delete(check);
@@ -114,7 +114,7 @@ export function spawnHookgate(args: string[], options: SpawnOptions = {}): Hookg
         check();
       });
     },
-    async waitForExit(timeoutMs = 10_000) {
+    async waitForExit(timeoutMs = 30_000) {
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       try {
         return await exited;
@@ -146,7 +146,7 @@ export async function runHookgate(
   options: SpawnOptions & { timeoutMs?: number } = {},
 ): Promise<Exit & { stdout: string; stderr: string }> {
   const proc = spawnHookgate(args, options);
-  const exit = await proc.waitForExit(options.timeoutMs ?? 10_000);
+  const exit = await proc.waitForExit(options.timeoutMs ?? 30_000);
   return { ...exit, stdout: proc.stdout(), stderr: proc.stderr() };
 }
 
