@@ -73,7 +73,10 @@ export async function startHookgate(
   const transforms = await startTransforms(config, mappings, logger);
   const store =
     options.store ??
-    (await openSqliteStore(loaded.dataDir, { commitDelayMs: config.runtime.commitDelayMs }));
+    (await openSqliteStore(loaded.dataDir, {
+      commitDelayMs: config.runtime.commitDelayMs,
+      onWarning: (message) => logger.warn({ dataDir: loaded.dataDir }, message),
+    }));
   const windowMs = config.hooks.idempotencyWindowSeconds * 1000;
   const runtime =
     options.runtime === false ? undefined : startRuntime(loaded, policy, logger, adapters);
