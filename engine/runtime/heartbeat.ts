@@ -67,6 +67,7 @@ export function createHeartbeat(deps: {
         events: events.map((event) => event.seq),
         error,
       });
+      logger.warn({ heartbeatId: id, reason: error }, 'heartbeat failed');
       return;
     }
     const id = store.startHeartbeat(reason);
@@ -123,6 +124,7 @@ export function createHeartbeat(deps: {
         partsSent: 0,
         error,
       });
+      logger.warn({ heartbeatId: id, reason: error }, 'heartbeat delivery skipped');
       return;
     }
     const attempt = await sendParts(route, reply, partsSent, () => undefined, deps.signal);
@@ -155,6 +157,7 @@ export function createHeartbeat(deps: {
       state: attempt.outcome === 'retry' ? 'dead' : 'failed',
       error: reason,
     });
+    logger.warn({ heartbeatId: id, channel: route.channel, reason }, 'heartbeat delivery failed');
     store.addEvent({
       sessionKey: settings.mainKey,
       text: `Heartbeat reply could not be delivered to ${route.channel}: ${reason}`,
