@@ -130,13 +130,18 @@ export function createHeartbeat(deps: {
     const attempt = await sendParts(route, reply, partsSent, () => undefined, deps.signal);
     const target = {
       channel: route.channel,
-      recipient: route.recipient,
+      recipient: attempt.recipient,
       parts: attempt.parts,
       partsSent: attempt.partsSent,
     };
     if (attempt.outcome === 'sent') {
-      store.setRoute(settings.mainKey, route.channel, route.recipient);
-      store.recordDelivery({ ...base, ...target, state: 'sent' });
+      store.setRoute(settings.mainKey, route.channel, attempt.recipient);
+      store.recordDelivery({
+        ...base,
+        ...target,
+        state: 'sent',
+        ...(attempt.reason !== undefined && { error: attempt.reason }),
+      });
       return;
     }
     const reason = attempt.reason ?? 'unknown';
