@@ -260,9 +260,9 @@ export class SessionRecords {
 
   /** True once a running server has taken the request. */
   requestTaken(seq: number): boolean {
-    const row = this.db
-      .prepare('SELECT handled_at FROM control_requests WHERE seq = ?')
-      .get(seq) as Row | undefined;
+    const row = this.db.prepare('SELECT handled_at FROM control_requests WHERE seq = ?').get(seq) as
+      | Row
+      | undefined;
     return row !== undefined && row['handled_at'] !== null;
   }
 
