@@ -10,7 +10,8 @@
 import { parseArgs } from 'node:util';
 import { check } from './engine/cli/check.ts';
 import { listActions } from './engine/cli/list-actions.ts';
-import { events, heartbeatNow, retry, runs } from './engine/cli/runtime-commands.ts';
+import { heartbeatNow, retry } from './engine/cli/control-commands.ts';
+import { events, heartbeats, runs } from './engine/cli/runtime-commands.ts';
 import { serve } from './engine/cli/serve.ts';
 import { testRequest } from './engine/cli/test-request.ts';
 import { ConfigError } from './engine/config.ts';
@@ -20,8 +21,9 @@ const USAGE = `usage:
   hookgate actions [--json] [--limit N] [--data-dir DIR | --config FILE]
   hookgate runs [--json] [--state S] [--limit N] [--data-dir DIR | --config FILE]
   hookgate events [--session KEY] [--json] [--limit N] [--data-dir DIR | --config FILE]
+  hookgate heartbeats [--json] [--limit N] [--data-dir DIR | --config FILE]
   hookgate heartbeat now [--data-dir DIR | --config FILE]
-  hookgate retry <action id> [--data-dir DIR | --config FILE]
+  hookgate retry <action id> [--failed] [--data-dir DIR | --config FILE]
   hookgate check [--config FILE]
   hookgate test <name> --payload FILE [--header K:V ...] [--query K=V ...] [--json] [--config FILE]
 `;
@@ -64,6 +66,7 @@ async function main(argv: string[]): Promise<number> {
   if (
     command === 'runs' ||
     command === 'events' ||
+    command === 'heartbeats' ||
     command === 'heartbeat' ||
     command === 'retry'
   ) {
@@ -75,6 +78,7 @@ async function main(argv: string[]): Promise<number> {
         limit: { type: 'string' },
         state: { type: 'string' },
         session: { type: 'string' },
+        failed: { type: 'boolean' },
         config: { type: 'string' },
         'data-dir': { type: 'string' },
       },
@@ -83,6 +87,7 @@ async function main(argv: string[]): Promise<number> {
     const flags = { ...others, ...(dataDir !== undefined && { dataDir }) };
     if (command === 'runs') return runs(flags, print);
     if (command === 'events') return events(flags, print);
+    if (command === 'heartbeats') return heartbeats(flags, print);
     if (command === 'heartbeat') {
       if (positionals[0] !== 'now') {
         process.stderr.write(`hookgate heartbeat: say "heartbeat now"\n${USAGE}`);

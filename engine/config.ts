@@ -43,6 +43,12 @@ const validateConfig = compileValidator<Config>(configSchema, {
 
 /** Read and validate a config file. */
 export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const { absolute, raw } = readConfigDocument(file);
+  return resolveConfig(raw, { baseDir: path.dirname(absolute), file: absolute, env });
+}
+
+/** Read and parse a config file, `${VAR}` references not yet substituted (see substituteEnv). */
+export function readConfigDocument(file: string): { absolute: string; raw: unknown } {
   const absolute = path.resolve(file);
   let text: string;
   try {
@@ -59,7 +65,7 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   } catch (err) {
     throw new ConfigError('', `cannot parse ${absolute}: ${(err as Error).message.split('\n')[0]}`);
   }
-  return resolveConfig(raw ?? {}, { baseDir: path.dirname(absolute), file: absolute, env });
+  return { absolute, raw: raw ?? {} };
 }
 
 /** Validate an in-memory configuration object (file contents after parsing). */
@@ -135,7 +141,8 @@ function shieldReferences(text: string): string {
   );
 }
 
-function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, at: string): unknown {
+/** Substitute `${VAR}` in a value of a config document; `at` names it in errors. */
+export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, at: string): unknown {
   if (typeof value === 'string') {
     return value.replace(VAR, (match, braced: string | undefined, shielded: string | undefined) => {
       if (match === '$${') return '${';

@@ -1,6 +1,8 @@
 /**
  * Request headers as rules, templates and transforms see them: lower-cased
- * names, one string per header, and without credentials or signatures.
+ * names, one string per header, and without credentials or signatures. The
+ * rule is a denylist by pattern, so credential headers of senders we have
+ * never heard of (`x-access-key`, `x-foo-token`) stay hidden too.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { TOKEN_HEADER } from './auth.ts';
@@ -13,13 +15,22 @@ const SECRET_HEADERS: ReadonlySet<string> = new Set([
   'set-cookie',
 ]);
 
-// Signature and credential headers of webhook senders (x-hub-signature-256, stripe-signature,
-// x-slack-signature, x-gitlab-token, x-api-key, ...).
-const SECRET_PATTERN = /(?:^|-)(?:signature|token|secret|api-?key|password|auth)(?:-|$)/;
+// A name part (split on "-", "_" or ".") that names a credential: x-api-key, x-access-key,
+// x-authorization, x-auth-token, x-session-id, x-shopify-hmac-sha256.
+const SECRET_PART =
+  /^(?:auth|authorization|authentication|bearer|cookie|credentials?|hmac|jwt|key|apikey|otp|passwd|password|secret|session|sig|signature|token)$/;
 
-/** True for headers that carry credentials or signatures. */
+// Anywhere in the name, for run-together names: x-accesstoken, x-hubsignature, x-apikey.
+const SECRET_SUBSTRING = /token|secret|passw|signature|credential|apikey|api_key|hmac/;
+
+// A sender's own de-duplication key is not a credential; rules may want it.
+const VISIBLE: ReadonlySet<string> = new Set(['idempotency-key', 'x-idempotency-key']);
+
+/** True for headers that carry credentials or signatures (names are lower case). */
 export function isSecretHeader(name: string): boolean {
-  return SECRET_HEADERS.has(name) || SECRET_PATTERN.test(name);
+  if (VISIBLE.has(name)) return false;
+  if (SECRET_HEADERS.has(name) || SECRET_SUBSTRING.test(name)) return true;
+  return name.split(/[-_.]/).some((part) => SECRET_PART.test(part));
 }
 
 /** A prototype-free copy of the headers without secrets; repeated headers joined with ", ". */

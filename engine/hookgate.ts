@@ -16,6 +16,7 @@ import { createRequestHandler } from './pipeline.ts';
 import { checkRecipient, type Policy, policyFromConfig } from './policy.ts';
 import type { ActionStore } from './queue/action-store.ts';
 import { openSqliteStore } from './queue/sqlite-store.ts';
+import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';
 import { createRouter } from './route.ts';
@@ -70,10 +71,18 @@ export async function startHookgate(
   const mappings = compileMappings(config, policy, loaded.transformsRoot);
   checkDefaultRoute(config, policy);
   const logger = options.logger ?? createLogger(config.log.level);
+  if (options.runtime !== false) {
+    // Warned, not refused: a runner may be installed after the start; its runs fail plainly.
+    for (const problem of agentPathProblems(config, loaded.baseDir, process.env))
+      logger.warn({ path: problem.path }, problem.message);
+  }
   const transforms = await startTransforms(config, mappings, logger);
   const store =
     options.store ??
-    (await openSqliteStore(loaded.dataDir, { commitDelayMs: config.runtime.commitDelayMs }));
+    (await openSqliteStore(loaded.dataDir, {
+      commitDelayMs: config.runtime.commitDelayMs,
+      onWarning: (message) => logger.warn({ dataDir: loaded.dataDir }, message),
+    }));
   const windowMs = config.hooks.idempotencyWindowSeconds * 1000;
   const runtime =
     options.runtime === false ? undefined : startRuntime(loaded, policy, logger, adapters);

@@ -154,7 +154,7 @@ describe('runtime commands', () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toContain(runs['failed']);
     expect(lines[0]).toMatch(
-      /failed +attempts=1 +agent=main session=hook:cli-fail +exit 3: something broke in the agent$/,
+      /failed +attempts=1 +agent=main session=hook:cli-fail +reason: exit 3: something broke in the agent$/,
     );
     expect(lines[1]).toContain(runs['ok']);
     expect(lines[1]).toMatch(/done +attempts=1 +agent=main session=hook:cli-ok +done: list me$/);
@@ -196,7 +196,7 @@ describe('runtime commands', () => {
   it('heartbeat now: the running server runs a heartbeat that consumes the pending events', async () => {
     const asked = await hookgate(['heartbeat', 'now']);
     expect(asked.code).toBe(0);
-    expect(asked.stdout).toContain('Heartbeat requested');
+    expect(asked.stdout).toContain('Heartbeat started by the running server');
 
     const [beat] = await waitFor(
       'the requested heartbeat',

@@ -1,6 +1,7 @@
 /**
  * `hookgate check`: validate the configuration and compile every condition,
- * template and preset, then print one line per route. Exit 0, or 2 with the
+ * template and preset, check that runner commands and workspaces exist and
+ * can be used, then print one line per route. Exit 0, or 2 with the
  * offending path.
  */
 import { findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
@@ -8,6 +9,7 @@ import { type CompiledMapping, compileMappings } from '../mappings.ts';
 import { createLogger } from '../log.ts';
 import { checkDefaultRoute } from '../hookgate.ts';
 import { type Policy, policyFromConfig } from '../policy.ts';
+import { agentPathProblems } from '../runtime/runner-paths.ts';
 import { startTransforms } from '../sandbox/start.ts';
 
 export type CompiledSetup = { loaded: LoadedConfig; policy: Policy; mappings: CompiledMapping[] };
@@ -73,6 +75,12 @@ export async function check(
     );
     return 0;
   }
+  // Runner commands and workspaces as the runtime will start them (serve only warns).
+  const problems = agentPathProblems(setup.loaded.config, setup.loaded.baseDir, process.env);
+  for (const problem of problems) {
+    process.stderr.write(`hookgate: config error: ${problem.path}: ${problem.message}\n`);
+  }
+  if (problems.length > 0) return 2;
   // Load the transform modules too: a module that does not load fails the check.
   const transforms = await startTransforms(
     setup.loaded.config,

@@ -1,23 +1,17 @@
 /**
  * `hookgate actions`: what came in, read from the store, newest first.
  * Text for people; with --json one complete action per line for tools.
+ * Both are safe to print: request text cannot drive the terminal.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { findConfigFile, loadConfigFile } from '../config.ts';
 import type { StoredAction } from '../queue/action-store.ts';
 import { readActions, STORE_FILE } from '../queue/sqlite-store.ts';
 import { wrappedContent } from '../safety.ts';
+import { type StoreFlags, storeLocation } from './store-location.ts';
+import { jsonLine, terminalText } from './terminal-text.ts';
 
-export type ListFlags = { json?: boolean; limit?: string; dataDir?: string; config?: string };
-
-/** Where the store lives: --data-dir, else the config's runtime.dataDir, else ./data. */
-export function dataDirForList(flags: ListFlags, env: NodeJS.ProcessEnv, cwd: string): string {
-  if (flags.dataDir) return path.resolve(cwd, flags.dataDir);
-  const file = findConfigFile(flags.config, env, cwd);
-  if (file) return loadConfigFile(file, env).dataDir;
-  return path.resolve(cwd, 'data');
-}
+export type ListFlags = StoreFlags & { json?: boolean; limit?: string };
 
 /** Print the accepted actions; returns the exit status. */
 export async function listActions(flags: ListFlags, out: (line: string) => void): Promise<number> {
@@ -26,22 +20,22 @@ export async function listActions(flags: ListFlags, out: (line: string) => void)
     process.stderr.write('hookgate actions: --limit must be a positive integer\n');
     return 2;
   }
-  const dataDir = dataDirForList(flags, process.env, process.cwd());
+  const { dataDir } = storeLocation(flags, process.env, process.cwd());
+  const say = (line: string) => out(terminalText(line));
   if (!existsSync(path.join(dataDir, STORE_FILE))) {
-    if (!flags.json) out(`No actions: no store in ${dataDir} yet.`);
+    if (!flags.json) say(`No actions: no store in ${dataDir} yet.`);
     return 0;
   }
   const rows = readActions(dataDir, limit);
   if (flags.json) {
-    for (const row of rows) {
-      out(JSON.stringify({ ...row.action, state: row.state, attempts: row.attempts }));
-    }
-  } else if (rows.length === 0) out(`No actions in ${dataDir}.`);
-  else for (const row of rows) out(formatRow(row));
+    for (const row of rows)
+      out(jsonLine({ ...row.action, state: row.state, attempts: row.attempts }));
+  } else if (rows.length === 0) say(`No actions in ${dataDir}.`);
+  else for (const row of rows) say(formatRow(row));
   return 0;
 }
 
-/** One human-readable line per action. */
+/** One human-readable line per action (print it through terminalText). */
 export function formatRow({ action, state }: StoredAction): string {
   const head = `${action.receivedAt}  ${action.kind.padEnd(5)}  ${action.id}  ${state.padEnd(7)}  hook=${action.hook}`;
   if (action.kind === 'wake') return `${head}  mode=${action.mode}  ${quote(action.text)}`;

@@ -1,29 +1,48 @@
 /**
- * Operator commands over the runtime's records, safe while the server runs
+ * Operator views over the runtime's records, safe while the server runs
  * (they use their own connection; WAL readers never block the writer):
- * `runs`, `events`, `heartbeat now`, `retry <action id>`.
+ * `runs`, `events`, `heartbeats`. Text lines go through terminalText and
+ * JSON lines through jsonLine: request text cannot drive the terminal.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ActionState } from '../queue/action-store.ts';
-import { findConfigFile, loadConfigFile } from '../config.ts';
 import { STORE_FILE } from '../queue/sqlite-schema.ts';
-import { RuntimeStore } from '../runtime/runtime-store.ts';
+import { type RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
 import { wrappedContent } from '../safety.ts';
-import { dataDirForList, type ListFlags } from './list-actions.ts';
+import type { ListFlags } from './list-actions.ts';
+import { type StoreLocation, storeLocation } from './store-location.ts';
+import { jsonLine, terminalText } from './terminal-text.ts';
 
 const STATES: readonly ActionState[] = ['queued', 'running', 'done', 'failed', 'dead'];
 
-function openStore(flags: ListFlags): RuntimeStore | string {
-  const dataDir = dataDirForList(flags, process.env, process.cwd());
-  if (!existsSync(path.join(dataDir, STORE_FILE))) return `No store in ${dataDir} yet.`;
-  return RuntimeStore.open(dataDir);
+type Out = (line: string) => void;
+
+/** The store and where it is, or the sentence saying there is none yet. */
+export function openStore(flags: ListFlags): { store: RuntimeStore; at: StoreLocation } | string {
+  const at = storeLocation(flags, process.env, process.cwd());
+  if (!existsSync(path.join(at.dataDir, STORE_FILE))) return `No store in ${at.dataDir} yet.`;
+  return { store: RuntimeStore.open(at.dataDir), at };
 }
 
-/** The main session key: session.mainKey of the config when one is found, else "main". */
-function mainKeyFor(flags: ListFlags): string {
-  const file = findConfigFile(flags.config, process.env, process.cwd());
-  return file ? loadConfigFile(file, process.env).config.session.mainKey : 'main';
+/** Run `view` over the store; prints "No store ..." (text mode) when there is none. */
+function withStore(
+  flags: ListFlags,
+  out: Out,
+  view: (store: RuntimeStore, at: StoreLocation, say: Out) => void,
+): number {
+  const say = (line: string) => out(terminalText(line));
+  const opened = openStore(flags);
+  if (typeof opened === 'string') {
+    if (!flags.json) say(opened);
+    return 0;
+  }
+  try {
+    view(opened.store, opened.at, say);
+  } finally {
+    opened.store.close();
+  }
+  return 0;
 }
 
 function oneLine(text: string, max = 100): string {
@@ -31,104 +50,84 @@ function oneLine(text: string, max = 100): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
+/** What a run's text line says about its result: the reason for failed and dead runs. Pure. */
+export function runResult(row: RunRow): string {
+  const outcome = row.outcome;
+  if (!outcome) return '';
+  const delivery = outcome.delivery;
+  const deliveryReason =
+    delivery && delivery.state !== 'sent' && delivery.reason
+      ? `delivery ${delivery.state}: ${delivery.reason}`
+      : undefined;
+  const reason = outcome.reason ?? deliveryReason;
+  if (row.state === 'dead' || row.state === 'failed' || outcome.status === 'retrying') {
+    return reason ? `reason: ${oneLine(reason, 200)}` : '';
+  }
+  return oneLine(outcome.reply ?? reason ?? '');
+}
+
 /** `runs [--json] [--state S] [--limit N]`: actions with their lifecycle, newest first. */
-export function runs(flags: ListFlags & { state?: string }, out: (line: string) => void): number {
+export function runs(flags: ListFlags & { state?: string }, out: Out): number {
   if (flags.state !== undefined && !STATES.includes(flags.state as ActionState)) {
     process.stderr.write(`hookgate runs: --state must be one of ${STATES.join(', ')}\n`);
     return 2;
   }
-  const store = openStore(flags);
-  if (typeof store === 'string') {
-    if (!flags.json) out(store);
-    return 0;
-  }
-  try {
+  return withStore(flags, out, (store, _at, say) => {
     const rows = store.runs(Number(flags.limit ?? 20), flags.state as ActionState | undefined);
     for (const row of rows) {
       if (flags.json) {
-        out(JSON.stringify(row));
+        out(jsonLine(row));
         continue;
       }
       const what =
         row.action.kind === 'agent'
           ? `agent=${row.action.agentId} session=${row.action.sessionKey}`
           : 'wake';
-      const result = row.outcome?.reason ?? row.outcome?.reply ?? '';
-      out(
-        `${row.action.receivedAt}  ${row.id}  ${row.state.padEnd(7)}  attempts=${row.attempts}  ${what}  ${oneLine(result)}`,
+      say(
+        `${row.action.receivedAt}  ${row.id}  ${row.state.padEnd(7)}  attempts=${row.attempts}  ${what}  ${runResult(row)}`,
       );
     }
-    if (rows.length === 0 && !flags.json) out('No runs.');
-  } finally {
-    store.close();
-  }
-  return 0;
+    if (rows.length === 0 && !flags.json) say('No runs.');
+  });
 }
 
 /** `events [--session KEY] [--json] [--limit N]`: system events of a session, newest first. */
-export function events(
-  flags: ListFlags & { session?: string },
-  out: (line: string) => void,
-): number {
-  const store = openStore(flags);
-  if (typeof store === 'string') {
-    if (!flags.json) out(store);
-    return 0;
-  }
-  try {
-    const rows = store.events(flags.session ?? mainKeyFor(flags), Number(flags.limit ?? 20));
+export function events(flags: ListFlags & { session?: string }, out: Out): number {
+  return withStore(flags, out, (store, at, say) => {
+    const rows = store.events(flags.session ?? at.mainKey, Number(flags.limit ?? 20));
     for (const event of rows) {
-      if (flags.json) out(JSON.stringify(event));
+      if (flags.json) out(jsonLine(event));
       else {
         const state = event.consumedBy ? 'consumed' : 'pending';
-        out(
+        say(
           `${event.createdAt}  ${event.source.padEnd(12)}  ${state.padEnd(8)}  ${event.trusted ? 'trusted  ' : 'untrusted'}  ${oneLine(event.text)}`,
         );
       }
     }
-    if (rows.length === 0 && !flags.json) out('No events.');
-  } finally {
-    store.close();
-  }
-  return 0;
+    if (rows.length === 0 && !flags.json) say('No events.');
+  });
 }
 
-/** `heartbeat now`: ask the running server for an immediate heartbeat. */
-export function heartbeatNow(flags: ListFlags, out: (line: string) => void): number {
-  const store = openStore(flags);
-  if (typeof store === 'string') {
-    process.stderr.write(`hookgate heartbeat: ${store}\n`);
-    return 1;
-  }
-  try {
-    store.request('heartbeat');
-  } finally {
-    store.close();
-  }
-  out('Heartbeat requested; the running server starts it within a second.');
-  return 0;
-}
-
-/** `retry <action id>`: a dead action back to the queue with fresh attempts. */
-export function retry(flags: ListFlags & { id: string }, out: (line: string) => void): number {
-  const store = openStore(flags);
-  if (typeof store === 'string') {
-    process.stderr.write(`hookgate retry: ${store}\n`);
-    return 1;
-  }
-  try {
-    const run = store.run(flags.id);
-    if (!run) {
-      process.stderr.write(`hookgate retry: no action ${flags.id}\n`);
-      return 1;
+/** `heartbeats [--json] [--limit N]`: heartbeat records, newest first, with why one failed. */
+export function heartbeats(flags: ListFlags, out: Out): number {
+  return withStore(flags, out, (store, _at, say) => {
+    const rows = store.heartbeats(Number(flags.limit ?? 20));
+    for (const row of rows) {
+      if (flags.json) {
+        out(jsonLine(row));
+        continue;
+      }
+      const state = String(row['state']);
+      const detail =
+        state === 'failed'
+          ? `reason: ${oneLine(String(row['error'] ?? ''), 200)}`
+          : row['ack'] === 1
+            ? 'ack'
+            : oneLine(String(row['reply'] ?? ''));
+      say(
+        `${row['started_at']}  ${row['id']}  ${state.padEnd(7)}  trigger=${row['reason']}  events=${row['events']}  ${detail}`,
+      );
     }
-    if (!store.retryDead(flags.id)) {
-      process.stderr.write(`hookgate retry: action ${flags.id} is ${run.state}, not dead\n`);
-      return 1;
-    }
-  } finally {
-    store.close();
-  }
-  out(`Action ${flags.id} is queued again.`);
-  return 0;
+    if (rows.length === 0 && !flags.json) say('No heartbeats.');
+  });
 }

@@ -11,6 +11,7 @@ import { startTransforms } from '../sandbox/start.ts';
 import type { MatchOutcome } from '../rules.ts';
 import { wrappedContent } from '../safety.ts';
 import { compileSetup } from './check.ts';
+import { jsonLine, terminalText } from './terminal-text.ts';
 
 export type TestFlags = {
   name: string;
@@ -55,8 +56,12 @@ export async function testRequest(flags: TestFlags, out: (line: string) => void)
   } finally {
     await transforms?.close();
   }
-  if (flags.json) out(JSON.stringify(result));
-  else for (const line of describe(flags.name, setup.loaded.config.hooks.path, result)) out(line);
+  // The payload may be a real delivery pasted from a sender: print it terminal-safe.
+  if (flags.json) out(jsonLine(result));
+  else {
+    for (const line of describe(flags.name, setup.loaded.config.hooks.path, result))
+      out(terminalText(line));
+  }
   return result.status < 300 ? 0 : 1;
 }
 

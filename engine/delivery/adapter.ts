@@ -8,7 +8,8 @@ import type { ChannelId } from '../../schemas/config.ts';
 
 /** The outcome of sending one part. */
 export type SendResult =
-  | { status: 'sent'; messageId?: string }
+  /** `movedTo`: the product moved the recipient (a Telegram group became a supergroup). */
+  | { status: 'sent'; messageId?: string; movedTo?: string }
   /** The message did not go out and may be sent again (rate limit, 5xx, connection error). */
   | { status: 'retry'; reason: string; retryAfterMs?: number }
   /** Sending again will not help (auth, unknown recipient, bad request). */

@@ -53,6 +53,8 @@ export function resolveRoute(
 /** What one delivery attempt achieved. */
 export type Attempt = {
   outcome: 'sent' | 'retry' | 'failed';
+  /** Where the parts went: the route's recipient, or the new one when the product moved it. */
+  recipient: string;
   parts: number;
   partsSent: number;
   reason?: string;
@@ -68,20 +70,36 @@ export async function sendParts(
   signal?: AbortSignal,
 ): Promise<Attempt> {
   const parts = splitMessage(text, route.adapter.maxLength);
+  let recipient = route.recipient;
+  // A move is reported with the outcome, whatever it is, so the new id is recorded.
+  let moved: string | undefined;
+  const said = (reason?: string) =>
+    [reason, moved].filter((part) => part !== undefined).join('; ') || undefined;
   for (let i = partsSent; i < parts.length; i++) {
-    const result = await route.adapter.send(route.recipient, parts[i] as string, signal);
+    const result = await route.adapter.send(recipient, parts[i] as string, signal);
+    const at = { recipient, parts: parts.length, partsSent: i };
     if (result.status === 'retry') {
       return {
         outcome: 'retry',
-        parts: parts.length,
-        partsSent: i,
-        reason: result.reason,
+        ...at,
+        reason: said(result.reason) as string,
         ...(result.retryAfterMs !== undefined && { retryAfterMs: result.retryAfterMs }),
       };
     }
     if (result.status === 'failed')
-      return { outcome: 'failed', parts: parts.length, partsSent: i, reason: result.reason };
+      return { outcome: 'failed', ...at, reason: said(result.reason) as string };
+    if (result.movedTo !== undefined && result.movedTo !== recipient) {
+      moved = `the chat moved from ${recipient} to ${result.movedTo}; update the recipient`;
+      recipient = result.movedTo;
+    }
     onPart(i + 1);
   }
-  return { outcome: 'sent', parts: parts.length, partsSent: parts.length };
+  const reason = said();
+  return {
+    outcome: 'sent',
+    recipient,
+    parts: parts.length,
+    partsSent: parts.length,
+    ...(reason !== undefined && { reason }),
+  };
 }

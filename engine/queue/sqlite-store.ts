@@ -5,7 +5,6 @@
  * parsing. Each append resolves only after its COMMIT returned. Reads use a
  * connection of their own on this thread (WAL readers do not wait for the writer).
  */
-import { mkdirSync } from 'node:fs';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import type { Action } from '../../schemas/action.ts';
@@ -16,6 +15,7 @@ import type {
   IdempotencyRecord,
   StoredAction,
 } from './action-store.ts';
+import { prepareDataDir } from './data-dir.ts';
 import { openDatabase } from './sqlite-schema.ts';
 import type { FromWriter, ToWriter, WriteItem } from './sqlite-writer.ts';
 
@@ -24,6 +24,8 @@ export { STORE_FILE } from './sqlite-schema.ts';
 export type SqliteStoreOptions = {
   /** Wait this long for more appends before handing them to the writer; 0 = next event-loop turn. */
   commitDelayMs?: number;
+  /** Told about a data directory open to other users (it is left as it is). */
+  onWarning?: (message: string) => void;
 };
 
 type Waiter = { resolve: (value: never) => void; reject: (err: unknown) => void };
@@ -33,7 +35,8 @@ export async function openSqliteStore(
   dataDir: string,
   options: SqliteStoreOptions = {},
 ): Promise<ActionStore> {
-  mkdirSync(dataDir, { recursive: true });
+  const warning = prepareDataDir(dataDir);
+  if (warning) options.onWarning?.(warning);
   const worker = new Worker(new URL('./sqlite-writer.ts', import.meta.url), {
     workerData: { dataDir },
   });

@@ -2,8 +2,8 @@
  * Resolving an agent's run settings from the config: its runner (its own or
  * the defaults'), workspace, default model and default timeout.
  */
-import path from 'node:path';
 import type { Config } from '../../schemas/config.ts';
+import { commandFile, workspaceDir } from './runner-paths.ts';
 import { createCommandRunner } from './runners/command.ts';
 import { createHttpRunner } from './runners/http.ts';
 import { createOpenAiRunner, type Provider } from './runners/openai.ts';
@@ -41,14 +41,10 @@ function buildRunner(
   providers: Config['providers'],
 ): Runner {
   if (runner.kind === 'command') {
-    const [file, ...rest] = runner.argv as string[];
+    const [file, ...rest] = runner.argv as [string, ...string[]];
     // "./agent.sh" is relative to the config file's directory, not the workspace.
-    const command =
-      file?.startsWith('./') || file?.startsWith('../')
-        ? path.resolve(baseDir, file)
-        : (file as string);
     return createCommandRunner({
-      argv: [command, ...rest],
+      argv: [commandFile(file, baseDir), ...rest],
       cwd: workspace,
       ...(runner.env && { env: runner.env }),
     });
@@ -80,7 +76,7 @@ export function resolveAgents(
   const list = config.agents.list.length > 0 ? config.agents.list : [{ id: defaultAgentId }];
   const agents = new Map<string, AgentSettings>();
   for (const agent of list) {
-    const workspace = path.resolve(baseDir, ('workspace' in agent && agent.workspace) || '.');
+    const workspace = workspaceDir('workspace' in agent ? agent.workspace : undefined, baseDir);
     const model = ('model' in agent && agent.model) || defaults.model;
     const runner = ('runner' in agent && agent.runner) || defaults.runner;
     agents.set(agent.id, {

@@ -67,6 +67,7 @@ export function createHeartbeat(deps: {
         events: events.map((event) => event.seq),
         error,
       });
+      logger.warn({ heartbeatId: id, reason: error }, 'heartbeat failed');
       return;
     }
     const id = store.startHeartbeat(reason);
@@ -123,18 +124,24 @@ export function createHeartbeat(deps: {
         partsSent: 0,
         error,
       });
+      logger.warn({ heartbeatId: id, reason: error }, 'heartbeat delivery skipped');
       return;
     }
     const attempt = await sendParts(route, reply, partsSent, () => undefined, deps.signal);
     const target = {
       channel: route.channel,
-      recipient: route.recipient,
+      recipient: attempt.recipient,
       parts: attempt.parts,
       partsSent: attempt.partsSent,
     };
     if (attempt.outcome === 'sent') {
-      store.setRoute(settings.mainKey, route.channel, route.recipient);
-      store.recordDelivery({ ...base, ...target, state: 'sent' });
+      store.setRoute(settings.mainKey, route.channel, attempt.recipient);
+      store.recordDelivery({
+        ...base,
+        ...target,
+        state: 'sent',
+        ...(attempt.reason !== undefined && { error: attempt.reason }),
+      });
       return;
     }
     const reason = attempt.reason ?? 'unknown';
@@ -155,6 +162,7 @@ export function createHeartbeat(deps: {
       state: attempt.outcome === 'retry' ? 'dead' : 'failed',
       error: reason,
     });
+    logger.warn({ heartbeatId: id, channel: route.channel, reason }, 'heartbeat delivery failed');
     store.addEvent({
       sessionKey: settings.mainKey,
       text: `Heartbeat reply could not be delivered to ${route.channel}: ${reason}`,

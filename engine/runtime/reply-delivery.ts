@@ -146,6 +146,8 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       (sent) => store.saveOutcome(action.id, progress(sent)),
       deps.signal,
     );
+    // The product may have moved the chat: what is recorded from here on is the new id.
+    target.recipient = attempt.recipient;
     const detail = {
       ...target,
       parts: attempt.parts,
@@ -153,7 +155,7 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       ...(attempt.reason !== undefined && { reason: attempt.reason }),
     };
     if (attempt.outcome === 'sent') {
-      store.setRoute(settings.mainKey, route.channel, route.recipient);
+      store.setRoute(settings.mainKey, route.channel, target.recipient);
       record('sent', detail);
       finishWith('done', {
         state: 'sent',

@@ -216,8 +216,10 @@ export class RuntimeStore extends SessionRecords {
     return row ? toRun(row) : undefined;
   }
 
-  /** A dead action back to the queue with fresh attempts; false when it is not dead. */
-  retryDead(id: string): boolean {
+  /** A dead (or, when asked, failed) action back to the queue with fresh attempts; false otherwise. */
+  retryDead(id: string, options: { failed?: boolean } = {}): boolean {
+    // Never `done`: a turn that succeeded is not run twice.
+    const states = options.failed ? "('dead', 'failed')" : "('dead')";
     // A run that died delivering keeps its reply: the retry redoes only the delivery.
     const changed = this.db
       .prepare(
@@ -225,7 +227,7 @@ export class RuntimeStore extends SessionRecords {
            outcome = CASE WHEN json_extract(outcome, '$.reply') IS NOT NULL AND json_extract(outcome, '$.delivery') IS NOT NULL
              THEN json_set(outcome, '$.status', 'delivering', '$.delivery.attempts', 0)
              ELSE NULL END
-         WHERE id = ? AND state = 'dead'`,
+         WHERE id = ? AND state IN ${states}`,
       )
       .run(id).changes;
     return Number(changed) > 0;

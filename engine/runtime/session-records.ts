@@ -250,11 +250,28 @@ export class SessionRecords {
       .all(limit) as Row[];
   }
 
-  /** Ask the running server for something (e.g. an immediate heartbeat). */
-  request(kind: string): void {
-    this.db
+  /** Ask the running server for something (e.g. an immediate heartbeat); returns its number. */
+  request(kind: string): number {
+    const result = this.db
       .prepare('INSERT INTO control_requests (kind, created_at) VALUES (?, ?)')
       .run(kind, now());
+    return Number(result.lastInsertRowid);
+  }
+
+  /** True once a running server has taken the request. */
+  requestTaken(seq: number): boolean {
+    const row = this.db.prepare('SELECT handled_at FROM control_requests WHERE seq = ?').get(seq) as
+      | Row
+      | undefined;
+    return row !== undefined && row['handled_at'] !== null;
+  }
+
+  /** Take back a request nobody took (so a later start does not act on it); false if taken. */
+  withdrawRequest(seq: number): boolean {
+    const result = this.db
+      .prepare('DELETE FROM control_requests WHERE seq = ? AND handled_at IS NULL')
+      .run(seq);
+    return Number(result.changes) > 0;
   }
 
   /** Requests not yet handled; marks them handled. */

@@ -180,7 +180,7 @@ describe('telegram adapter: errors', () => {
     expect((await send(() => ({ status, body: 'upstream trouble' }))).status).toBe('retry');
   });
 
-  it('re-targets once to migrate_to_chat_id and reports the move when it fails again', async () => {
+  it('re-targets once to migrate_to_chat_id, says where it went, and reports the move when it fails again', async () => {
     const before = standIn.requests.length;
     const migrated = botError(400, 'Bad Request: group chat was upgraded to a supergroup chat', {
       migrate_to_chat_id: -1001234567890,
@@ -188,7 +188,7 @@ describe('telegram adapter: errors', () => {
     const result = await send((req) =>
       (req.json as { chat_id: number }).chat_id === -123456789 ? migrated : success(req),
     );
-    expect(result).toEqual({ status: 'sent', messageId: '4711' });
+    expect(result).toEqual({ status: 'sent', messageId: '4711', movedTo: '-1001234567890' });
     const requests = standIn.requests.slice(before);
     expect(requests.map((r) => (r.json as { chat_id: number }).chat_id)).toEqual([
       -123456789, -1001234567890,

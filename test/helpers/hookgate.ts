@@ -28,17 +28,23 @@ export type TestServer = Hookgate & {
   stop(): Promise<void>;
 };
 
-/** Start hookgate with `hooks` settings merged over an enabled, tokened default. */
+/**
+ * Start hookgate with `hooks` and `server` settings merged over an enabled, tokened default
+ * on 127.0.0.1 port 0: a test that sets other server options still never binds a fixed port.
+ */
 export async function startTestServer(
   overrides: Record<string, unknown> = {},
   options: { dataDir?: string; runtime?: boolean } = {},
 ): Promise<TestServer> {
   const temp = options.dataDir ? undefined : tempDir();
   const dataDir = options.dataDir ?? (temp as { dir: string }).dir;
-  const { hooks, ...rest } = overrides as { hooks?: Record<string, unknown> };
+  const { hooks, server, ...rest } = overrides as {
+    hooks?: Record<string, unknown>;
+    server?: Record<string, unknown>;
+  };
   const raw = {
-    server: { host: '127.0.0.1', port: 0 },
     ...rest,
+    server: { host: '127.0.0.1', port: 0, ...server },
     hooks: { enabled: true, token: TOKEN, ...hooks },
   };
   const loaded = resolveConfig(raw, { baseDir: dataDir, dataDir, env: {} });

@@ -71,11 +71,11 @@ export function createTelegramAdapter(settings: Record<string, unknown>): Channe
       const first = await post(telegramChatId(to), text, signal);
       if (first.status !== 'migrate') return first;
       // The group became a supergroup: the message was refused, so resending is
-      // safe. Re-target once; the operator should update the stored chat id.
+      // safe. Re-target once and say where it went, so the new id is recorded.
       const second = await post(first.migrateTo, text, signal);
       if (second.status === 'migrate') return { status: 'failed', reason: second.reason };
       return second.status === 'sent'
-        ? second
+        ? { ...second, movedTo: String(first.migrateTo) }
         : { ...second, reason: `${second.reason} (after moving to chat ${first.migrateTo})` };
     },
   };

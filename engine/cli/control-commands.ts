@@ -1,0 +1,75 @@
+/**
+ * Operator commands that change the runtime's records: `heartbeat now`
+ * (a request the running server picks up) and `retry <action id>`.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ListFlags } from './list-actions.ts';
+import { openStore } from './runtime-commands.ts';
+
+// The server looks for requests every 500 ms; a loaded machine gets ample slack.
+const PICKUP_WAIT_MS = 5_000;
+const PICKUP_POLL_MS = 100;
+
+/** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
+export async function heartbeatNow(flags: ListFlags, out: (line: string) => void): Promise<number> {
+  const opened = openStore(flags);
+  if (typeof opened === 'string') {
+    process.stderr.write(`hookgate heartbeat: ${opened} No server has run on it.\n`);
+    return 1;
+  }
+  const { store, at } = opened;
+  try {
+    const seq = store.request('heartbeat');
+    const deadline = Date.now() + PICKUP_WAIT_MS;
+    while (Date.now() < deadline) {
+      if (store.requestTaken(seq)) {
+        out('Heartbeat started by the running server (see `hookgate heartbeats`).');
+        return 0;
+      }
+      await sleep(PICKUP_POLL_MS);
+    }
+    // Withdrawn, so that a server started later does not run a heartbeat nobody asked it for.
+    if (!store.withdrawRequest(seq)) {
+      out('Heartbeat started by the running server (see `hookgate heartbeats`).');
+      return 0;
+    }
+  } finally {
+    store.close();
+  }
+  process.stderr.write(
+    `hookgate heartbeat: no server is running on ${at.dataDir} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s); start one with \`hookgate serve\`\n`,
+  );
+  return 1;
+}
+
+/** `retry <action id> [--failed]`: a dead (or failed) action back to the queue with fresh attempts. */
+export function retry(
+  flags: ListFlags & { id: string; failed?: boolean },
+  out: (line: string) => void,
+): number {
+  const opened = openStore(flags);
+  if (typeof opened === 'string') {
+    process.stderr.write(`hookgate retry: ${opened}\n`);
+    return 1;
+  }
+  const { store } = opened;
+  try {
+    const run = store.run(flags.id);
+    if (!run) {
+      process.stderr.write(`hookgate retry: no action ${flags.id}\n`);
+      return 1;
+    }
+    if (!store.retryDead(flags.id, { failed: flags.failed ?? false })) {
+      const hint = run.state === 'failed' ? ' (add --failed to run a failed action again)' : '';
+      const allowed = flags.failed ? 'dead or failed' : 'dead';
+      process.stderr.write(
+        `hookgate retry: action ${flags.id} is ${run.state}, not ${allowed}${hint}\n`,
+      );
+      return 1;
+    }
+  } finally {
+    store.close();
+  }
+  out(`Action ${flags.id} is queued again.`);
+  return 0;
+}

@@ -1,0 +1,32 @@
+/**
+ * The terminal-safety policy of CLI output: no control or bidi character
+ * gets through, and JSON lines still parse to the exact value.
+ */
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect } from 'vitest';
+import { jsonLine, terminalText } from '../engine/cli/terminal-text.ts';
+
+const CONTROLS =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding raw controls is the test.
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+// Strings rich in controls, bidi characters and ordinary text.
+const hostile = fc.string({
+  unit: fc.oneof(
+    fc.integer({ min: 0, max: 0x9f }).map((c) => String.fromCharCode(c)),
+    fc.constantFrom('\u061c', '\u200e', '\u200f', '\u2028', '\u202a', '\u202e', '\u2066', '\u2069'),
+    fc.string({ minLength: 1, maxLength: 1 }),
+  ),
+});
+
+describe('terminal-safe CLI output', () => {
+  test.prop([hostile])('a text line never carries a control or bidi character', (text) => {
+    expect(terminalText(text)).not.toMatch(CONTROLS);
+  });
+
+  test.prop([hostile])('a JSON line carries none either and parses to the same value', (text) => {
+    const line = jsonLine({ text, [text]: 1 });
+    expect(line).not.toMatch(CONTROLS);
+    expect(JSON.parse(line)).toEqual({ text, [text]: 1 });
+  });
+});
