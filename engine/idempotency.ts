@@ -12,6 +12,11 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
 export function headerIdempotencyKey(headers: IncomingHttpHeaders): string | undefined {
   const value = headers['idempotency-key'];
   if (value === undefined) return undefined;
+  return checkedKey(value, 'Idempotency-Key');
+}
+
+/** The same 1-256 rule for every carrier: a header, a built-in body or a mapped hook's body. */
+function checkedKey(value: unknown, where: string): string {
   if (
     typeof value !== 'string' ||
     value.length === 0 ||
@@ -19,7 +24,7 @@ export function headerIdempotencyKey(headers: IncomingHttpHeaders): string | und
   ) {
     throw new HookError(
       'invalid_payload',
-      `Idempotency-Key: must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`,
+      `${where}: must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`,
     );
   }
   return value;
@@ -30,8 +35,8 @@ export function chooseIdempotencyKey(
   fromHeader: string | undefined,
   payload: Record<string, unknown>,
 ): string | undefined {
-  const fromBody = payload['idempotencyKey'];
-  if (typeof fromBody !== 'string') return fromHeader;
+  if (!Object.hasOwn(payload, 'idempotencyKey')) return fromHeader;
+  const fromBody = checkedKey(payload['idempotencyKey'], 'idempotencyKey');
   if (fromHeader !== undefined && fromHeader !== fromBody) {
     throw new HookError(
       'invalid_payload',

@@ -59,8 +59,10 @@ export function createRequestHandler(
       raw,
       payload,
     };
-    const accepted = await route(envelope);
+    // The key is checked before the route runs (a transform is not worth
+    // running for a request whose key is refused).
     const key = chooseIdempotencyKey(headerKey, payload);
+    const accepted = await route(envelope);
     const fingerprint = key === undefined ? undefined : requestFingerprint(admitted.hook, payload);
     const result = await dispatcher.accept(
       accepted,

@@ -104,3 +104,38 @@ describe('idempotency', () => {
     }
   });
 });
+
+describe('idempotency keys in mapped bodies', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({
+      hooks: {
+        mappings: [{ id: 'echo', match: { path: 'echo' }, templates: { message: '{{text}}' } }],
+      },
+    });
+  });
+  afterAll(() => server.stop());
+
+  const count = async () => (await server.store.listActions({ limit: 100_000 })).length;
+
+  it.each([
+    ['an overlong key (257 characters)', 'k'.repeat(257)],
+    ['an empty key', ''],
+    ['a key that is not a string', 42],
+  ])('refuses %s from a mapped body like the header rule, storing nothing', async (_, key) => {
+    const before = await count();
+    const res = await server.post('echo', { text: 'hello', idempotencyKey: key });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_payload');
+    expect(await count()).toBe(before);
+  });
+
+  it('replays a mapped request with a 256-character body key', async () => {
+    const key = 'k'.repeat(256);
+    const first = await server.post('echo', { text: 'hello', idempotencyKey: key });
+    expect(first.status).toBe(200);
+    const again = await server.post('echo', { text: 'hello', idempotencyKey: key });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await again.json()).toEqual(await first.json());
+  });
+});
