@@ -29,6 +29,7 @@ export function checkConfigRules(config: Config): ConfigProblem | null {
     checkSessionKeys(config) ??
     checkAgents(config) ??
     checkModels(config) ??
+    checkRoutes(config) ??
     checkRuntime(config)
   );
 }
@@ -126,14 +127,23 @@ function runnerProblem(runner: Runner, at: string, hasProviders: boolean): Confi
   return null;
 }
 
-function checkRuntime(config: Config): ConfigProblem | null {
-  const route = config.session.defaultRoute;
-  if (route && !(route.channel in config.channels)) {
-    return {
-      path: 'session.defaultRoute.channel',
-      message: `"${route.channel}" is not configured under channels`,
-    };
+/** The owner's routes: on configured channels; a pinned `last` needs the route it is pinned to. */
+function checkRoutes(config: Config): ConfigProblem | null {
+  const { defaultRoute, ownerRoutes, pinLastRoute } = config.session;
+  const declared = [
+    ...(defaultRoute ? [{ route: defaultRoute, path: 'session.defaultRoute.channel' }] : []),
+    ...ownerRoutes.map((route, i) => ({ route, path: `session.ownerRoutes.${i}.channel` })),
+  ];
+  for (const { route, path } of declared) {
+    if (!(route.channel in config.channels))
+      return { path, message: `"${route.channel}" is not configured under channels` };
   }
+  if (pinLastRoute && !defaultRoute)
+    return { path: 'session.pinLastRoute', message: 'requires session.defaultRoute' };
+  return null;
+}
+
+function checkRuntime(config: Config): ConfigProblem | null {
   if (parseSchedule(config.runtime.heartbeat.every) === null) {
     return {
       path: 'runtime.heartbeat.every',

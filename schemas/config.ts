@@ -266,6 +266,20 @@ export const configSchema = {
           required: ['channel', 'to'],
           properties: { channel: { enum: CHANNEL_IDS }, to: { type: 'string', minLength: 1 } },
         },
+        // Routes the owner reads: a hook reply delivered to exactly one of them may move `last`.
+        ownerRoutes: {
+          type: 'array',
+          default: [],
+          maxItems: 100,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['channel', 'to'],
+            properties: { channel: { enum: CHANNEL_IDS }, to: { type: 'string', minLength: 1 } },
+          },
+        },
+        // `last` is always session.defaultRoute: no delivery moves it.
+        pinLastRoute: { type: 'boolean', default: false },
       },
     },
     log: {

@@ -34,6 +34,7 @@ async function beatOnce(runner: Runner | undefined): Promise<Array<Record<string
       schedule: { kind: 'off' },
       maxEvents: 10,
       retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
+      lastRoute: { pinned: false, ownerRoutes: [] },
     },
     logger,
     signal: new AbortController().signal,

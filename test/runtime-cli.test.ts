@@ -21,6 +21,7 @@ import {
   readRecords,
   type Stub,
   startStub,
+  summaryContent,
   waitFor,
   waitForFinal,
 } from './helpers/runtime.ts';
@@ -181,7 +182,7 @@ describe('runtime commands', () => {
       ['hook-summary', runs['failed'], null],
       ['hook-summary', runs['ok'], null],
     ]);
-    expect(events.slice(1).map((event) => event['text'])).toEqual([
+    expect(events.slice(1).map((event) => summaryContent(String(event['text'])))).toEqual([
       'Hook CLI (error): exit 3: something broke in the agent',
       'Hook CLI: done: list me',
     ]);
@@ -210,11 +211,14 @@ describe('runtime commands', () => {
     const input = readRecords(record).find((entry) => entry.runId === beat?.['id']);
     expect(input?.kind).toBe('heartbeat');
     const lines = input?.message.split('\n') ?? [];
+    // Each summary: a trusted status line, then the wrapped line (name and reply inside).
     expect(lines.filter((line) => line.startsWith('System: '))).toEqual([
-      'System: Hook CLI: done: list me',
-      'System: Hook CLI (error): exit 3: something broke in the agent',
+      'System: Hook summary (ok):',
+      'System: Hook summary (error):',
       expect.stringMatching(/^System: SECURITY NOTICE/),
     ]);
+    expect(input?.message).toContain('\nHook CLI: done: list me\n');
+    expect(input?.message).toContain('\nHook CLI (error): exit 3: something broke in the agent\n');
     expect(input?.message).toContain('Backup finished');
 
     const [json, text, wrong] = await Promise.all([
@@ -270,6 +274,7 @@ describe('runtime commands', () => {
     });
     expect(relay.exchanges).toHaveLength(3);
     const [latest] = jsonLines((await hookgate(['events', '--json', '--limit', '1'])).stdout);
-    expect(latest).toMatchObject({ actionId: runs['dead'], text: 'Hook Relay: relayed' });
+    expect(latest).toMatchObject({ actionId: runs['dead'] });
+    expect(summaryContent(String(latest?.['text']))).toBe('Hook Relay: relayed');
   });
 });

@@ -338,12 +338,13 @@ describe('agent runs', () => {
     expect(env.rows("SELECT * FROM system_events WHERE source = 'hook-summary'")).toEqual([
       expect.objectContaining({
         session_key: 'main',
-        text: 'Hook GitHub: done: Summarise the inbox',
+        text: expect.stringMatching(/^Hook summary \(ok\):\n/),
         action_id: runId,
         trusted: 0,
         consumed_by: null,
       }),
     ]);
+    expect(summaries(env.dataDir, runId)).toEqual(['Hook GitHub: done: Summarise the inbox']);
     // deliver: true hands the reply to the action's channel and recipient.
     expect(env.rows('SELECT * FROM deliveries')).toEqual([
       expect.objectContaining({
@@ -421,9 +422,11 @@ describe('agent runs', () => {
     });
     const [beat] = await waitForHeartbeats(env, 1);
     const heartbeatInput = recordOf(env, String(beat?.['id'])) as AgentRecord;
-    expect(heartbeatInput.message).toBe(
-      `System: Hook Alert: done: URGENT check the pager\n\n${PROMPT}`,
-    );
+    const event = env.rows("SELECT text FROM system_events WHERE source = 'hook-summary'")[0];
+    expect(heartbeatInput.message).toBe(`System: ${event?.['text']}\n\n${PROMPT}`);
+    expect(summaries(env.dataDir, String(accepted['runId']))).toEqual([
+      'Hook Alert: done: URGENT check the pager',
+    ]);
     expect(beat).toMatchObject({ reason: 'hook', ack: 0 });
     expect(summaries(env.dataDir, String(accepted['runId']))).toHaveLength(1);
   });

@@ -1,9 +1,10 @@
 /**
  * Delivering a reply: resolve the route (`last` from the main session, the
  * mapped-hook fallback to whatsapp, the last recipient when `to` is
- * omitted), split the text to the product's limit, send the parts in order
- * from where an earlier attempt stopped, and record the session's last route
- * after a success. Retrying is the worker's job; this says what happened.
+ * omitted), split the text to the product's limit, and send the parts in
+ * order from where an earlier attempt stopped. Retrying is the worker's job,
+ * and whether a delivery may move the last route is the runtime's
+ * (runtime/last-route.ts); this only reads the route and says what happened.
  */
 import type { ChannelAdapter } from './adapter.ts';
 import { splitMessage } from './split.ts';

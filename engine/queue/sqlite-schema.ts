@@ -103,15 +103,35 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE deliveries ADD COLUMN parts_sent INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE heartbeats ADD COLUMN runner_pgid INTEGER;
   `,
+  // 3: history keyed by agent and session key, the heartbeat's turns apart from hook runs'.
+  // Old rows: a run's turns belong to the agent its action names; a run without a record
+  // belongs to nobody (''); heartbeat turns stay NULL until the runtime's start gives them
+  // to the default agent (the only one that runs heartbeats).
+  `
+  ALTER TABLE session_turns ADD COLUMN agent_id TEXT;
+  ALTER TABLE session_turns ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent';
+  UPDATE session_turns SET kind = 'heartbeat' WHERE run_id IN (SELECT id FROM heartbeats);
+  UPDATE session_turns SET agent_id = coalesce(
+    (SELECT json_extract(actions.action, '$.agentId') FROM actions WHERE actions.id = session_turns.run_id),
+    '') WHERE kind = 'agent';
+  DROP INDEX session_turns_key;
+  CREATE INDEX session_turns_owner ON session_turns (agent_id, session_key, kind, seq);
+  `,
 ];
 
+const version = (db: DatabaseSync): number =>
+  (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+
 function migrate(db: DatabaseSync): void {
-  const { user_version: version } = db.prepare('PRAGMA user_version').get() as {
-    user_version: number;
-  };
-  for (let next = version; next < MIGRATIONS.length; next++) {
+  for (let next = version(db); next < MIGRATIONS.length; next++) {
     db.exec('BEGIN IMMEDIATE');
     try {
+      // Another connection (the writer thread) may have migrated while this one waited for the lock.
+      if (version(db) > next) {
+        db.exec('ROLLBACK');
+        next = version(db) - 1;
+        continue;
+      }
       db.exec(MIGRATIONS[next] as string);
       db.exec(`PRAGMA user_version = ${next + 1}`);
       db.exec('COMMIT');

@@ -4,14 +4,18 @@
  * runs on the schedule (interval or cron via node-cron, or off) and at once
  * when asked; requests that arrive while one runs or waits coalesce into one
  * more run. A reply that is only the ack token is recorded, not delivered.
+ * Every event in the prompt is either written by hookgate from its config or
+ * wrapped as untrusted content; the history is the heartbeat's own turns.
  */
 import cron, { type ScheduledTask } from 'node-cron';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
+import { wrapUntrusted } from '../safety.ts';
 import type { AgentSettings } from './agents.ts';
+import { type LastRoutePolicy, lastRouteAfter } from './last-route.ts';
 import { isAckOnly, retryDelayMs } from './replies.ts';
-import type { RuntimeStore } from './runtime-store.ts';
+import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
 import type { Schedule } from './schedule.ts';
 
 export type HeartbeatSettings = {
@@ -23,6 +27,8 @@ export type HeartbeatSettings = {
   maxEvents: number;
   /** The delivery retry policy (runtime.retry), as for agent runs. */
   retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+  /** Who may move the last route (the heartbeat keeps it, following a moved chat). */
+  lastRoute: LastRoutePolicy;
 };
 
 export type Heartbeat = {
@@ -45,6 +51,7 @@ export function createHeartbeat(deps: {
   signal: AbortSignal;
 }): Heartbeat {
   const { store, agent, settings, logger } = deps;
+  const owner: TurnOwner = { agentId: agent.id, sessionKey: settings.mainKey, kind: 'heartbeat' };
   let running: Promise<void> | undefined;
   let lastNoRunner = Number.NEGATIVE_INFINITY;
   let waiting = false;
@@ -85,7 +92,7 @@ export function createHeartbeat(deps: {
         model: agent.model ?? null,
         thinking: null,
         timeoutSeconds: agent.timeoutSeconds,
-        history: store.history(settings.mainKey, 20).map(({ role, text }) => ({ role, text })),
+        history: store.history(owner, 20).map(({ role, text }) => ({ role, text })),
       },
       { signal: deps.signal, onSpawn: (pgid) => store.setHeartbeatGroup(id, pgid) },
     );
@@ -99,7 +106,7 @@ export function createHeartbeat(deps: {
       return;
     }
     const ack = isAckOnly(result.reply, settings.ackToken);
-    store.addTurns(settings.mainKey, id, message, result.reply);
+    store.addTurns(owner, id, message, result.reply);
     store.finishHeartbeat(id, { state: 'done', events: seqs, reply: result.reply, ack });
     if (!ack) await deliver(id, result.reply);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
@@ -135,7 +142,13 @@ export function createHeartbeat(deps: {
       partsSent: attempt.partsSent,
     };
     if (attempt.outcome === 'sent') {
-      store.setRoute(settings.mainKey, route.channel, attempt.recipient);
+      const delivered = { channel: route.channel, recipient: attempt.recipient };
+      const moved = lastRouteAfter(
+        settings.lastRoute,
+        { source: 'heartbeat', attempted: route, delivered },
+        store.lastRoute(settings.mainKey),
+      );
+      if (moved) store.setRoute(settings.mainKey, moved.channel, moved.recipient);
       store.recordDelivery({
         ...base,
         ...target,
@@ -163,11 +176,12 @@ export function createHeartbeat(deps: {
       error: reason,
     });
     logger.warn({ heartbeatId: id, channel: route.channel, reason }, 'heartbeat delivery failed');
+    // The reason carries the product's answer: wrapped, as everything not written by hookgate.
     store.addEvent({
       sessionKey: settings.mainKey,
-      text: `Heartbeat reply could not be delivered to ${route.channel}: ${reason}`,
+      text: `Heartbeat reply could not be delivered to ${route.channel}:\n${wrapUntrusted(reason.slice(0, 1000), 'Delivery error').text}`,
       source: 'delivery',
-      trusted: true,
+      trusted: false,
     });
   }
 

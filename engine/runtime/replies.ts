@@ -1,8 +1,10 @@
 /**
- * Pure decisions about replies: is it only the heartbeat acknowledgment,
- * how a run is summarised in the main session, how long to wait before a
- * retry.
+ * Decisions about replies: is it only the heartbeat acknowledgment, how a
+ * run is summarised in the main session (inside the safety wrapper: the
+ * name, the reply and any reason derived from it are second-order input),
+ * how long to wait before a retry.
  */
+import { wrapUntrusted } from '../safety.ts';
 
 /** True when a reply is only the ack token, allowing whitespace and light markup around it. */
 export function isAckOnly(reply: string, ackToken: string): boolean {
@@ -13,6 +15,14 @@ export function isAckOnly(reply: string, ackToken: string): boolean {
 }
 
 const SUMMARY_MAX = 280;
+const NOTE_MAX = 500;
+const NAME_MAX = 200;
+
+/** One line, at most `max` characters. */
+function clip(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
 
 /** One line for the main session: `Hook <name>: <summary>`, or `(error)` / `(timeout)` with the reason. */
 export function summaryLine(
@@ -20,12 +30,29 @@ export function summaryLine(
   outcome: { status: 'ok' | 'error' | 'timeout'; text: string },
 ): string {
   // One line: a hook name or reply with line breaks cannot forge a `System:` line of its own.
-  const label = name.replace(/\s+/g, ' ').trim() || 'Hook';
-  const flat = outcome.text.replace(/\s+/g, ' ').trim();
-  const short =
-    flat.length > SUMMARY_MAX ? `${flat.slice(0, SUMMARY_MAX - 1)}…` : flat || '(empty reply)';
+  const label = clip(name, NAME_MAX) || 'Hook';
+  const short = clip(outcome.text, SUMMARY_MAX) || '(empty reply)';
   if (outcome.status === 'ok') return `Hook ${label}: ${short}`;
   return `Hook ${label} (${outcome.status}): ${short}`;
+}
+
+/** The source label inside the wrapper of a run's summary. */
+export const SUMMARY_SOURCE = 'Hook run summary';
+
+/**
+ * A run's summary as the main session stores it: a trusted first line that
+ * hookgate writes (the status only), then the summary line (name, reply or
+ * reason, optional note) wrapped as untrusted content. The wrapper
+ * neutralises markers, so a reply cannot close it.
+ */
+export function summaryText(
+  name: string,
+  outcome: { status: 'ok' | 'error' | 'timeout'; text: string },
+  note?: string,
+): string {
+  const line = summaryLine(name, outcome);
+  const content = note ? `${line} [${clip(note, NOTE_MAX)}]` : line;
+  return `Hook summary (${outcome.status}):\n${wrapUntrusted(content, SUMMARY_SOURCE).text}`;
 }
 
 /** Exponential backoff with full jitter, at least the server's Retry-After, capped. */

@@ -9,10 +9,11 @@ import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import type { Heartbeat } from './heartbeat.ts';
-import { retryDelayMs, summaryLine } from './replies.ts';
+import { type LastRoutePolicy, lastRouteAfter } from './last-route.ts';
+import { retryDelayMs, summaryText } from './replies.ts';
 import type { DeliveryProgress, Outcome, RunRow, RuntimeStore } from './runtime-store.ts';
 
-/** The summary event of an agent run, with an optional note (e.g. why delivery was skipped). */
+/** The summary event of an agent run (wrapped: it carries the run's reply), with an optional note. */
 export function summaryEvent(
   mainKey: string,
   action: AgentAction,
@@ -20,13 +21,13 @@ export function summaryEvent(
   text: string,
   note?: string,
 ) {
-  const line = summaryLine(action.name, { status, text });
   return {
     sessionKey: mainKey,
-    text: note ? `${line} [${note}]` : line,
+    text: summaryText(action.name, { status, text }, note),
     source: 'hook-summary',
     actionId: action.id,
-    trusted: !action.untrusted,
+    // The reply of an agent to request content is second-order input, even for a trusted mapping.
+    trusted: false,
   };
 }
 
@@ -39,6 +40,7 @@ export type DeliveryStepDeps = {
   settings: {
     mainKey: string;
     retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+    lastRoute: LastRoutePolicy;
   };
   signal: AbortSignal;
   /** True once the worker is stopping (an interrupted delivery goes back to the queue). */
@@ -155,7 +157,12 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       ...(attempt.reason !== undefined && { reason: attempt.reason }),
     };
     if (attempt.outcome === 'sent') {
-      store.setRoute(settings.mainKey, route.channel, target.recipient);
+      const moved = lastRouteAfter(
+        settings.lastRoute,
+        { source: 'hook', attempted: route, delivered: target },
+        store.lastRoute(settings.mainKey),
+      );
+      if (moved) store.setRoute(settings.mainKey, moved.channel, moved.recipient);
       record('sent', detail);
       finishWith('done', {
         state: 'sent',

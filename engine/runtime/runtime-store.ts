@@ -10,7 +10,13 @@ import type { ActionState } from '../queue/action-store.ts';
 import { openDatabase } from '../queue/sqlite-schema.ts';
 import { type NewEvent, now, type Row, SessionRecords } from './session-records.ts';
 
-export type { DeliveryRecord, NewEvent, SystemEvent, Turn } from './session-records.ts';
+export type {
+  DeliveryRecord,
+  NewEvent,
+  SystemEvent,
+  Turn,
+  TurnOwner,
+} from './session-records.ts';
 
 /** How an action ended (or why it is waiting to be retried). */
 export type Outcome = {

@@ -8,6 +8,7 @@ import type { Logger } from '../log.ts';
 import type { Policy } from '../policy.ts';
 import { resolveAgents } from './agents.ts';
 import { createHeartbeat, type Heartbeat } from './heartbeat.ts';
+import { compileLastRoutePolicy, normaliseRoute } from './last-route.ts';
 import { killGroup } from './runners/command.ts';
 import { RuntimeStore } from './runtime-store.ts';
 import { parseSchedule } from './schedule.ts';
@@ -21,6 +22,21 @@ export type Runtime = {
   stop(): Promise<void>;
 };
 
+/**
+ * `session.defaultRoute` seeds `last` (as deliveries record routes); pinned, it is written
+ * at every start, so a route recorded before (by an older version, or by hand) is reset.
+ */
+function seedLastRoute(
+  store: RuntimeStore,
+  session: LoadedConfig['config']['session'],
+  adapters: ReadonlyMap<string, ChannelAdapter>,
+): void {
+  const seed = session.defaultRoute;
+  if (!seed) return;
+  const route = normaliseRoute(seed, adapters) ?? { channel: seed.channel, recipient: seed.to };
+  store.setRoute(session.mainKey, route.channel, route.recipient, !session.pinLastRoute);
+}
+
 /** Start the runtime over the data directory's store. */
 export function startRuntime(
   loaded: LoadedConfig,
@@ -30,15 +46,15 @@ export function startRuntime(
 ): Runtime {
   const { config } = loaded;
   const store = RuntimeStore.open(loaded.dataDir);
-  // A declared route seeds `last` until a delivery records a real one.
   // A heartbeat a killed instance left running: end its runner; its events stay pending.
   for (const pgid of store.recoverHeartbeats()) killGroup(pgid);
-  const seed = config.session.defaultRoute;
-  if (seed) store.setRoute(config.session.mainKey, seed.channel, seed.to, true);
+  const lastRoute = compileLastRoutePolicy(config.session, adapters);
+  seedLastRoute(store, config.session, adapters);
   const controller = new AbortController();
   const agents = resolveAgents(config, loaded.baseDir, policy.defaultAgentId);
   const defaultAgent = agents.get(policy.defaultAgentId);
   if (!defaultAgent) throw new Error(`default agent "${policy.defaultAgentId}" is not resolved`);
+  store.claimHeartbeatTurns(defaultAgent.id);
   const heartbeat = createHeartbeat({
     store,
     agent: defaultAgent,
@@ -50,6 +66,7 @@ export function startRuntime(
       schedule: parseSchedule(config.runtime.heartbeat.every) ?? { kind: 'off' },
       maxEvents: 100,
       retry: config.runtime.retry,
+      lastRoute,
     },
     logger,
     signal: controller.signal,
@@ -67,6 +84,7 @@ export function startRuntime(
       defaultAgentId: policy.defaultAgentId,
       pollMs: 500,
       historyTurns: 50,
+      lastRoute,
     },
     logger,
     controller,

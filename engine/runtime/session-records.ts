@@ -23,6 +23,13 @@ export type SystemEvent = {
   consumedBy: string | null;
 };
 
+/**
+ * Whose history: an agent, a session key, and the kind of turn. The
+ * heartbeat's turns (the owner's main session) and hook runs' turns stay
+ * apart even on the same key, so neither reads the other's.
+ */
+export type TurnOwner = { agentId: string; sessionKey: string; kind: 'agent' | 'heartbeat' };
+
 export type Turn = {
   role: 'user' | 'assistant';
   text: string;
@@ -101,13 +108,13 @@ export class SessionRecords {
     return rows.map(toEvent);
   }
 
-  /** The last turns of a session, oldest first. */
-  history(sessionKey: string, limit: number): Turn[] {
+  /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
+  history(owner: TurnOwner, limit: number): Turn[] {
     const rows = this.db
       .prepare(
-        'SELECT role, text, run_id, created_at FROM session_turns WHERE session_key = ? ORDER BY seq DESC LIMIT ?',
+        'SELECT role, text, run_id, created_at FROM session_turns WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC LIMIT ?',
       )
-      .all(sessionKey, limit) as Row[];
+      .all(owner.agentId, owner.sessionKey, owner.kind, limit) as Row[];
     return rows.reverse().map((row) => ({
       role: row['role'] as 'user' | 'assistant',
       text: row['text'] as string,
@@ -116,15 +123,24 @@ export class SessionRecords {
     }));
   }
 
-  /** Append a prompt and its reply to a session's history. */
-  addTurns(sessionKey: string, runId: string, prompt: string, reply: string): void {
+  /** Append a prompt and its reply to an agent's history in a session. */
+  addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): void {
     this.transaction(() => {
       const insert = this.db.prepare(
-        'INSERT INTO session_turns (session_key, role, text, run_id, created_at) VALUES (?, ?, ?, ?, ?)',
+        'INSERT INTO session_turns (agent_id, session_key, kind, role, text, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       );
-      insert.run(sessionKey, 'user', prompt, runId, now());
-      insert.run(sessionKey, 'assistant', reply, runId, now());
+      insert.run(owner.agentId, owner.sessionKey, owner.kind, 'user', prompt, runId, now());
+      insert.run(owner.agentId, owner.sessionKey, owner.kind, 'assistant', reply, runId, now());
     });
+  }
+
+  /** Heartbeat turns stored before history had an owner go to the agent that runs heartbeats. */
+  claimHeartbeatTurns(agentId: string): void {
+    this.db
+      .prepare(
+        "UPDATE session_turns SET agent_id = ? WHERE agent_id IS NULL AND kind = 'heartbeat'",
+      )
+      .run(agentId);
   }
 
   /** Open a heartbeat record. */

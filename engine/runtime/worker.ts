@@ -12,11 +12,12 @@ import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
 import type { Heartbeat } from './heartbeat.ts';
+import type { LastRoutePolicy } from './last-route.ts';
 import { createDeliveryStep, summaryEvent } from './reply-delivery.ts';
-import { isAckOnly, retryDelayMs, summaryLine } from './replies.ts';
+import { isAckOnly, retryDelayMs } from './replies.ts';
 import { killGroup } from './runners/command.ts';
 import type { RunResult } from './runners/runner.ts';
-import type { RunRow, RuntimeStore } from './runtime-store.ts';
+import type { RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
 
 export type WorkerSettings = {
   mainKey: string;
@@ -27,6 +28,8 @@ export type WorkerSettings = {
   /** How often the store is polled for due retries and requests from the command line. */
   pollMs: number;
   historyTurns: number;
+  /** Who may move the main session's last route (a hook's delivery never does). */
+  lastRoute: LastRoutePolicy;
 };
 
 // How far down the queue one pass looks for runnable work (the oldest first).
@@ -175,7 +178,7 @@ export function createActionWorker(deps: {
       return;
     }
     const ack = isAckOnly(result.reply, settings.ackToken);
-    store.addTurns(action.sessionKey, action.id, action.prompt ?? action.message, result.reply);
+    store.addTurns(turnOwner(action), action.id, action.prompt ?? action.message, result.reply);
     // Ack-only replies are never delivered.
     if (!action.deliver || ack) {
       store.finish(
@@ -190,8 +193,18 @@ export function createActionWorker(deps: {
     return deliverReply(row, action, result.reply);
   }
 
+  const agentFor = (action: AgentAction) =>
+    agents.get(action.agentId) ?? agents.get(settings.defaultAgentId);
+
+  /** History belongs to the agent that runs the turn and the session key, never the key alone. */
+  const turnOwner = (action: AgentAction): TurnOwner => ({
+    agentId: agentFor(action)?.id ?? action.agentId,
+    sessionKey: action.sessionKey,
+    kind: 'agent',
+  });
+
   async function runTurn(action: AgentAction): Promise<RunResult> {
-    const agent = agents.get(action.agentId) ?? agents.get(settings.defaultAgentId);
+    const agent = agentFor(action);
     if (!agent?.runner) {
       return {
         status: 'error',
@@ -209,7 +222,7 @@ export function createActionWorker(deps: {
         thinking: action.thinking ?? null,
         timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
         history: store
-          .history(action.sessionKey, settings.historyTurns)
+          .history(turnOwner(action), settings.historyTurns)
           .map(({ role, text }) => ({ role, text })),
       },
       { signal: deps.controller.signal, onSpawn: (pgid) => store.setRunnerGroup(action.id, pgid) },
@@ -251,13 +264,7 @@ export function createActionWorker(deps: {
       action.id,
       'dead',
       { status: 'error', reason },
-      {
-        sessionKey: settings.mainKey,
-        text: summaryLine(action.name, { status: 'error', text: reason }),
-        source: 'hook-summary',
-        actionId: action.id,
-        trusted: !action.untrusted,
-      },
+      summaryEvent(settings.mainKey, action, 'error', reason),
     );
     logger.error({ actionId: action.id, reason }, 'agent run is dead');
     if (action.wakeMode === 'now') heartbeat.requestNow('hook');

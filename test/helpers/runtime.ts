@@ -8,6 +8,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { expect } from 'vitest';
+import { unwrap } from './wrapped.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const NODE = path.join(ROOT, 'node_modules/.bin/node');
@@ -255,11 +257,23 @@ export function chatCompletion(content: string): Record<string, unknown> {
   };
 }
 
-/** The summaries an action posted into the main session, oldest first. */
+/**
+ * A summary event's text: the trusted status line, then the summary line
+ * wrapped as untrusted content (asserted); returns the summary line.
+ */
+export function summaryContent(text: string): string {
+  const match = /^Hook summary \((ok|error|timeout)\):\n/.exec(text);
+  expect(match, `not a summary: ${text.slice(0, 80)}`).not.toBeNull();
+  const { label, content } = unwrap(text.slice((match as RegExpExecArray)[0].length));
+  expect(label).toBe('Hook run summary');
+  return content;
+}
+
+/** The summaries an action posted into the main session (their wrapped lines), oldest first. */
 export function summaries(dataDir: string, actionId: string): string[] {
   return query(
     dataDir,
     "SELECT text FROM system_events WHERE action_id = ? AND source = 'hook-summary' ORDER BY seq",
     actionId,
-  ).map((row) => String(row['text']));
+  ).map((row) => summaryContent(String(row['text'])));
 }
