@@ -3,15 +3,9 @@
  * to a URL and expects `{"reply": "..."}`. 429 and 5xx, and connection
  * errors, mean the work did not happen: retried, honouring Retry-After.
  */
-import { request } from 'undici';
-import {
-  type RunHooks,
-  type RunRequest,
-  type RunResult,
-  type Runner,
-  retryAfterMs,
-  tail,
-} from './runner.ts';
+import { type OutboundResult, outboundCall } from '../../outbound/http-client.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
+import { type RunHooks, type RunRequest, type RunResult, type Runner, tail } from './runner.ts';
 
 export type HttpRunnerOptions = { url: string; headers?: Readonly<Record<string, string>> };
 
@@ -32,18 +26,17 @@ export function httpFailure(
   return { status: 'error', reason: `HTTP ${status}${body ? `: ${tail(body, 200)}` : ''}` };
 }
 
-/** Map a thrown request error (timeout, abort, connection) to a result. */
-export function requestFailure(err: unknown, timeoutSeconds: number, hooks: RunHooks): RunResult {
-  if (hooks.signal?.aborted) return { status: 'retry', reason: 'interrupted by shutdown' };
-  const error = err as Error & { code?: string };
-  if (
-    error.name === 'TimeoutError' ||
-    error.code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    error.code === 'UND_ERR_BODY_TIMEOUT'
-  ) {
+/** Map an exchange that gave no usable answer (timeout, abort, connection) to a result. */
+export function noAnswer(
+  outcome: Exclude<OutboundResult, { kind: 'answer' }>,
+  timeoutSeconds: number,
+): RunResult {
+  if (outcome.kind === 'aborted') return { status: 'retry', reason: 'interrupted by shutdown' };
+  if (outcome.kind === 'timeout') {
     return { status: 'timeout', reason: `no reply within ${timeoutSeconds}s` };
   }
-  return { status: 'retry', reason: `unreachable: ${error.code ?? error.message}` };
+  if (outcome.kind === 'too_large') return { status: 'retry', reason: 'unreachable: too large' };
+  return { status: 'retry', reason: `unreachable: ${outcome.code}` };
 }
 
 /** One POST of a run to an endpoint, bounded by the run's timeout; `readReply` finds the reply. */
@@ -54,29 +47,27 @@ export async function postForReply(
   readReply: (parsed: unknown) => unknown,
   missing: string,
 ): Promise<RunResult> {
-  const timeout = AbortSignal.timeout(run.timeoutSeconds * 1000);
-  const signal = hooks.signal ? AbortSignal.any([timeout, hooks.signal]) : timeout;
-  try {
-    const response = await request(call.url, {
-      method: 'POST',
-      headers: call.headers,
-      body: call.body,
-      signal,
-    });
-    const body = await response.body.text();
-    if (response.statusCode < 200 || response.statusCode >= 300) {
-      return httpFailure(response.statusCode, body, response.headers['retry-after']);
-    }
-    const reply = readReply(JSON.parse(body));
-    if (typeof reply !== 'string') return { status: 'error', reason: missing };
-    return { status: 'ok', reply: reply.trim() };
-  } catch (err) {
-    if (err instanceof SyntaxError) return { status: 'error', reason: 'the response is not JSON' };
-    const failure = timeout.aborted
-      ? Object.assign(new Error('timeout'), { name: 'TimeoutError' })
-      : err;
-    return requestFailure(failure, run.timeoutSeconds, hooks);
+  const outcome = await outboundCall(call.url, {
+    method: 'POST',
+    headers: call.headers,
+    body: call.body,
+    timeoutMs: run.timeoutSeconds * 1000,
+    ...(hooks.signal && { signal: hooks.signal }),
+    maxBytes: Number.POSITIVE_INFINITY,
+  });
+  if (outcome.kind !== 'answer') return noAnswer(outcome, run.timeoutSeconds);
+  if (outcome.status < 200 || outcome.status >= 300) {
+    return httpFailure(outcome.status, outcome.text, outcome.headers['retry-after']);
   }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(outcome.text);
+  } catch {
+    return { status: 'error', reason: 'the response is not JSON' };
+  }
+  const reply = readReply(parsed);
+  if (typeof reply !== 'string') return { status: 'error', reason: missing };
+  return { status: 'ok', reply: reply.trim() };
 }
 
 /** Create an http runner. */

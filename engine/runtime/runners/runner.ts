@@ -34,18 +34,6 @@ export type RunHooks = {
 
 export type Runner = { run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> };
 
-/** Milliseconds from a Retry-After header (seconds or HTTP date); undefined when absent or invalid. */
-export function retryAfterMs(
-  value: string | string[] | undefined,
-  nowMs = Date.now(),
-): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined || text.trim() === '') return undefined;
-  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
-}
-
 /** The last `max` characters of a text, for error reasons. */
 export function tail(text: string, max = 500): string {
   const trimmed = text.trim();
