@@ -209,6 +209,8 @@ export const configSchema = {
         commitDelayMs: { type: 'integer', minimum: 0, maximum: 100, default: 0 },
         // Sessions whose actions run in parallel (each session's actions run in order).
         concurrency: { type: 'integer', minimum: 1, maximum: 64, default: 4 },
+        // Most bytes of a runner's answer read (stdout, HTTP body); more fails the turn for good.
+        maxReplyBytes: { type: 'integer', minimum: 1024, maximum: 67_108_864, default: 1_048_576 },
         // Retries of work that did not happen (runner unreachable, 429, 5xx).
         retry: {
           type: 'object',

@@ -1,9 +1,10 @@
 /**
  * The HTTP call every channel adapter makes, through the one outbound client
  * (engine/outbound/http-client.ts): the product's status, headers and parsed
- * body, or a `retry` result when no answer came (connection error, timeout,
- * abort). Reasons built here name error codes only: never the URL (it can
- * carry a token) or the body.
+ * body, or a result when no usable answer came: `retry` when none came
+ * (connection error, timeout, abort), `failed` when it passed the byte cap.
+ * Reasons built here name error codes only: never the URL (it can carry a
+ * token) or the body.
  */
 import {
   type OutboundHeaders,
@@ -24,10 +25,16 @@ export type HttpReply = {
   json: unknown;
 };
 
+/**
+ * Most bytes of a channel or token API's answer that are read. Real answers
+ * are a few KB; past this the request is aborted and the part fails.
+ */
+export const CHANNEL_ANSWER_MAX_BYTES = 1_048_576;
+
 /** Either the product answered (`reply`) or it did not (`result`). */
 export type HttpOutcome =
   | { reply: HttpReply; result?: undefined }
-  | { reply?: undefined; result: Extract<SendResult, { status: 'retry' }> };
+  | { reply?: undefined; result: Extract<SendResult, { status: 'retry' | 'failed' }> };
 
 export type HttpCall = {
   method?: 'POST' | 'GET' | 'PUT';
@@ -41,7 +48,7 @@ export type HttpCall = {
 
 /** Make one HTTP call; a missing answer becomes a `retry` result. */
 export async function httpCall(url: string, call: HttpCall): Promise<HttpOutcome> {
-  const outcome = await outboundCall(url, { ...call, maxBytes: Number.POSITIVE_INFINITY });
+  const outcome = await outboundCall(url, { ...call, maxBytes: CHANNEL_ANSWER_MAX_BYTES });
   if (outcome.kind === 'answer') {
     const { status, headers, text } = outcome;
     return { reply: { status, headers, text, json: parseJson(text) } };
@@ -66,13 +73,16 @@ export function postJson(
 function noAnswer(
   outcome: Exclude<OutboundResult, { kind: 'answer' }>,
   call: HttpCall,
-): Extract<SendResult, { status: 'retry' }> {
+): Extract<SendResult, { status: 'retry' | 'failed' }> {
   const duplicate = 'the message may have been posted, so a retry can duplicate it';
+  // An answer came, so the request arrived and may have posted the message: not resent.
+  if (outcome.kind === 'too_large') {
+    const reason = `HTTP ${outcome.status} answer exceeded ${outcome.maxBytes} bytes; the message may have been posted, not resent`;
+    return { status: 'failed', reason };
+  }
   if (outcome.kind === 'timeout')
     return { status: 'retry', reason: `no answer within ${call.timeoutMs} ms; ${duplicate}` };
   if (outcome.kind === 'aborted') return { status: 'retry', reason: `interrupted; ${duplicate}` };
-  if (outcome.kind === 'too_large')
-    return { status: 'retry', reason: `answer too large; ${duplicate}` };
   if (outcome.beforeSending)
     return { status: 'retry', reason: `could not connect (${outcome.code})` };
   return { status: 'retry', reason: `connection failed (${outcome.code}); ${duplicate}` };

@@ -129,7 +129,8 @@ async function requestToken(s: TeamsSettings, signal?: AbortSignal): Promise<Tok
     signal,
   });
   if (outcome.result) {
-    // No message was posted: drop the duplicate warning meant for sends.
+    // No message was posted: drop the duplicate warning meant for sends (an
+    // oversized token answer stays a failure: the endpoint is not behaving).
     return {
       result: {
         ...outcome.result,

@@ -5,9 +5,22 @@
  */
 import { type OutboundResult, outboundCall } from '../../outbound/http-client.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
-import { type RunHooks, type RunRequest, type RunResult, type Runner, tail } from './runner.ts';
+import {
+  DEFAULT_MAX_REPLY_BYTES,
+  type RunHooks,
+  type RunRequest,
+  type RunResult,
+  type Runner,
+  replyTooLarge,
+  tail,
+} from './runner.ts';
 
-export type HttpRunnerOptions = { url: string; headers?: Readonly<Record<string, string>> };
+export type HttpRunnerOptions = {
+  url: string;
+  headers?: Readonly<Record<string, string>>;
+  /** Most bytes of answer read (`runtime.maxReplyBytes`); more is a final error. */
+  maxReplyBytes?: number;
+};
 
 /** Classify a failed HTTP exchange: retryable or final. */
 export function httpFailure(
@@ -26,22 +39,23 @@ export function httpFailure(
   return { status: 'error', reason: `HTTP ${status}${body ? `: ${tail(body, 200)}` : ''}` };
 }
 
-/** Map an exchange that gave no usable answer (timeout, abort, connection) to a result. */
+/** Map an exchange that gave no usable answer (too large, timeout, abort, connection) to a result. */
 export function noAnswer(
   outcome: Exclude<OutboundResult, { kind: 'answer' }>,
   timeoutSeconds: number,
 ): RunResult {
+  // Checked first: an answer that came is never "unreachable", however it ended.
+  if (outcome.kind === 'too_large') return replyTooLarge(outcome.maxBytes);
   if (outcome.kind === 'aborted') return { status: 'retry', reason: 'interrupted by shutdown' };
   if (outcome.kind === 'timeout') {
     return { status: 'timeout', reason: `no reply within ${timeoutSeconds}s` };
   }
-  if (outcome.kind === 'too_large') return { status: 'retry', reason: 'unreachable: too large' };
   return { status: 'retry', reason: `unreachable: ${outcome.code}` };
 }
 
 /** One POST of a run to an endpoint, bounded by the run's timeout; `readReply` finds the reply. */
 export async function postForReply(
-  call: { url: string; headers: Record<string, string>; body: string },
+  call: { url: string; headers: Record<string, string>; body: string; maxBytes: number },
   run: RunRequest,
   hooks: RunHooks,
   readReply: (parsed: unknown) => unknown,
@@ -53,7 +67,7 @@ export async function postForReply(
     body: call.body,
     timeoutMs: run.timeoutSeconds * 1000,
     ...(hooks.signal && { signal: hooks.signal }),
-    maxBytes: Number.POSITIVE_INFINITY,
+    maxBytes: call.maxBytes,
   });
   if (outcome.kind !== 'answer') return noAnswer(outcome, run.timeoutSeconds);
   if (outcome.status < 200 || outcome.status >= 300) {
@@ -78,6 +92,7 @@ export function createHttpRunner(options: HttpRunnerOptions): Runner {
         url: options.url,
         headers: { 'content-type': 'application/json', ...options.headers },
         body: JSON.stringify(run),
+        maxBytes: options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES,
       };
       return postForReply(
         call,

@@ -34,6 +34,21 @@ export type RunHooks = {
 
 export type Runner = { run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> };
 
+/** Default of `runtime.maxReplyBytes`: the most bytes of a runner's answer that are read. */
+export const DEFAULT_MAX_REPLY_BYTES = 1_048_576;
+
+/**
+ * A runner's answer past the cap: final, never retried. The turn ran (the
+ * runner answered), so running it again would redo the work and likely the
+ * same flood.
+ */
+export function replyTooLarge(maxBytes: number): RunResult {
+  return {
+    status: 'error',
+    reason: `the runner's answer exceeded ${maxBytes} bytes (runtime.maxReplyBytes)`,
+  };
+}
+
 /** The last `max` characters of a text, for error reasons. */
 export function tail(text: string, max = 500): string {
   const trimmed = text.trim();
