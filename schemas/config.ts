@@ -38,6 +38,10 @@ const serverSchema = {
     requestTimeoutMs: { type: 'integer', minimum: 100, default: 30_000 },
     keepAliveTimeoutMs: { type: 'integer', minimum: 100, default: 5_000 },
     shutdownGraceMs: { type: 'integer', minimum: 0, default: 10_000 },
+    // Open connections at once (Node's server.maxConnections); more are closed on arrival.
+    maxConnections: { type: 'integer', minimum: 1, default: 1024 },
+    // Open connections per client address (IPv6 per /64); trustedProxies are exempt.
+    maxConnectionsPerAddress: { type: 'integer', minimum: 1, default: 64 },
   },
   required: ['host', 'port', 'trustedProxies', 'headersTimeoutMs', 'requestTimeoutMs'],
 } as const;
