@@ -9,6 +9,7 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../engine/config.ts';
 import type { ChannelAdapter } from '../engine/delivery/adapter.ts';
 import { CHANNEL_ANSWER_MAX_BYTES } from '../engine/delivery/adapters/http-call.ts';
 import { ADAPTERS } from '../engine/delivery/registry.ts';
@@ -399,5 +400,20 @@ describe('channel and token APIs', () => {
     await sleep(300);
     expect(endpoint.requests).toHaveLength(1);
     expect(stub.exchanges).toHaveLength(1);
+  });
+});
+
+describe('runtime.maxReplyBytes', () => {
+  const base = { hooks: { enabled: true, token: 'a-token-0123456789' } };
+  const options = { baseDir: '/tmp', dataDir: '/tmp', env: {} };
+
+  it('defaults to 1 MiB', () => {
+    expect(resolveConfig(base, options).config.runtime.maxReplyBytes).toBe(1_048_576);
+  });
+
+  it.each([1023, 67_108_865, 2048.5])('refuses %j', (maxReplyBytes) => {
+    expect(() => resolveConfig({ ...base, runtime: { maxReplyBytes } }, options)).toThrow(
+      /runtime\.maxReplyBytes/,
+    );
   });
 });
