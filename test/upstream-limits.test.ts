@@ -135,6 +135,26 @@ describe('runners on their own', () => {
     await expectCut(endpoint, CAP);
   });
 
+  it.each<[string, number, Record<string, unknown>]>([
+    ['200', 200, { status: 'error' }],
+    ['422', 422, { status: 'error' }],
+    ['503', 503, { status: 'retry' }],
+  ])(
+    'http runner: a %s answer that breaks off midway is judged by its status, never "unreachable"',
+    async (_name, status, expected) => {
+      const endpoint = await flood({
+        status,
+        prefix: '{"reply":"',
+        totalBytes: 1000,
+        breakOff: true,
+      });
+      const result = await createHttpRunner({ url: endpoint.url, maxReplyBytes: CAP }).run(RUN);
+      expect(result).toMatchObject(expected);
+      const reason = (result as { reason: string }).reason;
+      expect(reason).toMatch(new RegExp(`^HTTP ${status}: the answer broke off`));
+    },
+  );
+
   it('http runner: a reply just under the cap is taken whole', async () => {
     const reply = 'x'.repeat(CAP - 100);
     const endpoint = await startStub(() => ({ body: { reply } }));

@@ -29,8 +29,11 @@ export type OutboundResult =
   | { kind: 'timeout' }
   /** The caller's signal ended the call. */
   | { kind: 'aborted' }
-  /** No (complete) answer. `beforeSending`: the request cannot have reached the peer. */
-  | { kind: 'failed'; code: string; beforeSending: boolean };
+  /**
+   * No (complete) answer. `beforeSending`: the request cannot have reached
+   * the peer. `answerStatus`: an answer began (with this status) and broke off.
+   */
+  | { kind: 'failed'; code: string; beforeSending: boolean; answerStatus?: number };
 
 // Failures before the request could have reached the peer: resending is safe.
 const CONNECT_CODES = new Set([
@@ -52,6 +55,7 @@ const utf8 = new TextDecoder();
 export async function outboundCall(url: string, call: OutboundRequest): Promise<OutboundResult> {
   const timeout = AbortSignal.timeout(call.timeoutMs);
   const signal = call.signal ? AbortSignal.any([timeout, call.signal]) : timeout;
+  let answerStatus: number | undefined;
   try {
     const response = await request(url, {
       method: call.method ?? 'POST',
@@ -59,6 +63,7 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
       body: call.body,
       signal,
     });
+    answerStatus = response.statusCode;
     const read = await readCapped(response.body, response.headers, call.maxBytes);
     if (typeof read === 'number') {
       return {
@@ -73,7 +78,8 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
     if (call.signal?.aborted) return { kind: 'aborted' };
     const code = errorCode(err);
     if (timeout.aborted || TIMEOUT_CODES.has(code)) return { kind: 'timeout' };
-    return { kind: 'failed', code, beforeSending: CONNECT_CODES.has(code) };
+    const failed = { kind: 'failed', code, beforeSending: CONNECT_CODES.has(code) } as const;
+    return answerStatus === undefined ? failed : { ...failed, answerStatus };
   }
 }
 

@@ -26,6 +26,8 @@ export type FloodOptions = {
   /** The start of the body, e.g. `{"reply":"` so the answer looks like the real thing. */
   prefix?: string;
   totalBytes?: number;
+  /** After `totalBytes`, cut the connection instead of ending the answer (it breaks off). */
+  breakOff?: boolean;
 };
 
 export type Flood = { url: string; requests: FloodRequest[]; close(): Promise<void> };
@@ -56,15 +58,18 @@ export async function startFlood(options: FloodOptions = {}): Promise<Flood> {
       });
       const write = () => {
         while (!res.destroyed && record.written < total) {
-          const chunk =
-            record.written === 0 && options.prefix ? Buffer.from(options.prefix) : CHUNK;
+          const next = record.written === 0 && options.prefix ? Buffer.from(options.prefix) : CHUNK;
+          const chunk = next.subarray(0, total - record.written);
           record.written += chunk.length;
           if (!res.write(chunk)) {
             res.once('drain', write);
             return;
           }
         }
-        if (!res.destroyed) res.end();
+        if (res.destroyed) return;
+        // end(), not destroy(): what was written goes out first, then the connection ends.
+        if (options.breakOff) res.socket?.end();
+        else res.end();
       };
       write();
     });

@@ -22,13 +22,18 @@ export type HttpRunnerOptions = {
   maxReplyBytes?: number;
 };
 
+// The work did not happen: rate limited or the server failed.
+function retryableStatus(status: number): boolean {
+  return status === 429 || status >= 500;
+}
+
 /** Classify a failed HTTP exchange: retryable or final. */
 export function httpFailure(
   status: number,
   body: string,
   retryAfter: string | string[] | undefined,
 ): RunResult {
-  if (status === 429 || status >= 500) {
+  if (retryableStatus(status)) {
     const wait = retryAfterMs(retryAfter);
     return {
       status: 'retry',
@@ -50,7 +55,14 @@ export function noAnswer(
   if (outcome.kind === 'timeout') {
     return { status: 'timeout', reason: `no reply within ${timeoutSeconds}s` };
   }
-  return { status: 'retry', reason: `unreachable: ${outcome.code}` };
+  if (outcome.answerStatus === undefined) {
+    return { status: 'retry', reason: `unreachable: ${outcome.code}` };
+  }
+  // The runner began to answer, so it was reached: its status decides, as for a whole answer.
+  const reason = `HTTP ${outcome.answerStatus}: the answer broke off (${outcome.code})`;
+  return retryableStatus(outcome.answerStatus)
+    ? { status: 'retry', reason }
+    : { status: 'error', reason };
 }
 
 /** One POST of a run to an endpoint, bounded by the run's timeout; `readReply` finds the reply. */
