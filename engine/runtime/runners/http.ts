@@ -1,7 +1,8 @@
 /**
  * The `http` runner: POSTs the run (the same JSON the command runner gets)
  * to a URL and expects `{"reply": "..."}`. 429 and 5xx, and connection
- * errors, mean the work did not happen: retried, honouring Retry-After.
+ * errors before any answer, mean the work did not happen: retried,
+ * honouring Retry-After. An answer over the byte cap is final.
  */
 import { type OutboundResult, outboundCall } from '../../outbound/http-client.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
