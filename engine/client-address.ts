@@ -51,8 +51,8 @@ export function addTrusted(list: BlockList, entry: string): void {
   list.addSubnet(base as string, prefix, type);
 }
 
-// "::ffff:127.0.0.1" is the same client as "127.0.0.1".
-function normaliseAddress(address: string): string {
+/** "::ffff:127.0.0.1" is the same client as "127.0.0.1". */
+export function normaliseAddress(address: string): string {
   return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 }
 

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createClientAddressResolver } from './client-address.ts';
+import { createConnectionLimiter } from './connection-limit.ts';
 import { ConfigError, type LoadedConfig } from './config.ts';
 import { createDispatcher } from './dispatcher.ts';
 import { createAdapters } from './delivery/registry.ts';
@@ -129,6 +130,13 @@ export async function startHookgate(
     },
     handler,
   );
+  // Past either cap a new socket is closed at once, unanswered: answering costs what the cap saves.
+  server.maxConnections = config.server.maxConnections;
+  const perAddress = createConnectionLimiter(
+    config.server.maxConnectionsPerAddress,
+    config.server.trustedProxies,
+  );
+  server.on('connection', (socket) => perAddress.admit(socket));
   // Node would answer 100 Continue before the handler runs; the pipeline does it after authentication.
   server.on('checkContinue', handler);
   server.on('clientError', (err: NodeJS.ErrnoException, socket) =>

@@ -38,6 +38,10 @@ const serverSchema = {
     requestTimeoutMs: { type: 'integer', minimum: 100, default: 30_000 },
     keepAliveTimeoutMs: { type: 'integer', minimum: 100, default: 5_000 },
     shutdownGraceMs: { type: 'integer', minimum: 0, default: 10_000 },
+    // Open connections at once (Node's server.maxConnections); more are closed on arrival.
+    maxConnections: { type: 'integer', minimum: 1, default: 1024 },
+    // Open connections per client address (IPv6 per /64); trustedProxies are exempt.
+    maxConnectionsPerAddress: { type: 'integer', minimum: 1, default: 64 },
   },
   required: ['host', 'port', 'trustedProxies', 'headersTimeoutMs', 'requestTimeoutMs'],
 } as const;
@@ -209,6 +213,8 @@ export const configSchema = {
         commitDelayMs: { type: 'integer', minimum: 0, maximum: 100, default: 0 },
         // Sessions whose actions run in parallel (each session's actions run in order).
         concurrency: { type: 'integer', minimum: 1, maximum: 64, default: 4 },
+        // Most bytes of a runner's answer read (stdout, HTTP body); more fails the turn for good.
+        maxReplyBytes: { type: 'integer', minimum: 1024, maximum: 67_108_864, default: 1_048_576 },
         // Retries of work that did not happen (runner unreachable, 429, 5xx).
         retry: {
           type: 'object',

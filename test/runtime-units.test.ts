@@ -8,7 +8,7 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, resolveConfig } from '../engine/config.ts';
 import { isAckOnly, retryDelayMs, summaryLine } from '../engine/runtime/replies.ts';
-import { retryAfterMs } from '../engine/runtime/runners/runner.ts';
+import { retryAfterMs } from '../engine/outbound/retry-after.ts';
 import { parseSchedule } from '../engine/runtime/schedule.ts';
 
 const TOKEN = 'HEARTBEAT_OK';

@@ -38,27 +38,31 @@ function buildRunner(
   workspace: string,
   baseDir: string,
   model: string | undefined,
-  providers: Config['providers'],
+  config: Config,
 ): Runner {
+  const { maxReplyBytes } = config.runtime;
   if (runner.kind === 'command') {
     const [file, ...rest] = runner.argv as [string, ...string[]];
     // "./agent.sh" is relative to the config file's directory, not the workspace.
     return createCommandRunner({
       argv: [commandFile(file, baseDir), ...rest],
       cwd: workspace,
+      maxReplyBytes,
       ...(runner.env && { env: runner.env }),
     });
   }
   if (runner.kind === 'http') {
     return createHttpRunner({
       url: runner.url as string,
+      maxReplyBytes,
       ...(runner.headers && { headers: runner.headers }),
     });
   }
   const apiKey = runner.apiKeyEnv ? process.env[runner.apiKeyEnv] : undefined;
   return createOpenAiRunner({
     ...(runner.baseUrl && { baseUrl: runner.baseUrl }),
-    providers: providersFrom(providers),
+    providers: providersFrom(config.providers),
+    maxReplyBytes,
     ...(apiKey && { apiKey }),
     ...(runner.models && { models: runner.models }),
     ...(model && { defaultModel: model }),
@@ -81,7 +85,7 @@ export function resolveAgents(
     const runner = ('runner' in agent && agent.runner) || defaults.runner;
     agents.set(agent.id, {
       id: agent.id,
-      runner: runner ? buildRunner(runner, workspace, baseDir, model, config.providers) : undefined,
+      runner: runner ? buildRunner(runner, workspace, baseDir, model, config) : undefined,
       workspace,
       model,
       timeoutSeconds:

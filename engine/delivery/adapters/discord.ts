@@ -5,14 +5,8 @@
  */
 import type { DiscordSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import {
-  detail,
-  type HttpReply,
-  postJson,
-  retry,
-  retryAfterHeaderMs,
-  secondsToMs,
-} from './http-call.ts';
+import { detail, type HttpReply, postJson, retry, secondsToMs } from './http-call.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Discord's limit on `content`. */
 export const DISCORD_MAX_LENGTH = 2000;
@@ -82,13 +76,13 @@ export function classifyDiscordReply(reply: HttpReply, secrets: readonly string[
   if (reply.status === 429 || (code !== undefined && RATE_LIMIT_CODES.has(code))) {
     const wait =
       secondsToMs(json?.retry_after) ??
-      retryAfterHeaderMs(reply.headers['retry-after']) ??
-      retryAfterHeaderMs(reply.headers['x-ratelimit-reset-after']);
+      retryAfterMs(reply.headers['retry-after']) ??
+      retryAfterMs(reply.headers['x-ratelimit-reset-after']);
     return retry(reason, wait);
   }
   const meaning = code === undefined ? undefined : PERMANENT.get(code);
   if (meaning) return { status: 'failed', reason: said ? reason : `${reason}: ${meaning}` };
-  if (reply.status >= 500) return retry(reason, retryAfterHeaderMs(reply.headers['retry-after']));
+  if (reply.status >= 500) return retry(reason, retryAfterMs(reply.headers['retry-after']));
   if (reply.status === 401) return { status: 'failed', reason: `${reason}: check the bot token` };
   return { status: 'failed', reason };
 }

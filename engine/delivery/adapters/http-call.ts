@@ -1,14 +1,19 @@
 /**
- * The HTTP call every channel adapter makes: one request over undici with a
- * timeout (settings.timeoutMs) combined with the caller's signal, answering
- * with the status, headers and parsed body, or with a `retry` result when no
- * answer came (connection error, timeout, abort). Reasons built here name
- * error codes only: never the URL (it can carry a token) or the body.
+ * The HTTP call every channel adapter makes, through the one outbound client
+ * (engine/outbound/http-client.ts): the product's status, headers and parsed
+ * body, or a result when no usable answer came: `retry` when none came
+ * (connection error, timeout, abort), `failed` when it passed the byte cap.
+ * Reasons built here name error codes only: never the URL (it can carry a
+ * token) or the body.
  */
-import { request } from 'undici';
+import {
+  type OutboundHeaders,
+  type OutboundResult,
+  outboundCall,
+} from '../../outbound/http-client.ts';
 import type { SendResult } from '../adapter.ts';
 
-export type HttpHeaders = Record<string, string | string[] | undefined>;
+export type HttpHeaders = OutboundHeaders;
 
 /** The product's answer to one call. */
 export type HttpReply = {
@@ -20,10 +25,16 @@ export type HttpReply = {
   json: unknown;
 };
 
-/** Either the product answered (`reply`) or it did not (`result`, always a retry). */
+/**
+ * Most bytes of a channel or token API's answer that are read. Real answers
+ * are a few KB; past this the request is aborted and the part fails.
+ */
+export const CHANNEL_ANSWER_MAX_BYTES = 1_048_576;
+
+/** Either the product answered (`reply`) or it did not (`result`). */
 export type HttpOutcome =
   | { reply: HttpReply; result?: undefined }
-  | { reply?: undefined; result: Extract<SendResult, { status: 'retry' }> };
+  | { reply?: undefined; result: Extract<SendResult, { status: 'retry' | 'failed' }> };
 
 export type HttpCall = {
   method?: 'POST' | 'GET' | 'PUT';
@@ -35,39 +46,14 @@ export type HttpCall = {
   signal?: AbortSignal;
 };
 
-// Failures before the request could have reached the product: resending is safe.
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
-
 /** Make one HTTP call; a missing answer becomes a `retry` result. */
 export async function httpCall(url: string, call: HttpCall): Promise<HttpOutcome> {
-  const timeout = AbortSignal.timeout(call.timeoutMs);
-  const signal = call.signal ? AbortSignal.any([timeout, call.signal]) : timeout;
-  try {
-    const response = await request(url, {
-      method: call.method ?? 'POST',
-      headers: call.headers,
-      body: call.body,
-      signal,
-    });
-    const text = await response.body.text();
-    return {
-      reply: {
-        status: response.statusCode,
-        headers: response.headers,
-        text,
-        json: parseJson(text),
-      },
-    };
-  } catch (err) {
-    return { result: noAnswer(err, timeout.aborted, call) };
+  const outcome = await outboundCall(url, { ...call, maxBytes: CHANNEL_ANSWER_MAX_BYTES });
+  if (outcome.kind === 'answer') {
+    const { status, headers, text } = outcome;
+    return { reply: { status, headers, text, json: parseJson(text) } };
   }
+  return { result: noAnswer(outcome, call) };
 }
 
 /** POST a JSON body (`content-type: application/json` unless the headers name another). */
@@ -85,25 +71,21 @@ export function postJson(
 }
 
 function noAnswer(
-  err: unknown,
-  timedOut: boolean,
+  outcome: Exclude<OutboundResult, { kind: 'answer' }>,
   call: HttpCall,
-): Extract<SendResult, { status: 'retry' }> {
+): Extract<SendResult, { status: 'retry' | 'failed' }> {
   const duplicate = 'the message may have been posted, so a retry can duplicate it';
-  if (timedOut)
+  // An answer came, so the request arrived and may have posted the message: not resent.
+  if (outcome.kind === 'too_large') {
+    const reason = `HTTP ${outcome.status} answer exceeded ${outcome.maxBytes} bytes; the message may have been posted, not resent`;
+    return { status: 'failed', reason };
+  }
+  if (outcome.kind === 'timeout')
     return { status: 'retry', reason: `no answer within ${call.timeoutMs} ms; ${duplicate}` };
-  if (call.signal?.aborted) return { status: 'retry', reason: `interrupted; ${duplicate}` };
-  const code = errorCode(err);
-  if (CONNECT_CODES.has(code)) return { status: 'retry', reason: `could not connect (${code})` };
-  return { status: 'retry', reason: `connection failed (${code}); ${duplicate}` };
-}
-
-// The error's code or class name only: undici messages can name the host and port.
-function errorCode(err: unknown): string {
-  const error = err as { code?: unknown; name?: unknown; cause?: { code?: unknown } } | undefined;
-  if (typeof error?.code === 'string') return error.code;
-  if (typeof error?.cause?.code === 'string') return error.cause.code;
-  return typeof error?.name === 'string' ? error.name : 'unknown error';
+  if (outcome.kind === 'aborted') return { status: 'retry', reason: `interrupted; ${duplicate}` };
+  if (outcome.beforeSending)
+    return { status: 'retry', reason: `could not connect (${outcome.code})` };
+  return { status: 'retry', reason: `connection failed (${outcome.code}); ${duplicate}` };
 }
 
 function parseJson(text: string): unknown {
@@ -113,15 +95,6 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** A `Retry-After` header (seconds, decimals allowed, or an HTTP date) in ms. */
-export function retryAfterHeaderMs(value: string | string[] | undefined, nowMs = Date.now()) {
-  const text = (Array.isArray(value) ? value[0] : value)?.trim();
-  if (!text) return undefined;
-  if (/^\d+(\.\d+)?$/.test(text)) return Math.ceil(Number(text) * 1000);
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
 }
 
 /** Seconds from a JSON wait field (e.g. `retry_after`) in ms, if it is a sane number. */

@@ -8,7 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IMessageSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson, retryAfterHeaderMs } from './http-call.ts';
+import { detail, type HttpReply, postJson } from './http-call.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Not documented by BlueBubbles; our choice. */
 export const IMESSAGE_MAX_LENGTH = 4000;
@@ -93,7 +94,7 @@ export function classifyIMessageReply(reply: HttpReply, secrets: readonly string
   const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;
   if (reply.status === 429) {
     // BlueBubbles documents no rate limit; a tunnel or proxy in front of the Mac can.
-    const wait = retryAfterHeaderMs(reply.headers['retry-after']);
+    const wait = retryAfterMs(reply.headers['retry-after']);
     const reason = explain('rate limited');
     return wait === undefined
       ? { status: 'retry', reason }

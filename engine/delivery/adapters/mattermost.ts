@@ -5,7 +5,8 @@
  */
 import type { MattermostSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson, retryAfterHeaderMs } from './http-call.ts';
+import { detail, type HttpReply, postJson } from './http-call.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /**
  * The server's default maximum post size, in runes (code points). Counting
@@ -76,7 +77,7 @@ function refusal(status: number, errorId: string | undefined): string {
 
 // `Retry-After` (seconds) first; else `X-Ratelimit-Reset`, seconds until the reset.
 function rateLimitWaitMs(reply: HttpReply): number | undefined {
-  const retryAfter = retryAfterHeaderMs(reply.headers['retry-after']);
+  const retryAfter = retryAfterMs(reply.headers['retry-after']);
   if (retryAfter !== undefined) return retryAfter;
   const reset = reply.headers['x-ratelimit-reset'];
   const text = (Array.isArray(reset) ? reset[0] : reset)?.trim();

@@ -7,14 +7,8 @@
  */
 import type { TeamsSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import {
-  detail,
-  type HttpOutcome,
-  type HttpReply,
-  httpCall,
-  postJson,
-  retryAfterHeaderMs,
-} from './http-call.ts';
+import { detail, type HttpOutcome, type HttpReply, httpCall, postJson } from './http-call.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /**
  * Longest part, in UTF-16 code units. We keep each activity within 28 KB of
@@ -135,7 +129,8 @@ async function requestToken(s: TeamsSettings, signal?: AbortSignal): Promise<Tok
     signal,
   });
   if (outcome.result) {
-    // No message was posted: drop the duplicate warning meant for sends.
+    // No message was posted: drop the duplicate warning meant for sends (an
+    // oversized token answer stays a failure: the endpoint is not behaving).
     return {
       result: {
         ...outcome.result,
@@ -167,7 +162,7 @@ export function readToken(
   const said = detail(json.error_description, secrets);
   const reason = `Teams token request HTTP ${reply.status}${code}${said ? `: ${said}` : ''}`;
   if (reply.status === 429 || reply.status >= 500) {
-    const wait = retryAfterHeaderMs(reply.headers['retry-after']);
+    const wait = retryAfterMs(reply.headers['retry-after']);
     return {
       result:
         wait === undefined
@@ -205,7 +200,7 @@ export function classifyTeamsReply(reply: HttpReply, secrets: readonly string[])
   const base = `Teams HTTP ${reply.status}${code ? ` (${code})` : ''}`;
   const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;
   if (reply.status === 429) {
-    const wait = retryAfterHeaderMs(reply.headers['retry-after']);
+    const wait = retryAfterMs(reply.headers['retry-after']);
     const reason = explain('throttled');
     return wait === undefined
       ? { status: 'retry', reason }

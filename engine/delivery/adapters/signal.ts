@@ -7,7 +7,8 @@
  */
 import type { SignalSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson, retryAfterHeaderMs } from './http-call.ts';
+import { detail, type HttpReply, postJson } from './http-call.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Not documented; Signal clients turn longer bodies into attachments, so we split at 2,000. */
 export const SIGNAL_MAX_LENGTH = 2000;
@@ -114,7 +115,7 @@ function rateLimited(
     return { status: 'failed', reason: `Signal HTTP 429: ${what}` };
   }
   // A 429 without challenge tokens comes from a proxy in front of the API.
-  const wait = retryAfterHeaderMs(reply.headers['retry-after']);
+  const wait = retryAfterMs(reply.headers['retry-after']);
   const reason = explain('rate limited');
   return wait === undefined
     ? { status: 'retry', reason }

@@ -6,7 +6,8 @@
  */
 import type { SlackSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { type HttpReply, postJson, retry, retryAfterHeaderMs } from './http-call.ts';
+import { type HttpReply, postJson, retry } from './http-call.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Slack's recommended maximum for `text` (it truncates past 40,000). */
 export const SLACK_MAX_LENGTH = 4000;
@@ -76,7 +77,7 @@ type SlackAnswer = { ok?: unknown; ts?: unknown; error?: unknown };
 /** Map a chat.postMessage answer to a send result. */
 export function classifySlackReply(reply: HttpReply): SendResult {
   const json = reply.json as SlackAnswer | undefined;
-  const wait = retryAfterHeaderMs(reply.headers['retry-after']);
+  const wait = retryAfterMs(reply.headers['retry-after']);
   if (reply.status === 429) return retry('Slack HTTP 429: rate limited', wait);
   if (reply.status >= 500) return retry(`Slack HTTP ${reply.status}`, wait);
   if (json?.ok === true) {

@@ -5,14 +5,8 @@
  */
 import type { TelegramSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import {
-  detail,
-  type HttpReply,
-  postJson,
-  retry,
-  retryAfterHeaderMs,
-  secondsToMs,
-} from './http-call.ts';
+import { detail, type HttpReply, postJson, retry, secondsToMs } from './http-call.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Telegram's limit on `text` (after entity parsing; we send none). */
 export const TELEGRAM_MAX_LENGTH = 4096;
@@ -107,11 +101,10 @@ export function classifyTelegramReply(reply: HttpReply, secrets: readonly string
   }
   if (reply.status === 429) {
     const wait =
-      secondsToMs(json?.parameters?.retry_after) ??
-      retryAfterHeaderMs(reply.headers['retry-after']);
+      secondsToMs(json?.parameters?.retry_after) ?? retryAfterMs(reply.headers['retry-after']);
     return retry(reason, wait);
   }
-  if (reply.status >= 500) return retry(reason, retryAfterHeaderMs(reply.headers['retry-after']));
+  if (reply.status >= 500) return retry(reason, retryAfterMs(reply.headers['retry-after']));
   if (reply.status === 401) return { status: 'failed', reason: `${reason} (bot token rejected)` };
   if (reply.status === 404) {
     return { status: 'failed', reason: `${reason} (check the bot token and baseUrl)` };

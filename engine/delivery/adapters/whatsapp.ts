@@ -5,7 +5,8 @@
  */
 import type { WhatsAppSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson, retry, retryAfterHeaderMs } from './http-call.ts';
+import { detail, type HttpReply, postJson, retry } from './http-call.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Meta's limit on `text.body`. */
 export const WHATSAPP_MAX_LENGTH = 4096;
@@ -94,7 +95,7 @@ export function classifyWhatsAppReply(reply: HttpReply, secrets: readonly string
   const said = detail(error?.error_data?.details ?? error?.message, secrets);
   const reason = `WhatsApp HTTP ${reply.status}${code === undefined ? '' : ` code ${code}`}`;
   const explain = (what: string) => `${reason}: ${what}${said ? ` (${said})` : ''}`;
-  const hinted = retryAfterHeaderMs(reply.headers['retry-after']);
+  const hinted = retryAfterMs(reply.headers['retry-after']);
   if (code !== undefined && THROTTLED.has(code)) {
     const wait = hinted ?? WHATSAPP_THROTTLE_BACKOFF_MS;
     return { status: 'retry', reason: explain('rate limit reached'), retryAfterMs: wait };

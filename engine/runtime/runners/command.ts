@@ -4,17 +4,31 @@
  * trimmed stdout as the reply. Exit 0 is success; anything else is an error
  * with the tail of stderr. The process gets its own process group, so a
  * timeout (or the next start after a crash) ends it and its children.
+ * Output is bounded: stdout past `maxReplyBytes` ends the group and fails
+ * the turn (final); only the last bytes of stderr are kept.
  */
 import { spawn } from 'node:child_process';
-import { type RunHooks, type RunRequest, type RunResult, type Runner, tail } from './runner.ts';
+import type { Readable } from 'node:stream';
+import {
+  DEFAULT_MAX_REPLY_BYTES,
+  type RunHooks,
+  type RunRequest,
+  type RunResult,
+  type Runner,
+  replyTooLarge,
+  tail,
+} from './runner.ts';
 
 export type CommandRunnerOptions = {
   argv: readonly string[];
   cwd: string;
   env?: Readonly<Record<string, string>>;
+  /** Most bytes of stdout read (`runtime.maxReplyBytes`); more ends the run as a final error. */
+  maxReplyBytes?: number;
 };
 
-const MAX_STDOUT = 1024 * 1024;
+// Characters of stderr kept for the error reason (its end says what went wrong).
+const STDERR_TAIL = 4096;
 const PASSED_THROUGH = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
 
 function boundedEnv(
@@ -36,6 +50,24 @@ export function killGroup(pgid: number): void {
   }
 }
 
+/** Collect a stream up to `maxBytes`; past it, stop reading, drop it all and call `onFlood` once. */
+function boundedReader(stream: Readable, maxBytes: number, onFlood: () => void): () => string {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  stream.on('data', (chunk: Buffer) => {
+    if (size > maxBytes) return;
+    size += chunk.length;
+    if (size <= maxBytes) {
+      chunks.push(chunk);
+      return;
+    }
+    chunks.length = 0;
+    stream.destroy();
+    onFlood();
+  });
+  return () => Buffer.concat(chunks).toString('utf8');
+}
+
 /** Create a command runner. */
 export function createCommandRunner(options: CommandRunnerOptions): Runner {
   return {
@@ -48,7 +80,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           detached: true,
           stdio: ['pipe', 'pipe', 'pipe'],
         });
-        let stdout = '';
+        const maxBytes = options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
         let stderr = '';
         let settled = false;
         const finish = (result: RunResult) => {
@@ -72,16 +104,18 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           finish({ status: 'retry', reason: `cannot run ${file}: ${err.message}` }),
         );
         if (child.pid) hooks.onSpawn?.(child.pid);
-        child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-          if (stdout.length < MAX_STDOUT) stdout += chunk;
+        const reply = boundedReader(child.stdout, maxBytes, () => {
+          // A flood: reading stopped; end the group. The turn ran, so this is final.
+          if (child.pid) killGroup(child.pid);
+          finish(replyTooLarge(maxBytes));
         });
         child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-          stderr = (stderr + chunk).slice(-4096);
+          stderr = (stderr + chunk).slice(-STDERR_TAIL);
         });
         child.stdin.on('error', () => undefined);
         child.stdin.end(`${JSON.stringify(request)}\n`);
         child.on('close', (code, signal) => {
-          if (code === 0) finish({ status: 'ok', reply: stdout.trim() });
+          if (code === 0) finish({ status: 'ok', reply: reply().trim() });
           else
             finish({
               status: 'error',

@@ -1,19 +1,32 @@
 /**
  * The `http` runner: POSTs the run (the same JSON the command runner gets)
  * to a URL and expects `{"reply": "..."}`. 429 and 5xx, and connection
- * errors, mean the work did not happen: retried, honouring Retry-After.
+ * errors before any answer, mean the work did not happen: retried,
+ * honouring Retry-After. An answer over the byte cap is final.
  */
-import { request } from 'undici';
+import { type OutboundResult, outboundCall } from '../../outbound/http-client.ts';
+import { retryAfterMs } from '../../outbound/retry-after.ts';
 import {
+  DEFAULT_MAX_REPLY_BYTES,
   type RunHooks,
   type RunRequest,
   type RunResult,
   type Runner,
-  retryAfterMs,
+  replyTooLarge,
   tail,
 } from './runner.ts';
 
-export type HttpRunnerOptions = { url: string; headers?: Readonly<Record<string, string>> };
+export type HttpRunnerOptions = {
+  url: string;
+  headers?: Readonly<Record<string, string>>;
+  /** Most bytes of answer read (`runtime.maxReplyBytes`); more is a final error. */
+  maxReplyBytes?: number;
+};
+
+// The work did not happen: rate limited or the server failed.
+function retryableStatus(status: number): boolean {
+  return status === 429 || status >= 500;
+}
 
 /** Classify a failed HTTP exchange: retryable or final. */
 export function httpFailure(
@@ -21,7 +34,7 @@ export function httpFailure(
   body: string,
   retryAfter: string | string[] | undefined,
 ): RunResult {
-  if (status === 429 || status >= 500) {
+  if (retryableStatus(status)) {
     const wait = retryAfterMs(retryAfter);
     return {
       status: 'retry',
@@ -32,51 +45,56 @@ export function httpFailure(
   return { status: 'error', reason: `HTTP ${status}${body ? `: ${tail(body, 200)}` : ''}` };
 }
 
-/** Map a thrown request error (timeout, abort, connection) to a result. */
-export function requestFailure(err: unknown, timeoutSeconds: number, hooks: RunHooks): RunResult {
-  if (hooks.signal?.aborted) return { status: 'retry', reason: 'interrupted by shutdown' };
-  const error = err as Error & { code?: string };
-  if (
-    error.name === 'TimeoutError' ||
-    error.code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    error.code === 'UND_ERR_BODY_TIMEOUT'
-  ) {
+/** Map an exchange that gave no usable answer (too large, timeout, abort, connection) to a result. */
+export function noAnswer(
+  outcome: Exclude<OutboundResult, { kind: 'answer' }>,
+  timeoutSeconds: number,
+): RunResult {
+  // Checked first: an answer that came is never "unreachable", however it ended.
+  if (outcome.kind === 'too_large') return replyTooLarge(outcome.maxBytes);
+  if (outcome.kind === 'aborted') return { status: 'retry', reason: 'interrupted by shutdown' };
+  if (outcome.kind === 'timeout') {
     return { status: 'timeout', reason: `no reply within ${timeoutSeconds}s` };
   }
-  return { status: 'retry', reason: `unreachable: ${error.code ?? error.message}` };
+  if (outcome.answerStatus === undefined) {
+    return { status: 'retry', reason: `unreachable: ${outcome.code}` };
+  }
+  // The runner began to answer, so it was reached: its status decides, as for a whole answer.
+  const reason = `HTTP ${outcome.answerStatus}: the answer broke off (${outcome.code})`;
+  return retryableStatus(outcome.answerStatus)
+    ? { status: 'retry', reason }
+    : { status: 'error', reason };
 }
 
 /** One POST of a run to an endpoint, bounded by the run's timeout; `readReply` finds the reply. */
 export async function postForReply(
-  call: { url: string; headers: Record<string, string>; body: string },
+  call: { url: string; headers: Record<string, string>; body: string; maxBytes: number },
   run: RunRequest,
   hooks: RunHooks,
   readReply: (parsed: unknown) => unknown,
   missing: string,
 ): Promise<RunResult> {
-  const timeout = AbortSignal.timeout(run.timeoutSeconds * 1000);
-  const signal = hooks.signal ? AbortSignal.any([timeout, hooks.signal]) : timeout;
-  try {
-    const response = await request(call.url, {
-      method: 'POST',
-      headers: call.headers,
-      body: call.body,
-      signal,
-    });
-    const body = await response.body.text();
-    if (response.statusCode < 200 || response.statusCode >= 300) {
-      return httpFailure(response.statusCode, body, response.headers['retry-after']);
-    }
-    const reply = readReply(JSON.parse(body));
-    if (typeof reply !== 'string') return { status: 'error', reason: missing };
-    return { status: 'ok', reply: reply.trim() };
-  } catch (err) {
-    if (err instanceof SyntaxError) return { status: 'error', reason: 'the response is not JSON' };
-    const failure = timeout.aborted
-      ? Object.assign(new Error('timeout'), { name: 'TimeoutError' })
-      : err;
-    return requestFailure(failure, run.timeoutSeconds, hooks);
+  const outcome = await outboundCall(call.url, {
+    method: 'POST',
+    headers: call.headers,
+    body: call.body,
+    timeoutMs: run.timeoutSeconds * 1000,
+    ...(hooks.signal && { signal: hooks.signal }),
+    maxBytes: call.maxBytes,
+  });
+  if (outcome.kind !== 'answer') return noAnswer(outcome, run.timeoutSeconds);
+  if (outcome.status < 200 || outcome.status >= 300) {
+    return httpFailure(outcome.status, outcome.text, outcome.headers['retry-after']);
   }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(outcome.text);
+  } catch {
+    return { status: 'error', reason: 'the response is not JSON' };
+  }
+  const reply = readReply(parsed);
+  if (typeof reply !== 'string') return { status: 'error', reason: missing };
+  return { status: 'ok', reply: reply.trim() };
 }
 
 /** Create an http runner. */
@@ -87,6 +105,7 @@ export function createHttpRunner(options: HttpRunnerOptions): Runner {
         url: options.url,
         headers: { 'content-type': 'application/json', ...options.headers },
         body: JSON.stringify(run),
+        maxBytes: options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES,
       };
       return postForReply(
         call,

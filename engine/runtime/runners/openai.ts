@@ -5,7 +5,13 @@
  * provider), and the thinking level becomes `reasoning_effort`.
  */
 import { postForReply } from './http.ts';
-import type { RunHooks, RunRequest, RunResult, Runner } from './runner.ts';
+import {
+  DEFAULT_MAX_REPLY_BYTES,
+  type RunHooks,
+  type RunRequest,
+  type RunResult,
+  type Runner,
+} from './runner.ts';
 
 /** An endpoint for the models of one provider (top-level `providers` in the config). */
 export type Provider = {
@@ -22,6 +28,8 @@ export type OpenAiRunnerOptions = {
   defaultModel?: string;
   maxTokens?: number;
   providers?: Readonly<Record<string, Provider>>;
+  /** Most bytes of answer read (`runtime.maxReplyBytes`); more is a final error. */
+  maxReplyBytes?: number;
 };
 
 const EFFORT: Record<string, string | undefined> = {
@@ -98,7 +106,12 @@ export function createOpenAiRunner(options: OpenAiRunnerOptions): Runner {
         'content-type': 'application/json',
         ...(endpoint.apiKey && { authorization: `Bearer ${endpoint.apiKey}` }),
       };
-      const call = { url: endpoint.url, headers, body: JSON.stringify(chatBody(run, options)) };
+      const call = {
+        url: endpoint.url,
+        headers,
+        body: JSON.stringify(chatBody(run, options)),
+        maxBytes: options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES,
+      };
       return postForReply(call, run, hooks, readReply, 'the response has no message content');
     },
   };

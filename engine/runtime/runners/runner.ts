@@ -34,16 +34,19 @@ export type RunHooks = {
 
 export type Runner = { run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> };
 
-/** Milliseconds from a Retry-After header (seconds or HTTP date); undefined when absent or invalid. */
-export function retryAfterMs(
-  value: string | string[] | undefined,
-  nowMs = Date.now(),
-): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined || text.trim() === '') return undefined;
-  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+/** Default of `runtime.maxReplyBytes`: the most bytes of a runner's answer that are read. */
+export const DEFAULT_MAX_REPLY_BYTES = 1_048_576;
+
+/**
+ * A runner's answer past the cap: final, never retried. The turn ran (the
+ * runner answered), so running it again would redo the work and likely the
+ * same flood.
+ */
+export function replyTooLarge(maxBytes: number): RunResult {
+  return {
+    status: 'error',
+    reason: `the runner's answer exceeded ${maxBytes} bytes (runtime.maxReplyBytes)`,
+  };
 }
 
 /** The last `max` characters of a text, for error reasons. */

@@ -1,0 +1,121 @@
+/**
+ * The one outbound HTTP call (runners, channel APIs, token endpoints): one
+ * undici request bounded by a timeout combined with the caller's signal,
+ * whose answer is read while it streams under a byte cap. The result is
+ * typed, so a caller tells an answer from "too large", a timeout, its own
+ * abort and a connection failure without reading error messages.
+ */
+import { request } from 'undici';
+
+export type OutboundHeaders = Record<string, string | string[] | undefined>;
+
+export type OutboundRequest = {
+  method?: 'POST' | 'GET' | 'PUT';
+  headers: Record<string, string>;
+  /** The body as sent (already serialised). */
+  body?: string;
+  /** Bound on the whole exchange, the answer's body included. */
+  timeoutMs: number;
+  /** The caller's signal (e.g. shutdown); combined with the timeout. */
+  signal?: AbortSignal;
+  /** Most bytes of answer body read; past it the request is aborted. */
+  maxBytes: number;
+};
+
+export type OutboundResult =
+  | { kind: 'answer'; status: number; headers: OutboundHeaders; text: string }
+  /** The answer's body passed `maxBytes`; `receivedBytes` is what was read before stopping. */
+  | { kind: 'too_large'; status: number; maxBytes: number; receivedBytes: number }
+  | { kind: 'timeout' }
+  /** The caller's signal ended the call. */
+  | { kind: 'aborted' }
+  /**
+   * No (complete) answer. `beforeSending`: the request cannot have reached
+   * the peer. `answerStatus`: an answer began (with this status) and broke off.
+   */
+  | { kind: 'failed'; code: string; beforeSending: boolean; answerStatus?: number };
+
+// Failures before the request could have reached the peer: resending is safe.
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+// undici's own header and body timeouts count as ours.
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+// Strips a UTF-8 byte order mark, as undici's own text() does.
+const utf8 = new TextDecoder();
+
+/** Make one HTTP call and read its answer under the byte cap. */
+export async function outboundCall(url: string, call: OutboundRequest): Promise<OutboundResult> {
+  const timeout = AbortSignal.timeout(call.timeoutMs);
+  const signal = call.signal ? AbortSignal.any([timeout, call.signal]) : timeout;
+  let answerStatus: number | undefined;
+  try {
+    const response = await request(url, {
+      method: call.method ?? 'POST',
+      headers: call.headers,
+      body: call.body,
+      signal,
+    });
+    answerStatus = response.statusCode;
+    const read = await readCapped(response.body, response.headers, call.maxBytes);
+    if (typeof read === 'number') {
+      return {
+        kind: 'too_large',
+        status: response.statusCode,
+        maxBytes: call.maxBytes,
+        receivedBytes: read,
+      };
+    }
+    return { kind: 'answer', status: response.statusCode, headers: response.headers, text: read };
+  } catch (err) {
+    if (call.signal?.aborted) return { kind: 'aborted' };
+    const code = errorCode(err);
+    if (timeout.aborted || TIMEOUT_CODES.has(code)) return { kind: 'timeout' };
+    const failed = { kind: 'failed', code, beforeSending: CONNECT_CODES.has(code) } as const;
+    return answerStatus === undefined ? failed : { ...failed, answerStatus };
+  }
+}
+
+type Body = AsyncIterable<Buffer> & { destroy(): unknown };
+
+/**
+ * The body as text, or the bytes read when it passed `maxBytes`: never more
+ * than the cap plus one chunk is held, and the request is aborted at once.
+ */
+async function readCapped(
+  body: Body,
+  headers: OutboundHeaders,
+  maxBytes: number,
+): Promise<string | number> {
+  const declared = Number(headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    body.destroy();
+    return 0;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      body.destroy();
+      return size;
+    }
+    chunks.push(chunk);
+  }
+  return utf8.decode(Buffer.concat(chunks, size));
+}
+
+// The error's code or class name only: undici messages can name the host and port.
+function errorCode(err: unknown): string {
+  const error = err as { code?: unknown; name?: unknown; cause?: { code?: unknown } } | undefined;
+  if (typeof error?.code === 'string') return error.code;
+  if (typeof error?.cause?.code === 'string') return error.cause.code;
+  return typeof error?.name === 'string' ? error.name : 'unknown error';
+}
