@@ -5,6 +5,7 @@
  * are gone, the interrupted actions run again to a final outcome, and a
  * completed action is never run again (counted in the agent's records).
  */
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
@@ -59,7 +60,12 @@ function setup(): { file: string; dataDir: string } {
     hooks: { enabled: true, token: TOKEN, allowRequestSessionKey: true },
     log: { level: 'warn' },
     agents: { defaults: { timeoutSeconds: 30, runner: agentRunner(record) } },
-    runtime: { dataDir: './data', concurrency: 4, heartbeat: { every: 'off' } },
+    runtime: {
+      dataDir: './data',
+      concurrency: 4,
+      heartbeat: { every: 'off' },
+      retry: { maxAttempts: 5, baseDelayMs: 600_000, maxDelayMs: 600_000 },
+    },
   };
   // JSON is YAML.
   const file = writeConfig(dir, JSON.stringify(config, null, 2));
@@ -99,10 +105,10 @@ describe('SIGKILL in the middle of a run', () => {
     const { file, dataDir } = setup();
     let server = await serve(file);
 
-    // Two runs in flight: one that sleeps (longer than a restart takes), one whose agent also
-    // leaves a child process behind.
+    // Two runs in flight: one held until the test releases it (after the restart), one whose
+    // agent also leaves a child process behind.
     const long = await accept(server, {
-      message: 'SLEEP:3000 long job',
+      message: 'HOLD long job',
       name: 'Long',
       sessionKey: 'hook:long',
       idempotencyKey: 'long-1',
@@ -130,31 +136,29 @@ describe('SIGKILL in the middle of a run', () => {
     expect(actionRow(dataDir, stuck)).toMatchObject({ state: 'running', attempts: 1 });
 
     server = await serve(file);
-    const restartedAt = Date.now();
-    await waitFor(
-      'the old runner processes to be gone',
-      () => oldPids.every((pid) => !isRunning(pid)),
-      2_000,
+    await waitFor('the old runner processes to be gone', () =>
+      oldPids.every((pid) => !isRunning(pid)),
     );
 
-    // Resumed at once, and run to a final outcome.
+    // Resumed at once (retries back off for ten minutes in this config, so a start within the
+    // wait means no backoff), and run to a final outcome once released.
     const [, again] = await waitFor('the long run to start again', () => {
       const found = recordsOf(long, 'start');
       return found.length > 1 && found;
     });
     expect(again?.pid).not.toBe(longRun?.pid);
-    expect((again?.started as number) - restartedAt).toBeLessThan(2_000);
-    expect(await waitForFinal(dataDir, long, 6_000)).toMatchObject({
+    writeFileSync(`${record}.release`, '');
+    expect(await waitForFinal(dataDir, long)).toMatchObject({
       state: 'done',
       attempts: 2,
-      outcome: { status: 'ok', reply: 'done: SLEEP:3000 long job' },
+      outcome: { status: 'ok', reply: 'done: HOLD long job' },
     });
     // The interrupted attempt never finished; only the new one did.
     expect(recordsOf(long, 'end').map((entry) => entry.pid)).toEqual([again?.pid]);
-    expect(summaries(dataDir, long)).toEqual(['Hook Long: done: SLEEP:3000 long job']);
+    expect(summaries(dataDir, long)).toEqual(['Hook Long: done: HOLD long job']);
 
     // The stuck agent never answers: its second attempt ends at its timeout, and is killed.
-    expect(await waitForFinal(dataDir, stuck, 6_000)).toMatchObject({
+    expect(await waitForFinal(dataDir, stuck)).toMatchObject({
       state: 'failed',
       attempts: 2,
       outcome: { status: 'timeout' },
@@ -162,10 +166,8 @@ describe('SIGKILL in the middle of a run', () => {
     expect(summaries(dataDir, stuck)).toEqual(['Hook Stuck (timeout): no reply within 2s']);
     const spawned = recordsOf(stuck, 'spawned');
     expect(spawned).toHaveLength(2);
-    await waitFor(
-      'the second stuck attempt and its child to be gone',
-      () => [spawned[1]?.pid, spawned[1]?.childPid].every((pid) => !isRunning(pid as number)),
-      2_000,
+    await waitFor('the second stuck attempt and its child to be gone', () =>
+      [spawned[1]?.pid, spawned[1]?.childPid].every((pid) => !isRunning(pid as number)),
     );
 
     // Another crash and restart: finished actions are not run again, and the idempotency key holds.
@@ -173,7 +175,7 @@ describe('SIGKILL in the middle of a run', () => {
     server = await serve(file);
     expect(
       await accept(server, {
-        message: 'SLEEP:3000 long job',
+        message: 'HOLD long job',
         name: 'Long',
         sessionKey: 'hook:long',
         idempotencyKey: 'long-1',
@@ -213,28 +215,28 @@ describe('other interruptions', () => {
     await waitFor(
       `the old heartbeat runner (pid ${beat.pid}) and its child (pid ${beat.childPid}) to be gone`,
       () => [beat.pid, beat.childPid as number].every((pid) => !isRunning(pid)),
-      2_000,
     );
   });
 
   it('SIGTERM in the middle of a run: the runner is ended, the run is queued again without using an attempt, and completes after restart', async () => {
     const { file, dataDir } = setup();
     let server = await serve(file);
-    const runId = await accept(server, { message: 'SLEEP:1000 graceful', name: 'Graceful' });
+    const runId = await accept(server, { message: 'HOLD graceful', name: 'Graceful' });
     const first = await waitFor('the run to start', () => recordsOf(runId, 'start')[0]);
 
     server.child.kill('SIGTERM');
     expect(await server.waitForExit()).toEqual({ code: 0, signal: null });
-    await waitFor('the runner to be ended', () => !isRunning(first.pid), 1_000);
+    await waitFor('the runner to be ended', () => !isRunning(first.pid));
     expect(actionRow(dataDir, runId)?.state).toBe('queued');
     expect(summaries(dataDir, runId)).toEqual([]);
 
     server = await serve(file);
-    const row = await waitForFinal(dataDir, runId, 5_000);
+    writeFileSync(`${record}.release`, '');
+    const row = await waitForFinal(dataDir, runId);
     expect(row.state).toBe('done');
     expect(recordsOf(runId, 'start')).toHaveLength(2);
     expect(recordsOf(runId, 'end')).toHaveLength(1);
-    expect(summaries(dataDir, runId)).toEqual(['Hook Graceful: done: SLEEP:1000 graceful']);
+    expect(summaries(dataDir, runId)).toEqual(['Hook Graceful: done: HOLD graceful']);
     // worker.ts: "Interrupted by our own shutdown: back to the queue, not counted against the attempts."
     expect(row.attempts, 'attempts after one interrupted and one completed run').toBe(1);
   });

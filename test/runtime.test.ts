@@ -7,6 +7,7 @@
  * real test agent (test/fixtures/agent.mjs), which records its stdin; the
  * Slack channel is a stand-in for chat.postMessage on 127.0.0.1.
  */
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
@@ -242,7 +243,8 @@ describe('wake actions and the heartbeat', () => {
 
   it('coalesces requests: several while one runs give one more run; several while one waits give one', async () => {
     const env = await boot();
-    await env.post('wake', { text: 'SLEEP:600 slow check', mode: 'now' });
+    // HOLD: the first heartbeat runs until the test releases it, however slow the machine.
+    await env.post('wake', { text: 'HOLD slow check', mode: 'now' });
     await waitFor('the first heartbeat to start', () =>
       env.records().find((record) => record.kind === 'heartbeat'),
     );
@@ -250,6 +252,7 @@ describe('wake actions and the heartbeat', () => {
     for (let i = 0; i < 5; i++) heartbeat?.requestNow('test');
     await env.post('wake', { text: 'first extra', mode: 'now' });
     await env.post('wake', { text: 'second extra', mode: 'now' });
+    writeFileSync(`${env.record}.release`, '');
 
     const rows = await waitForHeartbeats(env, 2);
     await sleep(400);
@@ -474,7 +477,7 @@ describe('agent runs', () => {
   it('past timeoutSeconds the runner process is killed and the run is recorded as timeout, not retried', async () => {
     const env = await boot();
     const accepted = await env.post('agent', {
-      message: 'SLEEP:8000 take your time',
+      message: 'HOLD take your time',
       name: 'Slow',
       timeoutSeconds: 1,
       wakeMode: 'next-heartbeat',
@@ -482,14 +485,14 @@ describe('agent runs', () => {
     const runId = String(accepted['runId']);
     const started = await waitFor('the agent to start', () => recordOf(env, runId));
     expect(isRunning(started.pid)).toBe(true);
-    const row = await waitForFinal(env.dataDir, runId, 5_000);
+    const row = await waitForFinal(env.dataDir, runId);
     expect(row).toMatchObject({
       state: 'failed',
       attempts: 1,
       outcome: { status: 'timeout', reason: 'no reply within 1s' },
     });
     expect(summaries(env.dataDir, runId)).toEqual(['Hook Slow (timeout): no reply within 1s']);
-    await waitFor('the runner process to be gone', () => !isRunning(started.pid), 2_000);
+    await waitFor('the runner process to be gone', () => !isRunning(started.pid));
     await sleep(300);
     expect(env.records().filter((r) => r.runId === runId)).toEqual([started]);
   });

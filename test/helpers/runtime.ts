@@ -61,7 +61,7 @@ export function runnerInput(record: AgentRecord): Record<string, unknown> {
 export async function waitFor<T>(
   what: string,
   probe: () => T | undefined | null | false,
-  timeoutMs = 8_000,
+  timeoutMs = 20_000,
   intervalMs = 25,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -121,7 +121,7 @@ export function actionRow(dataDir: string, id: string): ActionRow | undefined {
 export function waitForFinal(
   dataDir: string,
   id: string,
-  timeoutMs = 8_000,
+  timeoutMs = 20_000,
   states: readonly string[] = ['done', 'failed', 'dead'],
 ): Promise<ActionRow> {
   return waitFor(
