@@ -18,6 +18,13 @@ import { validateAgent, validateWake } from './payload-validators.ts';
 import { HookError } from './errors.ts';
 import { lookupOwn, toEvaluatorData } from './evaluator-data.ts';
 import { publicHeaders } from './headers.ts';
+import {
+  LIMIT_SETTINGS,
+  RenderBudget,
+  RenderLimitError,
+  type RenderLimits,
+  WORK_FACTOR,
+} from './render-budget.ts';
 import type { CompiledMapping } from './mappings.ts';
 import { hookIsMapped, type RuleData, type Selection, selectMapping } from './rules.ts';
 import type { TransformSupervisor } from './sandbox/supervisor.ts';
@@ -48,8 +55,13 @@ export function selectFor(
   return { selection: selectMapping(mappings, data), data };
 }
 
-/** Context the mapped route needs besides the policy: the fan-out cap and the transforms. */
-export type MappedContext = BuildContext & { maxActions: number; transforms?: TransformSupervisor };
+/** Context the mapped route needs besides the policy: the fan-out cap, render bounds, transforms. */
+export type MappedContext = BuildContext & {
+  maxActions: number;
+  /** Bounds of rendered fields, actions and the request (defaults when omitted). */
+  renderLimits?: RenderLimits;
+  transforms?: TransformSupervisor;
+};
 
 /** Build the actions of a selected mapping; throws HookError naming the mapping on bad output. */
 export async function buildMappedActions(
@@ -60,13 +72,15 @@ export async function buildMappedActions(
 ): Promise<Accepted> {
   if (mapping.transform) return buildWithTransform(mapping, envelope, data, ctx);
   const items = fanOutItems(mapping, data, ctx.maxActions);
+  // One budget for the whole request: all actions of a fan-out share it.
+  const budget = new RenderBudget(ctx.renderLimits);
   const actions: Action[] = items.map((item, index) => {
     const context = templateContext(
       data,
       envelope.receivedAt,
       mapping.forEach ? { item, index } : {},
     );
-    const fields = renderFields(mapping, context);
+    const fields = renderFields(mapping, context, budget);
     return buildFrom(
       mapping,
       envelope,
@@ -91,7 +105,11 @@ async function buildWithTransform(
 ): Promise<Accepted> {
   if (!ctx.transforms || !mapping.transform)
     throw new HookError('transform_failed', 'No transform process.');
-  const base = renderFields(mapping, templateContext(data, envelope.receivedAt, {}));
+  const base = renderFields(
+    mapping,
+    templateContext(data, envelope.receivedAt, {}),
+    new RenderBudget(ctx.renderLimits),
+  );
   const input = {
     payload: envelope.payload,
     headers: data.headers,
@@ -110,6 +128,9 @@ async function buildWithTransform(
     throw err;
   }
   if (merged === null || merged.length === 0) return { actions: [], response: null };
+  // What the transform returned faces the same bounds as rendered fields.
+  const budget = new RenderBudget(ctx.renderLimits);
+  for (const { fields } of merged) accountAction(mapping, fields, budget);
   const actions = merged.map(({ kind, fields, keyFromTransform }) => {
     // A key chosen by user code counts as request-supplied (hooks.allowRequestSessionKey).
     const provenance: Provenance = keyFromTransform
@@ -149,6 +170,10 @@ function truncation(
   return items.length > accepted ? { truncated: { total: items.length, accepted } } : {};
 }
 
+// Handlebars compares a block's context with its parent's using `!=`: a prototype-free
+// parent would throw when coerced. The root context coerces to NaN, unequal to everything.
+const coerceToNaN = () => Number.NaN;
+
 /** Template context: payload fields bare, then the named parts (which win over bare fields). */
 function templateContext(
   data: RuleData,
@@ -156,6 +181,7 @@ function templateContext(
   extra: { item?: unknown; index?: number },
 ): unknown {
   const context: Record<string, unknown> = Object.create(null);
+  Object.defineProperty(context, Symbol.toPrimitive, { value: coerceToNaN });
   const payload = data.payload;
   if (payload !== null && typeof payload === 'object' && !Array.isArray(payload))
     Object.assign(context, payload);
@@ -173,10 +199,17 @@ function templateContext(
 }
 
 /** The mapping's fields for this context, in the shape of its action kind's payload. */
-function renderFields(mapping: CompiledMapping, context: unknown): Record<string, unknown> {
+function renderFields(
+  mapping: CompiledMapping,
+  context: unknown,
+  budget: RenderBudget,
+): Record<string, unknown> {
   const rendered: Record<string, unknown> = {};
+  budget.startAction();
   for (const [field, plan] of Object.entries(mapping.fields)) {
-    const value = typeof plan === 'string' ? plan : plan(context);
+    const value = renderField(mapping, field, budget, (b) =>
+      typeof plan === 'string' ? plan : plan(context, b),
+    );
     // An optional field whose template renders nothing is absent (defaults apply); an empty
     // message or text stays, and is refused by validation.
     if (value === '' && field !== 'message' && field !== 'text') continue;
@@ -185,7 +218,11 @@ function renderFields(mapping: CompiledMapping, context: unknown): Record<string
   const key = mapping.sessionKey;
   if (key !== undefined) {
     rendered['sessionKey'] =
-      'static' in key ? key.static : renderKey(mapping, key.template, context);
+      'static' in key
+        ? key.static
+        : renderField(mapping, 'sessionKey', budget, (b) =>
+            renderKey(mapping, key.template, context, b),
+          );
   }
   if (mapping.kind === 'wake') {
     const text = rendered['text'] ?? rendered['message'];
@@ -238,13 +275,63 @@ function buildFrom(
   }
 }
 
-function renderKey(
+/** Render one field within the budget; over a bound: 400 rendered_too_large naming the field. */
+function renderField(
   mapping: CompiledMapping,
-  template: { render(context: unknown): string },
-  context: unknown,
+  field: string,
+  budget: RenderBudget,
+  render: (budget: RenderBudget) => string,
 ): string {
   try {
-    return template.render(context);
+    budget.startField();
+    const value = render(budget);
+    budget.account(Buffer.byteLength(value));
+    return value;
+  } catch (err) {
+    if (err instanceof RenderLimitError) throw tooLarge(mapping, field, err);
+    throw err;
+  }
+}
+
+/** Account the string fields of an action built outside templates (a transform's output). */
+function accountAction(
+  mapping: CompiledMapping,
+  fields: Record<string, unknown>,
+  budget: RenderBudget,
+): void {
+  budget.startAction();
+  for (const [field, value] of Object.entries(fields)) {
+    if (typeof value !== 'string') continue;
+    try {
+      budget.account(Buffer.byteLength(value));
+    } catch (err) {
+      if (err instanceof RenderLimitError) throw tooLarge(mapping, field, err);
+      throw err;
+    }
+  }
+}
+
+function tooLarge(mapping: CompiledMapping, field: string, err: RenderLimitError): HookError {
+  const setting = LIMIT_SETTINGS[err.limit];
+  const what =
+    err.limit === 'work'
+      ? `needs more rendering work than ${err.max} (${WORK_FACTOR} × ${setting})`
+      : err.limit === 'field'
+        ? `renders more than ${err.max} bytes (${setting})`
+        : `takes the ${err.limit}'s rendered size over ${err.max} bytes (${setting})`;
+  return new HookError('rendered_too_large', `Mapping "${mapping.id}": ${field} ${what}`, {
+    details: { mappingId: mapping.id, field, limit: err.limit, max: err.max, setting },
+  });
+}
+
+function renderKey(
+  mapping: CompiledMapping,
+  template: { render(context: unknown, budget?: RenderBudget): string },
+  context: unknown,
+  budget: RenderBudget,
+): string {
+  try {
+    return template.render(context, budget);
   } catch (err) {
     if (err instanceof HookError) throw refusal(mapping, err.code, err.message);
     throw err;
