@@ -4,6 +4,13 @@
  * through `__proto__`, `constructor` or `prototype`; `var` looks up own
  * properties only (json-logic-js's own follows the prototype chain).
  * Evaluation is total: an error or a bad lookup is "no match", never a crash.
+ *
+ * Work is linear in the data: `map`, `filter`, `all`, `some` and `none` see
+ * one element at a time, so only `reduce` can carry data from one step to the
+ * next. Its reducer is limited at boot to arithmetic and comparisons over
+ * literal `var` paths: the accumulator is then a number or a boolean after
+ * the first step and can neither grow (`cat`, `merge`) nor be kept large and
+ * re-read every step (`if`, `or`, a computed `var` fallback).
  */
 import jsonLogic from 'json-logic-js';
 import { FORBIDDEN_SEGMENTS, lookupOwn } from './evaluator-data.ts';
@@ -61,6 +68,28 @@ jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fa
   return found === undefined ? notFound : found;
 });
 
+// Operators a `reduce` reducer may use: each returns a number or a boolean, never an operand.
+const REDUCER_OPERATORS: ReadonlySet<string> = new Set([
+  'var',
+  '==',
+  '===',
+  '!=',
+  '!==',
+  '>',
+  '>=',
+  '<',
+  '<=',
+  '!',
+  '!!',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  'min',
+  'max',
+]);
+
 /** A rule that failed validation, with a dotted path inside the rule. */
 export class RuleError extends Error {
   readonly at: string;
@@ -99,7 +128,32 @@ function validateRule(rule: unknown, at: string, depth: number): void {
   const args = (rule as Record<string, unknown>)[op];
   if (op === 'var' || op === 'missing' || op === 'missing_some')
     checkPaths(op, args, joinPath(at, op));
+  if (op === 'reduce' && Array.isArray(args)) checkReducer(args[1], joinPath(at, 'reduce.1'));
   validateRule(args, joinPath(at, op), depth + 1);
+}
+
+/** A reducer may only compute numbers and booleans from literal `var` paths (see the module note). */
+function checkReducer(rule: unknown, at: string): void {
+  if (Array.isArray(rule)) {
+    for (const [i, item] of rule.entries()) checkReducer(item, joinPath(at, String(i)));
+    return;
+  }
+  if (rule === null || typeof rule !== 'object') return;
+  const op = Object.keys(rule)[0] as string;
+  const args = (rule as Record<string, unknown>)[op];
+  if (!REDUCER_OPERATORS.has(op)) {
+    throw new RuleError(
+      at,
+      `"${op}" is not allowed in a reduce reducer (only arithmetic, comparisons and var)`,
+    );
+  }
+  if (op === 'var') {
+    const list = Array.isArray(args) ? args : [args];
+    if (list.some((arg) => arg !== null && typeof arg === 'object'))
+      throw new RuleError(at, 'a var inside a reduce reducer takes a literal path and fallback');
+    return;
+  }
+  checkReducer(args, joinPath(at, op));
 }
 
 /** Refuse literal paths through forbidden segments (dynamic paths are guarded at lookup). */

@@ -170,10 +170,6 @@ function truncation(
   return items.length > accepted ? { truncated: { total: items.length, accepted } } : {};
 }
 
-// Handlebars compares a block's context with its parent's using `!=`: a prototype-free
-// parent would throw when coerced. The root context coerces to NaN, unequal to everything.
-const coerceToNaN = () => Number.NaN;
-
 /** Template context: payload fields bare, then the named parts (which win over bare fields). */
 function templateContext(
   data: RuleData,
@@ -181,7 +177,6 @@ function templateContext(
   extra: { item?: unknown; index?: number },
 ): unknown {
   const context: Record<string, unknown> = Object.create(null);
-  Object.defineProperty(context, Symbol.toPrimitive, { value: coerceToNaN });
   const payload = data.payload;
   if (payload !== null && typeof payload === 'object' && !Array.isArray(payload))
     Object.assign(context, payload);

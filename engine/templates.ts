@@ -117,6 +117,7 @@ function boundedEach(this: unknown, context: unknown, options: BlockOptions): st
   const keys = isArray ? undefined : Object.keys(context);
   const count = keys ? keys.length : (context as unknown[]).length;
   if (count === 0) return options.inverse(this);
+  comparable(this);
   const data = options.data ? hb.createFrame(options.data) : undefined;
   let out = '';
   for (let i = 0; i < count; i++) {
@@ -133,6 +134,21 @@ function boundedEach(this: unknown, context: unknown, options: BlockOptions): st
     active.iterate(out.length, piece.length);
   }
   return out;
+}
+
+const coerceToNaN = () => Number.NaN;
+
+/**
+ * Handlebars compares each iteration's context with the enclosing one using `!=`
+ * (to track `../`): a primitive element against a prototype-free object would throw
+ * on coercion. Such an object gets a hidden Symbol.toPrimitive giving NaN (unequal to
+ * everything), invisible to paths, keys and JSON.
+ */
+function comparable(context: unknown): void {
+  if (context === null || typeof context !== 'object' || Object.getPrototypeOf(context) !== null)
+    return;
+  if (Symbol.toPrimitive in context || !Object.isExtensible(context)) return;
+  Object.defineProperty(context, Symbol.toPrimitive, { value: coerceToNaN });
 }
 
 const KNOWN = [...Object.keys(HELPERS), OUTPUT, 'each'];
