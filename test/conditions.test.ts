@@ -60,9 +60,61 @@ describe('validation at boot', () => {
     ['prototype in missing', { missing: ['a.prototype'] }, 'prototype'],
     ['prototype in missing_some', { missing_some: [1, ['a', 'prototype']] }, 'prototype'],
     ['var with default', { var: ['__proto__', 1] }, '__proto__'],
+    [
+      'a growing reduce accumulator (quadratic merge attack)',
+      {
+        reduce: [{ var: 'payload.a' }, { merge: [{ var: 'accumulator' }, { var: 'current' }] }, []],
+      },
+      'merge',
+    ],
+    [
+      'a doubling reduce accumulator (exponential cat attack)',
+      {
+        reduce: [
+          { var: 'payload.a' },
+          { cat: [{ var: 'accumulator' }, { var: 'accumulator' }] },
+          'x',
+        ],
+      },
+      'cat',
+    ],
+    [
+      'a reduce that keeps a large accumulator and re-reads it (if)',
+      {
+        reduce: [
+          { var: 'payload.a' },
+          { if: [{ '==': [{ var: 'accumulator' }, 1] }, 1, { var: 'accumulator' }] },
+          { var: 'payload.a' },
+        ],
+      },
+      'if',
+    ],
+    [
+      'a reduce that keeps a large accumulator through a computed var fallback',
+      {
+        reduce: [
+          { var: 'payload.a' },
+          { var: [{ '==': [{ var: 'accumulator' }, 1] }, { var: 'accumulator' }] },
+          { var: 'payload.a' },
+        ],
+      },
+      'literal path',
+    ],
   ])('refuses %s', (_name, rule, mention) => {
     expect(() => compileCondition(rule)).toThrow(RuleError);
     expect(() => compileCondition(rule)).toThrow(mention);
+  });
+
+  it('accepts a reduce that computes a number', () => {
+    const rule = {
+      '>': [
+        {
+          reduce: [{ var: 'payload.a' }, { '+': [{ var: 'accumulator' }, { var: 'current' }] }, 0],
+        },
+        5,
+      ],
+    };
+    expect(compileCondition(rule)(toEvaluatorData({ payload: { a: [1, 2, 3] } }))).toBe(true);
   });
 
   it('refuses rules nested too deep', () => {

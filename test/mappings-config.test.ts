@@ -42,6 +42,21 @@ describe('boot errors', () => {
       'hooks.mappings.0.templates.name',
     ],
     [
+      'a partial in a template',
+      m({ templates: { message: '{{> header}}' } }),
+      'hooks.mappings.0.templates.message: (mapping "m1") partials',
+    ],
+    [
+      'a growing reduce in a condition',
+      m({
+        match: {
+          path: 'x',
+          when: { reduce: [{ var: 'payload.a' }, { cat: [{ var: 'accumulator' }, 'x'] }, ''] },
+        },
+      }),
+      'hooks.mappings.0.match.when.reduce.1: (mapping "m1")',
+    ],
+    [
       'unknown operator',
       m({ match: { path: 'x', when: { regex: [1] } } }),
       'hooks.mappings.0.match.when: (mapping "m1") unknown operator',
