@@ -10,7 +10,9 @@
  * next. Its reducer is limited at boot to arithmetic and comparisons over
  * literal `var` paths: the accumulator is then a number or a boolean after
  * the first step and can neither grow (`cat`, `merge`) nor be kept large and
- * re-read every step (`if`, `or`, a computed `var` fallback).
+ * re-read every step (`if`, `or`, a computed `var` fallback). Every data
+ * lookup is also counted: an evaluation past MAX_LOOKUPS stops and is "no
+ * match", so a wide payload under nested `some`/`all` cannot hold the loop.
  */
 import jsonLogic from 'json-logic-js';
 import { FORBIDDEN_SEGMENTS, lookupOwn } from './evaluator-data.ts';
@@ -21,6 +23,15 @@ export type Condition = (data: unknown) => boolean;
 
 /** Deepest rule nesting accepted at boot. */
 export const MAX_RULE_DEPTH = 32;
+
+/** Most data lookups (`var`, `missing`) one evaluation of a condition may make. */
+export const MAX_LOOKUPS = 10_000;
+
+// Lookups made by the evaluation in progress (evaluation is synchronous, never re-entrant).
+let lookups = 0;
+
+/** Thrown when an evaluation runs out of lookups; caught by the condition: "no match". */
+class LookupBudgetExceeded extends Error {}
 
 // Operators an operator may use; `log` (console) and anything added later are refused.
 const KNOWN_OPERATORS: ReadonlySet<string> = new Set([
@@ -62,6 +73,7 @@ const KNOWN_OPERATORS: ReadonlySet<string> = new Set([
 
 // Own-property `var`, replacing json-logic-js's prototype-walking one (also used by `missing`).
 jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fallback?: unknown) {
+  if (++lookups > MAX_LOOKUPS) throw new LookupBudgetExceeded();
   const notFound = fallback === undefined ? null : fallback;
   if (path === undefined || path === null || path === '') return this;
   const found = lookupOwn(this, String(path));
@@ -104,6 +116,7 @@ export class RuleError extends Error {
 export function compileCondition(rule: unknown): Condition {
   validateRule(rule, '', 0);
   return function condition(data) {
+    lookups = 0;
     try {
       return jsonLogic.truthy(jsonLogic.apply(rule as jsonLogic.RulesLogic, data));
     } catch {

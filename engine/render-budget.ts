@@ -25,7 +25,7 @@ export const WORK_FACTOR = 4;
 
 // An iteration that prints nothing still costs: a loop nested in a loop over the same
 // array must stop long before n² empty iterations.
-const ITERATION_COST = 32;
+const ITERATION_COST = 256;
 
 /** Which bound was hit. */
 export type RenderLimit = 'field' | 'action' | 'request' | 'work';
@@ -85,7 +85,13 @@ export class RenderBudget {
 
   /** A loop finished one iteration; `total` is the loop's output so far, `added` this iteration's. */
   iterate(total: number, added: number): void {
-    this.spend(ITERATION_COST + added);
+    this.spend(ITERATION_COST);
+    this.grow(total, added);
+  }
+
+  /** A text being built (a join) grew by `added` characters to `total`. */
+  grow(total: number, added: number): void {
+    this.spend(added + 1);
     if (total > this.limits.fieldBytes) throw new RenderLimitError('field', this.limits.fieldBytes);
   }
 

@@ -57,7 +57,7 @@ function joinBounded(items: readonly unknown[], separator: string): string {
   for (let i = 0; i < items.length; i++) {
     const piece = (i === 0 ? '' : separator) + text(items[i]);
     out += piece;
-    active.iterate(out.length, piece.length);
+    active.grow(out.length, piece.length);
   }
   return out;
 }

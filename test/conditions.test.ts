@@ -50,6 +50,32 @@ describe('evaluation', () => {
   });
 });
 
+describe('evaluation work', () => {
+  const rule = {
+    some: [
+      { var: 'payload.rows' },
+      { some: [{ var: 'cells' }, { '==': [{ var: '' }, 'needle'] }] },
+    ],
+  };
+  const rows = (needleAt: number) =>
+    Array.from({ length: 400 }, (_, i) => ({
+      cells: Array.from({ length: 50 }, (_, j) => (i * 50 + j === needleAt ? 'needle' : 'ab')),
+    }));
+
+  it('matches a needle found within the lookup budget', () => {
+    expect(compileCondition(rule)(toEvaluatorData({ payload: { rows: rows(100) } }))).toBe(true);
+  });
+
+  it('stops a wide payload under nested some at the lookup budget (wide JSON attack)', () => {
+    // 20,000 cells: the needle is past MAX_LOOKUPS, so the evaluation stops: no match.
+    expect(compileCondition(rule)(toEvaluatorData({ payload: { rows: rows(19_999) } }))).toBe(
+      false,
+    );
+    // The budget is per evaluation: the next request starts afresh.
+    expect(compileCondition(rule)(toEvaluatorData({ payload: { rows: rows(100) } }))).toBe(true);
+  });
+});
+
 describe('validation at boot', () => {
   it.each([
     ['unknown operator', { regex: ['a', 'b'] }, 'regex'],

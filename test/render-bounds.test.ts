@@ -49,7 +49,7 @@ describe('amplification attacks stop at the bound', () => {
       'nested each printing small values (nested amplification)',
       '{{#each payload.commits}}{{#each ../payload.commits}}{{id}}{{/each}}{{/each}}',
       { commits },
-      'field',
+      'work',
     ],
     [
       'join with a long separator taken from the payload',
@@ -67,7 +67,7 @@ describe('amplification attacks stop at the bound', () => {
       'a block over a payload path (implicit each)',
       '{{#payload.numbers}}xxxxxxxx{{/payload.numbers}}',
       { numbers },
-      'field',
+      'work',
     ],
     [
       'json of the whole payload in a loop, truncated (hidden work)',
