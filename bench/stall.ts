@@ -9,7 +9,8 @@
  * under attack (p50 / p99 / max), what the adversarial requests got, and
  * the store's size on disk afterwards. Bounded in time, 127.0.0.1 only.
  *
- * Options: --seconds N (attack duration, default 20), --senders N (default 2).
+ * Options: --seconds N (attack duration, default 20), --senders N (default 2),
+ * --only PATH,... (only the kinds sent to these hooks: amplify, loops, wake, conditions).
  * The script uses only bench modules and settings that older checkouts
  * have, so it can be copied into one to measure "before".
  */
@@ -129,8 +130,9 @@ async function probe(base: string, done: () => boolean): Promise<number[]> {
 
 type Answers = Map<string, { statuses: number[]; slowestMs: number }>;
 
-async function attack(base: string, kinds: Kind[], until: number, answers: Answers) {
-  let sent = 0;
+async function attack(base: string, kinds: Kind[], until: number, answers: Answers, first: number) {
+  // Each sender starts at another kind, so every kind is in flight early.
+  let sent = first;
   while (performance.now() < until) {
     const kind = kinds[sent++ % kinds.length] as Kind;
     const seen = answers.get(kind.name) ?? { statuses: [], slowestMs: 0 };
@@ -173,12 +175,15 @@ async function main(): Promise<void> {
   try {
     const quietUntil = performance.now() + QUIET_SECONDS * 1000;
     const quiet = await probe(server.url, () => performance.now() > quietUntil);
-    const kinds = adversarialKinds();
+    const only = process.argv[process.argv.indexOf('--only') + 1]?.split(',');
+    const kinds = adversarialKinds().filter(
+      (kind) => !process.argv.includes('--only') || only?.includes(kind.path),
+    );
     const answers: Answers = new Map();
     const until = performance.now() + seconds * 1000;
     let attacking = true;
-    const attackers = Array.from({ length: senders }, () =>
-      attack(server.url, kinds, until, answers),
+    const attackers = Array.from({ length: senders }, (_, i) =>
+      attack(server.url, kinds, until, answers, i),
     );
     const underAttack = probe(server.url, () => !attacking);
     await Promise.all(attackers);
