@@ -74,12 +74,11 @@ export async function buildMappedActions(
   const items = fanOutItems(mapping, data, ctx.maxActions);
   // One budget for the whole request: all actions of a fan-out share it.
   const budget = new RenderBudget(ctx.renderLimits);
+  // Built once: copying a payload with many top-level keys once per element would multiply it.
+  const context = templateContext(data, envelope.receivedAt, {});
   const actions: Action[] = items.map((item, index) => {
-    const context = templateContext(
-      data,
-      envelope.receivedAt,
-      mapping.forEach ? { item, index } : {},
-    );
+    // Rendering is synchronous: the one context can carry each element in turn.
+    if (mapping.forEach) Object.assign(context, { item, index });
     const fields = renderFields(mapping, context, budget);
     return buildFrom(
       mapping,
@@ -175,7 +174,7 @@ function templateContext(
   data: RuleData,
   receivedAt: string,
   extra: { item?: unknown; index?: number },
-): unknown {
+): Record<string, unknown> {
   const context: Record<string, unknown> = Object.create(null);
   const payload = data.payload;
   if (payload !== null && typeof payload === 'object' && !Array.isArray(payload))

@@ -144,6 +144,23 @@ describe('boot errors', () => {
   });
 });
 
+describe('render bounds', () => {
+  it('default to 256 KiB per field and action and 1 MiB per request', () => {
+    const { config } = resolveConfig({}, { baseDir: '/tmp', env: {} });
+    expect(config.hooks).toMatchObject({
+      maxRenderedFieldBytes: 262_144,
+      maxRenderedActionBytes: 262_144,
+      maxRenderedRequestBytes: 1_048_576,
+    });
+  });
+
+  it('refuses a bound below 1 KiB at boot, naming the setting', () => {
+    expect(() =>
+      resolveConfig({ hooks: { maxRenderedFieldBytes: 10 } }, { baseDir: '/tmp', env: {} }),
+    ).toThrow(/hooks\.maxRenderedFieldBytes/);
+  });
+});
+
 describe('order and defaults', () => {
   it('puts user mappings first, then presets, with default ids', () => {
     const mappings = compile({
