@@ -107,6 +107,15 @@ hb.registerHelper(OUTPUT, (value: unknown) => {
 
 hb.registerHelper('each', boundedEach);
 
+// The built-in blocks that may run their body with a plain value as context.
+for (const name of ['with', 'blockHelperMissing']) {
+  const builtIn = hb.helpers[name] as (...args: unknown[]) => unknown;
+  hb.registerHelper(name, function comparableBlock(this: unknown, ...args: unknown[]) {
+    comparable(this);
+    return builtIn.apply(this, args);
+  });
+}
+
 type BlockOptions = Handlebars.HelperOptions & { data?: Record<string, unknown> };
 
 /** `each` over arrays and objects, checking the budget after every iteration. */

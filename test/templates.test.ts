@@ -128,6 +128,14 @@ describe('objects and arrays in templates', () => {
     );
   });
 
+  it.each([
+    ['with', '{{#with payload.name}}{{this}}/{{../payload.id}}{{/with}}'],
+    ['a block over a path', '{{#payload.name}}{{this}}/{{../payload.id}}{{/payload.name}}'],
+  ])('%s over a plain value may still reach the parent with ../', (_name, source) => {
+    const data = toEvaluatorData({ payload: { name: 'ada', id: 7 } });
+    expect(compileTemplate(source)(data)).toBe('ada/7');
+  });
+
   it('each over plain values may still reach the parent with ../', () => {
     const data = toEvaluatorData({
       payload: { tags: ['a', 'b'], repo: { name: 'r', ids: [1, 2] } },
