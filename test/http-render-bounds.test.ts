@@ -4,9 +4,11 @@
  * rendered_too_large naming the mapping and the field, and nothing is
  * stored; ordinary requests to the same server keep working.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentAction } from '../schemas/action.ts';
-import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 
 type Body = Record<string, unknown> & {
   error?: { code: string; message: string; details?: Record<string, unknown> };
@@ -156,5 +158,46 @@ describe('rendered size bounds', () => {
     expect(action.message).toBe(
       'Push to octocat/hello-world by {"name":"octocat","email":"o@example.org"}',
     );
+  });
+});
+
+describe('rendered size bounds on what a transform returns', () => {
+  const temp = tempDir();
+  let server: TestServer;
+  beforeAll(async () => {
+    const root = path.join(temp.dir, 'hooks', 'transforms');
+    mkdirSync(root, { recursive: true });
+    // Each action is under the transform's output cap, the array of them is over the request bound.
+    writeFileSync(
+      path.join(root, 'fan.js'),
+      "export default ({ payload }) => Array.from({ length: payload.n }, () => ({ kind: 'wake', text: 'w'.repeat(3000) }));\n",
+    );
+    server = await startTestServer(
+      {
+        hooks: {
+          maxRenderedActionBytes: 4096,
+          maxRenderedRequestBytes: 8192,
+          mappings: [{ id: 'fan', match: { path: 'fan' }, transform: { module: 'fan.js' } }],
+        },
+      },
+      { dataDir: temp.dir },
+    );
+  });
+  afterAll(async () => {
+    await server.stop();
+    temp.cleanup();
+  });
+
+  it('refuses a transform fan-out over the request bound, storing none of it', async () => {
+    const before = await stored(server);
+    const { status, body } = await send(server, 'fan', { n: 5 });
+    expect(status).toBe(400);
+    expect(body?.error?.details).toMatchObject({
+      mappingId: 'fan',
+      field: 'text',
+      limit: 'request',
+    });
+    expect(await stored(server)).toBe(before);
+    expect((await send(server, 'fan', { n: 2 })).status).toBe(200);
   });
 });
