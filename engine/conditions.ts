@@ -4,6 +4,15 @@
  * through `__proto__`, `constructor` or `prototype`; `var` looks up own
  * properties only (json-logic-js's own follows the prototype chain).
  * Evaluation is total: an error or a bad lookup is "no match", never a crash.
+ *
+ * Work is linear in the data: `map`, `filter`, `all`, `some` and `none` see
+ * one element at a time, so only `reduce` can carry data from one step to the
+ * next. Its reducer is limited at boot to arithmetic and comparisons over
+ * literal `var` paths: the accumulator is then a number or a boolean after
+ * the first step and can neither grow (`cat`, `merge`) nor be kept large and
+ * re-read every step (`if`, `or`, a computed `var` fallback). Every data
+ * lookup is also counted: an evaluation past MAX_LOOKUPS stops and is "no
+ * match", so a wide payload under nested `some`/`all` cannot hold the loop.
  */
 import jsonLogic from 'json-logic-js';
 import { FORBIDDEN_SEGMENTS, lookupOwn } from './evaluator-data.ts';
@@ -14,6 +23,15 @@ export type Condition = (data: unknown) => boolean;
 
 /** Deepest rule nesting accepted at boot. */
 export const MAX_RULE_DEPTH = 32;
+
+/** Most data lookups (`var`, `missing`) one evaluation of a condition may make. */
+export const MAX_LOOKUPS = 10_000;
+
+// Lookups made by the evaluation in progress (evaluation is synchronous, never re-entrant).
+let lookups = 0;
+
+/** Thrown when an evaluation runs out of lookups; caught by the condition: "no match". */
+class LookupBudgetExceeded extends Error {}
 
 // Operators an operator may use; `log` (console) and anything added later are refused.
 const KNOWN_OPERATORS: ReadonlySet<string> = new Set([
@@ -55,11 +73,34 @@ const KNOWN_OPERATORS: ReadonlySet<string> = new Set([
 
 // Own-property `var`, replacing json-logic-js's prototype-walking one (also used by `missing`).
 jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fallback?: unknown) {
+  if (++lookups > MAX_LOOKUPS) throw new LookupBudgetExceeded();
   const notFound = fallback === undefined ? null : fallback;
   if (path === undefined || path === null || path === '') return this;
   const found = lookupOwn(this, String(path));
   return found === undefined ? notFound : found;
 });
+
+// Operators a `reduce` reducer may use: each returns a number or a boolean, never an operand.
+const REDUCER_OPERATORS: ReadonlySet<string> = new Set([
+  'var',
+  '==',
+  '===',
+  '!=',
+  '!==',
+  '>',
+  '>=',
+  '<',
+  '<=',
+  '!',
+  '!!',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  'min',
+  'max',
+]);
 
 /** A rule that failed validation, with a dotted path inside the rule. */
 export class RuleError extends Error {
@@ -75,6 +116,7 @@ export class RuleError extends Error {
 export function compileCondition(rule: unknown): Condition {
   validateRule(rule, '', 0);
   return function condition(data) {
+    lookups = 0;
     try {
       return jsonLogic.truthy(jsonLogic.apply(rule as jsonLogic.RulesLogic, data));
     } catch {
@@ -99,7 +141,32 @@ function validateRule(rule: unknown, at: string, depth: number): void {
   const args = (rule as Record<string, unknown>)[op];
   if (op === 'var' || op === 'missing' || op === 'missing_some')
     checkPaths(op, args, joinPath(at, op));
+  if (op === 'reduce' && Array.isArray(args)) checkReducer(args[1], joinPath(at, 'reduce.1'));
   validateRule(args, joinPath(at, op), depth + 1);
+}
+
+/** A reducer may only compute numbers and booleans from literal `var` paths (see the module note). */
+function checkReducer(rule: unknown, at: string): void {
+  if (Array.isArray(rule)) {
+    for (const [i, item] of rule.entries()) checkReducer(item, joinPath(at, String(i)));
+    return;
+  }
+  if (rule === null || typeof rule !== 'object') return;
+  const op = Object.keys(rule)[0] as string;
+  const args = (rule as Record<string, unknown>)[op];
+  if (!REDUCER_OPERATORS.has(op)) {
+    throw new RuleError(
+      at,
+      `"${op}" is not allowed in a reduce reducer (only arithmetic, comparisons and var)`,
+    );
+  }
+  if (op === 'var') {
+    const list = Array.isArray(args) ? args : [args];
+    if (list.some((arg) => arg !== null && typeof arg === 'object'))
+      throw new RuleError(at, 'a var inside a reduce reducer takes a literal path and fallback');
+    return;
+  }
+  checkReducer(args, joinPath(at, op));
 }
 
 /** Refuse literal paths through forbidden segments (dynamic paths are guarded at lookup). */

@@ -17,6 +17,7 @@ import type { Policy } from './policy.ts';
 import type { TransformSupervisor } from './sandbox/supervisor.ts';
 import { createRouter } from './route.ts';
 import type { MatchTrace } from './rules.ts';
+import { renderLimits } from './render-budget.ts';
 
 export type DryRunRequest = {
   hook: string;
@@ -48,6 +49,7 @@ export async function dryRun(
     policy,
     maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
     maxActions: config.hooks.maxActionsPerRequest,
+    renderLimits: renderLimits(config.hooks),
     newId: randomUUID,
   };
   let trace: MatchTrace[] = [];

@@ -24,6 +24,10 @@ export const ERRORS = Object.freeze({
   request_timeout: { status: 408, message: 'The request body did not arrive in time.' },
   invalid_json: { status: 400, message: 'The body must be a UTF-8 JSON object.' },
   invalid_payload: { status: 400, message: 'The payload does not match the endpoint schema.' },
+  rendered_too_large: {
+    status: 400,
+    message: 'A mapping rendered more than its byte bound (hooks.maxRendered*Bytes).',
+  },
   unknown_hook: { status: 404, message: 'No hook with this name.' },
   agent_not_allowed: { status: 403, message: 'This agent may not be targeted by hooks.' },
   session_key_not_allowed: { status: 403, message: 'This session key is not allowed.' },
@@ -49,24 +53,35 @@ export class HookError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly headers: Readonly<Record<string, string>> | undefined;
+  /** Structured facts about the refusal (e.g. the mapping and field), sent with the message. */
+  readonly details: Readonly<Record<string, unknown>> | undefined;
 
   constructor(
     code: ErrorCode,
     message?: string,
-    options?: { cause?: unknown; headers?: Record<string, string> },
+    options?: {
+      cause?: unknown;
+      headers?: Record<string, string>;
+      details?: Record<string, unknown>;
+    },
   ) {
     super(message ?? ERRORS[code].message, { cause: options?.cause });
     this.name = 'HookError';
     this.code = code;
     this.status = ERRORS[code].status;
     this.headers = options?.headers;
+    this.details = options?.details && Object.freeze({ ...options.details });
   }
 
   private serialised: string | undefined;
 
   /** The JSON body a caller receives. */
-  toBody(): { ok: false; error: { code: ErrorCode; message: string } } {
-    return { ok: false, error: { code: this.code, message: this.message } };
+  toBody(): {
+    ok: false;
+    error: { code: ErrorCode; message: string; details?: Readonly<Record<string, unknown>> };
+  } {
+    const { code, message, details } = this;
+    return { ok: false, error: { code, message, ...(details !== undefined && { details }) } };
   }
 
   /** The body as JSON text, serialised once (shared refusals are thrown many times). */

@@ -24,6 +24,7 @@ import { createRouter } from './route.ts';
 import { compileMappings } from './mappings.ts';
 import { type Runtime, startRuntime } from './runtime/runtime.ts';
 import { startTransforms } from './sandbox/start.ts';
+import { renderLimits } from './render-budget.ts';
 
 export type Hookgate = {
   /** Base URL the server listens on, e.g. http://127.0.0.1:8787 */
@@ -99,6 +100,7 @@ export async function startHookgate(
         policy,
         maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
         maxActions: config.hooks.maxActionsPerRequest,
+        renderLimits: renderLimits(config.hooks),
         newId: randomUUID,
         lastChannel: () => runtime?.store.lastRoute(config.session.mainKey)?.channel,
         ...(transforms && { transforms }),

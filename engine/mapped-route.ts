@@ -18,6 +18,8 @@ import { validateAgent, validateWake } from './payload-validators.ts';
 import { HookError } from './errors.ts';
 import { lookupOwn, toEvaluatorData } from './evaluator-data.ts';
 import { publicHeaders } from './headers.ts';
+import { accountAction, refusal, renderFields, templateContext } from './mapped-fields.ts';
+import { RenderBudget, type RenderLimits } from './render-budget.ts';
 import type { CompiledMapping } from './mappings.ts';
 import { hookIsMapped, type RuleData, type Selection, selectMapping } from './rules.ts';
 import type { TransformSupervisor } from './sandbox/supervisor.ts';
@@ -48,8 +50,13 @@ export function selectFor(
   return { selection: selectMapping(mappings, data), data };
 }
 
-/** Context the mapped route needs besides the policy: the fan-out cap and the transforms. */
-export type MappedContext = BuildContext & { maxActions: number; transforms?: TransformSupervisor };
+/** Context the mapped route needs besides the policy: the fan-out cap, render bounds, transforms. */
+export type MappedContext = BuildContext & {
+  maxActions: number;
+  /** Bounds of rendered fields, actions and the request (defaults when omitted). */
+  renderLimits?: RenderLimits;
+  transforms?: TransformSupervisor;
+};
 
 /** Build the actions of a selected mapping; throws HookError naming the mapping on bad output. */
 export async function buildMappedActions(
@@ -60,13 +67,14 @@ export async function buildMappedActions(
 ): Promise<Accepted> {
   if (mapping.transform) return buildWithTransform(mapping, envelope, data, ctx);
   const items = fanOutItems(mapping, data, ctx.maxActions);
+  // One budget for the whole request: all actions of a fan-out share it.
+  const budget = new RenderBudget(ctx.renderLimits);
+  // Built once: copying a payload with many top-level keys once per element would multiply it.
+  const context = templateContext(data, envelope.receivedAt, {});
   const actions: Action[] = items.map((item, index) => {
-    const context = templateContext(
-      data,
-      envelope.receivedAt,
-      mapping.forEach ? { item, index } : {},
-    );
-    const fields = renderFields(mapping, context);
+    // Rendering is synchronous: the one context can carry each element in turn.
+    if (mapping.forEach) Object.assign(context, { item, index });
+    const fields = renderFields(mapping, context, budget);
     return buildFrom(
       mapping,
       envelope,
@@ -91,7 +99,11 @@ async function buildWithTransform(
 ): Promise<Accepted> {
   if (!ctx.transforms || !mapping.transform)
     throw new HookError('transform_failed', 'No transform process.');
-  const base = renderFields(mapping, templateContext(data, envelope.receivedAt, {}));
+  const base = renderFields(
+    mapping,
+    templateContext(data, envelope.receivedAt, {}),
+    new RenderBudget(ctx.renderLimits),
+  );
   const input = {
     payload: envelope.payload,
     headers: data.headers,
@@ -110,6 +122,9 @@ async function buildWithTransform(
     throw err;
   }
   if (merged === null || merged.length === 0) return { actions: [], response: null };
+  // What the transform returned faces the same bounds as rendered fields.
+  const budget = new RenderBudget(ctx.renderLimits);
+  for (const { fields } of merged) accountAction(mapping, fields, budget);
   const actions = merged.map(({ kind, fields, keyFromTransform }) => {
     // A key chosen by user code counts as request-supplied (hooks.allowRequestSessionKey).
     const provenance: Provenance = keyFromTransform
@@ -149,60 +164,6 @@ function truncation(
   return items.length > accepted ? { truncated: { total: items.length, accepted } } : {};
 }
 
-/** Template context: payload fields bare, then the named parts (which win over bare fields). */
-function templateContext(
-  data: RuleData,
-  receivedAt: string,
-  extra: { item?: unknown; index?: number },
-): unknown {
-  const context: Record<string, unknown> = Object.create(null);
-  const payload = data.payload;
-  if (payload !== null && typeof payload === 'object' && !Array.isArray(payload))
-    Object.assign(context, payload);
-  Object.assign(context, {
-    payload,
-    headers: data.headers,
-    query: data.query,
-    path: data.path,
-    hook: data.hook,
-    method: data.method,
-    now: receivedAt,
-    ...extra,
-  });
-  return context;
-}
-
-/** The mapping's fields for this context, in the shape of its action kind's payload. */
-function renderFields(mapping: CompiledMapping, context: unknown): Record<string, unknown> {
-  const rendered: Record<string, unknown> = {};
-  for (const [field, plan] of Object.entries(mapping.fields)) {
-    const value = typeof plan === 'string' ? plan : plan(context);
-    // An optional field whose template renders nothing is absent (defaults apply); an empty
-    // message or text stays, and is refused by validation.
-    if (value === '' && field !== 'message' && field !== 'text') continue;
-    rendered[field] = value;
-  }
-  const key = mapping.sessionKey;
-  if (key !== undefined) {
-    rendered['sessionKey'] =
-      'static' in key ? key.static : renderKey(mapping, key.template, context);
-  }
-  if (mapping.kind === 'wake') {
-    const text = rendered['text'] ?? rendered['message'];
-    const mode = rendered['mode'] ?? rendered['wakeMode'];
-    return { ...(text !== undefined && { text }), ...(mode !== undefined && { mode }) };
-  }
-  const message = rendered['message'] ?? rendered['text'];
-  const wakeMode = rendered['wakeMode'] ?? rendered['mode'];
-  return {
-    ...(message !== undefined && { message }),
-    ...pick(rendered, ['name', 'sessionKey', 'agentId', 'channel', 'to', 'model', 'thinking']),
-    ...(wakeMode !== undefined && { wakeMode }),
-    ...(mapping.deliver !== undefined && { deliver: mapping.deliver }),
-    ...(mapping.timeoutSeconds !== undefined && { timeoutSeconds: mapping.timeoutSeconds }),
-  };
-}
-
 /** Validate the fields against the payload schema, then build through the shared builders. */
 function buildFrom(
   mapping: CompiledMapping,
@@ -238,25 +199,6 @@ function buildFrom(
   }
 }
 
-function renderKey(
-  mapping: CompiledMapping,
-  template: { render(context: unknown): string },
-  context: unknown,
-): string {
-  try {
-    return template.render(context);
-  } catch (err) {
-    if (err instanceof HookError) throw refusal(mapping, err.code, err.message);
-    throw err;
-  }
-}
-
-function pick(source: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key of keys) if (source[key] !== undefined) out[key] = source[key];
-  return out;
-}
-
 function valid<T>(
   mapping: CompiledMapping,
   check: (value: unknown) => { ok: true; value: T } | { ok: false; field: string; message: string },
@@ -268,9 +210,4 @@ function valid<T>(
   const empty = ['is required', 'must not be empty', 'must not be blank'].includes(result.message);
   const what = empty ? 'rendered empty' : result.message;
   throw refusal(mapping, code, `${result.field}: ${what}`);
-}
-
-function refusal(mapping: CompiledMapping, code: HookError['code'], message: string): HookError {
-  const text = message.startsWith('Mapping "') ? message : `Mapping "${mapping.id}": ${message}`;
-  return new HookError(code, text);
 }

@@ -6,6 +6,7 @@
  * which is why such keys need no hooks.allowRequestSessionKey.
  */
 import { HookError } from './errors.ts';
+import type { RenderBudget } from './render-budget.ts';
 import { compileTemplate, parseTemplate, type Template } from './templates.ts';
 
 /** Characters an interpolated session-key value may contain. */
@@ -15,7 +16,7 @@ export type SessionKeyTemplate = {
   /** The fixed namespace, e.g. `hook:gmail:`. */
   prefix: string;
   /** Render for a context; throws 400 invalid_session_key for an empty or unsafe value. */
-  render(context: unknown): string;
+  render(context: unknown, budget?: RenderBudget): string;
 };
 
 type Part = string | Template;
@@ -51,20 +52,20 @@ export function compileSessionKeyTemplate(source: string): SessionKeyTemplate {
   }
   return {
     prefix,
-    render(context) {
+    render(context, budget) {
       let key = '';
       for (const part of parts) {
         if (typeof part === 'string') {
           key += part;
           continue;
         }
-        const value = part(context);
+        const value = part(context, budget);
         if (!SAFE_KEY_VALUE.test(value)) {
           throw new HookError(
             'invalid_session_key',
             value === ''
               ? 'sessionKey: an interpolated value is empty.'
-              : 'sessionKey: interpolated values may only contain letters, digits and ._@+-',
+              : 'sessionKey: interpolated values may only contain letters, digits and ._@+- (keySegment turns any text into such a value)',
           );
         }
         key += value;

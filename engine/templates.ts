@@ -2,20 +2,64 @@
  * Handlebars templates for mapped hooks: compiled once at boot from config
  * strings (never from request data), in a private Handlebars environment
  * with prototype access off, no HTML escaping (these are prompts, not pages)
- * and a small set of total helpers. Rendering never throws.
+ * and a small set of total helpers.
+ *
+ * Rendering is bounded while it runs (render-budget.ts): every `{{value}}` is
+ * routed through one output helper that charges its length, the loop helper
+ * `each` checks its output after every iteration, and helpers charge the text
+ * they build. Objects and arrays interpolated with `{{value}}` render as
+ * compact JSON. Partials and decorators are refused at boot. Rendering throws
+ * only RenderLimitError; any other failure renders ''.
  */
 import Handlebars from 'handlebars';
+import { keySegment } from './key-segment.ts';
+import { RenderBudget, RenderLimitError } from './render-budget.ts';
 
-/** A compiled template: renders a context to a string, '' when rendering fails. */
-export type Template = (context: unknown) => string;
+/** A compiled template: renders a context within a budget (a fresh default one when omitted). */
+export type Template = (context: unknown, budget?: RenderBudget) => string;
 
 const hb = Handlebars.create();
 hb.unregisterHelper('log');
 
-function text(value: unknown): string {
+// The budget of the render in progress. Rendering is synchronous and never re-entrant.
+let active = new RenderBudget();
+
+// The helper every interpolation goes through (inserted by the AST rewrite below).
+const OUTPUT = 'hookgateOutput';
+
+/** How an interpolated value reads: strings as they are, objects and arrays as compact JSON. */
+function display(value: unknown): string {
+  if (typeof value === 'string') return value;
   if (value === null || value === undefined) return '';
-  if (typeof value === 'object') return Array.isArray(value) ? value.map(text).join(', ') : '';
-  return String(value);
+  if (typeof value === 'object') return toJson(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
+    return String(value);
+  return '';
+}
+
+function toJson(value: unknown): string {
+  try {
+    return JSON.stringify(value ?? null) ?? 'null';
+  } catch {
+    return 'null';
+  }
+}
+
+/** Text of a helper argument: arrays joined with ", " (bounded), objects as JSON. */
+function text(value: unknown): string {
+  if (!Array.isArray(value)) return display(value);
+  return joinBounded(value, ', ');
+}
+
+// Builds the joined text piece by piece, so a long array with a long separator stops at the bound.
+function joinBounded(items: readonly unknown[], separator: string): string {
+  let out = '';
+  for (let i = 0; i < items.length; i++) {
+    const piece = (i === 0 ? '' : separator) + text(items[i]);
+    out += piece;
+    active.grow(out.length, piece.length);
+  }
+  return out;
 }
 
 // Handlebars passes its options object last: a parameter that is not a plain value is "absent".
@@ -23,40 +67,107 @@ function given<T>(value: unknown, type: 'string' | 'number'): T | undefined {
   return typeof value === type ? (value as T) : undefined;
 }
 
+/** Charge a helper's result as work (its output is charged again if it is interpolated). */
+function made(result: string): string {
+  active.spend(result.length);
+  return result;
+}
+
 const HELPERS: Record<string, (...args: unknown[]) => unknown> = {
-  json: (value) => {
-    try {
-      return JSON.stringify(value ?? null) ?? 'null';
-    } catch {
-      return 'null';
-    }
-  },
+  json: (value) => made(toJson(value)),
   default: (value, fallback) =>
     value === undefined || value === null || value === ''
-      ? text(given(fallback, 'string') ?? fallback)
+      ? made(text(given(fallback, 'string') ?? fallback))
       : value,
   truncate: (value, length) => {
     const limit = given<number>(length, 'number') ?? 200;
-    const s = text(value);
+    const s = made(text(value));
     return s.length > limit ? `${s.slice(0, Math.max(0, limit - 1))}…` : s;
   },
-  lower: (value) => text(value).toLowerCase(),
-  upper: (value) => text(value).toUpperCase(),
+  lower: (value) => made(made(text(value)).toLowerCase()),
+  upper: (value) => made(made(text(value)).toUpperCase()),
   join: (value, separator) =>
-    Array.isArray(value) ? value.map(text).join(given(separator, 'string') ?? ', ') : text(value),
-  eq: (a, b) => a === b,
+    Array.isArray(value)
+      ? joinBounded(value, given(separator, 'string') ?? ', ')
+      : made(text(value)),
+  eq: (a, b) => {
+    // Comparing two long strings costs their length: charged, as loops may repeat it.
+    if (typeof a === 'string' && typeof b === 'string') active.spend(Math.min(a.length, b.length));
+    return a === b;
+  },
+  keySegment: (value) => made(keySegment(text(value))),
 };
 for (const [name, helper] of Object.entries(HELPERS)) hb.registerHelper(name, helper);
+
+hb.registerHelper(OUTPUT, (value: unknown) => {
+  const s = display(value);
+  active.output(s.length);
+  return s;
+});
+
+hb.registerHelper('each', boundedEach);
+
+// The built-in blocks that may run their body with a plain value as context.
+for (const name of ['with', 'blockHelperMissing']) {
+  const builtIn = hb.helpers[name] as (...args: unknown[]) => unknown;
+  hb.registerHelper(name, function comparableBlock(this: unknown, ...args: unknown[]) {
+    comparable(this);
+    return builtIn.apply(this, args);
+  });
+}
+
+type BlockOptions = Handlebars.HelperOptions & { data?: Record<string, unknown> };
+
+/** `each` over arrays and objects, checking the budget after every iteration. */
+function boundedEach(this: unknown, context: unknown, options: BlockOptions): string {
+  if (!options || typeof options.fn !== 'function') return '';
+  if (context === null || typeof context !== 'object') return options.inverse(this);
+  const isArray = Array.isArray(context);
+  const keys = isArray ? undefined : Object.keys(context);
+  const count = keys ? keys.length : (context as unknown[]).length;
+  if (count === 0) return options.inverse(this);
+  comparable(this);
+  const data = options.data ? hb.createFrame(options.data) : undefined;
+  let out = '';
+  for (let i = 0; i < count; i++) {
+    const key = keys ? (keys[i] as string) : i;
+    const value = (context as Record<string | number, unknown>)[key];
+    if (data) {
+      data['key'] = key;
+      data['index'] = i;
+      data['first'] = i === 0;
+      data['last'] = i === count - 1;
+    }
+    const piece = options.fn(value, { data, blockParams: [value, key] });
+    out += piece;
+    active.iterate(out.length, piece.length);
+  }
+  return out;
+}
+
+const coerceToNaN = () => Number.NaN;
+
+/**
+ * Handlebars compares each iteration's context with the enclosing one using `!=`
+ * (to track `../`): a primitive element against a prototype-free object would throw
+ * on coercion. Such an object gets a hidden Symbol.toPrimitive giving NaN (unequal to
+ * everything), invisible to paths, keys and JSON.
+ */
+function comparable(context: unknown): void {
+  if (context === null || typeof context !== 'object' || Object.getPrototypeOf(context) !== null)
+    return;
+  if (Symbol.toPrimitive in context || !Object.isExtensible(context)) return;
+  Object.defineProperty(context, Symbol.toPrimitive, { value: coerceToNaN });
+}
+
+const KNOWN = [...Object.keys(HELPERS), OUTPUT, 'each'];
 
 const COMPILE_OPTIONS = {
   noEscape: true,
   strict: false,
   knownHelpersOnly: true,
   // `log` is a Handlebars built-in that writes to the console: unregistered and unknown here.
-  knownHelpers: {
-    ...Object.fromEntries(Object.keys(HELPERS).map((name) => [name, true])),
-    log: false,
-  },
+  knownHelpers: { ...Object.fromEntries(KNOWN.map((name) => [name, true])), log: false },
 } as const;
 
 const RUNTIME_OPTIONS = {
@@ -65,19 +176,24 @@ const RUNTIME_OPTIONS = {
   allowProtoMethodsByDefault: false,
 } as const;
 
-/** Names of the registered helpers, for documentation and `check`. */
+/** Names of the helpers templates may call, for documentation and `check`. */
 export const HELPER_NAMES = Object.freeze(Object.keys(HELPERS));
 
-/** Compile a template from a config string; throws with Handlebars' message on a syntax error. */
+/** Compile a template from a config string; throws with a message on a syntax error or a partial. */
 export function compileTemplate(source: string): Template {
   // precompile is eager: syntax errors and unknown helpers surface now, at boot.
-  hb.precompile(source, COMPILE_OPTIONS);
-  const render = hb.compile(source, COMPILE_OPTIONS);
-  return function renderTemplate(context) {
+  hb.precompile(bounded(source), COMPILE_OPTIONS);
+  const render = hb.compile(bounded(source), COMPILE_OPTIONS);
+  return function renderTemplate(context, budget) {
+    const previous = active;
+    active = budget ?? new RenderBudget();
     try {
       return render(context, RUNTIME_OPTIONS);
-    } catch {
+    } catch (err) {
+      if (err instanceof RenderLimitError) throw err;
       return '';
+    } finally {
+      active = previous;
     }
   };
 }
@@ -85,4 +201,62 @@ export function compileTemplate(source: string): Template {
 /** Parse a template into Handlebars' AST (for session-key templates that need its parts). */
 export function parseTemplate(source: string): hbs.AST.Program {
   return hb.parse(source);
+}
+
+/** The template's AST with every interpolation routed through the output helper. */
+function bounded(source: string): hbs.AST.Program {
+  const program = hb.parseWithoutProcessing(source);
+  rewrite(program);
+  return program;
+}
+
+function rewrite(program: hbs.AST.Program | undefined): void {
+  if (!program) return;
+  for (const node of program.body) {
+    switch (node.type) {
+      case 'MustacheStatement':
+        routeThroughOutput(node as hbs.AST.MustacheStatement);
+        break;
+      case 'BlockStatement':
+        rewrite((node as hbs.AST.BlockStatement).program);
+        rewrite((node as hbs.AST.BlockStatement).inverse);
+        break;
+      case 'PartialStatement':
+      case 'PartialBlockStatement':
+        throw new Error('partials ({{> name}}) are not available in hookgate templates');
+      case 'Decorator':
+      case 'DecoratorBlock':
+        throw new Error('decorators ({{* name}}) are not available in hookgate templates');
+    }
+  }
+}
+
+/** `{{x}}` becomes `{{hookgateOutput x}}`; `{{helper a b}}` becomes `{{hookgateOutput (helper a b)}}`. */
+function routeThroughOutput(node: hbs.AST.MustacheStatement): void {
+  const loc = node.loc;
+  const call = node.params.length > 0 || node.hash !== undefined || isHelperName(node.path);
+  const inner = call
+    ? ({
+        type: 'SubExpression',
+        path: node.path,
+        params: node.params,
+        hash: node.hash,
+        loc,
+      } as unknown as hbs.AST.Expression)
+    : (node.path as hbs.AST.Expression);
+  const path = {
+    type: 'PathExpression',
+    data: false,
+    depth: 0,
+    parts: [OUTPUT],
+    original: OUTPUT,
+    loc,
+  };
+  Object.assign(node, { path, params: [inner], hash: undefined });
+}
+
+function isHelperName(path: hbs.AST.Expression): boolean {
+  if (path.type !== 'PathExpression') return false;
+  const p = path as hbs.AST.PathExpression;
+  return p.parts.length === 1 && !p.data && p.depth === 0 && KNOWN.includes(p.original);
 }

@@ -81,6 +81,10 @@ const hooksSchema = {
     mappings: { type: 'array', items: mappingSchema, default: [] },
     // Most actions one request may create (a mapping's forEach fan-out).
     maxActionsPerRequest: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },
+    // Bounds of what a mapping renders: one field, one action (its fields), one request (all actions).
+    maxRenderedFieldBytes: { type: 'integer', minimum: 1024, default: 262_144 },
+    maxRenderedActionBytes: { type: 'integer', minimum: 1024, default: 262_144 },
+    maxRenderedRequestBytes: { type: 'integer', minimum: 1024, default: 1_048_576 },
     // Inside the transforms root (hooks/transforms beside the config file); relative to it.
     transformsDir: nonEmpty,
     transforms: {

@@ -50,6 +50,32 @@ describe('evaluation', () => {
   });
 });
 
+describe('evaluation work', () => {
+  const rule = {
+    some: [
+      { var: 'payload.rows' },
+      { some: [{ var: 'cells' }, { '==': [{ var: '' }, 'needle'] }] },
+    ],
+  };
+  const rows = (needleAt: number) =>
+    Array.from({ length: 400 }, (_, i) => ({
+      cells: Array.from({ length: 50 }, (_, j) => (i * 50 + j === needleAt ? 'needle' : 'ab')),
+    }));
+
+  it('matches a needle found within the lookup budget', () => {
+    expect(compileCondition(rule)(toEvaluatorData({ payload: { rows: rows(100) } }))).toBe(true);
+  });
+
+  it('stops a wide payload under nested some at the lookup budget (wide JSON attack)', () => {
+    // 20,000 cells: the needle is past MAX_LOOKUPS, so the evaluation stops: no match.
+    expect(compileCondition(rule)(toEvaluatorData({ payload: { rows: rows(19_999) } }))).toBe(
+      false,
+    );
+    // The budget is per evaluation: the next request starts afresh.
+    expect(compileCondition(rule)(toEvaluatorData({ payload: { rows: rows(100) } }))).toBe(true);
+  });
+});
+
 describe('validation at boot', () => {
   it.each([
     ['unknown operator', { regex: ['a', 'b'] }, 'regex'],
@@ -60,9 +86,61 @@ describe('validation at boot', () => {
     ['prototype in missing', { missing: ['a.prototype'] }, 'prototype'],
     ['prototype in missing_some', { missing_some: [1, ['a', 'prototype']] }, 'prototype'],
     ['var with default', { var: ['__proto__', 1] }, '__proto__'],
+    [
+      'a growing reduce accumulator (quadratic merge attack)',
+      {
+        reduce: [{ var: 'payload.a' }, { merge: [{ var: 'accumulator' }, { var: 'current' }] }, []],
+      },
+      'merge',
+    ],
+    [
+      'a doubling reduce accumulator (exponential cat attack)',
+      {
+        reduce: [
+          { var: 'payload.a' },
+          { cat: [{ var: 'accumulator' }, { var: 'accumulator' }] },
+          'x',
+        ],
+      },
+      'cat',
+    ],
+    [
+      'a reduce that keeps a large accumulator and re-reads it (if)',
+      {
+        reduce: [
+          { var: 'payload.a' },
+          { if: [{ '==': [{ var: 'accumulator' }, 1] }, 1, { var: 'accumulator' }] },
+          { var: 'payload.a' },
+        ],
+      },
+      'if',
+    ],
+    [
+      'a reduce that keeps a large accumulator through a computed var fallback',
+      {
+        reduce: [
+          { var: 'payload.a' },
+          { var: [{ '==': [{ var: 'accumulator' }, 1] }, { var: 'accumulator' }] },
+          { var: 'payload.a' },
+        ],
+      },
+      'literal path',
+    ],
   ])('refuses %s', (_name, rule, mention) => {
     expect(() => compileCondition(rule)).toThrow(RuleError);
     expect(() => compileCondition(rule)).toThrow(mention);
+  });
+
+  it('accepts a reduce that computes a number', () => {
+    const rule = {
+      '>': [
+        {
+          reduce: [{ var: 'payload.a' }, { '+': [{ var: 'accumulator' }, { var: 'current' }] }, 0],
+        },
+        5,
+      ],
+    };
+    expect(compileCondition(rule)(toEvaluatorData({ payload: { a: [1, 2, 3] } }))).toBe(true);
   });
 
   it('refuses rules nested too deep', () => {

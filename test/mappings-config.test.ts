@@ -42,6 +42,21 @@ describe('boot errors', () => {
       'hooks.mappings.0.templates.name',
     ],
     [
+      'a partial in a template',
+      m({ templates: { message: '{{> header}}' } }),
+      'hooks.mappings.0.templates.message: (mapping "m1") partials',
+    ],
+    [
+      'a growing reduce in a condition',
+      m({
+        match: {
+          path: 'x',
+          when: { reduce: [{ var: 'payload.a' }, { cat: [{ var: 'accumulator' }, 'x'] }, ''] },
+        },
+      }),
+      'hooks.mappings.0.match.when.reduce.1: (mapping "m1")',
+    ],
+    [
       'unknown operator',
       m({ match: { path: 'x', when: { regex: [1] } } }),
       'hooks.mappings.0.match.when: (mapping "m1") unknown operator',
@@ -126,6 +141,23 @@ describe('boot errors', () => {
       agents: { list: [{ id: 'main' }, { id: 'qa' }], defaults: { models: { 'a/b': {} } } },
     };
     expect(bootError({ ...hooks, allowedAgentIds: ['main'] }, extra)).toContain(expected);
+  });
+});
+
+describe('render bounds', () => {
+  it('default to 256 KiB per field and action and 1 MiB per request', () => {
+    const { config } = resolveConfig({}, { baseDir: '/tmp', env: {} });
+    expect(config.hooks).toMatchObject({
+      maxRenderedFieldBytes: 262_144,
+      maxRenderedActionBytes: 262_144,
+      maxRenderedRequestBytes: 1_048_576,
+    });
+  });
+
+  it('refuses a bound below 1 KiB at boot, naming the setting', () => {
+    expect(() =>
+      resolveConfig({ hooks: { maxRenderedFieldBytes: 10 } }, { baseDir: '/tmp', env: {} }),
+    ).toThrow(/hooks\.maxRenderedFieldBytes/);
   });
 });
 

@@ -112,3 +112,47 @@ describe('session-key templates', () => {
     },
   );
 });
+
+describe('objects and arrays in templates', () => {
+  it('a template that interpolates an object renders it as JSON', () => {
+    const data = toEvaluatorData({ payload: { user: { login: 'ada', id: 7 }, text: 'hi' } });
+    expect(compileTemplate('{{payload.text}} from {{payload.user}}')(data)).toBe(
+      'hi from {"login":"ada","id":7}',
+    );
+  });
+
+  it('a template that interpolates an array renders it as JSON', () => {
+    const data = toEvaluatorData({ payload: { labels: [{ name: 'bug' }, 'x', 2] } });
+    expect(compileTemplate('labels: {{payload.labels}}')(data)).toBe(
+      'labels: [{"name":"bug"},"x",2]',
+    );
+  });
+
+  it.each([
+    ['with', '{{#with payload.name}}{{this}}/{{../payload.id}}{{/with}}'],
+    ['a block over a path', '{{#payload.name}}{{this}}/{{../payload.id}}{{/payload.name}}'],
+  ])('%s over a plain value may still reach the parent with ../', (_name, source) => {
+    const data = toEvaluatorData({ payload: { name: 'ada', id: 7 } });
+    expect(compileTemplate(source)(data)).toBe('ada/7');
+  });
+
+  it('each over plain values may still reach the parent with ../', () => {
+    const data = toEvaluatorData({
+      payload: { tags: ['a', 'b'], repo: { name: 'r', ids: [1, 2] } },
+    });
+    expect(
+      compileTemplate(
+        '{{#each payload.tags}}{{this}}@{{../payload.repo.name}};{{/each}}{{#with payload.repo}}{{#each ids}}{{this}}{{../name}}{{/each}}{{/with}}',
+      )(data),
+    ).toBe('a@r;b@r;1r2r');
+  });
+
+  it.each([
+    ['partial', '{{> header}}'],
+    ['partial block', '{{#> layout}}x{{/layout}}'],
+    ['inline partial (recursive partial attack)', '{{#*inline "p"}}{{> p}}{{/inline}}{{> p}}'],
+    ['decorator', '{{* decorate}}'],
+  ])('refuses a %s at boot', (_name, source) => {
+    expect(() => compileTemplate(source)).toThrow(/partials|decorators/);
+  });
+});

@@ -1,0 +1,52 @@
+/**
+ * Turning any text into one session-key segment (`A-Za-z0-9._@+-` only),
+ * injectively: two different inputs never give the same segment, so two
+ * senders cannot be merged into one session by choosing look-alike names.
+ * Readable for the common case: `owner/repo` becomes `owner@repo`.
+ *
+ * Encoding: letters, digits, `.`, `_` and `-` stay; `/` becomes `@`; every
+ * other UTF-16 code unit (`@` and `+` included) becomes `+XX` (two upper-case
+ * hex digits) when below 0x100, else `+uXXXX`. Decoding is unambiguous: `+`
+ * always opens an escape, `u` after it means four digits, and `@` only ever
+ * stands for `/`.
+ */
+
+// Characters that stand for themselves.
+const PLAIN = /^[A-Za-z0-9._-]$/;
+
+/** The segment for a string (empty for an empty string). */
+export function keySegment(text: string): string {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i] as string;
+    if (PLAIN.test(char)) out += char;
+    else if (char === '/') out += '@';
+    else out += escapeUnit(text.charCodeAt(i));
+  }
+  return out;
+}
+
+function escapeUnit(code: number): string {
+  const hex = code.toString(16).toUpperCase();
+  return code < 0x100 ? `+${hex.padStart(2, '0')}` : `+u${hex.padStart(4, '0')}`;
+}
+
+/** The inverse of keySegment (for tests and for operators reading keys back); null when malformed. */
+export function decodeKeySegment(segment: string): string | null {
+  let out = '';
+  for (let i = 0; i < segment.length; i++) {
+    const char = segment[i] as string;
+    if (char === '@') out += '/';
+    else if (char !== '+') {
+      if (!PLAIN.test(char)) return null;
+      out += char;
+    } else {
+      const wide = segment[i + 1] === 'u';
+      const digits = segment.slice(i + (wide ? 2 : 1), i + (wide ? 6 : 3));
+      if (!/^[0-9A-F]+$/.test(digits) || digits.length !== (wide ? 4 : 2)) return null;
+      out += String.fromCharCode(Number.parseInt(digits, 16));
+      i += wide ? 5 : 2;
+    }
+  }
+  return out;
+}
