@@ -11,8 +11,11 @@
  * literal `var` paths: the accumulator is then a number or a boolean after
  * the first step and can neither grow (`cat`, `merge`) nor be kept large and
  * re-read every step (`if`, `or`, a computed `var` fallback). Every data
- * lookup is also counted: an evaluation past MAX_LOOKUPS stops and is "no
- * match", so a wide payload under nested `some`/`all` cannot hold the loop.
+ * lookup is also counted: an evaluation past MAX_LOOKUPS stops with
+ * ConditionBudgetExceeded, so a wide payload under nested `some`/`all` cannot
+ * hold the loop. That one is not "no match": turning a true condition false
+ * would let a sender steer its request past a mapping to the next one, so the
+ * caller refuses the request instead.
  */
 import jsonLogic from 'json-logic-js';
 import { FORBIDDEN_SEGMENTS, lookupOwn } from './evaluator-data.ts';
@@ -30,8 +33,13 @@ export const MAX_LOOKUPS = 10_000;
 // Lookups made by the evaluation in progress (evaluation is synchronous, never re-entrant).
 let lookups = 0;
 
-/** Thrown when an evaluation runs out of lookups; caught by the condition: "no match". */
-class LookupBudgetExceeded extends Error {}
+/** Thrown when an evaluation runs out of lookups: the request is refused, never "no match". */
+export class ConditionBudgetExceeded extends Error {
+  constructor() {
+    super(`the condition needed more than ${MAX_LOOKUPS} lookups`);
+    this.name = 'ConditionBudgetExceeded';
+  }
+}
 
 // Operators an operator may use; `log` (console) and anything added later are refused.
 const KNOWN_OPERATORS: ReadonlySet<string> = new Set([
@@ -73,7 +81,7 @@ const KNOWN_OPERATORS: ReadonlySet<string> = new Set([
 
 // Own-property `var`, replacing json-logic-js's prototype-walking one (also used by `missing`).
 jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fallback?: unknown) {
-  if (++lookups > MAX_LOOKUPS) throw new LookupBudgetExceeded();
+  if (++lookups > MAX_LOOKUPS) throw new ConditionBudgetExceeded();
   const notFound = fallback === undefined ? null : fallback;
   if (path === undefined || path === null || path === '') return this;
   const found = lookupOwn(this, String(path));
@@ -112,14 +120,15 @@ export class RuleError extends Error {
   }
 }
 
-/** Validate a JSON-logic rule and compile it into a total predicate. */
+/** Validate a JSON-logic rule and compile it into a predicate: total, except past the lookup budget. */
 export function compileCondition(rule: unknown): Condition {
   validateRule(rule, '', 0);
   return function condition(data) {
     lookups = 0;
     try {
       return jsonLogic.truthy(jsonLogic.apply(rule as jsonLogic.RulesLogic, data));
-    } catch {
+    } catch (err) {
+      if (err instanceof ConditionBudgetExceeded) throw err;
       return false;
     }
   };

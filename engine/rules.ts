@@ -4,6 +4,8 @@
  * condition all hold wins. "No match" is a result, not an error; the trace
  * says for each mapping why it did or did not match.
  */
+import { ConditionBudgetExceeded, MAX_LOOKUPS } from './conditions.ts';
+import { HookError } from './errors.ts';
 import type { CompiledMapping } from './mappings.ts';
 
 /** Why a mapping did not match, or that it did. */
@@ -54,6 +56,20 @@ function matchOne(mapping: CompiledMapping, data: RuleData): MatchOutcome {
         : undefined;
     if (source !== mapping.source) return 'source';
   }
-  if (mapping.when && !mapping.when(data)) return 'when';
+  if (mapping.when && !whenHolds(mapping, data)) return 'when';
   return 'matched';
+}
+
+/** The mapping's condition; a payload too costly for it is refused (400), never passed on. */
+function whenHolds(mapping: CompiledMapping, data: RuleData): boolean {
+  try {
+    return (mapping.when as (data: unknown) => boolean)(data);
+  } catch (err) {
+    if (!(err instanceof ConditionBudgetExceeded)) throw err;
+    throw new HookError(
+      'invalid_payload',
+      `Mapping "${mapping.id}": the payload is too large for its condition (match.when needed more than ${MAX_LOOKUPS} lookups).`,
+      { details: { mappingId: mapping.id, field: 'match.when', limit: MAX_LOOKUPS } },
+    );
+  }
 }

@@ -3,7 +3,7 @@
  */
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { compileCondition, RuleError } from '../engine/conditions.ts';
+import { ConditionBudgetExceeded, compileCondition, RuleError } from '../engine/conditions.ts';
 import { toEvaluatorData } from '../engine/evaluator-data.ts';
 
 const data = toEvaluatorData({
@@ -67,10 +67,11 @@ describe('evaluation work', () => {
   });
 
   it('stops a wide payload under nested some at the lookup budget (wide JSON attack)', () => {
-    // 20,000 cells: the needle is past MAX_LOOKUPS, so the evaluation stops: no match.
-    expect(compileCondition(rule)(toEvaluatorData({ payload: { rows: rows(19_999) } }))).toBe(
-      false,
-    );
+    // 20,000 cells: the needle is past MAX_LOOKUPS, so the evaluation stops, and says so
+    // (a "no match" would let the sender pass this mapping by for the next one).
+    expect(() =>
+      compileCondition(rule)(toEvaluatorData({ payload: { rows: rows(19_999) } })),
+    ).toThrow(ConditionBudgetExceeded);
     // The budget is per evaluation: the next request starts afresh.
     expect(compileCondition(rule)(toEvaluatorData({ payload: { rows: rows(100) } }))).toBe(true);
   });

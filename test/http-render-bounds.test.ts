@@ -201,3 +201,45 @@ describe('rendered size bounds on what a transform returns', () => {
     expect((await send(server, 'fan', { n: 2 })).status).toBe(200);
   });
 });
+
+describe('condition work bound', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({
+      hooks: {
+        mappings: [
+          {
+            id: 'needle-guard',
+            match: {
+              path: 'guarded',
+              when: {
+                some: [
+                  { var: 'payload.rows' },
+                  { some: [{ var: 'cells' }, { '==': [{ var: '' }, 'needle'] }] },
+                ],
+              },
+            },
+            action: 'wake',
+            templates: { text: 'needle seen' },
+          },
+          { id: 'fallback', match: { path: 'guarded' }, action: 'wake', templates: { text: 'ok' } },
+        ],
+      },
+    });
+  });
+  afterAll(() => server.stop());
+
+  it('a wide payload that exhausts a condition is refused, not steered past it to the next mapping', async () => {
+    const before = await stored(server);
+    const rows = Array.from({ length: 400 }, (_, i) => ({
+      cells: Array.from({ length: 50 }, (_, j) => (i * 50 + j === 19_999 ? 'needle' : 'ab')),
+    }));
+    const { status, body } = await send(server, 'guarded', { rows });
+    expect(status).toBe(400);
+    expect(body?.error?.code).toBe('invalid_payload');
+    expect(body?.error?.details).toMatchObject({ mappingId: 'needle-guard', field: 'match.when' });
+    expect(await stored(server)).toBe(before);
+    // A payload the condition can judge still goes its way.
+    expect((await send(server, 'guarded', { rows: rows.slice(0, 10) })).status).toBe(200);
+  });
+});
