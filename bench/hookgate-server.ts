@@ -21,7 +21,8 @@ export async function startHookgateServer(
   spec: Extract<ServerSpec, { kind: 'hookgate' }>,
 ): Promise<string> {
   const raw = {
-    server: { host: '127.0.0.1', port: 0 },
+    // All load comes from one address here: the per-address cap must not cut the bench's connections.
+    server: { host: '127.0.0.1', port: 0, maxConnectionsPerAddress: 10_000 },
     hooks: {
       enabled: true,
       token: TOKEN,
