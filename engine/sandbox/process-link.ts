@@ -1,0 +1,136 @@
+/**
+ * One transform process and its channel. Commands go out on the child's
+ * stdin; answers come back on its fd 3 as capped frames, and each one is
+ * checked (message-check.ts) before the owner sees it. There is no Node IPC
+ * channel: the server parses nothing it did not ask for. Anything invalid
+ * (too large, malformed, a log flood) kills the process (SIGKILL) and is
+ * reported once; after that the link reads nothing more from it. stderr is
+ * read and logged within a small budget.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import type { Logger } from '../log.ts';
+import { encodeFrame, FrameReader } from './frames.ts';
+import { createLogBudget } from './log-budget.ts';
+import { checkMessage } from './message-check.ts';
+import type { FromSandbox, ToSandbox } from './protocol.ts';
+
+export type LinkEvents = {
+  /** A checked message from the process. */
+  message(message: FromSandbox): void;
+  /** The process sent something invalid; it is being killed. */
+  refused(reason: string): void;
+  /** The process is gone (after this, nothing more is reported). */
+  exit(code: number | null, signal: NodeJS.Signals | null): void;
+};
+
+export type LinkOptions = {
+  entry: string;
+  execArgv: string[];
+  maxFrameBytes: number;
+  maxOutputChars: number;
+  maxModules: number;
+  /** Process log messages ("reload failed", ...) allowed per minute before the process counts as flooding. */
+  maxLogsPerMinute: number;
+};
+
+export type ProcessLink = {
+  readonly pid: number | undefined;
+  send(message: ToSandbox): void;
+  /** SIGKILL; `exit` follows when the process is really gone. */
+  kill(): void;
+};
+
+const STDERR_CHUNKS_PER_MINUTE = 20;
+const STDERR_CHARS = 1000;
+
+/** Spawn a transform process and wire its channel to `events`. */
+export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEvents): ProcessLink {
+  const child: ChildProcess = spawn(process.execPath, [...options.execArgv, options.entry], {
+    stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
+  });
+  const reader = new FrameReader(options.maxFrameBytes);
+  const answers = child.stdio[3] as Readable;
+  let refused = false;
+  let exited = false;
+  let logWindow = { start: Date.now(), count: 0 };
+
+  const refuse = (reason: string): void => {
+    if (refused) return;
+    refused = true;
+    answers.removeAllListeners('data');
+    answers.destroy();
+    child.kill('SIGKILL');
+    events.refused(reason);
+  };
+  const overLogBudget = (): boolean => {
+    const now = Date.now();
+    if (now - logWindow.start >= 60_000) logWindow = { start: now, count: 0 };
+    return ++logWindow.count > options.maxLogsPerMinute;
+  };
+  const caps = { maxOutputChars: options.maxOutputChars, maxModules: options.maxModules };
+
+  answers.on('data', (chunk: Buffer) => {
+    const batch = reader.push(chunk);
+    for (const text of batch.frames) {
+      if (refused) return;
+      const checked = checkMessage(text, caps);
+      if (!checked.ok) return refuse(checked.reason);
+      if (checked.message.type === 'log' && overLogBudget()) return refuse('log flood');
+      try {
+        events.message(checked.message);
+      } catch (err) {
+        // A handler bug must not take the server down: treat it as a bad answer.
+        logger.error({ err: (err as Error).message }, 'transform message handling failed');
+        return refuse('unhandled message');
+      }
+    }
+    if (batch.error) refuse(batch.error);
+  });
+  answers.on('error', () => undefined);
+  child.stdin?.on('error', () => undefined);
+  watchStderr(child, logger);
+  const onGone = (code: number | null, signal: NodeJS.Signals | null): void => {
+    if (exited) return;
+    exited = true;
+    answers.destroy();
+    events.exit(code, signal);
+  };
+  child.on('exit', onGone);
+  // A process that could not be spawned at all never emits "exit".
+  child.on('error', (err) => {
+    logger.warn({ err: err.message }, 'transform process error');
+    if (child.pid === undefined) onGone(null, null);
+  });
+
+  return {
+    pid: child.pid,
+    send(message) {
+      if (exited || refused || !child.stdin?.writable) return;
+      child.stdin.write(encodeFrame(message));
+    },
+    kill() {
+      if (!exited) child.kill('SIGKILL');
+    },
+  };
+}
+
+/** stderr of a transform process (isolated-vm's fatal messages): to the log, within a budget. */
+function watchStderr(child: ChildProcess, logger: Logger): void {
+  const budget = createLogBudget(STDERR_CHUNKS_PER_MINUTE, (_key, suppressed) =>
+    logger.warn({ suppressed }, 'transform process stderr suppressed'),
+  );
+  child.stderr?.on('data', (chunk: Buffer) => {
+    if (!budget.take('stderr', Date.now())) return;
+    logger.warn(
+      {
+        pid: child.pid,
+        stderr: chunk
+          .toString('utf8', 0, Math.min(chunk.length, STDERR_CHARS * 4))
+          .slice(0, STDERR_CHARS),
+      },
+      'transform process stderr',
+    );
+  });
+  child.stderr?.on('error', () => undefined);
+}
