@@ -88,6 +88,10 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     if (batch.error) refuse(batch.error);
   });
   answers.on('error', () => undefined);
+  // A process that closes its answer channel can no longer answer: treat it as a bad answer.
+  answers.on('close', () => {
+    if (!exited) refuse('answer channel closed');
+  });
   child.stdin?.on('error', () => undefined);
   watchStderr(child, logger);
   const onGone = (code: number | null, signal: NodeJS.Signals | null): void => {
