@@ -29,6 +29,8 @@ export function lockdownScript(allowWebAssembly: boolean): string {
 export const CONSOLE_BOOTSTRAP = `(() => {
   const lines = [];
   let dropped = 0;
+  // Bound now: user code that replaces String.prototype methods later cannot lift the cut.
+  const cut = Function.prototype.call.bind(String.prototype.slice);
   const show = (value) => {
     if (typeof value === 'string') return value;
     try { return JSON.stringify(value) ?? String(value); } catch { return String(value); }
@@ -39,7 +41,7 @@ export const CONSOLE_BOOTSTRAP = `(() => {
     for (let i = 0; i < args.length && text.length < ${CONSOLE_LINE_CHARS}; i++) {
       text += (i ? ' ' : '') + show(args[i]);
     }
-    lines[lines.length] = { level, text: text.length > ${CONSOLE_LINE_CHARS} ? text.substring(0, ${CONSOLE_LINE_CHARS}) : text };
+    lines[lines.length] = { level, text: text.length > ${CONSOLE_LINE_CHARS} ? cut(text, 0, ${CONSOLE_LINE_CHARS}) : text };
   };
   globalThis.console = Object.freeze({
     log: collect('info'), info: collect('info'), debug: collect('debug'),

@@ -87,6 +87,8 @@ function readSource(spec: ModuleSpec, file: string): string {
 }
 
 async function loadModule(spec: ModuleSpec, files: Map<string, string>): Promise<Loaded> {
+  // Known before anything is checked: a refused entry is retried once it changes on disk.
+  files.set(spec.file, signatureOf(spec.file));
   const context = await isolate.createContext();
   try {
     await context.eval(lockdownScript(limits.allowWebAssembly));
