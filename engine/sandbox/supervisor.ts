@@ -9,10 +9,17 @@
  * transform_failed. The server keeps answering meanwhile.
  */
 import { HookError } from '../errors.ts';
+import {
+  type FailureReason,
+  failureMessage,
+  outcomeOf,
+  type TransformResult,
+} from './call-outcome.ts';
+import { createCallQueue } from './call-queue.ts';
 import type { Logger } from '../log.ts';
-import { createLogBudget, type LogBudget } from './log-budget.ts';
 import { realRootOf } from './module-files.ts';
 import { type ProcessLink, spawnLink } from './process-link.ts';
+import { createTransformLog, LOGS_PER_MODULE_PER_MINUTE } from './transform-log.ts';
 import {
   type FromSandbox,
   type LoadError,
@@ -33,8 +40,7 @@ export type SupervisorSettings = Omit<SandboxLimits, 'allowWebAssembly'> & {
 /** Engine-internal options (tests run a hostile child through `entry`). */
 export type SupervisorOptions = { size?: number; entry?: string };
 
-/** What a transform returned: `undefined` when it returned undefined. */
-export type TransformResult = { value: unknown };
+export type { TransformResult };
 
 export type TransformSupervisor = {
   /** Start the processes and load the modules; resolves with load errors by module key. */
@@ -76,7 +82,6 @@ const LOAD_TIMEOUT_MS = 15_000;
 /** A call that finds no ready process for this long fails (transform_failed, not a timeout). */
 const QUEUE_WAIT_MS = 15_000;
 const MAX_BACKOFF_MS = 5_000;
-const LOGS_PER_MODULE_PER_MINUTE = 20;
 
 /** Create the supervisor for a set of modules (nothing runs until start). */
 export function createSupervisor(
@@ -94,15 +99,14 @@ export function createSupervisor(
     loaded: false,
     exitWaiters: [],
   }));
-  const queue: Call[] = [];
-  const queueTimers = new Map<Call, NodeJS.Timeout>();
+  const queue = createCallQueue<Call>(QUEUE_WAIT_MS, (call) =>
+    call.reject(
+      new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'no-process')),
+    ),
+  );
   // A healthy process is never given more calls than it can finish within the deadline.
   const perProcess = Math.max(1, Math.floor(settings.deadlineMs / settings.cpuTimeoutMs) - 1);
-  const consoleBudget = budgetFor(
-    settings.consoleLinesPerMinute,
-    'transform console lines suppressed',
-  );
-  const logBudget = budgetFor(LOGS_PER_MODULE_PER_MINUTE, 'transform process log lines suppressed');
+  const log = createTransformLog(logger, mappingOf, settings.consoleLinesPerMinute);
   let nextId = 1;
   let closed = false;
   let started: Promise<Map<string, string>> | undefined;
@@ -122,12 +126,6 @@ export function createSupervisor(
     maxModules: modules.length,
     maxLogsPerMinute: LOGS_PER_MODULE_PER_MINUTE * modules.length + 10,
   };
-
-  function budgetFor(perMinute: number, what: string): LogBudget {
-    return createLogBudget(perMinute, (key, suppressed) =>
-      logger.warn({ mappingId: mappingOf.get(key), suppressed }, what),
-    );
-  }
 
   /** Spawn the slot's process; only ever called when the slot has none alive. */
   function spawnSlot(slot: Slot): void {
@@ -150,11 +148,7 @@ export function createSupervisor(
     if (message.type === 'loaded') onLoaded(slot, message.errors);
     else if (message.type === 'result') onResult(slot, message);
     else if (!mappingOf.has(message.key)) onRefused(slot, 'log for an unknown module');
-    else if (logBudget.take(message.key, Date.now()))
-      logger[message.level](
-        { mappingId: mappingOf.get(message.key), transform: true },
-        message.message,
-      );
+    else log.process(message);
   }
 
   function onLoaded(slot: Slot, errors: LoadError[]): void {
@@ -185,42 +179,17 @@ export function createSupervisor(
     }
     slot.inflight.delete(message.id);
     clearTimeout(call.timer);
-    logConsole(call.key, message);
-    const outcome = outcomeOf(mappingOf.get(call.key), message);
-    if (outcome instanceof HookError) call.reject(outcome);
-    else call.resolve(outcome);
-    pump();
-  }
-
-  function outcomeOf(
-    mappingId: string | undefined,
-    message: ResultMessage,
-  ): TransformResult | HookError {
+    log.console(call.key, message);
+    const mappingId = mappingOf.get(call.key);
     if (message.failure) {
       // The reason may quote payload data: only at debug level.
       logger.warn({ mappingId, kind: message.failure.kind }, 'transform failed');
       logger.debug({ mappingId, reason: message.failure.message }, 'transform failure reason');
-      const code = message.failure.kind === 'timeout' ? 'transform_timeout' : 'transform_failed';
-      return new HookError(code, failureMessage(mappingId, message.failure.kind));
     }
-    try {
-      return { value: message.output === undefined ? undefined : JSON.parse(message.output) };
-    } catch {
-      return new HookError(
-        'transform_invalid_output',
-        `Transform of mapping "${mappingId}" returned invalid JSON.`,
-      );
-    }
-  }
-
-  /** console.* from a transform: to the log with the mapping id, within the per-minute budget. */
-  function logConsole(key: string, message: ResultMessage): void {
-    const now = Date.now();
-    const mappingId = mappingOf.get(key);
-    for (const line of message.console) {
-      if (consoleBudget.take(key, now)) logger[line.level]({ mappingId, console: true }, line.text);
-    }
-    consoleBudget.drop(key, message.droppedLines, now);
+    const outcome = outcomeOf(mappingId, message);
+    if (outcome instanceof HookError) call.reject(outcome);
+    else call.resolve(outcome);
+    pump();
   }
 
   function onRefused(slot: Slot, reason: string): void {
@@ -259,11 +228,11 @@ export function createSupervisor(
       }
     }
     stopSlot(slot);
-    for (const other of again.reverse()) enqueue(other, true);
+    for (const other of again.reverse()) queue.add(other, true);
     pump();
   }
 
-  function failAll(slot: Slot, kind: string): void {
+  function failAll(slot: Slot, kind: FailureReason): void {
     for (const call of slot.inflight.values()) {
       clearTimeout(call.timer);
       call.reject(new HookError('transform_failed', failureMessage(mappingOf.get(call.key), kind)));
@@ -306,38 +275,20 @@ export function createSupervisor(
     }, delay).unref();
   }
 
-  function enqueue(call: Call, front = false): void {
-    if (front) queue.unshift(call);
-    else queue.push(call);
-    queueTimers.set(
-      call,
-      setTimeout(() => {
-        queueTimers.delete(call);
-        const at = queue.indexOf(call);
-        if (at >= 0) queue.splice(at, 1);
-        call.reject(
-          new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'no-process')),
-        );
-      }, QUEUE_WAIT_MS),
-    );
-  }
-
   /** Hand queued calls to the least busy ready process, within each process's share. */
   function pump(): void {
-    while (queue.length > 0) {
+    while (queue.size > 0) {
       let best: Slot | undefined;
       for (const slot of slots) {
         if (slot.state !== 'ready' || slot.inflight.size >= perProcess) continue;
         if (!best || slot.inflight.size < best.inflight.size) best = slot;
       }
       if (!best) return;
-      send(best, queue.shift() as Call);
+      send(best, queue.take() as Call);
     }
   }
 
   function send(slot: Slot, call: Call): void {
-    clearTimeout(queueTimers.get(call));
-    queueTimers.delete(call);
     const id = nextId++;
     slot.inflight.set(id, call);
     // The deadline counts from here: time spent waiting for a process is not the call's fault.
@@ -365,17 +316,14 @@ export function createSupervisor(
       if (!started) void this.start().catch(() => undefined);
       const text = JSON.stringify(input);
       return new Promise<TransformResult>((resolve, reject) => {
-        enqueue({ key, input: text, resolve, reject, requeued: false });
+        queue.add({ key, input: text, resolve, reject, requeued: false });
         pump();
       });
     },
     async close() {
       closed = true;
-      for (const call of queue.splice(0)) {
-        clearTimeout(queueTimers.get(call));
+      for (const call of queue.clear())
         call.reject(new HookError('transform_failed', 'The transform process is stopped.'));
-      }
-      queueTimers.clear();
       await Promise.all(slots.map(closeSlot));
     },
   };
@@ -386,15 +334,4 @@ export function createSupervisor(
     stopSlot(slot);
     await gone;
   }
-}
-
-function failureMessage(mappingId: string | undefined, kind: string): string {
-  const who = `Transform of mapping "${mappingId ?? '?'}"`;
-  if (kind === 'timeout') return `${who} did not finish in time.`;
-  if (kind === 'memory') return `${who} ran out of memory.`;
-  if (kind === 'crash') return `${who} failed: the transform process stopped.`;
-  if (kind === 'output') return `${who} returned an output that is too large.`;
-  if (kind === 'no-process') return `${who} failed: no transform process is available.`;
-  if (kind === 'unavailable') return `${who} failed: the module is not loaded.`;
-  return `${who} failed.`;
 }

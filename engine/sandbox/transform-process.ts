@@ -13,17 +13,15 @@ import { stripTypeScriptTypes } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ivm from 'isolated-vm';
+import { checkDrain } from './console-drain.ts';
 import { encodeFrame, FrameReader } from './frames.ts';
 import { CONSOLE_BOOTSTRAP, lockdownScript, RUNNER } from './isolate-scripts.ts';
 import { readContained, realRootOf, signatureOf } from './module-files.ts';
 import { ContainmentError, MODULE_EXTENSIONS, resolveContained } from './paths.ts';
 import {
-  CONSOLE_LINE_CHARS,
-  CONSOLE_LINES_PER_CALL,
   type ConsoleLine,
   type FailureKind,
   type FromSandbox,
-  MAX_DROPPED,
   MESSAGE_CHARS,
   type ModuleSpec,
   type SandboxLimits,
@@ -44,7 +42,6 @@ type Loaded = {
 type Refused = { spec: ModuleSpec; refused: string; files: Map<string, string> };
 
 const MB = 1024 * 1024;
-const DRAIN_CHARS = CONSOLE_LINES_PER_CALL * (CONSOLE_LINE_CHARS * 6 + 64) + 1024;
 
 let limits: SandboxLimits;
 let specs: ModuleSpec[] = [];
@@ -244,30 +241,10 @@ function drainConsole(
   loaded: Loaded,
 ): { console: ConsoleLine[]; droppedLines: number } | undefined {
   try {
-    const text = loaded.drain.applySync(undefined, [], { timeout: 50 }) as unknown;
-    if (typeof text !== 'string' || text.length > DRAIN_CHARS) return undefined;
-    return checkDrain(JSON.parse(text));
+    return checkDrain(loaded.drain.applySync(undefined, [], { timeout: 50 }) as unknown);
   } catch {
     return undefined;
   }
-}
-
-/** The drain's value, checked and capped here too (the server checks again). */
-function checkDrain(value: unknown): { console: ConsoleLine[]; droppedLines: number } | undefined {
-  if (value === null || typeof value !== 'object') return undefined;
-  const { lines, dropped } = value as { lines?: unknown; dropped?: unknown };
-  if (!Array.isArray(lines) || !Number.isSafeInteger(dropped) || (dropped as number) < 0)
-    return undefined;
-  const kept: ConsoleLine[] = [];
-  for (const line of lines.slice(0, CONSOLE_LINES_PER_CALL)) {
-    const { level, text } = (line ?? {}) as { level?: unknown; text?: unknown };
-    if (typeof text !== 'string') return undefined;
-    if (level !== 'info' && level !== 'warn' && level !== 'error' && level !== 'debug')
-      return undefined;
-    kept.push({ level, text: text.slice(0, CONSOLE_LINE_CHARS) });
-  }
-  const extra = lines.length - kept.length;
-  return { console: kept, droppedLines: Math.min(MAX_DROPPED, (dropped as number) + extra) };
 }
 
 async function call(id: number, key: string, input: string): Promise<void> {
