@@ -48,6 +48,7 @@ const STDERR_CHARS = 1000;
 export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEvents): ProcessLink {
   const child: ChildProcess = spawn(process.execPath, [...options.execArgv, options.entry], {
     stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
+    env: childEnv(),
   });
   const reader = new FrameReader(options.maxFrameBytes);
   const answers = child.stdio[3] as Readable;
@@ -117,6 +118,16 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
       if (!exited) child.kill('SIGKILL');
     },
   };
+}
+
+/** The server's environment holds secrets (tokens, keys): the process gets only what Node needs. */
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of ['NODE_OPTIONS', 'TZ', 'PATH']) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
 }
 
 /** stderr of a transform process (isolated-vm's fatal messages): to the log, within a budget. */

@@ -82,6 +82,11 @@ const LOAD_TIMEOUT_MS = 15_000;
 /** A call that finds no ready process for this long fails (transform_failed, not a timeout). */
 const QUEUE_WAIT_MS = 15_000;
 const MAX_BACKOFF_MS = 5_000;
+/**
+ * Calls one process holds at once (the rest wait in the server, their deadline not started):
+ * enough to keep its isolate busy, few enough that a killed process sends back a bounded batch.
+ */
+const CALLS_PER_PROCESS = 32;
 
 /** Create the supervisor for a set of modules (nothing runs until start). */
 export function createSupervisor(
@@ -104,8 +109,6 @@ export function createSupervisor(
       new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'no-process')),
     ),
   );
-  // A healthy process is never given more calls than it can finish within the deadline.
-  const perProcess = Math.max(1, Math.floor(settings.deadlineMs / settings.cpuTimeoutMs) - 1);
   const log = createTransformLog(logger, mappingOf, settings.consoleLinesPerMinute);
   let nextId = 1;
   let closed = false;
@@ -280,7 +283,7 @@ export function createSupervisor(
     while (queue.size > 0) {
       let best: Slot | undefined;
       for (const slot of slots) {
-        if (slot.state !== 'ready' || slot.inflight.size >= perProcess) continue;
+        if (slot.state !== 'ready' || slot.inflight.size >= CALLS_PER_PROCESS) continue;
         if (!best || slot.inflight.size < best.inflight.size) best = slot;
       }
       if (!best) return;
