@@ -156,6 +156,25 @@ describe('a lying transform process', () => {
   });
 });
 
+describe('a transform process that never finishes loading', () => {
+  it('is killed after the load timeout and the start fails; nothing is left behind', async () => {
+    const temp = tempDir();
+    const supervisor = createSupervisor(
+      [{ key: 'silent', mappingId: 'silent', root: temp.dir, file: path.join(temp.dir, 's.js') }],
+      SETTINGS,
+      createLogger('silent'),
+      { entry: LYING_CHILD },
+    );
+    try {
+      expect(await codeOf(supervisor.start())).toMatch(/not a HookError: .*exited/);
+      await waitFor(() => childPids().length === 0, 'the process to be gone');
+    } finally {
+      await supervisor.close();
+      temp.cleanup();
+    }
+  });
+});
+
 describe('the message check', () => {
   const caps = { maxOutputChars: 1000, maxModules: 2 };
 
