@@ -138,6 +138,15 @@ describe('a lying transform process', () => {
     });
   });
 
+  it('a process that dies with calls in flight: the oldest call fails, the others are sent again', async () => {
+    const [before] = childPids();
+    const held = supervisor.call('m', { attack: 'exit-on-next-call' });
+    const next = supervisor.call('m', { attack: 'none' });
+    expect(await codeOf(held)).toBe('transform_failed');
+    expect(await next).toEqual({ value: { message: 'honest' } });
+    expect(childPids()).not.toContain(before);
+  });
+
   it('an output that is not JSON is transform_invalid_output and the process stays', async () => {
     const [before] = childPids();
     expect(await codeOf(supervisor.call('m', { attack: 'output-invalid-json' }))).toBe(

@@ -89,9 +89,10 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     if (batch.error) refuse(batch.error);
   });
   answers.on('error', () => undefined);
-  // A process that closes its answer channel can no longer answer: treat it as a bad answer.
+  // A process that closes its answer channel can no longer answer: end it (its exit is reported
+  // as usual; the channel also closes just before a normal exit, so this is no refusal).
   answers.on('close', () => {
-    if (!exited) refuse('answer channel closed');
+    if (!exited) child.kill('SIGKILL');
   });
   child.stdin?.on('error', () => undefined);
   watchStderr(child, logger);

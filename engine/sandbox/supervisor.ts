@@ -216,22 +216,43 @@ export function createSupervisor(
       'transform missed its deadline; restarting its process',
     );
     call.reject(new HookError('transform_timeout', failureMessage(mappingId, 'timeout')));
-    const others = [...slot.inflight.values()];
-    slot.inflight.clear();
+    stopSlot(slot);
+    requeueAll(slot);
+  }
+
+  /**
+   * The process died on its own (an abort on a catastrophic isolate error, say): the oldest call
+   * (the one its isolate was running, calls run in order) fails, the others are sent again.
+   */
+  function onCrash(slot: Slot): void {
+    const [oldest] = slot.inflight;
+    if (oldest) {
+      const [id, call] = oldest;
+      slot.inflight.delete(id);
+      clearTimeout(call.timer);
+      call.reject(
+        new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
+      );
+    }
+    requeueAll(slot);
+  }
+
+  /** Calls a killed process held go back to the front of the queue, once; a second time they fail. */
+  function requeueAll(slot: Slot): void {
     const again: Call[] = [];
-    for (const other of others) {
-      clearTimeout(other.timer);
-      if (other.requeued)
-        other.reject(
-          new HookError('transform_failed', failureMessage(mappingOf.get(other.key), 'crash')),
+    for (const call of slot.inflight.values()) {
+      clearTimeout(call.timer);
+      if (call.requeued)
+        call.reject(
+          new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
         );
       else {
-        other.requeued = true;
-        again.push(other);
+        call.requeued = true;
+        again.push(call);
       }
     }
-    stopSlot(slot);
-    for (const other of again.reverse()) queue.add(other, true);
+    slot.inflight.clear();
+    for (const call of again.reverse()) queue.add(call, true);
     pump();
   }
 
@@ -252,12 +273,15 @@ export function createSupervisor(
 
   function onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
     const wasStarting = !slot.loaded;
-    if (slot.state !== 'stopping' && !closed)
-      logger.warn({ code, signal }, 'transform process stopped; restarting');
+    const crashed = slot.state !== 'stopping' && !closed;
     clearTimeout(slot.loadTimer);
-    failAll(slot, 'crash');
+    // Idle first: calls sent again below must not come back to this process.
     slot.state = 'idle';
     slot.link = undefined;
+    if (crashed) {
+      logger.warn({ code, signal }, 'transform process stopped; restarting');
+      onCrash(slot);
+    } else failAll(slot, 'crash');
     for (const waiter of slot.exitWaiters.splice(0)) waiter();
     if (slot.onStartFailed) {
       const fail = slot.onStartFailed;
