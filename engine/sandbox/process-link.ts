@@ -62,7 +62,7 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     answers.removeAllListeners('data');
     answers.destroy();
     child.kill('SIGKILL');
-    events.refused(reason);
+    guarded(logger, () => events.refused(reason));
   };
   const overLogBudget = (): boolean => {
     const now = Date.now();
@@ -71,22 +71,20 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
   };
   const caps = { maxOutputChars: options.maxOutputChars, maxModules: options.maxModules };
 
-  answers.on('data', (chunk: Buffer) => {
+  const onData = (chunk: Buffer): void => {
     const batch = reader.push(chunk);
     for (const text of batch.frames) {
       if (refused) return;
       const checked = checkMessage(text, caps);
       if (!checked.ok) return refuse(checked.reason);
       if (checked.message.type === 'log' && overLogBudget()) return refuse('log flood');
-      try {
-        events.message(checked.message);
-      } catch (err) {
-        // A handler bug must not take the server down: treat it as a bad answer.
-        logger.error({ err: (err as Error).message }, 'transform message handling failed');
-        return refuse('unhandled message');
-      }
+      events.message(checked.message);
     }
     if (batch.error) refuse(batch.error);
+  };
+  // Nothing a process sends, nor a bug in handling it, may take the server down: a bad answer.
+  answers.on('data', (chunk: Buffer) => {
+    if (!guarded(logger, () => onData(chunk))) refuse('unhandled answer');
   });
   answers.on('error', () => undefined);
   // A process that closes its answer channel can no longer answer: end it (its exit is reported
@@ -100,7 +98,7 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     if (exited) return;
     exited = true;
     answers.destroy();
-    events.exit(code, signal);
+    guarded(logger, () => events.exit(code, signal));
   };
   child.on('exit', onGone);
   // A process that could not be spawned at all never emits "exit".
@@ -119,6 +117,17 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
       if (!exited) child.kill('SIGKILL');
     },
   };
+}
+
+/** Run an event handler; nothing it throws escapes into the event loop. False when it threw. */
+function guarded(logger: Logger, handler: () => void): boolean {
+  try {
+    handler();
+    return true;
+  } catch (err) {
+    logger.error({ err: (err as Error)?.message }, 'transform process event handling failed');
+    return false;
+  }
 }
 
 /** The server's environment holds secrets (tokens, keys): the process gets only what Node needs. */
