@@ -76,8 +76,15 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     for (const text of batch.frames) {
       if (refused) return;
       const checked = checkMessage(text, caps);
-      if (!checked.ok) return refuse(checked.reason);
-      if (checked.message.type === 'log' && overLogBudget()) return refuse('log flood');
+      const problem = !checked.ok
+        ? checked.reason
+        : checked.message.type === 'log' && overLogBudget()
+          ? 'log flood'
+          : undefined;
+      if (problem !== undefined || !checked.ok) {
+        refuse(problem ?? 'invalid');
+        return;
+      }
       events.message(checked.message);
     }
     if (batch.error) refuse(batch.error);
