@@ -57,7 +57,8 @@ function openedPath(fd: number, file: string): string {
  */
 export function signatureOf(file: string): string {
   const link = lstatSync(file, { throwIfNoEntry: false });
-  const target = statSync(file, { throwIfNoEntry: false });
+  // One call per file in the common case: a regular file is its own target.
+  const target = link?.isSymbolicLink() ? statSync(file, { throwIfNoEntry: false }) : link;
   if (!link || !target) return 'missing';
   return `${link.ino}:${link.mtimeMs}:${link.size}/${target.ino}:${target.mtimeMs}:${target.size}`;
 }
