@@ -42,6 +42,8 @@ export type ProcessLink = {
 };
 
 const STDERR_CHUNKS_PER_MINUTE = 20;
+/** How long answers already in the pipe are still read after the process exited. */
+const DRAIN_AFTER_EXIT_MS = 500;
 const STDERR_CHARS = 1000;
 
 /** Spawn a transform process and wire its channel to `events`. */
@@ -53,7 +55,6 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
   const reader = new FrameReader(options.maxFrameBytes);
   const answers = child.stdio[3] as Readable;
   let refused = false;
-  let exited = false;
   let logWindow = { start: Date.now(), count: 0 };
 
   const refuse = (reason: string): void => {
@@ -94,18 +95,32 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     if (!guarded(logger, () => onData(chunk))) refuse('unhandled answer');
   });
   answers.on('error', () => undefined);
-  // A process that closes its answer channel can no longer answer: end it (its exit is reported
-  // as usual; the channel also closes just before a normal exit, so this is no refusal).
+  let dead = false;
+  let reported = false;
+  let answersClosed = false;
+  let exitStatus: [number | null, NodeJS.Signals | null] = [null, null];
+  const report = (): void => {
+    if (reported) return;
+    reported = true;
+    answers.destroy();
+    guarded(logger, () => events.exit(...exitStatus));
+  };
+  // A process that closes its answer channel can no longer answer: end it. The channel also
+  // closes as a process exits, and answers written just before may still be in the pipe.
   answers.on('close', () => {
-    if (!exited) child.kill('SIGKILL');
+    answersClosed = true;
+    if (dead) report();
+    else child.kill('SIGKILL');
   });
   child.stdin?.on('error', () => undefined);
   watchStderr(child, logger);
   const onGone = (code: number | null, signal: NodeJS.Signals | null): void => {
-    if (exited) return;
-    exited = true;
-    answers.destroy();
-    guarded(logger, () => events.exit(code, signal));
+    if (dead) return;
+    dead = true;
+    exitStatus = [code, signal];
+    // Read what the process wrote before it died (bounded: a descendant may hold the pipe open).
+    if (answersClosed || refused) report();
+    else setTimeout(report, DRAIN_AFTER_EXIT_MS).unref();
   };
   child.on('exit', onGone);
   // A process that could not be spawned at all never emits "exit".
@@ -117,11 +132,11 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
   return {
     pid: child.pid,
     send(message) {
-      if (exited || refused || !child.stdin?.writable) return;
+      if (dead || refused || !child.stdin?.writable) return;
       child.stdin.write(encodeFrame(message));
     },
     kill() {
-      if (!exited) child.kill('SIGKILL');
+      if (!dead) child.kill('SIGKILL');
     },
   };
 }
