@@ -127,7 +127,8 @@ export function createSupervisor(
     maxFrameBytes: maxFrameBytes(settings.maxOutputBytes, modules.length),
     maxOutputChars: settings.maxOutputBytes,
     maxModules: modules.length,
-    maxLogsPerMinute: LOGS_PER_MODULE_PER_MINUTE * modules.length + 10,
+    // Far above what an honest process sends (a line per reload); only LOGS_PER_MODULE_PER_MINUTE reach the log.
+    maxLogsPerMinute: 1000 + 10 * LOGS_PER_MODULE_PER_MINUTE * modules.length,
   };
 
   /** Spawn the slot's process; only ever called when the slot has none alive. */
