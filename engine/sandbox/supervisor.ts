@@ -111,6 +111,7 @@ export function createSupervisor(
   );
   const log = createTransformLog(logger, mappingOf, settings.consoleLinesPerMinute);
   let nextId = 1;
+  let turn = 0;
   let closed = false;
   let started: Promise<Map<string, string>> | undefined;
   const limits: SandboxLimits = {
@@ -307,7 +308,10 @@ export function createSupervisor(
   function pump(): void {
     while (queue.size > 0) {
       let best: Slot | undefined;
-      for (const slot of slots) {
+      // Ties go round the processes, so a light load is spread too.
+      turn = (turn + 1) % slots.length;
+      for (let i = 0; i < slots.length; i++) {
+        const slot = slots[(turn + i) % slots.length] as Slot;
         if (slot.state !== 'ready' || slot.inflight.size >= CALLS_PER_PROCESS) continue;
         if (!best || slot.inflight.size < best.inflight.size) best = slot;
       }
