@@ -330,6 +330,30 @@ describe('deadlines and process count', () => {
     }
   });
 
+  it('a missed deadline restarts only the process that held the late call', async () => {
+    const server = await startServer(
+      { never: 'export default () => new Promise(() => {});', good: GOOD },
+      { deadlineMs: 800, processes: 3 },
+    );
+    try {
+      const before = childPids();
+      expect(before).toHaveLength(3);
+      const late = await server.post('never');
+      expect(late.status).toBe(500);
+      expect(codeOf(late.body)).toBe('transform_timeout');
+      await waitFor(
+        () => childPids().filter((pid) => !before.includes(pid)).length === 1,
+        'a replacement',
+      );
+      expect(childPids()).toHaveLength(3);
+      expect(childPids().filter((pid) => before.includes(pid))).toHaveLength(2);
+      const good = await Promise.all(Array.from({ length: 9 }, () => server.post('good')));
+      expect(good.every((r) => r.status === 200)).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('three bad calls never leave more processes than configured', async () => {
     const server = await startServer(
       { bomb: BOMB, good: GOOD },
