@@ -158,6 +158,19 @@ describe('a lying transform process', () => {
     expect(childPids()).toEqual([before]);
   });
 
+  it('a flood on stderr: the call is served, at most 20 chunks a minute reach the log, each cut', async () => {
+    expect(await supervisor.call('m', { attack: 'stderr-flood' })).toEqual({
+      value: { message: 'honest' },
+    });
+    await waitFor(
+      () => logLines().some((line) => line['msg'] === 'transform process stderr'),
+      'stderr in the log',
+    );
+    const logged = logLines().filter((line) => line['msg'] === 'transform process stderr');
+    expect(logged.length).toBeLessThanOrEqual(20);
+    for (const line of logged) expect(String(line['stderr']).length).toBeLessThanOrEqual(1000);
+  });
+
   it('a flood of log messages: at most a bounded number reach the log', async () => {
     await waitFor(() => logLines().length > 0, 'the log');
     const flood = logLines().filter((line) => String(line['msg']).startsWith('flood '));
