@@ -103,6 +103,8 @@ const hooksSchema = {
         consoleLinesPerMinute: { type: 'integer', minimum: 0, default: 60 },
         // Transform processes; calls are spread over them.
         processes: { type: 'integer', minimum: 1, maximum: 8, default: 1 },
+        // WebAssembly, SharedArrayBuffer and Atomics in transforms (their memory escapes memoryLimitMb).
+        allowWebAssembly: { type: 'boolean', default: false },
       },
     },
     // Mail-notification settings; the keys below apply to the gmail preset,

@@ -302,13 +302,14 @@ describe('transforms', () => {
       ['async infinite loop', 'async-loop', 'transform_timeout'],
       ['never-settling promise', 'never', 'transform_timeout'],
       ['throwing', 'throws', 'transform_failed'],
-      ['deep recursion', 'recursion', 'transform_failed'],
+      // A cold isolate may spend its CPU time before the stack overflows: either ending is clean.
+      ['deep recursion', 'recursion', 'transform_failed|transform_timeout'],
       ['string memory bomb', 'string-bomb', 'transform_failed'],
       ['huge output', 'huge-output', 'transform_failed'],
     ])('%s -> 500 %s, no internals in the body, next call works', async (_name, hook, code) => {
       const { status, body } = await post(hook, {});
       expect(status).toBe(500);
-      expect(errorCode(body)).toBe(code);
+      expect(code.split('|')).toContain(errorCode(body));
       const text = JSON.stringify(body);
       expect(text).not.toMatch(/\/srv|\/tmp|\/work|\bat \w|secret detail/);
       expect((await post('digest', { n: 1, title: 'after' })).status).toBe(200);

@@ -1,7 +1,8 @@
 /**
- * A small pool of transform processes behind the supervisor interface:
- * calls are spread round-robin, so a process killed for a missed deadline
- * takes down only the calls it was running.
+ * The pool of transform processes (hooks.transforms.processes) behind the
+ * supervisor interface: one supervisor owns every process, so calls go to
+ * whichever process is ready and least busy, and the number of processes
+ * alive never exceeds `size`.
  */
 import type { Logger } from '../log.ts';
 import type { ModuleSpec } from './protocol.ts';
@@ -11,30 +12,12 @@ import {
   type TransformSupervisor,
 } from './supervisor.ts';
 
-/** Create `size` supervised processes that all load the same modules. */
+/** Create a supervisor of `size` processes that all load the same modules. */
 export function createPool(
   modules: readonly ModuleSpec[],
   settings: SupervisorSettings,
   logger: Logger,
   size: number,
 ): TransformSupervisor {
-  const members = Array.from({ length: Math.max(1, size) }, () =>
-    createSupervisor(modules, settings, logger),
-  );
-  let next = 0;
-  return {
-    async start() {
-      const results = await Promise.all(members.map((member) => member.start()));
-      // Every process loads the same modules: the first one's errors say it all.
-      return results[0] ?? new Map();
-    },
-    call(key, input) {
-      const member = members[next] as TransformSupervisor;
-      next = (next + 1) % members.length;
-      return member.call(key, input);
-    },
-    async close() {
-      await Promise.all(members.map((member) => member.close()));
-    },
-  };
+  return createSupervisor(modules, settings, logger, { size });
 }

@@ -1,6 +1,8 @@
 /**
- * Messages between the server and its transform process (JSON over the
- * fork IPC channel). Payloads cross as JSON strings only.
+ * Messages between the server and its transform processes, and the caps
+ * both sides hold them to. Each message is one length-prefixed JSON frame
+ * (frames.ts): commands on the child's stdin, answers on its fd 3. The
+ * server checks every answer (message-check.ts) before using it.
  */
 
 /** A transform module to load: `key` names it in calls. */
@@ -10,6 +12,8 @@ export type ModuleSpec = {
   root: string;
   file: string;
   exportName?: string;
+  /** The root's real path, pinned by the server at boot: every later read is checked against it. */
+  realRoot?: string;
 };
 
 /** Limits applied inside the transform process. */
@@ -19,6 +23,8 @@ export type SandboxLimits = {
   maxOutputBytes: number;
   recycleAfterCalls: number;
   recycleAboveHeapMb: number;
+  /** Leave WebAssembly, SharedArrayBuffer and Atomics in the transforms' global. */
+  allowWebAssembly: boolean;
 };
 
 /** Why a call failed, as the sandbox saw it. */
@@ -28,17 +34,42 @@ export type ToSandbox =
   | { type: 'load'; modules: ModuleSpec[]; limits: SandboxLimits }
   | { type: 'call'; id: number; key: string; input: string };
 
-export type ConsoleLine = { level: 'info' | 'warn' | 'error' | 'debug'; text: string };
+export type ConsoleLevel = 'info' | 'warn' | 'error' | 'debug';
+export type ConsoleLine = { level: ConsoleLevel; text: string };
+
+export type LoadError = { key: string; message: string };
+
+export type ResultMessage = {
+  type: 'result';
+  id: number;
+  /** JSON text of the returned value; absent when the function returned undefined. */
+  output?: string;
+  failure?: { kind: FailureKind; message: string };
+  console: ConsoleLine[];
+  droppedLines: number;
+};
 
 export type FromSandbox =
-  | { type: 'loaded'; errors: Array<{ key: string; message: string }> }
-  | {
-      type: 'result';
-      id: number;
-      /** JSON text of the returned value; absent when the function returned undefined. */
-      output?: string;
-      failure?: { kind: FailureKind; message: string };
-      console: ConsoleLine[];
-      droppedLines: number;
-    }
+  | { type: 'loaded'; errors: LoadError[] }
+  | ResultMessage
   | { type: 'log'; key: string; level: 'info' | 'warn' | 'error'; message: string };
+
+/** console.* lines one call may return (more are counted as dropped). */
+export const CONSOLE_LINES_PER_CALL = 20;
+/** Characters of one console line; longer lines are cut. */
+export const CONSOLE_LINE_CHARS = 1000;
+/** Characters of a failure reason or a process log message. */
+export const MESSAGE_CHARS = 2000;
+/** Console lines one call can claim it dropped (a bound on a lying count). */
+export const MAX_DROPPED = 1_000_000;
+/** Nesting depth of any message (the deepest, a result with console lines, is 3). */
+export const MESSAGE_DEPTH = 4;
+
+/** The largest frame a process may send for a given output cap: anything longer is a lie. */
+export function maxFrameBytes(maxOutputBytes: number, modules: number): number {
+  // JSON escaping of any character costs at most 6 bytes ("\u0000"); plus room for the envelope.
+  const output = maxOutputBytes * 6;
+  const consoleLines = CONSOLE_LINES_PER_CALL * (CONSOLE_LINE_CHARS * 6 + 64);
+  const loadErrors = modules * (MESSAGE_CHARS * 6 + 256);
+  return output + consoleLines + loadErrors + 64 * 1024;
+}

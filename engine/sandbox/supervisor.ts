@@ -1,254 +1,369 @@
 /**
- * The supervisor of the transform process: it forks transform-process.ts
- * (with --no-node-snapshot), loads the modules, bounds every call with its
- * own deadline, and kills and restarts the process when a call misses the
- * deadline or the process dies. The server keeps answering other requests
- * meanwhile; only calls in that process fail. Console lines from transforms
- * reach the service log with the mapping id, rate-limited.
+ * The supervisor of the transform processes: at most `size` processes
+ * (never more alive at once: a replacement is spawned only after the old
+ * process has exited), calls queued in the server and handed to a ready
+ * process, each bounded by its own deadline from the moment it is sent.
+ * A call that misses it fails with transform_timeout and only its process
+ * is killed; that process's other calls go back to the queue once. A
+ * process that sends anything invalid is killed and its calls fail with
+ * transform_failed. The server keeps answering meanwhile.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { HookError } from '../errors.ts';
+import {
+  type FailureReason,
+  failureMessage,
+  outcomeOf,
+  type TransformResult,
+} from './call-outcome.ts';
+import { createCallQueue } from './call-queue.ts';
 import type { Logger } from '../log.ts';
-import type { FromSandbox, ModuleSpec, SandboxLimits, ToSandbox } from './protocol.ts';
+import { realRootOf } from './module-files.ts';
+import { type ProcessLink, spawnLink } from './process-link.ts';
+import { createTransformLog, LOGS_PER_MODULE_PER_MINUTE } from './transform-log.ts';
+import {
+  type FromSandbox,
+  type LoadError,
+  type ModuleSpec,
+  maxFrameBytes,
+  type ResultMessage,
+  type SandboxLimits,
+} from './protocol.ts';
 
-export type SupervisorSettings = SandboxLimits & {
-  /** The server's own bound on one call, process hop included. */
+export type SupervisorSettings = Omit<SandboxLimits, 'allowWebAssembly'> & {
+  /** The server's own bound on one call, counted from when it is sent to a ready process. */
   deadlineMs: number;
   /** Console lines per mapping per minute that reach the log. */
   consoleLinesPerMinute: number;
+  allowWebAssembly?: boolean;
 };
 
-/** What a transform returned: `undefined` when it returned undefined. */
-export type TransformResult = { value: unknown };
+/** Engine-internal options (tests run a hostile child through `entry`). */
+export type SupervisorOptions = { size?: number; entry?: string };
+
+export type { TransformResult };
 
 export type TransformSupervisor = {
-  /** Start the process and load the modules; resolves with load errors by module key. */
+  /** Start the processes and load the modules; resolves with load errors by module key. */
   start(): Promise<Map<string, string>>;
-  /** Call a transform; throws HookError transform_failed / transform_timeout. */
+  /** Call a transform; throws HookError transform_failed / transform_timeout / transform_invalid_output. */
   call(key: string, input: unknown): Promise<TransformResult>;
-  /** Stop the process. */
+  /** Stop every process (resolves once they have exited). */
   close(): Promise<void>;
 };
 
-type Pending = {
+type Call = {
   key: string;
+  input: string;
   resolve: (r: TransformResult) => void;
   reject: (e: HookError) => void;
-  timer: NodeJS.Timeout;
-  /** The process the call was sent to (undefined while waiting for one). */
-  sentTo?: ChildProcess;
+  /** Sent again after its process was killed for another call. */
+  requeued: boolean;
+  timer?: NodeJS.Timeout;
 };
 
-const PROCESS_FILE = new URL('./transform-process.ts', import.meta.url);
+type Slot = {
+  link?: ProcessLink;
+  state: 'idle' | 'starting' | 'ready' | 'stopping';
+  inflight: Map<number, Call>;
+  /** Starts in a row that ended before the modules loaded (for the back-off). */
+  failedStarts: number;
+  /** The current process has loaded its modules. */
+  loaded: boolean;
+  loadTimer?: NodeJS.Timeout;
+  /** Boot only: who waits for the first load. */
+  onLoaded?: (errors: LoadError[]) => void;
+  onStartFailed?: (err: Error) => void;
+  /** Who waits for the current process to be gone. */
+  exitWaiters: Array<() => void>;
+};
+
+const PROCESS_FILE = new URL('./transform-process.ts', import.meta.url).pathname;
 const LOAD_TIMEOUT_MS = 15_000;
+/** A call that finds no ready process for this long fails (transform_failed, not a timeout). */
+const QUEUE_WAIT_MS = 15_000;
+const MAX_BACKOFF_MS = 5_000;
+/**
+ * Calls one process holds at once (the rest wait in the server, their deadline not started):
+ * enough to keep its isolate busy, few enough that a killed process sends back a bounded batch.
+ */
+const CALLS_PER_PROCESS = 32;
 
 /** Create the supervisor for a set of modules (nothing runs until start). */
 export function createSupervisor(
-  modules: readonly ModuleSpec[],
+  specs: readonly ModuleSpec[],
   settings: SupervisorSettings,
   logger: Logger,
+  options: SupervisorOptions = {},
 ): TransformSupervisor {
+  const modules = specs.map((m) => ({ ...m, realRoot: m.realRoot ?? realRootOf(m.root) }));
   const mappingOf = new Map(modules.map((m) => [m.key, m.mappingId]));
-  const pending = new Map<number, Pending>();
-  const budget = new Map<string, { windowStart: number; lines: number; suppressed: number }>();
-  let child: ChildProcess | undefined;
-  let ready: Promise<Map<string, string>> | undefined;
+  const slots: Slot[] = Array.from({ length: Math.max(1, options.size ?? 1) }, () => ({
+    state: 'idle',
+    inflight: new Map(),
+    failedStarts: 0,
+    loaded: false,
+    exitWaiters: [],
+  }));
+  const queue = createCallQueue<Call>(QUEUE_WAIT_MS, (call) =>
+    call.reject(
+      new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'no-process')),
+    ),
+  );
+  const log = createTransformLog(logger, mappingOf, settings.consoleLinesPerMinute);
   let nextId = 1;
+  let turn = 0;
   let closed = false;
+  let started: Promise<Map<string, string>> | undefined;
   const limits: SandboxLimits = {
     memoryLimitMb: settings.memoryLimitMb,
     cpuTimeoutMs: settings.cpuTimeoutMs,
     maxOutputBytes: settings.maxOutputBytes,
     recycleAfterCalls: settings.recycleAfterCalls,
     recycleAboveHeapMb: settings.recycleAboveHeapMb,
+    allowWebAssembly: settings.allowWebAssembly ?? false,
+  };
+  const linkOptions = {
+    entry: options.entry ?? PROCESS_FILE,
+    execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
+    maxFrameBytes: maxFrameBytes(settings.maxOutputBytes, modules.length),
+    maxOutputChars: settings.maxOutputBytes,
+    maxModules: modules.length,
+    // Far above what an honest process sends (a line per reload); only LOGS_PER_MODULE_PER_MINUTE reach the log.
+    maxLogsPerMinute: 1000 + 10 * LOGS_PER_MODULE_PER_MINUTE * modules.length,
   };
 
-  function spawnChild(): Promise<Map<string, string>> {
-    const proc = fork(PROCESS_FILE, [], {
-      execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
-      serialization: 'json',
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  /** Spawn the slot's process; only ever called when the slot has none alive. */
+  function spawnSlot(slot: Slot): void {
+    slot.state = 'starting';
+    slot.loaded = false;
+    const link = spawnLink(linkOptions, logger, {
+      message: (message) => onMessage(slot, message),
+      refused: (reason) => onRefused(slot, reason),
+      exit: (code, signal) => onExit(slot, code, signal),
     });
-    child = proc;
-    const loaded = new Promise<Map<string, string>>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error('the transform process did not load in time')),
-        LOAD_TIMEOUT_MS,
-      );
-      proc.on('message', (message: FromSandbox) => {
-        if (message.type === 'loaded') {
-          clearTimeout(timer);
-          resolve(new Map(message.errors.map((e) => [e.key, e.message])));
-        } else onMessage(message);
-      });
-      proc.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`the transform process exited (${signal ?? code}) while loading`));
-      });
-    });
-    proc.on('exit', (code, signal) => onExit(proc, code, signal));
-    // A send to a process that is going away fails with EPIPE: its calls fail on exit instead.
-    proc.on('error', (err) => logger.warn({ err: err.message }, 'transform process error'));
-    const load: ToSandbox = { type: 'load', modules: [...modules], limits };
-    proc.send(load);
-    return loaded;
+    slot.link = link;
+    slot.loadTimer = setTimeout(() => {
+      logger.warn({ pid: link.pid }, 'transform process did not load in time; killing it');
+      stopSlot(slot);
+    }, LOAD_TIMEOUT_MS);
+    link.send({ type: 'load', modules: [...modules], limits });
   }
 
-  function onMessage(message: FromSandbox): void {
-    if (message.type === 'log') {
-      const mappingId = mappingOf.get(message.key);
-      logger[message.level]({ mappingId, transform: true }, message.message);
+  function onMessage(slot: Slot, message: FromSandbox): void {
+    if (message.type === 'loaded') onLoaded(slot, message.errors);
+    else if (message.type === 'result') onResult(slot, message);
+    else if (!mappingOf.has(message.key)) onRefused(slot, 'log for an unknown module');
+    else log.process(message);
+  }
+
+  function onLoaded(slot: Slot, errors: LoadError[]): void {
+    if (slot.state !== 'starting' || errors.some((e) => !mappingOf.has(e.key))) {
+      onRefused(slot, 'unexpected "loaded"');
       return;
     }
-    if (message.type !== 'result') return;
-    const call = pending.get(message.id);
-    if (!call) return;
-    pending.delete(message.id);
+    clearTimeout(slot.loadTimer);
+    slot.state = 'ready';
+    slot.loaded = true;
+    slot.failedStarts = 0;
+    const report = slot.onLoaded;
+    slot.onLoaded = undefined;
+    slot.onStartFailed = undefined;
+    if (report) report(errors);
+    else
+      for (const { key, message } of errors)
+        logger.error({ mappingId: mappingOf.get(key) }, `transform reload failed: ${message}`);
+    pump();
+  }
+
+  function onResult(slot: Slot, message: ResultMessage): void {
+    const call = slot.inflight.get(message.id);
+    // An id never sent to this process, or answered already: the process is lying.
+    if (!call || slot.state !== 'ready') {
+      onRefused(slot, 'answer to an unknown call');
+      return;
+    }
+    slot.inflight.delete(message.id);
     clearTimeout(call.timer);
-    logConsole(call.key, message.console, message.droppedLines);
+    log.console(call.key, message);
+    const mappingId = mappingOf.get(call.key);
     if (message.failure) {
-      const mappingId = mappingOf.get(call.key);
       // The reason may quote payload data: only at debug level.
       logger.warn({ mappingId, kind: message.failure.kind }, 'transform failed');
       logger.debug({ mappingId, reason: message.failure.message }, 'transform failure reason');
-      const code = message.failure.kind === 'timeout' ? 'transform_timeout' : 'transform_failed';
-      call.reject(new HookError(code, failureMessage(mappingId, message.failure.kind)));
-      return;
     }
-    try {
-      call.resolve({
-        value: message.output === undefined ? undefined : JSON.parse(message.output),
-      });
-    } catch {
-      call.reject(
-        new HookError(
-          'transform_invalid_output',
-          `Transform of mapping "${mappingOf.get(call.key)}" returned invalid JSON.`,
-        ),
-      );
-    }
+    const outcome = outcomeOf(mappingId, message);
+    if (outcome instanceof HookError) call.reject(outcome);
+    else call.resolve(outcome);
+    pump();
   }
 
-  /** console.* from a transform: to the log with the mapping id, at most N lines a minute per mapping. */
-  function logConsole(
-    key: string,
-    lines: readonly { level: string; text: string }[],
-    dropped: number,
-  ): void {
-    if (lines.length === 0 && dropped === 0) return;
-    const mappingId = mappingOf.get(key);
-    const now = Date.now();
-    let state = budget.get(key);
-    if (!state || now - state.windowStart >= 60_000) {
-      if (state?.suppressed)
-        logger.warn(
-          { mappingId, suppressed: state.suppressed },
-          'transform console lines suppressed',
-        );
-      state = { windowStart: now, lines: 0, suppressed: 0 };
-      budget.set(key, state);
-    }
-    for (const line of lines) {
-      if (state.lines >= settings.consoleLinesPerMinute) {
-        state.suppressed++;
-        continue;
-      }
-      state.lines++;
-      const level =
-        line.level === 'warn' || line.level === 'error' || line.level === 'debug'
-          ? line.level
-          : 'info';
-      logger[level]({ mappingId, console: true }, line.text);
-    }
-    state.suppressed += dropped;
+  function onRefused(slot: Slot, reason: string): void {
+    if (slot.state === 'stopping' || slot.state === 'idle') return;
+    logger.warn(
+      { pid: slot.link?.pid, reason },
+      'transform process sent an invalid message; restarting it',
+    );
+    failAll(slot, 'crash');
+    stopSlot(slot);
   }
 
-  function onExit(proc: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    failCallsOf(proc);
-    if (proc !== child || closed) return;
-    logger.warn({ code, signal }, 'transform process stopped; restarting');
-    restart();
+  /** The call `id` missed its deadline: it fails, its process is killed, the others go back to the queue. */
+  function onLate(slot: Slot, id: number): void {
+    const call = slot.inflight.get(id);
+    if (!call) return;
+    slot.inflight.delete(id);
+    const mappingId = mappingOf.get(call.key);
+    logger.warn(
+      { mappingId, deadlineMs: settings.deadlineMs },
+      'transform missed its deadline; restarting its process',
+    );
+    call.reject(new HookError('transform_timeout', failureMessage(mappingId, 'timeout')));
+    stopSlot(slot);
+    requeueAll(slot);
   }
 
-  /** Calls in flight in a process that is gone fail; calls waiting for the next one carry on. */
-  function failCallsOf(proc: ChildProcess): void {
-    for (const [id, call] of pending) {
-      if (call.sentTo !== proc) continue;
-      pending.delete(id);
+  /**
+   * The process died on its own (an abort on a catastrophic isolate error, say): the oldest call
+   * (the one its isolate was running, calls run in order) fails, the others are sent again.
+   */
+  function onCrash(slot: Slot): void {
+    const [oldest] = slot.inflight;
+    if (oldest) {
+      const [id, call] = oldest;
+      slot.inflight.delete(id);
       clearTimeout(call.timer);
       call.reject(
         new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
       );
     }
+    requeueAll(slot);
   }
 
-  /** Replace the process now: new calls go to the new one while the old one is killed. */
-  function restart(): void {
-    const old = child;
-    child = undefined;
-    if (old && old.exitCode === null && old.signalCode === null) old.kill('SIGKILL');
+  /** Calls a killed process held go back to the front of the queue, once; a second time they fail. */
+  function requeueAll(slot: Slot): void {
+    const again: Call[] = [];
+    for (const call of slot.inflight.values()) {
+      clearTimeout(call.timer);
+      if (call.requeued)
+        call.reject(
+          new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
+        );
+      else {
+        call.requeued = true;
+        again.push(call);
+      }
+    }
+    slot.inflight.clear();
+    for (const call of again.reverse()) queue.add(call, true);
+    pump();
+  }
+
+  function failAll(slot: Slot, kind: FailureReason): void {
+    for (const call of slot.inflight.values()) {
+      clearTimeout(call.timer);
+      call.reject(new HookError('transform_failed', failureMessage(mappingOf.get(call.key), kind)));
+    }
+    slot.inflight.clear();
+  }
+
+  function stopSlot(slot: Slot): void {
+    if (slot.state === 'idle') return;
+    slot.state = 'stopping';
+    clearTimeout(slot.loadTimer);
+    slot.link?.kill();
+  }
+
+  function onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
+    const wasStarting = !slot.loaded;
+    const crashed = slot.state !== 'stopping' && !closed;
+    clearTimeout(slot.loadTimer);
+    // Idle first: calls sent again below must not come back to this process.
+    slot.state = 'idle';
+    slot.link = undefined;
+    if (crashed) {
+      logger.warn({ code, signal }, 'transform process stopped; restarting');
+      onCrash(slot);
+    } else failAll(slot, 'crash');
+    for (const waiter of slot.exitWaiters.splice(0)) waiter();
+    if (slot.onStartFailed) {
+      const fail = slot.onStartFailed;
+      slot.onLoaded = undefined;
+      slot.onStartFailed = undefined;
+      fail(new Error(`the transform process exited (${signal ?? code}) while loading`));
+      return;
+    }
     if (closed) return;
-    ready = spawnChild().catch((err: unknown) => {
-      logger.error({ err: (err as Error).message }, 'transform process restart failed');
-      ready = undefined;
-      return new Map<string, string>();
+    if (wasStarting) slot.failedStarts++;
+    // Only now, with the old process gone, may its replacement start.
+    const delay = Math.min(
+      MAX_BACKOFF_MS,
+      slot.failedStarts === 0 ? 0 : 250 * 2 ** (slot.failedStarts - 1),
+    );
+    setTimeout(() => {
+      if (!closed && slot.state === 'idle') spawnSlot(slot);
+    }, delay).unref();
+  }
+
+  /** Hand queued calls to the least busy ready process, within each process's share. */
+  function pump(): void {
+    while (queue.size > 0) {
+      let best: Slot | undefined;
+      // Ties go round the processes, so a light load is spread too.
+      turn = (turn + 1) % slots.length;
+      for (let i = 0; i < slots.length; i++) {
+        const slot = slots[(turn + i) % slots.length] as Slot;
+        if (slot.state !== 'ready' || slot.inflight.size >= CALLS_PER_PROCESS) continue;
+        if (!best || slot.inflight.size < best.inflight.size) best = slot;
+      }
+      if (!best) return;
+      send(best, queue.take() as Call);
+    }
+  }
+
+  function send(slot: Slot, call: Call): void {
+    const id = nextId++;
+    slot.inflight.set(id, call);
+    // The deadline counts from here: time spent waiting for a process is not the call's fault.
+    call.timer = setTimeout(() => onLate(slot, id), settings.deadlineMs);
+    slot.link?.send({ type: 'call', id, key: call.key, input: call.input });
+  }
+
+  function startSlot(slot: Slot): Promise<LoadError[]> {
+    return new Promise((resolve, reject) => {
+      slot.onLoaded = resolve;
+      slot.onStartFailed = reject;
+      spawnSlot(slot);
     });
   }
 
   return {
     start() {
-      ready ??= spawnChild();
-      return ready;
+      started ??= Promise.all(slots.map(startSlot)).then(
+        (results) => new Map((results[0] ?? []).map((e) => [e.key, e.message])),
+      );
+      return started;
     },
     async call(key, input) {
       if (closed) throw new HookError('transform_failed', 'The transform process is stopped.');
-      ready ??= spawnChild();
-      const id = nextId++;
+      if (!started) void this.start().catch(() => undefined);
+      const text = JSON.stringify(input);
       return new Promise<TransformResult>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          pending.delete(id);
-          logger.warn(
-            { mappingId: mappingOf.get(key), deadlineMs: settings.deadlineMs },
-            'transform missed its deadline; restarting the transform process',
-          );
-          reject(new HookError('transform_timeout', failureMessage(mappingOf.get(key), 'timeout')));
-          restart();
-        }, settings.deadlineMs);
-        pending.set(id, { key, resolve, reject, timer });
-        const dispatch = () => {
-          const call = pending.get(id);
-          if (!call) return;
-          const proc = child;
-          if (!proc?.connected) {
-            // Restarting: wait for the new process (the deadline still runs).
-            ready ??= spawnChild();
-            ready.then(dispatch, () => undefined);
-            return;
-          }
-          call.sentTo = proc;
-          const message: ToSandbox = { type: 'call', id, key, input: JSON.stringify(input) };
-          proc.send(message);
-        };
-        (ready as Promise<unknown>).then(dispatch, () => undefined);
+        queue.add({ key, input: text, resolve, reject, requeued: false });
+        pump();
       });
     },
     async close() {
       closed = true;
-      const proc = child;
-      child = undefined;
-      if (!proc || proc.exitCode !== null) return;
-      const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-      proc.kill('SIGKILL');
-      await exited;
+      for (const call of queue.clear())
+        call.reject(new HookError('transform_failed', 'The transform process is stopped.'));
+      await Promise.all(slots.map(closeSlot));
     },
   };
-}
 
-function failureMessage(mappingId: string | undefined, kind: string): string {
-  const who = `Transform of mapping "${mappingId ?? '?'}"`;
-  if (kind === 'timeout') return `${who} did not finish in time.`;
-  if (kind === 'memory') return `${who} ran out of memory.`;
-  if (kind === 'crash') return `${who} failed: the transform process stopped.`;
-  if (kind === 'output') return `${who} returned an output that is too large.`;
-  return `${who} failed.`;
+  async function closeSlot(slot: Slot): Promise<void> {
+    if (slot.state === 'idle') return;
+    const gone = new Promise<void>((resolve) => slot.exitWaiters.push(resolve));
+    stopSlot(slot);
+    await gone;
+  }
 }

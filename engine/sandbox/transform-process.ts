@@ -5,21 +5,27 @@
  * JSON strings in and out, nothing of the host reachable from inside. The
  * isolate is rebuilt after N calls, above a heap threshold, or when disposed.
  * Some allocations defeat isolated-vm's own limits; that is why this runs in a
- * process the server can kill (supervisor.ts). Run with --no-node-snapshot.
+ * process the server can kill (supervisor.ts). Commands arrive as frames on
+ * stdin, answers leave as frames on fd 3. Run with --no-node-snapshot.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { stripTypeScriptTypes } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ivm from 'isolated-vm';
-import { isInside, MODULE_EXTENSIONS, resolveContained } from './paths.ts';
-import type {
-  ConsoleLine,
-  FailureKind,
-  FromSandbox,
-  ModuleSpec,
-  SandboxLimits,
-  ToSandbox,
+import { checkDrain } from './console-drain.ts';
+import { encodeFrame, FrameReader } from './frames.ts';
+import { CONSOLE_BOOTSTRAP, lockdownScript, RUNNER } from './isolate-scripts.ts';
+import { readContained, realRootOf, signatureOf } from './module-files.ts';
+import { ContainmentError, MODULE_EXTENSIONS, resolveContained } from './paths.ts';
+import {
+  type ConsoleLine,
+  type FailureKind,
+  type FromSandbox,
+  MESSAGE_CHARS,
+  type ModuleSpec,
+  type SandboxLimits,
+  type ToSandbox,
 } from './protocol.ts';
 
 type Loaded = {
@@ -28,61 +34,31 @@ type Loaded = {
   fn: ivm.Reference;
   runner: ivm.Reference;
   drain: ivm.Reference;
-  /** Every file of the module graph with the mtime it was compiled from. */
-  files: Map<string, number>;
+  /** Every file of the module graph with the signature it was compiled from. */
+  files: Map<string, string>;
 };
 
+/** A module whose files lead outside the root: nothing of it runs until that changes. */
+type Refused = { spec: ModuleSpec; refused: string; files: Map<string, string> };
+
 const MB = 1024 * 1024;
-const MAX_LINES_PER_CALL = 20;
-
-// Inside the isolate: a console that only collects text, drained by the host after each call.
-const CONSOLE_BOOTSTRAP = `(() => {
-  const lines = [];
-  let dropped = 0;
-  const show = (value) => {
-    if (typeof value === 'string') return value;
-    try { return JSON.stringify(value) ?? String(value); } catch { return String(value); }
-  };
-  const collect = (level) => (...args) => {
-    if (lines.length < ${MAX_LINES_PER_CALL}) lines.push({ level, text: args.map(show).join(' ').slice(0, 1000) });
-    else dropped++;
-  };
-  globalThis.console = Object.freeze({
-    log: collect('info'), info: collect('info'), debug: collect('debug'),
-    warn: collect('warn'), error: collect('error'),
-  });
-  return () => {
-    const out = JSON.stringify({ lines, dropped });
-    lines.length = 0;
-    dropped = 0;
-    return out;
-  };
-})()`;
-
-// Inside the isolate: parse the input, await the transform, serialise its result.
-const RUNNER = `(async (fn, input, maxBytes) => {
-  const result = await fn(JSON.parse(input));
-  if (result === undefined) return undefined;
-  const text = JSON.stringify(result);
-  if (typeof text !== 'string') return undefined;
-  if (text.length > maxBytes) throw new Error('hookgate:output-too-large');
-  return text;
-})`;
 
 let limits: SandboxLimits;
 let specs: ModuleSpec[] = [];
 let isolate: ivm.Isolate;
 let calls = 0;
-const modules = new Map<string, Loaded>();
+const modules = new Map<string, Loaded | Refused>();
 // Resolves when the isolate and modules are (re)built; calls wait on it.
 let ready: Promise<void> = Promise.resolve();
 // Calls running in the current isolate, and who waits for them to end before a rebuild.
 let inflight = 0;
 let recycling = false;
 const idleWaiters: Array<() => void> = [];
+const answers = new Socket({ fd: 3, readable: false, writable: true });
+answers.on('error', () => process.exit(0));
 
 function send(message: FromSandbox): void {
-  process.send?.(message);
+  answers.write(encodeFrame(message));
 }
 
 function newIsolate(): ivm.Isolate {
@@ -93,9 +69,9 @@ function newIsolate(): ivm.Isolate {
   });
 }
 
-/** Read a module's source, stripping TypeScript types (no loader, no precompile). */
-function readSource(file: string): string {
-  const code = readFileSync(file, 'utf8');
+/** Read a module's source (containment checked on this read), stripping TypeScript types. */
+function readSource(spec: ModuleSpec, file: string): string {
+  const code = readContained(spec.realRoot ?? realRootOf(spec.root), file);
   const ext = path.extname(file);
   if (ext !== '.ts' && ext !== '.mts') return code;
   try {
@@ -107,12 +83,14 @@ function readSource(file: string): string {
   }
 }
 
-async function loadModule(spec: ModuleSpec): Promise<Loaded> {
+async function loadModule(spec: ModuleSpec, files: Map<string, string>): Promise<Loaded> {
+  // Known before anything is checked: a refused entry is retried once it changes on disk.
+  files.set(spec.file, signatureOf(spec.file));
   const context = await isolate.createContext();
   try {
+    await context.eval(lockdownScript(limits.allowWebAssembly));
     const drain = (await context.eval(CONSOLE_BOOTSTRAP, { reference: true })) as ivm.Reference;
     const runner = (await context.eval(RUNNER, { reference: true })) as ivm.Reference;
-    const files = new Map<string, number>();
     const fileOf = new Map<ivm.Module, string>();
     const compiled = new Map<string, ivm.Module>();
     const compile = async (file: string): Promise<ivm.Module> => {
@@ -121,17 +99,19 @@ async function loadModule(spec: ModuleSpec): Promise<Loaded> {
       if (!MODULE_EXTENSIONS.has(path.extname(file))) {
         throw new Error(`${file}: only .js, .mjs, .ts and .mts modules can be loaded`);
       }
-      files.set(file, statSync(file).mtimeMs);
-      const module = await isolate.compileModule(readSource(file), {
+      files.set(file, signatureOf(file));
+      const module = await isolate.compileModule(readSource(spec, file), {
         filename: pathToFileURL(file).href,
       });
       compiled.set(file, module);
       fileOf.set(module, file);
       return module;
     };
-    if (!isInside(spec.root, spec.file))
-      throw new Error(`${spec.file} is outside the transforms root`);
-    const entry = await compile(spec.file);
+    const entry = await compile(
+      resolveContained(spec.root, spec.root, path.relative(spec.root, spec.file), {
+        allowParent: true,
+      }),
+    );
     await entry.instantiate(context, async (specifier, referrer) => {
       if (!specifier.startsWith('./') && !specifier.startsWith('../')) {
         throw new Error(
@@ -165,16 +145,34 @@ async function exportedFunction(
   throw new Error('the module exports neither a default function nor "transform"');
 }
 
+/** Load one module; a path that leads outside the root leaves it refused (nothing of it runs). */
+async function loadOrRefuse(spec: ModuleSpec): Promise<Loaded | Refused> {
+  const files = new Map<string, string>();
+  try {
+    return await loadModule(spec, files);
+  } catch (err) {
+    if (err instanceof ContainmentError) return { spec, refused: err.message, files };
+    throw err;
+  }
+}
+
 async function loadAll(): Promise<Array<{ key: string; message: string }>> {
   const errors: Array<{ key: string; message: string }> = [];
   for (const spec of specs) {
     try {
-      modules.set(spec.key, await loadModule(spec));
+      const loaded = await loadOrRefuse(spec);
+      modules.set(spec.key, loaded);
+      if ('refused' in loaded)
+        errors.push({ key: spec.key, message: cut(`refused: ${loaded.refused}`) });
     } catch (err) {
-      errors.push({ key: spec.key, message: (err as Error).message });
+      errors.push({ key: spec.key, message: cut((err as Error).message) });
     }
   }
   return errors;
+}
+
+function cut(text: string): string {
+  return text.length > MESSAGE_CHARS ? text.slice(0, MESSAGE_CHARS) : text;
 }
 
 /** Throw the isolate away and build everything again (recycling, or after a memory kill). */
@@ -185,51 +183,45 @@ function rebuild(): void {
     // Calls in flight finish in the old isolate first (unless it is already gone).
     if (inflight > 0 && !isolate.isDisposed)
       await new Promise<void>((resolve) => idleWaiters.push(resolve));
-    for (const loaded of modules.values()) if (!isolate.isDisposed) loaded.context.release();
+    for (const loaded of modules.values())
+      if ('context' in loaded && !isolate.isDisposed) loaded.context.release();
     modules.clear();
     if (!isolate.isDisposed) isolate.dispose();
     isolate = newIsolate();
     calls = 0;
     for (const { key, message } of await loadAll())
-      send({ type: 'log', key, level: 'error', message: `reload failed: ${message}` });
+      send({ type: 'log', key, level: 'error', message: cut(`reload failed: ${message}`) });
     recycling = false;
   })();
 }
 
-/** Recompile a module whose files changed; a broken edit keeps the last good version. */
-async function refresh(loaded: Loaded): Promise<Loaded> {
+/**
+ * Recompile a module whose files changed. A broken edit keeps the last good
+ * version; a file that now leads outside the root refuses the module outright.
+ */
+async function refresh(current: Loaded | Refused): Promise<Loaded | Refused> {
   let changed = false;
-  for (const [file, mtime] of loaded.files) {
-    try {
-      if (statSync(file).mtimeMs !== mtime) changed = true;
-    } catch {
-      changed = true;
-    }
-  }
-  if (!changed) return loaded;
+  for (const [file, signature] of current.files)
+    if (signatureOf(file) !== signature) changed = true;
+  if (!changed) return current;
+  const key = current.spec.key;
   try {
-    const fresh = await loadModule(loaded.spec);
-    loaded.context.release();
-    modules.set(loaded.spec.key, fresh);
-    send({
-      type: 'log',
-      key: loaded.spec.key,
-      level: 'info',
-      message: 'module changed on disk: recompiled',
-    });
+    const fresh = await loadOrRefuse(current.spec);
+    if ('context' in current) current.context.release();
+    modules.set(key, fresh);
+    if ('refused' in fresh) {
+      const message = cut(`module changed on disk and is refused: ${fresh.refused}`);
+      send({ type: 'log', key, level: 'error', message });
+    } else send({ type: 'log', key, level: 'info', message: 'module changed on disk: recompiled' });
     return fresh;
   } catch (err) {
-    // Remember the failed edit's mtimes so it is not retried on every call.
-    for (const file of loaded.files.keys()) {
-      try {
-        loaded.files.set(file, statSync(file).mtimeMs);
-      } catch {
-        // A deleted file: keep the old version until it comes back.
-      }
-    }
-    const message = `module changed on disk but does not load (${(err as Error).message}); keeping the last good version`;
-    send({ type: 'log', key: loaded.spec.key, level: 'warn', message });
-    return loaded;
+    // Remember the failed edit's signatures so it is not retried on every call.
+    for (const file of current.files.keys()) current.files.set(file, signatureOf(file));
+    const message = cut(
+      `module changed on disk but does not load (${(err as Error).message}); keeping the last good version`,
+    );
+    send({ type: 'log', key, level: 'warn', message });
+    return current;
   }
 }
 
@@ -241,16 +233,17 @@ function classify(err: unknown): { kind: FailureKind; message: string } {
   if (message.includes('hookgate:output-too-large')) {
     return { kind: 'output', message: `the output is larger than ${limits.maxOutputBytes} bytes` };
   }
-  return { kind: 'threw', message };
+  return { kind: 'threw', message: cut(message) };
 }
 
-function drainConsole(loaded: Loaded): { console: ConsoleLine[]; droppedLines: number } {
+/** The console lines of the call, or undefined when the drain was tampered with. */
+function drainConsole(
+  loaded: Loaded,
+): { console: ConsoleLine[]; droppedLines: number } | undefined {
   try {
-    const text = loaded.drain.applySync(undefined, [], { timeout: 50 }) as string;
-    const { lines, dropped } = JSON.parse(text) as { lines: ConsoleLine[]; dropped: number };
-    return { console: lines, droppedLines: dropped };
+    return checkDrain(loaded.drain.applySync(undefined, [], { timeout: 50 }) as unknown);
   } catch {
-    return { console: [], droppedLines: 0 };
+    return undefined;
   }
 }
 
@@ -274,34 +267,33 @@ async function call(id: number, key: string, input: string): Promise<void> {
   }
 }
 
+function fail(id: number, kind: FailureKind, message: string): void {
+  send({ type: 'result', id, failure: { kind, message }, console: [], droppedLines: 0 });
+}
+
 async function runCall(id: number, key: string, input: string): Promise<void> {
   const current = modules.get(key);
-  if (!current) {
-    send({
-      type: 'result',
-      id,
-      failure: { kind: 'unavailable', message: 'module not loaded' },
-      console: [],
-      droppedLines: 0,
-    });
-    return;
-  }
+  if (!current) return fail(id, 'unavailable', 'module not loaded');
   const loaded = await refresh(current);
+  if ('refused' in loaded) return fail(id, 'unavailable', 'module refused');
   let output: string | undefined;
   let failure: { kind: FailureKind; message: string } | undefined;
   try {
     output = (await loaded.runner.apply(
       undefined,
       [loaded.fn.derefInto(), input, limits.maxOutputBytes],
-      {
-        timeout: limits.cpuTimeoutMs,
-        result: { promise: true, copy: true },
-      },
+      { timeout: limits.cpuTimeoutMs, result: { promise: true, copy: true } },
     )) as string | undefined;
+    if (output !== undefined && typeof output !== 'string')
+      throw new Error('output is not JSON text');
   } catch (err) {
     failure = classify(err);
+    output = undefined;
   }
-  const logs = isolate.isDisposed ? { console: [], droppedLines: 0 } : drainConsole(loaded);
+  if (isolate.isDisposed)
+    return fail(id, failure?.kind ?? 'memory', failure?.message ?? 'disposed');
+  const logs = drainConsole(loaded);
+  if (!logs) return fail(id, 'threw', 'the console of the transform was tampered with');
   send({
     type: 'result',
     id,
@@ -311,19 +303,26 @@ async function runCall(id: number, key: string, input: string): Promise<void> {
   });
 }
 
-process.on('message', (message: ToSandbox) => {
+function onCommand(message: ToSandbox): void {
   if (message.type === 'load') {
     limits = message.limits;
     specs = message.modules;
     isolate = newIsolate();
     ready = loadAll().then((errors) => send({ type: 'loaded', errors }));
   } else {
-    call(message.id, message.key, message.input).catch((err: unknown) => {
-      const failure = { kind: 'threw' as const, message: (err as Error).message };
-      send({ type: 'result', id: message.id, failure, console: [], droppedLines: 0 });
-    });
+    call(message.id, message.key, message.input).catch((err: unknown) =>
+      fail(message.id, 'threw', cut((err as Error).message)),
+    );
   }
-});
+}
 
+// Commands from the server (trusted, but still framed and capped).
+const commands = new FrameReader(1024 * MB);
+process.stdin.on('data', (chunk: Buffer) => {
+  const batch = commands.push(chunk);
+  for (const text of batch.frames) onCommand(JSON.parse(text) as ToSandbox);
+  if (batch.error) process.exit(1);
+});
 // The server went away: nothing left to serve.
-process.on('disconnect', () => process.exit(0));
+process.stdin.on('end', () => process.exit(0));
+process.stdin.on('error', () => process.exit(0));

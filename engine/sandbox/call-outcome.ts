@@ -1,0 +1,47 @@
+/**
+ * What a checked answer from a transform process means for the caller:
+ * the value the transform returned, or the HookError to answer with. The
+ * messages never carry the transform's own reason (it may quote payload
+ * data or host paths).
+ */
+import { HookError } from '../errors.ts';
+import type { ResultMessage } from './protocol.ts';
+
+/** What a transform returned: `undefined` when it returned undefined. */
+export type TransformResult = { value: unknown };
+
+/** Why a call failed on the server's side, beside the kinds the sandbox reports. */
+export type FailureReason = ResultMessage extends { failure?: { kind: infer K } }
+  ? K | 'crash' | 'no-process'
+  : never;
+
+/** The value of an answer, or the error it stands for. */
+export function outcomeOf(
+  mappingId: string | undefined,
+  message: ResultMessage,
+): TransformResult | HookError {
+  if (message.failure) {
+    const code = message.failure.kind === 'timeout' ? 'transform_timeout' : 'transform_failed';
+    return new HookError(code, failureMessage(mappingId, message.failure.kind));
+  }
+  try {
+    return { value: message.output === undefined ? undefined : JSON.parse(message.output) };
+  } catch {
+    return new HookError(
+      'transform_invalid_output',
+      `Transform of mapping "${mappingId ?? '?'}" returned invalid JSON.`,
+    );
+  }
+}
+
+/** The caller-facing message for a failed call. */
+export function failureMessage(mappingId: string | undefined, kind: FailureReason): string {
+  const who = `Transform of mapping "${mappingId ?? '?'}"`;
+  if (kind === 'timeout') return `${who} did not finish in time.`;
+  if (kind === 'memory') return `${who} ran out of memory.`;
+  if (kind === 'crash') return `${who} failed: the transform process stopped.`;
+  if (kind === 'output') return `${who} returned an output that is too large.`;
+  if (kind === 'no-process') return `${who} failed: no transform process is available.`;
+  if (kind === 'unavailable') return `${who} failed: the module is not loaded.`;
+  return `${who} failed.`;
+}

@@ -1,0 +1,64 @@
+/**
+ * Reading transform module files inside the transform process, with
+ * containment checked on every read (boot, restart, recycle, hot reload):
+ * the file is opened first and the path of what was opened is checked
+ * against the real transforms root, so a file swapped for a symlink that
+ * leads outside is refused, even if it is swapped between check and read.
+ */
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+} from 'node:fs';
+import { ContainmentError, isInside } from './paths.ts';
+
+/** The real path of the root, resolved once (the server pins it at boot). */
+export function realRootOf(root: string): string {
+  try {
+    return realpathSync(root);
+  } catch {
+    return root;
+  }
+}
+
+/** The text of `file`, refused unless what is opened lies inside `realRoot` and is a regular file. */
+export function readContained(realRoot: string, file: string): string {
+  // Non-blocking: a FIFO put in a module's place must not hang the process.
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!isInside(realRoot, openedPath(fd, file))) {
+      throw new ContainmentError(`"${file}" leads outside the transforms root`);
+    }
+    if (!fstatSync(fd).isFile()) throw new ContainmentError(`"${file}" is not a regular file`);
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** What a file descriptor really points at (Linux /proc), else the real path of the name. */
+function openedPath(fd: number, file: string): string {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return realpathSync(file);
+  }
+}
+
+/**
+ * A signature that changes when a file is edited, replaced or swapped for a
+ * symlink (the link's own inode and the target's), or removed.
+ */
+export function signatureOf(file: string): string {
+  const link = lstatSync(file, { throwIfNoEntry: false });
+  // One call per file in the common case: a regular file is its own target.
+  const target = link?.isSymbolicLink() ? statSync(file, { throwIfNoEntry: false }) : link;
+  if (!link || !target) return 'missing';
+  return `${link.ino}:${link.mtimeMs}:${link.size}/${target.ino}:${target.mtimeMs}:${target.size}`;
+}

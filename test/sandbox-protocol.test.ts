@@ -1,0 +1,304 @@
+/**
+ * The server's side of the sandbox boundary against a real child process
+ * that lies (test/fixtures/sandbox/lying-child.mjs, run through the
+ * supervisor's engine-internal `entry` option): every malformed, oversized
+ * or unexpected answer fails that call with transform_failed and restarts
+ * that process, never the server; the next call is served by a new process.
+ * Plus the pure pieces: the message check and the frame reader.
+ */
+import { openSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fc, test } from '@fast-check/vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HookError } from '../engine/errors.ts';
+import { createLogger } from '../engine/log.ts';
+import { encodeFrame, FrameReader } from '../engine/sandbox/frames.ts';
+import { checkMessage } from '../engine/sandbox/message-check.ts';
+import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
+import { tempDir } from './helpers/hookgate.ts';
+
+const LYING_CHILD = fileURLToPath(new URL('./fixtures/sandbox/lying-child.mjs', import.meta.url));
+const SETTINGS = {
+  cpuTimeoutMs: 100,
+  deadlineMs: 1500,
+  memoryLimitMb: 32,
+  maxOutputBytes: 262_144,
+  recycleAfterCalls: 10_000,
+  recycleAboveHeapMb: 48,
+  consoleLinesPerMinute: 5,
+};
+
+/** Pids of this process's children (the transform processes). */
+function childPids(): number[] {
+  const tasks = `/proc/${process.pid}/task`;
+  return readdirSync(tasks).flatMap((task) =>
+    readFileSync(path.join(tasks, task, 'children'), 'utf8')
+      .split(' ')
+      .filter(Boolean)
+      .map(Number),
+  );
+}
+
+async function waitFor(check: () => boolean, what: string): Promise<void> {
+  const until = Date.now() + 30_000;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const codeOf = async (promise: Promise<unknown>): Promise<string> => {
+  try {
+    await promise;
+    return 'resolved';
+  } catch (err) {
+    return err instanceof HookError ? err.code : `not a HookError: ${(err as Error).message}`;
+  }
+};
+
+describe('a lying transform process', () => {
+  const temp = tempDir();
+  const logFile = path.join(temp.dir, 'service.log');
+  let supervisor: TransformSupervisor;
+  const logLines = () =>
+    readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+  beforeAll(async () => {
+    supervisor = createSupervisor(
+      [{ key: 'm', mappingId: 'lying', root: temp.dir, file: path.join(temp.dir, 'm.js') }],
+      SETTINGS,
+      createLogger('info', openSync(logFile, 'a')),
+      { entry: LYING_CHILD },
+    );
+    await supervisor.start();
+  });
+  afterAll(async () => {
+    await supervisor.close();
+    temp.cleanup();
+  });
+
+  it('answers honest calls', async () => {
+    expect(await supervisor.call('m', { attack: 'none' })).toEqual({
+      value: { message: 'honest' },
+    });
+  });
+
+  it.each([
+    ['console drain lies with {lines:[null]}', 'null-lines'],
+    ['console lines are not an array', 'lines-not-array'],
+    ['more console lines than a call may have', 'too-many-lines'],
+    ['a console line longer than the cap', 'long-line'],
+    ['an unknown console level', 'bad-level'],
+    ['a dropped-line count that is not a number', 'dropped-string'],
+    ['an output that is not a string', 'output-not-string'],
+    ['an output over maxOutputBytes', 'huge-output'],
+    ['a __proto__ key in the message', 'proto-key'],
+    ['a message that is not JSON', 'not-json'],
+    ['a deeply nested message', 'deep-nesting'],
+    ['a frame that declares a gigabyte', 'huge-frame'],
+    ['an answer to an id never sent', 'unknown-id'],
+    ['the same id answered twice', 'twice'],
+    ['an unknown message type', 'unknown-type'],
+    ['a second "loaded"', 'second-loaded'],
+    ['a flood of log messages', 'log-flood'],
+    ['a log message for an unknown module', 'log-unknown-key'],
+    ['the process exits mid-call', 'exits'],
+    ['the process closes its answer channel', 'closes-channel'],
+  ])(
+    '%s: the call fails with transform_failed, the process is replaced, the next call works',
+    async (_name, attack) => {
+      const before = childPids();
+      expect(before).toHaveLength(1);
+      const code = await codeOf(supervisor.call('m', { attack }));
+      // "twice" may resolve the first answer before the lie is seen; every other lie fails the call.
+      if (attack === 'twice') expect(['resolved', 'transform_failed']).toContain(code);
+      else expect(code).toBe('transform_failed');
+      await waitFor(
+        () => childPids().length === 1 && childPids()[0] !== before[0],
+        'a replacement',
+      );
+      expect(await supervisor.call('m', { attack: 'none' })).toEqual({
+        value: { message: 'honest' },
+      });
+    },
+  );
+
+  it('a call that is never answered times out and only then is the process replaced', async () => {
+    const [before] = childPids();
+    expect(await codeOf(supervisor.call('m', { attack: 'never-answers' }))).toBe(
+      'transform_timeout',
+    );
+    await waitFor(() => childPids().length === 1 && childPids()[0] !== before, 'a replacement');
+    expect(await supervisor.call('m', { attack: 'none' })).toEqual({
+      value: { message: 'honest' },
+    });
+  });
+
+  it('a process that dies with calls in flight: the oldest call fails, the others are sent again', async () => {
+    const [before] = childPids();
+    const held = supervisor.call('m', { attack: 'exit-on-next-call' });
+    const next = supervisor.call('m', { attack: 'none' });
+    expect(await codeOf(held)).toBe('transform_failed');
+    expect(await next).toEqual({ value: { message: 'honest' } });
+    expect(childPids()).not.toContain(before);
+  });
+
+  it('an output that is not JSON is transform_invalid_output and the process stays', async () => {
+    const [before] = childPids();
+    expect(await codeOf(supervisor.call('m', { attack: 'output-invalid-json' }))).toBe(
+      'transform_invalid_output',
+    );
+    expect(await supervisor.call('m', { attack: 'none' })).toEqual({
+      value: { message: 'honest' },
+    });
+    expect(childPids()).toEqual([before]);
+  });
+
+  it('a flood on stderr: the call is served, at most 20 chunks a minute reach the log, each cut', async () => {
+    expect(await supervisor.call('m', { attack: 'stderr-flood' })).toEqual({
+      value: { message: 'honest' },
+    });
+    await waitFor(
+      () => logLines().some((line) => line['msg'] === 'transform process stderr'),
+      'stderr in the log',
+    );
+    const logged = logLines().filter((line) => line['msg'] === 'transform process stderr');
+    expect(logged.length).toBeLessThanOrEqual(20);
+    for (const line of logged) expect(String(line['stderr']).length).toBeLessThanOrEqual(1000);
+  });
+
+  it('a flood of log messages: at most a bounded number reach the log', async () => {
+    await waitFor(() => logLines().length > 0, 'the log');
+    const flood = logLines().filter((line) => String(line['msg']).startsWith('flood '));
+    expect(flood.length).toBeLessThanOrEqual(30);
+  });
+});
+
+describe('a transform process that never finishes loading', () => {
+  it('is killed after the load timeout and the start fails; nothing is left behind', async () => {
+    const temp = tempDir();
+    const supervisor = createSupervisor(
+      [{ key: 'silent', mappingId: 'silent', root: temp.dir, file: path.join(temp.dir, 's.js') }],
+      SETTINGS,
+      createLogger('silent'),
+      { entry: LYING_CHILD },
+    );
+    try {
+      expect(await codeOf(supervisor.start())).toMatch(/not a HookError: .*exited/);
+      await waitFor(() => childPids().length === 0, 'the process to be gone');
+    } finally {
+      await supervisor.close();
+      temp.cleanup();
+    }
+  });
+});
+
+describe('the message check', () => {
+  const caps = { maxOutputChars: 1000, maxModules: 2 };
+
+  test.prop([fc.string({ maxLength: 2000 })])(
+    'any text: a checked message or a refusal, never a throw',
+    (text) => {
+      const checked = checkMessage(text, caps);
+      expect(typeof checked.ok).toBe('boolean');
+    },
+  );
+
+  test.prop([fc.jsonValue({ maxDepth: 5 })])(
+    'any JSON value: a checked message or a refusal, never a throw',
+    (value) => {
+      const checked = checkMessage(JSON.stringify(value), caps);
+      if (checked.ok) expect(['result', 'loaded', 'log']).toContain(checked.message.type);
+    },
+  );
+
+  it.each([
+    [
+      'a result',
+      {
+        type: 'result',
+        id: 1,
+        output: '{}',
+        console: [{ level: 'info', text: 'x' }],
+        droppedLines: 0,
+      },
+    ],
+    [
+      'a failure',
+      {
+        type: 'result',
+        id: 2,
+        failure: { kind: 'threw', message: 'x' },
+        console: [],
+        droppedLines: 3,
+      },
+    ],
+    ['loaded', { type: 'loaded', errors: [{ key: 'm', message: 'x' }] }],
+    ['a log line', { type: 'log', key: 'm', level: 'warn', message: 'x' }],
+  ])('accepts %s', (_name, value) => {
+    expect(checkMessage(JSON.stringify(value), caps)).toEqual({ ok: true, message: value });
+  });
+
+  it.each([
+    [
+      'both output and failure',
+      {
+        type: 'result',
+        id: 1,
+        output: '{}',
+        failure: { kind: 'threw', message: '' },
+        console: [],
+        droppedLines: 0,
+      },
+    ],
+    ['id 0', { type: 'result', id: 0, console: [], droppedLines: 0 }],
+    ['a fractional id', { type: 'result', id: 1.5, console: [], droppedLines: 0 }],
+    ['a negative drop count', { type: 'result', id: 1, console: [], droppedLines: -1 }],
+    [
+      'an unknown failure kind',
+      {
+        type: 'result',
+        id: 1,
+        failure: { kind: 'odd', message: '' },
+        console: [],
+        droppedLines: 0,
+      },
+    ],
+    [
+      'too many load errors',
+      { type: 'loaded', errors: [1, 2, 3].map((n) => ({ key: `${n}`, message: '' })) },
+    ],
+    ['a null message', null],
+    ['an array', []],
+  ])('refuses %s', (_name, value) => {
+    expect(checkMessage(JSON.stringify(value), caps).ok).toBe(false);
+  });
+});
+
+describe('the frame reader', () => {
+  test.prop([
+    fc.array(fc.jsonValue({ maxDepth: 3 }), { maxLength: 10 }),
+    fc.integer({ min: 1, max: 64 }),
+  ])('frames split at any byte boundary come back whole and in order', (values, step) => {
+    const bytes = Buffer.concat(values.map(encodeFrame));
+    const reader = new FrameReader(1024 * 1024);
+    const frames: string[] = [];
+    for (let at = 0; at < bytes.length; at += step)
+      frames.push(...reader.push(bytes.subarray(at, at + step)).frames);
+    expect(frames.map((text) => JSON.parse(text))).toEqual(
+      values.map((v) => JSON.parse(JSON.stringify(v))),
+    );
+  });
+
+  it('refuses a frame whose declared length is over the cap before buffering it', () => {
+    const reader = new FrameReader(100);
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(101, 0);
+    expect(reader.push(head).error).toBeDefined();
+    expect(reader.push(Buffer.alloc(10)).error).toBeDefined();
+  });
+});
