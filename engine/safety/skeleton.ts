@@ -1,0 +1,201 @@
+/**
+ * The skeleton of untrusted text (after UTS #39): what the text looks like,
+ * not how it is spelled. Each code point is folded on its own: invisible
+ * (default-ignorable) characters vanish, NFKD undoes compatibility forms,
+ * combining marks are dropped, confusables become their prototypes, and
+ * letters are compared without case. Two views are built in one linear pass:
+ * - the injection view keeps ASCII (words, spaces, punctuation) and shows any
+ *   other character as `*`, for the phrase patterns;
+ * - the marker view keeps only Latin letters, digits and `<`/`>` (every
+ *   separator dropped, any other letter a `*`), for marker detection, with the
+ *   offset in the content of each of its characters.
+ * Every code point yields at most MAX_FOLD characters per view, so the work
+ * is linear in the input with a small constant.
+ */
+import { prototypeOf } from './confusables.ts';
+
+/** The most characters one code point contributes to a view. */
+export const MAX_FOLD = 18;
+
+/** A code point's contribution to the two views. */
+type Fold = { readonly injection: string; readonly marker: string };
+
+// ASCII case-folded, then through the table's few ASCII rows (I, 1 and | look alike; 0 and O).
+const ASCII_PROTOTYPES: Record<string, string> = {
+  I: 'L',
+  '1': 'L',
+  '|': 'L',
+  '0': 'O',
+  '"': "''",
+  '`': "'",
+  '%': 'O/O',
+};
+
+/** The skeleton of one ASCII character. */
+export function foldAscii(char: string): string {
+  const upper = char.toUpperCase();
+  return ASCII_PROTOTYPES[upper] ?? upper;
+}
+
+const IGNORABLE = /^\p{Default_Ignorable_Code_Point}$/u;
+const MARK = /^\p{M}$/u;
+const ALL_ASCII = /^[\x20-\x7e\n\t\r]*$/;
+
+// Letters of the marker words: when a character has two Latin readings, one of these wins.
+const MARKER_LETTERS = /^[^A-Z]*(?:[ACDELNORSTUX][^A-Z]*)+$/;
+
+/**
+ * The skeleton of a non-ASCII character: its prototype, or the prototype of its upper case
+ * (case does not matter). Of two Latin readings (Greek ν reads v, its capital N) the one made of
+ * marker letters wins, so neither disguise slips through.
+ */
+function foldOther(char: string, depth: number): string {
+  if (depth > 3) return char;
+  const direct = prototypeOf(char);
+  const own = direct === undefined ? char : foldText(direct, depth + 1);
+  const upper = char.toUpperCase();
+  if (upper === char) return own;
+  const viaUpper = foldText(upper, depth + 1);
+  const latin = [own, viaUpper].filter((reading) => ALL_ASCII.test(reading));
+  return latin.find((reading) => MARKER_LETTERS.test(reading)) ?? latin[0] ?? own;
+}
+
+/** The skeleton of a short text (one code point or a prototype). */
+export function foldText(text: string, depth = 0): string {
+  let out = '';
+  for (const char of text.normalize('NFKD')) {
+    if (IGNORABLE.test(char) || MARK.test(char)) continue;
+    out += (char.codePointAt(0) as number) < 0x80 ? foldAscii(char) : foldOther(char, depth);
+  }
+  return out;
+}
+
+// Letters and digits of other scripts separate marker letters; modifier letters (ー, the
+// prototype of long dashes) do not.
+const LETTER = /^[\p{Lu}\p{Ll}\p{Lt}\p{Lo}\p{N}]$/u;
+const SPACE = /^\s$/u;
+
+/** Split one code point's skeleton into its two views (bounded to MAX_FOLD each). */
+function views(skeleton: string): Fold {
+  let injection = '';
+  let marker = '';
+  for (const char of skeleton) {
+    const ascii = (char.codePointAt(0) as number) < 0x80;
+    if (ascii) injection += char === '\n' ? char : SPACE.test(char) ? ' ' : char;
+    else if (SPACE.test(char)) injection += char === '\u2028' || char === '\u2029' ? '\n' : ' ';
+    else if (!injection.endsWith('*')) injection += '*';
+    if (/^[A-Z0-9<>]$/.test(char)) marker += char;
+    else if (!ascii && LETTER.test(char) && !marker.endsWith('*')) marker += '*';
+  }
+  return { injection: injection.slice(0, MAX_FOLD), marker: marker.slice(0, MAX_FOLD) };
+}
+
+/** The fold of one code point (uncached). */
+export function foldCodePoint(cp: number): Fold {
+  return views(foldText(String.fromCodePoint(cp)));
+}
+
+const ASCII_FOLDS: Fold[] = Array.from({ length: 0x80 }, (_, cp) => foldCodePoint(cp));
+
+// Folds of code points seen so far: BMP ones by index (at most 65,536, all distinct), the rest
+// in a map cleared when full, so hostile text cannot grow either without bound.
+const bmpIndex = new Int32Array(0x10000);
+const bmpFolds: Fold[] = [{ injection: '', marker: '' }];
+const ASTRAL_LIMIT = 1 << 14;
+const astral = new Map<number, Fold>();
+
+function foldOf(cp: number): Fold {
+  if (cp < 0x80) return ASCII_FOLDS[cp] as Fold;
+  if (cp < 0x10000) {
+    const index = bmpIndex[cp] as number;
+    if (index !== 0) return bmpFolds[index] as Fold;
+    const fold = foldCodePoint(cp);
+    bmpIndex[cp] = bmpFolds.push(fold) - 1;
+    return fold;
+  }
+  let fold = astral.get(cp);
+  if (fold === undefined) {
+    if (astral.size >= ASTRAL_LIMIT) astral.clear();
+    fold = foldCodePoint(cp);
+    astral.set(cp, fold);
+  }
+  return fold;
+}
+
+/** Both views of a content; `starts[k]` is the content offset of marker-view character k (when asked). */
+export type Skeleton = { injection: string; marker: string; starts: Int32Array | null };
+
+// The views are ASCII, so they are written as bytes into buffers reused across calls (grown on
+// demand, dropped after an input that made them larger than KEEP) and read back as one string each.
+const KEEP = 1 << 20;
+let injectionBytes = new Uint8Array(1 << 12);
+let markerBytes = new Uint8Array(1 << 12);
+let startsAt = new Int32Array(1 << 12);
+
+function ensure(size: number): void {
+  if (size <= injectionBytes.length) return;
+  const grown = Math.max(size, injectionBytes.length * 2);
+  injectionBytes = copyInto(new Uint8Array(grown), injectionBytes);
+  markerBytes = copyInto(new Uint8Array(grown), markerBytes);
+  startsAt = copyInto(new Int32Array(grown), startsAt);
+}
+
+function copyInto<T extends Uint8Array | Int32Array>(into: T, from: T): T {
+  into.set(from as never);
+  return into;
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the whole ASCII range, controls included, is meant.
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+/** Both views of plain ASCII: its upper case through the few ASCII prototypes, with native string passes. */
+function asciiSkeleton(content: string): Skeleton {
+  const injection = content
+    .toUpperCase()
+    .replace(/[^\S\n]+/g, ' ')
+    .replaceAll('I', 'L')
+    .replaceAll('1', 'L')
+    .replaceAll('|', 'L')
+    .replaceAll('0', 'O')
+    .replaceAll('"', "''")
+    .replaceAll('`', "'")
+    .replaceAll('%', 'O/O');
+  return { injection, marker: injection.replace(/[^A-Z0-9<>]+/g, ''), starts: null };
+}
+
+/** Build the views in one pass over the content (offsets of the marker view only when asked). */
+export function skeleton(content: string, withStarts = false): Skeleton {
+  if (!withStarts && ASCII_ONLY.test(content)) return asciiSkeleton(content);
+  let inj = 0;
+  let mark = 0;
+  let lastSpace = false;
+  for (let at = 0; at < content.length; ) {
+    ensure(Math.max(inj, mark) + MAX_FOLD);
+    const cp = content.codePointAt(at) as number;
+    const fold = foldOf(cp);
+    const injection = fold.injection;
+    // Runs of spaces collapse so phrase patterns see single spaces.
+    const space = injection === ' ';
+    if (!(space && lastSpace)) {
+      for (let i = 0; i < injection.length; i++) injectionBytes[inj++] = injection.charCodeAt(i);
+    }
+    if (injection !== '') lastSpace = space;
+    const marker = fold.marker;
+    for (let i = 0; i < marker.length; i++) {
+      if (withStarts) startsAt[mark] = at;
+      markerBytes[mark++] = marker.charCodeAt(i);
+    }
+    at += cp > 0xffff ? 2 : 1;
+  }
+  const result: Skeleton = {
+    injection: Buffer.from(injectionBytes.buffer, 0, inj).toString('latin1'),
+    marker: Buffer.from(markerBytes.buffer, 0, mark).toString('latin1'),
+    starts: withStarts ? startsAt.slice(0, mark) : null,
+  };
+  if (injectionBytes.length > KEEP) {
+    injectionBytes = new Uint8Array(1 << 12);
+    markerBytes = new Uint8Array(1 << 12);
+    startsAt = new Int32Array(1 << 12);
+  }
+  return result;
+}
