@@ -1,7 +1,7 @@
 /**
  * `node bench/safety-cost.ts [module]`: synchronous CPU cost of the safety
- * wrapper per 256 KB field, for ordinary and adversarial inputs. The optional
- * argument is another copy of the wrapper module (to compare with an older one).
+ * wrapper per 256 KB field, for ordinary and adversarial inputs. Arguments:
+ * copies of the wrapper module to compare side by side (default: this one).
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -9,8 +9,11 @@ import { pathToFileURL } from 'node:url';
 type WrapFn = (content: string, source: string, id?: string) => { text: string };
 
 const FIELD_BYTES = 256 * 1024;
-const ORDINARY_JSON =
-  '{"event":"push","repository":{"name":"api","owner":"acme"},"pusher":"ana","commits":[{"id":"9f2c1e7","message":"Fix the retry loop on 503","author":"ana"}],"ref":"refs/heads/main"}';
+// A 221-byte /wake body, as the load benchmark sends (its text padded to size).
+const ORDINARY_JSON = JSON.stringify({
+  text: `Build 17 of api failed on main: ${'x'.repeat(165)}`,
+  mode: 'now',
+});
 
 /** Repeat `unit` until the UTF-8 size reaches the field size. */
 function fill(unit: string): string {
@@ -52,24 +55,30 @@ function median(fn: () => void, runs: number): number {
   return times[Math.floor(times.length / 2)] as number;
 }
 
-const modulePath = path.resolve(
-  process.argv[2] ?? path.join(import.meta.dirname, '../engine/safety.ts'),
-);
-const { wrapUntrusted } = (await import(pathToFileURL(modulePath).href)) as {
-  wrapUntrusted: WrapFn;
-};
+const modulePaths =
+  process.argv.length > 2
+    ? process.argv.slice(2)
+    : [path.join(import.meta.dirname, '../engine/safety.ts')];
+const wrappers: WrapFn[] = [];
+for (const modulePath of modulePaths) {
+  const url = pathToFileURL(path.resolve(modulePath)).href;
+  wrappers.push(((await import(url)) as { wrapUntrusted: WrapFn }).wrapUntrusted);
+}
 
-console.log(`safety wrapper cost, ${modulePath}`);
-wrapUntrusted(ORDINARY_JSON, 'Webhook', 'warm');
-const small = median(() => {
-  for (let i = 0; i < 1000; i++) wrapUntrusted(ORDINARY_JSON, 'Webhook', 'id');
-}, 7);
-console.log(
-  `${'ordinary JSON, 221 bytes'.padEnd(34)} ${((small * 1000) / 1000).toFixed(2)} us per call`,
-);
+/** One row: the cost of `text` under each wrapper, measured side by side. */
+function row(name: string, text: string, calls: number, unit: string, scale: number): void {
+  const cells = wrappers.map((wrap) => {
+    wrap(text, 'Webhook', 'warm');
+    const ms = median(() => {
+      for (let i = 0; i < calls; i++) wrap(text, 'Webhook', 'id');
+    }, 7);
+    return `${((ms * scale) / calls).toFixed(2)} ${unit}`.padStart(14);
+  });
+  console.log(`${name.padEnd(36)}${cells.join('')}`);
+}
+
+console.log(`safety wrapper cost per call; columns: ${modulePaths.join(', ')}`);
+row(`ordinary JSON, ${Buffer.byteLength(ORDINARY_JSON)} bytes`, ORDINARY_JSON, 2000, 'us', 1000);
 for (const [name, text] of inputs) {
-  wrapUntrusted(text, 'Webhook', 'warm');
-  const ms = median(() => wrapUntrusted(text, 'Webhook', 'id'), 5);
-  const kb = (Buffer.byteLength(text) / 1024).toFixed(0);
-  console.log(`${`${name}, ${kb} KB`.padEnd(34)} ${ms.toFixed(1)} ms`);
+  row(`${name}, ${(Buffer.byteLength(text) / 1024).toFixed(0)} KB`, text, 1, 'ms', 1);
 }

@@ -1,13 +1,13 @@
 /**
  * Injection detection: known prompt-injection phrasings, found on the
  * injection view of the skeleton (disguises undone) and reported by name.
- * The patterns are written in plain upper-case ASCII and translated once to
- * the skeleton's alphabet; every gap is bounded, so each pattern does a
+ * The patterns are written in plain upper-case ASCII and widened once to the
+ * look-alikes the view keeps apart (I l 1 |, 0 O); every gap is bounded, so each pattern does a
  * bounded amount of work per input position.
  */
-import { foldAscii, type Skeleton, skeleton } from './skeleton.ts';
+import { lookAlike, type Skeleton, skeleton } from './skeleton.ts';
 
-/** A pattern written in ASCII, with its literal letters and escaped punctuation folded as the skeleton folds them. */
+/** A pattern written in ASCII, its literal letters and escaped punctuation widened to their look-alikes. */
 function onSkeleton(pattern: RegExp): RegExp {
   const source = pattern.source;
   let out = '';
@@ -17,13 +17,13 @@ function onSkeleton(pattern: RegExp): RegExp {
     if (char === '\\') {
       const next = source[++i] as string;
       const literal = !inClass && !/[A-Za-z0-9]/.test(next);
-      out += literal ? foldAscii(next).replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&') : `\\${next}`;
+      out += literal ? lookAlike(next) : `\\${next}`;
     } else if (inClass) {
       inClass = char !== ']';
       out += char;
     } else {
       inClass = char === '[';
-      out += /[A-Z]/.test(char) ? foldAscii(char) : char;
+      out += /[A-Z]/.test(char) ? lookAlike(char) : char;
     }
   }
   return new RegExp(out, pattern.flags);
@@ -52,8 +52,7 @@ const INJECTION_PATTERNS: ReadonlyArray<readonly [string, RegExp]> = (
     ['jailbreak', /\bJAILBREAK\b|\bDEVELOPER MODE\b|\bDAN MODE\b|\bDO ANYTHING NOW\b/],
     [
       'command-execution',
-      // `|` folds like I and l, so the gap before the pipe is any text on the line.
-      /\b(?:CURL|WGET)\b.{0,200}\|\s*(?:SUDO\s+)?(?:BA|Z)?SH\b|\bRM\s+-RF\s+\/|\bRUN (?:THIS|THE FOLLOWING) (?:COMMAND|SCRIPT)\b/,
+      /\b(?:CURL|WGET)\b[^\n|]{0,200}\|\s*(?:SUDO\s+)?(?:BA|Z)?SH\b|\bRM\s+-RF\s+\/|\bRUN (?:THIS|THE FOLLOWING) (?:COMMAND|SCRIPT)\b/,
     ],
     [
       'data-exfiltration',

@@ -5,27 +5,41 @@
  * skeleton (separators, invisibles and marks already gone), so the patterns
  * are plain literals and the search is linear.
  */
-import { foldAscii, type Skeleton, skeleton } from './skeleton.ts';
+import { lookAlike, type Skeleton, skeleton } from './skeleton.ts';
 
 /** Text that replaces anything in the content resembling a marker or its brackets. */
 export const NEUTRALISED = '[marker removed]';
 
-/** The marker view of a word, as the skeleton spells it. */
-function skeletonWord(word: string): string {
-  return [...word.replace(/[^A-Za-z]/g, '')].map(foldAscii).join('');
+/** A pattern for brackets or a marker word, `between` its characters (letters widened to look-alikes). */
+function spelled(word: string, between: string): string {
+  return [...word].map(lookAlike).join(between);
 }
 
-// Brackets of either marker, and the marker words (the end marker's END included when present).
-const MARKER_SOURCE = `<<<|>>>|(?:${skeletonWord('END')})?${skeletonWord('EXTERNAL_UNTRUSTED_CONTENT')}`;
-const MARKER_LIKE = new RegExp(MARKER_SOURCE, 'g');
-// Non-global twin for the cheap first look (no lastIndex state shared with matchAll).
-const ANY_MARKER_LIKE = new RegExp(MARKER_SOURCE);
+/** Brackets of either marker, and the marker words (the end marker's END included when present). */
+function markerSource(between: string): string {
+  const words = `(?:${spelled('END', between)}${between})?${spelled('EXTERNALUNTRUSTEDCONTENT', between)}`;
+  return `${spelled('<<<', between)}|${spelled('>>>', between)}|${words}`;
+}
+
+// On the marker view, where separators are already gone (a non-global twin for the first look:
+// no lastIndex shared with matchAll).
+const MARKER_LIKE = new RegExp(markerSource(''), 'g');
+const ANY_MARKER_LIKE = new RegExp(markerSource(''));
+// Plain ASCII has no marker view (skipped for speed): the same search on its upper case, with
+// what the view would drop allowed between characters. Only a first look: a hit builds the view.
+const ASCII_MARKER_LIKE = new RegExp(markerSource('[^A-Z0-9<>|]*'));
+
+/** Whether the content may hold anything marker-like (exact: both searches see the same). */
+function anyMarkerLike(sk: Skeleton): boolean {
+  if (sk.marker === null) return ASCII_MARKER_LIKE.test(sk.injection);
+  return ANY_MARKER_LIKE.test(sk.marker);
+}
 
 /** Spans of the content (start, end offsets) to replace, merged when they touch. */
 function markerSpans(content: string, sk: Skeleton): Array<[number, number]> {
   const starts = sk.starts as Int32Array;
   const spans: Array<[number, number]> = [];
-  for (const match of sk.marker.matchAll(MARKER_LIKE)) {
+  for (const match of (sk.marker as string).matchAll(MARKER_LIKE)) {
     const start = starts[match.index] as number;
     const lastAt = starts[match.index + match[0].length - 1] as number;
     const end = lastAt + ((content.codePointAt(lastAt) as number) > 0xffff ? 2 : 1);
@@ -41,7 +55,7 @@ export function neutraliseMarkers(
   content: string,
   sk: Skeleton = skeleton(content),
 ): { text: string; count: number } {
-  if (!ANY_MARKER_LIKE.test(sk.marker)) return { text: content, count: 0 };
+  if (!anyMarkerLike(sk)) return { text: content, count: 0 };
   const spans = markerSpans(content, sk.starts ? sk : skeleton(content, true));
   let text = '';
   let at = 0;

@@ -1,14 +1,16 @@
 /**
  * The skeleton of untrusted text (after UTS #39): what the text looks like,
  * not how it is spelled. Each code point is folded on its own: invisible
- * (default-ignorable) characters vanish, NFKD undoes compatibility forms,
- * combining marks are dropped, confusables become their prototypes, and
- * letters are compared without case. Two views are built in one linear pass:
+ * (default-ignorable) characters vanish, NFD splits off combining marks,
+ * which are dropped, confusables become their prototypes (NFKD undoes the
+ * compatibility forms the table has no row for), and case does not count. Two views are built in one linear pass:
  * - the injection view keeps ASCII (words, spaces, punctuation) and shows any
  *   other character as `*`, for the phrase patterns;
- * - the marker view keeps only Latin letters, digits and `<`/`>` (every
+ * - the marker view keeps only Latin letters, digits, `|` and `<`/`>` (every
  *   separator dropped, any other letter a `*`), for marker detection, with the
  *   offset in the content of each of its characters.
+ * ASCII stays itself (upper-cased) in both views; the confusables table's few
+ * ASCII rows (I l 1 |, 0 O) are regex classes in the matchers (lookAlike).
  * Every code point yields at most MAX_FOLD characters per view, so the work
  * is linear in the input with a small constant.
  */
@@ -20,51 +22,58 @@ export const MAX_FOLD = 18;
 /** A code point's contribution to the two views. */
 type Fold = { readonly injection: string; readonly marker: string };
 
-// ASCII case-folded, then through the table's few ASCII rows (I, 1 and | look alike; 0 and O).
-const ASCII_PROTOTYPES: Record<string, string> = {
-  I: 'L',
-  '1': 'L',
-  '|': 'L',
-  '0': 'O',
-  '"': "''",
-  '`': "'",
-  '%': 'O/O',
-};
+/** The skeleton of one ASCII character: its upper case (the table's ASCII rows are left to the matchers). */
+function foldAscii(char: string): string {
+  return char.toUpperCase();
+}
 
-/** The skeleton of one ASCII character. */
-export function foldAscii(char: string): string {
-  const upper = char.toUpperCase();
-  return ASCII_PROTOTYPES[upper] ?? upper;
+// The table's ASCII rows (I, l, 1 and | look alike; so do 0 and O) as regex classes: ASCII text
+// stays as it is in the views, so plain ASCII needs no per-character work.
+const LOOK_ALIKES: Record<string, string> = { I: '[IL1|]', L: '[LI1|]', O: '[O0]', '|': '[|LI1]' };
+
+/** A regex fragment matching an upper-case ASCII letter (or `|`) in a view, look-alikes included. */
+export function lookAlike(char: string): string {
+  return LOOK_ALIKES[char] ?? char.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
 }
 
 const IGNORABLE = /^\p{Default_Ignorable_Code_Point}$/u;
-const MARK = /^\p{M}$/u;
+const NONSPACING_MARK = /^[\p{Mn}\p{Me}]$/u;
+const SPACING_MARK = /^\p{Mc}$/u;
 const ALL_ASCII = /^[\x20-\x7e\n\t\r]*$/;
 
 // Letters of the marker words: when a character has two Latin readings, one of these wins.
 const MARKER_LETTERS = /^[^A-Z]*(?:[ACDELNORSTUX][^A-Z]*)+$/;
 
+/** One reading of a character: its prototype, else its compatibility form, else itself. */
+function reading(char: string, depth: number): string {
+  const prototype = prototypeOf(char);
+  if (prototype !== undefined) return foldText(prototype, depth + 1);
+  const compatible = char.normalize('NFKD');
+  if (compatible !== char) return foldText(compatible, depth + 1);
+  // A spacing mark that imitates nothing is a mark like any other.
+  return SPACING_MARK.test(char) ? '' : char;
+}
+
 /**
- * The skeleton of a non-ASCII character: its prototype, or the prototype of its upper case
- * (case does not matter). Of two Latin readings (Greek ν reads v, its capital N) the one made of
+ * The skeleton of a non-ASCII character: its reading, or the reading of its upper case (case
+ * does not matter). Of two Latin readings (Greek ν reads v, its capital N) the one made of
  * marker letters wins, so neither disguise slips through.
  */
 function foldOther(char: string, depth: number): string {
   if (depth > 3) return char;
-  const direct = prototypeOf(char);
-  const own = direct === undefined ? char : foldText(direct, depth + 1);
+  const own = reading(char, depth);
   const upper = char.toUpperCase();
   if (upper === char) return own;
   const viaUpper = foldText(upper, depth + 1);
-  const latin = [own, viaUpper].filter((reading) => ALL_ASCII.test(reading));
-  return latin.find((reading) => MARKER_LETTERS.test(reading)) ?? latin[0] ?? own;
+  const latin = [own, viaUpper].filter((text) => ALL_ASCII.test(text));
+  return latin.find((text) => MARKER_LETTERS.test(text)) ?? latin[0] ?? own;
 }
 
-/** The skeleton of a short text (one code point or a prototype). */
+/** The skeleton of a short text (one code point or a prototype): NFD first, as UTS #39 does. */
 export function foldText(text: string, depth = 0): string {
   let out = '';
-  for (const char of text.normalize('NFKD')) {
-    if (IGNORABLE.test(char) || MARK.test(char)) continue;
+  for (const char of text.normalize('NFD')) {
+    if (IGNORABLE.test(char) || NONSPACING_MARK.test(char)) continue;
     out += (char.codePointAt(0) as number) < 0x80 ? foldAscii(char) : foldOther(char, depth);
   }
   return out;
@@ -75,17 +84,20 @@ export function foldText(text: string, depth = 0): string {
 const LETTER = /^[\p{Lu}\p{Ll}\p{Lt}\p{Lo}\p{N}]$/u;
 const SPACE = /^\s$/u;
 
+const FOREIGN = { injection: '*', marker: '*' } as const;
+
 /** Split one code point's skeleton into its two views (bounded to MAX_FOLD each). */
 function views(skeleton: string): Fold {
   let injection = '';
   let marker = '';
   for (const char of skeleton) {
     const ascii = (char.codePointAt(0) as number) < 0x80;
+    // A letter of another script anywhere in it: the code point is one foreign letter.
+    if (!ascii && LETTER.test(char)) return FOREIGN;
     if (ascii) injection += char === '\n' ? char : SPACE.test(char) ? ' ' : char;
     else if (SPACE.test(char)) injection += char === '\u2028' || char === '\u2029' ? '\n' : ' ';
     else if (!injection.endsWith('*')) injection += '*';
-    if (/^[A-Z0-9<>]$/.test(char)) marker += char;
-    else if (!ascii && LETTER.test(char) && !marker.endsWith('*')) marker += '*';
+    if (/^[A-Z0-9<>|]$/.test(char)) marker += char;
   }
   return { injection: injection.slice(0, MAX_FOLD), marker: marker.slice(0, MAX_FOLD) };
 }
@@ -122,8 +134,11 @@ function foldOf(cp: number): Fold {
   return fold;
 }
 
-/** Both views of a content; `starts[k]` is the content offset of marker-view character k (when asked). */
-export type Skeleton = { injection: string; marker: string; starts: Int32Array | null };
+/**
+ * Both views of a content; `starts[k]` is the content offset of marker-view character k (when
+ * asked). Plain ASCII has no marker view unless asked for offsets (null: search the injection view).
+ */
+export type Skeleton = { injection: string; marker: string | null; starts: Int32Array | null };
 
 // The views are ASCII, so they are written as bytes into buffers reused across calls (grown on
 // demand, dropped after an input that made them larger than KEEP) and read back as one string each.
@@ -148,19 +163,9 @@ function copyInto<T extends Uint8Array | Int32Array>(into: T, from: T): T {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the whole ASCII range, controls included, is meant.
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
-/** Both views of plain ASCII: its upper case through the few ASCII prototypes, with native string passes. */
+/** The injection view of plain ASCII (no disguise to undo but case and spacing): native string passes. */
 function asciiSkeleton(content: string): Skeleton {
-  const injection = content
-    .toUpperCase()
-    .replace(/[^\S\n]+/g, ' ')
-    .replaceAll('I', 'L')
-    .replaceAll('1', 'L')
-    .replaceAll('|', 'L')
-    .replaceAll('0', 'O')
-    .replaceAll('"', "''")
-    .replaceAll('`', "'")
-    .replaceAll('%', 'O/O');
-  return { injection, marker: injection.replace(/[^A-Z0-9<>]+/g, ''), starts: null };
+  return { injection: content.toUpperCase().replace(/[^\S\n]+/g, ' '), marker: null, starts: null };
 }
 
 /** Build the views in one pass over the content (offsets of the marker view only when asked). */
