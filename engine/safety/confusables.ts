@@ -66,7 +66,7 @@ const LETTER_BLOCKS: ReadonlyArray<number> = [0x1f150, 0x1f170, 0x1f1e6];
 
 /** The prototype a character imitates, or undefined when it is its own prototype. */
 export function prototypeOf(char: string): string | undefined {
-  const mapped = EXTRA[char] ?? confusablesTable()[char];
+  const mapped = confusablesTable()[char] ?? EXTRA[char];
   if (mapped !== undefined) return mapped;
   const cp = char.codePointAt(0) as number;
   for (const first of LETTER_BLOCKS) {
