@@ -403,3 +403,87 @@ describe('properties', () => {
     expect(neutraliseMarkers(content, fast)).toEqual(neutraliseMarkers(content, full));
   });
 });
+
+describe('phrases with long gaps: one linear scan finds what the gap regexes found', () => {
+  // The gap patterns as plain regexes (quadratic in the gap on hostile text, fine on short strings).
+  const REFERENCE: ReadonlyArray<readonly [string, RegExp]> = [
+    [
+      'ignore-previous-instructions',
+      /\b(?:IGNORE|DISREGARD|FORGET|OVERRIDE)\b.{0,40}\b(?:PREVIOUS|PRIOR|ABOVE|EARLIER|ALL|YOUR)\b.{0,30}\b(?:INSTRUCTIONS?|PROMPTS?|RULES|DIRECTIVES|GUIDELINES)\b/,
+    ],
+    [
+      'prompt-exfiltration',
+      /\b(?:REVEAL|PRINT|SHOW|REPEAT|LEAK|OUTPUT)\b.{0,30}\b(?:SYSTEM PROMPT|YOUR INSTRUCTIONS|HIDDEN PROMPT|API KEYS?|SECRETS?|PASSWORDS?|TOKENS?)\b/,
+    ],
+    ['command-execution', /\b(?:CURL|WGET)\b[^\n|]{0,200}\|\s*(?:SUDO\s+)?(?:BA|Z)?SH\b/],
+    [
+      'data-exfiltration',
+      /\b(?:SEND|FORWARD|EMAIL|UPLOAD|POST)\b.{0,40}\b(?:ALL|EVERY|THE)\b.{0,30}\b(?:FILES|EMAILS|MESSAGES|CREDENTIALS|CONTACTS|DATA)\b.{0,40}\bTO\b/,
+    ],
+  ];
+  // Fillers sized so that words land just inside and just outside each gap limit (30, 40, 200).
+  const fillers = [1, 10, 26, 27, 28, 29, 36, 37, 38, 39, 196, 197, 198, 199].map((n) =>
+    'x'.repeat(n),
+  );
+  const token = fc.constantFrom(
+    'ignore',
+    'forget',
+    'all',
+    'previous',
+    'your',
+    'rules',
+    'instructions',
+    'reveal',
+    'show',
+    'system prompt',
+    'api keys',
+    'tokens',
+    'curl',
+    'wget',
+    '| sh',
+    '| sudo bash',
+    '|',
+    'send',
+    'email',
+    'emails',
+    'the',
+    'every',
+    'files',
+    'data',
+    'to',
+    ' ',
+    '\n',
+    ',',
+    ...fillers,
+  );
+  const filler = fc.constantFrom(...fillers, ' ', '\n', '| x');
+  // The words of one phrasing in order, with fillers around the limits between them.
+  const phraseOf = (...stages: string[][]) =>
+    fc
+      .tuple(...stages.map((words) => fc.tuple(fc.constantFrom(...words), filler)))
+      .map((parts) => parts.flat().join(' '));
+  const phrases = fc.oneof(
+    phraseOf(['ignore', 'forget'], ['all', 'previous', 'your'], ['rules', 'instructions']),
+    phraseOf(['reveal', 'show'], ['system prompt', 'api keys', 'tokens']),
+    phraseOf(['curl', 'wget'], ['| sh', '| sudo bash']),
+    phraseOf(['send', 'email'], ['all', 'the', 'every'], ['files', 'emails', 'data'], ['to']),
+  );
+  const text = fc.array(fc.oneof(token, phrases), { maxLength: 8 }).map((parts) => parts.join(' '));
+
+  test.prop([text], { numRuns: 1000 })(
+    'same names as the regexes, on word soups around the gap limits',
+    (content) => {
+      const view = content.toUpperCase().replace(/[^\S\n]+/g, ' ');
+      const found = detectInjection(content);
+      for (const [name, pattern] of REFERENCE) {
+        expect([name, found.includes(name)]).toEqual([name, pattern.test(view)]);
+      }
+    },
+  );
+
+  it('256 KB of first words without the rest finds nothing', () => {
+    const content = 'curl send all the ignore all reveal '.repeat(7000);
+    expect(detectInjection(content)).toEqual([]);
+    expect(skeleton(content).injection.length).toBe(content.length);
+  });
+});

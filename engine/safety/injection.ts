@@ -2,8 +2,9 @@
  * Injection detection: known prompt-injection phrasings, found on the
  * injection view of the skeleton (disguises undone) and reported by name.
  * The patterns are written in plain upper-case ASCII and widened once to the
- * look-alikes the view keeps apart (I l 1 |, 0 O); every gap is bounded, so each pattern does a
- * bounded amount of work per input position.
+ * look-alikes the view keeps apart (I l 1 |, 0 O). Phrases with long gaps
+ * between their words are found by one linear scan (wordsInOrder), the rest
+ * by short regexes, so detection is linear in the input.
  */
 import { lookAlike, type Skeleton, skeleton } from './skeleton.ts';
 
@@ -29,41 +30,109 @@ function onSkeleton(pattern: RegExp): RegExp {
   return new RegExp(out, pattern.flags);
 }
 
+/** A test of the injection view for one phrasing. */
+type Detector = (view: string) => boolean;
+
+/** A pattern with no long gaps: one regex search. */
+function phrase(pattern: RegExp): Detector {
+  const widened = onSkeleton(pattern);
+  return (view) => widened.test(view);
+}
+
+/**
+ * Words in order, each starting at most `gaps[i]` characters after the previous one ends, on one
+ * line (and, with `barrier`, without that character between). One scan over the view keeps the
+ * latest end of each partial phrase, so the work is linear whatever the gaps: a regex with a gap
+ * of n retries up to n characters from every occurrence of the first word.
+ */
+function wordsInOrder(stages: RegExp[], gaps: number[], barrier = ''): Detector {
+  const groups = stages.map((stage) => `(${onSkeleton(stage).source})`).join('|');
+  const scan = new RegExp(`${groups}|(\n${barrier})`, 'g');
+  const last = stages.length - 1;
+  return (view) => {
+    const ends: number[] = stages.map(() => Number.NEGATIVE_INFINITY);
+    for (const match of view.matchAll(scan)) {
+      const stage = match.findIndex((group, i) => i > 0 && group !== undefined) - 1;
+      if (stage > last) {
+        ends.fill(Number.NEGATIVE_INFINITY);
+        continue;
+      }
+      const end = match.index + match[0].length;
+      if (stage === 0) ends[0] = end;
+      else if (match.index - (ends[stage - 1] as number) <= (gaps[stage - 1] as number)) {
+        if (stage === last) return true;
+        ends[stage] = end;
+      }
+    }
+    return false;
+  };
+}
+
+/** Either detector. */
+function either(...detectors: Detector[]): Detector {
+  return (view) => detectors.some((detect) => detect(view));
+}
+
 /** Known prompt-injection phrasings, by name. */
-const INJECTION_PATTERNS: ReadonlyArray<readonly [string, RegExp]> = (
+const INJECTION_PATTERNS: ReadonlyArray<readonly [string, Detector]> = [
   [
-    [
-      'ignore-previous-instructions',
-      /\b(?:IGNORE|DISREGARD|FORGET|OVERRIDE)\b.{0,40}\b(?:PREVIOUS|PRIOR|ABOVE|EARLIER|ALL|YOUR)\b.{0,30}\b(?:INSTRUCTIONS?|PROMPTS?|RULES|DIRECTIVES|GUIDELINES)\b/,
-    ],
-    [
-      'role-reassignment',
+    'ignore-previous-instructions',
+    wordsInOrder(
+      [
+        /\b(?:IGNORE|DISREGARD|FORGET|OVERRIDE)\b/,
+        /\b(?:PREVIOUS|PRIOR|ABOVE|EARLIER|ALL|YOUR)\b/,
+        /\b(?:INSTRUCTIONS?|PROMPTS?|RULES|DIRECTIVES|GUIDELINES)\b/,
+      ],
+      [40, 30],
+    ),
+  ],
+  [
+    'role-reassignment',
+    phrase(
       /\bYOU ARE NOW\b|\bFROM NOW ON,? YOU\b|\bACT AS (?:AN? )?(?:DIFFERENT|NEW|UNRESTRICTED)\b|\bPRETEND (?:TO BE|YOU ARE)\b/,
-    ],
-    [
-      'fake-system-message',
+    ),
+  ],
+  [
+    'fake-system-message',
+    phrase(
       /<\/?\s*(?:SYSTEM|ASSISTANT|DEVELOPER)\s*>|\[\s*(?:SYSTEM|INST)\s*\]|^\s*(?:SYSTEM|DEVELOPER)\s*:/m,
-    ],
-    ['new-instructions', /\bNEW (?:INSTRUCTIONS|TASK|ORDERS)\s*:|\bUPDATED INSTRUCTIONS\b/],
-    [
-      'prompt-exfiltration',
-      /\b(?:REVEAL|PRINT|SHOW|REPEAT|LEAK|OUTPUT)\b.{0,30}\b(?:SYSTEM PROMPT|YOUR INSTRUCTIONS|HIDDEN PROMPT|API KEYS?|SECRETS?|PASSWORDS?|TOKENS?)\b/,
-    ],
-    ['jailbreak', /\bJAILBREAK\b|\bDEVELOPER MODE\b|\bDAN MODE\b|\bDO ANYTHING NOW\b/],
-    [
-      'command-execution',
-      /\b(?:CURL|WGET)\b[^\n|]{0,200}\|\s*(?:SUDO\s+)?(?:BA|Z)?SH\b|\bRM\s+-RF\s+\/|\bRUN (?:THIS|THE FOLLOWING) (?:COMMAND|SCRIPT)\b/,
-    ],
-    [
-      'data-exfiltration',
-      /\b(?:SEND|FORWARD|EMAIL|UPLOAD|POST)\b.{0,40}\b(?:ALL|EVERY|THE)\b.{0,30}\b(?:FILES|EMAILS|MESSAGES|CREDENTIALS|CONTACTS|DATA)\b.{0,40}\bTO\b/,
-    ],
-  ] as const
-).map(([name, pattern]) => [name, onSkeleton(pattern)] as const);
+    ),
+  ],
+  ['new-instructions', phrase(/\bNEW (?:INSTRUCTIONS|TASK|ORDERS)\s*:|\bUPDATED INSTRUCTIONS\b/)],
+  [
+    'prompt-exfiltration',
+    wordsInOrder(
+      [
+        /\b(?:REVEAL|PRINT|SHOW|REPEAT|LEAK|OUTPUT)\b/,
+        /\b(?:SYSTEM PROMPT|YOUR INSTRUCTIONS|HIDDEN PROMPT|API KEYS?|SECRETS?|PASSWORDS?|TOKENS?)\b/,
+      ],
+      [30],
+    ),
+  ],
+  ['jailbreak', phrase(/\bJAILBREAK\b|\bDEVELOPER MODE\b|\bDAN MODE\b|\bDO ANYTHING NOW\b/)],
+  [
+    'command-execution',
+    either(
+      // A download piped into a shell: no other pipe between the two.
+      wordsInOrder([/\b(?:CURL|WGET)\b/, /\|\s*(?:SUDO\s+)?(?:BA|Z)?SH\b/], [200], '|\\|'),
+      phrase(/\bRM\s+-RF\s+\/|\bRUN (?:THIS|THE FOLLOWING) (?:COMMAND|SCRIPT)\b/),
+    ),
+  ],
+  [
+    'data-exfiltration',
+    wordsInOrder(
+      [
+        /\b(?:SEND|FORWARD|EMAIL|UPLOAD|POST)\b/,
+        /\b(?:ALL|EVERY|THE)\b/,
+        /\b(?:FILES|EMAILS|MESSAGES|CREDENTIALS|CONTACTS|DATA)\b/,
+        /\bTO\b/,
+      ],
+      [40, 30, 40],
+    ),
+  ],
+];
 
 /** Names of the known injection patterns found in the content (on its de-disguised skeleton). */
 export function detectInjection(content: string, sk: Skeleton = skeleton(content)): string[] {
-  return INJECTION_PATTERNS.filter(([, pattern]) => pattern.test(sk.injection)).map(
-    ([name]) => name,
-  );
+  return INJECTION_PATTERNS.filter(([, detect]) => detect(sk.injection)).map(([name]) => name);
 }

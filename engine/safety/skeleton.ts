@@ -142,7 +142,7 @@ export type Skeleton = { injection: string; marker: string | null; starts: Int32
 
 // The views are ASCII, so they are written as bytes into buffers reused across calls (grown on
 // demand, dropped after an input that made them larger than KEEP) and read back as one string each.
-const KEEP = 1 << 20;
+const KEEP = 1 << 18;
 let injectionBytes = new Uint8Array(1 << 12);
 let markerBytes = new Uint8Array(1 << 12);
 let startsAt = new Int32Array(1 << 12);
