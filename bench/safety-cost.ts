@@ -33,6 +33,7 @@ const inputs: ReadonlyArray<readonly [string, string]> = [
   ['phrase starts without ends', fill('curl send all the ignore all ')],
   ['marker letters, long separators', fill(`E${' '.repeat(60)}<${'\u200b'.repeat(30)}`)],
   ['near-miss marker words', fill('END_EXTERNAL_UNTRUSTED_CONTEN ')],
+  ['ASCII markers and brackets', fill('<<< >>> END_EXTERNAL_UNTRUSTED_CONTENT ')],
   ['zero-width only', fill('\u200b')],
   ['ASCII JSON', fill(`${ORDINARY_JSON}\n`)],
   ['every BMP code point', fill(allBmp())],

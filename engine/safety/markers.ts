@@ -26,26 +26,39 @@ function markerSource(between: string): string {
 const MARKER_LIKE = new RegExp(markerSource(''), 'g');
 const ANY_MARKER_LIKE = new RegExp(markerSource(''));
 // Plain ASCII has no marker view (skipped for speed): the same search on its upper case, with
-// what the view would drop allowed between characters. Only a first look: a hit builds the view.
-const ASCII_MARKER_LIKE = new RegExp(markerSource('[^A-Z0-9<>|]*'));
+// what the view would drop allowed between characters (same matches, same extent).
+const ASCII_SOURCE = markerSource('[^A-Z0-9<>|]*');
+const ASCII_MARKER_LIKE = new RegExp(ASCII_SOURCE, 'g');
+const ANY_ASCII_MARKER_LIKE = new RegExp(ASCII_SOURCE);
 
-/** Whether the content may hold anything marker-like (exact: both searches see the same). */
+/** Whether the content holds anything marker-like. */
 function anyMarkerLike(sk: Skeleton): boolean {
-  if (sk.marker === null) return ASCII_MARKER_LIKE.test(sk.injection);
+  if (sk.marker === null) return ANY_ASCII_MARKER_LIKE.test(sk.injection);
   return ANY_MARKER_LIKE.test(sk.marker);
 }
 
-/** Spans of the content (start, end offsets) to replace, merged when they touch. */
-function markerSpans(content: string, sk: Skeleton): Array<[number, number]> {
-  const starts = sk.starts as Int32Array;
-  const spans: Array<[number, number]> = [];
-  for (const match of (sk.marker as string).matchAll(MARKER_LIKE)) {
-    const start = starts[match.index] as number;
+/** Add a span to `spans` (flat start, end pairs), merged with the last one when they touch. */
+function addSpan(spans: number[], start: number, end: number): void {
+  const last = spans.length - 1;
+  if (last > 0 && start <= (spans[last] as number))
+    spans[last] = Math.max(spans[last] as number, end);
+  else spans.push(start, end);
+}
+
+/** Spans of the content to replace. */
+function markerSpans(content: string, sk: Skeleton): number[] {
+  const spans: number[] = [];
+  if (sk.marker === null || sk.starts === null) {
+    for (const match of content.toUpperCase().matchAll(ASCII_MARKER_LIKE)) {
+      addSpan(spans, match.index, match.index + match[0].length);
+    }
+    return spans;
+  }
+  const starts = sk.starts;
+  for (const match of sk.marker.matchAll(MARKER_LIKE)) {
     const lastAt = starts[match.index + match[0].length - 1] as number;
     const end = lastAt + ((content.codePointAt(lastAt) as number) > 0xffff ? 2 : 1);
-    const last = spans.at(-1);
-    if (last && start <= last[1]) last[1] = Math.max(last[1], end);
-    else spans.push([start, end]);
+    addSpan(spans, starts[match.index] as number, end);
   }
   return spans;
 }
@@ -56,12 +69,12 @@ export function neutraliseMarkers(
   sk: Skeleton = skeleton(content),
 ): { text: string; count: number } {
   if (!anyMarkerLike(sk)) return { text: content, count: 0 };
-  const spans = markerSpans(content, sk.starts ? sk : skeleton(content, true));
+  const spans = markerSpans(content, sk);
   let text = '';
   let at = 0;
-  for (const [start, end] of spans) {
-    text += content.slice(at, start) + NEUTRALISED;
-    at = end;
+  for (let i = 0; i < spans.length; i += 2) {
+    text += content.slice(at, spans[i]) + NEUTRALISED;
+    at = spans[i + 1] as number;
   }
-  return { text: text + content.slice(at), count: spans.length };
+  return { text: text + content.slice(at), count: spans.length / 2 };
 }

@@ -135,8 +135,9 @@ function foldOf(cp: number): Fold {
 }
 
 /**
- * Both views of a content; `starts[k]` is the content offset of marker-view character k (when
- * asked). Plain ASCII has no marker view unless asked for offsets (null: search the injection view).
+ * Both views of a content, and `starts[k]`: the content offset of marker-view character k.
+ * Plain ASCII has neither a marker view nor offsets (null): its matchers search its upper case,
+ * whose offsets are its own.
  */
 export type Skeleton = { injection: string; marker: string | null; starts: Int32Array | null };
 
@@ -165,12 +166,14 @@ const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
 /** The injection view of plain ASCII (no disguise to undo but case and spacing): native string passes. */
 function asciiSkeleton(content: string): Skeleton {
-  return { injection: content.toUpperCase().replace(/[^\S\n]+/g, ' '), marker: null, starts: null };
+  // Only runs and non-space blanks change: the common single space is no match at all.
+  const injection = content.toUpperCase().replace(/[\t\v\f\r ]{2,}|[\t\v\f\r]/g, ' ');
+  return { injection, marker: null, starts: null };
 }
 
-/** Build the views in one pass over the content (offsets of the marker view only when asked). */
-export function skeleton(content: string, withStarts = false): Skeleton {
-  if (!withStarts && ASCII_ONLY.test(content)) return asciiSkeleton(content);
+/** Build the views in one pass over the content (`perCharacter`: even for plain ASCII, as tests compare). */
+export function skeleton(content: string, perCharacter = false): Skeleton {
+  if (!perCharacter && ASCII_ONLY.test(content)) return asciiSkeleton(content);
   let inj = 0;
   let mark = 0;
   let lastSpace = false;
@@ -187,7 +190,7 @@ export function skeleton(content: string, withStarts = false): Skeleton {
     if (injection !== '') lastSpace = space;
     const marker = fold.marker;
     for (let i = 0; i < marker.length; i++) {
-      if (withStarts) startsAt[mark] = at;
+      startsAt[mark] = at;
       markerBytes[mark++] = marker.charCodeAt(i);
     }
     at += cp > 0xffff ? 2 : 1;
@@ -195,7 +198,7 @@ export function skeleton(content: string, withStarts = false): Skeleton {
   const result: Skeleton = {
     injection: Buffer.from(injectionBytes.buffer, 0, inj).toString('latin1'),
     marker: Buffer.from(markerBytes.buffer, 0, mark).toString('latin1'),
-    starts: withStarts ? startsAt.slice(0, mark) : null,
+    starts: startsAt.slice(0, mark),
   };
   if (injectionBytes.length > KEEP) {
     injectionBytes = new Uint8Array(1 << 12);
