@@ -49,7 +49,11 @@ function wordsInOrder(stages: RegExp[], gaps: number[], barrier = ''): Detector 
   const groups = stages.map((stage) => `(${onSkeleton(stage).source})`).join('|');
   const scan = new RegExp(`${groups}|(\n${barrier})`, 'g');
   const last = stages.length - 1;
+  // Cheap first look: most texts lack the first or the last word altogether.
+  const first = onSkeleton(stages[0] as RegExp);
+  const final = onSkeleton(stages[last] as RegExp);
   return (view) => {
+    if (!first.test(view) || !final.test(view)) return false;
     const ends: number[] = stages.map(() => Number.NEGATIVE_INFINITY);
     for (const match of view.matchAll(scan)) {
       const stage = match.findIndex((group, i) => i > 0 && group !== undefined) - 1;
