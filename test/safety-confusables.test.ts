@@ -10,7 +10,12 @@ import { createRequire } from 'node:module';
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { prototypeOf } from '../engine/safety/confusables.ts';
-import { foldCodePoint, MAX_FOLD, skeleton } from '../engine/safety/skeleton.ts';
+import {
+  foldCodePoint,
+  foldCodePointFully,
+  MAX_FOLD,
+  skeleton,
+} from '../engine/safety/skeleton.ts';
 import {
   detectInjection,
   NEUTRALISED,
@@ -327,6 +332,20 @@ describe('bounded work per input character (sizes, not timings)', () => {
     expect(longest).toBeLessThanOrEqual(MAX_FOLD);
     expect(longest).toBeGreaterThan(1);
   }, 60_000);
+});
+
+describe('the shortcut for code points with nothing to undo', () => {
+  it('gives the full fold for every code point of the BMP, every 3rd of the other planes and every table row', () => {
+    const points = Object.keys(TABLE).map((c) => c.codePointAt(0) as number);
+    for (let cp = 0; cp < 0x10000; cp++) points.push(cp);
+    for (let cp = 0x10000; cp < 0x110000; cp += 3) points.push(cp);
+    const differ = points.filter((cp) => {
+      const quick = foldCodePoint(cp);
+      const full = foldCodePointFully(cp);
+      return quick.injection !== full.injection || quick.marker !== full.marker;
+    });
+    expect(differ.map((cp) => cp.toString(16))).toEqual([]);
+  }, 120_000);
 });
 
 describe('properties', () => {

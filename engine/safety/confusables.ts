@@ -75,6 +75,18 @@ export function prototypeOf(char: string): string | undefined {
   return undefined;
 }
 
+let mapped: Set<number> | undefined;
+
+/** Whether a code point has a prototype (a cheap numeric check before any string work). */
+export function hasPrototype(cp: number): boolean {
+  mapped ??= new Set(
+    [...Object.keys(confusablesTable()), ...Object.keys(EXTRA)].map(
+      (c) => c.codePointAt(0) as number,
+    ),
+  );
+  return mapped.has(cp) || LETTER_BLOCKS.some((first) => cp >= first && cp < first + 26);
+}
+
 /** Every character the table and the explicit list map (for tests and coverage checks). */
 export function confusableCharacters(): string[] {
   return [...Object.keys(confusablesTable()), ...Object.keys(EXTRA)];

@@ -14,7 +14,7 @@
  * Every code point yields at most MAX_FOLD characters per view, so the work
  * is linear in the input with a small constant.
  */
-import { prototypeOf } from './confusables.ts';
+import { hasPrototype, prototypeOf } from './confusables.ts';
 
 /** The most characters one code point contributes to a view. */
 export const MAX_FOLD = 18;
@@ -85,6 +85,11 @@ const LETTER = /^[\p{Lu}\p{Ll}\p{Lt}\p{Lo}\p{N}]$/u;
 const SPACE = /^\s$/u;
 
 const FOREIGN = { injection: '*', marker: '*' } as const;
+const OTHER = { injection: '*', marker: '' } as const;
+// Stable under NFKC case folding, no case at all, no mark, blank or invisible (and, tested
+// apart, no canonical decomposition): nothing to undo.
+const PLAIN =
+  /^(?![\p{Changes_When_NFKC_Casefolded}\p{Cased}\p{M}\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Cs}])[^\p{Cc}]$/u;
 
 /** Split one code point's skeleton into its two views (bounded to MAX_FOLD each). */
 function views(skeleton: string): Fold {
@@ -104,6 +109,20 @@ function views(skeleton: string): Fold {
 
 /** The fold of one code point (uncached). */
 export function foldCodePoint(cp: number): Fold {
+  const char = String.fromCodePoint(cp);
+  if (cp < 0x80 || hasPrototype(cp)) return views(foldText(char));
+  // Planes 2-13, 15 and 16 (ideographs, unassigned, private use): nothing else to undo there.
+  if (cp >= 0x20000 && (cp < 0xe0000 || cp > 0xeffff)) return LETTER.test(char) ? FOREIGN : OTHER;
+  if (!PLAIN.test(char) || char.normalize('NFD') !== char) {
+    return views(foldText(char));
+  }
+  // Most of Unicode (CJK, other scripts, symbols, unassigned) can only be itself: decided by one
+  // property test instead of normalisation and lookups.
+  return LETTER.test(char) ? FOREIGN : OTHER;
+}
+
+/** Full fold, without the shortcut (tests compare the two). */
+export function foldCodePointFully(cp: number): Fold {
   return views(foldText(String.fromCodePoint(cp)));
 }
 
@@ -113,7 +132,7 @@ const ASCII_FOLDS: Fold[] = Array.from({ length: 0x80 }, (_, cp) => foldCodePoin
 // in a map cleared when full, so hostile text cannot grow either without bound.
 const bmpIndex = new Int32Array(0x10000);
 const bmpFolds: Fold[] = [{ injection: '', marker: '' }];
-const ASTRAL_LIMIT = 1 << 14;
+const ASTRAL_LIMIT = 1 << 16;
 const astral = new Map<number, Fold>();
 
 function foldOf(cp: number): Fold {
