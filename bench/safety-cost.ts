@@ -83,6 +83,19 @@ function row(name: string, text: string, calls: number, unit: string, scale: num
 
 console.log(`safety wrapper cost per call; columns: ${modulePaths.join(', ')}`);
 row(`ordinary JSON, ${Buffer.byteLength(ORDINARY_JSON)} bytes`, ORDINARY_JSON, 2000, 'us', 1000);
+// Code points never seen before (first use pays their fold once): a fresh plane per call.
+const fresh = [3, 4, 5, 6, 7, 8, 9].map((plane) =>
+  Array.from({ length: 65536 }, (_, i) => String.fromCodePoint(plane * 0x10000 + i)).join(''),
+);
+const firstSight = wrappers.map((wrap) => {
+  const times = fresh.map((text) => {
+    const start = process.hrtime.bigint();
+    wrap(text, 'Webhook', 'id');
+    return Number(process.hrtime.bigint() - start) / 1e6;
+  });
+  return `${(times.sort((a, b) => a - b)[3] as number).toFixed(2)} ms`.padStart(14);
+});
+console.log(`${'unseen astral code points, 256 KB'.padEnd(36)}${firstSight.join('')}`);
 for (const [name, text] of inputs) {
   row(`${name}, ${(Buffer.byteLength(text) / 1024).toFixed(0)} KB`, text, 1, 'ms', 1);
 }

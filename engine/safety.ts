@@ -35,7 +35,8 @@ export function wrapUntrusted(
   const shape = skeleton(content);
   const patterns = detectInjection(content, shape);
   const { text: safeContent, count } = neutraliseMarkers(content, shape);
-  const safeSource = neutraliseMarkers(source.replace(/[\r\n]+/g, ' ')).text;
+  // Any line break (U+2028/2029 and NEL too) would start a new line under the marker.
+  const safeSource = neutraliseMarkers(source.replace(/[\r\n\u2028\u2029\u0085]+/g, ' ')).text;
   const text = [
     SECURITY_NOTICE,
     `<<<${START_MARKER} id="${id}">>>`,
