@@ -86,8 +86,3 @@ export function hasPrototype(cp: number): boolean {
   );
   return mapped.has(cp) || LETTER_BLOCKS.some((first) => cp >= first && cp < first + 26);
 }
-
-/** Every character the table and the explicit list map (for tests and coverage checks). */
-export function confusableCharacters(): string[] {
-  return [...Object.keys(confusablesTable()), ...Object.keys(EXTRA)];
-}
