@@ -3,16 +3,17 @@
  * not how it is spelled. Each code point is folded on its own: invisible
  * (default-ignorable) characters vanish, NFD splits off combining marks,
  * which are dropped, confusables become their prototypes (NFKD undoes the
- * compatibility forms the table has no row for), and case does not count. Two views are built in one linear pass:
- * - the injection view keeps ASCII (words, spaces, punctuation) and shows any
- *   other character as `*`, for the phrase patterns;
+ * compatibility forms the table has no row for), and case does not count.
+ * Two views are built in one linear pass:
+ * - the injection view keeps ASCII (words, blanks collapsed to one space,
+ *   punctuation) and shows any other character as `*`, for the phrases;
  * - the marker view keeps only Latin letters, digits, `|` and `<`/`>` (every
  *   separator dropped, any other letter a `*`), for marker detection, with the
  *   offset in the content of each of its characters.
  * ASCII stays itself (upper-cased) in both views; the confusables table's few
  * ASCII rows (I l 1 |, 0 O) are regex classes in the matchers (lookAlike).
- * Every code point yields at most MAX_FOLD characters per view, so the work
- * is linear in the input with a small constant.
+ * Every code point yields at most MAX_FOLD characters per view, and its fold
+ * is computed once and cached, so the work is linear in the input.
  */
 import { hasPrototype, prototypeOf } from './confusables.ts';
 
