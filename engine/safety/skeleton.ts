@@ -1,0 +1,229 @@
+/**
+ * The skeleton of untrusted text (after UTS #39): what the text looks like,
+ * not how it is spelled. Each code point is folded on its own: invisible
+ * (default-ignorable) characters vanish, NFD splits off combining marks,
+ * which are dropped, confusables become their prototypes (NFKD undoes the
+ * compatibility forms the table has no row for), and case does not count.
+ * Two views are built in one linear pass:
+ * - the injection view keeps ASCII (words, blanks collapsed to one space,
+ *   punctuation) and shows any other character as `*`, for the phrases;
+ * - the marker view keeps only Latin letters, digits, `|` and `<`/`>` (every
+ *   separator dropped, any other letter a `*`), for marker detection, with the
+ *   offset in the content of each of its characters.
+ * ASCII stays itself (upper-cased) in both views; the confusables table's few
+ * ASCII rows (I l 1 |, 0 O) are regex classes in the matchers (lookAlike).
+ * Every code point yields at most MAX_FOLD characters per view, and its fold
+ * is computed once and cached, so the work is linear in the input.
+ */
+import { hasPrototype, prototypeOf } from './confusables.ts';
+
+/** The most characters one code point contributes to a view. */
+export const MAX_FOLD = 18;
+
+/** A code point's contribution to the two views. */
+type Fold = { readonly injection: string; readonly marker: string };
+
+/** The skeleton of one ASCII character: its upper case (the table's ASCII rows are left to the matchers). */
+function foldAscii(char: string): string {
+  return char.toUpperCase();
+}
+
+// The table's ASCII rows (I, l, 1 and | look alike; so do 0 and O) as regex classes: ASCII text
+// stays as it is in the views, so plain ASCII needs no per-character work.
+const LOOK_ALIKES: Record<string, string> = { I: '[IL1|]', L: '[LI1|]', O: '[O0]', '|': '[|LI1]' };
+
+/** A regex fragment matching an upper-case ASCII letter (or `|`) in a view, look-alikes included. */
+export function lookAlike(char: string): string {
+  return LOOK_ALIKES[char] ?? char.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
+}
+
+const IGNORABLE = /^\p{Default_Ignorable_Code_Point}$/u;
+const NONSPACING_MARK = /^[\p{Mn}\p{Me}]$/u;
+const SPACING_MARK = /^\p{Mc}$/u;
+const ALL_ASCII = /^[\x20-\x7e\n\t\r]*$/;
+
+// Letters of the marker words: when a character has two Latin readings, one of these wins.
+const MARKER_LETTERS = /^[^A-Z]*(?:[ACDELNORSTUX][^A-Z]*)+$/;
+
+/** One reading of a character: its prototype, else its compatibility form, else itself. */
+function reading(char: string, depth: number): string {
+  const prototype = prototypeOf(char);
+  if (prototype !== undefined) return foldText(prototype, depth + 1);
+  const compatible = char.normalize('NFKD');
+  if (compatible !== char) return foldText(compatible, depth + 1);
+  // A spacing mark that imitates nothing is a mark like any other.
+  return SPACING_MARK.test(char) ? '' : char;
+}
+
+/**
+ * The skeleton of a non-ASCII character: its reading, or the reading of its upper case (case
+ * does not matter). Of two Latin readings (Greek ν reads v, its capital N) the one made of
+ * marker letters wins, so neither disguise slips through.
+ */
+function foldOther(char: string, depth: number): string {
+  if (depth > 3) return char;
+  const own = reading(char, depth);
+  const upper = char.toUpperCase();
+  if (upper === char) return own;
+  const viaUpper = foldText(upper, depth + 1);
+  const latin = [own, viaUpper].filter((text) => ALL_ASCII.test(text));
+  return latin.find((text) => MARKER_LETTERS.test(text)) ?? latin[0] ?? own;
+}
+
+/** The skeleton of a short text (one code point or a prototype): NFD first, as UTS #39 does. */
+export function foldText(text: string, depth = 0): string {
+  let out = '';
+  for (const char of text.normalize('NFD')) {
+    if (IGNORABLE.test(char) || NONSPACING_MARK.test(char)) continue;
+    out += (char.codePointAt(0) as number) < 0x80 ? foldAscii(char) : foldOther(char, depth);
+  }
+  return out;
+}
+
+// Letters and digits of other scripts separate marker letters; modifier letters (ー, the
+// prototype of long dashes) do not.
+const LETTER = /^[\p{Lu}\p{Ll}\p{Lt}\p{Lo}\p{N}]$/u;
+const SPACE = /^\s$/u;
+
+const FOREIGN = { injection: '*', marker: '*' } as const;
+const OTHER = { injection: '*', marker: '' } as const;
+// Stable under NFKC case folding, no case at all, no mark, blank or invisible (and, tested
+// apart, no canonical decomposition): nothing to undo.
+const PLAIN =
+  /^(?![\p{Changes_When_NFKC_Casefolded}\p{Cased}\p{M}\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Cs}])[^\p{Cc}]$/u;
+
+/** Split one code point's skeleton into its two views (bounded to MAX_FOLD each). */
+function views(skeleton: string): Fold {
+  let injection = '';
+  let marker = '';
+  for (const char of skeleton) {
+    const ascii = (char.codePointAt(0) as number) < 0x80;
+    // A letter of another script anywhere in it: the code point is one foreign letter.
+    if (!ascii && LETTER.test(char)) return FOREIGN;
+    if (ascii) injection += char === '\n' ? char : SPACE.test(char) ? ' ' : char;
+    else if (SPACE.test(char)) injection += char === '\u2028' || char === '\u2029' ? '\n' : ' ';
+    else if (!injection.endsWith('*')) injection += '*';
+    if (/^[A-Z0-9<>|]$/.test(char)) marker += char;
+  }
+  return { injection: injection.slice(0, MAX_FOLD), marker: marker.slice(0, MAX_FOLD) };
+}
+
+/** The fold of one code point (uncached). */
+export function foldCodePoint(cp: number): Fold {
+  const char = String.fromCodePoint(cp);
+  if (cp < 0x80 || hasPrototype(cp)) return views(foldText(char));
+  // Planes 2-13, 15 and 16 (ideographs, unassigned, private use): nothing else to undo there.
+  if (cp >= 0x20000 && (cp < 0xe0000 || cp > 0xeffff)) return LETTER.test(char) ? FOREIGN : OTHER;
+  if (!PLAIN.test(char) || char.normalize('NFD') !== char) {
+    return views(foldText(char));
+  }
+  // Most of Unicode (CJK, other scripts, symbols, unassigned) can only be itself: decided by one
+  // property test instead of normalisation and lookups.
+  return LETTER.test(char) ? FOREIGN : OTHER;
+}
+
+/** Full fold, without the shortcut (tests compare the two). */
+export function foldCodePointFully(cp: number): Fold {
+  return views(foldText(String.fromCodePoint(cp)));
+}
+
+const ASCII_FOLDS: Fold[] = Array.from({ length: 0x80 }, (_, cp) => foldCodePoint(cp));
+
+// Folds of code points seen so far: BMP ones by index (at most 65,536, all distinct), the rest
+// in a map cleared when full, so hostile text cannot grow either without bound.
+const bmpIndex = new Int32Array(0x10000);
+const bmpFolds: Fold[] = [{ injection: '', marker: '' }];
+const ASTRAL_LIMIT = 1 << 16;
+const astral = new Map<number, Fold>();
+
+function foldOf(cp: number): Fold {
+  if (cp < 0x80) return ASCII_FOLDS[cp] as Fold;
+  if (cp < 0x10000) {
+    const index = bmpIndex[cp] as number;
+    if (index !== 0) return bmpFolds[index] as Fold;
+    const fold = foldCodePoint(cp);
+    bmpIndex[cp] = bmpFolds.push(fold) - 1;
+    return fold;
+  }
+  let fold = astral.get(cp);
+  if (fold === undefined) {
+    if (astral.size >= ASTRAL_LIMIT) astral.clear();
+    fold = foldCodePoint(cp);
+    astral.set(cp, fold);
+  }
+  return fold;
+}
+
+/**
+ * Both views of a content, and `starts[k]`: the content offset of marker-view character k.
+ * Plain ASCII has neither a marker view nor offsets (null): its matchers search its upper case,
+ * whose offsets are its own.
+ */
+export type Skeleton = { injection: string; marker: string | null; starts: Int32Array | null };
+
+// The views are ASCII, so they are written as bytes into buffers reused across calls (grown on
+// demand, dropped after an input that made them larger than KEEP) and read back as one string each.
+const KEEP = 1 << 18;
+let injectionBytes = new Uint8Array(1 << 12);
+let markerBytes = new Uint8Array(1 << 12);
+let startsAt = new Int32Array(1 << 12);
+
+function ensure(size: number): void {
+  if (size <= injectionBytes.length) return;
+  const grown = Math.max(size, injectionBytes.length * 2);
+  injectionBytes = copyInto(new Uint8Array(grown), injectionBytes);
+  markerBytes = copyInto(new Uint8Array(grown), markerBytes);
+  startsAt = copyInto(new Int32Array(grown), startsAt);
+}
+
+function copyInto<T extends Uint8Array | Int32Array>(into: T, from: T): T {
+  into.set(from as never);
+  return into;
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the whole ASCII range, controls included, is meant.
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+/** The injection view of plain ASCII (no disguise to undo but case and spacing): native string passes. */
+function asciiSkeleton(content: string): Skeleton {
+  // Only runs and non-space blanks change: the common single space is no match at all.
+  const injection = content.toUpperCase().replace(/[\t\v\f\r ]{2,}|[\t\v\f\r]/g, ' ');
+  return { injection, marker: null, starts: null };
+}
+
+/** Build the views in one pass over the content (`perCharacter`: even for plain ASCII, as tests compare). */
+export function skeleton(content: string, perCharacter = false): Skeleton {
+  if (!perCharacter && ASCII_ONLY.test(content)) return asciiSkeleton(content);
+  let inj = 0;
+  let mark = 0;
+  let lastSpace = false;
+  for (let at = 0; at < content.length; ) {
+    ensure(Math.max(inj, mark) + MAX_FOLD);
+    const cp = content.codePointAt(at) as number;
+    const fold = foldOf(cp);
+    const injection = fold.injection;
+    // Runs of spaces collapse so phrase patterns see single spaces.
+    const space = injection === ' ';
+    if (!(space && lastSpace)) {
+      for (let i = 0; i < injection.length; i++) injectionBytes[inj++] = injection.charCodeAt(i);
+    }
+    if (injection !== '') lastSpace = space;
+    const marker = fold.marker;
+    for (let i = 0; i < marker.length; i++) {
+      startsAt[mark] = at;
+      markerBytes[mark++] = marker.charCodeAt(i);
+    }
+    at += cp > 0xffff ? 2 : 1;
+  }
+  const result: Skeleton = {
+    injection: Buffer.from(injectionBytes.buffer, 0, inj).toString('latin1'),
+    marker: Buffer.from(markerBytes.buffer, 0, mark).toString('latin1'),
+    starts: startsAt.slice(0, mark),
+  };
+  if (injectionBytes.length > KEEP) {
+    injectionBytes = new Uint8Array(1 << 12);
+    markerBytes = new Uint8Array(1 << 12);
+    startsAt = new Int32Array(1 << 12);
+  }
+  return result;
+}
