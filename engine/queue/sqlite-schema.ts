@@ -31,6 +31,47 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency_keys (created_at_ms);
 `;
 
+/**
+ * One row per session with unfinished work (queued or running): its oldest such action. Wakes
+ * (no session key) are the main session's event lane ''. Triggers keep it exact in the same
+ * transaction as every insert and state change, whoever writes (the writer thread, the runtime,
+ * the `retry` command). An insert costs one primary-key probe (plus a row for a new session).
+ */
+const SESSION_HEADS = `
+CREATE INDEX IF NOT EXISTS actions_session_pending ON actions (session_key, seq)
+  WHERE state IN ('queued', 'running');
+CREATE TABLE IF NOT EXISTS session_heads (
+  lane TEXT PRIMARY KEY,
+  head_seq INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS session_heads_seq ON session_heads (head_seq);
+DELETE FROM session_heads;
+INSERT INTO session_heads (lane, head_seq)
+  SELECT COALESCE(session_key, ''), MIN(seq) FROM actions
+  WHERE state IN ('queued', 'running') GROUP BY COALESCE(session_key, '');
+-- A new action is its session's head only when the session had no unfinished work.
+CREATE TRIGGER IF NOT EXISTS actions_head_insert AFTER INSERT ON actions
+  WHEN NEW.state IN ('queued', 'running') BEGIN
+  INSERT OR IGNORE INTO session_heads (lane, head_seq)
+    VALUES (COALESCE(NEW.session_key, ''), NEW.seq);
+END;
+-- An action that ends hands the head to the next unfinished one of its session (if any).
+CREATE TRIGGER IF NOT EXISTS actions_head_leave AFTER UPDATE OF state ON actions
+  WHEN OLD.state IN ('queued', 'running') AND NEW.state NOT IN ('queued', 'running') BEGIN
+  DELETE FROM session_heads WHERE lane = COALESCE(OLD.session_key, '');
+  INSERT INTO session_heads (lane, head_seq)
+    SELECT COALESCE(OLD.session_key, ''), seq FROM actions
+    WHERE session_key IS OLD.session_key AND state IN ('queued', 'running')
+    ORDER BY seq LIMIT 1;
+END;
+-- An ended action sent back to the queue (the retry command) becomes the head again if it is older.
+CREATE TRIGGER IF NOT EXISTS actions_head_return AFTER UPDATE OF state ON actions
+  WHEN OLD.state NOT IN ('queued', 'running') AND NEW.state IN ('queued', 'running') BEGIN
+  INSERT INTO session_heads (lane, head_seq) VALUES (COALESCE(NEW.session_key, ''), NEW.seq)
+    ON CONFLICT (lane) DO UPDATE SET head_seq = MIN(head_seq, excluded.head_seq);
+END;
+`;
+
 // Each entry moves the file one version up (PRAGMA user_version).
 const MIGRATIONS: readonly string[] = [
   // 1: the runtime (P4): action lifecycle, main-session events, history, heartbeats, deliveries.
@@ -103,22 +144,28 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE deliveries ADD COLUMN parts_sent INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE heartbeats ADD COLUMN runner_pgid INTEGER;
   `,
+  // 3: fair scheduling: the head (oldest unfinished action) of every session, kept by the
+  // database itself, so the worker finds the oldest heads without reading any session's backlog.
+  SESSION_HEADS,
 ];
 
+function userVersion(db: DatabaseSync): number {
+  return (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+}
+
 function migrate(db: DatabaseSync): void {
-  const { user_version: version } = db.prepare('PRAGMA user_version').get() as {
-    user_version: number;
-  };
-  for (let next = version; next < MIGRATIONS.length; next++) {
-    db.exec('BEGIN IMMEDIATE');
-    try {
+  if (userVersion(db) >= MIGRATIONS.length) return;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    // Read under the write lock: the writer thread and the runtime open the file concurrently.
+    for (let next = userVersion(db); next < MIGRATIONS.length; next++) {
       db.exec(MIGRATIONS[next] as string);
       db.exec(`PRAGMA user_version = ${next + 1}`);
-      db.exec('COMMIT');
-    } catch (err) {
-      db.exec('ROLLBACK');
-      throw err;
     }
+    db.exec('COMMIT');
+  } catch (err) {
+    db.exec('ROLLBACK');
+    throw err;
   }
 }
 

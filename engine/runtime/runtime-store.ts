@@ -89,26 +89,41 @@ export class RuntimeStore extends SessionRecords {
     });
   }
 
-  /** Unfinished actions (queued or running) in acceptance order. */
-  unfinished(limit: number): Array<{
-    id: string;
-    kind: string;
-    sessionKey: string | null;
-    state: ActionState;
-    nextAttemptAtMs: number;
-  }> {
+  /**
+   * Queued wakes (the main session's event lane), oldest first. They only append events, so
+   * they never wait for a runner or behind any session's backlog.
+   */
+  pendingWakes(limit: number): string[] {
     const rows = this.db
       .prepare(
-        "SELECT id, kind, session_key, state, next_attempt_at_ms FROM actions WHERE state IN ('queued', 'running') ORDER BY seq LIMIT ?",
+        // The IN term lets SQLite use the partial index; a wake is never left running (recoverRunning).
+        "SELECT id FROM actions WHERE session_key IS NULL AND state IN ('queued', 'running') AND state = 'queued' ORDER BY seq LIMIT ?",
       )
       .all(limit) as Row[];
-    return rows.map((row) => ({
-      id: row['id'] as string,
-      kind: row['kind'] as string,
-      sessionKey: (row['session_key'] as string | null) ?? null,
-      state: row['state'] as ActionState,
-      nextAttemptAtMs: Number(row['next_attempt_at_ms']),
-    }));
+    return rows.map((row) => row['id'] as string);
+  }
+
+  /**
+   * The heads of agent sessions that may run now (queued, due), oldest head first. A head that
+   * is running or waits for its backoff holds back only its own session. The cost depends on
+   * the number of sessions with work, never on the length of one session's backlog.
+   */
+  dueHeads(nowMs: number, limit: number): Array<{ id: string; sessionKey: string }> {
+    if (limit <= 0) return [];
+    // CROSS JOIN keeps the walk on session_heads in head order: it stops after `limit` hits.
+    const rows = this.db
+      .prepare(
+        `SELECT a.id, h.lane FROM session_heads h CROSS JOIN actions a ON a.seq = h.head_seq
+         WHERE h.lane <> '' AND a.state = 'queued' AND a.next_attempt_at_ms <= ?
+         ORDER BY h.head_seq LIMIT ?`,
+      )
+      .all(nowMs, limit) as Row[];
+    return rows.map((row) => ({ id: row['id'] as string, sessionKey: row['lane'] as string }));
+  }
+
+  /** Whether a wake is pending or a session's head may run now. */
+  hasRunnable(nowMs: number): boolean {
+    return this.pendingWakes(1).length > 0 || this.dueHeads(nowMs, 1).length > 0;
   }
 
   /** Move a queued action to running (one more attempt); undefined when it was not queued. */
