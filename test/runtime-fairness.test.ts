@@ -1,0 +1,238 @@
+/**
+ * The runtime is fair: the worker claims the head of each session (oldest
+ * head first), so a backlog of any size in one session, or a head waiting
+ * for its backoff, holds back only that session, and the main session's
+ * wakes wait for nobody. Real server on port 0, real store, real runners:
+ * the steerable HTTP agent (test/helpers/gate-agent.ts) and the command test
+ * agent (test/fixtures/agent.mjs), each able to hold a run until released.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type GateAgent, startGateAgent } from './helpers/gate-agent.ts';
+import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
+import {
+  agentRunner,
+  killAgentGroups,
+  query,
+  readRecords,
+  waitFor,
+  waitForFinal,
+} from './helpers/runtime.ts';
+
+const BACKLOG = 200;
+// No delivery and no heartbeat after a run: the agent sees only the runs under test.
+const QUIET = { deliver: false, wakeMode: 'next-heartbeat' };
+// Generous: a loaded 2-core machine.
+const WAIT_MS = 30_000;
+
+type Env = {
+  server: TestServer;
+  dataDir: string;
+  /** Accept an agent run (or a wake) and return its id. */
+  post(hook: 'agent' | 'wake', body: Record<string, unknown>): Promise<string>;
+  state(id: string): string | undefined;
+};
+
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Start hookgate with the runtime on and `runner` as every agent's runner. */
+async function boot(runner: Record<string, unknown>, concurrency = 4): Promise<Env> {
+  const { dir, cleanup } = tempDir('hookgate-fair-');
+  const server = await startTestServer(
+    {
+      hooks: { allowRequestSessionKey: true },
+      agents: { defaults: { timeoutSeconds: 60, runner }, list: [{ id: 'main', default: true }] },
+      runtime: {
+        concurrency,
+        // A run that did not happen waits at least ten minutes before its next attempt.
+        retry: { maxAttempts: 5, baseDelayMs: 600_000, maxDelayMs: 600_000 },
+        heartbeat: { every: 'off' },
+      },
+    },
+    { dataDir: dir, runtime: true },
+  );
+  cleanups.push(async () => {
+    await server.stop();
+    cleanup();
+  });
+  return {
+    server,
+    dataDir: dir,
+    async post(hook, body) {
+      const res = await server.post(hook, body);
+      const json = (await res.json()) as Record<string, unknown>;
+      expect(res.status, JSON.stringify(json)).toBe(200);
+      return String(json['runId'] ?? json['id']);
+    },
+    state(id) {
+      const [row] = query(dir, 'SELECT state FROM actions WHERE id = ?', id);
+      return row ? String(row['state']) : undefined;
+    },
+  };
+}
+
+async function gateAgent(): Promise<GateAgent> {
+  const agent = await startGateAgent();
+  // Registered first, so it closes after the server (cleanups run in reverse).
+  cleanups.unshift(() => agent.close());
+  return agent;
+}
+
+/** Accept `count` runs in one session, in order; returns their ids. */
+async function backlog(
+  env: Env,
+  sessionKey: string,
+  count: number,
+  message: (i: number) => string,
+) {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    ids.push(await env.post('agent', { message: message(i), sessionKey, ...QUIET }));
+  }
+  return ids;
+}
+
+function states(env: Env, ids: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const id of ids) {
+    const state = env.state(id) ?? 'missing';
+    counts[state] = (counts[state] ?? 0) + 1;
+  }
+  return counts;
+}
+
+describe('a backlog in one session', () => {
+  it("a 200-action backlog in one session does not delay another session's run", async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url });
+    const bulk = await backlog(env, 'hook:bulk', BACKLOG, (i) => `HOLD bulk #${i}`);
+    await waitFor('the backlog head to reach the agent', () => agent.calls.length === 1, WAIT_MS);
+
+    const other = await env.post('agent', {
+      message: 'hello',
+      sessionKey: 'hook:other',
+      ...QUIET,
+    });
+    expect((await waitForFinal(env.dataDir, other, WAIT_MS)).state).toBe('done');
+
+    // The backlog is still there, untouched behind its held head.
+    expect(states(env, bulk)).toEqual({ running: 1, queued: BACKLOG - 1 });
+    expect(agent.calls.map((call) => call.runId)).toEqual([bulk[0], other]);
+  });
+
+  it("a backlog held by a blocked command runner does not delay another session's run", async () => {
+    const { dir, cleanup } = tempDir('hookgate-fair-agent-');
+    const record = path.join(dir, 'agent.jsonl');
+    const gate = path.join(dir, 'gate');
+    cleanups.push(async () => {
+      writeFileSync(gate, '');
+      killAgentGroups(readRecords(record));
+      cleanup();
+    });
+    const env = await boot(agentRunner(record));
+    const bulk = await backlog(env, 'static-key', BACKLOG, (i) => `HOLD:${gate} bulk #${i}`);
+
+    const other = await env.post('agent', {
+      message: 'hello',
+      sessionKey: 'hook:other',
+      ...QUIET,
+    });
+    expect((await waitForFinal(env.dataDir, other, WAIT_MS)).state).toBe('done');
+    expect(states(env, bulk)).toEqual({ running: 1, queued: BACKLOG - 1 });
+    const started = readRecords(record).filter((r) => r.phase === 'start');
+    expect(started.map((r) => r.sessionKey).sort()).toEqual(['hook:other', 'static-key']);
+  });
+
+  it('a session whose head waits for backoff does not block other sessions', async () => {
+    const agent = await gateAgent();
+    // Fewer slots than sessions in backoff: a waiting head must not hold a slot either.
+    const env = await boot({ kind: 'http', url: agent.url }, 2);
+    const waiting: string[] = [];
+    for (const key of ['hook:flaky-a', 'hook:flaky-b', 'hook:flaky-c']) {
+      const [head, ...rest] = await backlog(env, key, 90, (i) =>
+        i === 0 ? 'BUSY' : `after #${i}`,
+      );
+      waiting.push(head as string, ...rest);
+      await waitFor(
+        `the head of ${key} to wait for its backoff`,
+        () => {
+          const [row] = query(
+            env.dataDir,
+            'SELECT state, attempts, next_attempt_at_ms FROM actions WHERE id = ?',
+            head as string,
+          );
+          return row?.['state'] === 'queued' && Number(row['attempts']) === 1;
+        },
+        WAIT_MS,
+      );
+    }
+
+    const other = await env.post('agent', {
+      message: 'hello',
+      sessionKey: 'hook:other',
+      ...QUIET,
+    });
+    expect((await waitForFinal(env.dataDir, other, WAIT_MS)).state).toBe('done');
+    // Each waiting session was tried once (its head only); nothing behind a head ran.
+    expect(states(env, waiting)).toEqual({ queued: waiting.length });
+    const heads = [0, 90, 180].map((i) => waiting[i]);
+    expect(agent.calls.map((call) => call.runId)).toEqual([...heads, other]);
+  });
+
+  it('order within the backlogged session is kept', async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url });
+    const bulk = await backlog(env, 'hook:bulk', BACKLOG, (i) => (i === 0 ? 'HOLD #0' : `#${i}`));
+    const others: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      others.push(
+        await env.post('agent', {
+          message: `other ${i}`,
+          sessionKey: `hook:o${i}`,
+          ...QUIET,
+        }),
+      );
+    }
+    for (const id of others)
+      expect((await waitForFinal(env.dataDir, id, WAIT_MS)).state).toBe('done');
+    agent.release();
+    for (const id of bulk)
+      expect((await waitForFinal(env.dataDir, id, WAIT_MS)).state).toBe('done');
+
+    const runs = agent.calls.filter((call) => call.sessionKey === 'hook:bulk');
+    // Each action ran once, in acceptance order, never two of the session at a time.
+    expect(runs.map((call) => call.runId)).toEqual(bulk);
+    expect(runs.every((call) => call.concurrentInSession === 0)).toBe(true);
+  });
+});
+
+describe('the main session', () => {
+  it('main-session wakes are not delayed by a backlog', async () => {
+    const agent = await gateAgent();
+    // Every slot is taken by a held session with a backlog behind it.
+    const env = await boot({ kind: 'http', url: agent.url }, 2);
+    const held = [
+      ...(await backlog(env, 'hook:bulk-a', BACKLOG, (i) => `HOLD a #${i}`)),
+      ...(await backlog(env, 'hook:bulk-b', 50, (i) => `HOLD b #${i}`)),
+    ];
+    await waitFor('both slots to be taken', () => agent.calls.length === 2, WAIT_MS);
+
+    const wakes = [];
+    for (const text of ['Deploy finished', 'Backup verified']) {
+      wakes.push(await env.post('wake', { text, mode: 'next-heartbeat' }));
+    }
+    for (const id of wakes)
+      expect((await waitForFinal(env.dataDir, id, WAIT_MS)).state).toBe('done');
+    const events = query(
+      env.dataDir,
+      "SELECT action_id FROM system_events WHERE session_key = 'main' AND source = 'wake' ORDER BY seq",
+    );
+    expect(events.map((row) => row['action_id'])).toEqual(wakes);
+    expect(states(env, held)).toEqual({ running: 2, queued: held.length - 2 });
+  });
+});
