@@ -8,6 +8,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { openDatabase } from '../engine/queue/sqlite-schema.ts';
+import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type GateAgent, startGateAgent } from './helpers/gate-agent.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
@@ -234,5 +237,79 @@ describe('the main session', () => {
     );
     expect(events.map((row) => row['action_id'])).toEqual(wakes);
     expect(states(env, held)).toEqual({ running: 2, queued: held.length - 2 });
+  });
+});
+
+describe('session heads in an existing store', () => {
+  /** Run SQL on the store file over a plain connection (no schema work). */
+  function sql(dataDir: string, text: string): void {
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    try {
+      db.exec(text);
+    } finally {
+      db.close();
+    }
+  }
+
+  /** Store an action with the writer thread's statement (a wake without a session key). */
+  function insert(dataDir: string, sessionKey: string | null, id: string): string {
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    try {
+      db.prepare(
+        'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(id, sessionKey ? 'agent' : 'wake', 'agent', sessionKey, new Date().toISOString(), '{}');
+    } finally {
+      db.close();
+    }
+    return id;
+  }
+
+  function openStore(dataDir: string): RuntimeStore {
+    const store = RuntimeStore.open(dataDir);
+    cleanups.push(async () => store.close());
+    return store;
+  }
+
+  it('a dead action sent back with retry runs before the work accepted after it in its session', async () => {
+    const { dir, cleanup } = tempDir('hookgate-fair-store-');
+    cleanups.push(async () => cleanup());
+    const store = openStore(dir);
+    const first = insert(dir, 'hook:s', 'a-1');
+    insert(dir, 'hook:s', 'a-2');
+    insert(dir, 'hook:t', 'b-1');
+    expect(store.claim(first)?.attempts).toBe(1);
+    store.finish(first, 'dead', { status: 'error', reason: 'gave up' });
+    expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['a-2', 'b-1']);
+
+    expect(store.retryDead(first)).toBe(true);
+    expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['a-1', 'b-1']);
+  });
+
+  it('a store written before session heads existed is migrated at open, its pending work included', async () => {
+    const { dir, cleanup } = tempDir('hookgate-fair-migrate-');
+    cleanups.push(async () => cleanup());
+    // Build the previous layout: no heads table, index or triggers (schema version 2).
+    openDatabase(dir, { create: true }).close();
+    sql(
+      dir,
+      `DROP TRIGGER actions_head_insert; DROP TRIGGER actions_head_leave;
+       DROP TRIGGER actions_head_return; DROP TABLE session_heads;
+       DROP INDEX actions_session_pending; PRAGMA user_version = 2;`,
+    );
+    for (const id of ['x-1', 'x-2', 'y-1', 'x-3', 'y-2']) insert(dir, `hook:${id[0]}`, id);
+    insert(dir, null, 'wake-1');
+    sql(
+      dir,
+      `UPDATE actions SET state = 'done' WHERE id = 'x-1';
+       UPDATE actions SET state = 'running' WHERE id = 'x-2';`,
+    );
+
+    const store = openStore(dir);
+    store.recoverRunning();
+    expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['x-2', 'y-1']);
+    expect(store.pendingWakes(10)).toEqual(['wake-1']);
+    // The triggers are there too: a finished head hands over to the next of its session.
+    store.finish('y-1', 'done', { status: 'ok' });
+    expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['x-2', 'y-2']);
   });
 });
