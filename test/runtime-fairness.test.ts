@@ -292,8 +292,8 @@ describe('session heads in an existing store', () => {
     openDatabase(dir, { create: true }).close();
     sql(
       dir,
-      `DROP TRIGGER actions_head_insert; DROP TRIGGER actions_head_leave;
-       DROP TRIGGER actions_head_return; DROP TABLE session_heads;
+      `DROP TRIGGER actions_head_insert; DROP TRIGGER actions_head_state;
+       DROP TRIGGER actions_head_backoff; DROP TABLE session_heads;
        DROP INDEX actions_session_pending; PRAGMA user_version = 2;`,
     );
     for (const id of ['x-1', 'x-2', 'y-1', 'x-3', 'y-2']) insert(dir, `hook:${id[0]}`, id);

@@ -31,44 +31,53 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency_keys (created_at_ms);
 `;
 
+// The head of a session: its oldest unfinished action, with the time that action may run.
+const HEAD_OF = (key: string) => `
+  SELECT COALESCE(${key}, ''), seq, next_attempt_at_ms FROM actions
+  WHERE session_key IS ${key} AND state IN ('queued', 'running') ORDER BY seq LIMIT 1`;
+
+// Recompute one session's head (none when it has no unfinished work left).
+const RECOMPUTE = (key: string) => `
+  DELETE FROM session_heads WHERE lane = COALESCE(${key}, '');
+  INSERT INTO session_heads (lane, head_seq, not_before_ms) ${HEAD_OF(key)};`;
+
 /**
- * One row per session with unfinished work (queued or running): its oldest such action. Wakes
- * (no session key) are the main session's event lane ''. Triggers keep it exact in the same
- * transaction as every insert and state change, whoever writes (the writer thread, the runtime,
- * the `retry` command). An insert costs one primary-key probe (plus a row for a new session).
+ * One row per session with unfinished work (queued or running): its oldest such action and when
+ * that one may run (0: at once; later while it waits for a backoff). Wakes (no session key) are
+ * the main session's event lane ''. Triggers keep it exact in the same transaction as every
+ * insert and change, whoever writes (the writer thread, the runtime, the retry command). An
+ * insert costs one primary-key probe, plus a row for a session that had no work.
  */
 const SESSION_HEADS = `
 CREATE INDEX IF NOT EXISTS actions_session_pending ON actions (session_key, seq)
   WHERE state IN ('queued', 'running');
 CREATE TABLE IF NOT EXISTS session_heads (
   lane TEXT PRIMARY KEY,
-  head_seq INTEGER NOT NULL
+  head_seq INTEGER NOT NULL,
+  not_before_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS session_heads_seq ON session_heads (head_seq);
+CREATE INDEX IF NOT EXISTS session_heads_due ON session_heads (not_before_ms, head_seq);
 DELETE FROM session_heads;
-INSERT INTO session_heads (lane, head_seq)
-  SELECT COALESCE(session_key, ''), MIN(seq) FROM actions
-  WHERE state IN ('queued', 'running') GROUP BY COALESCE(session_key, '');
+INSERT INTO session_heads (lane, head_seq, not_before_ms)
+  SELECT COALESCE(a.session_key, ''), a.seq, a.next_attempt_at_ms FROM actions a
+  WHERE a.seq IN (SELECT MIN(seq) FROM actions WHERE state IN ('queued', 'running')
+                  GROUP BY COALESCE(session_key, ''));
 -- A new action is its session's head only when the session had no unfinished work.
 CREATE TRIGGER IF NOT EXISTS actions_head_insert AFTER INSERT ON actions
   WHEN NEW.state IN ('queued', 'running') BEGIN
-  INSERT OR IGNORE INTO session_heads (lane, head_seq)
-    VALUES (COALESCE(NEW.session_key, ''), NEW.seq);
+  INSERT OR IGNORE INTO session_heads (lane, head_seq, not_before_ms)
+    VALUES (COALESCE(NEW.session_key, ''), NEW.seq, NEW.next_attempt_at_ms);
 END;
--- An action that ends hands the head to the next unfinished one of its session (if any).
-CREATE TRIGGER IF NOT EXISTS actions_head_leave AFTER UPDATE OF state ON actions
-  WHEN OLD.state IN ('queued', 'running') AND NEW.state NOT IN ('queued', 'running') BEGIN
-  DELETE FROM session_heads WHERE lane = COALESCE(OLD.session_key, '');
-  INSERT INTO session_heads (lane, head_seq)
-    SELECT COALESCE(OLD.session_key, ''), seq FROM actions
-    WHERE session_key IS OLD.session_key AND state IN ('queued', 'running')
-    ORDER BY seq LIMIT 1;
+-- An action that ends hands the head to the next one of its session; one sent back to the
+-- queue (the retry command) may become the head again.
+CREATE TRIGGER IF NOT EXISTS actions_head_state AFTER UPDATE OF state ON actions
+  WHEN (OLD.state IN ('queued', 'running')) <> (NEW.state IN ('queued', 'running')) BEGIN
+  ${RECOMPUTE('NEW.session_key')}
 END;
--- An ended action sent back to the queue (the retry command) becomes the head again if it is older.
-CREATE TRIGGER IF NOT EXISTS actions_head_return AFTER UPDATE OF state ON actions
-  WHEN OLD.state NOT IN ('queued', 'running') AND NEW.state IN ('queued', 'running') BEGIN
-  INSERT INTO session_heads (lane, head_seq) VALUES (COALESCE(NEW.session_key, ''), NEW.seq)
-    ON CONFLICT (lane) DO UPDATE SET head_seq = MIN(head_seq, excluded.head_seq);
+-- A head that waits for a backoff is skipped by the index until its time.
+CREATE TRIGGER IF NOT EXISTS actions_head_backoff AFTER UPDATE OF next_attempt_at_ms ON actions
+  WHEN NEW.next_attempt_at_ms <> OLD.next_attempt_at_ms BEGIN
+  ${RECOMPUTE('NEW.session_key')}
 END;
 `;
 

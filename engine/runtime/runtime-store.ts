@@ -59,6 +59,12 @@ function toRun(row: Row): RunRow {
   };
 }
 
+// Heads of agent sessions (not the wake lane '') that are queued, oldest head first.
+const DUE_HEADS = (due: string) =>
+  `SELECT h.head_seq, h.lane, a.id FROM session_heads h INDEXED BY session_heads_due
+   CROSS JOIN actions a ON a.seq = h.head_seq
+   WHERE ${due} AND h.lane <> '' AND a.state = 'queued' ORDER BY h.head_seq LIMIT ?`;
+
 const RUN_COLUMNS =
   'seq, id, state, attempts, next_attempt_at_ms, started_at, finished_at, outcome, action';
 
@@ -96,8 +102,8 @@ export class RuntimeStore extends SessionRecords {
   pendingWakes(limit: number): string[] {
     const rows = this.db
       .prepare(
-        // The IN term lets SQLite use the partial index; a wake is never left running (recoverRunning).
-        "SELECT id FROM actions WHERE session_key IS NULL AND state IN ('queued', 'running') AND state = 'queued' ORDER BY seq LIMIT ?",
+        // The session's index, never the state index: a big backlog is all 'queued' too.
+        "SELECT id FROM actions INDEXED BY actions_session_pending WHERE session_key IS NULL AND state IN ('queued', 'running') AND state = 'queued' ORDER BY seq LIMIT ?",
       )
       .all(limit) as Row[];
     return rows.map((row) => row['id'] as string);
@@ -110,15 +116,16 @@ export class RuntimeStore extends SessionRecords {
    */
   dueHeads(nowMs: number, limit: number): Array<{ id: string; sessionKey: string }> {
     if (limit <= 0) return [];
-    // CROSS JOIN keeps the walk on session_heads in head order: it stops after `limit` hits.
-    const rows = this.db
-      .prepare(
-        `SELECT a.id, h.lane FROM session_heads h CROSS JOIN actions a ON a.seq = h.head_seq
-         WHERE h.lane <> '' AND a.state = 'queued' AND a.next_attempt_at_ms <= ?
-         ORDER BY h.head_seq LIMIT ?`,
-      )
+    // Two walks of (not_before_ms, head_seq), each stopping after `limit` hits: heads that never
+    // waited, in head order, and heads whose backoff is over. Waiting heads are never read.
+    const fresh = this.db.prepare(DUE_HEADS('h.not_before_ms = 0')).all(limit) as Row[];
+    const retried = this.db
+      .prepare(DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?'))
       .all(nowMs, limit) as Row[];
-    return rows.map((row) => ({ id: row['id'] as string, sessionKey: row['lane'] as string }));
+    return [...fresh, ...retried]
+      .sort((a, b) => Number(a['head_seq']) - Number(b['head_seq']))
+      .slice(0, limit)
+      .map((row) => ({ id: row['id'] as string, sessionKey: row['lane'] as string }));
   }
 
   /** Whether a wake is pending or a session's head may run now. */
