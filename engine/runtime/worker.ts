@@ -1,7 +1,9 @@
 /**
  * The action worker: consumes accepted actions from the store, at least
- * once, in order per session key, several sessions in parallel. Wake actions
- * append a system event to the main session; agent actions run one turn
+ * once, in order per session key, several sessions in parallel, fairly: it
+ * starts the oldest session heads first, so one session's backlog delays
+ * only that session. Wake actions append a system event to the main session
+ * at once, behind no session; agent actions run one turn
  * through the agent's runner, then post a summary into the main session and
  * hand the reply to delivery. Only work that did not happen is retried (with
  * backoff); a turn that ran and failed is final. After a crash, actions left
