@@ -11,6 +11,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { openDatabase } from '../engine/queue/sqlite-schema.ts';
 import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import { fc, test } from '@fast-check/vitest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type GateAgent, startGateAgent } from './helpers/gate-agent.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
@@ -312,4 +313,91 @@ describe('session heads in an existing store', () => {
     store.finish('y-1', 'done', { status: 'ok' });
     expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['x-2', 'y-2']);
   });
+});
+
+describe('session heads follow every change', () => {
+  const NOW = 1_000_000;
+  const SESSIONS = ['hook:a', 'hook:b', 'hook:c', null] as const;
+  type Model = { id: string; session: string | null; state: string; nextAt: number };
+  const step = fc.oneof(
+    fc.record({ op: fc.constant('insert' as const), s: fc.nat(3) }),
+    fc.record({ op: fc.constant('claim' as const), s: fc.nat(2) }),
+    fc.record({
+      op: fc.constant('finish' as const),
+      s: fc.nat(2),
+      state: fc.constantFrom('done', 'failed', 'dead') as fc.Arbitrary<'done' | 'failed' | 'dead'>,
+    }),
+    fc.record({ op: fc.constant('requeue' as const), s: fc.nat(2), due: fc.boolean() }),
+    fc.record({ op: fc.constant('retry' as const), n: fc.nat(40) }),
+    fc.record({ op: fc.constant('wakes' as const) }),
+  );
+
+  /** What the worker may start, computed from the rows alone. */
+  function expected(rows: readonly Model[]) {
+    const heads = new Map<string | null, Model>();
+    for (const row of rows) {
+      if ((row.state === 'queued' || row.state === 'running') && !heads.has(row.session)) {
+        heads.set(row.session, row);
+      }
+    }
+    const due = [...heads.values()].filter(
+      (row) => row.session !== null && row.state === 'queued' && row.nextAt <= NOW,
+    );
+    return {
+      heads: due.map((row) => row.id),
+      wakes: rows.filter((r) => r.session === null && r.state === 'queued').map((r) => r.id),
+    };
+  }
+
+  test.prop([fc.array(step, { maxLength: 40 })], { numRuns: 150 })(
+    'the due heads are the oldest unfinished action of each session, whatever the order of inserts, runs, backoffs, ends and retries',
+    (steps) => {
+      const { dir, cleanup } = tempDir('hookgate-fair-prop-');
+      const store = RuntimeStore.open(dir);
+      const writer = new DatabaseSync(path.join(dir, 'hookgate.db'));
+      const insert = writer.prepare(
+        'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
+      );
+      const rows: Model[] = [];
+      const running = (s: number) =>
+        rows.find((row) => row.session === SESSIONS[s] && row.state === 'running');
+      try {
+        for (const [i, action] of steps.entries()) {
+          if (action.op === 'insert') {
+            const session = SESSIONS[action.s] ?? null;
+            const json = session ? '{}' : '{"kind":"wake","text":"event","mode":"next-heartbeat"}';
+            insert.run(`r${i}`, session ? 'agent' : 'wake', 'h', session, 'now', json);
+            rows.push({ id: `r${i}`, session, state: 'queued', nextAt: 0 });
+          } else if (action.op === 'claim') {
+            const head = store.dueHeads(NOW, 10).find((h) => h.sessionKey === SESSIONS[action.s]);
+            const row = rows.find((r) => r.id === head?.id);
+            if (head && row && store.claim(head.id)) row.state = 'running';
+          } else if (action.op === 'finish') {
+            const row = running(action.s);
+            if (row) store.finish(row.id, action.state, { status: 'ok' });
+            if (row) row.state = action.state;
+          } else if (action.op === 'requeue') {
+            const row = running(action.s);
+            const nextAt = action.due ? NOW - 1 : NOW + 1000;
+            if (row) store.requeue(row.id, nextAt, { status: 'retrying' });
+            if (row) Object.assign(row, { state: 'queued', nextAt });
+          } else if (action.op === 'retry') {
+            const row = rows[action.n % Math.max(1, rows.length)];
+            if (row && store.retryDead(row.id)) Object.assign(row, { state: 'queued', nextAt: 0 });
+          } else {
+            const ids = store.pendingWakes(100);
+            store.completeWakes(ids, 'main');
+            for (const row of rows) if (ids.includes(row.id)) row.state = 'done';
+          }
+          const want = expected(rows);
+          expect(store.dueHeads(NOW, 10).map((head) => head.id)).toEqual(want.heads);
+          expect(store.pendingWakes(100)).toEqual(want.wakes);
+        }
+      } finally {
+        writer.close();
+        store.close();
+        cleanup();
+      }
+    },
+  );
 });
