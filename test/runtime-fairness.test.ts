@@ -8,11 +8,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { openDatabase } from '../engine/queue/sqlite-schema.ts';
 import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
 import { fc, test } from '@fast-check/vitest';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type GateAgent, startGateAgent } from './helpers/gate-agent.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import {
@@ -332,6 +332,61 @@ describe('session heads follow every change', () => {
     fc.record({ op: fc.constant('wakes' as const) }),
   );
 
+  let opened: { store: RuntimeStore; writer: DatabaseSync; cleanup: () => void } | undefined;
+  /** One store for every run of the property (schema and triggers set up once). */
+  function shared(): { store: RuntimeStore; writer: DatabaseSync } {
+    if (opened) return opened;
+    const { dir, cleanup } = tempDir('hookgate-fair-prop-');
+    const store = RuntimeStore.open(dir);
+    opened = { store, writer: new DatabaseSync(path.join(dir, 'hookgate.db')), cleanup };
+    return opened;
+  }
+  afterAll(() => {
+    opened?.writer.close();
+    opened?.store.close();
+    opened?.cleanup();
+  });
+
+  type Step = typeof step extends fc.Arbitrary<infer T> ? T : never;
+
+  /** Apply one step to the store and to the model rows. */
+  function apply(
+    store: RuntimeStore,
+    insert: StatementSync,
+    rows: Model[],
+    i: number,
+    action: Step,
+  ) {
+    const running = (s: number) =>
+      rows.find((row) => row.session === SESSIONS[s] && row.state === 'running');
+    if (action.op === 'insert') {
+      const session = SESSIONS[action.s] ?? null;
+      const json = session ? '{}' : '{"kind":"wake","text":"event","mode":"next-heartbeat"}';
+      insert.run(`r${i}`, session ? 'agent' : 'wake', 'h', session, 'now', json);
+      rows.push({ id: `r${i}`, session, state: 'queued', nextAt: 0 });
+    } else if (action.op === 'claim') {
+      const head = store.dueHeads(NOW, 10).find((h) => h.sessionKey === SESSIONS[action.s]);
+      const row = rows.find((r) => r.id === head?.id);
+      if (head && row && store.claim(head.id)) row.state = 'running';
+    } else if (action.op === 'finish') {
+      const row = running(action.s);
+      if (row) store.finish(row.id, action.state, { status: 'ok' });
+      if (row) row.state = action.state;
+    } else if (action.op === 'requeue') {
+      const row = running(action.s);
+      const nextAt = action.due ? NOW - 1 : NOW + 1000;
+      if (row) store.requeue(row.id, nextAt, { status: 'retrying' });
+      if (row) Object.assign(row, { state: 'queued', nextAt });
+    } else if (action.op === 'retry') {
+      const row = rows[action.n % Math.max(1, rows.length)];
+      if (row && store.retryDead(row.id)) Object.assign(row, { state: 'queued', nextAt: 0 });
+    } else {
+      const ids = store.pendingWakes(100);
+      store.completeWakes(ids, 'main');
+      for (const row of rows) if (ids.includes(row.id)) row.state = 'done';
+    }
+  }
+
   /** What the worker may start, computed from the rows alone. */
   function expected(rows: readonly Model[]) {
     const heads = new Map<string | null, Model>();
@@ -352,51 +407,18 @@ describe('session heads follow every change', () => {
   test.prop([fc.array(step, { maxLength: 40 })], { numRuns: 150 })(
     'the due heads are the oldest unfinished action of each session, whatever the order of inserts, runs, backoffs, ends and retries',
     (steps) => {
-      const { dir, cleanup } = tempDir('hookgate-fair-prop-');
-      const store = RuntimeStore.open(dir);
-      const writer = new DatabaseSync(path.join(dir, 'hookgate.db'));
+      const { store, writer } = shared();
+      // A fresh queue for every run; the store (schema, triggers) is opened once.
+      writer.exec('DELETE FROM actions; DELETE FROM session_heads; DELETE FROM system_events;');
       const insert = writer.prepare(
         'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
       );
       const rows: Model[] = [];
-      const running = (s: number) =>
-        rows.find((row) => row.session === SESSIONS[s] && row.state === 'running');
-      try {
-        for (const [i, action] of steps.entries()) {
-          if (action.op === 'insert') {
-            const session = SESSIONS[action.s] ?? null;
-            const json = session ? '{}' : '{"kind":"wake","text":"event","mode":"next-heartbeat"}';
-            insert.run(`r${i}`, session ? 'agent' : 'wake', 'h', session, 'now', json);
-            rows.push({ id: `r${i}`, session, state: 'queued', nextAt: 0 });
-          } else if (action.op === 'claim') {
-            const head = store.dueHeads(NOW, 10).find((h) => h.sessionKey === SESSIONS[action.s]);
-            const row = rows.find((r) => r.id === head?.id);
-            if (head && row && store.claim(head.id)) row.state = 'running';
-          } else if (action.op === 'finish') {
-            const row = running(action.s);
-            if (row) store.finish(row.id, action.state, { status: 'ok' });
-            if (row) row.state = action.state;
-          } else if (action.op === 'requeue') {
-            const row = running(action.s);
-            const nextAt = action.due ? NOW - 1 : NOW + 1000;
-            if (row) store.requeue(row.id, nextAt, { status: 'retrying' });
-            if (row) Object.assign(row, { state: 'queued', nextAt });
-          } else if (action.op === 'retry') {
-            const row = rows[action.n % Math.max(1, rows.length)];
-            if (row && store.retryDead(row.id)) Object.assign(row, { state: 'queued', nextAt: 0 });
-          } else {
-            const ids = store.pendingWakes(100);
-            store.completeWakes(ids, 'main');
-            for (const row of rows) if (ids.includes(row.id)) row.state = 'done';
-          }
-          const want = expected(rows);
-          expect(store.dueHeads(NOW, 10).map((head) => head.id)).toEqual(want.heads);
-          expect(store.pendingWakes(100)).toEqual(want.wakes);
-        }
-      } finally {
-        writer.close();
-        store.close();
-        cleanup();
+      for (const [i, action] of steps.entries()) {
+        apply(store, insert, rows, i, action);
+        const want = expected(rows);
+        expect(store.dueHeads(NOW, 10).map((head) => head.id)).toEqual(want.heads);
+        expect(store.pendingWakes(100)).toEqual(want.wakes);
       }
     },
   );
