@@ -5,6 +5,7 @@
  * connection of its own; every write is a short transaction (WAL,
  * synchronous=NORMAL: crash-safe without an fsync per commit).
  */
+import type { StatementSync } from 'node:sqlite';
 import type { Action } from '../../schemas/action.ts';
 import type { ActionState } from '../queue/action-store.ts';
 import { openDatabase } from '../queue/sqlite-schema.ts';
@@ -65,11 +66,36 @@ function toRun(row: Row): RunRow {
   };
 }
 
+// The session's index, never the state index: a big backlog is all 'queued' too.
+const PENDING_WAKES = `SELECT id FROM actions INDEXED BY actions_session_pending
+  WHERE session_key IS NULL AND state IN ('queued', 'running') AND state = 'queued'
+  ORDER BY seq LIMIT ?`;
+
+// Heads of agent sessions (not the wake lane '') that are queued, oldest head first.
+const DUE_HEADS = (due: string) =>
+  `SELECT h.head_seq, h.lane, a.id FROM session_heads h INDEXED BY session_heads_due
+   CROSS JOIN actions a ON a.seq = h.head_seq
+   WHERE ${due} AND h.lane <> '' AND a.state = 'queued' ORDER BY h.head_seq LIMIT ?`;
+const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
+const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
+
 const RUN_COLUMNS =
   'seq, id, state, attempts, next_attempt_at_ms, started_at, finished_at, outcome, action';
 
 /** The runtime store over one SQLite connection. */
 export class RuntimeStore extends SessionRecords {
+  private readonly statements = new Map<string, StatementSync>();
+
+  /** The worker's per-tick queries, prepared once. */
+  private tickStatement(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   /** Open the store in a data directory (schema created and migrated if needed). */
   static open(dataDir: string): RuntimeStore {
     const db = openDatabase(dataDir, { create: true });
@@ -95,26 +121,35 @@ export class RuntimeStore extends SessionRecords {
     });
   }
 
-  /** Unfinished actions (queued or running) in acceptance order. */
-  unfinished(limit: number): Array<{
-    id: string;
-    kind: string;
-    sessionKey: string | null;
-    state: ActionState;
-    nextAttemptAtMs: number;
-  }> {
-    const rows = this.db
-      .prepare(
-        "SELECT id, kind, session_key, state, next_attempt_at_ms FROM actions WHERE state IN ('queued', 'running') ORDER BY seq LIMIT ?",
-      )
-      .all(limit) as Row[];
-    return rows.map((row) => ({
-      id: row['id'] as string,
-      kind: row['kind'] as string,
-      sessionKey: (row['session_key'] as string | null) ?? null,
-      state: row['state'] as ActionState,
-      nextAttemptAtMs: Number(row['next_attempt_at_ms']),
-    }));
+  /**
+   * Queued wakes (the main session's event lane), oldest first. They only append events, so
+   * they never wait for a runner or behind any session's backlog.
+   */
+  pendingWakes(limit: number): string[] {
+    const rows = this.tickStatement(PENDING_WAKES).all(limit) as Row[];
+    return rows.map((row) => row['id'] as string);
+  }
+
+  /**
+   * The heads of agent sessions that may run now (queued, due), oldest head first. A head that
+   * is running or waits for its backoff holds back only its own session. The cost depends on
+   * the number of sessions with work, never on the length of one session's backlog.
+   */
+  dueHeads(nowMs: number, limit: number): Array<{ id: string; sessionKey: string }> {
+    if (limit <= 0) return [];
+    // Two walks of (not_before_ms, head_seq), each stopping after `limit` hits: heads that never
+    // waited, in head order, and heads whose backoff is over. Waiting heads are never read.
+    const fresh = this.tickStatement(DUE_FRESH).all(limit) as Row[];
+    const retried = this.tickStatement(DUE_RETRIED).all(nowMs, limit) as Row[];
+    return [...fresh, ...retried]
+      .sort((a, b) => Number(a['head_seq']) - Number(b['head_seq']))
+      .slice(0, limit)
+      .map((row) => ({ id: row['id'] as string, sessionKey: row['lane'] as string }));
+  }
+
+  /** Whether a wake is pending or a session's head may run now. */
+  hasRunnable(nowMs: number): boolean {
+    return this.pendingWakes(1).length > 0 || this.dueHeads(nowMs, 1).length > 0;
   }
 
   /** Move a queued action to running (one more attempt); undefined when it was not queued. */

@@ -1,7 +1,9 @@
 /**
  * The action worker: consumes accepted actions from the store, at least
- * once, in order per session key, several sessions in parallel. Wake actions
- * append a system event to the main session; agent actions run one turn
+ * once, in order per session key, several sessions in parallel, fairly: it
+ * starts the oldest session heads first, so one session's backlog delays
+ * only that session. Wake actions append a system event to the main session
+ * at once, behind no session; agent actions run one turn
  * through the agent's runner, then post a summary into the main session and
  * hand the reply to delivery. Only work that did not happen is retried (with
  * backoff); a turn that ran and failed is final. After a crash, actions left
@@ -32,8 +34,8 @@ export type WorkerSettings = {
   lastRoute: LastRoutePolicy;
 };
 
-// How far down the queue one pass looks for runnable work (the oldest first).
-const UNFINISHED_WINDOW = 200;
+// Wakes applied per transaction (more wait for the next pass, so one pass stays short).
+const WAKE_BATCH = 500;
 
 export type ActionWorker = {
   start(): void;
@@ -71,31 +73,24 @@ export function createActionWorker(deps: {
   let stopped = false;
   let poll: NodeJS.Timeout | undefined;
 
-  const sessionOf = (row: { kind: string; sessionKey: string | null }) =>
-    row.kind === 'wake' ? settings.mainKey : (row.sessionKey ?? settings.mainKey);
-
-  /** Claim what may run now: per session only its oldest unfinished action, up to the concurrency. */
+  /**
+   * Claim what may run now: the head of each session, oldest head first, up to the free
+   * concurrency. A backlog in one session (or a head waiting for backoff) holds back only that
+   * session; wakes are applied first, whatever the agent sessions hold.
+   */
   function pump(): void {
     scheduled = false;
     if (stopped) return;
-    const seen = new Set<string>();
-    const now = Date.now();
-    const rows = store.unfinished(UNFINISHED_WINDOW);
-    if (completeLeadingWakes(rows, now)) {
-      kick();
-      return;
-    }
-    for (const row of rows) {
-      const session = sessionOf(row);
-      if (seen.has(session)) continue;
-      seen.add(session);
-      if (busy.has(session) || row.state !== 'queued' || row.nextAttemptAtMs > now) continue;
-      if (busy.size >= settings.concurrency) break;
-      const claimed = store.claim(row.id);
+    if (completeWakes()) kick();
+    const room = settings.concurrency - busy.size;
+    for (const head of store.dueHeads(Date.now(), room)) {
+      if (busy.has(head.sessionKey)) continue;
+      const claimed = store.claim(head.id);
       if (!claimed) continue;
+      const session = head.sessionKey;
       const work = execute(claimed)
         .catch((err: unknown) =>
-          logger.error({ actionId: row.id, err: (err as Error).message }, 'action crashed'),
+          logger.error({ actionId: head.id, err: (err as Error).message }, 'action crashed'),
         )
         .finally(() => {
           busy.delete(session);
@@ -105,22 +100,13 @@ export function createActionWorker(deps: {
     }
   }
 
-  /** Wakes at the head of the main session only append events: done in one batch, one transaction. */
-  function completeLeadingWakes(
-    rows: ReturnType<RuntimeStore['unfinished']>,
-    now: number,
-  ): boolean {
-    if (busy.has(settings.mainKey)) return false;
-    const ids: string[] = [];
-    for (const row of rows) {
-      if (sessionOf(row) !== settings.mainKey) continue;
-      if (row.kind !== 'wake' || row.state !== 'queued' || row.nextAttemptAtMs > now) break;
-      ids.push(row.id);
-    }
+  /** Pending wakes only append events to the main session: a batch in one transaction; true when more remain. */
+  function completeWakes(): boolean {
+    const ids = store.pendingWakes(WAKE_BATCH);
     if (ids.length === 0) return false;
     const modes = store.completeWakes(ids, settings.mainKey);
     if (modes.includes('now')) heartbeat.requestNow('wake');
-    return true;
+    return ids.length === WAKE_BATCH;
   }
 
   function kick(): void {
@@ -298,11 +284,7 @@ export function createActionWorker(deps: {
           await Promise.allSettled(busy.values());
           continue;
         }
-        const now = Date.now();
-        const runnable = store
-          .unfinished(1000)
-          .some((row) => row.state === 'queued' && row.nextAttemptAtMs <= now);
-        if (!runnable && !scheduled) return;
+        if (!store.hasRunnable(Date.now()) && !scheduled) return;
         kick();
       }
     },

@@ -1,0 +1,425 @@
+/**
+ * The runtime is fair: the worker claims the head of each session (oldest
+ * head first), so a backlog of any size in one session, or a head waiting
+ * for its backoff, holds back only that session, and the main session's
+ * wakes wait for nobody. Real server on port 0, real store, real runners:
+ * the steerable HTTP agent (test/helpers/gate-agent.ts) and the command test
+ * agent (test/fixtures/agent.mjs), each able to hold a run until released.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { openDatabase } from '../engine/queue/sqlite-schema.ts';
+import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import { fc, test } from '@fast-check/vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type GateAgent, startGateAgent } from './helpers/gate-agent.ts';
+import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
+import {
+  agentRunner,
+  killAgentGroups,
+  query,
+  readRecords,
+  waitFor,
+  waitForFinal,
+} from './helpers/runtime.ts';
+
+const BACKLOG = 200;
+// No delivery and no heartbeat after a run: the agent sees only the runs under test.
+const QUIET = { deliver: false, wakeMode: 'next-heartbeat' };
+// Generous: a loaded 2-core machine.
+const WAIT_MS = 30_000;
+
+type Env = {
+  server: TestServer;
+  dataDir: string;
+  /** Accept an agent run (or a wake) and return its id. */
+  post(hook: 'agent' | 'wake', body: Record<string, unknown>): Promise<string>;
+  state(id: string): string | undefined;
+};
+
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Start hookgate with the runtime on and `runner` as every agent's runner. */
+async function boot(runner: Record<string, unknown>, concurrency = 4): Promise<Env> {
+  const { dir, cleanup } = tempDir('hookgate-fair-');
+  const server = await startTestServer(
+    {
+      hooks: { allowRequestSessionKey: true },
+      agents: { defaults: { timeoutSeconds: 60, runner }, list: [{ id: 'main', default: true }] },
+      runtime: {
+        concurrency,
+        // A run that did not happen waits at least ten minutes before its next attempt.
+        retry: { maxAttempts: 5, baseDelayMs: 600_000, maxDelayMs: 600_000 },
+        heartbeat: { every: 'off' },
+      },
+    },
+    { dataDir: dir, runtime: true },
+  );
+  cleanups.push(async () => {
+    await server.stop();
+    cleanup();
+  });
+  return {
+    server,
+    dataDir: dir,
+    async post(hook, body) {
+      const res = await server.post(hook, body);
+      const json = (await res.json()) as Record<string, unknown>;
+      expect(res.status, JSON.stringify(json)).toBe(200);
+      return String(json['runId'] ?? json['id']);
+    },
+    state(id) {
+      const [row] = query(dir, 'SELECT state FROM actions WHERE id = ?', id);
+      return row ? String(row['state']) : undefined;
+    },
+  };
+}
+
+async function gateAgent(): Promise<GateAgent> {
+  const agent = await startGateAgent();
+  // Registered first, so it closes after the server (cleanups run in reverse).
+  cleanups.unshift(() => agent.close());
+  return agent;
+}
+
+/** Accept `count` runs in one session, in order; returns their ids. */
+async function backlog(
+  env: Env,
+  sessionKey: string,
+  count: number,
+  message: (i: number) => string,
+) {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    ids.push(await env.post('agent', { message: message(i), sessionKey, ...QUIET }));
+  }
+  return ids;
+}
+
+function states(env: Env, ids: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const id of ids) {
+    const state = env.state(id) ?? 'missing';
+    counts[state] = (counts[state] ?? 0) + 1;
+  }
+  return counts;
+}
+
+describe('a backlog in one session', () => {
+  it("a 200-action backlog in one session does not delay another session's run", async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url });
+    const bulk = await backlog(env, 'hook:bulk', BACKLOG, (i) => `HOLD bulk #${i}`);
+    await waitFor('the backlog head to reach the agent', () => agent.calls.length === 1, WAIT_MS);
+
+    const other = await env.post('agent', {
+      message: 'hello',
+      sessionKey: 'hook:other',
+      ...QUIET,
+    });
+    expect((await waitForFinal(env.dataDir, other, WAIT_MS)).state).toBe('done');
+
+    // The backlog is still there, untouched behind its held head.
+    expect(states(env, bulk)).toEqual({ running: 1, queued: BACKLOG - 1 });
+    expect(agent.calls.map((call) => call.runId)).toEqual([bulk[0], other]);
+  });
+
+  it("a backlog held by a blocked command runner does not delay another session's run", async () => {
+    const { dir, cleanup } = tempDir('hookgate-fair-agent-');
+    const record = path.join(dir, 'agent.jsonl');
+    const gate = path.join(dir, 'gate');
+    cleanups.push(async () => {
+      writeFileSync(gate, '');
+      killAgentGroups(readRecords(record));
+      cleanup();
+    });
+    const env = await boot(agentRunner(record));
+    const bulk = await backlog(env, 'static-key', BACKLOG, (i) => `HOLD:${gate} bulk #${i}`);
+
+    const other = await env.post('agent', {
+      message: 'hello',
+      sessionKey: 'hook:other',
+      ...QUIET,
+    });
+    expect((await waitForFinal(env.dataDir, other, WAIT_MS)).state).toBe('done');
+    expect(states(env, bulk)).toEqual({ running: 1, queued: BACKLOG - 1 });
+    const started = readRecords(record).filter((r) => r.phase === 'start');
+    expect(started.map((r) => r.sessionKey).sort()).toEqual(['hook:other', 'static-key']);
+  });
+
+  it('a session whose head waits for backoff does not block other sessions', async () => {
+    const agent = await gateAgent();
+    // Fewer slots than sessions in backoff: a waiting head must not hold a slot either.
+    const env = await boot({ kind: 'http', url: agent.url }, 2);
+    const waiting: string[] = [];
+    for (const key of ['hook:flaky-a', 'hook:flaky-b', 'hook:flaky-c']) {
+      const [head, ...rest] = await backlog(env, key, 90, (i) =>
+        i === 0 ? 'BUSY' : `after #${i}`,
+      );
+      waiting.push(head as string, ...rest);
+      await waitFor(
+        `the head of ${key} to wait for its backoff`,
+        () => {
+          const [row] = query(
+            env.dataDir,
+            'SELECT state, attempts, next_attempt_at_ms FROM actions WHERE id = ?',
+            head as string,
+          );
+          return row?.['state'] === 'queued' && Number(row['attempts']) === 1;
+        },
+        WAIT_MS,
+      );
+    }
+
+    const other = await env.post('agent', {
+      message: 'hello',
+      sessionKey: 'hook:other',
+      ...QUIET,
+    });
+    expect((await waitForFinal(env.dataDir, other, WAIT_MS)).state).toBe('done');
+    // Each waiting session was tried once (its head only); nothing behind a head ran.
+    expect(states(env, waiting)).toEqual({ queued: waiting.length });
+    const heads = [0, 90, 180].map((i) => waiting[i]);
+    expect(agent.calls.map((call) => call.runId)).toEqual([...heads, other]);
+  });
+
+  it('order within the backlogged session is kept', async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url });
+    const bulk = await backlog(env, 'hook:bulk', BACKLOG, (i) => (i === 0 ? 'HOLD #0' : `#${i}`));
+    const others: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      others.push(
+        await env.post('agent', {
+          message: `other ${i}`,
+          sessionKey: `hook:o${i}`,
+          ...QUIET,
+        }),
+      );
+    }
+    for (const id of others)
+      expect((await waitForFinal(env.dataDir, id, WAIT_MS)).state).toBe('done');
+    agent.release();
+    for (const id of bulk)
+      expect((await waitForFinal(env.dataDir, id, WAIT_MS)).state).toBe('done');
+
+    const runs = agent.calls.filter((call) => call.sessionKey === 'hook:bulk');
+    // Each action ran once, in acceptance order, never two of the session at a time.
+    expect(runs.map((call) => call.runId)).toEqual(bulk);
+    expect(runs.every((call) => call.concurrentInSession === 0)).toBe(true);
+  });
+});
+
+describe('the main session', () => {
+  it('main-session wakes are not delayed by a backlog', async () => {
+    const agent = await gateAgent();
+    // Every slot is taken by a held session with a backlog behind it.
+    const env = await boot({ kind: 'http', url: agent.url }, 2);
+    const held = [
+      ...(await backlog(env, 'hook:bulk-a', BACKLOG, (i) => `HOLD a #${i}`)),
+      ...(await backlog(env, 'hook:bulk-b', 50, (i) => `HOLD b #${i}`)),
+    ];
+    await waitFor('both slots to be taken', () => agent.calls.length === 2, WAIT_MS);
+
+    const wakes = [];
+    for (const text of ['Deploy finished', 'Backup verified']) {
+      wakes.push(await env.post('wake', { text, mode: 'next-heartbeat' }));
+    }
+    for (const id of wakes)
+      expect((await waitForFinal(env.dataDir, id, WAIT_MS)).state).toBe('done');
+    const events = query(
+      env.dataDir,
+      "SELECT action_id FROM system_events WHERE session_key = 'main' AND source = 'wake' ORDER BY seq",
+    );
+    expect(events.map((row) => row['action_id'])).toEqual(wakes);
+    expect(states(env, held)).toEqual({ running: 2, queued: held.length - 2 });
+  });
+});
+
+describe('session heads in an existing store', () => {
+  /** Run SQL on the store file over a plain connection (no schema work). */
+  function sql(dataDir: string, text: string): void {
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    try {
+      db.exec(text);
+    } finally {
+      db.close();
+    }
+  }
+
+  /** Store an action with the writer thread's statement (a wake without a session key). */
+  function insert(dataDir: string, sessionKey: string | null, id: string): string {
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    try {
+      db.prepare(
+        'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(id, sessionKey ? 'agent' : 'wake', 'agent', sessionKey, new Date().toISOString(), '{}');
+    } finally {
+      db.close();
+    }
+    return id;
+  }
+
+  function openStore(dataDir: string): RuntimeStore {
+    const store = RuntimeStore.open(dataDir);
+    cleanups.push(async () => store.close());
+    return store;
+  }
+
+  it('a dead action sent back with retry runs before the work accepted after it in its session', async () => {
+    const { dir, cleanup } = tempDir('hookgate-fair-store-');
+    cleanups.push(async () => cleanup());
+    const store = openStore(dir);
+    const first = insert(dir, 'hook:s', 'a-1');
+    insert(dir, 'hook:s', 'a-2');
+    insert(dir, 'hook:t', 'b-1');
+    expect(store.claim(first)?.attempts).toBe(1);
+    store.finish(first, 'dead', { status: 'error', reason: 'gave up' });
+    expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['a-2', 'b-1']);
+
+    expect(store.retryDead(first)).toBe(true);
+    expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['a-1', 'b-1']);
+  });
+
+  it('a store written before session heads existed is migrated at open, its pending work included', async () => {
+    const { dir, cleanup } = tempDir('hookgate-fair-migrate-');
+    cleanups.push(async () => cleanup());
+    // Build the previous layout: no heads table, index or triggers (schema version 3).
+    openDatabase(dir, { create: true }).close();
+    sql(
+      dir,
+      `DROP TRIGGER actions_head_insert; DROP TRIGGER actions_head_state;
+       DROP TRIGGER actions_head_backoff; DROP TABLE session_heads;
+       DROP INDEX actions_session_pending; PRAGMA user_version = 3;`,
+    );
+    for (const id of ['x-1', 'x-2', 'y-1', 'x-3', 'y-2']) insert(dir, `hook:${id[0]}`, id);
+    insert(dir, null, 'wake-1');
+    sql(
+      dir,
+      `UPDATE actions SET state = 'done' WHERE id = 'x-1';
+       UPDATE actions SET state = 'running' WHERE id = 'x-2';`,
+    );
+
+    const store = openStore(dir);
+    store.recoverRunning();
+    expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['x-2', 'y-1']);
+    expect(store.pendingWakes(10)).toEqual(['wake-1']);
+    // The triggers are there too: a finished head hands over to the next of its session.
+    store.finish('y-1', 'done', { status: 'ok' });
+    expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['x-2', 'y-2']);
+  });
+});
+
+describe('session heads follow every change', () => {
+  const NOW = 1_000_000;
+  const SESSIONS = ['hook:a', 'hook:b', 'hook:c', null] as const;
+  type Model = { id: string; session: string | null; state: string; nextAt: number };
+  const step = fc.oneof(
+    fc.record({ op: fc.constant('insert' as const), s: fc.nat(3) }),
+    fc.record({ op: fc.constant('claim' as const), s: fc.nat(2) }),
+    fc.record({
+      op: fc.constant('finish' as const),
+      s: fc.nat(2),
+      state: fc.constantFrom('done', 'failed', 'dead') as fc.Arbitrary<'done' | 'failed' | 'dead'>,
+    }),
+    fc.record({ op: fc.constant('requeue' as const), s: fc.nat(2), due: fc.boolean() }),
+    fc.record({ op: fc.constant('retry' as const), n: fc.nat(40) }),
+    fc.record({ op: fc.constant('wakes' as const) }),
+  );
+
+  let opened: { store: RuntimeStore; writer: DatabaseSync; cleanup: () => void } | undefined;
+  /** One store for every run of the property (schema and triggers set up once). */
+  function shared(): { store: RuntimeStore; writer: DatabaseSync } {
+    if (opened) return opened;
+    const { dir, cleanup } = tempDir('hookgate-fair-prop-');
+    const store = RuntimeStore.open(dir);
+    opened = { store, writer: new DatabaseSync(path.join(dir, 'hookgate.db')), cleanup };
+    return opened;
+  }
+  afterAll(() => {
+    opened?.writer.close();
+    opened?.store.close();
+    opened?.cleanup();
+  });
+
+  type Step = typeof step extends fc.Arbitrary<infer T> ? T : never;
+
+  /** Apply one step to the store and to the model rows. */
+  function apply(
+    store: RuntimeStore,
+    insert: StatementSync,
+    rows: Model[],
+    i: number,
+    action: Step,
+  ) {
+    const running = (s: number) =>
+      rows.find((row) => row.session === SESSIONS[s] && row.state === 'running');
+    if (action.op === 'insert') {
+      const session = SESSIONS[action.s] ?? null;
+      const json = session ? '{}' : '{"kind":"wake","text":"event","mode":"next-heartbeat"}';
+      insert.run(`r${i}`, session ? 'agent' : 'wake', 'h', session, 'now', json);
+      rows.push({ id: `r${i}`, session, state: 'queued', nextAt: 0 });
+    } else if (action.op === 'claim') {
+      const head = store.dueHeads(NOW, 10).find((h) => h.sessionKey === SESSIONS[action.s]);
+      const row = rows.find((r) => r.id === head?.id);
+      if (head && row && store.claim(head.id)) row.state = 'running';
+    } else if (action.op === 'finish') {
+      const row = running(action.s);
+      if (row) store.finish(row.id, action.state, { status: 'ok' });
+      if (row) row.state = action.state;
+    } else if (action.op === 'requeue') {
+      const row = running(action.s);
+      const nextAt = action.due ? NOW - 1 : NOW + 1000;
+      if (row) store.requeue(row.id, nextAt, { status: 'retrying' });
+      if (row) Object.assign(row, { state: 'queued', nextAt });
+    } else if (action.op === 'retry') {
+      const row = rows[action.n % Math.max(1, rows.length)];
+      if (row && store.retryDead(row.id)) Object.assign(row, { state: 'queued', nextAt: 0 });
+    } else {
+      const ids = store.pendingWakes(100);
+      store.completeWakes(ids, 'main');
+      for (const row of rows) if (ids.includes(row.id)) row.state = 'done';
+    }
+  }
+
+  /** What the worker may start, computed from the rows alone. */
+  function expected(rows: readonly Model[]) {
+    const heads = new Map<string | null, Model>();
+    for (const row of rows) {
+      if ((row.state === 'queued' || row.state === 'running') && !heads.has(row.session)) {
+        heads.set(row.session, row);
+      }
+    }
+    const due = [...heads.values()].filter(
+      (row) => row.session !== null && row.state === 'queued' && row.nextAt <= NOW,
+    );
+    return {
+      heads: due.map((row) => row.id),
+      wakes: rows.filter((r) => r.session === null && r.state === 'queued').map((r) => r.id),
+    };
+  }
+
+  test.prop([fc.array(step, { maxLength: 40 })], { numRuns: 150 })(
+    'the due heads are the oldest unfinished action of each session, whatever the order of inserts, runs, backoffs, ends and retries',
+    (steps) => {
+      const { store, writer } = shared();
+      // A fresh queue for every run; the store (schema, triggers) is opened once.
+      writer.exec('DELETE FROM actions; DELETE FROM session_heads; DELETE FROM system_events;');
+      const insert = writer.prepare(
+        'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
+      );
+      const rows: Model[] = [];
+      for (const [i, action] of steps.entries()) {
+        apply(store, insert, rows, i, action);
+        const want = expected(rows);
+        expect(store.dueHeads(NOW, 10).map((head) => head.id)).toEqual(want.heads);
+        expect(store.pendingWakes(100)).toEqual(want.wakes);
+      }
+    },
+  );
+});
