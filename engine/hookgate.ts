@@ -21,6 +21,7 @@ import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';
 import { createRouter } from './route.ts';
+import { warmFolds } from './safety/skeleton.ts';
 import { compileMappings } from './mappings.ts';
 import { type Runtime, startRuntime } from './runtime/runtime.ts';
 import { startTransforms } from './sandbox/start.ts';
@@ -153,6 +154,8 @@ export async function startHookgate(
   prune.unref();
 
   await listen(server, options.host ?? config.server.host, options.port ?? config.server.port);
+  // The safety wrapper's per-character folds, computed while idle rather than by the first sender.
+  warmFolds();
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

@@ -108,18 +108,23 @@ function views(skeleton: string): Fold {
   return { injection: injection.slice(0, MAX_FOLD), marker: marker.slice(0, MAX_FOLD) };
 }
 
-/** The fold of one code point (uncached). */
-export function foldCodePoint(cp: number): Fold {
+/**
+ * The fold of a code point that has nothing to undo, decided by property tests alone, or
+ * undefined when it needs the full fold (normalisation and the table).
+ */
+function plainFold(cp: number): Fold | undefined {
+  if (cp < 0x80 || hasPrototype(cp)) return undefined;
   const char = String.fromCodePoint(cp);
-  if (cp < 0x80 || hasPrototype(cp)) return views(foldText(char));
   // Planes 2-13, 15 and 16 (ideographs, unassigned, private use): nothing else to undo there.
   if (cp >= 0x20000 && (cp < 0xe0000 || cp > 0xeffff)) return LETTER.test(char) ? FOREIGN : OTHER;
-  if (!PLAIN.test(char) || char.normalize('NFD') !== char) {
-    return views(foldText(char));
-  }
-  // Most of Unicode (CJK, other scripts, symbols, unassigned) can only be itself: decided by one
-  // property test instead of normalisation and lookups.
+  if (!PLAIN.test(char) || char.normalize('NFD') !== char) return undefined;
+  // Most of Unicode (CJK, other scripts, symbols, unassigned) can only be itself.
   return LETTER.test(char) ? FOREIGN : OTHER;
+}
+
+/** The fold of one code point (uncached). */
+export function foldCodePoint(cp: number): Fold {
+  return plainFold(cp) ?? views(foldText(String.fromCodePoint(cp)));
 }
 
 /** Full fold, without the shortcut (tests compare the two). */
@@ -129,11 +134,13 @@ export function foldCodePointFully(cp: number): Fold {
 
 const ASCII_FOLDS: Fold[] = Array.from({ length: 0x80 }, (_, cp) => foldCodePoint(cp));
 
-// Folds of code points seen so far: BMP ones by index (at most 65,536, all distinct), the rest
-// in a map cleared when full, so hostile text cannot grow either without bound.
+// Folds of code points seen so far. BMP ones by index (at most 65,536, all distinct). Beyond
+// the BMP only the code points that need the full fold are kept (those with a table row or
+// something to normalise: a fixed set of some ten thousand); the plain ones are
+// decided again each time, cheaply. Nothing is ever evicted, so no sequence of requests can
+// make the costly folds be computed twice, and hostile text cannot grow the cache past Unicode.
 const bmpIndex = new Int32Array(0x10000);
 const bmpFolds: Fold[] = [{ injection: '', marker: '' }];
-const ASTRAL_LIMIT = 1 << 16;
 const astral = new Map<number, Fold>();
 
 function foldOf(cp: number): Fold {
@@ -145,13 +152,23 @@ function foldOf(cp: number): Fold {
     bmpIndex[cp] = bmpFolds.push(fold) - 1;
     return fold;
   }
-  let fold = astral.get(cp);
-  if (fold === undefined) {
-    if (astral.size >= ASTRAL_LIMIT) astral.clear();
-    fold = foldCodePoint(cp);
-    astral.set(cp, fold);
-  }
+  const known = astral.get(cp);
+  if (known !== undefined) return known;
+  const plain = plainFold(cp);
+  if (plain !== undefined) return plain;
+  const fold = views(foldText(String.fromCodePoint(cp)));
+  astral.set(cp, fold);
   return fold;
+}
+
+/** How many BMP code points have a kept fold (tests watch warming). */
+export function bmpFoldsKept(): number {
+  return bmpFolds.length - 1;
+}
+
+/** How many code points beyond the BMP have a kept fold (tests check the bound). */
+export function astralFoldsKept(): number {
+  return astral.size;
 }
 
 /**
@@ -226,4 +243,19 @@ export function skeleton(content: string, perCharacter = false): Skeleton {
     startsAt = new Int32Array(1 << 12);
   }
   return result;
+}
+
+/**
+ * Fold every BMP code point ahead of time, a slice per event-loop turn (about 3 ms each), so
+ * the first hostile text full of distinct characters does not pay for them all at once (about
+ * 100 ms). Timers are unref'd: warming never keeps a process alive.
+ */
+export function warmFolds(sliceSize = 2048): void {
+  let next = 0x80;
+  const slice = () => {
+    const end = Math.min(next + sliceSize, 0x10000);
+    for (; next < end; next++) if (next < 0xd800 || next > 0xdfff) foldOf(next);
+    if (next < 0x10000) setTimeout(slice, 0).unref();
+  };
+  setTimeout(slice, 0).unref();
 }
