@@ -176,6 +176,14 @@ describe('attacks from inside a transform', () => {
           'export default () => { const b = new ArrayBuffer(1, { maxByteLength: 2 ** 30 }); const t = b.resize ? (b.resize(2 ** 29), b) : b.transfer(2 ** 29); new Uint8Array(t).fill(1); return { message: String(t.byteLength) }; };',
         swap: "import { word } from './lib/word.js';\nexport default () => ({ message: 'swap ' + word });",
         'lib/word': "export const word = 'inside';",
+        // Restores JSON.stringify after its one use by the runner: the console drain still works.
+        'deep-output': `export default ({ payload }) => {
+          const n = payload.depth;
+          const deep = '['.repeat(n) + '1' + ']'.repeat(n);
+          const real = JSON.stringify;
+          JSON.stringify = () => { JSON.stringify = real; return '{"message":' + deep + '}'; };
+          return { message: 'x' };
+        };`,
         'swap-import':
           "import { word } from './lib/word.js';\nexport default () => ({ message: 'import ' + word });",
       },
@@ -214,6 +222,17 @@ describe('attacks from inside a transform', () => {
     // 5 calls of 1000 lines of 100 KB each: the log grows by kilobytes, not megabytes.
     expect(server.logBytes() - before).toBeLessThan(64 * 1024);
   });
+
+  it.each([100_000, 9])(
+    'transform output nested %i deep is refused before the server parses it',
+    async (depth) => {
+      const { status, body } = await server.post('deep-output', { depth });
+      expect(status).toBe(500);
+      expect(codeOf(body)).toBe('transform_invalid_output');
+      expect(JSON.stringify(body)).toContain('nested deeper than 8');
+      expect((await server.post('good')).status).toBe(200);
+    },
+  );
 
   it('WebAssembly, SharedArrayBuffer and Atomics are gone, also through Function and indirect eval', async () => {
     const { status, body } = await server.post('probe');
