@@ -11,6 +11,7 @@ import {
   type OutboundResult,
   outboundCall,
 } from '../../outbound/http-client.ts';
+import { parseAnswerJson } from '../../outbound/answer-json.ts';
 import type { SendResult } from '../adapter.ts';
 
 export type HttpHeaders = OutboundHeaders;
@@ -90,11 +91,7 @@ function noAnswer(
 
 function parseJson(text: string): unknown {
   if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  return parseAnswerJson(text);
 }
 
 /** Seconds from a JSON wait field (e.g. `retry_after`) in ms, if it is a sane number. */
