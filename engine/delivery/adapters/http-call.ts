@@ -81,6 +81,10 @@ function noAnswer(
     const reason = `HTTP ${outcome.status} answer exceeded ${outcome.maxBytes} bytes; the message may have been posted, not resent`;
     return { status: 'failed', reason };
   }
+  if (outcome.kind === 'headers_too_large') {
+    const reason = 'answer headers too large; the message may have been posted, not resent';
+    return { status: 'failed', reason };
+  }
   if (outcome.kind === 'timeout')
     return { status: 'retry', reason: `no answer within ${call.timeoutMs} ms; ${duplicate}` };
   if (outcome.kind === 'aborted') return { status: 'retry', reason: `interrupted; ${duplicate}` };

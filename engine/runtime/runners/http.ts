@@ -53,6 +53,8 @@ export function noAnswer(
 ): RunResult {
   // Checked first: an answer that came is never "unreachable", however it ended.
   if (outcome.kind === 'too_large') return replyTooLarge(outcome.maxBytes);
+  if (outcome.kind === 'headers_too_large')
+    return { status: 'error', reason: "the runner's answer headers are too large" };
   if (outcome.kind === 'aborted') return { status: 'retry', reason: 'interrupted by shutdown' };
   if (outcome.kind === 'timeout') {
     return { status: 'timeout', reason: `no reply within ${timeoutSeconds}s` };
