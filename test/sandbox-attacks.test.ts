@@ -349,6 +349,27 @@ describe('deadlines and process count', () => {
     }
   });
 
+  it('a burst of slow but honest calls queued in one process is not counted late', async () => {
+    // 25 calls of 100 ms each in one process: 2.5 s in all, past the 1.5 s deadline, yet each
+    // call runs well within it once its turn comes.
+    const server = await startServer(
+      {
+        slow: "export default () => { const end = Date.now() + 100; while (Date.now() < end); return { message: 'slow' }; };",
+      },
+      { deadlineMs: 1500, processes: 1 },
+    );
+    try {
+      const [before] = childPids();
+      const results = await Promise.all(Array.from({ length: 25 }, () => server.post('slow')));
+      expect(results.map((r) => r.status)).toEqual(Array.from({ length: 25 }, () => 200));
+      const missed = server.logLines().filter((l) => /missed its deadline/.test(String(l['msg'])));
+      expect(missed).toHaveLength(0);
+      expect(childPids()).toEqual([before]);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('a missed deadline restarts only the process that held the late call', async () => {
     const server = await startServer(
       { never: 'export default () => new Promise(() => {});', good: GOOD },
