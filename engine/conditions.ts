@@ -19,6 +19,7 @@
  */
 import jsonLogic from 'json-logic-js';
 import { FORBIDDEN_SEGMENTS, lookupOwn } from './evaluator-data.ts';
+import { containsText } from './substring-search.ts';
 import { joinPath } from './validation.ts';
 
 /** A compiled condition: true when the rule holds for the data. */
@@ -86,6 +87,16 @@ jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fa
   if (path === undefined || path === null || path === '') return this;
   const found = lookupOwn(this, String(path));
   return found === undefined ? notFound : found;
+});
+
+// `in` over a string searches in linear time (V8's own search is quadratic on some inputs).
+// As json-logic-js's own: an empty or missing haystack contains nothing.
+jsonLogic.add_operation('in', (needle: unknown, haystack: unknown) => {
+  if (typeof haystack === 'string')
+    return haystack !== '' && containsText(haystack, String(needle));
+  const list = haystack as { indexOf?: unknown } | null | undefined;
+  if (!list || typeof list.indexOf !== 'function') return false;
+  return (list.indexOf as (item: unknown) => number).call(list, needle) !== -1;
 });
 
 // Operators a `reduce` reducer may use: each returns a number or a boolean, never an operand.

@@ -77,6 +77,35 @@ describe('evaluation work', () => {
   });
 });
 
+describe('substring search attack (in)', () => {
+  const rule = { in: [{ var: 'payload.needle' }, { var: 'payload.text' }] };
+  // V8's native search takes about 25 s on this pair (quadratic); a linear search, milliseconds.
+  const needle = `${'a'.repeat(100_000)}b${'a'.repeat(100_000)}`;
+  const text = 'a'.repeat(1_000_000);
+
+  it('in with a needle the native search is quadratic on finishes and answers right', () => {
+    const condition = compileCondition(rule);
+    expect(condition(toEvaluatorData({ payload: { needle, text } }))).toBe(false);
+    expect(condition(toEvaluatorData({ payload: { needle, text: `${text}${needle}` } }))).toBe(
+      true,
+    );
+  }, 10_000);
+
+  const ab = (min: number, max: number) =>
+    fc.string({ unit: fc.constantFrom('a', 'b'), minLength: min, maxLength: max });
+  test.prop([ab(0, 600), ab(65, 120), fc.nat(600)])(
+    'in over strings agrees with String.prototype.includes (needles past the native cut-off)',
+    (haystack, other, at) => {
+      const condition = compileCondition({ in: [{ var: 'payload.n' }, { var: 'payload.h' }] });
+      for (const n of [other, haystack.slice(at % 400, (at % 400) + 65 + (at % 50))]) {
+        const subject = toEvaluatorData({ payload: { n, h: haystack } });
+        // json-logic: an empty haystack contains nothing.
+        expect(condition(subject)).toBe(haystack !== '' && haystack.includes(n));
+      }
+    },
+  );
+});
+
 describe('validation at boot', () => {
   it.each([
     ['unknown operator', { regex: ['a', 'b'] }, 'regex'],

@@ -101,6 +101,11 @@ describe('http runner', () => {
       { status: 'error', reason: 'the response is not JSON' },
     ],
     [
+      'an answer with a reply and 400,000 levels of nesting (refused before parsing)',
+      { body: `{"reply":"ok","x":${'['.repeat(400_000)}${']'.repeat(400_000)}}` },
+      { status: 'error', reason: 'the response is not JSON' },
+    ],
+    [
       'JSON without a reply',
       { body: { answer: 'x' } },
       { status: 'error', reason: 'the response has no "reply" string' },

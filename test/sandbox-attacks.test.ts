@@ -176,6 +176,14 @@ describe('attacks from inside a transform', () => {
           'export default () => { const b = new ArrayBuffer(1, { maxByteLength: 2 ** 30 }); const t = b.resize ? (b.resize(2 ** 29), b) : b.transfer(2 ** 29); new Uint8Array(t).fill(1); return { message: String(t.byteLength) }; };',
         swap: "import { word } from './lib/word.js';\nexport default () => ({ message: 'swap ' + word });",
         'lib/word': "export const word = 'inside';",
+        // Restores JSON.stringify after its one use by the runner: the console drain still works.
+        'deep-output': `export default ({ payload }) => {
+          const n = payload.depth;
+          const deep = '['.repeat(n) + '1' + ']'.repeat(n);
+          const real = JSON.stringify;
+          JSON.stringify = () => { JSON.stringify = real; return '{"message":' + deep + '}'; };
+          return { message: 'x' };
+        };`,
         'swap-import':
           "import { word } from './lib/word.js';\nexport default () => ({ message: 'import ' + word });",
       },
@@ -214,6 +222,17 @@ describe('attacks from inside a transform', () => {
     // 5 calls of 1000 lines of 100 KB each: the log grows by kilobytes, not megabytes.
     expect(server.logBytes() - before).toBeLessThan(64 * 1024);
   });
+
+  it.each([100_000, 9])(
+    'transform output nested %i deep is refused before the server parses it',
+    async (depth) => {
+      const { status, body } = await server.post('deep-output', { depth });
+      expect(status).toBe(500);
+      expect(codeOf(body)).toBe('transform_invalid_output');
+      expect(JSON.stringify(body)).toContain('nested deeper than 8');
+      expect((await server.post('good')).status).toBe(200);
+    },
+  );
 
   it('WebAssembly, SharedArrayBuffer and Atomics are gone, also through Function and indirect eval', async () => {
     const { status, body } = await server.post('probe');
@@ -325,6 +344,27 @@ describe('deadlines and process count', () => {
       expect(missed).toHaveLength(1);
       expect(childPids()).toHaveLength(1);
       expect(childPids()).not.toContain(before);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('a burst of slow but honest calls queued in one process is not counted late', async () => {
+    // 25 calls of 100 ms each in one process: 2.5 s in all, past the 1.5 s deadline, yet each
+    // call runs well within it once its turn comes.
+    const server = await startServer(
+      {
+        slow: "export default () => { const end = Date.now() + 100; while (Date.now() < end); return { message: 'slow' }; };",
+      },
+      { deadlineMs: 1500, processes: 1 },
+    );
+    try {
+      const [before] = childPids();
+      const results = await Promise.all(Array.from({ length: 25 }, () => server.post('slow')));
+      expect(results.map((r) => r.status)).toEqual(Array.from({ length: 25 }, () => 200));
+      const missed = server.logLines().filter((l) => /missed its deadline/.test(String(l['msg'])));
+      expect(missed).toHaveLength(0);
+      expect(childPids()).toEqual([before]);
     } finally {
       await server.stop();
     }

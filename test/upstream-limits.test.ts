@@ -7,6 +7,7 @@
  * attempt must end as a final failure: never "unreachable", never run again.
  */
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../engine/config.ts';
@@ -69,6 +70,32 @@ const RUN: RunRequest = {
   history: [],
 };
 
+/**
+ * A local upstream whose answer has 2 MB of headers (or, with `trailers`, a 200 whose
+ * chunked body ends in 2 MB of trailers); `requests` counts the exchanges it saw.
+ */
+async function headerFlood(trailers = false): Promise<{ url: string; requests: () => number }> {
+  let requests = 0;
+  const server = createNetServer((socket) => {
+    socket.on('error', () => undefined);
+    socket.once('data', () => {
+      requests++;
+      socket.write(
+        trailers
+          ? 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\ne\r\n{"reply":"ok"}\r\n0\r\n'
+          : 'HTTP/1.1 200 OK\r\n',
+      );
+      for (let i = 0; i < 2000 && !socket.destroyed; i++)
+        socket.write(`X-Filler-${i}: ${'a'.repeat(1000)}\r\n`);
+      socket.end('\r\n');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, requests: () => requests };
+}
+
 describe('the outbound client', () => {
   it('an endless answer is cut at the cap, holding at most the cap plus one chunk', async () => {
     const endpoint = await flood();
@@ -124,6 +151,22 @@ describe('runners on their own', () => {
     });
     await expectCut(endpoint, CAP);
   });
+
+  it.each([
+    ['2 MB of headers', false],
+    ['2 MB of trailers', true],
+  ])(
+    'http runner: an answer with %s is a final error, never "unreachable"',
+    async (_name, trailers) => {
+      const endpoint = await headerFlood(trailers);
+      const result = await createHttpRunner({ url: endpoint.url, maxReplyBytes: CAP }).run(RUN);
+      expect(result).toEqual({
+        status: 'error',
+        reason: "the runner's answer headers are too large",
+      });
+      expect(endpoint.requests()).toBe(1);
+    },
+  );
 
   it('openai runner: an endless completion is a final error naming the cap', async () => {
     const endpoint = await flood({ prefix: '{"choices":[{"message":{"content":"' });
@@ -376,6 +419,21 @@ describe('channel and token APIs', () => {
       );
       await expectCut(endpoint, CHANNEL_ANSWER_MAX_BYTES);
       expect(endpoint.requests).toHaveLength(1);
+    },
+  );
+
+  it.each(Object.keys(ADAPTERS))(
+    '%s: a channel API answering with 2 MB of headers fails the part, not resent',
+    async (id) => {
+      const endpoint = await headerFlood();
+      const tokens = await tokenEndpoint();
+      const factory = ADAPTERS[id] as (s: Record<string, unknown>) => ChannelAdapter;
+      const adapter = factory(channelSettings(id, endpoint.url, tokens.url));
+      const to = TO[id] as string;
+      const result = await adapter.send(adapter.normaliseRecipient?.(to) ?? to, 'hello');
+      expect(result).toMatchObject({ status: 'failed' });
+      expect((result as { reason: string }).reason).toContain('headers too large');
+      expect(endpoint.requests()).toBe(1);
     },
   );
 

@@ -26,6 +26,11 @@ export type OutboundResult =
   | { kind: 'answer'; status: number; headers: OutboundHeaders; text: string }
   /** The answer's body passed `maxBytes`; `receivedBytes` is what was read before stopping. */
   | { kind: 'too_large'; status: number; maxBytes: number; receivedBytes: number }
+  /**
+   * The answer's headers (or trailers) passed undici's header size cap: the
+   * peer was reached and answered, so this is never "unreachable".
+   */
+  | { kind: 'headers_too_large'; status?: number }
   | { kind: 'timeout' }
   /** The caller's signal ended the call. */
   | { kind: 'aborted' }
@@ -47,6 +52,9 @@ const CONNECT_CODES = new Set([
 
 // undici's own header and body timeouts count as ours.
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+// Headers or trailers over undici's cap (Node's max header size, 16 KiB by default).
+const HEADERS_OVERFLOW = 'UND_ERR_HEADERS_OVERFLOW';
 
 // Strips a UTF-8 byte order mark, as undici's own text() does.
 const utf8 = new TextDecoder();
@@ -78,6 +86,10 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
     if (call.signal?.aborted) return { kind: 'aborted' };
     const code = errorCode(err);
     if (timeout.aborted || TIMEOUT_CODES.has(code)) return { kind: 'timeout' };
+    if (code === HEADERS_OVERFLOW)
+      return answerStatus === undefined
+        ? { kind: 'headers_too_large' }
+        : { kind: 'headers_too_large', status: answerStatus };
     const failed = { kind: 'failed', code, beforeSending: CONNECT_CODES.has(code) } as const;
     return answerStatus === undefined ? failed : { ...failed, answerStatus };
   }

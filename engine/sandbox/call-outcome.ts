@@ -5,7 +5,15 @@
  * data or host paths).
  */
 import { HookError } from '../errors.ts';
+import { nestsDeeperThan } from './frames.ts';
 import type { ResultMessage } from './protocol.ts';
+
+/**
+ * Deepest output nesting accepted (an honest output is an array of flat objects).
+ * Checked before JSON.parse: a deeply nested output of maxOutputBytes takes the
+ * server's event loop tens of milliseconds to parse, on every call.
+ */
+export const OUTPUT_DEPTH = 8;
 
 /** What a transform returned: `undefined` when it returned undefined. */
 export type TransformResult = { value: unknown };
@@ -24,8 +32,15 @@ export function outcomeOf(
     const code = message.failure.kind === 'timeout' ? 'transform_timeout' : 'transform_failed';
     return new HookError(code, failureMessage(mappingId, message.failure.kind));
   }
+  if (message.output === undefined) return { value: undefined };
+  if (nestsDeeperThan(message.output, OUTPUT_DEPTH)) {
+    return new HookError(
+      'transform_invalid_output',
+      `Transform of mapping "${mappingId ?? '?'}" returned output nested deeper than ${OUTPUT_DEPTH}.`,
+    );
+  }
   try {
-    return { value: message.output === undefined ? undefined : JSON.parse(message.output) };
+    return { value: JSON.parse(message.output) };
   } catch {
     return new HookError(
       'transform_invalid_output',

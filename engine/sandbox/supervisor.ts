@@ -2,7 +2,8 @@
  * The supervisor of the transform processes: at most `size` processes
  * (never more alive at once: a replacement is spawned only after the old
  * process has exited), calls queued in the server and handed to a ready
- * process, each bounded by its own deadline from the moment it is sent.
+ * process, each bounded by its own deadline from the moment its process
+ * starts on it (when it is sent, or when the calls before it are answered).
  * A call that misses it fails with transform_timeout and only its process
  * is killed; that process's other calls go back to the queue once. A
  * process that sends anything invalid is killed and its calls fail with
@@ -194,6 +195,7 @@ export function createSupervisor(
     const outcome = outcomeOf(mappingId, message);
     if (outcome instanceof HookError) call.reject(outcome);
     else call.resolve(outcome);
+    armOldest(slot);
     pump();
   }
 
@@ -244,6 +246,7 @@ export function createSupervisor(
     const again: Call[] = [];
     for (const call of slot.inflight.values()) {
       clearTimeout(call.timer);
+      call.timer = undefined;
       if (call.requeued)
         call.reject(
           new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
@@ -322,10 +325,22 @@ export function createSupervisor(
 
   function send(slot: Slot, call: Call): void {
     const id = nextId++;
+    call.timer = undefined;
     slot.inflight.set(id, call);
-    // The deadline counts from here: time spent waiting for a process is not the call's fault.
-    call.timer = setTimeout(() => onLate(slot, id), settings.deadlineMs);
+    armOldest(slot);
     slot.link?.send({ type: 'call', id, key: call.key, input: call.input });
+  }
+
+  /**
+   * The deadline runs for the oldest call a process holds: the one its isolate is running
+   * (a process runs its calls in order). The calls behind it are waiting, not late, so each
+   * starts its own deadline when the calls before it have been answered.
+   */
+  function armOldest(slot: Slot): void {
+    const oldest = slot.inflight.entries().next();
+    if (oldest.done) return;
+    const [id, call] = oldest.value;
+    call.timer ??= setTimeout(() => onLate(slot, id), settings.deadlineMs);
   }
 
   function startSlot(slot: Slot): Promise<LoadError[]> {

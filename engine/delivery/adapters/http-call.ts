@@ -11,6 +11,7 @@ import {
   type OutboundResult,
   outboundCall,
 } from '../../outbound/http-client.ts';
+import { parseAnswerJson } from '../../outbound/answer-json.ts';
 import type { SendResult } from '../adapter.ts';
 
 export type HttpHeaders = OutboundHeaders;
@@ -80,6 +81,10 @@ function noAnswer(
     const reason = `HTTP ${outcome.status} answer exceeded ${outcome.maxBytes} bytes; the message may have been posted, not resent`;
     return { status: 'failed', reason };
   }
+  if (outcome.kind === 'headers_too_large') {
+    const reason = 'answer headers too large; the message may have been posted, not resent';
+    return { status: 'failed', reason };
+  }
   if (outcome.kind === 'timeout')
     return { status: 'retry', reason: `no answer within ${call.timeoutMs} ms; ${duplicate}` };
   if (outcome.kind === 'aborted') return { status: 'retry', reason: `interrupted; ${duplicate}` };
@@ -90,11 +95,7 @@ function noAnswer(
 
 function parseJson(text: string): unknown {
   if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  return parseAnswerJson(text);
 }
 
 /** Seconds from a JSON wait field (e.g. `retry_after`) in ms, if it is a sane number. */

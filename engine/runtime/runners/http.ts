@@ -6,6 +6,7 @@
  */
 import { type OutboundResult, outboundCall } from '../../outbound/http-client.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
+import { parseAnswerJson } from '../../outbound/answer-json.ts';
 import {
   DEFAULT_MAX_REPLY_BYTES,
   type RunHooks,
@@ -52,6 +53,8 @@ export function noAnswer(
 ): RunResult {
   // Checked first: an answer that came is never "unreachable", however it ended.
   if (outcome.kind === 'too_large') return replyTooLarge(outcome.maxBytes);
+  if (outcome.kind === 'headers_too_large')
+    return { status: 'error', reason: "the runner's answer headers are too large" };
   if (outcome.kind === 'aborted') return { status: 'retry', reason: 'interrupted by shutdown' };
   if (outcome.kind === 'timeout') {
     return { status: 'timeout', reason: `no reply within ${timeoutSeconds}s` };
@@ -86,12 +89,9 @@ export async function postForReply(
   if (outcome.status < 200 || outcome.status >= 300) {
     return httpFailure(outcome.status, outcome.text, outcome.headers['retry-after']);
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(outcome.text);
-  } catch {
-    return { status: 'error', reason: 'the response is not JSON' };
-  }
+  // Undefined: not JSON, or nested deeper than any honest answer (parsing that would stall).
+  const parsed = parseAnswerJson(outcome.text);
+  if (parsed === undefined) return { status: 'error', reason: 'the response is not JSON' };
   const reply = readReply(parsed);
   if (typeof reply !== 'string') return { status: 'error', reason: missing };
   return { status: 'ok', reply: reply.trim() };
