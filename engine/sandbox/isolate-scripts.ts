@@ -55,13 +55,40 @@ export const CONSOLE_BOOTSTRAP = `(() => {
   };
 })()`;
 
-/** Parse the input, await the transform, serialise its result (a string, or undefined). */
-export const RUNNER = `(async (fn, input, maxBytes) => {
-  const result = await fn(JSON.parse(input));
-  if (result === undefined) return undefined;
-  const text = JSON.stringify(result);
-  if (text === undefined) return undefined;
-  if (typeof text !== 'string') throw new Error('hookgate:output-not-json');
-  if (text.length > maxBytes) throw new Error('hookgate:output-too-large');
-  return text;
-})`;
+/** What \`start\` returns for a result that must be awaited (never a string, so never output). */
+export const PENDING = 1;
+
+/**
+ * The runner of one call, as two functions: \`start\` parses the input and calls the transform;
+ * a plain result comes back serialised at once (one synchronous call into the isolate, no
+ * thread hop), a thenable is kept (in this closure, out of the transform's reach) and
+ * \`PENDING\` returned, and \`settle\` then awaits it and serialises its value.
+ */
+export const RUNNERS = `(() => {
+  let pending;
+  const finish = (result, maxBytes) => {
+    if (result === undefined) return undefined;
+    const text = JSON.stringify(result);
+    if (text === undefined) return undefined;
+    if (typeof text !== 'string') throw new Error('hookgate:output-not-json');
+    if (text.length > maxBytes) throw new Error('hookgate:output-too-large');
+    return text;
+  };
+  const start = (fn, input, maxBytes) => {
+    pending = undefined;
+    const result = fn(JSON.parse(input));
+    if (result !== null && (typeof result === 'object' || typeof result === 'function')) {
+      if (typeof result.then === 'function') {
+        pending = [result, maxBytes];
+        return ${PENDING};
+      }
+    }
+    return finish(result, maxBytes);
+  };
+  const settle = async () => {
+    const [promise, maxBytes] = pending;
+    pending = undefined;
+    return finish(await promise, maxBytes);
+  };
+  return [start, settle];
+})()`;

@@ -15,7 +15,7 @@ import { pathToFileURL } from 'node:url';
 import ivm from 'isolated-vm';
 import { checkDrain } from './console-drain.ts';
 import { encodeFrame, FrameReader } from './frames.ts';
-import { CONSOLE_BOOTSTRAP, lockdownScript, RUNNER } from './isolate-scripts.ts';
+import { CONSOLE_BOOTSTRAP, lockdownScript, PENDING, RUNNERS } from './isolate-scripts.ts';
 import { readContained, realRootOf, signatureOf } from './module-files.ts';
 import { ContainmentError, MODULE_EXTENSIONS, resolveContained } from './paths.ts';
 import {
@@ -32,7 +32,8 @@ type Loaded = {
   spec: ModuleSpec;
   context: ivm.Context;
   fn: ivm.Reference;
-  runner: ivm.Reference;
+  start: ivm.Reference;
+  settle: ivm.Reference;
   drain: ivm.Reference;
   /** Every file of the module graph with the signature it was compiled from. */
   files: Map<string, string>;
@@ -90,7 +91,10 @@ async function loadModule(spec: ModuleSpec, files: Map<string, string>): Promise
   try {
     await context.eval(lockdownScript(limits.allowWebAssembly));
     const drain = (await context.eval(CONSOLE_BOOTSTRAP, { reference: true })) as ivm.Reference;
-    const runner = (await context.eval(RUNNER, { reference: true })) as ivm.Reference;
+    const runners = (await context.eval(RUNNERS, { reference: true })) as ivm.Reference;
+    const start = runners.getSync(0, { reference: true }) as ivm.Reference;
+    const settle = runners.getSync(1, { reference: true }) as ivm.Reference;
+    runners.release();
     const fileOf = new Map<ivm.Module, string>();
     const compiled = new Map<string, ivm.Module>();
     const compile = async (file: string): Promise<ivm.Module> => {
@@ -123,7 +127,7 @@ async function loadModule(spec: ModuleSpec, files: Map<string, string>): Promise
     });
     await entry.evaluate({ timeout: limits.cpuTimeoutMs * 4 });
     const fn = await exportedFunction(entry, spec.exportName);
-    return { spec, context, fn, runner, drain, files };
+    return { spec, context, fn, start, settle, drain, files };
   } catch (err) {
     context.release();
     throw err;
@@ -279,11 +283,19 @@ async function runCall(id: number, key: string, input: string): Promise<void> {
   let output: string | undefined;
   let failure: { kind: FailureKind; message: string } | undefined;
   try {
-    output = (await loaded.runner.apply(
+    // A synchronous transform is one applySync (no thread hop); an async one is then awaited.
+    let result = loaded.start.applySync(
       undefined,
       [loaded.fn.derefInto(), input, limits.maxOutputBytes],
-      { timeout: limits.cpuTimeoutMs, result: { promise: true, copy: true } },
-    )) as string | undefined;
+      { timeout: limits.cpuTimeoutMs, result: { copy: true } },
+    ) as unknown;
+    if (result === PENDING) {
+      result = await loaded.settle.apply(undefined, [], {
+        timeout: limits.cpuTimeoutMs,
+        result: { promise: true, copy: true },
+      });
+    }
+    output = result as string | undefined;
     if (output !== undefined && typeof output !== 'string')
       throw new Error('output is not JSON text');
   } catch (err) {
