@@ -63,13 +63,49 @@ function markerSpans(content: string, sk: Skeleton): number[] {
   return spans;
 }
 
+const TAG = /[\u{e0020}-\u{e007e}]/u;
+
+/**
+ * The skeleton of the content with its tag characters read as the ASCII they encode (models read
+ * them so, though they are invisible), or null when it has none. Each tag stays two code units
+ * long (its letter and an invisible ZWSP), so offsets in that reading are offsets in the content.
+ */
+export function tagReading(content: string): Skeleton | null {
+  if (!TAG.test(content)) return null;
+  const units = new Uint16Array(content.length);
+  for (let i = 0; i < content.length; i++) {
+    const unit = content.charCodeAt(i);
+    const next = content.charCodeAt(i + 1);
+    // U+E0020..U+E007E is the surrogate pair DB40 DC20..DC7E.
+    if (unit === 0xdb40 && next >= 0xdc20 && next <= 0xdc7e) {
+      units[i++] = next - 0xdc00;
+      units[i] = 0x200b;
+    } else units[i] = unit;
+  }
+  return skeleton(Buffer.from(units.buffer).toString('utf16le'));
+}
+
+/** Spans of both readings (tags ignored, tags decoded), in order and merged. */
+function allSpans(content: string, sk: Skeleton, decoded: Skeleton | null): number[] {
+  const first = anyMarkerLike(sk) ? markerSpans(content, sk) : [];
+  if (decoded === null || !anyMarkerLike(decoded)) return first;
+  const both = [...first, ...markerSpans(content, decoded)];
+  const pairs: Array<[number, number]> = [];
+  for (let i = 0; i < both.length; i += 2) pairs.push([both[i] as number, both[i + 1] as number]);
+  pairs.sort((a, b) => a[0] - b[0]);
+  const spans: number[] = [];
+  for (const [start, end] of pairs) addSpan(spans, start, end);
+  return spans;
+}
+
 /** Replace marker-like text (in any disguise) with a neutral placeholder; the rest stays as sent. */
 export function neutraliseMarkers(
   content: string,
   sk: Skeleton = skeleton(content),
+  tags: Skeleton | null = tagReading(content),
 ): { text: string; count: number } {
-  if (!anyMarkerLike(sk)) return { text: content, count: 0 };
-  const spans = markerSpans(content, sk);
+  const spans = allSpans(content, sk, tags);
+  if (spans.length === 0) return { text: content, count: 0 };
   let text = '';
   let at = 0;
   for (let i = 0; i < spans.length; i += 2) {

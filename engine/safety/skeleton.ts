@@ -45,12 +45,21 @@ const ALL_ASCII = /^[\x20-\x7e\n\t\r]*$/;
 // Letters of the marker words: when a character has two Latin readings, one of these wins.
 const MARKER_LETTERS = /^[^A-Z]*(?:[ACDELNORSTUX][^A-Z]*)+$/;
 
-/** One reading of a character: its prototype, else its compatibility form, else itself. */
+/**
+ * One reading of a character: its prototype, else its compatibility form, else itself. When the
+ * prototype is no Latin text (the table maps Ⓒ to ©, ˢ to a syllabic) but the compatibility
+ * form is, the compatibility form wins: it is the letter a reader sees.
+ */
 function reading(char: string, depth: number): string {
   const prototype = prototypeOf(char);
-  if (prototype !== undefined) return foldText(prototype, depth + 1);
   const compatible = char.normalize('NFKD');
-  if (compatible !== char) return foldText(compatible, depth + 1);
+  const viaCompatible = compatible === char ? undefined : foldText(compatible, depth + 1);
+  if (prototype !== undefined) {
+    const viaPrototype = foldText(prototype, depth + 1);
+    const latin = viaCompatible !== undefined && !ALL_ASCII.test(viaPrototype);
+    return latin && ALL_ASCII.test(viaCompatible) ? viaCompatible : viaPrototype;
+  }
+  if (viaCompatible !== undefined) return viaCompatible;
   // A spacing mark that imitates nothing is a mark like any other.
   return SPACING_MARK.test(char) ? '' : char;
 }
