@@ -138,12 +138,42 @@ export function foldCodePointFully(cp: number): Fold {
 
 const ASCII_FOLDS: Fold[] = Array.from({ length: 0x80 }, (_, cp) => foldCodePoint(cp));
 
-// Folds of code points seen so far: BMP ones by index (at most 65,536, all distinct), the rest
-// in a map cleared when full, so hostile text cannot grow either without bound.
+// Folds of code points seen so far, kept for the life of the process (a cache that is cleared
+// when full lets text alternating between two sets of 65,536 new code points pay the full fold
+// on every request). BMP ones by index (at most 65,536, all distinct). Astral ones as a kind per
+// code point (one byte each): almost all fold to one of three shared folds; the few others
+// (mathematical and enclosed letters, ...) are a fixed set of Unicode, kept in a map with a cap.
 const bmpIndex = new Int32Array(0x10000);
 const bmpFolds: Fold[] = [{ injection: '', marker: '' }];
-const ASTRAL_LIMIT = 1 << 16;
-const astral = new Map<number, Fold>();
+const NONE: Fold = { injection: '', marker: '' };
+const SHARED: readonly Fold[] = [NONE, FOREIGN, OTHER, NONE];
+const SPECIAL = 4;
+const astralKind = new Uint8Array(0x100000);
+const astralSpecial = new Map<number, Fold>();
+const SPECIAL_LIMIT = 1 << 16;
+
+/** The kind of an astral fold: an index into SHARED, or SPECIAL. */
+function kindOf(fold: Fold): number {
+  if (fold.injection === '*') {
+    if (fold.marker === '*') return 1;
+    if (fold.marker === '') return 2;
+  }
+  return fold.injection === '' && fold.marker === '' ? 3 : SPECIAL;
+}
+
+function astralFold(cp: number): Fold {
+  const kind = astralKind[cp - 0x10000] as number;
+  if (kind !== 0 && kind !== SPECIAL) return SHARED[kind] as Fold;
+  const known = kind === SPECIAL ? astralSpecial.get(cp) : undefined;
+  if (known !== undefined) return known;
+  const fold = foldCodePoint(cp);
+  const next = kindOf(fold);
+  if (next !== SPECIAL || astralSpecial.size < SPECIAL_LIMIT) {
+    astralKind[cp - 0x10000] = next;
+    if (next === SPECIAL) astralSpecial.set(cp, fold);
+  }
+  return fold;
+}
 
 function foldOf(cp: number): Fold {
   if (cp < 0x80) return ASCII_FOLDS[cp] as Fold;
@@ -154,13 +184,7 @@ function foldOf(cp: number): Fold {
     bmpIndex[cp] = bmpFolds.push(fold) - 1;
     return fold;
   }
-  let fold = astral.get(cp);
-  if (fold === undefined) {
-    if (astral.size >= ASTRAL_LIMIT) astral.clear();
-    fold = foldCodePoint(cp);
-    astral.set(cp, fold);
-  }
-  return fold;
+  return astralFold(cp);
 }
 
 /**
