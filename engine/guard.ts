@@ -84,7 +84,6 @@ export function createGuard(
     const pathname = q < 0 ? url : url.slice(0, q);
     const query = q < 0 ? '' : url.slice(q + 1);
     if (!enabled || !pathname.startsWith(prefix)) throw NOT_FOUND;
-    if (req.method !== 'POST') throw METHOD_NOT_ALLOWED;
     const forwarded = req.headers['x-forwarded-for'];
     const client = resolveClient(
       req.socket.remoteAddress,
@@ -96,6 +95,8 @@ export function createGuard(
     // must not be told apart from a wrong one while the lock lasts.
     const lockedFor = limiter.lockedFor(key, at);
     if (lockedFor > 0) throw rateLimited(lockedFor);
+    // After the lock: a locked address gets 429 for every request to a hook, whatever its method.
+    if (req.method !== 'POST') throw METHOD_NOT_ALLOWED;
     // Refused before authentication, and not counted as a failure (spec 5.3).
     if (queryCarriesToken(query)) throw TOKEN_IN_QUERY;
     if (tokenMatches(presentedToken(req.rawHeaders))) {
