@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { detectInjection } from './safety/injection.ts';
-import { NEUTRALISED, neutraliseMarkers, tagReading } from './safety/markers.ts';
+import { NEUTRALISED, neutraliseMarkers } from './safety/markers.ts';
 import { skeleton } from './safety/skeleton.ts';
 
 export { detectInjection, NEUTRALISED, neutraliseMarkers };
@@ -33,13 +33,11 @@ export function wrapUntrusted(
 ): Wrapped {
   // One skeleton serves both detection and neutralisation.
   const shape = skeleton(content);
-  const tags = tagReading(content);
   // Text smuggled in tag characters is read by models: its phrasings count too.
-  const patterns =
-    tags === null
-      ? detectInjection(content, shape)
-      : [...new Set([...detectInjection(content, shape), ...detectInjection(content, tags)])];
-  const { text: safeContent, count } = neutraliseMarkers(content, shape, tags);
+  const patterns = shape.tagged
+    ? [...new Set([...detectInjection(content, shape), ...detectInjection(content, shape.tagged)])]
+    : detectInjection(content, shape);
+  const { text: safeContent, count } = neutraliseMarkers(content, shape);
   // Any line break (U+2028/2029 and NEL too) would start a new line under the marker.
   const safeSource = neutraliseMarkers(source.replace(/[\r\n\u2028\u2029\u0085]+/g, ' ')).text;
   const text = [
