@@ -23,20 +23,46 @@ const UNAUTHORIZED = new HookError('unauthorized', undefined, {
   headers: { 'www-authenticate': 'Bearer' },
 });
 
-// Query parameter names (compared case-insensitively) that would put a credential in URLs and logs.
+// Query parameter names (compared case-insensitively, `-` as `_`) that would put a credential in
+// URLs and logs.
 const TOKEN_PARAMS: ReadonlySet<string> = new Set([
   'token',
   'access_token',
   'auth_token',
   'hook_token',
-  'x-hookgate-token',
+  'x_hookgate_token',
 ]);
 
-/** True when any query parameter name is a token carrier, in any case or percent-encoding. */
+// Percent-decoding rounds for a name: a proxy or framework in front may decode once more.
+const DECODE_ROUNDS = 3;
+
+/** A query parameter name as any server in the chain might read it. */
+function paramName(raw: string): string {
+  let name = raw.replaceAll('+', ' ');
+  for (let round = 0; round < DECODE_ROUNDS && name.includes('%'); round++) {
+    name = name.replace(/%([0-9a-f]{2})/gi, (_, hex: string) =>
+      String.fromCharCode(Number.parseInt(hex, 16)),
+    );
+  }
+  // C parsers stop at NUL; `name[]` is an array of the same parameter in several frameworks.
+  const nul = name.indexOf('\0');
+  if (nul >= 0) name = name.slice(0, nul);
+  return name
+    .trim()
+    .replace(/\[[^\]]*\]$/, '')
+    .toLowerCase()
+    .replaceAll('-', '_');
+}
+
+/**
+ * True when any query parameter name is a token carrier, in any case or percent-encoding
+ * (`&` and `;` both separate parameters, as some servers read them).
+ */
 export function queryCarriesToken(query: string): boolean {
   if (!query) return false;
-  for (const name of new URLSearchParams(query).keys()) {
-    if (TOKEN_PARAMS.has(name.trim().toLowerCase())) return true;
+  for (const pair of query.split(/[&;]/)) {
+    const eq = pair.indexOf('=');
+    if (TOKEN_PARAMS.has(paramName(eq < 0 ? pair : pair.slice(0, eq)))) return true;
   }
   return false;
 }
@@ -58,7 +84,6 @@ export function createGuard(
     const pathname = q < 0 ? url : url.slice(0, q);
     const query = q < 0 ? '' : url.slice(q + 1);
     if (!enabled || !pathname.startsWith(prefix)) throw NOT_FOUND;
-    if (req.method !== 'POST') throw METHOD_NOT_ALLOWED;
     const forwarded = req.headers['x-forwarded-for'];
     const client = resolveClient(
       req.socket.remoteAddress,
@@ -70,6 +95,8 @@ export function createGuard(
     // must not be told apart from a wrong one while the lock lasts.
     const lockedFor = limiter.lockedFor(key, at);
     if (lockedFor > 0) throw rateLimited(lockedFor);
+    // After the lock: a locked address gets 429 for every request to a hook, whatever its method.
+    if (req.method !== 'POST') throw METHOD_NOT_ALLOWED;
     // Refused before authentication, and not counted as a failure (spec 5.3).
     if (queryCarriesToken(query)) throw TOKEN_IN_QUERY;
     if (tokenMatches(presentedToken(req.rawHeaders))) {

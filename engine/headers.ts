@@ -16,12 +16,14 @@ const SECRET_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 // A name part (split on "-", "_" or ".") that names a credential: x-api-key, x-access-key,
-// x-authorization, x-auth-token, x-session-id, x-shopify-hmac-sha256.
+// x-authorization, x-auth-token, x-session-id, x-shopify-hmac-sha256, x-authz, x-pwd.
 const SECRET_PART =
-  /^(?:auth|authorization|authentication|bearer|cookie|credentials?|hmac|jwt|key|apikey|otp|passwd|password|secret|session|sig|signature|token)$/;
+  /^(?:auth|authn|authz|authorization|authentication|bearer|cookie|cred|creds|credentials?|hmac|jwt|keys?|apikey|otp|totp|mfa|2fa|pin|pass|passcode|passphrase|passwd|pwd|password|pat|psk|sas|secret|session|sessionid|sid|sig|signature|token|oauth2?)$/;
 
-// Anywhere in the name, for run-together names: x-accesstoken, x-hubsignature, x-apikey.
-const SECRET_SUBSTRING = /token|secret|passw|signature|credential|apikey|api_key|hmac/;
+// Anywhere in the name, for run-together names: x-accesstoken, x-hubsignature, x-apikey,
+// x-authorisation, x-sessionid; and a part ending in "key" (x-accesskey, x-privatekey).
+const SECRET_SUBSTRING =
+  /token|secret|passw|passphrase|passcode|signature|credential|apikey|api_key|hmac|authori[sz]|authcode|sessionid|oauth|key(?:s)?(?=$|[-_.])/;
 
 // A sender's own de-duplication key is not a credential; rules may want it.
 const VISIBLE: ReadonlySet<string> = new Set(['idempotency-key', 'x-idempotency-key']);

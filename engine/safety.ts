@@ -33,7 +33,10 @@ export function wrapUntrusted(
 ): Wrapped {
   // One skeleton serves both detection and neutralisation.
   const shape = skeleton(content);
-  const patterns = detectInjection(content, shape);
+  // Text smuggled in tag characters is read by models: its phrasings count too.
+  const patterns = shape.tagged
+    ? [...new Set([...detectInjection(content, shape), ...detectInjection(content, shape.tagged)])]
+    : detectInjection(content, shape);
   const { text: safeContent, count } = neutraliseMarkers(content, shape);
   // Any line break (U+2028/2029 and NEL too) would start a new line under the marker.
   const safeSource = neutraliseMarkers(source.replace(/[\r\n\u2028\u2029\u0085]+/g, ' ')).text;

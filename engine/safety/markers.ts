@@ -45,6 +45,18 @@ function addSpan(spans: number[], start: number, end: number): void {
   else spans.push(start, end);
 }
 
+/** The content span of a match of `length` characters at `index` of a marker view. */
+function spanAt(
+  content: string,
+  starts: Int32Array,
+  index: number,
+  length: number,
+): [number, number] {
+  const lastAt = starts[index + length - 1] as number;
+  const end = lastAt + ((content.codePointAt(lastAt) as number) > 0xffff ? 2 : 1);
+  return [starts[index] as number, end];
+}
+
 /** Spans of the content to replace. */
 function markerSpans(content: string, sk: Skeleton): number[] {
   const spans: number[] = [];
@@ -54,11 +66,74 @@ function markerSpans(content: string, sk: Skeleton): number[] {
     }
     return spans;
   }
-  const starts = sk.starts;
   for (const match of sk.marker.matchAll(MARKER_LIKE)) {
-    const lastAt = starts[match.index + match[0].length - 1] as number;
-    const end = lastAt + ((content.codePointAt(lastAt) as number) > 0xffff ? 2 : 1);
-    addSpan(spans, starts[match.index] as number, end);
+    const [start, end] = spanAt(content, sk.starts, match.index, match[0].length);
+    addSpan(spans, start, end);
+  }
+  return spans;
+}
+
+// The longest marker-like match (END and the marker word): a match holding a character read from
+// a tag lies within this many characters of it.
+const REACH = 3 + 'EXTERNALUNTRUSTEDCONTENT'.length;
+
+/** Whether the content holds a tag character (U+E0020..U+E007E, surrogates DB40 DC20..DC7E) at `at`. */
+function isTagAt(content: string, at: number): boolean {
+  const low = content.charCodeAt(at + 1);
+  return content.charCodeAt(at) === 0xdb40 && low >= 0xdc20 && low <= 0xdc7e;
+}
+
+/**
+ * Spans found when tags are read as letters: searched in windows around the characters read
+ * from tags (the rest is the plain reading, already searched), so a few tags in a long text
+ * cost a few short searches.
+ */
+function taggedSpans(content: string, tagged: Skeleton): number[] {
+  const spans: number[] = [];
+  const view = tagged.marker as string;
+  const starts = tagged.starts as Int32Array;
+  for (let k = 0; k < view.length; k++) {
+    if (!isTagAt(content, starts[k] as number)) continue;
+    // Tags closer than two reaches share a window: windows never overlap.
+    let last = k;
+    for (let j = k + 1; j < view.length && j <= last + 2 * REACH; j++) {
+      if (isTagAt(content, starts[j] as number)) last = j;
+    }
+    const from = Math.max(0, k - REACH);
+    const to = Math.min(view.length, last + REACH + 1);
+    for (const match of view.slice(from, to).matchAll(MARKER_LIKE)) {
+      const [start, end] = spanAt(content, starts, from + match.index, match[0].length);
+      addSpan(spans, start, end);
+    }
+    k = last + 2 * REACH;
+  }
+  return spans;
+}
+
+/**
+ * Two span lists as one (merged where they touch or overlap), by counting the spans open at each
+ * offset: linear in the content, whatever the number of spans.
+ */
+function mergeSpans(a: number[], b: number[], length: number): number[] {
+  if (b.length === 0) return a;
+  if (a.length === 0) return b;
+  const open = new Int32Array(length + 1);
+  for (const list of [a, b]) {
+    for (let i = 0; i < list.length; i += 2) {
+      const start = list[i] as number;
+      const end = list[i + 1] as number;
+      open[start] = (open[start] as number) + 1;
+      open[end] = (open[end] as number) - 1;
+    }
+  }
+  const spans: number[] = [];
+  let depth = 0;
+  for (let at = 0; at <= length; at++) {
+    const change = open[at] as number;
+    if (change === 0) continue;
+    if (depth === 0) spans.push(at);
+    depth += change;
+    if (depth === 0) spans.push(at);
   }
   return spans;
 }
@@ -68,8 +143,11 @@ export function neutraliseMarkers(
   content: string,
   sk: Skeleton = skeleton(content),
 ): { text: string; count: number } {
-  if (!anyMarkerLike(sk)) return { text: content, count: 0 };
-  const spans = markerSpans(content, sk);
+  const plainSpans = anyMarkerLike(sk) ? markerSpans(content, sk) : [];
+  const spans = sk.tagged
+    ? mergeSpans(plainSpans, taggedSpans(content, sk.tagged), content.length)
+    : plainSpans;
+  if (spans.length === 0) return { text: content, count: 0 };
   let text = '';
   let at = 0;
   for (let i = 0; i < spans.length; i += 2) {

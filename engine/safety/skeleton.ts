@@ -45,12 +45,21 @@ const ALL_ASCII = /^[\x20-\x7e\n\t\r]*$/;
 // Letters of the marker words: when a character has two Latin readings, one of these wins.
 const MARKER_LETTERS = /^[^A-Z]*(?:[ACDELNORSTUX][^A-Z]*)+$/;
 
-/** One reading of a character: its prototype, else its compatibility form, else itself. */
+/**
+ * One reading of a character: its prototype, else its compatibility form, else itself. When the
+ * prototype is no Latin text (the table maps Ⓒ to ©, ˢ to a syllabic) but the compatibility
+ * form is, the compatibility form wins: it is the letter a reader sees.
+ */
 function reading(char: string, depth: number): string {
   const prototype = prototypeOf(char);
-  if (prototype !== undefined) return foldText(prototype, depth + 1);
   const compatible = char.normalize('NFKD');
-  if (compatible !== char) return foldText(compatible, depth + 1);
+  const viaCompatible = compatible === char ? undefined : foldText(compatible, depth + 1);
+  if (prototype !== undefined) {
+    const viaPrototype = foldText(prototype, depth + 1);
+    const latin = viaCompatible !== undefined && !ALL_ASCII.test(viaPrototype);
+    return latin && ALL_ASCII.test(viaCompatible) ? viaCompatible : viaPrototype;
+  }
+  if (viaCompatible !== undefined) return viaCompatible;
   // A spacing mark that imitates nothing is a mark like any other.
   return SPACING_MARK.test(char) ? '' : char;
 }
@@ -176,27 +185,88 @@ export function astralFoldsKept(): number {
  * Plain ASCII has neither a marker view nor offsets (null): its matchers search its upper case,
  * whose offsets are its own.
  */
-export type Skeleton = { injection: string; marker: string | null; starts: Int32Array | null };
+export type Skeleton = {
+  injection: string;
+  marker: string | null;
+  starts: Int32Array | null;
+  /** The same views with tag characters read as the ASCII they encode (only when there are any). */
+  tagged?: Skeleton;
+};
 
 // The views are ASCII, so they are written as bytes into buffers reused across calls (grown on
 // demand, dropped after an input that made them larger than KEEP) and read back as one string each.
 const KEEP = 1 << 18;
-let injectionBytes = new Uint8Array(1 << 12);
-let markerBytes = new Uint8Array(1 << 12);
-let startsAt = new Int32Array(1 << 12);
 
-function ensure(size: number): void {
-  if (size <= injectionBytes.length) return;
-  const grown = Math.max(size, injectionBytes.length * 2);
-  injectionBytes = copyInto(new Uint8Array(grown), injectionBytes);
-  markerBytes = copyInto(new Uint8Array(grown), markerBytes);
-  startsAt = copyInto(new Int32Array(grown), startsAt);
+/** Buffers for one reading's two views, and the offsets of the marker view's characters. */
+class ViewWriter {
+  injection = new Uint8Array(1 << 12);
+  marker = new Uint8Array(1 << 12);
+  starts = new Int32Array(1 << 12);
+  inj = 0;
+  mark = 0;
+  lastSpace = false;
+
+  reset(): void {
+    this.inj = 0;
+    this.mark = 0;
+    this.lastSpace = false;
+  }
+
+  /** Append one code point's fold, found at `at` in the content. */
+  write(fold: Fold, at: number): void {
+    const size = Math.max(this.inj, this.mark) + MAX_FOLD;
+    if (size > this.injection.length) this.grow(size);
+    const injection = fold.injection;
+    // Runs of spaces collapse so phrase patterns see single spaces.
+    const space = injection === ' ';
+    if (!(space && this.lastSpace)) {
+      for (let i = 0; i < injection.length; i++)
+        this.injection[this.inj++] = injection.charCodeAt(i);
+    }
+    if (injection !== '') this.lastSpace = space;
+    const marker = fold.marker;
+    for (let i = 0; i < marker.length; i++) {
+      this.starts[this.mark] = at;
+      this.marker[this.mark++] = marker.charCodeAt(i);
+    }
+  }
+
+  private grow(size: number): void {
+    const grown = Math.max(size, this.injection.length * 2);
+    this.injection = copyInto(new Uint8Array(grown), this.injection);
+    this.marker = copyInto(new Uint8Array(grown), this.marker);
+    this.starts = copyInto(new Int32Array(grown), this.starts);
+  }
+
+  /** The views written so far; the buffers are dropped when an input made them large. */
+  take(): Skeleton {
+    const result: Skeleton = {
+      injection: Buffer.from(this.injection.buffer, 0, this.inj).toString('latin1'),
+      marker: Buffer.from(this.marker.buffer, 0, this.mark).toString('latin1'),
+      starts: this.starts.slice(0, this.mark),
+    };
+    if (this.injection.length > KEEP) {
+      this.injection = new Uint8Array(1 << 12);
+      this.marker = new Uint8Array(1 << 12);
+      this.starts = new Int32Array(1 << 12);
+    }
+    this.reset();
+    return result;
+  }
 }
 
 function copyInto<T extends Uint8Array | Int32Array>(into: T, from: T): T {
   into.set(from as never);
   return into;
 }
+
+const plain = new ViewWriter();
+const tagged = new ViewWriter();
+
+// Tag characters U+E0020..U+E007E: invisible, yet models read them as the ASCII they encode.
+const TAG_CHAR = /[\u{e0020}-\u{e007e}]/u;
+const FIRST_TAG = 0xe0020;
+const LAST_TAG = 0xe007e;
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the whole ASCII range, controls included, is meant.
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
@@ -208,40 +278,29 @@ function asciiSkeleton(content: string): Skeleton {
   return { injection, marker: null, starts: null };
 }
 
-/** Build the views in one pass over the content (`perCharacter`: even for plain ASCII, as tests compare). */
+/**
+ * Build the views in one pass over the content (`perCharacter`: even for plain ASCII, as tests
+ * compare). Content with tag characters gets a second reading in the same pass (`tagged`), with
+ * each tag read as its ASCII: the views that drop them see the tags as separators, this one as
+ * letters, and a marker is found in either.
+ */
 export function skeleton(content: string, perCharacter = false): Skeleton {
   if (!perCharacter && ASCII_ONLY.test(content)) return asciiSkeleton(content);
-  let inj = 0;
-  let mark = 0;
-  let lastSpace = false;
+  const tags = TAG_CHAR.test(content);
+  plain.reset();
+  tagged.reset();
   for (let at = 0; at < content.length; ) {
-    ensure(Math.max(inj, mark) + MAX_FOLD);
     const cp = content.codePointAt(at) as number;
     const fold = foldOf(cp);
-    const injection = fold.injection;
-    // Runs of spaces collapse so phrase patterns see single spaces.
-    const space = injection === ' ';
-    if (!(space && lastSpace)) {
-      for (let i = 0; i < injection.length; i++) injectionBytes[inj++] = injection.charCodeAt(i);
-    }
-    if (injection !== '') lastSpace = space;
-    const marker = fold.marker;
-    for (let i = 0; i < marker.length; i++) {
-      startsAt[mark] = at;
-      markerBytes[mark++] = marker.charCodeAt(i);
+    plain.write(fold, at);
+    if (tags) {
+      const tag = cp >= FIRST_TAG && cp <= LAST_TAG;
+      tagged.write(tag ? (ASCII_FOLDS[cp - 0xe0000] as Fold) : fold, at);
     }
     at += cp > 0xffff ? 2 : 1;
   }
-  const result: Skeleton = {
-    injection: Buffer.from(injectionBytes.buffer, 0, inj).toString('latin1'),
-    marker: Buffer.from(markerBytes.buffer, 0, mark).toString('latin1'),
-    starts: startsAt.slice(0, mark),
-  };
-  if (injectionBytes.length > KEEP) {
-    injectionBytes = new Uint8Array(1 << 12);
-    markerBytes = new Uint8Array(1 << 12);
-    startsAt = new Int32Array(1 << 12);
-  }
+  const result = plain.take();
+  if (tags) result.tagged = tagged.take();
   return result;
 }
 
