@@ -9,6 +9,7 @@ import { readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_PARTS } from '../engine/delivery/split.ts';
 import type { RecordedRequest, StandIn, StandInReply } from './helpers/stand-in.ts';
 import { startStandIn } from './helpers/stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
@@ -265,6 +266,29 @@ describe('delivery to each channel', () => {
         ).reply as string
       ).replace(/\s+/g, ''),
     );
+  });
+
+  it('a huge reply is not turned into hundreds of sends: at most MAX_PARTS, the last one says what was cut (reply fan-out attack)', async () => {
+    const before = standIn.requests.length;
+    const res = await server.post('agent', {
+      message: 'LONG:200000',
+      channel: 'discord',
+      to: '123456789012345678',
+    });
+    const { runId } = (await res.json()) as { runId: string };
+    await waitFor(() => finished(dataDir, runId), 'the huge run');
+    const parts = standIn.requests
+      .slice(before)
+      .map((r) => (r.json as { content: string }).content);
+    expect(parts).toHaveLength(MAX_PARTS);
+    expect(parts.every((p) => p.length <= 2000)).toBe(true);
+    expect(parts.at(-1)).toMatch(
+      /\[reply cut: \d+ more parts not sent; the whole reply is in hookgate runs\]$/,
+    );
+    const reply = JSON.parse(
+      rows(dataDir, 'SELECT outcome FROM actions WHERE id = ?', runId)[0]?.['outcome'] as string,
+    ).reply as string;
+    expect(reply).toHaveLength(200_000);
   });
 
   it('never delivers an ack-only reply', async () => {

@@ -7,7 +7,7 @@
  * (runtime/last-route.ts); this only reads the route and says what happened.
  */
 import type { ChannelAdapter } from './adapter.ts';
-import { splitMessage } from './split.ts';
+import { capParts, splitMessage } from './split.ts';
 
 /** Where a reply should go, as the action says it. */
 export type DeliveryRequest = {
@@ -70,7 +70,7 @@ export async function sendParts(
   onPart: (partsSent: number) => void,
   signal?: AbortSignal,
 ): Promise<Attempt> {
-  const parts = splitMessage(text, route.adapter.maxLength);
+  const parts = capParts(splitMessage(text, route.adapter.maxLength), route.adapter.maxLength);
   let recipient = route.recipient;
   // A move is reported with the outcome, whatever it is, so the new id is recorded.
   let moved: string | undefined;

@@ -6,6 +6,26 @@
 
 const FENCE = '```';
 
+/**
+ * Most parts one reply is sent in. A runner's reply may be up to runtime.maxReplyBytes (1 MiB):
+ * unbounded, that is hundreds of API calls to one chat for one request. The rest of the reply
+ * stays in the store (`hookgate runs`).
+ */
+export const MAX_PARTS = 20;
+
+/** The parts to send: at most `maxParts`, the last one ending with a note of what was left out. */
+export function capParts(parts: readonly string[], max: number, maxParts = MAX_PARTS): string[] {
+  if (parts.length <= maxParts) return [...parts];
+  const note = `\n\n[reply cut: ${parts.length - maxParts + 1} more parts not sent; the whole reply is in hookgate runs]`;
+  const kept = parts.slice(0, maxParts - 1);
+  let last = (parts[maxParts - 1] as string).slice(0, Math.max(0, max - note.length));
+  // Never end on the first half of a surrogate pair.
+  const code = last.charCodeAt(last.length - 1);
+  if (code >= 0xd800 && code <= 0xdbff) last = last.slice(0, -1);
+  kept.push(last + note);
+  return kept;
+}
+
 /** Split `text` into parts of at most `max` UTF-16 code units. */
 export function splitMessage(text: string, max: number): string[] {
   if (max < 16) throw new Error('max part length is too small');

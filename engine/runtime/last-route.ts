@@ -36,8 +36,10 @@ export function lastRouteAfter(
   last: RouteKey | undefined,
 ): RouteKey | undefined {
   if (policy.pinned || same(last, delivery.delivered)) return undefined;
-  // The owner's current route, moved by the product (a chat migration): follow the chat.
-  if (same(last, delivery.attempted)) return delivery.delivered;
+  // The owner's own reply on the current route, moved by the product (a chat migration):
+  // follow the chat. A hook's delivery never moves it, even there: the next heartbeat reply
+  // meets the same migration answer and moves it then.
+  if (delivery.source === 'heartbeat' && same(last, delivery.attempted)) return delivery.delivered;
   // A hook reply that went to exactly a declared owner route: the owner is reached there.
   // Every other destination came from a request and must not receive later heartbeat replies.
   if (delivery.source === 'hook' && policy.ownerRoutes.some((r) => same(r, delivery.delivered)))
