@@ -63,7 +63,7 @@ export type Target = {
   aim?: number;
 };
 
-/** Aims from the issues: direct /wake and /agent (P1), mapped hooks (P2), transforms (P3). */
+/** Throughput aims: direct /wake and /agent, mapped hooks, transforms. */
 export const AIMS = { direct: 0.5, mapped: 0.45, transform: 0.35 } as const;
 
 /** A failed-auth limit no benchmark run reaches, so the 401 target stays a 401. */

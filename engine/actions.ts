@@ -149,7 +149,7 @@ export function buildAgentAction(
   };
 }
 
-/** The 200 body for accepted actions: P1's shapes for one action, plural ids for a fan-out. */
+/** The 200 body for accepted actions: the /wake and /agent shapes for one action, plural ids for a fan-out. */
 export function acceptanceBody(
   actions: readonly Action[],
   fanOut: boolean,

@@ -121,7 +121,7 @@ const hooksSchema = {
   },
 } as const;
 
-/** How an agent turn is run (P4): a local command, an HTTP endpoint, or an OpenAI-compatible API. */
+/** How an agent turn is run: a local command, an HTTP endpoint, or an OpenAI-compatible API. */
 export const runnerSchema = {
   type: 'object',
   additionalProperties: false,

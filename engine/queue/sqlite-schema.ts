@@ -84,7 +84,7 @@ END;
 
 // Each entry moves the file one version up (PRAGMA user_version).
 const MIGRATIONS: readonly string[] = [
-  // 1: the runtime (P4): action lifecycle, main-session events, history, heartbeats, deliveries.
+  // 1: the runtime: action lifecycle, main-session events, history, heartbeats, deliveries.
   `
   ALTER TABLE actions ADD COLUMN next_attempt_at_ms INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE actions ADD COLUMN started_at TEXT;
@@ -142,7 +142,7 @@ const MIGRATIONS: readonly string[] = [
     handled_at TEXT
   );
   `,
-  // 2: delivery (P5): the main session's last route, and delivery progress.
+  // 2: delivery: the main session's last route, and delivery progress.
   `
   CREATE TABLE routes (
     session_key TEXT PRIMARY KEY,

@@ -1,6 +1,6 @@
 /**
- * Turning what a transform returned into action fields (the contract of
- * P3): null drops the request, undefined or {} keeps the template-built
+ * Turning what a transform returned into action fields (the transform
+ * contract in the README): null drops the request, undefined or {} keeps the template-built
  * action, an object is merged over it (`kind` switches wake/agent and drops
  * the other kind's fields), an array fans out (capped at maxActions). Anything else is refused as
  * transform_invalid_output naming the field; nothing half-built survives.
