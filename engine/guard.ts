@@ -44,14 +44,13 @@ function paramName(raw: string): string {
       String.fromCharCode(Number.parseInt(hex, 16)),
     );
   }
-  // C parsers stop at NUL; `name[]` is an array of the same parameter in several frameworks.
+  // C parsers stop at NUL; `name[]`, `name[a][b]` are the parameter `name` in several frameworks.
   const nul = name.indexOf('\0');
   if (nul >= 0) name = name.slice(0, nul);
-  return name
-    .trim()
-    .replace(/\[[^\]]*\]$/, '')
-    .toLowerCase()
-    .replaceAll('-', '_');
+  const bracket = name.indexOf('[');
+  if (bracket >= 0) name = name.slice(0, bracket);
+  // PHP reads `.` and inner blanks in a name as `_` (`access.token` is `access_token` there).
+  return name.trim().toLowerCase().replace(/[-. ]/g, '_');
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Token in the query string, in the disguises servers and frameworks in front
  * of hookgate may still read as a token parameter: `;` separators, dashes for
- * underscores, double percent-encoding, `name[]` arrays, a NUL-ended name.
+ * underscores, dots or blanks for underscores, double percent-encoding,
+ * `name[]` and `name[a][b]` arrays, a NUL-ended name.
  * Each is refused with 400 token_in_query over real HTTP, nothing stored.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +24,9 @@ describe('token in the query, disguised', () => {
     ['an array name', `?token[]=${TOKEN}`],
     ['a percent-encoded array name', `?Auth_Token%5B0%5D=${TOKEN}`],
     ['a NUL-ended name', `?hook_token%00=${TOKEN}`],
+    ['a nested array name', `?token[a][b]=${TOKEN}`],
+    ['a dot for the underscore (PHP reads it as one)', `?access.token=${TOKEN}`],
+    ['a blank for the underscore (PHP reads it as one)', `?auth%20token=${TOKEN}`],
   ])('query with %s is refused with 400 token_in_query', async (_name, query) => {
     const res = await fetch(`${server.url}/hooks/wake${query}`, {
       method: 'POST',
