@@ -14,16 +14,31 @@
 // Characters that stand for themselves.
 const PLAIN = /^[A-Za-z0-9._-]$/;
 
+/** True for a code unit that stands for itself (PLAIN, without a regex or a string per unit). */
+function isPlain(code: number): boolean {
+  return (
+    (code >= 0x61 && code <= 0x7a) || // a-z
+    (code >= 0x41 && code <= 0x5a) || // A-Z
+    (code >= 0x30 && code <= 0x39) || // 0-9
+    code === 0x2e || // .
+    code === 0x5f || // _
+    code === 0x2d // -
+  );
+}
+
 /** The segment for a string (empty for an empty string). */
 export function keySegment(text: string): string {
   let out = '';
+  let run = 0;
   for (let i = 0; i < text.length; i++) {
-    const char = text[i] as string;
-    if (PLAIN.test(char)) out += char;
-    else if (char === '/') out += '@';
-    else out += escapeUnit(text.charCodeAt(i));
+    const code = text.charCodeAt(i);
+    if (isPlain(code)) continue;
+    // Runs of plain characters are copied as one slice.
+    if (run < i) out += text.slice(run, i);
+    out += code === 0x2f ? '@' : escapeUnit(code);
+    run = i + 1;
   }
-  return out;
+  return run === 0 ? text : out + text.slice(run);
 }
 
 function escapeUnit(code: number): string {
