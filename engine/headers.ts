@@ -17,8 +17,10 @@ const SECRET_HEADERS: ReadonlySet<string> = new Set([
 
 // A name part (split on "-", "_" or ".") that names a credential: x-api-key, x-access-key,
 // x-authorization, x-auth-token, x-session-id, x-shopify-hmac-sha256, x-authz, x-pwd.
+// Matched where the part starts (the name's start or a separator) and ends, in one pass over the
+// name: no split array per header per request.
 const SECRET_PART =
-  /^(?:auth|authn|authz|authorization|authentication|bearer|cookie|cred|creds|credentials?|hmac|jwt|keys?|apikey|otp|totp|mfa|2fa|pin|pass|passcode|passphrase|passwd|pwd|password|pat|psk|sas|secret|session|sessionid|sid|sig|signature|token|oauth2?)$/;
+  /(?:^|[-_.])(?:auth|authn|authz|authorization|authentication|bearer|cookie|cred|creds|credentials?|hmac|jwt|keys?|apikey|otp|totp|mfa|2fa|pin|pass|passcode|passphrase|passwd|pwd|password|pat|psk|sas|secret|session|sessionid|sid|sig|signature|token|oauth2?)(?=$|[-_.])/;
 
 // Anywhere in the name, for run-together names: x-accesstoken, x-hubsignature, x-apikey,
 // x-authorisation, x-sessionid; and a part ending in "key" (x-accesskey, x-privatekey).
@@ -31,8 +33,7 @@ const VISIBLE: ReadonlySet<string> = new Set(['idempotency-key', 'x-idempotency-
 /** True for headers that carry credentials or signatures (names are lower case). */
 export function isSecretHeader(name: string): boolean {
   if (VISIBLE.has(name)) return false;
-  if (SECRET_HEADERS.has(name) || SECRET_SUBSTRING.test(name)) return true;
-  return name.split(/[-_.]/).some((part) => SECRET_PART.test(part));
+  return SECRET_HEADERS.has(name) || SECRET_SUBSTRING.test(name) || SECRET_PART.test(name);
 }
 
 /** A prototype-free copy of the headers without secrets; repeated headers joined with ", ". */
