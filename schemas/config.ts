@@ -103,6 +103,9 @@ const hooksSchema = {
         consoleLinesPerMinute: { type: 'integer', minimum: 0, default: 60 },
         // Transform processes; calls are spread over them.
         processes: { type: 'integer', minimum: 1, maximum: 8, default: 1 },
+        // Calls waiting in the server for a process; past it a call is refused at once (503),
+        // so a flood of transform requests cannot hold their inputs in memory without bound.
+        maxWaitingCalls: { type: 'integer', minimum: 1, maximum: 10_000, default: 256 },
         // WebAssembly, SharedArrayBuffer and Atomics in transforms (their memory escapes memoryLimitMb).
         allowWebAssembly: { type: 'boolean', default: false },
       },

@@ -36,6 +36,8 @@ export type SupervisorSettings = Omit<SandboxLimits, 'allowWebAssembly'> & {
   /** Console lines per mapping per minute that reach the log. */
   consoleLinesPerMinute: number;
   allowWebAssembly?: boolean;
+  /** Calls that may wait in the server for a process; past it a call is refused (503). */
+  maxWaitingCalls?: number;
 };
 
 /** Engine-internal options (tests run a hostile child through `entry`). */
@@ -88,6 +90,14 @@ const MAX_BACKOFF_MS = 5_000;
  * enough to keep its isolate busy, few enough that a killed process sends back a bounded batch.
  */
 const CALLS_PER_PROCESS = 32;
+const DEFAULT_MAX_WAITING = 256;
+const BUSY = new HookError(
+  'unavailable',
+  'The transforms are busy (hooks.transforms.maxWaitingCalls); retry later.',
+  {
+    headers: { 'retry-after': '1' },
+  },
+);
 
 /** Create the supervisor for a set of modules (nothing runs until start). */
 export function createSupervisor(
@@ -361,6 +371,8 @@ export function createSupervisor(
     async call(key, input) {
       if (closed) throw new HookError('transform_failed', 'The transform process is stopped.');
       if (!started) void this.start().catch(() => undefined);
+      // Each waiting call holds its input (up to a body's size): the queue is bounded.
+      if (queue.size >= (settings.maxWaitingCalls ?? DEFAULT_MAX_WAITING)) throw BUSY;
       const text = JSON.stringify(input);
       return new Promise<TransformResult>((resolve, reject) => {
         queue.add({ key, input: text, resolve, reject, requeued: false });
