@@ -423,3 +423,42 @@ describe('session heads follow every change', () => {
     },
   );
 });
+
+describe('a worker pass that meets a row it cannot read', () => {
+  /** Store an action row whose JSON no hook could have written (another process, a damaged file). */
+  function insertUnreadable(dataDir: string, id: string, sessionKey: string | null): void {
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    try {
+      db.prepare(
+        'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(
+        id,
+        sessionKey ? 'agent' : 'wake',
+        'x',
+        sessionKey,
+        new Date().toISOString(),
+        '{not json',
+      );
+    } finally {
+      db.close();
+    }
+  }
+
+  it('an unreadable wake and an unreadable session head end dead; later wakes and sessions still run', async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url });
+    insertUnreadable(env.dataDir, 'bad-wake', null);
+    insertUnreadable(env.dataDir, 'bad-head', 'hook:bad');
+
+    const wake = await env.post('wake', { text: 'after the bad wake', mode: 'next-heartbeat' });
+    const run = await env.post('agent', { message: 'hello', sessionKey: 'hook:other', ...QUIET });
+    expect((await waitForFinal(env.dataDir, wake, WAIT_MS)).state).toBe('done');
+    expect((await waitForFinal(env.dataDir, run, WAIT_MS)).state).toBe('done');
+    await waitFor('the unreadable rows to end', () => env.state('bad-head') === 'dead', WAIT_MS);
+    expect(env.state('bad-wake')).toBe('dead');
+    // The server still answers.
+    expect(
+      (await env.server.post('wake', { text: 'still up', mode: 'next-heartbeat' })).status,
+    ).toBe(200);
+  });
+});
