@@ -286,6 +286,18 @@ describe('session heads in an existing store', () => {
     expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['a-1', 'b-1']);
   });
 
+  it('wakes keep no session head: accepting and ending them leaves session_heads to agent sessions', async () => {
+    const { dir, cleanup } = tempDir('hookgate-fair-wakes-');
+    cleanups.push(async () => cleanup());
+    const store = openStore(dir);
+    insert(dir, null, 'w-1');
+    insert(dir, 'hook:s', 'a-1');
+    const lanes = () =>
+      query(dir, 'SELECT lane FROM session_heads ORDER BY lane').map((r) => r['lane']);
+    expect(lanes()).toEqual(['hook:s']);
+    expect(store.pendingWakes(10)).toEqual(['w-1']);
+  });
+
   it('a store written before session heads existed is migrated at open, its pending work included', async () => {
     const { dir, cleanup } = tempDir('hookgate-fair-migrate-');
     cleanups.push(async () => cleanup());
