@@ -286,6 +286,18 @@ describe('session heads in an existing store', () => {
     expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['a-1', 'b-1']);
   });
 
+  it('wakes keep no session head: accepting and ending them leaves session_heads to agent sessions', async () => {
+    const { dir, cleanup } = tempDir('hookgate-fair-wakes-');
+    cleanups.push(async () => cleanup());
+    const store = openStore(dir);
+    insert(dir, null, 'w-1');
+    insert(dir, 'hook:s', 'a-1');
+    const lanes = () =>
+      query(dir, 'SELECT lane FROM session_heads ORDER BY lane').map((r) => r['lane']);
+    expect(lanes()).toEqual(['hook:s']);
+    expect(store.pendingWakes(10)).toEqual(['w-1']);
+  });
+
   it('a store written before session heads existed is migrated at open, its pending work included', async () => {
     const { dir, cleanup } = tempDir('hookgate-fair-migrate-');
     cleanups.push(async () => cleanup());
@@ -422,4 +434,43 @@ describe('session heads follow every change', () => {
       }
     },
   );
+});
+
+describe('a worker pass that meets a row it cannot read', () => {
+  /** Store an action row whose JSON no hook could have written (another process, a damaged file). */
+  function insertUnreadable(dataDir: string, id: string, sessionKey: string | null): void {
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    try {
+      db.prepare(
+        'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(
+        id,
+        sessionKey ? 'agent' : 'wake',
+        'x',
+        sessionKey,
+        new Date().toISOString(),
+        '{not json',
+      );
+    } finally {
+      db.close();
+    }
+  }
+
+  it('an unreadable wake and an unreadable session head end dead; later wakes and sessions still run', async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url });
+    insertUnreadable(env.dataDir, 'bad-wake', null);
+    insertUnreadable(env.dataDir, 'bad-head', 'hook:bad');
+
+    const wake = await env.post('wake', { text: 'after the bad wake', mode: 'next-heartbeat' });
+    const run = await env.post('agent', { message: 'hello', sessionKey: 'hook:other', ...QUIET });
+    expect((await waitForFinal(env.dataDir, wake, WAIT_MS)).state).toBe('done');
+    expect((await waitForFinal(env.dataDir, run, WAIT_MS)).state).toBe('done');
+    await waitFor('the unreadable rows to end', () => env.state('bad-head') === 'dead', WAIT_MS);
+    expect(env.state('bad-wake')).toBe('dead');
+    // The server still answers.
+    expect(
+      (await env.server.post('wake', { text: 'still up', mode: 'next-heartbeat' })).status,
+    ).toBe(200);
+  });
 });

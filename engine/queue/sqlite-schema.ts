@@ -43,8 +43,8 @@ const RECOMPUTE = (key: string) => `
 
 /**
  * One row per session with unfinished work (queued or running): its oldest such action and when
- * that one may run (0: at once; later while it waits for a backoff). Wakes (no session key) are
- * the main session's event lane ''. Triggers keep it exact in the same transaction as every
+ * that one may run (0: at once; later while it waits for a backoff). Wakes (no session key) had
+ * the lane '' here until migration 5 (the worker reads them from the index). Triggers keep it exact in the same transaction as every
  * insert and change, whoever writes (the writer thread, the runtime, the retry command). An
  * insert adds one index entry and a primary-key probe, plus a row for a session that had no
  * work: about 3-10 CPU µs on the writer thread (bench/claim-cost.ts).
@@ -171,6 +171,28 @@ const MIGRATIONS: readonly string[] = [
   // 4: fair scheduling: the head (oldest unfinished action) of every session, kept by the
   // database itself, so the worker finds the oldest heads without reading any session's backlog.
   SESSION_HEADS,
+  // 5: wakes (no session key) leave session_heads: the worker reads them from the session
+  // index, never from a head, so keeping their lane cost every wake insert and end for nothing.
+  `
+  DROP TRIGGER actions_head_insert;
+  DROP TRIGGER actions_head_state;
+  DROP TRIGGER actions_head_backoff;
+  DELETE FROM session_heads WHERE lane = '';
+  CREATE TRIGGER actions_head_insert AFTER INSERT ON actions
+    WHEN NEW.session_key IS NOT NULL AND NEW.state IN ('queued', 'running') BEGIN
+    INSERT OR IGNORE INTO session_heads (lane, head_seq, not_before_ms)
+      VALUES (NEW.session_key, NEW.seq, NEW.next_attempt_at_ms);
+  END;
+  CREATE TRIGGER actions_head_state AFTER UPDATE OF state ON actions
+    WHEN NEW.session_key IS NOT NULL
+      AND (OLD.state IN ('queued', 'running')) <> (NEW.state IN ('queued', 'running')) BEGIN
+    ${RECOMPUTE('NEW.session_key')}
+  END;
+  CREATE TRIGGER actions_head_backoff AFTER UPDATE OF next_attempt_at_ms ON actions
+    WHEN NEW.session_key IS NOT NULL AND NEW.next_attempt_at_ms <> OLD.next_attempt_at_ms BEGIN
+    ${RECOMPUTE('NEW.session_key')}
+  END;
+  `,
 ];
 
 function userVersion(db: DatabaseSync): number {

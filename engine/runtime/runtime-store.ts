@@ -79,6 +79,18 @@ const DUE_HEADS = (due: string) =>
 const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
 const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
 
+type WakeAction = Extract<Action, { kind: 'wake' }>;
+
+/** A stored wake, or undefined when the row does not hold one. */
+function readWake(json: string): WakeAction | undefined {
+  try {
+    const action = JSON.parse(json) as WakeAction | null;
+    return action?.kind === 'wake' && typeof action.text === 'string' ? action : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const RUN_COLUMNS =
   'seq, id, state, attempts, next_attempt_at_ms, started_at, finished_at, outcome, action';
 
@@ -161,9 +173,17 @@ export class RuntimeStore extends SessionRecords {
         )
         .run(now(), id).changes;
       if (Number(changed) === 0) return undefined;
-      return toRun(
-        this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as Row,
-      );
+      const row = this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as Row;
+      try {
+        return toRun(row);
+      } catch {
+        // A row no hook could have written (another process, a damaged file) ends at once,
+        // so it never holds back its session or, as the oldest head, every pass.
+        this.db
+          .prepare("UPDATE actions SET state = 'dead', outcome = ?, finished_at = ? WHERE id = ?")
+          .run(JSON.stringify({ status: 'error', reason: 'unreadable action' }), now(), id);
+        return undefined;
+      }
     });
   }
 
@@ -180,11 +200,19 @@ export class RuntimeStore extends SessionRecords {
       const update = this.db.prepare(
         "UPDATE actions SET state = 'done', attempts = attempts + 1, started_at = ?, finished_at = ?, outcome = ? WHERE id = ?",
       );
+      const dead = this.db.prepare(
+        "UPDATE actions SET state = 'dead', attempts = attempts + 1, started_at = ?, finished_at = ?, outcome = ? WHERE id = ?",
+      );
       const modes: Array<'now' | 'next-heartbeat'> = [];
       for (const id of ids) {
         const row = select.get(id) as Row | undefined;
         if (!row) continue;
-        const action = JSON.parse(row['action'] as string) as Extract<Action, { kind: 'wake' }>;
+        const action = readWake(row['action'] as string);
+        if (!action) {
+          // A row no wake could have written (another process, a damaged file): it ends, alone.
+          dead.run(at, at, JSON.stringify({ status: 'error', reason: 'unreadable action' }), id);
+          continue;
+        }
         update.run(at, at, JSON.stringify({ status: 'ok' }), id);
         this.insertEvent({
           sessionKey,

@@ -81,7 +81,23 @@ export function createActionWorker(deps: {
   function pump(): void {
     scheduled = false;
     if (stopped) return;
-    if (completeWakes()) kick();
+    // A pass that throws (a busy or full disk, a row it cannot read) is logged and tried again
+    // at the next poll: it never ends the process, and wakes failing never hold back the heads.
+    guarded('wakes', () => {
+      if (completeWakes()) kick();
+    });
+    guarded('session heads', startHeads);
+  }
+
+  function guarded(stage: string, pass: () => void): void {
+    try {
+      pass();
+    } catch (err) {
+      logger.error({ stage, err: (err as Error).message }, 'worker pass failed');
+    }
+  }
+
+  function startHeads(): void {
     const room = settings.concurrency - busy.size;
     for (const head of store.dueHeads(Date.now(), room)) {
       if (busy.has(head.sessionKey)) continue;
@@ -264,7 +280,7 @@ export function createActionWorker(deps: {
         logger.warn({ actionId: id }, 'resuming an action interrupted by a restart');
       }
       poll = setInterval(() => {
-        handleRequests();
+        guarded('requests', handleRequests);
         kick();
       }, settings.pollMs);
       poll.unref();
