@@ -46,22 +46,9 @@ export async function serve(flags: ServeFlags): Promise<number> {
     ...(flags.host !== undefined && { host: flags.host }),
     ...(port !== undefined && { port }),
   });
-  const hooksUrl = `${hookgate.url}${loaded.config.hooks.path}`;
-  hookgate.logger.info(
-    {
-      url: hookgate.url,
-      hooksPath: loaded.config.hooks.path,
-      dataDir: loaded.dataDir,
-      config: loaded.file,
-    },
-    `listening on ${hookgate.url}`,
-  );
-  process.stdout.write(
-    `hookgate listening on ${hookgate.url} (hooks under ${hooksUrl}, data in ${loaded.dataDir})\n`,
-  );
-  if (!loaded.file) printQuickstart(hooksUrl, quickstartToken);
-
-  return new Promise((resolve) => {
+  // The handlers are in place before the address is announced: a supervisor that signals as
+  // soon as it reads the line must not meet the default action (death by SIGTERM).
+  const stopped = new Promise<number>((resolve) => {
     const stop = (signal: string) => {
       hookgate.logger.info({ signal }, 'shutting down');
       hookgate
@@ -83,6 +70,22 @@ export async function serve(flags: ServeFlags): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  const hooksUrl = `${hookgate.url}${loaded.config.hooks.path}`;
+  hookgate.logger.info(
+    {
+      url: hookgate.url,
+      hooksPath: loaded.config.hooks.path,
+      dataDir: loaded.dataDir,
+      config: loaded.file,
+    },
+    `listening on ${hookgate.url}`,
+  );
+  process.stdout.write(
+    `hookgate listening on ${hookgate.url} (hooks under ${hooksUrl}, data in ${loaded.dataDir})\n`,
+  );
+  if (!loaded.file) printQuickstart(hooksUrl, quickstartToken);
+
+  return stopped;
 }
 
 function printQuickstart(hooksUrl: string, generatedToken: string | undefined): void {
