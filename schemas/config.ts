@@ -5,6 +5,7 @@
  */
 import type { FromSchema } from 'json-schema-to-ts';
 import { channelSchemas } from './channels.ts';
+import { presetAuthSchema } from './auth.ts';
 import { mappingSchema } from './mapping.ts';
 import { THINKING_LEVELS } from './payloads.ts';
 
@@ -59,6 +60,22 @@ const authRateLimitSchema = {
   },
 } as const;
 
+// A signed preset's settings (hooks.github, hooks.stripe, hooks.slack).
+const presetSettings = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    auth: presetAuthSchema,
+    allowUnsafeExternalContent: { type: 'boolean' },
+    agentId: nonEmpty,
+    model: nonEmpty,
+    thinking: { enum: THINKING_LEVELS },
+    deliver: { type: 'boolean' },
+    channel: nonEmpty,
+    to: nonEmpty,
+  },
+} as const;
+
 const hooksSchema = {
   type: 'object',
   additionalProperties: false,
@@ -71,6 +88,8 @@ const hooksSchema = {
     maxJsonDepth: { type: 'integer', minimum: 1, maximum: 1000, default: 64 },
     maxTimeoutSeconds: { type: 'integer', minimum: 1, default: 3600 },
     idempotencyWindowSeconds: { type: 'integer', minimum: 1, default: 86_400 },
+    // How long a signed route remembers a delivery id (providers retry for up to three days).
+    deliveryRetentionSeconds: { type: 'integer', minimum: 60, default: 259_200 },
     authRateLimit: authRateLimitSchema,
     allowedAgentIds: { type: 'array', items: nonEmpty },
     defaultSessionKey: nonEmpty,
@@ -110,6 +129,10 @@ const hooksSchema = {
         allowWebAssembly: { type: 'boolean', default: false },
       },
     },
+    // Settings of the signed presets: their secrets, and where their agent runs go.
+    github: presetSettings,
+    stripe: presetSettings,
+    slack: presetSettings,
     // Mail-notification settings; the keys below apply to the gmail preset,
     // others are written by the mail setup command.
     gmail: {

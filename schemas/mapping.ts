@@ -4,6 +4,7 @@
  * this same shape. The `Mapping` type derives from it.
  */
 import type { FromSchema } from 'json-schema-to-ts';
+import { authSchema } from './auth.ts';
 import { THINKING_LEVELS, text, WAKE_MODES } from './payloads.ts';
 
 /** Action fields a template may produce (all strings). */
@@ -72,6 +73,10 @@ export const mappingSchema = {
     label: { ...text, maxLength: 40 },
     // Dotted path to an array in the payload: one action per element (as `item`).
     forEach: { type: 'string', pattern: '^[A-Za-z0-9_$-]+(\\.[A-Za-z0-9_$-]+)*$' },
+    // How requests to this mapping's path are authenticated (default: the hook token).
+    auth: authSchema,
+    // A template for the delivery id that makes a repeat a replay (default: the scheme's own).
+    idempotencyKey: { type: 'string', minLength: 1, maxLength: 512 },
     transform: {
       type: 'object',
       additionalProperties: false,
