@@ -3,6 +3,7 @@
  * what the store keeps and what the runtime consumes. Plain and serialisable.
  */
 import type { FromSchema } from 'json-schema-to-ts';
+import { AUTH_SCHEMES } from './auth.ts';
 import { THINKING_LEVELS, text, WAKE_MODES } from './payloads.ts';
 
 const origin = {
@@ -17,6 +18,24 @@ const origin = {
   prompt: { type: 'string' },
   // The mapping that built a mapped action.
   mappingId: { type: 'string', minLength: 1 },
+  // How the request was authenticated: the hook token or a provider signature, and its details.
+  verification: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['scheme'],
+    properties: {
+      scheme: { enum: AUTH_SCHEMES },
+      // Which configured secret matched (0 = the first).
+      secretIndex: { type: 'integer', minimum: 0 },
+      // The signed timestamp (unix seconds) and its distance from arrival.
+      timestamp: { type: 'integer' },
+      skewSeconds: { type: 'integer' },
+      // The sender's delivery id, the key that makes a repeat a replay.
+      deliveryId: { type: 'string' },
+      // True when the sender itself says this is a retry (Slack's X-Slack-Retry-Num).
+      retry: { type: 'boolean' },
+    },
+  },
   // What the safety wrapper did, when it wrapped the text.
   safety: {
     type: 'object',

@@ -226,6 +226,12 @@ export function createActionWorker(deps: {
         history: store
           .history(turnOwner(action), settings.historyTurns)
           .map(({ role, text }) => ({ role, text })),
+        origin: {
+          hook: action.hook,
+          ...(action.mappingId !== undefined && { mappingId: action.mappingId }),
+          untrusted: action.untrusted,
+          ...(action.verification && { verification: action.verification }),
+        },
       },
       { signal: deps.controller.signal, onSpawn: (pgid) => store.setRunnerGroup(action.id, pgid) },
     );

@@ -3,6 +3,7 @@
  * work happened: `retry` only when it did not (unreachable, 429, 5xx), so
  * the worker never runs a turn twice that already ran.
  */
+import type { Action } from '../../../schemas/action.ts';
 
 /** One agent turn (or heartbeat) to run; this JSON is what command and http runners receive. */
 export type RunRequest = {
@@ -16,6 +17,17 @@ export type RunRequest = {
   thinking: string | null;
   timeoutSeconds: number;
   history: Array<{ role: 'user' | 'assistant'; text: string }>;
+  /**
+   * Where an agent turn's request came from (absent for the heartbeat): the hook, the mapping,
+   * whether its content is wrapped as untrusted, and how the request was authenticated, so an
+   * agent can tell a verified provider event from a caller that only holds the hook token.
+   */
+  origin?: {
+    hook: string;
+    mappingId?: string;
+    untrusted: boolean;
+    verification?: NonNullable<Action['verification']>;
+  };
 };
 
 export type RunResult =
