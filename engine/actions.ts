@@ -19,7 +19,10 @@ import {
 import { wrapUntrusted } from './safety.ts';
 
 /** Actions ready for durable acceptance, with the 200 body; `response: null` answers 204. */
-export type Accepted = { actions: Action[]; response: Record<string, unknown> | null };
+export type Accepted = {
+  actions: Action[];
+  response: Record<string, unknown> | null;
+};
 
 /** Ids and limits the builders need besides the policy. */
 export type BuildContext = {
@@ -56,6 +59,7 @@ function origin(envelope: Envelope, id: string, provenance: Provenance) {
     client: envelope.client,
     requestId: envelope.id,
     untrusted: provenance.wrap,
+    verification: envelope.verification,
     ...(provenance.mappingId !== undefined && { mappingId: provenance.mappingId }),
   };
 }

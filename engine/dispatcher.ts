@@ -1,84 +1,85 @@
 /**
- * The dispatcher's accepting side: commit an action durably before its 200
- * is written, and honour idempotency keys. A repeat of a key within the
- * window returns the first answer and stores nothing; the same key with a
- * different request is 409. Concurrent repeats wait for the first to settle.
+ * The ledger the replay-check and commit stages keep: a request with a key
+ * (a sender's delivery id or a caller's idempotency key) holds that key from
+ * the replay check until it is answered, so a concurrent repeat waits and
+ * then finds the first answer; a commit stores the actions and the key's
+ * record together, durably, before the 200 is written.
  */
 import type { Accepted } from './actions.ts';
 import { HookError } from './errors.ts';
 import type { ActionStore, IdempotencyRecord } from './queue/action-store.ts';
 
-/** The answer to an accepted request: a 200 body, or null for 204 (nothing to store). */
-export type Acceptance = { body: string | null; replayed: boolean };
-
-export type Dispatcher = {
-  /** Store the action (durably) and return the body to answer 200 with. */
-  accept(
-    accepted: Accepted,
-    idempotency?: { key: string; fingerprint: string },
-  ): Promise<Acceptance>;
+/** A key that makes a repeat of a request a replay, and how long it is remembered. */
+export type KeyClaim = {
+  key: string;
+  /** Set for caller-chosen keys: the same key with another request is a conflict. */
+  fingerprint?: string;
+  windowMs: number;
 };
 
-/** Build a dispatcher over a store. */
-export function createDispatcher(
+/** A key held by one request: what the key answered before (if anything), and its release. */
+export type HeldKey = { previous: IdempotencyRecord | undefined; release(): void };
+
+export type Ledger = {
+  /** Wait until no earlier request holds the key, then hold it. */
+  hold(claim: KeyClaim): Promise<HeldKey>;
+  /** Store the actions (and the key's record) durably; resolves with the 200 body. */
+  commit(accepted: Accepted, claim: KeyClaim | undefined): Promise<string>;
+};
+
+/** The ledger over a durable store. */
+export function createLedger(
   store: ActionStore,
-  options: { idempotencyWindowMs: number; now?: () => number; afterCommit?: () => void },
-): Dispatcher {
+  options: { now?: () => number; afterCommit?: () => void } = {},
+): Ledger {
   const now = options.now ?? Date.now;
-  // Keys whose first request is still being committed.
-  const inFlight = new Map<string, Promise<unknown>>();
-
-  async function commit(accepted: Accepted, idempotency?: IdempotencyRecord): Promise<Acceptance> {
-    if (accepted.response === null) return { body: null, replayed: false };
-    try {
-      await store.append({ actions: accepted.actions, ...(idempotency && { idempotency }) });
-      options.afterCommit?.();
-    } catch (err) {
-      throw new HookError('unavailable', 'The request could not be stored; nothing was accepted.', {
-        cause: err,
-      });
-    }
-    return { body: idempotency?.response ?? JSON.stringify(accepted.response), replayed: false };
-  }
-
-  async function decide(accepted: Accepted, key: string, fingerprint: string): Promise<Acceptance> {
-    const previous = await store.findIdempotency(key, now() - options.idempotencyWindowMs);
-    if (previous) {
-      if (previous.fingerprint !== fingerprint) throw new HookError('idempotency_conflict');
-      return { body: previous.response, replayed: true };
-    }
-    return commit(accepted, {
-      key,
-      fingerprint,
-      actionId: accepted.actions[0]?.id ?? '',
-      response: JSON.stringify(accepted.response),
-      createdAtMs: now(),
-    });
-  }
-
-  async function acceptKeyed(
-    accepted: Accepted,
-    key: string,
-    fingerprint: string,
-  ): Promise<Acceptance> {
-    // Chain requests sharing a key, registered synchronously so none slips between look-up and commit.
-    const before = inFlight.get(key);
-    const turn = (async () => {
-      if (before) await before.catch(() => undefined);
-      return decide(accepted, key, fingerprint);
-    })();
-    inFlight.set(key, turn);
-    try {
-      return await turn;
-    } finally {
-      if (inFlight.get(key) === turn) inFlight.delete(key);
-    }
-  }
+  // The newest holder of each key; a later request waits for it to be answered.
+  const held = new Map<string, Promise<void>>();
 
   return {
-    accept(accepted, idempotency) {
-      if (!idempotency) return commit(accepted);
-      return acceptKeyed(accepted, idempotency.key, idempotency.fingerprint);
+    async hold(claim) {
+      const before = held.get(claim.key);
+      let release!: () => void;
+      const turn = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      // Registered synchronously, so no request slips between look-up and commit.
+      held.set(claim.key, turn);
+      const releaseOnce = () => {
+        release();
+        if (held.get(claim.key) === turn) held.delete(claim.key);
+      };
+      try {
+        if (before) await before;
+        const previous = await store.findIdempotency(claim.key, now() - claim.windowMs);
+        return { previous, release: releaseOnce };
+      } catch (err) {
+        releaseOnce();
+        throw unavailable(err);
+      }
+    },
+    async commit(accepted, claim) {
+      const response = JSON.stringify(accepted.response);
+      const idempotency = claim && {
+        key: claim.key,
+        fingerprint: claim.fingerprint ?? '',
+        actionId: accepted.actions[0]?.id ?? '',
+        response,
+        createdAtMs: now(),
+      };
+      try {
+        await store.append({ actions: accepted.actions, ...(idempotency && { idempotency }) });
+      } catch (err) {
+        throw unavailable(err);
+      }
+      options.afterCommit?.();
+      return response;
     },
   };
+}
+
+function unavailable(cause: unknown): HookError {
+  return new HookError('unavailable', 'The request could not be stored; nothing was accepted.', {
+    cause,
+  });
 }

@@ -3,6 +3,10 @@
  * (routes, rules, transforms) reads instead of the raw HTTP request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Action } from '../schemas/action.ts';
+
+/** How the request was authenticated (stored on its actions as their provenance). */
+export type Verification = NonNullable<Action['verification']>;
 
 export type Envelope = {
   /** Request id, also sent as x-request-id. */
@@ -19,6 +23,7 @@ export type Envelope = {
   query: Record<string, string>;
   raw: Buffer;
   payload: Record<string, unknown>;
+  verification: Verification;
 };
 
 /** Parse a query string into a prototype-free record (last value wins). */

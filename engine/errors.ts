@@ -15,7 +15,14 @@ export const ERRORS = Object.freeze({
     message:
       'Send the token in the Authorization or x-hookgate-token header, not the query string.',
   },
-  unauthorized: { status: 401, message: 'Missing or invalid hook token.' },
+  unauthorized: {
+    status: 401,
+    message: 'Missing or invalid credentials (the hook token, or the sender signature).',
+  },
+  verify_token_mismatch: {
+    status: 403,
+    message: 'The subscription handshake did not present the configured verify token.',
+  },
   rate_limited: { status: 429, message: 'Too many failed authentication attempts; retry later.' },
   payload_too_large: {
     status: 413,

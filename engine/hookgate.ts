@@ -3,29 +3,28 @@
  * limiter, guard, routes, dispatcher, HTTP server with its timeouts, and an
  * orderly shutdown. Usable as a library by a gateway that embeds hookgate.
  */
-import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createClientAddressResolver } from './client-address.ts';
 import { createConnectionLimiter } from './connection-limit.ts';
 import { ConfigError, type LoadedConfig } from './config.ts';
-import { createDispatcher } from './dispatcher.ts';
+import { createLedger } from './dispatcher.ts';
+import { createTokenCheck } from './auth.ts';
 import { createAdapters } from './delivery/registry.ts';
-import { createGuard } from './guard.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRequestHandler } from './pipeline.ts';
+import { createRequestHandler } from './ingress/http-handler.ts';
+import { compileRoutes, routeContext } from './ingress/routes.ts';
+import { createStages } from './ingress/stages.ts';
 import { checkRecipient, type Policy, policyFromConfig } from './policy.ts';
 import type { ActionStore } from './queue/action-store.ts';
 import { openSqliteStore } from './queue/sqlite-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';
-import { createRouter } from './route.ts';
 import { warmFolds } from './safety/skeleton.ts';
 import { compileMappings } from './mappings.ts';
 import { type Runtime, startRuntime } from './runtime/runtime.ts';
 import { startTransforms } from './sandbox/start.ts';
-import { renderLimits } from './render-budget.ts';
 
 export type Hookgate = {
   /** Base URL the server listens on, e.g. http://127.0.0.1:8787 */
@@ -86,39 +85,34 @@ export async function startHookgate(
       commitDelayMs: config.runtime.commitDelayMs,
       onWarning: (message) => logger.warn({ dataDir: loaded.dataDir }, message),
     }));
-  const windowMs = config.hooks.idempotencyWindowSeconds * 1000;
   const runtime =
     options.runtime === false ? undefined : startRuntime(loaded, policy, logger, adapters);
   let closing: Promise<void> | undefined;
+  const routes = compileRoutes(
+    config,
+    mappings,
+    routeContext(config, policy, {
+      lastChannel: () => runtime?.store.lastRoute(config.session.mainKey)?.channel,
+      ...(transforms && { transforms }),
+    }),
+  );
   const handler = createRequestHandler({
-    guard: createGuard(
-      config,
-      createMemoryLimiter(config.hooks.authRateLimit),
-      createClientAddressResolver(config.server.trustedProxies),
-    ),
-    route: createRouter(
-      {
-        policy,
-        maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
-        maxActions: config.hooks.maxActionsPerRequest,
-        renderLimits: renderLimits(config.hooks),
-        newId: randomUUID,
-        lastChannel: () => runtime?.store.lastRoute(config.session.mainKey)?.channel,
-        ...(transforms && { transforms }),
+    stages: createStages({
+      enabled: config.hooks.enabled,
+      hooksPath: config.hooks.path,
+      routes,
+      limiter: createMemoryLimiter(config.hooks.authRateLimit),
+      resolveClient: createClientAddressResolver(config.server.trustedProxies),
+      tokenMatches: createTokenCheck(config.hooks.token ?? ''),
+      body: {
+        maxBytes: config.hooks.maxBodyBytes,
+        maxDepth: config.hooks.maxJsonDepth,
+        timeoutMs: config.server.requestTimeoutMs,
       },
-      mappings,
-    ),
-    dispatcher: createDispatcher(store, {
-      idempotencyWindowMs: windowMs,
-      afterCommit: () => runtime?.worker.kick(),
+      ledger: createLedger(store, { afterCommit: () => runtime?.worker.kick() }),
     }),
     logger,
     draining: () => closing !== undefined,
-    body: {
-      maxBytes: config.hooks.maxBodyBytes,
-      maxDepth: config.hooks.maxJsonDepth,
-      timeoutMs: config.server.requestTimeoutMs,
-    },
   });
 
   const server = createServer(
@@ -148,7 +142,7 @@ export async function startHookgate(
 
   const prune = setInterval(() => {
     store
-      .pruneIdempotency(Date.now() - windowMs)
+      .pruneIdempotency(Date.now() - routes.maxKeyWindowMs)
       .catch((err: unknown) => logger.warn({ err }, 'prune failed'));
   }, PRUNE_EVERY_MS);
   prune.unref();

@@ -21,7 +21,7 @@ import { publicHeaders } from './headers.ts';
 import { accountAction, refusal, renderFields, templateContext } from './mapped-fields.ts';
 import { RenderBudget, type RenderLimits } from './render-budget.ts';
 import type { CompiledMapping } from './mappings.ts';
-import { hookIsMapped, type RuleData, type Selection, selectMapping } from './rules.ts';
+import type { RuleData } from './rules.ts';
 import type { TransformSupervisor } from './sandbox/supervisor.ts';
 import { type MergedAction, mergeTransformOutput } from './sandbox/transform-output.ts';
 
@@ -36,18 +36,6 @@ export function ruleData(envelope: Envelope): RuleData {
     hook: envelope.hook,
     method: envelope.method,
   });
-}
-
-/** Select the mapping for an envelope (404 when no mapping serves this hook name). */
-export function selectFor(
-  mappings: readonly CompiledMapping[],
-  envelope: Envelope,
-): { selection: Selection; data: RuleData } {
-  if (!hookIsMapped(mappings, envelope.hook)) {
-    throw new HookError('unknown_hook', `No hook named "${envelope.hook.slice(0, 100)}".`);
-  }
-  const data = ruleData(envelope);
-  return { selection: selectMapping(mappings, data), data };
 }
 
 /** Context the mapped route needs besides the policy: the fan-out cap, render bounds, transforms. */

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { PRESETS } from '../presets/registry.ts';
+import type { RouteAuth } from '../schemas/auth.ts';
 import type { Config } from '../schemas/config.ts';
 import { type Mapping, TEMPLATE_FIELDS, type TemplateField } from '../schemas/mapping.ts';
 import type { Provenance } from './actions.ts';
@@ -51,6 +52,10 @@ export type CompiledMapping = {
   provenance: Provenance;
   /** The sandboxed transform module, when the mapping has one. */
   transform: ModuleSpec | undefined;
+  /** How requests to its path are authenticated, as configured (routes compile it). */
+  auth: RouteAuth | undefined;
+  /** The delivery-id template, as configured (routes compile it). */
+  idempotencyKey: string | undefined;
 };
 
 /** Where transform modules may come from. */
@@ -165,6 +170,8 @@ function compileMapping(
       mappingId: id,
     },
     transform,
+    auth: mapping.auth,
+    idempotencyKey: mapping.idempotencyKey,
   };
 }
 

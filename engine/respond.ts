@@ -23,6 +23,17 @@ export function sendJson(
   res.end(body);
 }
 
+/** Send a plain-text body (a handshake's echoed challenge), never sniffed as HTML. */
+export function sendText(res: ServerResponse, status: number, body: string, requestId: string): void {
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-content-type-options': 'nosniff',
+    'x-request-id': requestId,
+  });
+  res.end(body);
+}
+
 /** Send a status without a body (204). */
 export function sendEmpty(res: ServerResponse, status: number, requestId: string): void {
   res.writeHead(status, { 'x-request-id': requestId });

@@ -25,11 +25,6 @@ export type RuleData = {
   method: string;
 };
 
-/** True when some mapping could ever match this hook name (otherwise 404 unknown_hook). */
-export function hookIsMapped(mappings: readonly CompiledMapping[], hook: string): boolean {
-  return mappings.some((mapping) => mapping.path === undefined || mapping.path === hook);
-}
-
 /** Try the mappings in order; the first that matches owns the request. */
 export function selectMapping(mappings: readonly CompiledMapping[], data: RuleData): Selection {
   const trace: MatchTrace[] = [];

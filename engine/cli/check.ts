@@ -6,6 +6,7 @@
  */
 import { findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
 import { type CompiledMapping, compileMappings } from '../mappings.ts';
+import { compileRoutes, routeContext } from '../ingress/routes.ts';
 import { createLogger } from '../log.ts';
 import { checkDefaultRoute } from '../hookgate.ts';
 import { type Policy, policyFromConfig } from '../policy.ts';
@@ -25,11 +26,10 @@ export function compileSetup(
   const loaded = loadConfigFile(file, env);
   const policy = policyFromConfig(loaded.config);
   checkDefaultRoute(loaded.config, policy);
-  return {
-    loaded,
-    policy,
-    mappings: compileMappings(loaded.config, policy, loaded.transformsRoot),
-  };
+  const mappings = compileMappings(loaded.config, policy, loaded.transformsRoot);
+  // The routes too: an auth block that cannot work stops `check` as it would stop the server.
+  compileRoutes(loaded.config, mappings, routeContext(loaded.config, policy));
+  return { loaded, policy, mappings };
 }
 
 /** One line per route: path, mapping id, action, agent, conditions. */
@@ -49,6 +49,7 @@ export function describeRoutes({ loaded, policy, mappings }: CompiledSetup): str
       ...(mapping.whenRule !== undefined ? [`when=${JSON.stringify(mapping.whenRule)}`] : []),
       ...(mapping.forEach !== undefined ? [`forEach=${mapping.forEach}`] : []),
       ...(mapping.transform ? [`transform=${mapping.transform.file}`] : []),
+      ...(mapping.auth ? [`auth=${mapping.auth.scheme}`] : []),
       ...(mapping.provenance.wrap ? [] : ['UNSAFE: not wrapped']),
       `(${mapping.at})`,
     ];

@@ -5,7 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config.ts';
-import { type DryRunResult, dryRun } from '../dry-run.ts';
+import type { Verification } from '../envelope.ts';
+import { type DryRunResult, dryRun } from '../ingress/dry-run.ts';
+import { compileRoutes, routeContext } from '../ingress/routes.ts';
 import { createLogger } from '../log.ts';
 import { startTransforms } from '../sandbox/start.ts';
 import type { MatchOutcome } from '../rules.ts';
@@ -48,11 +50,14 @@ export async function testRequest(flags: TestFlags, out: (line: string) => void)
     hook: flags.name,
     body,
     headers: parsePairs(flags.headers, ':', (k) => k.toLowerCase()),
-    query: parsePairs(flags.query, '=', (k) => k),
+    query: new URLSearchParams(Object.entries(parsePairs(flags.query, '=', (k) => k))).toString(),
   };
   let result: DryRunResult;
   try {
-    result = await dryRun(setup.loaded.config, setup.policy, setup.mappings, request, transforms);
+    const { config } = setup.loaded;
+    const context = routeContext(config, setup.policy, { ...(transforms && { transforms }) });
+    const routes = compileRoutes(config, setup.mappings, context);
+    result = await dryRun(config, routes, request);
   } finally {
     await transforms?.close();
   }
@@ -70,8 +75,10 @@ function describe(name: string, base: string, result: DryRunResult): string[] {
   if (result.trace.length > 0) {
     lines.push('Mappings, in order:');
     for (const { mappingId, outcome } of result.trace)
-      lines.push(`  ${mappingId}: ${WHY[outcome]}`);
+      lines.push(`  ${mappingId}: ${WHY[outcome as MatchOutcome]}`);
   }
+  if (result.verification) lines.push(`Authenticated: ${describeVerification(result.verification)}`);
+  if (result.replayKey) lines.push(`Replay key: ${result.replayKey} (not looked up)`);
   if (result.error) {
     lines.push(`Refused: ${result.status} ${result.error.code}: ${result.error.message}`);
     return lines;
@@ -108,6 +115,14 @@ function describe(name: string, base: string, result: DryRunResult): string[] {
     );
   }
   return lines;
+}
+
+function describeVerification(v: Verification): string {
+  const parts: string[] = [v.scheme];
+  if (v.secretIndex !== undefined) parts.push(`secret #${v.secretIndex}`);
+  if (v.skewSeconds !== undefined) parts.push(`timestamp skew ${v.skewSeconds}s`);
+  if (v.deliveryId !== undefined) parts.push(`delivery ${v.deliveryId}`);
+  return parts.join(', ');
 }
 
 function parsePairs(

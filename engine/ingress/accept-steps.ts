@@ -1,24 +1,26 @@
 /**
- * The route stage: pick what handles `<hooks_path>/<name>`. The built-in
- * `wake` and `agent` triggers validate their payload against schemas/ and
- * build one action; other names go to the mappings (and presets). The choice
- * is made from the name alone, before the body is read.
+ * The accept step of each kind of route: the built-in `wake` and `agent`
+ * triggers validate their payload against schemas/ and build one action;
+ * a mapped route selects its mapping and builds that mapping's actions.
  */
-import type { Action } from '../schemas/action.ts';
-import { type Accepted, acceptanceBody, buildAgentAction, buildWakeAction } from './actions.ts';
-import type { Envelope } from './envelope.ts';
-import { validateAgent, validateWake } from './payload-validators.ts';
-import { HookError } from './errors.ts';
-import { buildMappedActions, type MappedContext, selectFor } from './mapped-route.ts';
-import type { CompiledMapping } from './mappings.ts';
-import { hookIsMapped } from './rules.ts';
-import type { Validator } from './validation.ts';
+import type { Action } from '../../schemas/action.ts';
+import { type Accepted, acceptanceBody, buildAgentAction, buildWakeAction } from '../actions.ts';
+import type { Envelope } from '../envelope.ts';
+import { HookError } from '../errors.ts';
+import { buildMappedActions, type MappedContext, ruleData } from '../mapped-route.ts';
+import type { CompiledMapping } from '../mappings.ts';
+import { validateAgent, validateWake } from '../payload-validators.ts';
+import { type Selection, selectMapping } from '../rules.ts';
+import type { Validator } from '../validation.ts';
 
-/** Turns an envelope into accepted actions, or throws a HookError. */
-export type Route = (envelope: Envelope) => Accepted | Promise<Accepted>;
-
-/** Finds the route for a hook name; throws 404 unknown_hook when nothing serves it. */
-export type Router = (hook: string) => Route;
+/**
+ * Turns an envelope into accepted actions, or throws a HookError. A mapped route reports its
+ * selection first (for `hookgate test`, also when building then fails).
+ */
+export type AcceptStep = (
+  envelope: Envelope,
+  report?: (selection: Selection) => void,
+) => Accepted | Promise<Accepted>;
 
 /** Validate a payload or throw invalid_payload naming the field. */
 function validated<T>(check: Validator<T>, payload: unknown): T {
@@ -32,30 +34,27 @@ function single(action: Action): Accepted {
   return { actions: [action], response: acceptanceBody([action], false) };
 }
 
-/** Build the router for a configuration: built-in triggers first, then mappings. */
-export function createRouter(ctx: MappedContext, mappings: readonly CompiledMapping[]): Router {
-  const builtIn = new Map<string, Route>([
-    [
-      'wake',
-      (envelope) =>
-        single(buildWakeAction(envelope, validated(validateWake, envelope.payload), ctx)),
-    ],
-    [
-      'agent',
-      (envelope) =>
-        single(buildAgentAction(envelope, validated(validateAgent, envelope.payload), ctx)),
-    ],
-  ]);
-  const mapped: Route = (envelope) => {
-    const { selection, data } = selectFor(mappings, envelope);
+/** The accept step of `/wake` or `/agent`. */
+export function builtInAccept(name: 'wake' | 'agent', ctx: MappedContext): AcceptStep {
+  if (name === 'wake') {
+    return (envelope) =>
+      single(buildWakeAction(envelope, validated(validateWake, envelope.payload), ctx));
+  }
+  return (envelope) =>
+    single(buildAgentAction(envelope, validated(validateAgent, envelope.payload), ctx));
+}
+
+/** The accept step of a mapped route: the first matching mapping builds; none matching is 204. */
+export function mappedAccept(
+  mappings: readonly CompiledMapping[],
+  ctx: MappedContext,
+): AcceptStep {
+  return function acceptMapped(envelope, report) {
+    const data = ruleData(envelope);
+    const selection = selectMapping(mappings, data);
+    report?.(selection);
     // Mappings exist for this name but none matched: a deliberate drop, 204.
     if (!selection.mapping) return { actions: [], response: null };
     return buildMappedActions(selection.mapping, envelope, data, ctx);
-  };
-  return function route(hook) {
-    const found = builtIn.get(hook);
-    if (found) return found;
-    if (hookIsMapped(mappings, hook)) return mapped;
-    throw new HookError('unknown_hook', `No hook named "${hook.slice(0, 100)}".`);
   };
 }

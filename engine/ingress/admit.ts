@@ -1,17 +1,12 @@
 /**
- * The guard stage: everything decided from the request line and headers
- * alone, before a byte of the body is read, so refusals stay cheap:
- * path, method, failed-auth lock, token-in-query, token.
+ * The admit stage: what is decided from the request line alone, before the
+ * route is known: the path prefix, who is asking, the failed-auth lock, the
+ * method, and a credential in the query string.
  */
-import type { IncomingMessage } from 'node:http';
-import type { Config } from '../schemas/config.ts';
-import { createTokenCheck, presentedToken } from './auth.ts';
-import { type ClientAddressResolver, limiterKey } from './client-address.ts';
-import { HookError } from './errors.ts';
-import type { AuthFailureLimiter } from './rate-limit.ts';
-
-/** What the guard lets through: the hook name and who asked. */
-export type Admitted = { hook: string; client: string; pathname: string; query: string };
+import { type ClientAddressResolver, limiterKey } from '../client-address.ts';
+import { HookError } from '../errors.ts';
+import type { AuthFailureLimiter } from '../rate-limit.ts';
+import type { Exchange, Stage } from './exchange.ts';
 
 // Refusals without per-request details are built once: a flood of them costs no allocations.
 const NOT_FOUND = new HookError('not_found');
@@ -19,9 +14,6 @@ const METHOD_NOT_ALLOWED = new HookError('method_not_allowed', undefined, {
   headers: { allow: 'POST' },
 });
 const TOKEN_IN_QUERY = new HookError('token_in_query');
-const UNAUTHORIZED = new HookError('unauthorized', undefined, {
-  headers: { 'www-authenticate': 'Bearer' },
-});
 
 // Query parameter names (compared case-insensitively, `-` as `_`) that would put a credential in
 // URLs and logs.
@@ -66,45 +58,48 @@ export function queryCarriesToken(query: string): boolean {
   return false;
 }
 
-/** Build the guard for one configuration. Throws HookError on refusal. */
-export function createGuard(
-  config: Config,
-  limiter: AuthFailureLimiter,
-  resolveClient: ClientAddressResolver,
-  now: () => number = Date.now,
-): (req: IncomingMessage) => Admitted {
-  const prefix = `${config.hooks.path}/`;
-  const enabled = config.hooks.enabled;
-  const tokenMatches = createTokenCheck(config.hooks.token ?? '');
+export type AdmitSettings = {
+  enabled: boolean;
+  hooksPath: string;
+  limiter: AuthFailureLimiter;
+  resolveClient: ClientAddressResolver;
+};
 
-  return function guard(req) {
-    const url = req.url ?? '/';
+/** Build the admit stage. GET passes only towards a route's subscription handshake. */
+export function createAdmit({ enabled, hooksPath, limiter, resolveClient }: AdmitSettings): Stage {
+  const prefix = `${hooksPath}/`;
+  return function admit(x: Exchange) {
+    const url = x.source.url;
     const q = url.indexOf('?');
     const pathname = q < 0 ? url : url.slice(0, q);
-    const query = q < 0 ? '' : url.slice(q + 1);
     if (!enabled || !pathname.startsWith(prefix)) throw NOT_FOUND;
-    const forwarded = req.headers['x-forwarded-for'];
-    const client = resolveClient(
-      req.socket.remoteAddress,
+    x.pathname = pathname;
+    x.query = q < 0 ? '' : url.slice(q + 1);
+    x.hook = pathname.slice(prefix.length);
+    const forwarded = x.source.headers['x-forwarded-for'];
+    x.client = resolveClient(
+      x.source.remoteAddress,
       Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
     );
-    const key = limiterKey(client);
-    const at = now();
-    // A locked address is refused before its token is looked at: a right guess
+    x.limiterKey = limiterKey(x.client);
+    x.log['hook'] = x.hook;
+    x.log['client'] = x.client;
+    // A locked address is refused before its credentials are looked at: a right guess
     // must not be told apart from a wrong one while the lock lasts.
-    const lockedFor = limiter.lockedFor(key, at);
+    const lockedFor = limiter.lockedFor(x.limiterKey, x.arrivedAtMs);
     if (lockedFor > 0) throw rateLimited(lockedFor);
     // After the lock: a locked address gets 429 for every request to a hook, whatever its method.
-    if (req.method !== 'POST') throw METHOD_NOT_ALLOWED;
+    const method = x.source.method;
+    if (method !== 'POST' && method !== 'GET') throw METHOD_NOT_ALLOWED;
     // Refused before authentication, and not counted as a failure (spec 5.3).
-    if (queryCarriesToken(query)) throw TOKEN_IN_QUERY;
-    if (tokenMatches(presentedToken(req.rawHeaders))) {
-      limiter.reset(key);
-      return { hook: pathname.slice(prefix.length), client, pathname, query };
-    }
-    limiter.recordFailure(key, at);
-    throw UNAUTHORIZED;
+    if (queryCarriesToken(x.query)) throw TOKEN_IN_QUERY;
+    return undefined;
   };
+}
+
+/** 405 for a method the route does not take. */
+export function methodNotAllowed(): HookError {
+  return METHOD_NOT_ALLOWED;
 }
 
 function rateLimited(retryAfterSeconds: number): HookError {

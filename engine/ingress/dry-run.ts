@@ -1,101 +1,126 @@
 /**
- * A request through the whole pipeline without storing or dispatching: what
- * `hookgate test` shows an operator debugging a mapping. Same route, rules,
- * templates, policy and safety wrapper as a real request.
+ * A request through the very stages the server runs, with a ledger that
+ * stores nothing: what `hookgate test` shows an operator debugging a route.
+ * The request carries the hook token unless it brings its own credentials.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Action } from '../schemas/action.ts';
-import type { Config } from '../schemas/config.ts';
-import type { Accepted } from './actions.ts';
-import { parseJsonObject } from './body.ts';
-import type { Envelope } from './envelope.ts';
-import { asHookError } from './errors.ts';
-import { buildMappedActions, selectFor } from './mapped-route.ts';
-import type { CompiledMapping } from './mappings.ts';
-import type { Policy } from './policy.ts';
-import type { TransformSupervisor } from './sandbox/supervisor.ts';
-import { createRouter } from './route.ts';
-import type { MatchTrace } from './rules.ts';
-import { renderLimits } from './render-budget.ts';
+import type { Action } from '../../schemas/action.ts';
+import type { Config } from '../../schemas/config.ts';
+import { createTokenCheck } from '../auth.ts';
+import type { Ledger } from '../dispatcher.ts';
+import type { Verification } from '../envelope.ts';
+import { asHookError } from '../errors.ts';
+import { createMemoryLimiter } from '../rate-limit.ts';
+import { type Exchange, runStages } from './exchange.ts';
+import { headerValues, type RequestSource } from './request-source.ts';
+import type { RouteTable } from './routes.ts';
+import { createStages } from './stages.ts';
 
 export type DryRunRequest = {
   hook: string;
+  method?: string;
   body: Buffer;
-  headers: IncomingHttpHeaders;
-  query: Record<string, string>;
+  /** Lower-case names. */
+  headers: Record<string, string>;
+  query: string;
 };
 
 export type DryRunResult = {
   status: number;
   /** For mapped hooks: each mapping in order and whether it matched. */
-  trace: MatchTrace[];
+  trace: ReadonlyArray<{ mappingId: string; outcome: string }>;
   mappingId?: string;
   actions: Action[];
-  response: Record<string, unknown> | null;
+  response: Record<string, unknown> | string | null;
+  verification?: Verification;
+  /** The key that would make a repeat of this request a replay (not looked up). */
+  replayKey?: string;
   error?: { code: string; message: string };
 };
 
-/** Run one request through route, rules, templates and policy; nothing is stored. */
+// Stores nothing and knows no earlier request: the dry run never reads or writes the store.
+const PREVIEW: Ledger = {
+  hold: () => Promise.resolve({ previous: undefined, release: () => undefined }),
+  commit: (accepted) => Promise.resolve(JSON.stringify(accepted.response)),
+};
+
+const CARRIERS = ['authorization', 'x-hookgate-token'];
+
+/** Run one request through the stages; nothing is stored. */
 export async function dryRun(
   config: Config,
-  policy: Policy,
-  mappings: readonly CompiledMapping[],
+  routes: RouteTable,
   request: DryRunRequest,
-  transforms?: TransformSupervisor,
 ): Promise<DryRunResult> {
-  const ctx = {
-    ...(transforms && { transforms }),
-    policy,
-    maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
-    maxActions: config.hooks.maxActionsPerRequest,
-    renderLimits: renderLimits(config.hooks),
-    newId: randomUUID,
+  const token = config.hooks.token;
+  const headers: IncomingHttpHeaders = { ...request.headers };
+  if (token && !CARRIERS.some((name) => headers[name] !== undefined)) {
+    headers.authorization = `Bearer ${token}`;
+  }
+  const rawHeaders = Object.entries(headers).flatMap(([name, value]) => [name, String(value)]);
+  const source: RequestSource = {
+    method: request.method ?? 'POST',
+    url: `${config.hooks.path}/${request.hook}${request.query ? `?${request.query}` : ''}`,
+    headers,
+    rawHeaders,
+    remoteAddress: '127.0.0.1',
+    readBody: () => Promise.resolve(request.body),
+    continueBody: () => undefined,
   };
-  let trace: MatchTrace[] = [];
-  let mappingId: string | undefined;
+  const stages = createStages({
+    // As if enabled: a route is worth testing before the endpoint group is switched on.
+    enabled: true,
+    hooksPath: config.hooks.path,
+    routes,
+    limiter: createMemoryLimiter(config.hooks.authRateLimit),
+    resolveClient: () => '127.0.0.1',
+    tokenMatches: createTokenCheck(token ?? ''),
+    body: {
+      maxBytes: config.hooks.maxBodyBytes,
+      maxDepth: config.hooks.maxJsonDepth,
+      timeoutMs: config.server.requestTimeoutMs,
+    },
+    ledger: PREVIEW,
+  });
+  const x: Exchange = {
+    id: randomUUID(),
+    arrivedAtMs: Date.now(),
+    source,
+    headers: headerValues(rawHeaders),
+    pathname: '',
+    query: '',
+    hook: '',
+    client: '',
+    limiterKey: '',
+    log: {},
+    cleanup: [],
+  };
   try {
-    const route = createRouter(ctx, mappings)(request.hook);
-    const envelope: Envelope = {
-      id: randomUUID(),
-      receivedAt: new Date().toISOString(),
-      client: '127.0.0.1',
-      method: 'POST',
-      path: `${config.hooks.path}/${request.hook}`,
-      hook: request.hook,
-      headers: request.headers,
-      query: request.query,
-      raw: request.body,
-      payload: parseJsonObject(request.body, config.hooks.maxJsonDepth),
-    };
-    let accepted: Accepted;
-    if (request.hook === 'wake' || request.hook === 'agent') {
-      accepted = await route(envelope);
-    } else {
-      const { selection, data } = selectFor(mappings, envelope);
-      trace = selection.trace;
-      mappingId = selection.mapping?.id;
-      accepted = selection.mapping
-        ? await buildMappedActions(selection.mapping, envelope, data, ctx)
-        : { actions: [], response: null };
-    }
-    const status = accepted.response === null ? 204 : 200;
-    return {
-      status,
-      trace,
-      ...(mappingId && { mappingId }),
-      actions: accepted.actions,
-      response: accepted.response,
-    };
+    const answer = await runStages(stages, x);
+    const response =
+      answer.kind === 'empty' ? null : answer.kind === 'text' ? answer.body : JSON.parse(answer.body);
+    return { status: answer.status, ...seen(x), actions: x.accepted?.actions ?? [], response };
   } catch (err) {
     const error = asHookError(err);
     return {
       status: error.status,
-      trace,
-      ...(mappingId && { mappingId }),
+      ...seen(x),
       actions: [],
       response: null,
       error: { code: error.code, message: error.message },
     };
   }
+}
+
+/** What the stages found, whether or not the request got through. */
+function seen(x: Exchange) {
+  const selection = x.selection;
+  const verification = x.envelope?.verification ?? x.verification;
+  return {
+    trace: selection?.trace ?? [],
+    ...(selection?.mapping && { mappingId: selection.mapping.id }),
+    ...(verification && { verification }),
+    ...(x.claim && { replayKey: x.claim.key }),
+  };
 }

@@ -1,0 +1,77 @@
+/**
+ * The authenticate stages. Before the body: the hook token (when the route
+ * requires it) and everything a signature scheme can check from the headers
+ * alone; after a bounded read, the signature over the raw bytes, before
+ * anything parses them. Every failure is the same 401 and counts toward the
+ * per-address failed-auth limit; what failed goes to the log by name only.
+ */
+import type { Verification } from '../envelope.ts';
+import { presentedToken } from '../auth.ts';
+import type { AuthFailure } from '../auth/verifier.ts';
+import { HookError } from '../errors.ts';
+import type { AuthFailureLimiter } from '../rate-limit.ts';
+import type { PresentedToken } from '../auth.ts';
+import { type Exchange, had, type Stage } from './exchange.ts';
+
+// One body for every failure: nothing tells a guesser which part was wrong.
+const UNAUTHORIZED = new HookError('unauthorized', undefined, {
+  headers: { 'www-authenticate': 'Bearer' },
+});
+
+const BY_TOKEN: Verification = Object.freeze({ scheme: 'token' });
+
+export type AuthenticateSettings = {
+  limiter: AuthFailureLimiter;
+  tokenMatches: (presented: PresentedToken) => boolean;
+};
+
+/** Count a failure for the client and refuse with the generic 401. */
+export function refuseAuth(
+  x: Exchange,
+  limiter: AuthFailureLimiter,
+  failure: AuthFailure | 'token',
+): never {
+  limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
+  x.log['authFailure'] = failure;
+  throw UNAUTHORIZED;
+}
+
+/** The stage before the body: hook token and the signature scheme's header checks. */
+export function createAuthenticateHeaders({ limiter, tokenMatches }: AuthenticateSettings): Stage {
+  return function authenticateHeaders(x: Exchange) {
+    const { gate } = had(x.route, 'route');
+    if (gate.token && !tokenMatches(presentedToken(x.source.rawHeaders))) {
+      refuseAuth(x, limiter, 'token');
+    }
+    if (gate.verifier) {
+      const failure = gate.verifier.precheck(x.headers, seconds(x.arrivedAtMs));
+      if (failure) refuseAuth(x, limiter, failure);
+    } else {
+      limiter.reset(x.limiterKey);
+      x.verification = BY_TOKEN;
+    }
+    // `Expect: 100-continue` is answered only now: an unauthenticated sender uploads nothing.
+    x.source.continueBody();
+    return undefined;
+  };
+}
+
+/** The stage after the bounded read: the signature over the raw bytes, before any parsing. */
+export function createAuthenticateBody({ limiter }: Pick<AuthenticateSettings, 'limiter'>): Stage {
+  return function authenticateBody(x: Exchange) {
+    const { gate } = had(x.route, 'route');
+    if (!gate.verifier) return undefined;
+    const result = gate.verifier.verify(x.headers, had(x.raw, 'raw'), seconds(x.arrivedAtMs));
+    if (typeof result === 'string') refuseAuth(x, limiter, result);
+    limiter.reset(x.limiterKey);
+    // Slack marks its own retries; the delivery id makes them replays, this says why one came.
+    const retry = gate.scheme === 'slack' && x.headers('x-slack-retry-num').length > 0;
+    x.verification = { ...result, ...(retry && { retry }) };
+    x.log['scheme'] = result.scheme;
+    return undefined;
+  };
+}
+
+function seconds(ms: number): number {
+  return Math.floor(ms / 1000);
+}

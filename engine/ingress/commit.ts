@@ -1,0 +1,36 @@
+/**
+ * The accept and commit stages: the route builds its actions, then the
+ * actions and their key are stored durably before the answer is written
+ * (nothing accepted is lost). Nothing to store answers without a write.
+ */
+import type { Ledger } from '../dispatcher.ts';
+import { type Answer, type Exchange, had, type Stage } from './exchange.ts';
+
+const NOTHING: Answer = Object.freeze({ kind: 'empty', status: 204 });
+
+/** The route's accept step over the envelope. */
+export async function accept(x: Exchange): Promise<undefined> {
+  const accepted = await had(x.route, 'route').accept(had(x.envelope, 'envelope'), (selection) => {
+    x.selection = selection;
+  });
+  x.accepted = accepted;
+  const patterns = accepted.actions.flatMap((action) => action.safety?.patterns ?? []);
+  // Names of injection patterns found in the content (never the content).
+  if (patterns.length > 0) x.log['injectionPatterns'] = [...new Set(patterns)];
+  return undefined;
+}
+
+/** Build the commit stage over a ledger. */
+export function createCommit(ledger: Ledger): Stage {
+  return async function commit(x: Exchange): Promise<Answer> {
+    const accepted = had(x.accepted, 'accepted');
+    if (accepted.response === null) return NOTHING;
+    // Answered, not stored: a mapping that deliberately runs nothing.
+    if (accepted.actions.length === 0) {
+      return { kind: 'json', status: 200, body: JSON.stringify(accepted.response) };
+    }
+    const body = await ledger.commit(accepted, x.claim);
+    x.log['actionIds'] = accepted.actions.map((action) => action.id);
+    return { kind: 'json', status: 200, body };
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * One request on its way through the stages: what the request brought, and
+ * what each stage found out, in the order the stages run. A stage reads the
+ * fields earlier stages set and sets its own; it answers early by returning
+ * an Answer, refuses by throwing a HookError.
+ */
+import type { Accepted } from '../actions.ts';
+import type { HeaderValues } from '../auth/verifier.ts';
+import type { KeyClaim } from '../dispatcher.ts';
+import type { Selection } from '../rules.ts';
+import type { Envelope, Verification } from '../envelope.ts';
+import type { RequestSource } from './request-source.ts';
+import type { CompiledRoute } from './routes.ts';
+
+export type Exchange = {
+  readonly id: string;
+  readonly arrivedAtMs: number;
+  readonly source: RequestSource;
+  readonly headers: HeaderValues;
+  // admit
+  pathname: string;
+  query: string;
+  hook: string;
+  client: string;
+  limiterKey: string;
+  // pick route
+  route?: CompiledRoute;
+  // authenticate
+  verification?: Verification;
+  // body, parse
+  raw?: Buffer;
+  payload?: Record<string, unknown>;
+  // normalise
+  envelope?: Envelope;
+  // replay check
+  claim?: KeyClaim;
+  // accept
+  selection?: Selection;
+  accepted?: Accepted;
+  /** Fields of the request's log line that stages add (never payload text or secrets). */
+  log: Record<string, unknown>;
+  /** Run once the request is answered, whatever happened (releases a held key). */
+  cleanup: Array<() => void>;
+};
+
+/** What a stage answers with when the request is settled before the last stage. */
+export type Answer =
+  | { kind: 'json'; status: number; body: string; replayed?: boolean }
+  | { kind: 'empty'; status: 204 }
+  | { kind: 'text'; status: 200; body: string };
+
+/** A stage: settles the request (an Answer), passes it on (undefined), or throws a HookError. */
+export type Stage = (exchange: Exchange) => Answer | undefined | Promise<Answer | undefined>;
+
+/** Run the stages in order until one answers. */
+export async function runStages(stages: readonly Stage[], exchange: Exchange): Promise<Answer> {
+  for (const stage of stages) {
+    const step = stage(exchange);
+    // Synchronous stages stay synchronous: no promise per stage on the hot path.
+    const answer = step instanceof Promise ? await step : step;
+    if (answer) return answer;
+  }
+  throw new Error('the stages ended without an answer');
+}
+
+/** A field an earlier stage must have set (a missing one is a bug in the stage list). */
+export function had<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`stage order: ${what} is not set yet`);
+  return value;
+}

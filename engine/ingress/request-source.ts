@@ -1,0 +1,66 @@
+/**
+ * The request as the stages read it: request line, headers, client address
+ * and a bounded body read. The HTTP server and `hookgate test` each provide
+ * one, so both run the very same stages.
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { type BodyLimits, readBody } from '../body.ts';
+import type { HeaderValues } from '../auth/verifier.ts';
+
+export type RequestSource = {
+  method: string;
+  /** Path and query as sent. */
+  url: string;
+  /** Lower-cased names; repeated custom headers joined by Node with ", ". */
+  headers: IncomingHttpHeaders;
+  /** Names and values as sent, every occurrence (for carriers that must appear once). */
+  rawHeaders: readonly string[];
+  remoteAddress: string | undefined;
+  /** Read the whole body under a size and a time limit. */
+  readBody(limits: BodyLimits): Promise<Buffer>;
+  /** Tell a client that waits (`Expect: 100-continue`) to send its body. */
+  continueBody(): void;
+};
+
+// The test node:http uses to raise `checkContinue` (a list such as `100-continue, foo` too).
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
+/** True when the client waits for 100 Continue before sending its body. */
+export function expectsContinue(headers: IncomingHttpHeaders): boolean {
+  const expect = headers.expect;
+  return expect !== undefined && CONTINUE.test(expect);
+}
+
+/** The request source of a node:http request. */
+export function httpSource(req: IncomingMessage, res: ServerResponse): RequestSource {
+  return {
+    method: req.method ?? 'GET',
+    url: req.url ?? '/',
+    headers: req.headers,
+    rawHeaders: req.rawHeaders,
+    remoteAddress: req.socket.remoteAddress,
+    readBody: (limits) => readBody(req, limits),
+    continueBody() {
+      if (expectsContinue(req.headers)) res.writeContinue();
+    },
+  };
+}
+
+/** Every occurrence of each header by lower-case name, read from the raw list once, on first use. */
+export function headerValues(rawHeaders: readonly string[]): HeaderValues {
+  let byName: Map<string, string[]> | undefined;
+  return (name) => {
+    if (!byName) {
+      byName = new Map();
+      for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+        const key = (rawHeaders[i] as string).toLowerCase();
+        const list = byName.get(key);
+        if (list) list.push(rawHeaders[i + 1] as string);
+        else byName.set(key, [rawHeaders[i + 1] as string]);
+      }
+    }
+    return byName.get(name) ?? NONE;
+  };
+}
+
+const NONE: readonly string[] = Object.freeze([]);

@@ -1,0 +1,205 @@
+/**
+ * Routes compiled at boot: one per hook name the configuration serves
+ * (`wake`, `agent`, each mapping path) and one for every other name. A route
+ * owns how it is authenticated (the hook token, a provider signature, or
+ * both), where its delivery id comes from, which bodies it takes, and its
+ * accept step. Nothing here is decided per request.
+ */
+import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import type { AuthScheme, RouteAuth } from '../../schemas/auth.ts';
+import type { Config } from '../../schemas/config.ts';
+import { createTokenCheck } from '../auth.ts';
+import { createVerifier } from '../auth/registry.ts';
+import type { Verifier } from '../auth/verifier.ts';
+import { ConfigError } from '../config.ts';
+import type { Envelope } from '../envelope.ts';
+import { HookError } from '../errors.ts';
+import type { MappedContext } from '../mapped-route.ts';
+import type { CompiledMapping } from '../mappings.ts';
+import type { Policy } from '../policy.ts';
+import { renderLimits } from '../render-budget.ts';
+import type { TransformSupervisor } from '../sandbox/supervisor.ts';
+import { type AcceptStep, builtInAccept, mappedAccept } from './accept-steps.ts';
+import { type DeliveryIdRule, deliveryIdRule } from './delivery-ids.ts';
+
+/** How a route is authenticated. */
+export type RouteGate = {
+  scheme: AuthScheme;
+  /** The hook token is required (scheme `token`, or `requireToken`). */
+  token: boolean;
+  /** A provider signature over the raw body is required. */
+  verifier: Verifier | undefined;
+  /** The subscription handshake's verify token matches (GET), when the route has one. */
+  verifyToken: ((presented: string) => boolean) | undefined;
+};
+
+export type CompiledRoute = {
+  /** The hook name; '' for the route of names nothing else serves. */
+  name: string;
+  gate: RouteGate;
+  /** Form bodies are taken (mapped routes); the built-in triggers take JSON only. */
+  forms: boolean;
+  deliveryId: DeliveryIdRule | undefined;
+  /** How long this route's delivery ids and idempotency keys are remembered. */
+  keyWindowMs: number;
+  /** The mappings tried, in order (empty for the built-in triggers). */
+  mappings: readonly CompiledMapping[];
+  accept: AcceptStep;
+};
+
+export type RouteTable = {
+  /** The route for a hook name (the catch-all route for names nothing else serves). */
+  find(hook: string): CompiledRoute;
+  /** The longest key window of any route (what pruning keeps). */
+  maxKeyWindowMs: number;
+};
+
+const TOKEN_GATE_SCHEME: AuthScheme = 'token';
+
+/** The context routes build actions in: the policy, the configured bounds, the transforms. */
+export function routeContext(
+  config: Config,
+  policy: Policy,
+  extras: { transforms?: TransformSupervisor; lastChannel?: () => string | undefined } = {},
+): MappedContext {
+  return {
+    policy,
+    maxTimeoutSeconds: config.hooks.maxTimeoutSeconds,
+    maxActions: config.hooks.maxActionsPerRequest,
+    renderLimits: renderLimits(config.hooks),
+    newId: randomUUID,
+    ...(extras.lastChannel && { lastChannel: extras.lastChannel }),
+    ...(extras.transforms && { transforms: extras.transforms }),
+  };
+}
+
+/** Compile the routes of a configuration. Every problem is a ConfigError naming the mapping. */
+export function compileRoutes(
+  config: Config,
+  mappings: readonly CompiledMapping[],
+  ctx: MappedContext,
+): RouteTable {
+  const hooks = config.hooks;
+  const tokenWindowMs = hooks.idempotencyWindowSeconds * 1000;
+  const signedWindowMs = hooks.deliveryRetentionSeconds * 1000;
+  const tokenGate: RouteGate = {
+    scheme: TOKEN_GATE_SCHEME,
+    token: true,
+    verifier: undefined,
+    verifyToken: undefined,
+  };
+  const builtIn = (name: 'wake' | 'agent'): CompiledRoute => ({
+    name,
+    gate: tokenGate,
+    forms: false,
+    deliveryId: undefined,
+    keyWindowMs: tokenWindowMs,
+    mappings: [],
+    accept: builtInAccept(name, ctx),
+  });
+  const routes = new Map<string, CompiledRoute>([
+    ['wake', builtIn('wake')],
+    ['agent', builtIn('agent')],
+  ]);
+  const catchAll = mappings.filter((m) => m.path === undefined);
+  for (const mapping of catchAll) {
+    if (mapping.auth && mapping.auth.scheme !== 'token') {
+      throw new ConfigError(
+        `${mapping.at}.auth`,
+        `(mapping "${mapping.id}") a signed mapping needs match.path: a signature belongs to one sender's path`,
+      );
+    }
+  }
+  let longest = Math.max(tokenWindowMs, signedWindowMs);
+  for (const name of new Set(mappings.map((m) => m.path))) {
+    if (name === undefined) continue;
+    const own = mappings.filter((m) => m.path === name);
+    const auth = routeAuth(own);
+    const signed = auth !== undefined && auth.auth.scheme !== 'token';
+    // A signed path runs only its own mappings: a catch-all mapping expects the hook token.
+    const tried = signed ? own : mappings.filter((m) => m.path === name || m.path === undefined);
+    const keyWindowMs = signed ? signedWindowMs : tokenWindowMs;
+    longest = Math.max(longest, keyWindowMs);
+    routes.set(name, {
+      name,
+      gate: auth ? compileGate(auth.auth, auth.at) : tokenGate,
+      forms: true,
+      deliveryId: compileDeliveryId(auth?.auth.scheme ?? 'token', own),
+      keyWindowMs,
+      mappings: tried,
+      accept: mappedAccept(tried, ctx),
+    });
+  }
+  const fallback: CompiledRoute = {
+    name: '',
+    gate: tokenGate,
+    forms: true,
+    deliveryId: undefined,
+    keyWindowMs: tokenWindowMs,
+    mappings: catchAll,
+    accept: catchAll.length > 0 ? mappedAccept(catchAll, ctx) : unknownHook,
+  };
+  return {
+    find: (hook) => routes.get(hook) ?? fallback,
+    maxKeyWindowMs: longest,
+  };
+}
+
+function unknownHook(envelope: Envelope): never {
+  throw new HookError('unknown_hook', `No hook named "${envelope.hook.slice(0, 100)}".`);
+}
+
+/** The one auth block of a path: declared on any of its mappings, identical wherever repeated. */
+function routeAuth(own: readonly CompiledMapping[]): { auth: RouteAuth; at: string } | undefined {
+  let found: { auth: RouteAuth; at: string; id: string } | undefined;
+  for (const mapping of own) {
+    if (!mapping.auth) continue;
+    if (!found) {
+      found = { auth: mapping.auth, at: `${mapping.at}.auth`, id: mapping.id };
+    } else if (!isDeepStrictEqual(found.auth, mapping.auth)) {
+      throw new ConfigError(
+        `${mapping.at}.auth`,
+        `(mapping "${mapping.id}") differs from the auth of mapping "${found.id}" on the same path; a path has one auth`,
+      );
+    }
+  }
+  return found;
+}
+
+function compileGate(auth: RouteAuth, at: string): RouteGate {
+  const signed = auth.scheme !== 'token';
+  return {
+    scheme: auth.scheme,
+    token: !signed || auth.requireToken === true,
+    verifier: signed ? createVerifier(auth, at) : undefined,
+    verifyToken: auth.verifyToken === undefined ? undefined : verifyTokenCheck(auth.verifyToken),
+  };
+}
+
+function verifyTokenCheck(expected: string): (presented: string) => boolean {
+  const matches = createTokenCheck(expected);
+  return (presented) => matches({ kind: 'token', token: presented });
+}
+
+function compileDeliveryId(
+  scheme: AuthScheme,
+  own: readonly CompiledMapping[],
+): DeliveryIdRule | undefined {
+  const withKey = own.find((m) => m.idempotencyKey !== undefined);
+  for (const mapping of own) {
+    if (mapping.idempotencyKey !== undefined && mapping.idempotencyKey !== withKey?.idempotencyKey)
+      throw new ConfigError(
+        `${mapping.at}.idempotencyKey`,
+        `(mapping "${mapping.id}") differs from mapping "${withKey?.id}" on the same path; a path has one delivery id`,
+      );
+  }
+  try {
+    return deliveryIdRule(scheme, withKey?.idempotencyKey);
+  } catch (err) {
+    throw new ConfigError(
+      `${withKey?.at}.idempotencyKey`,
+      `(mapping "${withKey?.id}") ${String((err as Error).message).split('\n')[0]}`,
+    );
+  }
+}
