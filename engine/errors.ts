@@ -30,6 +30,14 @@ export const ERRORS = Object.freeze({
   },
   request_timeout: { status: 408, message: 'The request body did not arrive in time.' },
   invalid_json: { status: 400, message: 'The body must be a UTF-8 JSON object.' },
+  invalid_form: {
+    status: 400,
+    message: 'The form body must be UTF-8 form fields, each name at most once.',
+  },
+  unsupported_media_type: {
+    status: 415,
+    message: 'Send Content-Type: application/json (or a form where the endpoint takes one).',
+  },
   invalid_payload: { status: 400, message: 'The payload does not match the endpoint schema.' },
   rendered_too_large: {
     status: 400,

@@ -1,0 +1,85 @@
+/**
+ * The body stage's choice of parser by Content-Type. JSON (`application/json`,
+ * `application/<x>+json`, or no Content-Type at all) is parsed as a JSON
+ * object; `application/x-www-form-urlencoded` is decoded as a form where the
+ * route accepts forms; anything else is refused 415 `unsupported_media_type`.
+ * A charset parameter other than UTF-8 is refused too: bodies are decoded as
+ * UTF-8 only. `bodyFormat` needs the header alone, so the pipeline can refuse
+ * before reading a byte of the body.
+ */
+import { MIMEType } from 'node:util';
+import { parseJsonObject } from '../body.ts';
+import { HookError } from '../errors.ts';
+import { parseForm } from './form.ts';
+
+/** How a body is parsed. */
+export type BodyFormat = 'json' | 'form';
+
+/** Per-route parsing limits: JSON nesting depth, and whether forms are accepted at all. */
+export type BodyParseLimits = { maxDepth: number; forms: boolean };
+
+const JSON_TYPE = 'application/json';
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+// Labels the WHATWG Encoding Standard maps to UTF-8 that senders actually use.
+const UTF8_LABELS: ReadonlySet<string> = new Set(['utf-8', 'utf8']);
+
+/** The format a Content-Type header selects, or a 415 HookError if the route cannot take it. */
+export function bodyFormat(contentType: string | undefined, forms: boolean): BodyFormat {
+  // No Content-Type at all: JSON, as hookgate has always read it.
+  if (contentType === undefined) return 'json';
+  let media: MIMEType;
+  try {
+    media = new MIMEType(contentType);
+  } catch {
+    throw unsupported('The Content-Type header is not a valid media type.', forms);
+  }
+  const format = formatOf(media);
+  if (format === undefined) {
+    throw unsupported(`The media type ${media.essence} is not accepted.`, forms, media.essence);
+  }
+  if (format === 'form' && !forms) {
+    throw unsupported('This endpoint takes a JSON body, not a form.', forms, media.essence);
+  }
+  const charset = media.params.get('charset');
+  if (charset !== null && !UTF8_LABELS.has(charset.toLowerCase())) {
+    throw unsupported('Only charset=utf-8 is accepted.', forms, media.essence);
+  }
+  return format;
+}
+
+/** Parse a body by its Content-Type into an object, or throw the HookError that refuses it. */
+export function parseBody(
+  raw: Buffer,
+  contentType: string | undefined,
+  limits: BodyParseLimits,
+): Record<string, unknown> {
+  return bodyFormat(contentType, limits.forms) === 'form'
+    ? parseForm(raw, limits.maxDepth)
+    : parseJsonObject(raw, limits.maxDepth);
+}
+
+function formatOf(media: MIMEType): BodyFormat | undefined {
+  if (media.essence === JSON_TYPE) return 'json';
+  if (media.essence === FORM_TYPE) return 'form';
+  // Structured syntax suffix (RFC 6839): application/vnd.github+json, application/cloudevents+json.
+  const { type, subtype } = media;
+  if (type === 'application' && subtype.length > 5 && subtype.endsWith('+json')) return 'json';
+  return undefined;
+}
+
+const JSON_ONLY = Object.freeze({
+  accepted: Object.freeze([JSON_TYPE, 'application/*+json']),
+  hint: `Send Content-Type: ${JSON_TYPE}.`,
+});
+const JSON_OR_FORM = Object.freeze({
+  accepted: Object.freeze([JSON_TYPE, 'application/*+json', FORM_TYPE]),
+  hint: `Send Content-Type: ${JSON_TYPE} (or application/<type>+json) or ${FORM_TYPE}, in UTF-8.`,
+});
+
+function unsupported(message: string, forms: boolean, mediaType?: string): HookError {
+  const { accepted, hint } = forms ? JSON_OR_FORM : JSON_ONLY;
+  // The media type goes back as details (essence only: parameters may hold anything).
+  return new HookError('unsupported_media_type', `${message} ${hint}`, {
+    details: { accepted, ...(mediaType !== undefined && { mediaType }) },
+  });
+}
