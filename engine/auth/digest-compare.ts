@@ -10,6 +10,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 /** Hash algorithms a MAC may use, with their digest length in bytes. */
 export const DIGEST_BYTES = Object.freeze({ sha1: 20, sha256: 32, sha512: 64 });
 
+/** A hash algorithm name node:crypto knows. */
 export type DigestAlgorithm = keyof typeof DIGEST_BYTES;
 
 /** Signed content as the ordered byte strings it is made of. */

@@ -34,7 +34,11 @@ function decodeDigest(settings: HmacSettings, text: string): Buffer | undefined 
   return settings.encoding === 'hex' ? decodeHex(text, bytes) : decodeBase64(text, bytes);
 }
 
-function parseTimestamp(settings: HmacSettings, headers: HeaderValues, nowSeconds: number) {
+function parseTimestamp(
+  settings: HmacSettings,
+  headers: HeaderValues,
+  nowSeconds: number,
+): InWindow | Refusal | undefined {
   if (settings.timestampHeader === undefined) return undefined;
   const stamp = singleHeader(headers, settings.timestampHeader);
   if (isRefusal(stamp)) return stamp;

@@ -25,6 +25,7 @@ export function headerValues(headers: TestHeaders): HeaderValues {
   return (name) => byName.get(name) ?? [];
 }
 
+/** How one provider signs, for the shared suites. */
 export type Sender = {
   /** Name in test titles. */
   name: string;
