@@ -62,6 +62,7 @@ describe('bodyFormat', () => {
     ['Application/JSON ; Charset="UTF-8"', 'json'],
     ['application/vnd.github+json', 'json'],
     ['application/cloudevents+json; charset=utf8', 'json'],
+    ['text/plain;charset=UTF-8', 'json'],
     [FORM, 'form'],
     [`${FORM}; charset=UTF-8`, 'form'],
   ])('takes %s as %s', (contentType, format) => {
@@ -69,7 +70,7 @@ describe('bodyFormat', () => {
   });
 
   it.each([
-    ['text/plain'],
+    ['text/html'],
     ['text/json'],
     ['application/xml'],
     ['application/+json'],
@@ -86,10 +87,10 @@ describe('bodyFormat', () => {
   });
 
   it('names the accepted types in the refusal', () => {
-    const error = refusal('x', 'text/plain');
+    const error = refusal('x', 'text/html');
     expect(error.details).toEqual({
-      accepted: ['application/json', 'application/*+json', FORM],
-      mediaType: 'text/plain',
+      accepted: ['application/json', 'application/*+json', 'text/plain', FORM],
+      mediaType: 'text/html',
     });
   });
 
@@ -97,7 +98,7 @@ describe('bodyFormat', () => {
     const error = refusal(SLASH_COMMAND, FORM, JSON_ONLY);
     expect(error.code).toBe('unsupported_media_type');
     expect(error.details).toEqual({
-      accepted: ['application/json', 'application/*+json'],
+      accepted: ['application/json', 'application/*+json', 'text/plain'],
       mediaType: FORM,
     });
     expect(error.message).toContain('Content-Type: application/json');
@@ -288,7 +289,6 @@ describe('hostile bodies', () => {
     ['charset confusion (charset=latin1)', 'application/json; charset=latin1', '{"a":"\xe9"}'],
     ['charset confusion on a form', `${FORM}; charset=latin1`, 'text=%E9'],
     ['multipart smuggling', 'multipart/form-data; boundary=b', '--b\r\n\r\nx\r\n--b--'],
-    ['text/plain without CORS preflight', 'text/plain', '{"text":"hi"}'],
     ['a JSON look-alike type', 'text/json', '{"text":"hi"}'],
   ])('%s is refused with 415', (_name, contentType, body) => {
     expect(outcome(body, contentType)).toMatchObject({ code: 'unsupported_media_type' });

@@ -1,7 +1,7 @@
 /**
  * The body stage's choice of parser by Content-Type. JSON (`application/json`,
- * `application/<x>+json`, or no Content-Type at all) is parsed as a JSON
- * object; `application/x-www-form-urlencoded` is decoded as a form where the
+ * `application/<x>+json`, `text/plain`, or no Content-Type at all) is parsed
+ * as a JSON object; `application/x-www-form-urlencoded` is decoded as a form where the
  * route accepts forms; anything else is refused 415 `unsupported_media_type`.
  * A charset parameter other than UTF-8 is refused too: bodies are decoded as
  * UTF-8 only. `bodyFormat` needs the header alone, so the pipeline can refuse
@@ -20,6 +20,7 @@ export type BodyParseLimits = { maxDepth: number; forms: boolean };
 
 const JSON_TYPE = 'application/json';
 const FORM_TYPE = 'application/x-www-form-urlencoded';
+const TEXT_TYPE = 'text/plain';
 // Labels the WHATWG Encoding Standard maps to UTF-8 that senders actually use.
 const UTF8_LABELS: ReadonlySet<string> = new Set(['utf-8', 'utf8']);
 
@@ -59,7 +60,8 @@ export function parseBody(
 }
 
 function formatOf(media: MIMEType): BodyFormat | undefined {
-  if (media.essence === JSON_TYPE) return 'json';
+  // text/plain is what fetch() and many small senders put on a JSON string: read as JSON.
+  if (media.essence === JSON_TYPE || media.essence === TEXT_TYPE) return 'json';
   if (media.essence === FORM_TYPE) return 'form';
   // Structured syntax suffix (RFC 6839): application/vnd.github+json, application/cloudevents+json.
   const { type, subtype } = media;
@@ -68,11 +70,11 @@ function formatOf(media: MIMEType): BodyFormat | undefined {
 }
 
 const JSON_ONLY = Object.freeze({
-  accepted: Object.freeze([JSON_TYPE, 'application/*+json']),
+  accepted: Object.freeze([JSON_TYPE, 'application/*+json', TEXT_TYPE]),
   hint: `Send Content-Type: ${JSON_TYPE}.`,
 });
 const JSON_OR_FORM = Object.freeze({
-  accepted: Object.freeze([JSON_TYPE, 'application/*+json', FORM_TYPE]),
+  accepted: Object.freeze([JSON_TYPE, 'application/*+json', TEXT_TYPE, FORM_TYPE]),
   hint: `Send Content-Type: ${JSON_TYPE} (or application/<type>+json) or ${FORM_TYPE}, in UTF-8.`,
 });
 

@@ -1,24 +1,30 @@
 /**
- * The body stages: read the body under the size and time limits, then parse
- * it by content type (after the signature was checked on the raw bytes).
+ * The body stages: refuse a content type the route does not take before a
+ * byte is read, read the body under the size and time limits, then parse it
+ * by content type (after the signature was checked on the raw bytes).
  */
-import { type BodyLimits, parseJsonObject } from '../body.ts';
+import type { BodyLimits } from '../body.ts';
+import { bodyFormat, parseBody } from './content-types.ts';
 import { type Exchange, had, type Stage } from './exchange.ts';
 
 export type BodySettings = BodyLimits & { maxDepth: number };
 
-/** Read the whole body, refusing it past the size limit or after the time limit. */
+/** Read the whole body, refusing an unsupported type first, and a body past its limits. */
 export function createReadBody(limits: BodySettings): Stage {
   return async function readBody(x: Exchange) {
+    bodyFormat(x.source.headers['content-type'], had(x.route, 'route').forms);
     x.raw = await x.source.readBody(limits);
     return undefined;
   };
 }
 
-/** Parse the raw body into the payload. */
+/** Parse the raw body into the payload: JSON, or a form on routes that take forms. */
 export function createParse(limits: BodySettings): Stage {
   return function parse(x: Exchange) {
-    x.payload = parseJsonObject(had(x.raw, 'raw'), limits.maxDepth);
+    x.payload = parseBody(had(x.raw, 'raw'), x.source.headers['content-type'], {
+      maxDepth: limits.maxDepth,
+      forms: had(x.route, 'route').forms,
+    });
     return undefined;
   };
 }
