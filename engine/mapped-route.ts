@@ -53,7 +53,10 @@ export async function buildMappedActions(
   data: RuleData,
   ctx: MappedContext,
 ): Promise<Accepted> {
-  if (mapping.transform) return buildWithTransform(mapping, envelope, data, ctx);
+  const kind = mapping.kind;
+  // Acknowledged on purpose (a provider's ping, an event the agent need not see): 200, nothing stored.
+  if (kind === 'ignore') return { actions: [], response: { ok: true, ignored: mapping.id } };
+  if (mapping.transform) return buildWithTransform(mapping, kind, envelope, data, ctx);
   const items = fanOutItems(mapping, data, ctx.maxActions);
   // One budget for the whole request: all actions of a fan-out share it.
   const budget = new RenderBudget(ctx.renderLimits);
@@ -63,15 +66,7 @@ export async function buildMappedActions(
     // Rendering is synchronous: the one context can carry each element in turn.
     if (mapping.forEach) Object.assign(context, { item, index });
     const fields = renderFields(mapping, context, budget);
-    return buildFrom(
-      mapping,
-      envelope,
-      mapping.kind,
-      fields,
-      mapping.provenance,
-      ctx,
-      'invalid_payload',
-    );
+    return buildFrom(mapping, envelope, kind, fields, mapping.provenance, ctx, 'invalid_payload');
   });
   if (actions.length === 0) return { actions, response: null };
   const body = acceptanceBody(actions, mapping.forEach !== undefined);
@@ -81,6 +76,7 @@ export async function buildMappedActions(
 /** Run the mapping's sandboxed transform and merge what it returns over the template-built fields. */
 async function buildWithTransform(
   mapping: CompiledMapping,
+  kind: 'wake' | 'agent',
   envelope: Envelope,
   data: RuleData,
   ctx: MappedContext,
@@ -104,7 +100,7 @@ async function buildWithTransform(
   const { value } = await ctx.transforms.call(mapping.transform.key, input);
   let merged: MergedAction[] | null;
   try {
-    merged = mergeTransformOutput(value, { kind: mapping.kind, fields: base }, ctx.maxActions);
+    merged = mergeTransformOutput(value, { kind, fields: base }, ctx.maxActions);
   } catch (err) {
     if (err instanceof HookError) throw refusal(mapping, err.code, err.message);
     throw err;

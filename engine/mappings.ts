@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { PRESETS } from '../presets/registry.ts';
+import { PRESETS, presetProblem } from '../presets/registry.ts';
 import type { RouteAuth } from '../schemas/auth.ts';
 import type { Config } from '../schemas/config.ts';
 import { type Mapping, TEMPLATE_FIELDS, type TemplateField } from '../schemas/mapping.ts';
@@ -43,7 +43,8 @@ export type CompiledMapping = {
   when: Condition | undefined;
   /** The rule as configured, for `check` and `test`. */
   whenRule: unknown;
-  kind: 'wake' | 'agent';
+  /** ignore: the request is answered 200 and nothing is stored or run. */
+  kind: 'wake' | 'agent' | 'ignore';
   fields: FieldPlan;
   sessionKey: { static: string } | { template: SessionKeyTemplate } | undefined;
   deliver: boolean | undefined;
@@ -74,6 +75,15 @@ export function transformPlaces(root: string, transformsDir: string | undefined)
   }
 }
 
+// Fields a preset takes from hooks.<name>.
+const PRESET_SETTINGS: ReadonlySet<string> = new Set([
+  'model',
+  'thinking',
+  'agentId',
+  'channel',
+  'to',
+]);
+
 const BUILT_IN_HOOKS: ReadonlySet<string> = new Set(['wake', 'agent']);
 
 /** Compile the user's mappings and the enabled presets, in matching order. */
@@ -100,15 +110,19 @@ export function compileMappings(
         `unknown preset "${name}" (known: ${Object.keys(PRESETS).join(', ')})`,
       );
     }
-    const mapping = preset(hooks);
-    // A user mapping for the same path overrides the preset entirely.
-    if (mapping.match?.path !== undefined && claimed.has(mapping.match.path)) return;
-    entries.push({
-      mapping,
-      at: `hooks.presets.${i}`,
-      fallbackId: name,
-      settingsAt: `hooks.${name}`,
-    });
+    // Every mapping of a preset is on the path named after it: a user mapping for that path
+    // overrides the preset entirely (its secret is then not needed either).
+    if (claimed.has(name)) return;
+    const problem = presetProblem(name, hooks);
+    if (problem) throw new ConfigError(problem.at, problem.message);
+    for (const mapping of preset(hooks)) {
+      entries.push({
+        mapping,
+        at: `hooks.presets.${i}`,
+        fallbackId: name,
+        settingsAt: `hooks.${name}`,
+      });
+    }
   });
 
   const seen = new Map<string, string>();
@@ -129,9 +143,9 @@ function compileMapping(
   places: TransformPlaces | undefined,
   settingsAt?: string,
 ): CompiledMapping {
-  // A preset's model and thinking come from the deployment's settings (e.g. hooks.gmail): blame those.
+  // A preset's agent settings come from the deployment's (e.g. hooks.gmail): blame those.
   const fail = (field: string, message: string): never => {
-    const where = settingsAt && (field === 'model' || field === 'thinking') ? settingsAt : at;
+    const where = settingsAt && PRESET_SETTINGS.has(field) ? settingsAt : at;
     throw new ConfigError(`${where}.${field}`, `(mapping "${id}") ${message}`);
   };
   const path = mapping.match?.path;
@@ -143,7 +157,8 @@ function compileMapping(
   const textField = kind === 'agent' ? 'message' : 'text';
   const transform =
     mapping.transform && places ? transformSpec(mapping, id, places, fail) : undefined;
-  if (transform === undefined && fields.message === undefined && fields.text === undefined) {
+  const needsText = kind !== 'ignore' && transform === undefined;
+  if (needsText && fields.message === undefined && fields.text === undefined) {
     fail(
       `templates.${textField}`,
       `a ${kind} mapping needs a ${textField} (templates.${textField} or ${textField})`,

@@ -13,6 +13,7 @@
  */
 import Handlebars from 'handlebars';
 import { keySegment } from './key-segment.ts';
+import { formatMinorUnits } from './money.ts';
 import { RenderBudget, RenderLimitError } from './render-budget.ts';
 
 /** A compiled template: renders a context within a budget (a fresh default one when omitted). */
@@ -96,6 +97,14 @@ const HELPERS: Record<string, (...args: unknown[]) => unknown> = {
     return a === b;
   },
   keySegment: (value) => made(keySegment(text(value))),
+  // Every run of white space (line breaks included) as one space: a summary stays one line.
+  oneLine: (value) =>
+    made(
+      made(text(value))
+        .replace(/[\s\u0085]+/g, ' ')
+        .trim(),
+    ),
+  money: (amount, currency) => made(formatMinorUnits(amount, given(currency, 'string'))),
 };
 for (const [name, helper] of Object.entries(HELPERS)) hb.registerHelper(name, helper);
 

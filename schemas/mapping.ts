@@ -43,7 +43,8 @@ export const mappingSchema = {
         when: { type: ['object', 'boolean'] },
       },
     },
-    action: { enum: ['wake', 'agent'] },
+    // ignore: answered 200, nothing stored or run (a provider's events nobody needs).
+    action: { enum: ['wake', 'agent', 'ignore'] },
     templates: {
       type: 'object',
       additionalProperties: false,

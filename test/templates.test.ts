@@ -34,8 +34,18 @@ describe('rendering', () => {
     ['eq in if', '{{#if (eq payload.n 5)}}five{{else}}other{{/if}}', 'five'],
     ['each', '{{#each list}}[{{this}}]{{/each}}', '[a][b][c]'],
     ['missing path', '{{payload.nope.deeper}}', ''],
+    ['money', '{{money 1999 "usd"}}', '19.99 USD'],
+    ['money zero-decimal', '{{money 500 "jpy"}}', '500 JPY'],
+    ['money three-decimal', '{{money -5 "kwd"}}', '-0.005 KWD'],
+    ['money not an amount', '{{money "12" "usd"}}', '12 usd'],
+    ['money without currency', '{{money 12}}', '12'],
   ])('%s', (_name, source, expected) => {
     expect(compileTemplate(source)(ctx)).toBe(expected);
+  });
+
+  it('oneLine folds every line break and run of white space into one space', () => {
+    const text = { t: '  a\n b\r\n\tc\u2028d\u0085e  ', list: ['x\ny', 'z'] };
+    expect(compileTemplate('{{oneLine t}}|{{oneLine list}}')(text)).toBe('a b c d e|x y, z');
   });
 
   it.each([

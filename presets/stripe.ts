@@ -1,0 +1,100 @@
+/**
+ * The `stripe` preset: a Stripe webhook endpoint posting to
+ * `<hooks_path>/stripe`, signed with `Stripe-Signature`. Stripe sends only the
+ * event types selected for the endpoint in its dashboard, so every event
+ * wakes an agent (none is ignored here: choose the types there). The message
+ * opens with one line (type, object, amount, customer, live or test) and
+ * lists the essentials. One session per customer (`hook:stripe:<cus_...>`;
+ * a customer.* event's own object is the customer); events about no customer
+ * share `hook:stripe:account`. Thin events (`v2.core.event`) name their object
+ * instead of carrying it.
+ */
+import type { Mapping } from '../schemas/mapping.ts';
+
+const OBJECT = 'payload.data.object';
+
+// The amount that matters for the object: its amount, else what is due, else the total.
+const AMOUNT = ['amount', 'amount_due', 'amount_total']
+  .map(
+    (field, i) =>
+      `{{${i === 0 ? '#if' : 'else if'} ${OBJECT}.${field}}} {{money ${OBJECT}.${field} ${OBJECT}.currency}}`,
+  )
+  .join('')
+  .concat('{{/if}}');
+
+const MODE = '{{#if payload.livemode}}live{{else}}test{{/if}}';
+
+const summary = (customer: string) =>
+  [
+    'Stripe {{truncate (oneLine payload.type) 80}}: ',
+    `{{truncate (oneLine ${OBJECT}.object) 40}} {{truncate (oneLine ${OBJECT}.id) 80}}`,
+    AMOUNT,
+    `{{#if ${customer}}} for {{truncate (oneLine ${customer}) 80}}{{/if}}`,
+    ` (${MODE})\n`,
+  ].join('');
+
+const fact = (label: string, path: string) =>
+  `{{#if ${path}}}${label}: {{truncate (oneLine ${path}) 300}}\n{{/if}}`;
+
+const facts = (customer: string) =>
+  [
+    fact('Event', 'payload.id'),
+    fact('Type', 'payload.type'),
+    fact('Object', `${OBJECT}.object`),
+    fact('Object id', `${OBJECT}.id`),
+    `{{#if ${OBJECT}.amount}}Amount: {{money ${OBJECT}.amount ${OBJECT}.currency}}\n{{/if}}`,
+    `{{#if ${OBJECT}.amount_due}}Amount due: {{money ${OBJECT}.amount_due ${OBJECT}.currency}}\n{{/if}}`,
+    `{{#if ${OBJECT}.amount_paid}}Amount paid: {{money ${OBJECT}.amount_paid ${OBJECT}.currency}}\n{{/if}}`,
+    `{{#if ${OBJECT}.amount_refunded}}Refunded: {{money ${OBJECT}.amount_refunded ${OBJECT}.currency}}\n{{/if}}`,
+    `{{#if ${OBJECT}.amount_total}}Total: {{money ${OBJECT}.amount_total ${OBJECT}.currency}}\n{{/if}}`,
+    fact('Customer', customer),
+    fact('Email', `(default ${OBJECT}.customer_email ${OBJECT}.receipt_email)`),
+    fact('Status', `${OBJECT}.status`),
+    fact('Description', `${OBJECT}.description`),
+    fact('Failure', `(default ${OBJECT}.last_payment_error.message ${OBJECT}.failure_message)`),
+    fact('Reason', `${OBJECT}.cancellation_details.reason`),
+    fact('Invoice URL', `${OBJECT}.hosted_invoice_url`),
+    fact('Connected account', 'payload.account'),
+    `Mode: ${MODE}\n`,
+  ].join('');
+
+function agent(id: string, when: Record<string, unknown> | undefined, customer: string): Mapping {
+  return {
+    id,
+    match: { path: 'stripe', ...(when && { when }) },
+    action: 'agent',
+    name: 'Stripe',
+    label: 'Stripe',
+    wakeMode: 'now',
+    templates: {
+      message: summary(customer) + facts(customer),
+      sessionKey: `hook:stripe:{{keySegment (default ${customer} "account")}}`,
+    },
+  };
+}
+
+const thin: Mapping = {
+  id: 'stripe-thin',
+  match: { path: 'stripe', when: { '==': [{ var: 'payload.object' }, 'v2.core.event'] } },
+  action: 'agent',
+  name: 'Stripe',
+  label: 'Stripe',
+  wakeMode: 'now',
+  templates: {
+    message: [
+      'Stripe {{truncate (oneLine payload.type) 80}}: {{truncate (oneLine payload.related_object.type) 40}} {{truncate (oneLine payload.related_object.id) 80}} ({{#if payload.livemode}}live{{else}}test{{/if}})\n',
+      fact('Event', 'payload.id'),
+      fact('Object', 'payload.related_object.type'),
+      fact('Object id', 'payload.related_object.id'),
+      fact('Fetch', 'payload.related_object.url'),
+    ].join(''),
+    sessionKey: 'hook:stripe:account',
+  },
+};
+
+/** The preset's mappings, in matching order: thin events, customer objects, everything else. */
+export const stripeMappings: readonly Mapping[] = Object.freeze([
+  thin,
+  agent('stripe-customer', { '==': [{ var: `${OBJECT}.object` }, 'customer'] }, `${OBJECT}.id`),
+  agent('stripe', undefined, `${OBJECT}.customer`),
+]);
