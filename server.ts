@@ -5,7 +5,7 @@
  *   node server.ts [serve] [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR]
  *   node server.ts actions [--json] [--limit N] [--data-dir DIR | --config FILE]
  *   node server.ts check [--config FILE]
- *   node server.ts test <name> --payload FILE [--header K:V] [--query K=V] [--json]
+ *   node server.ts test <name> --payload FILE [--header K:V] [--query K=V] [--sign] [--json]
  */
 import { parseArgs } from 'node:util';
 import { check } from './engine/cli/check.ts';
@@ -25,7 +25,7 @@ const USAGE = `usage:
   hookgate heartbeat now [--data-dir DIR | --config FILE]
   hookgate retry <action id> [--failed] [--data-dir DIR | --config FILE]
   hookgate check [--config FILE]
-  hookgate test <name> --payload FILE [--header K:V ...] [--query K=V ...] [--json] [--config FILE]
+  hookgate test <name> --payload FILE [--header K:V ...] [--query K=V ...] [--sign] [--json] [--config FILE]
 `;
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
@@ -114,6 +114,7 @@ async function main(argv: string[]): Promise<number> {
         header: { type: 'string', multiple: true },
         query: { type: 'string', multiple: true },
         json: { type: 'boolean' },
+        sign: { type: 'boolean' },
         config: { type: 'string' },
       },
     });
@@ -129,6 +130,7 @@ async function main(argv: string[]): Promise<number> {
         headers: values.header ?? [],
         query: values.query ?? [],
         ...(values.json !== undefined && { json: values.json }),
+        ...(values.sign !== undefined && { sign: values.sign }),
         ...(values.config !== undefined && { config: values.config }),
       },
       print,

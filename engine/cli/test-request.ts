@@ -4,7 +4,9 @@
  * (and why the others did not), the resulting actions and policy decisions.
  */
 import { readFileSync } from 'node:fs';
+import { signatureHeaders } from '../auth/sign.ts';
 import { ConfigError } from '../config.ts';
+import type { CompiledMapping } from '../mappings.ts';
 import type { Verification } from '../envelope.ts';
 import { type DryRunResult, dryRun } from '../ingress/dry-run.ts';
 import { compileRoutes, routeContext } from '../ingress/routes.ts';
@@ -22,6 +24,8 @@ export type TestFlags = {
   query: string[];
   json?: boolean;
   config?: string;
+  /** Sign the request with the route's first secret, as its sender would. */
+  sign?: boolean;
 };
 
 const WHY: Record<MatchOutcome, string> = {
@@ -46,10 +50,12 @@ export async function testRequest(flags: TestFlags, out: (line: string) => void)
     setup.mappings,
     createLogger('warn', 2),
   );
+  const headers = parsePairs(flags.headers, ':', (k) => k.toLowerCase());
+  if (flags.sign) Object.assign(headers, signFor(setup.mappings, flags.name, body, headers));
   const request = {
     hook: flags.name,
     body,
-    headers: parsePairs(flags.headers, ':', (k) => k.toLowerCase()),
+    headers,
     query: new URLSearchParams(Object.entries(parsePairs(flags.query, '=', (k) => k))).toString(),
   };
   let result: DryRunResult;
@@ -72,15 +78,21 @@ export async function testRequest(flags: TestFlags, out: (line: string) => void)
 
 function describe(name: string, base: string, result: DryRunResult): string[] {
   const lines = [`POST ${base}/${name}`];
+  if (result.verification)
+    lines.push(`Authenticated: ${describeVerification(result.verification)}`);
+  if (result.replayKey) lines.push(`Replay key: ${result.replayKey} (not looked up)`);
   if (result.trace.length > 0) {
     lines.push('Mappings, in order:');
     for (const { mappingId, outcome } of result.trace)
       lines.push(`  ${mappingId}: ${WHY[outcome as MatchOutcome]}`);
   }
-  if (result.verification) lines.push(`Authenticated: ${describeVerification(result.verification)}`);
-  if (result.replayKey) lines.push(`Replay key: ${result.replayKey} (not looked up)`);
   if (result.error) {
     lines.push(`Refused: ${result.status} ${result.error.code}: ${result.error.message}`);
+    if (result.error.code === 'unauthorized') {
+      lines.push(
+        "Hint: on a signed route, pass the delivery's own signature headers (--header) or --sign.",
+      );
+    }
     return lines;
   }
   if (result.status === 204) {
@@ -115,6 +127,20 @@ function describe(name: string, base: string, result: DryRunResult): string[] {
     );
   }
   return lines;
+}
+
+/** The headers that sign a request to this route, as its sender would (ConfigError if it cannot). */
+function signFor(
+  mappings: readonly CompiledMapping[],
+  name: string,
+  body: Buffer,
+  given: Record<string, string>,
+): Record<string, string> {
+  const auth = mappings.find((m) => m.path === name && m.auth)?.auth;
+  if (!auth) throw new ConfigError('', `--sign: the route "${name}" has no auth block to sign for`);
+  const signed = signatureHeaders(auth, body, Math.floor(Date.now() / 1000), given);
+  if (typeof signed === 'string') throw new ConfigError('', `--sign: ${signed}`);
+  return signed;
 }
 
 function describeVerification(v: Verification): string {
