@@ -15,6 +15,10 @@ declare module 'autocannon' {
     pipelining?: number;
     timeout?: number;
     title?: string;
+    /** Per-request hooks; setupRequest may return a changed request (headers, body). */
+    requests?: Array<{
+      setupRequest?: (request: Record<string, unknown>) => Record<string, unknown>;
+    }>;
   };
 
   export type Stats = {

@@ -5,6 +5,7 @@
  * every response, because autocannon's histogram rounds to whole ms.
  */
 import { createHistogram } from 'node:perf_hooks';
+import { createHmac, randomUUID } from 'node:crypto';
 import autocannon, { type Result } from 'autocannon';
 import type { Target } from './targets.ts';
 
@@ -36,20 +37,40 @@ export type LoadResult = {
 };
 
 function options(url: string, target: Target, settings: LoadSettings, seconds: number) {
+  const headers = {
+    ...target.headers,
+    'content-type': 'application/json',
+    authorization: `Bearer ${target.token}`,
+  };
   return {
     url: `${url}${target.path}`,
     method: 'POST' as const,
-    headers: {
-      ...target.headers,
-      'content-type': 'application/json',
-      authorization: `Bearer ${target.token}`,
-    },
+    headers,
     body: target.body,
+    ...(target.githubSecret !== undefined && {
+      requests: [{ setupRequest: githubSigner(target.githubSecret, headers, target.body) }],
+    }),
     connections: settings.connections,
     pipelining: settings.pipelining,
     duration: seconds,
     timeout: 10,
   };
+}
+
+// Every request a new delivery (a repeat would be a cheap replay), signed as GitHub signs it.
+function githubSigner(secret: string, headers: Record<string, string>, body: string) {
+  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  // Warm-up and run each get their own prefix: a warm-up id repeated in the run would be a replay.
+  const prefix = randomUUID();
+  let delivery = 0;
+  return (request: Record<string, unknown>) => ({
+    ...request,
+    headers: {
+      ...headers,
+      'x-github-delivery': `${prefix}-${++delivery}`,
+      'x-hub-signature-256': signature,
+    },
+  });
 }
 
 function statusCounts(result: Result): Record<string, number> {

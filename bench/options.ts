@@ -31,7 +31,7 @@ export const USAGE = `npm run bench [-- options]
   --warmup S         warm-up seconds per target           (BENCH_WARMUP, default 2)
   --connections N    autocannon connections               (BENCH_CONNECTIONS, default 50)
   --pipelining N     requests in flight per connection    (BENCH_PIPELINING, default 1)
-  --targets LIST     comma-separated keys: baseline, wake, agent, mapped, transform,
+  --targets LIST     comma-separated keys: baseline, wake, agent, mapped, github-signed, transform,
                      unauthorized, wake-log, wake-runtime, wake-memory, wake-delay-N,
                      baseline-again (BENCH_TARGETS, default all)
   --commit-delays L  runtime.commitDelayMs values; the first applies to every hookgate

@@ -58,6 +58,8 @@ export type Target = {
   /** Request headers besides content-type and authorization. */
   headers?: Record<string, string>;
   body: string;
+  /** Sign each request as GitHub does (a fresh X-GitHub-Delivery, X-Hub-Signature-256) with this secret. */
+  githubSecret?: string;
   expectStatus: number;
   /** The issue's aim: at least this fraction of the baseline's req/s, every 200 durable. */
   aim?: number;
@@ -111,6 +113,25 @@ const GITHUB_PUSH_BODY = sizedBody(
   'compare',
 );
 
+/** The github preset's secret in the signed target. */
+const GITHUB_SECRET = 'bench-github-webhook-secret';
+
+/** An `issues` delivery as GitHub sends it, padded in the issue body. */
+const GITHUB_ISSUE_BODY = sizedBody(
+  {
+    action: 'opened',
+    issue: {
+      number: 42,
+      title: 'Crash on boot',
+      html_url: 'https://github.com/o/r/issues/42',
+      body: '',
+    },
+    repository: { full_name: 'octocat/Hello-World' },
+    sender: { login: 'octocat' },
+  },
+  'body',
+);
+
 /** Transform module file name, inside the transforms root. */
 const TRANSFORM_MODULE = 'bench.js';
 
@@ -162,6 +183,21 @@ export function allTargets(commitDelays: readonly number[]): Target[] {
       token: TOKEN,
       headers: { 'x-github-event': 'push' },
       body: GITHUB_PUSH_BODY,
+      expectStatus: 200,
+      aim: AIMS.mapped,
+    },
+    {
+      key: 'github-signed',
+      label: 'hookgate signed GitHub delivery (github preset)',
+      hookgate: {
+        commitDelayMs: base,
+        hooks: { presets: ['github'], github: { auth: { secret: GITHUB_SECRET } } },
+      },
+      path: '/hooks/github',
+      token: TOKEN,
+      headers: { 'x-github-event': 'issues' },
+      body: GITHUB_ISSUE_BODY,
+      githubSecret: GITHUB_SECRET,
       expectStatus: 200,
       aim: AIMS.mapped,
     },
