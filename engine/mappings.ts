@@ -6,13 +6,13 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { PRESETS, presetProblem } from '../presets/registry.ts';
 import type { RouteAuth } from '../schemas/auth.ts';
 import type { Config } from '../schemas/config.ts';
 import { type Mapping, TEMPLATE_FIELDS, type TemplateField } from '../schemas/mapping.ts';
 import type { Provenance } from './actions.ts';
 import { type Condition, compileCondition, RuleError } from './conditions.ts';
 import { ConfigError } from './config.ts';
+import { mappingSources } from './mapping-sources.ts';
 import { HookError } from './errors.ts';
 import {
   checkRecipient,
@@ -95,35 +95,7 @@ export function compileMappings(
   const hooks = config.hooks;
   // Checked whenever it is set, used or not: a setting that escapes the root is wrong either way.
   const places = transformPlaces(transformsRoot, hooks.transformsDir);
-  const entries: Array<{ mapping: Mapping; at: string; fallbackId: string; settingsAt?: string }> =
-    hooks.mappings.map((mapping, i) => ({
-      mapping,
-      at: `hooks.mappings.${i}`,
-      fallbackId: `mapping-${i + 1}`,
-    }));
-  const claimed = new Set(hooks.mappings.map((m) => m.match?.path).filter((p) => p !== undefined));
-  hooks.presets.forEach((name, i) => {
-    const preset = PRESETS[name];
-    if (!preset) {
-      throw new ConfigError(
-        `hooks.presets.${i}`,
-        `unknown preset "${name}" (known: ${Object.keys(PRESETS).join(', ')})`,
-      );
-    }
-    // Every mapping of a preset is on the path named after it: a user mapping for that path
-    // overrides the preset entirely (its secret is then not needed either).
-    if (claimed.has(name)) return;
-    const problem = presetProblem(name, hooks);
-    if (problem) throw new ConfigError(problem.at, problem.message);
-    for (const mapping of preset(hooks)) {
-      entries.push({
-        mapping,
-        at: `hooks.presets.${i}`,
-        fallbackId: name,
-        settingsAt: `hooks.${name}`,
-      });
-    }
-  });
+  const entries = mappingSources(hooks);
 
   const seen = new Map<string, string>();
   return entries.map(({ mapping, at, fallbackId, settingsAt }) => {

@@ -331,6 +331,8 @@ describe('agent runs', () => {
       thinking: 'high',
       timeoutSeconds: 25,
       history: [],
+      // Where the turn came from: the runner can tell a token caller from a verified provider.
+      origin: { hook: 'agent', untrusted: true, verification: { scheme: 'token' } },
     });
     expect(unwrap(record.message).content).toBe('Summarise the inbox');
     expect(row).toMatchObject({
