@@ -389,6 +389,7 @@ describe('agent runs', () => {
         { role: 'user', text: record.message },
         { role: 'assistant', text: 'done: Summarise the inbox' },
       ],
+      origin: { hook: 'agent', untrusted: true, verification: { scheme: 'token' } },
     });
     expect(env.rows('SELECT * FROM deliveries')).toHaveLength(1);
     expect(env.slack.exchanges).toHaveLength(1);
