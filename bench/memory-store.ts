@@ -17,7 +17,7 @@ export function createMemoryStore(): ActionStore & { appended(): number } {
   return {
     async append(record: AcceptedRecord) {
       count++;
-      if (record.idempotency) keys.set(record.idempotency.key, record.idempotency);
+      for (const key of record.idempotency ?? []) keys.set(key.key, key);
     },
     async findIdempotency(key: string, notBeforeMs: number) {
       const found = keys.get(key);

@@ -17,14 +17,14 @@ export type KeyClaim = {
   windowMs: number;
 };
 
-/** A key held by one request: what the key answered before (if anything), and its release. */
+/** Keys held by one request: what any of them answered before (if anything), and their release. */
 export type HeldKey = { previous: IdempotencyRecord | undefined; release(): void };
 
 export type Ledger = {
-  /** Wait until no earlier request holds the key, then hold it. */
-  hold(claim: KeyClaim): Promise<HeldKey>;
-  /** Store the actions (and the key's record) durably; resolves with the 200 body. */
-  commit(accepted: Accepted, claim: KeyClaim | undefined): Promise<string>;
+  /** Wait until no earlier request holds any of the keys, then hold them. */
+  hold(claims: readonly KeyClaim[]): Promise<HeldKey>;
+  /** Store the actions (and every key's record) durably; resolves with the 200 body. */
+  commit(accepted: Accepted, claims: readonly KeyClaim[]): Promise<string>;
 };
 
 /** The ledger over a durable store. */
@@ -36,39 +36,54 @@ export function createLedger(
   // The newest holder of each key; a later request waits for it to be answered.
   const held = new Map<string, Promise<void>>();
 
+  /** Hold one key: registered synchronously, so no request slips between look-up and commit. */
+  function take(key: string): { before: Promise<void> | undefined; release: () => void } {
+    const before = held.get(key);
+    let resolve!: () => void;
+    const turn = new Promise<void>((done) => {
+      resolve = done;
+    });
+    held.set(key, turn);
+    return {
+      before,
+      release() {
+        resolve();
+        if (held.get(key) === turn) held.delete(key);
+      },
+    };
+  }
+
   return {
-    async hold(claim) {
-      const before = held.get(claim.key);
-      let release!: () => void;
-      const turn = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      // Registered synchronously, so no request slips between look-up and commit.
-      held.set(claim.key, turn);
-      const releaseOnce = () => {
-        release();
-        if (held.get(claim.key) === turn) held.delete(claim.key);
+    async hold(claims) {
+      const takes = claims.map((claim) => take(claim.key));
+      const release = () => {
+        for (const t of takes) t.release();
       };
       try {
-        if (before) await before;
-        const previous = await store.findIdempotency(claim.key, now() - claim.windowMs);
-        return { previous, release: releaseOnce };
+        for (const t of takes) if (t.before) await t.before;
+        for (const claim of claims) {
+          const previous = await store.findIdempotency(claim.key, now() - claim.windowMs);
+          if (previous) return { previous, release };
+        }
+        return { previous: undefined, release };
       } catch (err) {
-        releaseOnce();
+        release();
         throw unavailable(err);
       }
     },
-    async commit(accepted, claim) {
+    async commit(accepted, claims) {
       const response = JSON.stringify(accepted.response);
-      const idempotency = claim && {
+      const createdAtMs = now();
+      const actionId = accepted.actions[0]?.id ?? '';
+      const idempotency = claims.map((claim) => ({
         key: claim.key,
         fingerprint: claim.fingerprint ?? '',
-        actionId: accepted.actions[0]?.id ?? '',
+        actionId,
         response,
-        createdAtMs: now(),
-      };
+        createdAtMs,
+      }));
       try {
-        await store.append({ actions: accepted.actions, ...(idempotency && { idempotency }) });
+        await store.append({ actions: accepted.actions, idempotency });
       } catch (err) {
         throw unavailable(err);
       }

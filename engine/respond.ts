@@ -24,7 +24,12 @@ export function sendJson(
 }
 
 /** Send a plain-text body (a handshake's echoed challenge), never sniffed as HTML. */
-export function sendText(res: ServerResponse, status: number, body: string, requestId: string): void {
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  requestId: string,
+): void {
   res.writeHead(status, {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': Buffer.byteLength(body),

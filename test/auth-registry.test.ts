@@ -24,7 +24,7 @@ function configError(auth: unknown): { path: string; message: string } {
 describe('createVerifier', () => {
   it.each([
     [{ scheme: 'github', secret: 's' }, 'github'],
-    [{ scheme: 'stripe', secrets: ['whsec_a', 'whsec_b'], toleranceSeconds: 60 }, 'stripe'],
+    [{ scheme: 'stripe', secrets: ['whsec_aaaaaaaa', 'whsec_bbbbbbbb'], toleranceSeconds: 60 }, 'stripe'],
     [{ scheme: 'slack', secret: 's', toleranceSeconds: 600 }, 'slack'],
     [{ scheme: 'standard-webhooks', secrets: [WHSEC, WHPK, WHSEC.slice(6)] }, 'standard-webhooks'],
     [{ scheme: 'hmac', secret: 's', header: 'X-Sig' }, 'hmac'],
@@ -78,7 +78,7 @@ describe('createVerifier', () => {
     ['algorithm on slack', { scheme: 'slack', secret: 's', algorithm: 'sha1' }, `${AT}.algorithm`],
     [
       'encoding on stripe',
-      { scheme: 'stripe', secret: 'whsec_a', encoding: 'hex' },
+      { scheme: 'stripe', secret: 'whsec_aaaaaaaa', encoding: 'hex' },
       `${AT}.encoding`,
     ],
     ['prefix on github', { scheme: 'github', secret: 's', prefix: 'sha1=' }, `${AT}.prefix`],

@@ -19,7 +19,7 @@ writeFileSync(
   token: cli-sign-token-0123456789
   mappings:
     - { match: { path: gh }, action: wake, text: "gh {{payload.n}}", auth: { scheme: github, secret: s1 } }
-    - { match: { path: st }, action: wake, text: "st {{payload.n}}", auth: { scheme: stripe, secret: whsec_abc } }
+    - { match: { path: st }, action: wake, text: "st {{payload.n}}", auth: { scheme: stripe, secret: whsec_abcdefgh12 } }
     - { match: { path: sl }, action: wake, text: "sl {{payload.n}}", auth: { scheme: slack, secret: s2 } }
     - match: { path: sw }
       action: wake

@@ -30,7 +30,7 @@ import {
 
 const SECRETS = {
   github: { auth: { secret: 'gh-secret' } },
-  stripe: { auth: { secret: 'whsec_test' } },
+  stripe: { auth: { secret: 'whsec_test_secret' } },
   slack: { auth: { secret: 'slack-secret' } },
 };
 

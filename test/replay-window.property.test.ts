@@ -50,12 +50,12 @@ describe('delivery-id replay window', () => {
     let nowMs = 1_700_000_000_000;
     const ledger = createLedger(store, { now: () => nowMs });
     const claim = { key: `delivery:github:${++serial}`, windowMs: windowSeconds * 1000 };
-    const first = await ledger.hold(claim);
+    const first = await ledger.hold([claim]);
     expect(first.previous).toBeUndefined();
-    const body = await ledger.commit(accepted(), claim);
+    const body = await ledger.commit(accepted(), [claim]);
     first.release();
     nowMs += laterSeconds * 1000;
-    const again = await ledger.hold(claim);
+    const again = await ledger.hold([claim]);
     again.release();
     if (laterSeconds <= windowSeconds) expect(again.previous?.response).toBe(body);
     else expect(again.previous).toBeUndefined();
@@ -64,15 +64,15 @@ describe('delivery-id replay window', () => {
   it('a concurrent copy of a held delivery waits, then finds the first answer', async () => {
     const ledger = createLedger(store);
     const claim = { key: `delivery:github:${++serial}`, windowMs: 60_000 };
-    const first = await ledger.hold(claim);
+    const first = await ledger.hold([claim]);
     let settled = false;
-    const second = ledger.hold(claim).then((held) => {
+    const second = ledger.hold([claim]).then((held) => {
       settled = true;
       return held;
     });
     await new Promise((resolve) => setImmediate(resolve));
     expect(settled).toBe(false);
-    const body = await ledger.commit(accepted(), claim);
+    const body = await ledger.commit(accepted(), [claim]);
     first.release();
     const held = await second;
     held.release();

@@ -97,11 +97,13 @@ export function describeActionStore(
         response: '{"ok":true}',
         createdAtMs: 1000,
       };
-      await store.append({ actions: [action], idempotency: record });
+      const second = { ...record, key: 'k2' };
+      await store.append({ actions: [action], idempotency: [record, second] });
       expect(await store.findIdempotency('k', 500)).toEqual(record);
+      expect(await store.findIdempotency('k2', 500)).toEqual(second);
       expect(await store.findIdempotency('k', 1001)).toBeUndefined();
       expect(await store.findIdempotency('other', 0)).toBeUndefined();
-      expect(await store.pruneIdempotency(2000)).toBe(1);
+      expect(await store.pruneIdempotency(2000)).toBe(2);
       expect(await store.findIdempotency('k', 0)).toBeUndefined();
     });
 

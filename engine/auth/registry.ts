@@ -120,10 +120,20 @@ function hmacSettings(auth: RouteAuth, at: string): HmacSettings {
   };
 }
 
+// Stripe's secrets are whsec_ and 32 characters; 8 leaves room without letting a stub through.
+const STRIPE_MIN_SECRET_LENGTH = 6 + 8;
+
 function stripeSecrets(secrets: readonly Secret[]): string[] {
   for (const { value, path } of secrets) {
     if (!value.startsWith('whsec_')) {
       throw new ConfigError(path, "a Stripe endpoint's signing secret starts with whsec_");
+    }
+    // A bare or short whsec_ is an unset variable (`whsec_${SUFFIX}`), not a secret.
+    if (value.length < STRIPE_MIN_SECRET_LENGTH) {
+      throw new ConfigError(
+        path,
+        `a Stripe signing secret is whsec_ followed by at least ${STRIPE_MIN_SECRET_LENGTH - 6} characters`,
+      );
     }
   }
   return secrets.map((s) => s.value);

@@ -28,6 +28,9 @@ import type { AuthFailure, HeaderValues, Verifier } from './verifier.ts';
 /** Most signature entries (any version) one header may list: each costs a check per key. */
 export const MAX_STANDARD_WEBHOOKS_ENTRIES = 8;
 
+/** Most Ed25519 verifications one request may cause (v1a entries x configured public keys). */
+export const MAX_ED25519_CHECKS = 8;
+
 // Visible ASCII without "." (the separator of the signed content), bounded.
 const MESSAGE_ID = /^[\x21-\x2d\x2f-\x7e]{1,256}$/;
 
@@ -139,15 +142,20 @@ export function createStandardWebhooksVerifier(
   keys: readonly StandardWebhooksKey[],
   toleranceSeconds: number,
 ): Verifier {
+  const publicKeys = keys.filter((key) => key.kind === 'ed25519').length;
+  // Each Ed25519 check hashes the whole body: entries x public keys is bounded, not just entries.
+  const tooMany = (parsed: Parsed) => parsed.ed25519.length * publicKeys > MAX_ED25519_CHECKS;
   return {
     scheme: 'standard-webhooks',
     precheck(headers, nowSeconds): AuthFailure | undefined {
       const parsed = parseHeaders(headers, nowSeconds, toleranceSeconds);
-      return isRefusal(parsed) ? parsed.failure : undefined;
+      if (isRefusal(parsed)) return parsed.failure;
+      return tooMany(parsed) ? 'malformed' : undefined;
     },
     verify(headers, raw, nowSeconds) {
       const parsed = parseHeaders(headers, nowSeconds, toleranceSeconds);
       if (isRefusal(parsed)) return parsed.failure;
+      if (tooMany(parsed)) return 'malformed';
       const secretIndex = matchingKey(keys, parsed, raw);
       if (secretIndex < 0) return 'mismatch';
       const { timestamp, skewSeconds } = parsed;

@@ -51,7 +51,11 @@ export async function testRequest(flags: TestFlags, out: (line: string) => void)
     createLogger('warn', 2),
   );
   const headers = parsePairs(flags.headers, ':', (k) => k.toLowerCase());
-  if (flags.sign) Object.assign(headers, signFor(setup.mappings, flags.name, body, headers));
+  if (flags.sign)
+    Object.assign(
+      headers,
+      signFor(setup.mappings, flags.name, body, headers, setup.loaded.config.hooks.token),
+    );
   const request = {
     hook: flags.name,
     body,
@@ -135,11 +139,16 @@ function signFor(
   name: string,
   body: Buffer,
   given: Record<string, string>,
+  token: string | undefined,
 ): Record<string, string> {
   const auth = mappings.find((m) => m.path === name && m.auth)?.auth;
   if (!auth) throw new ConfigError('', `--sign: the route "${name}" has no auth block to sign for`);
   const signed = signatureHeaders(auth, body, Math.floor(Date.now() / 1000), given);
   if (typeof signed === 'string') throw new ConfigError('', `--sign: ${signed}`);
+  // A sender that can add a header adds the token too, when the route requires both.
+  if (auth.requireToken && token && given['authorization'] === undefined) {
+    signed['authorization'] = `Bearer ${token}`;
+  }
   return signed;
 }
 

@@ -45,10 +45,7 @@ export function builtInAccept(name: 'wake' | 'agent', ctx: MappedContext): Accep
 }
 
 /** The accept step of a mapped route: the first matching mapping builds; none matching is 204. */
-export function mappedAccept(
-  mappings: readonly CompiledMapping[],
-  ctx: MappedContext,
-): AcceptStep {
+export function mappedAccept(mappings: readonly CompiledMapping[], ctx: MappedContext): AcceptStep {
   return function acceptMapped(envelope, report) {
     const data = ruleData(envelope);
     const selection = selectMapping(mappings, data);

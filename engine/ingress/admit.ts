@@ -102,7 +102,8 @@ export function methodNotAllowed(): HookError {
   return METHOD_NOT_ALLOWED;
 }
 
-function rateLimited(retryAfterSeconds: number): HookError {
+/** 429 for an address that is locked out, with the seconds until the lock ends. */
+export function rateLimited(retryAfterSeconds: number): HookError {
   return new HookError('rate_limited', undefined, {
     headers: { 'retry-after': String(retryAfterSeconds) },
   });

@@ -11,6 +11,7 @@ import type { AuthFailure } from '../auth/verifier.ts';
 import { HookError } from '../errors.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { PresentedToken } from '../auth.ts';
+import { rateLimited } from './admit.ts';
 import { type Exchange, had, type Stage } from './exchange.ts';
 
 // One body for every failure: nothing tells a guesser which part was wrong.
@@ -40,14 +41,15 @@ export function refuseAuth(
 export function createAuthenticateHeaders({ limiter, tokenMatches }: AuthenticateSettings): Stage {
   return function authenticateHeaders(x: Exchange) {
     const { gate } = had(x.route, 'route');
-    if (gate.token && !tokenMatches(presentedToken(x.source.rawHeaders))) {
-      refuseAuth(x, limiter, 'token');
+    if (gate.token) {
+      if (!tokenMatches(presentedToken(x.source.rawHeaders))) refuseAuth(x, limiter, 'token');
+      // Only the hook token clears the count: it is the one credential a guesser must know.
+      limiter.reset(x.limiterKey);
     }
     if (gate.verifier) {
       const failure = gate.verifier.precheck(x.headers, seconds(x.arrivedAtMs));
       if (failure) refuseAuth(x, limiter, failure);
     } else {
-      limiter.reset(x.limiterKey);
       x.verification = BY_TOKEN;
     }
     // `Expect: 100-continue` is answered only now: an unauthenticated sender uploads nothing.
@@ -61,9 +63,13 @@ export function createAuthenticateBody({ limiter }: Pick<AuthenticateSettings, '
   return function authenticateBody(x: Exchange) {
     const { gate } = had(x.route, 'route');
     if (!gate.verifier) return undefined;
+    // Again after the upload: guesses sent side by side while the lock began get no MAC work.
+    const lockedFor = limiter.lockedFor(x.limiterKey, Date.now());
+    if (lockedFor > 0) throw rateLimited(lockedFor);
     const result = gate.verifier.verify(x.headers, had(x.raw, 'raw'), seconds(x.arrivedAtMs));
     if (typeof result === 'string') refuseAuth(x, limiter, result);
-    limiter.reset(x.limiterKey);
+    // No reset of the failure count: a valid signature proves a captured request, not a secret,
+    // and a replayed one must not wipe out the count of token guesses sent beside it.
     // Slack marks its own retries; the delivery id makes them replays, this says why one came.
     const retry = gate.scheme === 'slack' && x.headers('x-slack-retry-num').length > 0;
     x.verification = { ...result, ...(retry && { retry }) };

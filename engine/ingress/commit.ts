@@ -29,7 +29,7 @@ export function createCommit(ledger: Ledger): Stage {
     if (accepted.actions.length === 0) {
       return { kind: 'json', status: 200, body: JSON.stringify(accepted.response) };
     }
-    const body = await ledger.commit(accepted, x.claim);
+    const body = await ledger.commit(accepted, x.claims ?? []);
     x.log['actionIds'] = accepted.actions.map((action) => action.id);
     return { kind: 'json', status: 200, body };
   };

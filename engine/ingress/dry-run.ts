@@ -1,7 +1,8 @@
 /**
  * A request through the very stages the server runs, with a ledger that
  * stores nothing: what `hookgate test` shows an operator debugging a route.
- * The request carries the hook token unless it brings its own credentials.
+ * A token route's request carries the hook token unless it brings its own; a signed route's
+ * carries what the sender sends (its signature headers, or `--sign`).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -55,7 +56,9 @@ export async function dryRun(
 ): Promise<DryRunResult> {
   const token = config.hooks.token;
   const headers: IncomingHttpHeaders = { ...request.headers };
-  if (token && !CARRIERS.some((name) => headers[name] !== undefined)) {
+  // A token route's caller holds the token; a signed route's sender (GitHub...) does not send it.
+  const tokenRoute = routes.find(request.hook).gate.verifier === undefined;
+  if (token && tokenRoute && !CARRIERS.some((name) => headers[name] !== undefined)) {
     headers.authorization = `Bearer ${token}`;
   }
   const rawHeaders = Object.entries(headers).flatMap(([name, value]) => [name, String(value)]);
@@ -99,7 +102,11 @@ export async function dryRun(
   try {
     const answer = await runStages(stages, x);
     const response =
-      answer.kind === 'empty' ? null : answer.kind === 'text' ? answer.body : JSON.parse(answer.body);
+      answer.kind === 'empty'
+        ? null
+        : answer.kind === 'text'
+          ? answer.body
+          : JSON.parse(answer.body);
     return { status: answer.status, ...seen(x), actions: x.accepted?.actions ?? [], response };
   } catch (err) {
     const error = asHookError(err);
@@ -121,6 +128,6 @@ function seen(x: Exchange) {
     trace: selection?.trace ?? [],
     ...(selection?.mapping && { mappingId: selection.mapping.id }),
     ...(verification && { verification }),
-    ...(x.claim && { replayKey: x.claim.key }),
+    ...(x.claims?.[0] && { replayKey: x.claims[0].key }),
   };
 }

@@ -33,7 +33,7 @@ export type Exchange = {
   // normalise
   envelope?: Envelope;
   // replay check
-  claim?: KeyClaim;
+  claims?: KeyClaim[];
   // accept
   selection?: Selection;
   accepted?: Accepted;

@@ -27,7 +27,7 @@ export function createSubscribe(limiter: AuthFailureLimiter): Stage {
       x.log['authFailure'] = 'verify_token';
       throw MISMATCH;
     }
-    limiter.reset(x.limiterKey);
+    // No reset of the failure count: a verify token travels in URLs, it is no proof of the hook token.
     const challenge = query['hub.challenge'] ?? '';
     if (!CHALLENGE.test(challenge)) {
       throw new HookError('invalid_payload', 'hub.challenge: must be 1-256 printable characters.');

@@ -40,7 +40,10 @@ export function createRequestHandler(
     x.log['status'] = error.status;
     x.log['code'] = error.code;
     if (error.status >= 500)
-      logger.error({ requestId: x.id, code: error.code, err: describeCause(error) }, 'request failed');
+      logger.error(
+        { requestId: x.id, code: error.code, err: describeCause(error) },
+        'request failed',
+      );
     if (res.headersSent) {
       res.destroy();
       return;

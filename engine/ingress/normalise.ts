@@ -2,8 +2,18 @@
  * The normalise stage: one envelope per request, what the replay check,
  * routes, rules and transforms read instead of the HTTP request.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { type Envelope, parseQuery } from '../envelope.ts';
 import { type Exchange, had } from './exchange.ts';
+
+/** The headers stages after this one see: without the route's own signature header. */
+function visibleHeaders(x: Exchange): IncomingHttpHeaders {
+  const hidden = had(x.route, 'route').gate.hidden;
+  if (hidden.length === 0) return x.source.headers;
+  const headers: IncomingHttpHeaders = { ...x.source.headers };
+  for (const name of hidden) delete headers[name];
+  return headers;
+}
 
 /** Build the envelope from what the earlier stages found. */
 export function normalise(x: Exchange): undefined {
@@ -14,7 +24,7 @@ export function normalise(x: Exchange): undefined {
     method: x.source.method,
     path: x.pathname,
     hook: x.hook,
-    headers: x.source.headers,
+    headers: visibleHeaders(x),
     query: parseQuery(x.query),
     raw: had(x.raw, 'raw'),
     payload: had(x.payload, 'payload'),

@@ -12,7 +12,10 @@ export type BodySettings = BodyLimits & { maxDepth: number };
 /** Read the whole body, refusing an unsupported type first, and a body past its limits. */
 export function createReadBody(limits: BodySettings): Stage {
   return async function readBody(x: Exchange) {
-    bodyFormat(x.source.headers['content-type'], had(x.route, 'route').forms);
+    const route = had(x.route, 'route');
+    // Refused before a byte is read on token routes; a signed route says 415 only after the
+    // signature: an unverified caller learns nothing but the generic 401.
+    if (!route.gate.verifier) bodyFormat(x.source.headers['content-type'], route.forms);
     x.raw = await x.source.readBody(limits);
     return undefined;
   };

@@ -1,22 +1,33 @@
 /**
- * The replay check: before anything runs, find the request's key (the
- * sender's delivery id on routes that have one, else the caller's
- * Idempotency-Key), hold it until the request is answered, and answer a
+ * The replay check: before anything runs, find the request's keys (the
+ * sender's delivery id, the signed content, or the caller's
+ * Idempotency-Key), hold them until the request is answered, and answer a
  * known key with its first answer: no transform, no second action.
  */
 import { createHash } from 'node:crypto';
 import type { KeyClaim, Ledger } from '../dispatcher.ts';
 import { HookError } from '../errors.ts';
 import { chooseIdempotencyKey, headerIdempotencyKey, requestFingerprint } from '../idempotency.ts';
+import type { Envelope } from '../envelope.ts';
 import { type Exchange, had, type Stage } from './exchange.ts';
 
 // Longer ids are kept as their hash (the key) and their first characters (what is shown).
 const MAX_SHOWN_ID = 256;
 
-/** The key of a request, if it has one. */
-export function keyClaim(x: Exchange): KeyClaim | undefined {
+// Schemes whose signature covers the delivery id: a byte-identical body may be another delivery.
+const ID_IS_SIGNED: ReadonlySet<string> = new Set(['standard-webhooks', 'token']);
+
+/**
+ * The keys of a request: its delivery id (per route), the signed content itself on signed
+ * routes whose id is not signed (a captured GitHub delivery resent under a fresh
+ * X-GitHub-Delivery is still a replay), and a caller's Idempotency-Key. Each kind has its own
+ * namespace: a caller's key can never be spelled like a delivery's.
+ */
+export function keyClaims(x: Exchange): KeyClaim[] {
   const route = had(x.route, 'route');
   const envelope = had(x.envelope, 'envelope');
+  const windowMs = route.keyWindowMs;
+  const claims: KeyClaim[] = [];
   const delivery = route.deliveryId?.(envelope, x.headers);
   if (delivery !== undefined) {
     // Shown with the actions and to the agent: which delivery this was.
@@ -26,15 +37,30 @@ export function keyClaim(x: Exchange): KeyClaim | undefined {
     };
     x.log['deliveryId'] = delivery.slice(0, MAX_SHOWN_ID);
     // Scoped to the route: two senders may use the same ids.
-    return { key: `delivery:${route.name}:${compact(delivery)}`, windowMs: route.keyWindowMs };
+    claims.push({ key: `delivery:${route.name}:${compact(delivery)}`, windowMs });
   }
+  const scheme = envelope.verification.scheme;
+  if (!ID_IS_SIGNED.has(scheme)) {
+    claims.push({ key: `signed:${route.name}:${contentDigest(envelope)}`, windowMs });
+  }
+  if (delivery !== undefined) return claims;
   const key = chooseIdempotencyKey(headerIdempotencyKey(x.source.headers), envelope.payload);
-  if (key === undefined) return undefined;
-  return {
-    key,
-    fingerprint: requestFingerprint(envelope.hook, envelope.payload),
-    windowMs: route.keyWindowMs,
-  };
+  if (key !== undefined) {
+    claims.push({
+      key: `caller:${key}`,
+      fingerprint: requestFingerprint(envelope.hook, envelope.payload),
+      windowMs,
+    });
+  }
+  return claims;
+}
+
+/** The signed bytes' digest: the raw body, and the signed timestamp where there is one. */
+function contentDigest(envelope: Envelope): string {
+  const hash = createHash('sha256');
+  const timestamp = envelope.verification.timestamp;
+  if (timestamp !== undefined) hash.update(`${timestamp}\n`);
+  return hash.update(envelope.raw).digest('base64url');
 }
 
 function compact(id: string): string {
@@ -45,14 +71,15 @@ function compact(id: string): string {
 /** Build the replay-check stage over a ledger. */
 export function createReplayCheck(ledger: Ledger): Stage {
   return async function replayCheck(x: Exchange) {
-    const claim = keyClaim(x);
-    if (!claim) return undefined;
-    x.claim = claim;
-    const held = await ledger.hold(claim);
+    const claims = keyClaims(x);
+    if (claims.length === 0) return undefined;
+    x.claims = claims;
+    const held = await ledger.hold(claims);
     x.cleanup.push(held.release);
     const previous = held.previous;
     if (!previous) return undefined;
-    if (claim.fingerprint !== undefined && previous.fingerprint !== claim.fingerprint) {
+    const caller = claims.find((claim) => claim.fingerprint !== undefined);
+    if (caller && previous.fingerprint !== '' && previous.fingerprint !== caller.fingerprint) {
       throw new HookError('idempotency_conflict');
     }
     x.log['replayed'] = true;

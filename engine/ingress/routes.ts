@@ -32,6 +32,8 @@ export type RouteGate = {
   verifier: Verifier | undefined;
   /** The subscription handshake's verify token matches (GET), when the route has one. */
   verifyToken: ((presented: string) => boolean) | undefined;
+  /** Header names (lower case) kept from templates, conditions and transforms: the signature. */
+  hidden: readonly string[];
 };
 
 export type CompiledRoute = {
@@ -88,6 +90,7 @@ export function compileRoutes(
     token: true,
     verifier: undefined,
     verifyToken: undefined,
+    hidden: [],
   };
   const builtIn = (name: 'wake' | 'agent'): CompiledRoute => ({
     name,
@@ -117,6 +120,7 @@ export function compileRoutes(
     const own = mappings.filter((m) => m.path === name);
     const auth = routeAuth(own);
     const signed = auth !== undefined && auth.auth.scheme !== 'token';
+    if (auth && signed) checkRetention(hooks.deliveryRetentionSeconds, auth.auth, auth.at);
     // A signed path runs only its own mappings: a catch-all mapping expects the hook token.
     const tried = signed ? own : mappings.filter((m) => m.path === name || m.path === undefined);
     const keyWindowMs = signed ? signedWindowMs : tokenWindowMs;
@@ -174,7 +178,28 @@ function compileGate(auth: RouteAuth, at: string): RouteGate {
     token: !signed || auth.requireToken === true,
     verifier: signed ? createVerifier(auth, at) : undefined,
     verifyToken: auth.verifyToken === undefined ? undefined : verifyTokenCheck(auth.verifyToken),
+    // The well-known signature headers are hidden by name already; a custom one may look harmless.
+    hidden: auth.scheme === 'hmac' && auth.header ? [auth.header.toLowerCase()] : [],
   };
+}
+
+// A signed timestamp is checked against the window; past the retention a replay inside it would run.
+const TIMED_DEFAULT_SECONDS = 300;
+
+function checkRetention(retentionSeconds: number, auth: RouteAuth, at: string): void {
+  const timed =
+    auth.scheme === 'stripe' ||
+    auth.scheme === 'slack' ||
+    auth.scheme === 'standard-webhooks' ||
+    (auth.scheme === 'hmac' && auth.timestampHeader !== undefined);
+  if (!timed) return;
+  const tolerance = auth.toleranceSeconds ?? TIMED_DEFAULT_SECONDS;
+  if (retentionSeconds < tolerance) {
+    throw new ConfigError(
+      'hooks.deliveryRetentionSeconds',
+      `${retentionSeconds} is shorter than ${at}.toleranceSeconds (${tolerance}): a delivery replayed inside its time window would run again`,
+    );
+  }
 }
 
 function verifyTokenCheck(expected: string): (presented: string) => boolean {

@@ -17,8 +17,14 @@ export type IdempotencyRecord = {
   createdAtMs: number;
 };
 
-/** One accepted request: its actions (all stored or none), and its idempotency record if keyed. */
-export type AcceptedRecord = { actions: readonly Action[]; idempotency?: IdempotencyRecord };
+/**
+ * One accepted request: its actions and its keys' records (a delivery id, the signed content, a
+ * caller's key), all stored or none.
+ */
+export type AcceptedRecord = {
+  actions: readonly Action[];
+  idempotency?: readonly IdempotencyRecord[];
+};
 
 /** Lifecycle state of a stored action. */
 export type ActionState = 'queued' | 'running' | 'done' | 'failed' | 'dead';

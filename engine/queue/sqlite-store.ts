@@ -90,7 +90,7 @@ function toItem(ticket: number, { actions, idempotency }: AcceptedRecord): Write
       receivedAt: action.receivedAt,
       json: JSON.stringify(action),
     })),
-    ...(idempotency && { key: idempotency }),
+    ...(idempotency && idempotency.length > 0 && { keys: idempotency }),
   };
 }
 

@@ -24,7 +24,7 @@ export type WriteKey = {
   response: string;
   createdAtMs: number;
 };
-export type WriteItem = { ticket: number; rows: WriteRow[]; key?: WriteKey };
+export type WriteItem = { ticket: number; rows: WriteRow[]; keys?: readonly WriteKey[] };
 
 /** Messages from the main thread. */
 export type ToWriter =
@@ -66,15 +66,14 @@ function insertRows(item: WriteItem): void {
   for (const row of item.rows) {
     insertAction.run(row.id, row.kind, row.hook, row.sessionKey, row.receivedAt, row.json);
   }
-  if (item.key) {
-    const { key, fingerprint, actionId, response, createdAtMs } = item.key;
+  for (const { key, fingerprint, actionId, response, createdAtMs } of item.keys ?? []) {
     insertKey.run(key, fingerprint, actionId, response, createdAtMs);
   }
 }
 
 function insertItem(item: WriteItem): void {
   // One statement is atomic on its own; a savepoint is only needed to undo several.
-  if (item.rows.length === 1 && !item.key) {
+  if (item.rows.length === 1 && !item.keys) {
     insertRows(item);
     return;
   }
