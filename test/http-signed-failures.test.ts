@@ -32,18 +32,19 @@ const badToken: Attempt = async (server) =>
   (await server.post('wake', { text: 'x' }, { token: 'wrong-token-0123456789' })).status;
 const goodToken: Attempt = async (server) => (await server.post('wake', { text: 'x' })).status;
 const badVerifyToken: Attempt = async (server) =>
-  (
-    await fetch(
-      `${server.url}/hooks/gh?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1`,
-    )
-  ).status;
+  (await fetch(`${server.url}/hooks/gh?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1`))
+    .status;
 
 describe('failed signatures and the auth rate limit', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({
       hooks: {
-        authRateLimit: { maxFailures: MAX_FAILURES, windowSeconds: 60, lockoutSeconds: LOCKOUT_SECONDS },
+        authRateLimit: {
+          maxFailures: MAX_FAILURES,
+          windowSeconds: 60,
+          lockoutSeconds: LOCKOUT_SECONDS,
+        },
         mappings: [
           {
             id: 'gh',
@@ -63,43 +64,57 @@ describe('failed signatures and the auth rate limit', () => {
     ['bad signatures', [badSignature, badSignature, badSignature]],
     ['bad tokens and a bad signature together', [badToken, badToken, badSignature]],
     ['a bad signature and bad verify tokens', [badSignature, badVerifyToken, badVerifyToken]],
-  ])('locks after %s: then a valid signature and a valid token get 429 with Retry-After', async (_, attempts) => {
-    const fresh = await startTestServer({
-      hooks: {
-        authRateLimit: { maxFailures: MAX_FAILURES, windowSeconds: 60, lockoutSeconds: LOCKOUT_SECONDS },
-        mappings: [
-          {
-            id: 'gh',
-            match: { path: 'gh' },
-            auth: { scheme: 'github', secret: SECRET, verifyToken: VERIFY_TOKEN },
-            action: 'wake',
-            templates: { text: 'issue {{issue.title}}' },
+  ])(
+    'locks after %s: then a valid signature and a valid token get 429 with Retry-After',
+    async (_, attempts) => {
+      const fresh = await startTestServer({
+        hooks: {
+          authRateLimit: {
+            maxFailures: MAX_FAILURES,
+            windowSeconds: 60,
+            lockoutSeconds: LOCKOUT_SECONDS,
           },
-        ],
-      },
-    });
-    try {
-      const statuses = [];
-      for (const attempt of attempts) statuses.push(await attempt(fresh));
-      expect(statuses.every((s) => s === 401 || s === 403)).toBe(true);
-      const locked = await sendRaw(fresh, 'gh', body, {
-        'x-hub-signature-256': await sign(SECRET, body),
+          mappings: [
+            {
+              id: 'gh',
+              match: { path: 'gh' },
+              auth: { scheme: 'github', secret: SECRET, verifyToken: VERIFY_TOKEN },
+              action: 'wake',
+              templates: { text: 'issue {{issue.title}}' },
+            },
+          ],
+        },
       });
-      expect(locked.status).toBe(429);
-      expect(locked.body.error?.code).toBe('rate_limited');
-      const retryAfter = Number(locked.headers.get('retry-after'));
-      expect(retryAfter).toBeGreaterThan(0);
-      expect(retryAfter).toBeLessThanOrEqual(LOCKOUT_SECONDS);
-      expect(await goodToken(fresh)).toBe(429);
-      expect(await fresh.store.listActions({ limit: 10 })).toHaveLength(0);
-    } finally {
-      await fresh.stop();
-    }
-  });
+      try {
+        const statuses = [];
+        for (const attempt of attempts) statuses.push(await attempt(fresh));
+        expect(statuses.every((s) => s === 401 || s === 403)).toBe(true);
+        const locked = await sendRaw(fresh, 'gh', body, {
+          'x-hub-signature-256': await sign(SECRET, body),
+        });
+        expect(locked.status).toBe(429);
+        expect(locked.body.error?.code).toBe('rate_limited');
+        const retryAfter = Number(locked.headers.get('retry-after'));
+        expect(retryAfter).toBeGreaterThan(0);
+        expect(retryAfter).toBeLessThanOrEqual(LOCKOUT_SECONDS);
+        expect(await goodToken(fresh)).toBe(429);
+        expect(await fresh.store.listActions({ limit: 10 })).toHaveLength(0);
+      } finally {
+        await fresh.stop();
+      }
+    },
+  );
 
   it('a verified delivery clears the count, as a right token does', async () => {
     const statuses = [];
-    for (const attempt of [badSignature, badSignature, goodSignature, badSignature, badSignature, goodSignature])
+    for (const attempt of [
+      badSignature,
+      badSignature,
+      goodSignature,
+      badSignature,
+      badSignature,
+      goodSignature,
+    ])
       statuses.push(await attempt(server));
     expect(statuses).toEqual([401, 401, 200, 401, 401, 200]);
   });
@@ -156,12 +171,22 @@ describe('nothing unverified is stored or logged (real binary)', () => {
     }
     for (const id of ids) await proc.waitForStdout(new RegExp(`"requestId":"${id}"`));
     expect(await listStoredActions(['--data-dir', dataDir])).toEqual([]);
-    const lines = proc.stdout().split('\n').filter((l) => l !== '');
+    const lines = proc
+      .stdout()
+      .split('\n')
+      .filter((l) => l !== '');
     const requestLines = lines.filter((l) => ids.some((id) => l.includes(id)));
     expect(requestLines.map((l) => JSON.parse(l).authFailure)).toEqual(
       expect.arrayContaining(['mismatch', 'missing', 'malformed']),
     );
-    const secrets = [CANARY, wrong.slice(7), right.slice(7), right.slice(7).toUpperCase(), SECRET, TOKEN];
+    const secrets = [
+      CANARY,
+      wrong.slice(7),
+      right.slice(7),
+      right.slice(7).toUpperCase(),
+      SECRET,
+      TOKEN,
+    ];
     for (const line of [...lines, ...proc.stderr().split('\n')]) {
       for (const value of secrets) expect(line).not.toContain(value);
     }

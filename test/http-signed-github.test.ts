@@ -23,7 +23,7 @@ const issueOpened = JSON.stringify(octokitExample('issues', 'opened'));
 const ping = JSON.stringify(octokitExample('ping'));
 
 /** The headers GitHub sends with a delivery, minus the signature. */
-function githubHeaders(event: string, delivery = randomUUID()): Record<string, string> {
+function githubHeaders(event: string, delivery: string = randomUUID()): Record<string, string> {
   return {
     'content-type': 'application/json',
     'user-agent': 'GitHub-Hookshot/7a1c2f3',
@@ -105,7 +105,10 @@ describe('github preset: real deliveries, no hook token', () => {
   });
 
   it.each([
-    ['a wrong secret', async (body: string) => ({ 'x-hub-signature-256': await sign('wrong', body) })],
+    [
+      'a wrong secret',
+      async (body: string) => ({ 'x-hub-signature-256': await sign('wrong', body) }),
+    ],
     ['a missing signature', async () => ({})],
     [
       'a sha1-only signature (downgrade)',
@@ -150,12 +153,15 @@ describe('github preset: real deliveries, no hook token', () => {
   it.each([
     [NEW_SECRET, 0],
     [OLD_SECRET, 1],
-  ])('rotation: a delivery signed with %s verifies, secretIndex %i is stored', async (secret, index) => {
-    const res = await deliver(server, 'issues', issueOpened, { secret });
-    expect(res.status).toBe(200);
-    const [action] = await storedActions(server);
-    expect(action?.verification).toMatchObject({ scheme: 'github', secretIndex: index });
-  });
+  ])(
+    'rotation: a delivery signed with %s verifies, secretIndex %i is stored',
+    async (secret, index) => {
+      const res = await deliver(server, 'issues', issueOpened, { secret });
+      expect(res.status).toBe(200);
+      const [action] = await storedActions(server);
+      expect(action?.verification).toMatchObject({ scheme: 'github', secretIndex: index });
+    },
+  );
 
   it('answers a redelivery (same X-GitHub-Delivery) with the first body, replayed, once stored', async () => {
     const before = (await storedActions(server)).length;

@@ -67,7 +67,9 @@ describe('generic hmac: shopify and meta', () => {
               prefix: 'sha256=',
               verifyToken: VERIFY_TOKEN,
             },
-            templates: { message: 'WhatsApp: {{payload.entry.0.changes.0.value.messages.0.text.body}}' },
+            templates: {
+              message: 'WhatsApp: {{payload.entry.0.changes.0.value.messages.0.text.body}}',
+            },
           },
         ],
       },
@@ -118,7 +120,10 @@ describe('generic hmac: shopify and meta', () => {
   });
 
   it.each([
-    ['Shopify: hex where base64 is expected', () => shopify(mac(SHOPIFY_SECRET, shopifyOrder, 'hex'))],
+    [
+      'Shopify: hex where base64 is expected',
+      () => shopify(mac(SHOPIFY_SECRET, shopifyOrder, 'hex')),
+    ],
     ['Shopify: a wrong secret', () => shopify(mac('wrong', shopifyOrder, 'base64'))],
     ['Meta: no sha256= prefix', () => meta(mac(META_SECRET, metaMessage, 'hex'))],
     ['Meta: a wrong secret', () => meta(`sha256=${mac('wrong', metaMessage, 'hex')}`)],
@@ -142,9 +147,15 @@ describe('generic hmac: shopify and meta', () => {
   });
 
   it.each([
-    ['a wrong verify token', { 'hub.mode': 'subscribe', 'hub.verify_token': 'nope', 'hub.challenge': '1' }],
+    [
+      'a wrong verify token',
+      { 'hub.mode': 'subscribe', 'hub.verify_token': 'nope', 'hub.challenge': '1' },
+    ],
     ['no verify token', { 'hub.mode': 'subscribe', 'hub.challenge': '1' }],
-    ['another mode', { 'hub.mode': 'unsubscribe', 'hub.verify_token': VERIFY_TOKEN, 'hub.challenge': '1' }],
+    [
+      'another mode',
+      { 'hub.mode': 'unsubscribe', 'hub.verify_token': VERIFY_TOKEN, 'hub.challenge': '1' },
+    ],
   ])('refuses the handshake with %s: 403, no echo', async (_, query) => {
     const res = await subscribe('meta', query);
     expect(res.status).toBe(403);

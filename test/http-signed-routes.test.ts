@@ -40,7 +40,11 @@ describe('signed routes beside token routes', () => {
             auth: { scheme: 'github', secret: SECRET },
             templates: { message: 'push {{ref}}' },
           },
-          { id: 'ci', match: { path: 'ci', source: 'ci' }, templates: { message: 'ci {{status}}' } },
+          {
+            id: 'ci',
+            match: { path: 'ci', source: 'ci' },
+            templates: { message: 'ci {{status}}' },
+          },
           { id: 'everything', match: {}, action: 'wake', templates: { text: 'caught {{hook}}' } },
         ],
       },
@@ -62,8 +66,14 @@ describe('signed routes beside token routes', () => {
     it.each([
       ['the signature alone', async () => signed(push)],
       ['the token alone', async () => BEARER],
-      ['a wrong token with a good signature', async () => ({ ...(await signed(push)), authorization: 'Bearer wrong-token-0123456789' })],
-      ['a good token with a wrong signature', async () => ({ ...(await signed(push, 'push', 'wrong')), ...BEARER })],
+      [
+        'a wrong token with a good signature',
+        async () => ({ ...(await signed(push)), authorization: 'Bearer wrong-token-0123456789' }),
+      ],
+      [
+        'a good token with a wrong signature',
+        async () => ({ ...(await signed(push, 'push', 'wrong')), ...BEARER }),
+      ],
     ])('refuses %s with the generic 401', async (_, headers) => {
       const before = (await storedActions(server)).length;
       const res = await post('deploys', push, await headers());
@@ -77,13 +87,16 @@ describe('signed routes beside token routes', () => {
     it.each([
       ['wake', { text: 'hello' }],
       ['agent', { message: 'hello' }],
-    ])('/%s accepts the hook token and refuses a GitHub signature in its place', async (path, payload) => {
-      const body = JSON.stringify(payload);
-      expect((await post(path, body, BEARER)).status).toBe(200);
-      const res = await post(path, body, await signed(body));
-      expect(res.status).toBe(401);
-      expect(res.body).toEqual(UNAUTHORIZED_BODY);
-    });
+    ])(
+      '/%s accepts the hook token and refuses a GitHub signature in its place',
+      async (path, payload) => {
+        const body = JSON.stringify(payload);
+        expect((await post(path, body, BEARER)).status).toBe(200);
+        const res = await post(path, body, await signed(body));
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual(UNAUTHORIZED_BODY);
+      },
+    );
 
     it('a mapping without auth takes the token and stores verification scheme token', async () => {
       const res = await post('ci', JSON.stringify({ source: 'ci', status: 'green' }), BEARER);
@@ -129,7 +142,8 @@ describe('signed routes beside token routes', () => {
   describe('media types', () => {
     const form = 'application/x-www-form-urlencoded';
     const multipart = 'multipart/form-data; boundary=----x';
-    const multipartBody = '------x\r\nContent-Disposition: form-data; name="a"\r\n\r\nb\r\n------x--\r\n';
+    const multipartBody =
+      '------x\r\nContent-Disposition: form-data; name="a"\r\n\r\nb\r\n------x--\r\n';
 
     it.each([
       ['text/html', '<p>hi</p>'],
@@ -151,13 +165,19 @@ describe('signed routes beside token routes', () => {
       expect(res.status).toBe(415);
       expect(res.body).toMatchObject({
         ok: false,
-        error: { code: 'unsupported_media_type', details: { accepted: expect.not.arrayContaining([form]) } },
+        error: {
+          code: 'unsupported_media_type',
+          details: { accepted: expect.not.arrayContaining([form]) },
+        },
       });
       expect(await storedActions(server)).toHaveLength(before);
     });
 
     it('takes text/plain as JSON on a signed route (what fetch labels a string body)', async () => {
-      const res = await post('signed', push, { ...(await signed(push)), 'content-type': 'text/plain;charset=UTF-8' });
+      const res = await post('signed', push, {
+        ...(await signed(push)),
+        'content-type': 'text/plain;charset=UTF-8',
+      });
       expect(res.status).toBe(200);
     });
   });

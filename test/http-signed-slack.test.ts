@@ -10,12 +10,7 @@ import { isValidSlackRequest } from '@slack/bolt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { slackCommand, slackEvent } from './helpers/provider-payloads.ts';
-import {
-  nowSeconds,
-  sendRaw,
-  storedActions,
-  UNAUTHORIZED_BODY,
-} from './helpers/signed-http.ts';
+import { nowSeconds, sendRaw, storedActions, UNAUTHORIZED_BODY } from './helpers/signed-http.ts';
 
 const SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
 const JSON_TYPE = 'application/json';
@@ -89,7 +84,9 @@ describe('slack preset', () => {
   });
 
   it('turns a slash command (form fields) into an agent run for the channel', async () => {
-    const body = new URLSearchParams(slackCommand({ command: '/ask', text: 'what broke?' })).toString();
+    const body = new URLSearchParams(
+      slackCommand({ command: '/ask', text: 'what broke?' }),
+    ).toString();
     const res = await post(body, slackHeaders(body, FORM_TYPE));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, runId: expect.any(String) });

@@ -11,12 +11,7 @@ import { Webhook as SvixWebhook } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { stripeEvent } from './helpers/provider-payloads.ts';
-import {
-  nowSeconds,
-  sendRaw,
-  storedActions,
-  UNAUTHORIZED_BODY,
-} from './helpers/signed-http.ts';
+import { nowSeconds, sendRaw, storedActions, UNAUTHORIZED_BODY } from './helpers/signed-http.ts';
 
 const STRIPE_SECRET = 'whsec_5f1e0d9c8b7a69584736251403f2e1d0';
 const STRIPE_OTHER = 'whsec_00112233445566778899aabbccddeeff';
@@ -165,7 +160,11 @@ describe.each(SIGNERS)('standard webhooks signed by $name', ({ headers }) => {
   });
   afterAll(() => server.stop());
 
-  const body = JSON.stringify({ type: 'invoice.paid', timestamp: '2026-11-24T10:00:00Z', data: { customer: 'cus_9' } });
+  const body = JSON.stringify({
+    type: 'invoice.paid',
+    timestamp: '2026-11-24T10:00:00Z',
+    data: { customer: 'cus_9' },
+  });
   const post = (id: string, offset = 0) =>
     sendRaw(server, 'billing', body, {
       'content-type': 'application/json',

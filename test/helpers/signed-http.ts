@@ -61,4 +61,3 @@ export function octokitExample(event: string, action?: string): Example {
 
 /** Unix seconds now. */
 export const nowSeconds = () => Math.floor(Date.now() / 1000);
-
