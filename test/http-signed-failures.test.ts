@@ -65,7 +65,7 @@ describe('failed signatures and the auth rate limit', () => {
     ['bad tokens and a bad signature together', [badToken, badToken, badSignature]],
     ['a bad signature and bad verify tokens', [badSignature, badVerifyToken, badVerifyToken]],
   ])(
-    'locks after %s: then a valid signature and a valid token get 429 with Retry-After',
+    'locks after %s: then a valid signature, token or verify token gets 429 with Retry-After',
     async (_, attempts) => {
       const fresh = await startTestServer({
         hooks: {
@@ -98,6 +98,10 @@ describe('failed signatures and the auth rate limit', () => {
         expect(retryAfter).toBeGreaterThan(0);
         expect(retryAfter).toBeLessThanOrEqual(LOCKOUT_SECONDS);
         expect(await goodToken(fresh)).toBe(429);
+        const handshake = await fetch(
+          `${fresh.url}/hooks/gh?hub.mode=subscribe&hub.verify_token=${VERIFY_TOKEN}&hub.challenge=1`,
+        );
+        expect(handshake.status).toBe(429);
         expect(await fresh.store.listActions({ limit: 10 })).toHaveLength(0);
       } finally {
         await fresh.stop();
@@ -117,6 +121,47 @@ describe('failed signatures and the auth rate limit', () => {
     ])
       statuses.push(await attempt(server));
     expect(statuses).toEqual([401, 401, 200, 401, 401, 200]);
+  });
+});
+
+describe('telling failures apart by the answer', () => {
+  it('gives one identical 401 for a bad token and every kind of bad signature', async () => {
+    const stripeSecret = 'whsec_0123456789abcdef0123456789abcdef';
+    const fresh = await startTestServer({
+      hooks: {
+        mappings: [
+          {
+            id: 'gh',
+            match: { path: 'gh' },
+            auth: { scheme: 'github', secret: SECRET },
+            action: 'ignore',
+          },
+          {
+            id: 'st',
+            match: { path: 'st' },
+            auth: { scheme: 'stripe', secret: stripeSecret },
+            action: 'ignore',
+          },
+        ],
+      },
+    });
+    try {
+      const good = await sign(SECRET, body);
+      const stale = `t=${Math.floor(Date.now() / 1000) - 3600},v1=${'0'.repeat(64)}`;
+      const answers = [
+        await sendRaw(fresh, 'gh', body, {}),
+        await sendRaw(fresh, 'gh', body, { 'x-hub-signature-256': 'sha256=zz' }),
+        await sendRaw(fresh, 'gh', body, { 'x-hub-signature-256': await sign('wrong', body) }),
+        await sendRaw(fresh, 'gh', body, { 'x-hub-signature-256': [good, good].join(', ') }),
+        await sendRaw(fresh, 'st', body, { 'stripe-signature': stale }),
+        await sendRaw(fresh, 'wake', '{"text":"x"}', { authorization: 'Bearer wrong-token-0123' }),
+      ];
+      expect(answers.map((a) => a.status)).toEqual([401, 401, 401, 401, 401, 401]);
+      expect(new Set(answers.map((a) => a.text)).size).toBe(1);
+      expect(new Set(answers.map((a) => a.headers.get('www-authenticate'))).size).toBe(1);
+    } finally {
+      await fresh.stop();
+    }
   });
 });
 
@@ -169,8 +214,16 @@ describe('nothing unverified is stored or logged (real binary)', () => {
       expect(await res.text()).not.toContain(CANARY);
       ids.push(res.headers.get('x-request-id') ?? '');
     }
-    for (const id of ids) await proc.waitForStdout(new RegExp(`"requestId":"${id}"`));
     expect(await listStoredActions(['--data-dir', dataDir])).toEqual([]);
+    // A verified delivery of the same body: its signature and body stay out of the log too.
+    const verified = await fetch(`${proc.url}/hooks/gh`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': right },
+      body: payload,
+    });
+    expect(verified.status).toBe(200);
+    ids.push(verified.headers.get('x-request-id') ?? '');
+    for (const id of ids) await proc.waitForStdout(new RegExp(`"requestId":"${id}"`));
     const lines = proc
       .stdout()
       .split('\n')

@@ -143,7 +143,34 @@ describe('generic hmac: shopify and meta', () => {
       'hub.challenge': '1158201444',
     });
     expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(await res.text()).toBe('1158201444');
+  });
+
+  it('reflecting markup through hub.challenge: echoed only as text/plain, nosniff', async () => {
+    const challenge = '<script>alert(1)</script>';
+    const res = await subscribe('meta', {
+      'hub.mode': 'subscribe',
+      'hub.verify_token': VERIFY_TOKEN,
+      'hub.challenge': challenge,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await res.text()).toBe(challenge);
+  });
+
+  it.each([
+    ['with a blank', 'two words'],
+    ['of 257 characters', 'c'.repeat(257)],
+  ])('refuses a challenge %s with 400', async (_, challenge) => {
+    const res = await subscribe('meta', {
+      'hub.mode': 'subscribe',
+      'hub.verify_token': VERIFY_TOKEN,
+      'hub.challenge': challenge,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.text()).not.toContain(challenge);
   });
 
   it.each([

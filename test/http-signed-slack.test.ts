@@ -83,6 +83,12 @@ describe('slack preset', () => {
     expect(await storedActions(server)).toHaveLength(before);
   });
 
+  it('refuses an unsigned ssl_check with 401', async () => {
+    const res = await post('ssl_check=1&token=legacy', { 'content-type': FORM_TYPE });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual(UNAUTHORIZED_BODY);
+  });
+
   it('turns a slash command (form fields) into an agent run for the channel', async () => {
     const body = new URLSearchParams(
       slackCommand({ command: '/ask', text: 'what broke?' }),
