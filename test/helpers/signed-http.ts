@@ -61,3 +61,17 @@ export function octokitExample(event: string, action?: string): Example {
 
 /** Unix seconds now. */
 export const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** Ask `probe` until it answers true; fail after `timeoutMs`. */
+export async function until(
+  what: string,
+  probe: () => Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
