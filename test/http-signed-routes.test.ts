@@ -45,6 +45,17 @@ describe('signed routes beside token routes', () => {
             match: { path: 'ci', source: 'ci' },
             templates: { message: 'ci {{status}}' },
           },
+          {
+            id: 'split-push',
+            match: { path: 'split', when: { '==': [{ var: 'headers.x-github-event' }, 'push'] } },
+            templates: { message: 'split push {{ref}}' },
+          },
+          {
+            id: 'split-rest',
+            match: { path: 'split' },
+            auth: { scheme: 'github', secret: SECRET },
+            action: 'ignore',
+          },
           { id: 'everything', match: {}, action: 'wake', templates: { text: 'caught {{hook}}' } },
         ],
       },
@@ -136,6 +147,20 @@ describe('signed routes beside token routes', () => {
       expect(res.status).toBe(200);
       const [action] = await storedActions(server);
       expect(action).toMatchObject({ mappingId: 'signed-push' });
+    });
+  });
+
+  describe('one auth per path, declared on any of its mappings', () => {
+    it('a mapping without auth on a signed path runs under the signature', async () => {
+      const res = await post('split', push, await signed(push));
+      expect(res.status).toBe(200);
+      const [action] = await storedActions(server);
+      expect(action).toMatchObject({ mappingId: 'split-push', verification: { scheme: 'github' } });
+    });
+
+    it('the hook token alone is refused on that path', async () => {
+      const res = await post('split', push, { ...BEARER, 'x-github-event': 'push' });
+      expect(res.status).toBe(401);
     });
   });
 
