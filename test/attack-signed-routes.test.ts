@@ -1,0 +1,330 @@
+/**
+ * Attacks from outside on routes authenticated by a provider signature, each
+ * against a real server on port 0: replay games, limiter evasion, what an
+ * unverified caller can learn, and what the wire can do that the verifier
+ * unit tests (headers given as a map) cannot.
+ */
+import { createHmac, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { sign as githubSign } from '@octokit/webhooks-methods';
+import Stripe from 'stripe';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { connect } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+import { rawExchange } from './helpers/raw-http.ts';
+
+const GH_SECRET = 'gh-secret-0123456789abcdef';
+const STRIPE_SECRET = 'whsec_attack_0123456789abcdef';
+const stripe = new Stripe('sk_test_x');
+
+const ghMapping = {
+  id: 'gh',
+  match: { path: 'gh' },
+  action: 'wake',
+  textTemplate: 'gh {{payload.n}}',
+  auth: { scheme: 'github', secret: GH_SECRET },
+};
+
+const stripeMapping = {
+  id: 'pay',
+  match: { path: 'pay' },
+  action: 'wake',
+  textTemplate: 'pay {{payload.id}}',
+  auth: { scheme: 'stripe', secret: STRIPE_SECRET },
+};
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  vi.useRealTimers();
+  await server?.stop();
+  server = undefined;
+});
+
+async function start(hooks: Record<string, unknown> = {}): Promise<TestServer> {
+  server = await startTestServer({ hooks: { mappings: [ghMapping, stripeMapping], ...hooks } });
+  return server;
+}
+
+async function githubHeaders(body: string, delivery = randomUUID()) {
+  return {
+    'x-github-event': 'push',
+    'x-github-delivery': delivery,
+    'x-hub-signature-256': await githubSign(GH_SECRET, body),
+  };
+}
+
+function stripeHeaders(body: string, timestamp = Math.floor(Date.now() / 1000)) {
+  const header = stripe.webhooks.generateTestHeaderString({
+    payload: body,
+    secret: STRIPE_SECRET,
+    timestamp,
+  });
+  return { 'stripe-signature': header };
+}
+
+async function actionCount(s: TestServer): Promise<number> {
+  return (await s.store.listActions({ limit: 1000 })).length;
+}
+
+/** Write request bytes as they are (rawExchange writes a string as UTF-8); resolve on close. */
+function rawBytes(url: string, request: Buffer): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+    socket.write(request);
+  });
+}
+
+async function answer(res: Response) {
+  return { status: res.status, body: await res.text() };
+}
+
+describe('replay games', () => {
+  it('replaying a captured GitHub delivery under a fresh X-GitHub-Delivery wakes the agent again', async () => {
+    // GitHub signs only the body; the delivery id the replay check keys on is an unsigned header.
+    const s = await start();
+    const body = JSON.stringify({ n: 1 });
+    const first = await s.post('gh', body, { token: null, headers: await githubHeaders(body) });
+    expect(first.status).toBe(200);
+    const captured = (await githubHeaders(body))['x-hub-signature-256'];
+    const replay = await s.post('gh', body, {
+      token: null,
+      headers: {
+        'x-github-event': 'push',
+        'x-github-delivery': 'anything-new',
+        'x-hub-signature-256': captured,
+      },
+    });
+    expect(replay.status).toBe(200);
+    // One delivery, one action: the replay must not run anything again.
+    expect(await actionCount(s)).toBe(1);
+  });
+
+  it("a token caller's Idempotency-Key spelled like a delivery key swallows a later signed delivery", async () => {
+    const s = await start();
+    const delivery = randomUUID();
+    // Anyone with the hook token claims the signed route's key namespace first.
+    const poison = await s.post(
+      'wake',
+      { text: 'decoy' },
+      {
+        headers: { 'idempotency-key': `delivery:gh:${delivery}` },
+      },
+    );
+    expect(poison.status).toBe(200);
+    const body = JSON.stringify({ n: 2 });
+    const real = await s.post('gh', body, {
+      token: null,
+      headers: await githubHeaders(body, delivery),
+    });
+    expect(real.status).toBe(200);
+    expect(real.headers.get('idempotent-replayed')).toBeNull();
+    // The genuine, verified delivery must have produced its own action.
+    const texts = (await s.store.listActions({ limit: 10 })).map((row) =>
+      JSON.stringify(row.action),
+    );
+    expect(texts.some((text) => text.includes('gh 2'))).toBe(true);
+  });
+
+  it('a Stripe delivery replayed after deliveryRetentionSeconds but inside the signature window runs again', async () => {
+    // Only Date is faked: the server, the ledger and the verifier read the clock through it.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    const s = await start({ deliveryRetentionSeconds: 60 });
+    const body = JSON.stringify({ id: 'evt_attack_1', type: 'charge.succeeded' });
+    const headers = stripeHeaders(body);
+    expect((await s.post('pay', body, { token: null, headers })).status).toBe(200);
+    vi.setSystemTime(Date.now() + 120_000);
+    // Still inside Stripe's default 300 s tolerance, so the captured header verifies.
+    const replay = await s.post('pay', body, { token: null, headers });
+    expect(replay.status).toBe(200);
+    expect(await actionCount(s)).toBe(1);
+  });
+});
+
+describe('limiter evasion', () => {
+  it('replaying one captured signed delivery resets the failed-auth count of token guesses', async () => {
+    const s = await start({
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const body = JSON.stringify({ n: 3 });
+    const captured = await githubHeaders(body);
+    expect((await s.post('gh', body, { token: null, headers: captured })).status).toBe(200);
+    const statuses: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      for (let guess = 0; guess < 2; guess++) {
+        statuses.push(
+          (await s.post('wake', { text: 'x' }, { token: `guess-${round}-${guess}` })).status,
+        );
+      }
+      // The replay verifies (and is answered as a replay), which forgets the guesses so far.
+      await s.post('gh', body, { token: null, headers: captured });
+    }
+    // Eight wrong tokens against a limit of three: the address must be locked by now.
+    expect(statuses).toContain(429);
+  });
+
+  it('bad signatures count toward the per-address lock, and a locked address gets 429 even with a good one', async () => {
+    const s = await start({
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const body = JSON.stringify({ n: 4 });
+    const wrong = { 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` };
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++)
+      statuses.push((await s.post('gh', body, { token: null, headers: wrong })).status);
+    expect(statuses).toEqual([401, 401, 401]);
+    const good = await s.post('gh', body, { token: null, headers: await githubHeaders(body) });
+    expect(good.status).toBe(429);
+    expect(await actionCount(s)).toBe(0);
+  });
+});
+
+describe('what an unverified caller learns', () => {
+  // A forged but well-formed signature passes the header check; the body checks then answer first.
+  it.each([
+    ['an odd content type', { 'content-type': 'image/png' }, 'x'],
+    ['a body over maxBodyBytes', {}, 'x'.repeat(2048)],
+  ])(
+    'probing with %s tells a signed path from an unknown hook before any signature is checked',
+    async (_, extra, body) => {
+      const s = await start({ maxBodyBytes: 1024 });
+      const forged = { 'x-hub-signature-256': `sha256=${'a'.repeat(64)}`, ...extra };
+      const signedPath = await answer(await s.post('gh', body, { token: null, headers: forged }));
+      const unknown = await answer(
+        await s.post('nothing-here', body, { token: null, headers: forged }),
+      );
+      // Nothing verified yet: both must be the same generic 401.
+      expect(signedPath.status).toBe(401);
+      expect(signedPath.body.replace(/"requestId":"[^"]*"/, '')).toBe(
+        unknown.body.replace(/"requestId":"[^"]*"/, ''),
+      );
+    },
+  );
+
+  it('an unverified body that is not JSON is answered 401, never a parse error', async () => {
+    const s = await start();
+    const forged = { 'x-hub-signature-256': `sha256=${'a'.repeat(64)}` };
+    const res = await s.post('gh', '{"n": [[[', { token: null, headers: forged });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
+  });
+});
+
+describe('amplification', () => {
+  it('one unsigned request with eight v1a entries against eight whpk keys stalls the event loop', async () => {
+    const publicKeys = Array.from({ length: 8 }, () => {
+      const { publicKey } = generateKeyPairSync('ed25519');
+      const x = publicKey.export({ format: 'jwk' }).x as string;
+      return `whpk_${Buffer.from(x, 'base64url').toString('base64')}`;
+    });
+    const s = await start({
+      maxBodyBytes: 262_144,
+      mappings: [
+        {
+          id: 'sw',
+          match: { path: 'sw' },
+          action: 'wake',
+          textTemplate: 'sw',
+          auth: { scheme: 'standard-webhooks', secrets: publicKeys },
+        },
+      ],
+    });
+    // Random signatures with a small S: well formed, so every one is checked over the whole body.
+    const entries = Array.from({ length: 8 }, () => {
+      const sig = randomBytes(64);
+      sig[63] = 0;
+      return `v1a,${sig.toString('base64')}`;
+    });
+    const headers = {
+      'webhook-id': 'msg_amplify',
+      'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+      'webhook-signature': entries.join(' '),
+    };
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
+    const res = await s.post('sw', Buffer.alloc(262_000, 0x20), { token: null, headers });
+    delay.disable();
+    expect(res.status).toBe(401);
+    // An HMAC route with eight secrets blocks about 2 ms on the same body; 64 Ed25519 checks, ~30 ms.
+    expect(delay.max / 1e6).toBeLessThan(15);
+  });
+});
+
+describe('the wire', () => {
+  it('a signature header sent twice on the wire is refused even when one copy is valid', async () => {
+    const s = await start();
+    const body = JSON.stringify({ n: 5 });
+    const good = await githubSign(GH_SECRET, body);
+    const request = [
+      'POST /hooks/gh HTTP/1.1',
+      'Host: x',
+      'Content-Type: application/json',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      `X-Hub-Signature-256: ${good}`,
+      `x-hub-signature-256: ${good}`,
+      'Connection: close',
+      '',
+      body,
+    ].join('\r\n');
+    const text = await rawExchange(s.url, request);
+    expect(text).toMatch(/^HTTP\/1\.1 401 /);
+    expect(await actionCount(s)).toBe(0);
+  });
+
+  it('concurrent copies of one signed delivery store one action', async () => {
+    const s = await start();
+    const body = JSON.stringify({ n: 6 });
+    const headers = await githubHeaders(body);
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => s.post('gh', body, { token: null, headers })),
+    );
+    expect(answers.map((res) => res.status)).toEqual(Array(8).fill(200));
+    expect(await actionCount(s)).toBe(1);
+  });
+
+  it('a generic hmac signature over a latin1 header byte verifies only over the bytes sent', async () => {
+    const secret = 'hmac-secret-0123456789';
+    const s = await start({
+      mappings: [
+        {
+          id: 'h',
+          match: { path: 'h' },
+          action: 'wake',
+          textTemplate: 'h',
+          auth: {
+            scheme: 'hmac',
+            secret,
+            header: 'x-sig',
+            signedContent: '{{headers.x-meta}}.{{body}}',
+          },
+        },
+      ],
+    });
+    const body = '{"n":7}';
+    // 0xe9 on the wire; a verifier that re-encoded it as UTF-8 would sign two bytes instead.
+    const meta = Buffer.from([0x63, 0x61, 0x66, 0xe9]);
+    const mac = (content: Buffer) => createHmac('sha256', secret).update(content).digest('hex');
+    const overWire = mac(Buffer.concat([meta, Buffer.from(`.${body}`)]));
+    const overUtf8 = mac(Buffer.from(`café.${body}`, 'utf8'));
+    const send = (sig: string) =>
+      rawBytes(
+        s.url,
+        Buffer.concat([
+          Buffer.from(
+            `POST /hooks/h HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nx-sig: ${sig}\r\nx-meta: `,
+          ),
+          meta,
+          Buffer.from(`\r\nConnection: close\r\n\r\n${body}`),
+        ]),
+      );
+    expect(await send(overUtf8)).toMatch(/^HTTP\/1\.1 401 /);
+    expect(await send(overWire)).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
