@@ -10,7 +10,15 @@ import Stripe from 'stripe';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connect } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { resolveConfig } from '../engine/config.ts';
+import { startHookgate } from '../engine/hookgate.ts';
+import { dryRun } from '../engine/ingress/dry-run.ts';
+import { compileRoutes, routeContext } from '../engine/ingress/routes.ts';
+import { compileMappings } from '../engine/mappings.ts';
+import { policyFromConfig } from '../engine/policy.ts';
+import { startTestServer, TOKEN, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { rawExchange } from './helpers/raw-http.ts';
 
 const GH_SECRET = 'gh-secret-0123456789abcdef';
@@ -148,6 +156,29 @@ describe('replay games', () => {
   });
 });
 
+describe('replay after restart', () => {
+  it('a GitHub redelivery after a restart on the same data directory runs nothing again', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const hooks = { mappings: [ghMapping] };
+      const body = JSON.stringify({ n: 9 });
+      const headers = await githubHeaders(body);
+      const first = await startTestServer({ hooks }, { dataDir: dir });
+      expect((await first.post('gh', body, { token: null, headers })).status).toBe(200);
+      await first.stop();
+      server = await startTestServer({ hooks }, { dataDir: dir });
+      const again = await server.post('gh', body, { token: null, headers });
+      expect(again.status).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await actionCount(server)).toBe(1);
+    } finally {
+      await server?.stop();
+      server = undefined;
+      cleanup();
+    }
+  });
+});
+
 describe('limiter evasion', () => {
   it('replaying one captured signed delivery resets the failed-auth count of token guesses', async () => {
     const s = await start({
@@ -254,6 +285,99 @@ describe('amplification', () => {
     expect(res.status).toBe(401);
     // An HMAC route with eight secrets blocks about 2 ms on the same body; 64 Ed25519 checks, ~30 ms.
     expect(delay.max / 1e6).toBeLessThan(15);
+  });
+});
+
+describe('the log', () => {
+  it('no secret, signature, token or unverified body reaches the log', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const leaks: string[] = [];
+    const { dir, cleanup } = tempDir();
+    const loaded = resolveConfig(
+      {
+        server: { host: '127.0.0.1', port: 0 },
+        hooks: { enabled: true, token: TOKEN, mappings: [ghMapping, stripeMapping] },
+      },
+      { baseDir: dir, dataDir: dir, env: {} },
+    );
+    const gate = await startHookgate(loaded, {
+      logger: pino({ level: 'debug' }, sink),
+      runtime: false,
+    });
+    try {
+      const send = (name: string, body: string, headers: Record<string, string>) =>
+        fetch(`${gate.url}/hooks/${name}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body,
+        });
+      const secretBody = JSON.stringify({ n: 'unverified-body-marker' });
+      const forged = `sha256=${'c'.repeat(64)}`;
+      const good = JSON.stringify({ n: 'good' });
+      const goodHeaders = await githubHeaders(good);
+      leaks.push(goodHeaders['x-hub-signature-256'].slice('sha256='.length));
+      const stale = stripeHeaders(good, Math.floor(Date.now() / 1000) - 3600);
+      const statuses = [
+        (await send('gh', secretBody, { 'x-hub-signature-256': forged })).status,
+        (await send('gh', good, goodHeaders)).status,
+        (await send('pay', good, stale)).status,
+        (await send('wake', '{"text":"x"}', { authorization: 'Bearer wrong-token-guess-1234' }))
+          .status,
+      ];
+      expect(statuses).toEqual([401, 200, 401, 401]);
+    } finally {
+      await gate.close();
+      cleanup();
+    }
+    const log = lines.join('');
+    expect(log).toContain('"authFailure":"mismatch"');
+    expect(log).toContain('"authFailure":"stale"');
+    for (const leak of [
+      GH_SECRET,
+      STRIPE_SECRET,
+      TOKEN,
+      'wrong-token-guess-1234',
+      'c'.repeat(64),
+      'unverified-body-marker',
+      ...leaks,
+    ]) {
+      expect(log).not.toContain(leak);
+    }
+  });
+});
+
+describe('hookgate test', () => {
+  it('the dry run accepts a provider delivery that the server refuses on a requireToken route', async () => {
+    const mapping = { ...ghMapping, auth: { ...ghMapping.auth, requireToken: true } };
+    const s = await start({ mappings: [mapping] });
+    const { config } = resolveConfig(
+      { hooks: { enabled: true, token: TOKEN, mappings: [mapping] } },
+      { baseDir: s.dataDir, env: {} },
+    );
+    const policy = policyFromConfig(config);
+    const routes = compileRoutes(
+      config,
+      compileMappings(config, policy, s.dataDir),
+      routeContext(config, policy),
+    );
+    const body = JSON.stringify({ n: 8 });
+    // Exactly what GitHub sends: a signature, no hook token.
+    const headers = await githubHeaders(body);
+    const served = await s.post('gh', body, { token: null, headers });
+    const dry = await dryRun(config, routes, {
+      hook: 'gh',
+      body: Buffer.from(body),
+      headers: { ...headers, 'content-type': 'application/json' },
+      query: '',
+    });
+    expect(served.status).toBe(401);
+    expect(dry.status).toBe(served.status);
   });
 });
 
