@@ -9,7 +9,6 @@ import { sign as githubSign } from '@octokit/webhooks-methods';
 import Stripe from 'stripe';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connect } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { resolveConfig } from '../engine/config.ts';
@@ -249,6 +248,148 @@ describe('what an unverified caller learns', () => {
 });
 
 describe('amplification', () => {
+  it('one unsigned request with eight v1a entries against eight whpk keys blocks the server for tens of milliseconds', async () => {
+    const publicKeys = Array.from({ length: 8 }, () => {
+      const { publicKey } = generateKeyPairSync('ed25519');
+      const x = publicKey.export({ format: 'jwk' }).x as string;
+      return `whpk_${Buffer.from(x, 'base64url').toString('base64')}`;
+    });
+    const hmacKeys = Array.from({ length: 8 }, () => `whsec_${randomBytes(24).toString('base64')}`);
+    const route = (path: string, secrets: string[]) => ({
+      id: path,
+      match: { path },
+      action: 'wake',
+      textTemplate: path,
+      auth: { scheme: 'standard-webhooks', secrets },
+    });
+    const s = await start({
+      maxBodyBytes: 262_144,
+      mappings: [route('ed', publicKeys), route('mac', hmacKeys)],
+    });
+    // Random signatures with a small S: well formed, so each is checked over the whole body.
+    const entries = (version: string, bytes: number) =>
+      Array.from({ length: 8 }, () => {
+        const sig = randomBytes(bytes);
+        sig[bytes - 1] = 0;
+        return `${version},${sig.toString('base64')}`;
+      }).join(' ');
+    const body = Buffer.alloc(262_000, 0x20);
+    // The least time of a few sequential requests: what the verification itself costs.
+    async function fastest(path: string, signature: string): Promise<number> {
+      const headers = {
+        'webhook-id': 'msg_amplify',
+        'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+        'webhook-signature': signature,
+      };
+      let best = Number.POSITIVE_INFINITY;
+      for (let i = 0; i < 6; i++) {
+        const started = performance.now();
+        const res = await s.post(path, body, { token: null, headers });
+        expect(res.status).toBe(401);
+        if (i > 0) best = Math.min(best, performance.now() - started);
+      }
+      return best;
+    }
+    const mac = await fastest('mac', entries('v1', 32));
+    const ed = await fastest('ed', entries('v1a', 64));
+    // Same body, keys and entries: eight HMACs cost ~2 ms, 64 Ed25519 checks ~30 ms, for anyone.
+    expect(ed - mac).toBeLessThan(10);
+  });
+});
+
+describe('replay after restart', () => {
+  it('a GitHub redelivery after a restart on the same data directory runs nothing again', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const hooks = { mappings: [ghMapping] };
+      const body = JSON.stringify({ n: 9 });
+      const headers = await githubHeaders(body);
+      const first = await startTestServer({ hooks }, { dataDir: dir });
+      expect((await first.post('gh', body, { token: null, headers })).status).toBe(200);
+      await first.stop();
+      server = await startTestServer({ hooks }, { dataDir: dir });
+      const again = await server.post('gh', body, { token: null, headers });
+      expect(again.status).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await actionCount(server)).toBe(1);
+    } finally {
+      await server?.stop();
+      server = undefined;
+      cleanup();
+    }
+  });
+});
+
+describe('limiter evasion', () => {
+  it('replaying one captured signed delivery resets the failed-auth count of token guesses', async () => {
+    const s = await start({
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const body = JSON.stringify({ n: 3 });
+    const captured = await githubHeaders(body);
+    expect((await s.post('gh', body, { token: null, headers: captured })).status).toBe(200);
+    const statuses: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      for (let guess = 0; guess < 2; guess++) {
+        statuses.push(
+          (await s.post('wake', { text: 'x' }, { token: `guess-${round}-${guess}` })).status,
+        );
+      }
+      // The replay verifies (and is answered as a replay), which forgets the guesses so far.
+      await s.post('gh', body, { token: null, headers: captured });
+    }
+    // Eight wrong tokens against a limit of three: the address must be locked by now.
+    expect(statuses).toContain(429);
+  });
+
+  it('bad signatures count toward the per-address lock, and a locked address gets 429 even with a good one', async () => {
+    const s = await start({
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const body = JSON.stringify({ n: 4 });
+    const wrong = { 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` };
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++)
+      statuses.push((await s.post('gh', body, { token: null, headers: wrong })).status);
+    expect(statuses).toEqual([401, 401, 401]);
+    const good = await s.post('gh', body, { token: null, headers: await githubHeaders(body) });
+    expect(good.status).toBe(429);
+    expect(await actionCount(s)).toBe(0);
+  });
+});
+
+describe('what an unverified caller learns', () => {
+  // A forged but well-formed signature passes the header check; the body checks then answer first.
+  it.each([
+    ['an odd content type', { 'content-type': 'image/png' }, 'x'],
+    ['a body over maxBodyBytes', {}, 'x'.repeat(2048)],
+  ])(
+    'probing with %s tells a signed path from an unknown hook before any signature is checked',
+    async (_, extra, body) => {
+      const s = await start({ maxBodyBytes: 1024 });
+      const forged = { 'x-hub-signature-256': `sha256=${'a'.repeat(64)}`, ...extra };
+      const signedPath = await answer(await s.post('gh', body, { token: null, headers: forged }));
+      const unknown = await answer(
+        await s.post('nothing-here', body, { token: null, headers: forged }),
+      );
+      // Nothing verified yet: both must be the same generic 401.
+      expect(signedPath.status).toBe(401);
+      expect(signedPath.body.replace(/"requestId":"[^"]*"/, '')).toBe(
+        unknown.body.replace(/"requestId":"[^"]*"/, ''),
+      );
+    },
+  );
+
+  it('an unverified body that is not JSON is answered 401, never a parse error', async () => {
+    const s = await start();
+    const forged = { 'x-hub-signature-256': `sha256=${'a'.repeat(64)}` };
+    const res = await s.post('gh', '{"n": [[[', { token: null, headers: forged });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
+  });
+});
+
+describe('amplification', () => {
   it('one unsigned request with eight v1a entries against eight whpk keys stalls the event loop', async () => {
     const publicKeys = Array.from({ length: 8 }, () => {
       const { publicKey } = generateKeyPairSync('ed25519');
@@ -278,9 +419,12 @@ describe('amplification', () => {
       'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
       'webhook-signature': entries.join(' '),
     };
+    const body = Buffer.alloc(262_000, 0x20);
+    // Warmed up first, so the measure is the verification, not the first request's compilation.
+    await s.post('sw', body, { token: null, headers });
     const delay = monitorEventLoopDelay({ resolution: 1 });
     delay.enable();
-    const res = await s.post('sw', Buffer.alloc(262_000, 0x20), { token: null, headers });
+    const res = await s.post('sw', body, { token: null, headers });
     delay.disable();
     expect(res.status).toBe(401);
     // An HMAC route with eight secrets blocks about 2 ms on the same body; 64 Ed25519 checks, ~30 ms.
