@@ -155,6 +155,48 @@ describe('replay games', () => {
   });
 });
 
+describe('replays on generic hmac routes', () => {
+  const SHOP_SECRET = 'shopify-secret-0123456789';
+  const shopify = (idempotencyKey?: string) => ({
+    id: 'shop',
+    match: { path: 'shop' },
+    action: 'wake',
+    textTemplate: 'order {{payload.order}}',
+    auth: {
+      scheme: 'hmac',
+      secret: SHOP_SECRET,
+      header: 'x-shopify-hmac-sha256',
+      encoding: 'base64',
+    },
+    ...(idempotencyKey !== undefined && { idempotencyKey }),
+  });
+  const shopHeaders = (body: string, webhookId: string) => ({
+    'x-shopify-hmac-sha256': createHmac('sha256', SHOP_SECRET).update(body).digest('base64'),
+    'x-shopify-webhook-id': webhookId,
+  });
+
+  it('an exact repeat of a generic hmac delivery (a Shopify retry) wakes the agent twice', async () => {
+    // No signed timestamp and no delivery id rule: the byte-for-byte same request is new again.
+    const s = await start({ mappings: [shopify()] });
+    const body = JSON.stringify({ order: 1001 });
+    const headers = shopHeaders(body, 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043');
+    expect((await s.post('shop', body, { token: null, headers })).status).toBe(200);
+    expect((await s.post('shop', body, { token: null, headers })).status).toBe(200);
+    expect(await actionCount(s)).toBe(1);
+  });
+
+  it('an idempotencyKey template over an unsigned header lets a replay through under a new id', async () => {
+    const s = await start({ mappings: [shopify('{{headers.x-shopify-webhook-id}}')] });
+    const body = JSON.stringify({ order: 1002 });
+    const first = shopHeaders(body, 'id-one');
+    expect((await s.post('shop', body, { token: null, headers: first })).status).toBe(200);
+    // Booted without a word: the id the replay check keys on is not covered by the signature.
+    const replay = { ...first, 'x-shopify-webhook-id': 'id-two' };
+    expect((await s.post('shop', body, { token: null, headers: replay })).status).toBe(200);
+    expect(await actionCount(s)).toBe(1);
+  });
+});
+
 describe('replay after restart', () => {
   it('a GitHub redelivery after a restart on the same data directory runs nothing again', async () => {
     const { dir, cleanup } = tempDir();
