@@ -403,6 +403,42 @@ describe('the log', () => {
   });
 });
 
+describe('what a mapping sees', () => {
+  it("a generic hmac route's own signature header reaches templates when its name looks harmless", async () => {
+    // Trello signs in X-Trello-Webhook (HMAC-SHA1, base64, over the body and the callback URL).
+    const secret = 'trello-secret-0123456789';
+    const callback = 'https://agent.example/hooks/trello';
+    const s = await start({
+      mappings: [
+        {
+          id: 'trello',
+          match: { path: 'trello' },
+          action: 'wake',
+          textTemplate: 'card moved {{headers.x-trello-webhook}}',
+          auth: {
+            scheme: 'hmac',
+            secret,
+            header: 'x-trello-webhook',
+            algorithm: 'sha1',
+            encoding: 'base64',
+            signedContent: `{{body}}${callback}`,
+          },
+        },
+      ],
+    });
+    const body = JSON.stringify({ action: { type: 'updateCard' } });
+    const signature = createHmac('sha1', secret).update(`${body}${callback}`).digest('base64');
+    const res = await s.post('trello', body, {
+      token: null,
+      headers: { 'x-trello-webhook': signature },
+    });
+    expect(res.status).toBe(200);
+    // The route knows this header is its signature; no rule, template or transform should read it.
+    const stored = JSON.stringify(await s.store.listActions({ limit: 10 }));
+    expect(stored).not.toContain(signature);
+  });
+});
+
 describe('hookgate test', () => {
   it('the dry run accepts a provider delivery that the server refuses on a requireToken route', async () => {
     const mapping = { ...ghMapping, auth: { ...ghMapping.auth, requireToken: true } };
