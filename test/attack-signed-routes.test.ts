@@ -403,6 +403,66 @@ describe('the log', () => {
   });
 });
 
+describe('the subscription handshake (GET)', () => {
+  const VERIFY = 'meta-verify-token-0123456789';
+  const meta = {
+    id: 'meta',
+    match: { path: 'meta' },
+    action: 'wake',
+    textTemplate: 'meta',
+    auth: {
+      scheme: 'hmac',
+      secret: 'meta-app-secret-0123456789',
+      header: 'x-hub-signature-256',
+      prefix: 'sha256=',
+      verifyToken: VERIFY,
+    },
+  };
+  const get = (s: TestServer, hook: string, query: Record<string, string>) =>
+    fetch(`${s.url}/hooks/${hook}?${new URLSearchParams(query)}`);
+
+  it('a challenge written as HTML comes back as plain text a browser will not sniff', async () => {
+    const s = await start({ mappings: [meta] });
+    const challenge = '<svg/onload=alert(1)>';
+    const res = await get(s, 'meta', {
+      'hub.mode': 'subscribe',
+      'hub.verify_token': VERIFY,
+      'hub.challenge': challenge,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await res.text()).toBe(challenge);
+  });
+
+  it('verify-token guesses count toward the per-address lock', async () => {
+    const s = await start({
+      mappings: [meta],
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const query = {
+        'hub.mode': 'subscribe',
+        'hub.verify_token': `guess-${i}`,
+        'hub.challenge': 'c',
+      };
+      statuses.push((await get(s, 'meta', query)).status);
+    }
+    const right = { 'hub.mode': 'subscribe', 'hub.verify_token': VERIFY, 'hub.challenge': 'c' };
+    statuses.push((await get(s, 'meta', right)).status);
+    expect(statuses).toEqual([403, 403, 403, 429]);
+  });
+
+  it('a GET without the verify token tells a path with a handshake from an unknown hook', async () => {
+    const s = await start({ mappings: [meta] });
+    const probe = { 'hub.mode': 'subscribe', 'hub.verify_token': 'guess', 'hub.challenge': 'c' };
+    const known = await get(s, 'meta', probe);
+    const unknown = await get(s, 'nothing-here', probe);
+    expect(known.status).toBe(unknown.status);
+  });
+});
+
 describe('what a mapping sees', () => {
   it("a generic hmac route's own signature header reaches templates when its name looks harmless", async () => {
     // Trello signs in X-Trello-Webhook (HMAC-SHA1, base64, over the body and the callback URL).
