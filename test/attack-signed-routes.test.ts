@@ -197,6 +197,28 @@ describe('replays on generic hmac routes', () => {
   });
 });
 
+describe('weak secrets', () => {
+  it('a Stripe secret that is the bare whsec_ prefix (an empty variable after it) boots, and anyone signs with it', async () => {
+    // `secret: "whsec_${SUFFIX}"` with SUFFIX set but empty: the key is public knowledge.
+    let booted: TestServer | undefined;
+    try {
+      booted = await startTestServer({
+        hooks: { mappings: [{ ...stripeMapping, auth: { scheme: 'stripe', secret: 'whsec_' } }] },
+      });
+    } catch {
+      return;
+    }
+    server = booted;
+    const body = JSON.stringify({ id: 'evt_forged', type: 'charge.succeeded' });
+    const header = stripe.webhooks.generateTestHeaderString({ payload: body, secret: 'whsec_' });
+    const res = await booted.post('pay', body, {
+      token: null,
+      headers: { 'stripe-signature': header },
+    });
+    expect(res.status).toBe(401);
+  });
+});
+
 describe('replay after restart', () => {
   it('a GitHub redelivery after a restart on the same data directory runs nothing again', async () => {
     const { dir, cleanup } = tempDir();
