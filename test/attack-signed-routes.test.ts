@@ -18,7 +18,7 @@ import { compileRoutes, routeContext } from '../engine/ingress/routes.ts';
 import { compileMappings } from '../engine/mappings.ts';
 import { policyFromConfig } from '../engine/policy.ts';
 import { startTestServer, TOKEN, type TestServer, tempDir } from './helpers/hookgate.ts';
-import { rawExchange } from './helpers/raw-http.ts';
+import { rawExchange, rawPost } from './helpers/raw-http.ts';
 
 const GH_SECRET = 'gh-secret-0123456789abcdef';
 const STRIPE_SECRET = 'whsec_attack_0123456789abcdef';
@@ -277,6 +277,32 @@ describe('limiter evasion', () => {
     const good = await s.post('gh', body, { token: null, headers: await githubHeaders(body) });
     expect(good.status).toBe(429);
     expect(await actionCount(s)).toBe(0);
+  });
+});
+
+describe('limiter overshoot', () => {
+  it('concurrent forged signatures are all verified before the first failure locks the address', async () => {
+    const s = await start({
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const half = Buffer.alloc(1000, 0x20);
+    const headers = {
+      'content-type': 'application/json',
+      'content-length': 2 * half.length,
+      'x-hub-signature-256': `sha256=${'d'.repeat(64)}`,
+    };
+    // Slow uploads: all twelve pass admit while their bodies are still on the way, and the lock
+    // is not looked at again before the MAC.
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        rawPost(`${s.url}/hooks/gh`, { headers, chunks: [half, { pauseMs: 300 }, half] }).then(
+          (r) => r.status,
+        ),
+      ),
+    );
+    const verified = statuses.filter((status) => status === 401).length;
+    // Three failures lock the address: no more than three bodies should be MACed for it.
+    expect(verified).toBeLessThanOrEqual(3);
   });
 });
 
