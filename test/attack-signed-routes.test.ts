@@ -1,0 +1,649 @@
+/**
+ * Attacks from outside on routes authenticated by a provider signature, each
+ * against a real server on port 0: replay games, limiter evasion, what an
+ * unverified caller can learn, and what the wire can do that the verifier
+ * unit tests (headers given as a map) cannot.
+ */
+import { createHmac, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { sign as githubSign } from '@octokit/webhooks-methods';
+import Stripe from 'stripe';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { connect } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { resolveConfig } from '../engine/config.ts';
+import { startHookgate } from '../engine/hookgate.ts';
+import { dryRun } from '../engine/ingress/dry-run.ts';
+import { compileRoutes, routeContext } from '../engine/ingress/routes.ts';
+import { compileMappings } from '../engine/mappings.ts';
+import { policyFromConfig } from '../engine/policy.ts';
+import { startTestServer, TOKEN, type TestServer, tempDir } from './helpers/hookgate.ts';
+import { rawExchange, rawPost } from './helpers/raw-http.ts';
+
+const GH_SECRET = 'gh-secret-0123456789abcdef';
+const STRIPE_SECRET = 'whsec_attack_0123456789abcdef';
+const stripe = new Stripe('sk_test_x');
+
+const ghMapping = {
+  id: 'gh',
+  match: { path: 'gh' },
+  action: 'wake',
+  textTemplate: 'gh {{payload.n}}',
+  auth: { scheme: 'github', secret: GH_SECRET },
+};
+
+const stripeMapping = {
+  id: 'pay',
+  match: { path: 'pay' },
+  action: 'wake',
+  textTemplate: 'pay {{payload.id}}',
+  auth: { scheme: 'stripe', secret: STRIPE_SECRET },
+};
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  vi.useRealTimers();
+  await server?.stop();
+  server = undefined;
+});
+
+async function start(hooks: Record<string, unknown> = {}): Promise<TestServer> {
+  server = await startTestServer({ hooks: { mappings: [ghMapping, stripeMapping], ...hooks } });
+  return server;
+}
+
+async function githubHeaders(body: string, delivery = randomUUID()) {
+  return {
+    'x-github-event': 'push',
+    'x-github-delivery': delivery,
+    'x-hub-signature-256': await githubSign(GH_SECRET, body),
+  };
+}
+
+function stripeHeaders(body: string, timestamp = Math.floor(Date.now() / 1000)) {
+  const header = stripe.webhooks.generateTestHeaderString({
+    payload: body,
+    secret: STRIPE_SECRET,
+    timestamp,
+  });
+  return { 'stripe-signature': header };
+}
+
+async function actionCount(s: TestServer): Promise<number> {
+  return (await s.store.listActions({ limit: 1000 })).length;
+}
+
+/** Write request bytes as they are (rawExchange writes a string as UTF-8); resolve on close. */
+function rawBytes(url: string, request: Buffer): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+    socket.write(request);
+  });
+}
+
+async function answer(res: Response) {
+  return { status: res.status, body: await res.text() };
+}
+
+describe('replay games', () => {
+  it('replaying a captured GitHub delivery under a fresh X-GitHub-Delivery wakes the agent again', async () => {
+    // GitHub signs only the body; the delivery id the replay check keys on is an unsigned header.
+    const s = await start();
+    const body = JSON.stringify({ n: 1 });
+    const first = await s.post('gh', body, { token: null, headers: await githubHeaders(body) });
+    expect(first.status).toBe(200);
+    const captured = (await githubHeaders(body))['x-hub-signature-256'];
+    const replay = await s.post('gh', body, {
+      token: null,
+      headers: {
+        'x-github-event': 'push',
+        'x-github-delivery': 'anything-new',
+        'x-hub-signature-256': captured,
+      },
+    });
+    expect(replay.status).toBe(200);
+    // One delivery, one action: the replay must not run anything again.
+    expect(await actionCount(s)).toBe(1);
+  });
+
+  it("a token caller's Idempotency-Key spelled like a delivery key swallows a later signed delivery", async () => {
+    const s = await start();
+    const delivery = randomUUID();
+    // Anyone with the hook token claims the signed route's key namespace first.
+    const poison = await s.post(
+      'wake',
+      { text: 'decoy' },
+      {
+        headers: { 'idempotency-key': `delivery:gh:${delivery}` },
+      },
+    );
+    expect(poison.status).toBe(200);
+    const body = JSON.stringify({ n: 2 });
+    const real = await s.post('gh', body, {
+      token: null,
+      headers: await githubHeaders(body, delivery),
+    });
+    expect(real.status).toBe(200);
+    expect(real.headers.get('idempotent-replayed')).toBeNull();
+    // The genuine, verified delivery must have produced its own action.
+    const texts = (await s.store.listActions({ limit: 10 })).map((row) =>
+      JSON.stringify(row.action),
+    );
+    expect(texts.some((text) => text.includes('gh 2'))).toBe(true);
+  });
+
+  it('a Stripe delivery replayed after deliveryRetentionSeconds but inside the signature window runs again', async () => {
+    // Only Date is faked: the server, the ledger and the verifier read the clock through it.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    const s = await start({ deliveryRetentionSeconds: 60 });
+    const body = JSON.stringify({ id: 'evt_attack_1', type: 'charge.succeeded' });
+    const headers = stripeHeaders(body);
+    expect((await s.post('pay', body, { token: null, headers })).status).toBe(200);
+    vi.setSystemTime(Date.now() + 120_000);
+    // Still inside Stripe's default 300 s tolerance, so the captured header verifies.
+    const replay = await s.post('pay', body, { token: null, headers });
+    expect(replay.status).toBe(200);
+    expect(await actionCount(s)).toBe(1);
+  });
+});
+
+describe('replays on generic hmac routes', () => {
+  const SHOP_SECRET = 'shopify-secret-0123456789';
+  const shopify = (idempotencyKey?: string) => ({
+    id: 'shop',
+    match: { path: 'shop' },
+    action: 'wake',
+    textTemplate: 'order {{payload.order}}',
+    auth: {
+      scheme: 'hmac',
+      secret: SHOP_SECRET,
+      header: 'x-shopify-hmac-sha256',
+      encoding: 'base64',
+    },
+    ...(idempotencyKey !== undefined && { idempotencyKey }),
+  });
+  const shopHeaders = (body: string, webhookId: string) => ({
+    'x-shopify-hmac-sha256': createHmac('sha256', SHOP_SECRET).update(body).digest('base64'),
+    'x-shopify-webhook-id': webhookId,
+  });
+
+  it('an exact repeat of a generic hmac delivery (a Shopify retry) wakes the agent twice', async () => {
+    // No signed timestamp and no delivery id rule: the byte-for-byte same request is new again.
+    const s = await start({ mappings: [shopify()] });
+    const body = JSON.stringify({ order: 1001 });
+    const headers = shopHeaders(body, 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043');
+    expect((await s.post('shop', body, { token: null, headers })).status).toBe(200);
+    expect((await s.post('shop', body, { token: null, headers })).status).toBe(200);
+    expect(await actionCount(s)).toBe(1);
+  });
+
+  it('an idempotencyKey template over an unsigned header lets a replay through under a new id', async () => {
+    const s = await start({ mappings: [shopify('{{headers.x-shopify-webhook-id}}')] });
+    const body = JSON.stringify({ order: 1002 });
+    const first = shopHeaders(body, 'id-one');
+    expect((await s.post('shop', body, { token: null, headers: first })).status).toBe(200);
+    // Booted without a word: the id the replay check keys on is not covered by the signature.
+    const replay = { ...first, 'x-shopify-webhook-id': 'id-two' };
+    expect((await s.post('shop', body, { token: null, headers: replay })).status).toBe(200);
+    expect(await actionCount(s)).toBe(1);
+  });
+});
+
+describe('weak secrets', () => {
+  it('a Stripe secret that is the bare whsec_ prefix (an empty variable after it) boots, and anyone signs with it', async () => {
+    // `secret: "whsec_${SUFFIX}"` with SUFFIX set but empty: the key is public knowledge.
+    let booted: TestServer | undefined;
+    try {
+      booted = await startTestServer({
+        hooks: { mappings: [{ ...stripeMapping, auth: { scheme: 'stripe', secret: 'whsec_' } }] },
+      });
+    } catch {
+      return;
+    }
+    server = booted;
+    const body = JSON.stringify({ id: 'evt_forged', type: 'charge.succeeded' });
+    const header = stripe.webhooks.generateTestHeaderString({ payload: body, secret: 'whsec_' });
+    const res = await booted.post('pay', body, {
+      token: null,
+      headers: { 'stripe-signature': header },
+    });
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('replay after restart', () => {
+  it('a GitHub redelivery after a restart on the same data directory runs nothing again', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const hooks = { mappings: [ghMapping] };
+      const body = JSON.stringify({ n: 9 });
+      const headers = await githubHeaders(body);
+      const first = await startTestServer({ hooks }, { dataDir: dir });
+      expect((await first.post('gh', body, { token: null, headers })).status).toBe(200);
+      await first.stop();
+      server = await startTestServer({ hooks }, { dataDir: dir });
+      const again = await server.post('gh', body, { token: null, headers });
+      expect(again.status).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await actionCount(server)).toBe(1);
+    } finally {
+      await server?.stop();
+      server = undefined;
+      cleanup();
+    }
+  });
+});
+
+describe('limiter evasion', () => {
+  it('replaying one captured signed delivery resets the failed-auth count of token guesses', async () => {
+    const s = await start({
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const body = JSON.stringify({ n: 3 });
+    const captured = await githubHeaders(body);
+    expect((await s.post('gh', body, { token: null, headers: captured })).status).toBe(200);
+    const statuses: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      for (let guess = 0; guess < 2; guess++) {
+        statuses.push(
+          (await s.post('wake', { text: 'x' }, { token: `guess-${round}-${guess}` })).status,
+        );
+      }
+      // The replay verifies (and is answered as a replay), which forgets the guesses so far.
+      await s.post('gh', body, { token: null, headers: captured });
+    }
+    // Eight wrong tokens against a limit of three: the address must be locked by now.
+    expect(statuses).toContain(429);
+  });
+
+  it('bad signatures count toward the per-address lock, and a locked address gets 429 even with a good one', async () => {
+    const s = await start({
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const body = JSON.stringify({ n: 4 });
+    const wrong = { 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` };
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++)
+      statuses.push((await s.post('gh', body, { token: null, headers: wrong })).status);
+    expect(statuses).toEqual([401, 401, 401]);
+    const good = await s.post('gh', body, { token: null, headers: await githubHeaders(body) });
+    expect(good.status).toBe(429);
+    expect(await actionCount(s)).toBe(0);
+  });
+});
+
+describe('limiter overshoot', () => {
+  it('concurrent forged signatures are all verified before the first failure locks the address', async () => {
+    const s = await start({
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const half = Buffer.alloc(1000, 0x20);
+    const headers = {
+      'content-type': 'application/json',
+      'content-length': 2 * half.length,
+      'x-hub-signature-256': `sha256=${'d'.repeat(64)}`,
+    };
+    // Slow uploads: all twelve pass admit while their bodies are still on the way, and the lock
+    // is not looked at again before the MAC.
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        rawPost(`${s.url}/hooks/gh`, { headers, chunks: [half, { pauseMs: 300 }, half] }).then(
+          (r) => r.status,
+        ),
+      ),
+    );
+    const verified = statuses.filter((status) => status === 401).length;
+    // Three failures lock the address: no more than three bodies should be MACed for it.
+    expect(verified).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('what an unverified caller learns', () => {
+  // A forged but well-formed signature passes the header check; the body checks then answer first.
+  it.each([
+    ['an odd content type', { 'content-type': 'image/png' }, 'x'],
+    ['a body over maxBodyBytes', {}, 'x'.repeat(2048)],
+  ])(
+    'probing with %s tells a signed path from an unknown hook before any signature is checked',
+    async (_, extra, body) => {
+      const s = await start({ maxBodyBytes: 1024 });
+      const forged = { 'x-hub-signature-256': `sha256=${'a'.repeat(64)}`, ...extra };
+      const signedPath = await answer(await s.post('gh', body, { token: null, headers: forged }));
+      const unknown = await answer(
+        await s.post('nothing-here', body, { token: null, headers: forged }),
+      );
+      // Nothing verified yet: both must be the same generic 401.
+      expect(signedPath.status).toBe(401);
+      expect(signedPath.body.replace(/"requestId":"[^"]*"/, '')).toBe(
+        unknown.body.replace(/"requestId":"[^"]*"/, ''),
+      );
+    },
+  );
+
+  it('an unverified body that is not JSON is answered 401, never a parse error', async () => {
+    const s = await start();
+    const forged = { 'x-hub-signature-256': `sha256=${'a'.repeat(64)}` };
+    const res = await s.post('gh', '{"n": [[[', { token: null, headers: forged });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
+  });
+});
+
+describe('amplification', () => {
+  it('one unsigned request with eight v1a entries against eight whpk keys blocks the server for tens of milliseconds', async () => {
+    const publicKeys = Array.from({ length: 8 }, () => {
+      const { publicKey } = generateKeyPairSync('ed25519');
+      const x = publicKey.export({ format: 'jwk' }).x as string;
+      return `whpk_${Buffer.from(x, 'base64url').toString('base64')}`;
+    });
+    const hmacKeys = Array.from({ length: 8 }, () => `whsec_${randomBytes(24).toString('base64')}`);
+    const route = (path: string, secrets: string[]) => ({
+      id: path,
+      match: { path },
+      action: 'wake',
+      textTemplate: path,
+      auth: { scheme: 'standard-webhooks', secrets },
+    });
+    const s = await start({
+      maxBodyBytes: 262_144,
+      mappings: [route('ed', publicKeys), route('mac', hmacKeys)],
+    });
+    // Random signatures with a small S: well formed, so each is checked over the whole body.
+    const entries = (version: string, bytes: number) =>
+      Array.from({ length: 8 }, () => {
+        const sig = randomBytes(bytes);
+        sig[bytes - 1] = 0;
+        return `${version},${sig.toString('base64')}`;
+      }).join(' ');
+    const body = Buffer.alloc(262_000, 0x20);
+    // The least time of a few sequential requests: what the verification itself costs.
+    async function fastest(path: string, signature: string): Promise<number> {
+      const headers = {
+        'webhook-id': 'msg_amplify',
+        'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+        'webhook-signature': signature,
+      };
+      let best = Number.POSITIVE_INFINITY;
+      for (let i = 0; i < 6; i++) {
+        const started = performance.now();
+        const res = await s.post(path, body, { token: null, headers });
+        expect(res.status).toBe(401);
+        if (i > 0) best = Math.min(best, performance.now() - started);
+      }
+      return best;
+    }
+    const mac = await fastest('mac', entries('v1', 32));
+    const ed = await fastest('ed', entries('v1a', 64));
+    // Same body, keys and entries: eight HMACs cost ~2 ms, 64 Ed25519 checks ~30 ms, for anyone.
+    expect(ed - mac).toBeLessThan(10);
+  });
+});
+
+describe('the log', () => {
+  it('no secret, signature, token or unverified body reaches the log', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const leaks: string[] = [];
+    const { dir, cleanup } = tempDir();
+    const loaded = resolveConfig(
+      {
+        server: { host: '127.0.0.1', port: 0 },
+        hooks: { enabled: true, token: TOKEN, mappings: [ghMapping, stripeMapping] },
+      },
+      { baseDir: dir, dataDir: dir, env: {} },
+    );
+    const gate = await startHookgate(loaded, {
+      logger: pino({ level: 'debug' }, sink),
+      runtime: false,
+    });
+    try {
+      const send = (name: string, body: string, headers: Record<string, string>) =>
+        fetch(`${gate.url}/hooks/${name}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body,
+        });
+      const secretBody = JSON.stringify({ n: 'unverified-body-marker' });
+      const forged = `sha256=${'c'.repeat(64)}`;
+      const good = JSON.stringify({ n: 'good' });
+      const goodHeaders = await githubHeaders(good);
+      leaks.push(goodHeaders['x-hub-signature-256'].slice('sha256='.length));
+      const stale = stripeHeaders(good, Math.floor(Date.now() / 1000) - 3600);
+      const statuses = [
+        (await send('gh', secretBody, { 'x-hub-signature-256': forged })).status,
+        (await send('gh', good, goodHeaders)).status,
+        (await send('pay', good, stale)).status,
+        (await send('wake', '{"text":"x"}', { authorization: 'Bearer wrong-token-guess-1234' }))
+          .status,
+      ];
+      expect(statuses).toEqual([401, 200, 401, 401]);
+    } finally {
+      await gate.close();
+      cleanup();
+    }
+    const log = lines.join('');
+    expect(log).toContain('"authFailure":"mismatch"');
+    expect(log).toContain('"authFailure":"stale"');
+    for (const leak of [
+      GH_SECRET,
+      STRIPE_SECRET,
+      TOKEN,
+      'wrong-token-guess-1234',
+      'c'.repeat(64),
+      'unverified-body-marker',
+      ...leaks,
+    ]) {
+      expect(log).not.toContain(leak);
+    }
+  });
+});
+
+describe('the subscription handshake (GET)', () => {
+  const VERIFY = 'meta-verify-token-0123456789';
+  const meta = {
+    id: 'meta',
+    match: { path: 'meta' },
+    action: 'wake',
+    textTemplate: 'meta',
+    auth: {
+      scheme: 'hmac',
+      secret: 'meta-app-secret-0123456789',
+      header: 'x-hub-signature-256',
+      prefix: 'sha256=',
+      verifyToken: VERIFY,
+    },
+  };
+  const get = (s: TestServer, hook: string, query: Record<string, string>) =>
+    fetch(`${s.url}/hooks/${hook}?${new URLSearchParams(query)}`);
+
+  it('a challenge written as HTML comes back as plain text a browser will not sniff', async () => {
+    const s = await start({ mappings: [meta] });
+    const challenge = '<svg/onload=alert(1)>';
+    const res = await get(s, 'meta', {
+      'hub.mode': 'subscribe',
+      'hub.verify_token': VERIFY,
+      'hub.challenge': challenge,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await res.text()).toBe(challenge);
+  });
+
+  it('verify-token guesses count toward the per-address lock', async () => {
+    const s = await start({
+      mappings: [meta],
+      authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const query = {
+        'hub.mode': 'subscribe',
+        'hub.verify_token': `guess-${i}`,
+        'hub.challenge': 'c',
+      };
+      statuses.push((await get(s, 'meta', query)).status);
+    }
+    const right = { 'hub.mode': 'subscribe', 'hub.verify_token': VERIFY, 'hub.challenge': 'c' };
+    statuses.push((await get(s, 'meta', right)).status);
+    expect(statuses).toEqual([403, 403, 403, 429]);
+  });
+
+  it('a GET without the verify token tells a path with a handshake from an unknown hook', async () => {
+    const s = await start({ mappings: [meta] });
+    const probe = { 'hub.mode': 'subscribe', 'hub.verify_token': 'guess', 'hub.challenge': 'c' };
+    const known = await get(s, 'meta', probe);
+    const unknown = await get(s, 'nothing-here', probe);
+    expect(known.status).toBe(unknown.status);
+  });
+});
+
+describe('what a mapping sees', () => {
+  it("a generic hmac route's own signature header reaches templates when its name looks harmless", async () => {
+    // Trello signs in X-Trello-Webhook (HMAC-SHA1, base64, over the body and the callback URL).
+    const secret = 'trello-secret-0123456789';
+    const callback = 'https://agent.example/hooks/trello';
+    const s = await start({
+      mappings: [
+        {
+          id: 'trello',
+          match: { path: 'trello' },
+          action: 'wake',
+          textTemplate: 'card moved {{headers.x-trello-webhook}}',
+          auth: {
+            scheme: 'hmac',
+            secret,
+            header: 'x-trello-webhook',
+            algorithm: 'sha1',
+            encoding: 'base64',
+            signedContent: `{{body}}${callback}`,
+          },
+        },
+      ],
+    });
+    const body = JSON.stringify({ action: { type: 'updateCard' } });
+    const signature = createHmac('sha1', secret).update(`${body}${callback}`).digest('base64');
+    const res = await s.post('trello', body, {
+      token: null,
+      headers: { 'x-trello-webhook': signature },
+    });
+    expect(res.status).toBe(200);
+    // The route knows this header is its signature; no rule, template or transform should read it.
+    const stored = JSON.stringify(await s.store.listActions({ limit: 10 }));
+    expect(stored).not.toContain(signature);
+  });
+});
+
+describe('hookgate test', () => {
+  it('the dry run accepts a provider delivery that the server refuses on a requireToken route', async () => {
+    const mapping = { ...ghMapping, auth: { ...ghMapping.auth, requireToken: true } };
+    const s = await start({ mappings: [mapping] });
+    const { config } = resolveConfig(
+      { hooks: { enabled: true, token: TOKEN, mappings: [mapping] } },
+      { baseDir: s.dataDir, env: {} },
+    );
+    const policy = policyFromConfig(config);
+    const routes = compileRoutes(
+      config,
+      compileMappings(config, policy, s.dataDir),
+      routeContext(config, policy),
+    );
+    const body = JSON.stringify({ n: 8 });
+    // Exactly what GitHub sends: a signature, no hook token.
+    const headers = await githubHeaders(body);
+    const served = await s.post('gh', body, { token: null, headers });
+    const dry = await dryRun(config, routes, {
+      hook: 'gh',
+      body: Buffer.from(body),
+      headers: { ...headers, 'content-type': 'application/json' },
+      query: '',
+    });
+    expect(served.status).toBe(401);
+    expect(dry.status).toBe(served.status);
+  });
+});
+
+describe('the wire', () => {
+  it('a signature header sent twice on the wire is refused even when one copy is valid', async () => {
+    const s = await start();
+    const body = JSON.stringify({ n: 5 });
+    const good = await githubSign(GH_SECRET, body);
+    const request = [
+      'POST /hooks/gh HTTP/1.1',
+      'Host: x',
+      'Content-Type: application/json',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      `X-Hub-Signature-256: ${good}`,
+      `x-hub-signature-256: ${good}`,
+      'Connection: close',
+      '',
+      body,
+    ].join('\r\n');
+    const text = await rawExchange(s.url, request);
+    expect(text).toMatch(/^HTTP\/1\.1 401 /);
+    expect(await actionCount(s)).toBe(0);
+  });
+
+  it('concurrent copies of one signed delivery store one action', async () => {
+    const s = await start();
+    const body = JSON.stringify({ n: 6 });
+    const headers = await githubHeaders(body);
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => s.post('gh', body, { token: null, headers })),
+    );
+    expect(answers.map((res) => res.status)).toEqual(Array(8).fill(200));
+    expect(await actionCount(s)).toBe(1);
+  });
+
+  it('a generic hmac signature over a latin1 header byte verifies only over the bytes sent', async () => {
+    const secret = 'hmac-secret-0123456789';
+    const s = await start({
+      mappings: [
+        {
+          id: 'h',
+          match: { path: 'h' },
+          action: 'wake',
+          textTemplate: 'h',
+          auth: {
+            scheme: 'hmac',
+            secret,
+            header: 'x-sig',
+            signedContent: '{{headers.x-meta}}.{{body}}',
+          },
+        },
+      ],
+    });
+    const body = '{"n":7}';
+    // 0xe9 on the wire; a verifier that re-encoded it as UTF-8 would sign two bytes instead.
+    const meta = Buffer.from([0x63, 0x61, 0x66, 0xe9]);
+    const mac = (content: Buffer) => createHmac('sha256', secret).update(content).digest('hex');
+    const overWire = mac(Buffer.concat([meta, Buffer.from(`.${body}`)]));
+    const overUtf8 = mac(Buffer.from(`café.${body}`, 'utf8'));
+    const send = (sig: string) =>
+      rawBytes(
+        s.url,
+        Buffer.concat([
+          Buffer.from(
+            `POST /hooks/h HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nx-sig: ${sig}\r\nx-meta: `,
+          ),
+          meta,
+          Buffer.from(`\r\nConnection: close\r\n\r\n${body}`),
+        ]),
+      );
+    expect(await send(overUtf8)).toMatch(/^HTTP\/1\.1 401 /);
+    expect(await send(overWire)).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
