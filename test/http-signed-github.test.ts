@@ -19,7 +19,12 @@ import {
 const NEW_SECRET = 'new-github-secret-9f8e7d6c5b4a';
 const OLD_SECRET = 'old-github-secret-0a1b2c3d4e5f';
 
-const issueOpened = JSON.stringify(octokitExample('issues', 'opened'));
+// Every real delivery's body differs (ids, timestamps); a byte-identical signed body is a replay.
+let issueSerial = 0;
+function freshIssue(): string {
+  const example = octokitExample('issues', 'opened') as { issue: Record<string, unknown> };
+  return JSON.stringify({ ...example, issue: { ...example.issue, id: 9_000_000 + ++issueSerial } });
+}
 const ping = JSON.stringify(octokitExample('ping'));
 
 /** The headers GitHub sends with a delivery, minus the signature. */
@@ -68,7 +73,7 @@ describe('github preset: real deliveries, no hook token', () => {
   it('accepts a JSON issues.opened delivery and stores one agent run verified by github', async () => {
     const before = (await storedActions(server)).length;
     const delivery = randomUUID();
-    const res = await deliver(server, 'issues', issueOpened, { delivery });
+    const res = await deliver(server, 'issues', freshIssue(), { delivery });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, runId: expect.any(String) });
     const actions = await storedActions(server);
@@ -82,9 +87,9 @@ describe('github preset: real deliveries, no hook token', () => {
   });
 
   it('accepts the same delivery form-encoded (payload=) and makes the same run of it', async () => {
-    const json = await deliver(server, 'issues', issueOpened);
+    const json = await deliver(server, 'issues', freshIssue());
     expect(json.status).toBe(200);
-    const form = `payload=${encodeURIComponent(issueOpened)}`;
+    const form = `payload=${encodeURIComponent(freshIssue())}`;
     const res = await deliver(server, 'issues', form, {
       contentType: 'application/x-www-form-urlencoded',
     });
@@ -129,22 +134,22 @@ describe('github preset: real deliveries, no hook token', () => {
     ],
   ])('refuses %s with the generic 401 and stores nothing', async (_, signature) => {
     const before = (await storedActions(server)).length;
-    const headers = { ...githubHeaders('issues'), ...(await signature(issueOpened)) };
-    const res = await sendRaw(server, 'github', issueOpened, headers);
+    const headers = { ...githubHeaders('issues'), ...(await signature(freshIssue())) };
+    const res = await sendRaw(server, 'github', freshIssue(), headers);
     expect(res.status).toBe(401);
     expect(res.body).toEqual(UNAUTHORIZED_BODY);
     expect(await storedActions(server)).toHaveLength(before);
   });
 
   it('refuses a duplicated X-Hub-Signature-256 header (header smuggling) with 401', async () => {
-    const good = await sign(NEW_SECRET, issueOpened);
+    const good = await sign(NEW_SECRET, freshIssue());
     const head = Object.entries(githubHeaders('issues'))
       .map(([k, v]) => `${k}: ${v}\r\n`)
       .join('');
     const request =
       `POST /hooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${head}` +
-      `X-Hub-Signature-256: ${good}\r\nX-Hub-Signature-256: ${await sign('other', issueOpened)}\r\n` +
-      `Content-Length: ${Buffer.byteLength(issueOpened)}\r\n\r\n${issueOpened}`;
+      `X-Hub-Signature-256: ${good}\r\nX-Hub-Signature-256: ${await sign('other', freshIssue())}\r\n` +
+      `Content-Length: ${Buffer.byteLength(freshIssue())}\r\n\r\n${freshIssue()}`;
     const answer = await rawExchange(server.url, request);
     expect(answer).toMatch(/^HTTP\/1\.1 401 /);
     expect(answer).toContain('"code":"unauthorized"');
@@ -156,7 +161,7 @@ describe('github preset: real deliveries, no hook token', () => {
   ])(
     'rotation: a delivery signed with %s verifies, secretIndex %i is stored',
     async (secret, index) => {
-      const res = await deliver(server, 'issues', issueOpened, { secret });
+      const res = await deliver(server, 'issues', freshIssue(), { secret });
       expect(res.status).toBe(200);
       const [action] = await storedActions(server);
       expect(action?.verification).toMatchObject({ scheme: 'github', secretIndex: index });
@@ -166,10 +171,11 @@ describe('github preset: real deliveries, no hook token', () => {
   it('answers a redelivery (same X-GitHub-Delivery) with the first body, replayed, once stored', async () => {
     const before = (await storedActions(server)).length;
     const delivery = randomUUID();
-    const first = await deliver(server, 'issues', issueOpened, { delivery });
+    const body = freshIssue();
+    const first = await deliver(server, 'issues', body, { delivery });
     expect(first.status).toBe(200);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
-    const again = await deliver(server, 'issues', issueOpened, { delivery, secret: OLD_SECRET });
+    const again = await deliver(server, 'issues', body, { delivery, secret: OLD_SECRET });
     expect(again.status).toBe(200);
     expect(again.text).toBe(first.text);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -179,8 +185,9 @@ describe('github preset: real deliveries, no hook token', () => {
   it('does not take the same delivery id on another signed route as a replay', async () => {
     const before = (await storedActions(server)).length;
     const delivery = randomUUID();
-    const one = await deliver(server, 'issues', issueOpened, { delivery });
-    const other = await deliver(server, 'issues', issueOpened, { delivery, path: 'github-mirror' });
+    const body = freshIssue();
+    const one = await deliver(server, 'issues', body, { delivery });
+    const other = await deliver(server, 'issues', body, { delivery, path: 'github-mirror' });
     expect([one.status, other.status]).toEqual([200, 200]);
     expect(other.headers.get('idempotent-replayed')).toBeNull();
     expect(other.body).not.toEqual(one.body);

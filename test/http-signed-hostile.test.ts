@@ -15,7 +15,9 @@ import { nowSeconds, sendRaw, storedActions, UNAUTHORIZED_BODY } from './helpers
 
 const SECRET = 'hostile-secret-0f1e2d3c4b5a6978';
 const SW_SECRET = `whsec_${Buffer.from('hostile-standard-webhooks-key!!').toString('base64')}`;
-const body = JSON.stringify({ action: 'opened', issue: { title: 'Crash on start' } });
+// Each delivery's body differs, as GitHub's do: a byte-identical signed body is a replay.
+const bodyOf = (delivery: string) =>
+  JSON.stringify({ action: 'opened', issue: { title: 'Crash on start' }, delivery });
 
 describe('attacks on signed routes', () => {
   let server: TestServer;
@@ -42,7 +44,7 @@ describe('attacks on signed routes', () => {
   afterAll(() => server.stop());
 
   const github = async (delivery: string, options: { secret?: string; payload?: string } = {}) => {
-    const payload = options.payload ?? body;
+    const payload = options.payload ?? bodyOf(delivery);
     return sendRaw(server, 'gh', payload, {
       'content-type': 'application/json',
       'x-github-event': 'issues',
@@ -126,7 +128,7 @@ describe('attacks on signed routes', () => {
 
   it('reading the signature back through a template: the signature headers are hidden', async () => {
     const delivery = randomUUID();
-    const signature = await sign(SECRET, body);
+    const signature = await sign(SECRET, bodyOf(delivery));
     const res = await github(delivery);
     expect(res.status).toBe(200);
     const [action] = await storedActions(server);
@@ -152,6 +154,7 @@ describe('attacks on signed routes', () => {
   });
 
   it('an unsigned upload with Expect: 100-continue gets 401, never 100 Continue', async () => {
+    const body = bodyOf(randomUUID());
     const head =
       'POST /hooks/gh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
       `X-GitHub-Event: issues\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +

@@ -17,16 +17,24 @@ import { octokitExample, sendRaw } from './helpers/signed-http.ts';
 
 const NEW_SECRET = 'provenance-new-secret-2f3e4d5c';
 const OLD_SECRET = 'provenance-old-secret-9a8b7c6d';
-const issue = JSON.stringify(octokitExample('issues', 'opened'));
+const example = octokitExample('issues', 'opened') as { issue: Record<string, unknown> };
+const issue = JSON.stringify(example);
+let serial = 0;
 
+// Each delivery's body differs, as GitHub's do: a byte-identical signed body is a replay.
 async function githubDelivery(secret: string, delivery = randomUUID()) {
+  const body = JSON.stringify({
+    ...example,
+    issue: { ...example.issue, id: 7_000_000 + ++serial },
+  });
   return {
     delivery,
+    body,
     headers: {
       'content-type': 'application/json',
       'x-github-event': 'issues',
       'x-github-delivery': delivery,
-      'x-hub-signature-256': await sign(secret, issue),
+      'x-hub-signature-256': await sign(secret, body),
     },
   };
 }
@@ -59,8 +67,8 @@ describe('provenance of a signed request', () => {
     );
 
   it('hands the runner origin.verification of a delivery signed with the previous secret', async () => {
-    const { delivery, headers } = await githubDelivery(OLD_SECRET);
-    const res = await sendRaw(server, 'github', issue, headers);
+    const { delivery, headers, body } = await githubDelivery(OLD_SECRET);
+    const res = await sendRaw(server, 'github', body, headers);
     expect(res.status).toBe(200);
     const input = runnerInput(await startOf(String(res.body['runId'])));
     expect(input['origin']).toEqual({
@@ -80,8 +88,8 @@ describe('provenance of a signed request', () => {
   });
 
   it('actions --json prints the verification of each stored action', async () => {
-    const { delivery, headers } = await githubDelivery(NEW_SECRET);
-    const res = await sendRaw(server, 'github', issue, headers);
+    const { delivery, headers, body } = await githubDelivery(NEW_SECRET);
+    const res = await sendRaw(server, 'github', body, headers);
     const runId = String(res.body['runId']);
     const printed = await listStoredActions(['--data-dir', temp.dir]);
     const line = printed.find((a) => a['id'] === runId);
@@ -121,7 +129,8 @@ describe('hookgate test with a real delivery', () => {
     ]);
 
   it('shows how a signed delivery authenticated and its replay key', async () => {
-    const { delivery, headers } = await githubDelivery(NEW_SECRET);
+    const { delivery, headers, body } = await githubDelivery(NEW_SECRET);
+    writeFileSync(payload, body);
     const result = await run([
       'x-github-event: issues',
       `x-github-delivery: ${delivery}`,
