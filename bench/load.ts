@@ -57,20 +57,26 @@ function options(url: string, target: Target, settings: LoadSettings, seconds: n
   };
 }
 
-// Every request a new delivery (a repeat would be a cheap replay), signed as GitHub signs it.
+// Every request a new delivery, as GitHub's are: its own id and its own body (an identical signed
+// body would be a replay, answered without the work), signed as GitHub signs.
 function githubSigner(secret: string, headers: Record<string, string>, body: string) {
-  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
   // Warm-up and run each get their own prefix: a warm-up id repeated in the run would be a replay.
-  const prefix = randomUUID();
+  const prefix = randomUUID().slice(0, 8);
+  const template = JSON.parse(body) as Record<string, unknown>;
   let delivery = 0;
-  return (request: Record<string, unknown>) => ({
-    ...request,
-    headers: {
-      ...headers,
-      'x-github-delivery': `${prefix}-${++delivery}`,
-      'x-hub-signature-256': signature,
-    },
-  });
+  return (request: Record<string, unknown>) => {
+    const id = `${prefix}-${++delivery}`;
+    const fresh = JSON.stringify({ ...template, delivery: id });
+    return {
+      ...request,
+      body: fresh,
+      headers: {
+        ...headers,
+        'x-github-delivery': id,
+        'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(fresh).digest('hex')}`,
+      },
+    };
+  };
 }
 
 function statusCounts(result: Result): Record<string, number> {

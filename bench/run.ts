@@ -39,6 +39,11 @@ function describeTarget(target: Target, options: BenchOptions): string {
       'a mapping calling a transform in the sandbox (isolated-vm in a separate transform process, ' +
         'warm context; default limits, isolate recycled every 10,000 calls)',
     );
+  } else if (target.githubSecret !== undefined) {
+    parts.push(
+      'the github preset: X-Hub-Signature-256 verified over the raw body, delivery id and ' +
+        'signed-content keys, mapping chosen by X-GitHub-Event; a fresh body and id per request',
+    );
   } else if (variant.hooks) {
     parts.push('a mapping with a JSON-logic condition on a header and Handlebars templates');
   }

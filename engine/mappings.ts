@@ -55,6 +55,8 @@ export type CompiledMapping = {
   transform: ModuleSpec | undefined;
   /** How requests to its path are authenticated, as configured (routes compile it). */
   auth: RouteAuth | undefined;
+  /** Where that auth block was configured (a preset's: its settings, e.g. `hooks.github.auth`). */
+  authAt: string;
   /** The delivery-id template, as configured (routes compile it). */
   idempotencyKey: string | undefined;
 };
@@ -158,6 +160,7 @@ function compileMapping(
     },
     transform,
     auth: mapping.auth,
+    authAt: settingsAt ? `${settingsAt}.auth` : `${at}.auth`,
     idempotencyKey: mapping.idempotencyKey,
   };
 }

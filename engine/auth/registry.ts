@@ -15,6 +15,7 @@ import { createStandardWebhooksVerifier } from './standard-webhooks.ts';
 import { decodeStandardWebhooksKey } from './standard-webhooks-keys.ts';
 import { createStripeVerifier } from './stripe.ts';
 import { DEFAULT_TOLERANCE_SECONDS } from './timestamp.ts';
+import { isTimed } from './schemes.ts';
 import type { Verifier } from './verifier.ts';
 
 /** Keys that only the generic `hmac` scheme reads. */
@@ -26,9 +27,6 @@ const HMAC_ONLY_KEYS = [
   'signedContent',
   'timestampHeader',
 ] as const;
-
-/** Schemes whose signed content includes a timestamp checked against toleranceSeconds. */
-const TIMESTAMPED = new Set(['stripe', 'slack', 'standard-webhooks']);
 
 type Secret = { value: string; path: string };
 
@@ -69,8 +67,7 @@ function checkKeysApply(auth: RouteAuth, at: string): void {
       }
     }
   }
-  const timestamped = TIMESTAMPED.has(auth.scheme) || auth.timestampHeader !== undefined;
-  if (auth.toleranceSeconds !== undefined && !timestamped) {
+  if (auth.toleranceSeconds !== undefined && !isTimed(auth)) {
     const why =
       auth.scheme === 'hmac'
         ? 'needs a timestampHeader: without one there is no signed time to check'

@@ -1,51 +1,57 @@
 /**
  * Where a route finds the sender's delivery id, the key that makes a
- * provider's retry or redelivery a replay: each signature scheme's own
- * carrier, or a mapping's `idempotencyKey` template over the verified request.
+ * provider's retry or redelivery a replay: its scheme's own carrier
+ * (engine/auth/schemes.ts), or a mapping's `idempotencyKey` template over the
+ * verified request. The id says whether the signature covers it.
  */
 import type { AuthScheme } from '../../schemas/auth.ts';
+import { type IdCarrier, SCHEMES } from '../auth/schemes.ts';
 import type { HeaderValues } from '../auth/verifier.ts';
 import type { Envelope } from '../envelope.ts';
 import { ruleData } from '../mapped-route.ts';
 import { compileTemplate } from '../templates.ts';
 
-/** The delivery id of a verified request, or undefined when it carries none. */
-export type DeliveryIdRule = (envelope: Envelope, headers: HeaderValues) => string | undefined;
+/** A delivery id, and whether the signature covers it (if not, a replay may carry a fresh one). */
+export type DeliveryId = { id: string; signed: boolean };
 
-const fromHeader =
-  (...names: string[]): DeliveryIdRule =>
-  (_envelope, headers) => {
-    for (const name of names) {
+/** The delivery id of a verified request, or undefined when it carries none. */
+export type DeliveryIdRule = (envelope: Envelope, headers: HeaderValues) => DeliveryId | undefined;
+
+function carried(
+  carrier: IdCarrier,
+  envelope: Envelope,
+  headers: HeaderValues,
+): string | undefined {
+  if ('headers' in carrier) {
+    for (const name of carrier.headers) {
       const [value] = headers(name);
       if (value !== undefined && value !== '') return value;
     }
     return undefined;
-  };
-
-const fromPayload =
-  (field: string): DeliveryIdRule =>
-  (envelope) => {
-    const value = Object.hasOwn(envelope.payload, field) ? envelope.payload[field] : undefined;
-    return typeof value === 'string' && value !== '' ? value : undefined;
-  };
-
-// Each scheme's own id: what the provider keeps the same across its retries.
-const SCHEME_IDS: Partial<Record<AuthScheme, DeliveryIdRule>> = {
-  github: fromHeader('x-github-delivery'),
-  'standard-webhooks': fromHeader('webhook-id', 'svix-id'),
-  stripe: fromPayload('id'),
-  slack: fromPayload('event_id'),
-};
+  }
+  const payload = envelope.payload;
+  const value = Object.hasOwn(payload, carrier.payload) ? payload[carrier.payload] : undefined;
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
 
 /** The rule for a route: its template if it has one, else its scheme's carrier, else none. */
 export function deliveryIdRule(
   scheme: AuthScheme,
   template: string | undefined,
 ): DeliveryIdRule | undefined {
-  if (template === undefined) return SCHEME_IDS[scheme];
+  const facts = SCHEMES[scheme];
+  if (template === undefined) {
+    const carrier = facts.deliveryId;
+    if (!carrier) return undefined;
+    return (envelope, headers) => {
+      const id = carried(carrier, envelope, headers);
+      return id === undefined ? undefined : { id, signed: facts.idSigned };
+    };
+  }
   const render = compileTemplate(template);
+  // A template may read anything, signed or not: never trusted to stand for the signed content.
   return (envelope) => {
     const id = render(ruleData(envelope)).trim();
-    return id === '' ? undefined : id;
+    return id === '' ? undefined : { id, signed: false };
   };
 }

@@ -4,7 +4,6 @@
  * A token route's request carries the hook token unless it brings its own; a signed route's
  * carries what the sender sends (its signature headers, or `--sign`).
  */
-import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Action } from '../../schemas/action.ts';
 import type { Config } from '../../schemas/config.ts';
@@ -13,7 +12,7 @@ import type { Ledger } from '../dispatcher.ts';
 import type { Verification } from '../envelope.ts';
 import { asHookError } from '../errors.ts';
 import { createMemoryLimiter } from '../rate-limit.ts';
-import { type Exchange, runStages } from './exchange.ts';
+import { type Exchange, newExchange, runStages } from './exchange.ts';
 import { headerValues, type RequestSource } from './request-source.ts';
 import type { RouteTable } from './routes.ts';
 import { createStages } from './stages.ts';
@@ -54,23 +53,7 @@ export async function dryRun(
   routes: RouteTable,
   request: DryRunRequest,
 ): Promise<DryRunResult> {
-  const token = config.hooks.token;
-  const headers: IncomingHttpHeaders = { ...request.headers };
-  // A token route's caller holds the token; a signed route's sender (GitHub...) does not send it.
-  const tokenRoute = routes.find(request.hook).gate.verifier === undefined;
-  if (token && tokenRoute && !CARRIERS.some((name) => headers[name] !== undefined)) {
-    headers.authorization = `Bearer ${token}`;
-  }
-  const rawHeaders = Object.entries(headers).flatMap(([name, value]) => [name, String(value)]);
-  const source: RequestSource = {
-    method: request.method ?? 'POST',
-    url: `${config.hooks.path}/${request.hook}${request.query ? `?${request.query}` : ''}`,
-    headers,
-    rawHeaders,
-    remoteAddress: '127.0.0.1',
-    readBody: () => Promise.resolve(request.body),
-    continueBody: () => undefined,
-  };
+  const source = fileSource(config, routes, request);
   const stages = createStages({
     // As if enabled: a route is worth testing before the endpoint group is switched on.
     enabled: true,
@@ -78,7 +61,7 @@ export async function dryRun(
     routes,
     limiter: createMemoryLimiter(config.hooks.authRateLimit),
     resolveClient: () => '127.0.0.1',
-    tokenMatches: createTokenCheck(token ?? ''),
+    tokenMatches: createTokenCheck(config.hooks.token ?? ''),
     body: {
       maxBytes: config.hooks.maxBodyBytes,
       maxDepth: config.hooks.maxJsonDepth,
@@ -86,19 +69,7 @@ export async function dryRun(
     },
     ledger: PREVIEW,
   });
-  const x: Exchange = {
-    id: randomUUID(),
-    arrivedAtMs: Date.now(),
-    source,
-    headers: headerValues(rawHeaders),
-    pathname: '',
-    query: '',
-    hook: '',
-    client: '',
-    limiterKey: '',
-    log: {},
-    cleanup: [],
-  };
+  const x = newExchange(source, headerValues(source.rawHeaders));
   try {
     const answer = await runStages(stages, x);
     const response =
@@ -118,6 +89,26 @@ export async function dryRun(
       error: { code: error.code, message: error.message },
     };
   }
+}
+
+/** The request as the stages read it, from the command line's file and flags. */
+function fileSource(config: Config, routes: RouteTable, request: DryRunRequest): RequestSource {
+  const token = config.hooks.token;
+  const headers: IncomingHttpHeaders = { ...request.headers };
+  // A token route's caller holds the token; a signed route's sender (GitHub...) does not send it.
+  const tokenRoute = routes.find(request.hook).gate.verifier === undefined;
+  if (token && tokenRoute && !CARRIERS.some((name) => headers[name] !== undefined)) {
+    headers.authorization = `Bearer ${token}`;
+  }
+  return {
+    method: request.method ?? 'POST',
+    url: `${config.hooks.path}/${request.hook}${request.query ? `?${request.query}` : ''}`,
+    headers,
+    rawHeaders: Object.entries(headers).flatMap(([name, value]) => [name, String(value)]),
+    remoteAddress: '127.0.0.1',
+    readBody: () => Promise.resolve(request.body),
+    continueBody: () => undefined,
+  };
 }
 
 /** What the stages found, whether or not the request got through. */

@@ -4,6 +4,7 @@
  * fields earlier stages set and sets its own; it answers early by returning
  * an Answer, refuses by throwing a HookError.
  */
+import { randomUUID } from 'node:crypto';
 import type { Accepted } from '../actions.ts';
 import type { HeaderValues } from '../auth/verifier.ts';
 import type { KeyClaim } from '../dispatcher.ts';
@@ -42,6 +43,23 @@ export type Exchange = {
   /** Run once the request is answered, whatever happened (releases a held key). */
   cleanup: Array<() => void>;
 };
+
+/** A request's exchange before the first stage: what it brought, nothing found out yet. */
+export function newExchange(source: RequestSource, headers: HeaderValues): Exchange {
+  return {
+    id: randomUUID(),
+    arrivedAtMs: Date.now(),
+    source,
+    headers,
+    pathname: '',
+    query: '',
+    hook: '',
+    client: '',
+    limiterKey: '',
+    log: {},
+    cleanup: [],
+  };
+}
 
 /** What a stage answers with when the request is settled before the last stage. */
 export type Answer =

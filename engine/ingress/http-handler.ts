@@ -2,12 +2,11 @@
  * The node:http request listener: run the stages for each request, write the
  * answer (or the refusal as one JSON error), and log one line per request.
  */
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asHookError, type HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { sendEmpty, sendError, sendJson, sendText } from '../respond.ts';
-import { type Answer, type Exchange, runStages, type Stage } from './exchange.ts';
+import { type Answer, type Exchange, newExchange, runStages, type Stage } from './exchange.ts';
 import { expectsContinue, headerValues, httpSource } from './request-source.ts';
 
 export type HandlerSettings = {
@@ -55,19 +54,7 @@ export function createRequestHandler(
   return function handleRequest(req, res) {
     const started = performance.now();
     const source = httpSource(req, res);
-    const x: Exchange = {
-      id: randomUUID(),
-      arrivedAtMs: Date.now(),
-      source,
-      headers: headerValues(req.rawHeaders),
-      pathname: '',
-      query: '',
-      hook: '',
-      client: '',
-      limiterKey: '',
-      log: {},
-      cleanup: [],
-    };
+    const x = newExchange(source, headerValues(req.rawHeaders));
     x.log['requestId'] = x.id;
     x.log['client'] = req.socket.remoteAddress ?? '';
     x.log['status'] = 0;

@@ -14,9 +14,6 @@ import { type Exchange, had, type Stage } from './exchange.ts';
 // Longer ids are kept as their hash (the key) and their first characters (what is shown).
 const MAX_SHOWN_ID = 256;
 
-// Schemes whose signature covers the delivery id: a byte-identical body may be another delivery.
-const ID_IS_SIGNED: ReadonlySet<string> = new Set(['standard-webhooks', 'token']);
-
 /**
  * The keys of a request: its delivery id (per route), the signed content itself on signed
  * routes whose id is not signed (a captured GitHub delivery resent under a fresh
@@ -28,7 +25,8 @@ export function keyClaims(x: Exchange): KeyClaim[] {
   const envelope = had(x.envelope, 'envelope');
   const windowMs = route.keyWindowMs;
   const claims: KeyClaim[] = [];
-  const delivery = route.deliveryId?.(envelope, x.headers);
+  const found = route.deliveryId?.(envelope, x.headers);
+  const delivery = found?.id;
   if (delivery !== undefined) {
     // Shown with the actions and to the agent: which delivery this was.
     envelope.verification = {
@@ -39,11 +37,13 @@ export function keyClaims(x: Exchange): KeyClaim[] {
     // Scoped to the route: two senders may use the same ids.
     claims.push({ key: `delivery:${route.name}:${compact(delivery)}`, windowMs });
   }
-  const scheme = envelope.verification.scheme;
-  if (!ID_IS_SIGNED.has(scheme)) {
+  const signedRoute = envelope.verification.scheme !== 'token';
+  // Unless a signed id stands for it, the signed content is a key: a replay may carry a fresh id.
+  if (signedRoute && !found?.signed) {
     claims.push({ key: `signed:${route.name}:${contentDigest(envelope)}`, windowMs });
   }
-  if (delivery !== undefined) return claims;
+  // A caller's key is for token routes: a provider's payload field is not a key it chose.
+  if (delivery !== undefined || signedRoute) return claims;
   const key = chooseIdempotencyKey(headerIdempotencyKey(x.source.headers), envelope.payload);
   if (key !== undefined) {
     claims.push({

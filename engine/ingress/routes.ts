@@ -11,6 +11,8 @@ import type { AuthScheme, RouteAuth } from '../../schemas/auth.ts';
 import type { Config } from '../../schemas/config.ts';
 import { createTokenCheck } from '../auth.ts';
 import { createVerifier } from '../auth/registry.ts';
+import { isTimed } from '../auth/schemes.ts';
+import { DEFAULT_TOLERANCE_SECONDS } from '../auth/timestamp.ts';
 import type { Verifier } from '../auth/verifier.ts';
 import { ConfigError } from '../config.ts';
 import type { Envelope } from '../envelope.ts';
@@ -57,8 +59,6 @@ export type RouteTable = {
   maxKeyWindowMs: number;
 };
 
-const TOKEN_GATE_SCHEME: AuthScheme = 'token';
-
 /** The context routes build actions in: the policy, the configured bounds, the transforms. */
 export function routeContext(
   config: Config,
@@ -76,6 +76,17 @@ export function routeContext(
   };
 }
 
+// The hook token's gate: /wake, /agent, and every path without a signature scheme.
+const TOKEN_GATE: RouteGate = Object.freeze({
+  scheme: 'token',
+  token: true,
+  verifier: undefined,
+  verifyToken: undefined,
+  hidden: Object.freeze([]),
+});
+
+type Windows = { tokenMs: number; signedMs: number };
+
 /** Compile the routes of a configuration. Every problem is a ConfigError naming the mapping. */
 export function compileRoutes(
   config: Config,
@@ -83,29 +94,41 @@ export function compileRoutes(
   ctx: MappedContext,
 ): RouteTable {
   const hooks = config.hooks;
-  const tokenWindowMs = hooks.idempotencyWindowSeconds * 1000;
-  const signedWindowMs = hooks.deliveryRetentionSeconds * 1000;
-  const tokenGate: RouteGate = {
-    scheme: TOKEN_GATE_SCHEME,
-    token: true,
-    verifier: undefined,
-    verifyToken: undefined,
-    hidden: [],
+  const windows = {
+    tokenMs: hooks.idempotencyWindowSeconds * 1000,
+    signedMs: hooks.deliveryRetentionSeconds * 1000,
   };
-  const builtIn = (name: 'wake' | 'agent'): CompiledRoute => ({
-    name,
-    gate: tokenGate,
-    forms: false,
-    deliveryId: undefined,
-    keyWindowMs: tokenWindowMs,
-    mappings: [],
-    accept: builtInAccept(name, ctx),
-  });
-  const routes = new Map<string, CompiledRoute>([
-    ['wake', builtIn('wake')],
-    ['agent', builtIn('agent')],
-  ]);
+  const routes = new Map<string, CompiledRoute>();
+  for (const name of ['wake', 'agent'] as const) {
+    routes.set(name, tokenRoute(name, [], builtInAccept(name, ctx), windows, false));
+  }
   const catchAll = mappings.filter((m) => m.path === undefined);
+  checkCatchAll(catchAll);
+  for (const name of new Set(mappings.map((m) => m.path))) {
+    if (name === undefined) continue;
+    routes.set(name, mappedRoute(name, mappings, ctx, windows, hooks.deliveryRetentionSeconds));
+  }
+  const accept = catchAll.length > 0 ? mappedAccept(catchAll, ctx) : unknownHook;
+  const fallback = tokenRoute('', catchAll, accept, windows, true);
+  return {
+    find: (hook) => routes.get(hook) ?? fallback,
+    maxKeyWindowMs: Math.max(windows.tokenMs, windows.signedMs),
+  };
+}
+
+function tokenRoute(
+  name: string,
+  mappings: readonly CompiledMapping[],
+  accept: AcceptStep,
+  windows: Windows,
+  forms: boolean,
+): CompiledRoute {
+  const base = { name, gate: TOKEN_GATE, forms, deliveryId: undefined };
+  return { ...base, keyWindowMs: windows.tokenMs, mappings, accept };
+}
+
+/** A signature belongs to one sender's path: a catch-all mapping cannot declare one. */
+function checkCatchAll(catchAll: readonly CompiledMapping[]): void {
   for (const mapping of catchAll) {
     if (mapping.auth && mapping.auth.scheme !== 'token') {
       throw new ConfigError(
@@ -114,39 +137,30 @@ export function compileRoutes(
       );
     }
   }
-  let longest = Math.max(tokenWindowMs, signedWindowMs);
-  for (const name of new Set(mappings.map((m) => m.path))) {
-    if (name === undefined) continue;
-    const own = mappings.filter((m) => m.path === name);
-    const auth = routeAuth(own);
-    const signed = auth !== undefined && auth.auth.scheme !== 'token';
-    if (auth && signed) checkRetention(hooks.deliveryRetentionSeconds, auth.auth, auth.at);
-    // A signed path runs only its own mappings: a catch-all mapping expects the hook token.
-    const tried = signed ? own : mappings.filter((m) => m.path === name || m.path === undefined);
-    const keyWindowMs = signed ? signedWindowMs : tokenWindowMs;
-    longest = Math.max(longest, keyWindowMs);
-    routes.set(name, {
-      name,
-      gate: auth ? compileGate(auth.auth, auth.at) : tokenGate,
-      forms: true,
-      deliveryId: compileDeliveryId(auth?.auth.scheme ?? 'token', own),
-      keyWindowMs,
-      mappings: tried,
-      accept: mappedAccept(tried, ctx),
-    });
-  }
-  const fallback: CompiledRoute = {
-    name: '',
-    gate: tokenGate,
-    forms: true,
-    deliveryId: undefined,
-    keyWindowMs: tokenWindowMs,
-    mappings: catchAll,
-    accept: catchAll.length > 0 ? mappedAccept(catchAll, ctx) : unknownHook,
-  };
+}
+
+/** The route of one mapping path: its auth, its delivery id, the mappings it tries. */
+function mappedRoute(
+  name: string,
+  mappings: readonly CompiledMapping[],
+  ctx: MappedContext,
+  windows: Windows,
+  retentionSeconds: number,
+): CompiledRoute {
+  const own = mappings.filter((m) => m.path === name);
+  const auth = routeAuth(own);
+  const signed = auth !== undefined && auth.auth.scheme !== 'token';
+  if (auth && signed) checkRetention(retentionSeconds, auth.auth, auth.at);
+  // A signed path runs only its own mappings: a catch-all mapping expects the hook token.
+  const tried = signed ? own : mappings.filter((m) => m.path === name || m.path === undefined);
   return {
-    find: (hook) => routes.get(hook) ?? fallback,
-    maxKeyWindowMs: longest,
+    name,
+    gate: auth ? compileGate(auth.auth, auth.at) : TOKEN_GATE,
+    forms: true,
+    deliveryId: compileDeliveryId(auth?.auth.scheme ?? 'token', own),
+    keyWindowMs: signed ? windows.signedMs : windows.tokenMs,
+    mappings: tried,
+    accept: mappedAccept(tried, ctx),
   };
 }
 
@@ -160,10 +174,10 @@ function routeAuth(own: readonly CompiledMapping[]): { auth: RouteAuth; at: stri
   for (const mapping of own) {
     if (!mapping.auth) continue;
     if (!found) {
-      found = { auth: mapping.auth, at: `${mapping.at}.auth`, id: mapping.id };
+      found = { auth: mapping.auth, at: mapping.authAt, id: mapping.id };
     } else if (!isDeepStrictEqual(found.auth, mapping.auth)) {
       throw new ConfigError(
-        `${mapping.at}.auth`,
+        mapping.authAt,
         `(mapping "${mapping.id}") differs from the auth of mapping "${found.id}" on the same path; a path has one auth`,
       );
     }
@@ -171,8 +185,28 @@ function routeAuth(own: readonly CompiledMapping[]): { auth: RouteAuth; at: stri
   return found;
 }
 
+// Keys that mean nothing on a token route: a secret there would be silently ignored.
+const SIGNATURE_KEYS = [
+  'secret',
+  'secrets',
+  'toleranceSeconds',
+  'header',
+  'algorithm',
+  'encoding',
+  'prefix',
+  'signedContent',
+  'timestampHeader',
+] as const;
+
 function compileGate(auth: RouteAuth, at: string): RouteGate {
   const signed = auth.scheme !== 'token';
+  const stray = signed ? undefined : SIGNATURE_KEYS.find((key) => auth[key] !== undefined);
+  if (stray) {
+    throw new ConfigError(
+      `${at}.${stray}`,
+      'scheme token is the hook token: it takes no secret or signature settings',
+    );
+  }
   return {
     scheme: auth.scheme,
     token: !signed || auth.requireToken === true,
@@ -183,28 +217,21 @@ function compileGate(auth: RouteAuth, at: string): RouteGate {
   };
 }
 
-// A signed timestamp is checked against the window; past the retention a replay inside it would run.
-const TIMED_DEFAULT_SECONDS = 300;
+function verifyTokenCheck(expected: string): (presented: string) => boolean {
+  const matches = createTokenCheck(expected);
+  return (presented) => matches({ kind: 'token', token: presented });
+}
 
+// Past the retention a replay inside the signature's time window would run again.
 function checkRetention(retentionSeconds: number, auth: RouteAuth, at: string): void {
-  const timed =
-    auth.scheme === 'stripe' ||
-    auth.scheme === 'slack' ||
-    auth.scheme === 'standard-webhooks' ||
-    (auth.scheme === 'hmac' && auth.timestampHeader !== undefined);
-  if (!timed) return;
-  const tolerance = auth.toleranceSeconds ?? TIMED_DEFAULT_SECONDS;
+  if (!isTimed(auth)) return;
+  const tolerance = auth.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   if (retentionSeconds < tolerance) {
     throw new ConfigError(
       'hooks.deliveryRetentionSeconds',
       `${retentionSeconds} is shorter than ${at}.toleranceSeconds (${tolerance}): a delivery replayed inside its time window would run again`,
     );
   }
-}
-
-function verifyTokenCheck(expected: string): (presented: string) => boolean {
-  const matches = createTokenCheck(expected);
-  return (presented) => matches({ kind: 'token', token: presented });
 }
 
 function compileDeliveryId(
