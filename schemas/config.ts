@@ -6,6 +6,7 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { channelSchemas } from './channels.ts';
 import { presetAuthSchema } from './auth.ts';
+import { gmailSchema } from './gmail.ts';
 import { mappingSchema } from './mapping.ts';
 import { THINKING_LEVELS } from './payloads.ts';
 
@@ -133,17 +134,8 @@ const hooksSchema = {
     github: presetSettings,
     stripe: presetSettings,
     slack: presetSettings,
-    // Mail-notification settings; the keys below apply to the gmail preset,
-    // others are written by the mail setup command.
-    gmail: {
-      type: 'object',
-      default: {},
-      properties: {
-        allowUnsafeExternalContent: { type: 'boolean' },
-        model: nonEmpty,
-        thinking: { enum: THINKING_LEVELS },
-      },
-    },
+    // The mail-notification flow (schemas/gmail.ts), written by `hookgate gmail setup`.
+    gmail: gmailSchema,
   },
 } as const;
 
