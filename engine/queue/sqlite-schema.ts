@@ -193,6 +193,28 @@ const MIGRATIONS: readonly string[] = [
     ${RECOMPUTE('NEW.session_key')}
   END;
   `,
+  // 6: the mail-notification flow: each watched mailbox's cursor and watch, and each Pub/Sub
+  // push received (keyed by its message id, so a redelivered push is one row) until its sync.
+  `
+  CREATE TABLE gmail_mailboxes (
+    account TEXT PRIMARY KEY,
+    cursor TEXT,
+    watch_expiration_ms INTEGER,
+    watched_at_ms INTEGER,
+    last_push_at_ms INTEGER,
+    last_sync_at_ms INTEGER,
+    last_error TEXT,
+    needs_consent INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE TABLE gmail_pushes (
+    message_id TEXT PRIMARY KEY,
+    account TEXT NOT NULL,
+    history_id TEXT NOT NULL,
+    received_at_ms INTEGER NOT NULL,
+    synced_at_ms INTEGER
+  );
+  CREATE INDEX gmail_pushes_pending ON gmail_pushes (account, synced_at_ms);
+  `,
 ];
 
 function userVersion(db: DatabaseSync): number {

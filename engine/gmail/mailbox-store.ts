@@ -1,0 +1,141 @@
+/**
+ * The mail-notification flow's durable state, in the store file: each
+ * watched mailbox's cursor (a Gmail history id, only ever moved forward) and
+ * watch, and each Pub/Sub push received until a sync has covered it. A push
+ * is recorded before it is acknowledged; a redelivered push (same message id)
+ * is one row. A connection of its own; every write is one short statement.
+ */
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { openDatabase } from '../queue/sqlite-schema.ts';
+
+/** A mailbox as the flow knows it. */
+export type MailboxState = {
+  account: string;
+  /** The history id synced up to (decimal string), once known. */
+  cursor: string | undefined;
+  watchExpirationMs: number | undefined;
+  watchedAtMs: number | undefined;
+  lastPushAtMs: number | undefined;
+  lastSyncAtMs: number | undefined;
+  lastError: string | undefined;
+  /** The refresh token was refused (invalid_grant): the operator must run the consent again. */
+  needsConsent: boolean;
+};
+
+/** A recorded push: which mailbox changed, up to which history id. */
+export type RecordedPush = { messageId: string; account: string; historyId: string };
+
+export type MailboxStore = {
+  /** Record a push; false when its message id was recorded before (a redelivery). */
+  recordPush(push: RecordedPush, nowMs: number): boolean;
+  /** Pushes of a mailbox that no sync has covered yet, oldest first. */
+  pendingPushes(account: string): RecordedPush[];
+  /** Mark pushes covered by a sync. */
+  markSynced(messageIds: readonly string[], nowMs: number): void;
+  state(account: string): MailboxState;
+  /** Move the cursor forward (never back); returns the cursor now stored. */
+  advanceCursor(account: string, historyId: string): string;
+  /** Replace the cursor (after an expired one: a fresh start point). */
+  resetCursor(account: string, historyId: string): void;
+  recordWatch(account: string, expirationMs: number, nowMs: number): void;
+  recordSync(account: string, nowMs: number, error: string | undefined): void;
+  setNeedsConsent(account: string, needs: boolean): void;
+  close(): void;
+};
+
+type Row = Record<string, unknown>;
+
+const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+const int = (value: unknown) =>
+  typeof value === 'number' || typeof value === 'bigint' ? Number(value) : undefined;
+
+/** True when history id `a` is later than `b` (decimal strings, beyond 2^53 too). */
+export function isLater(a: string, b: string | undefined): boolean {
+  return b === undefined || BigInt(a) > BigInt(b);
+}
+
+/** Open the mailbox state in the data directory's store file. */
+export function openMailboxStore(dataDir: string): MailboxStore {
+  const db: DatabaseSync = openDatabase(dataDir, { create: true });
+  // Pushes are acknowledged once recorded: this row must survive a crash (WAL, FULL).
+  const ensure = db.prepare('INSERT OR IGNORE INTO gmail_mailboxes (account) VALUES (?)');
+  const insertPush = db.prepare(
+    'INSERT OR IGNORE INTO gmail_pushes (message_id, account, history_id, received_at_ms) VALUES (?, ?, ?, ?)',
+  );
+  const touchPush = db.prepare('UPDATE gmail_mailboxes SET last_push_at_ms = ? WHERE account = ?');
+  const pending = db.prepare(
+    'SELECT message_id, account, history_id FROM gmail_pushes WHERE account = ? AND synced_at_ms IS NULL ORDER BY received_at_ms, message_id LIMIT 1000',
+  );
+  const synced = db.prepare('UPDATE gmail_pushes SET synced_at_ms = ? WHERE message_id = ?');
+  const select = db.prepare('SELECT * FROM gmail_mailboxes WHERE account = ?');
+  const setCursor = db.prepare('UPDATE gmail_mailboxes SET cursor = ? WHERE account = ?');
+  const setWatch = db.prepare(
+    'UPDATE gmail_mailboxes SET watch_expiration_ms = ?, watched_at_ms = ? WHERE account = ?',
+  );
+  const setSync = db.prepare(
+    'UPDATE gmail_mailboxes SET last_sync_at_ms = ?, last_error = ? WHERE account = ?',
+  );
+  const setConsent = db.prepare('UPDATE gmail_mailboxes SET needs_consent = ? WHERE account = ?');
+  const run = (statement: StatementSync, ...values: Array<string | number | null>) =>
+    statement.run(...values);
+
+  function state(account: string): MailboxState {
+    ensure.run(account);
+    const row = select.get(account) as Row;
+    return {
+      account,
+      cursor: text(row['cursor']),
+      watchExpirationMs: int(row['watch_expiration_ms']),
+      watchedAtMs: int(row['watched_at_ms']),
+      lastPushAtMs: int(row['last_push_at_ms']),
+      lastSyncAtMs: int(row['last_sync_at_ms']),
+      lastError: text(row['last_error']),
+      needsConsent: row['needs_consent'] === 1,
+    };
+  }
+
+  return {
+    recordPush(push, nowMs) {
+      ensure.run(push.account);
+      const added = insertPush.run(push.messageId, push.account, push.historyId, nowMs).changes > 0;
+      run(touchPush, nowMs, push.account);
+      return added;
+    },
+    pendingPushes(account) {
+      return (pending.all(account) as Row[]).map((row) => ({
+        messageId: String(row['message_id']),
+        account: String(row['account']),
+        historyId: String(row['history_id']),
+      }));
+    },
+    markSynced(messageIds, nowMs) {
+      for (const id of messageIds) run(synced, nowMs, id);
+    },
+    state,
+    advanceCursor(account, historyId) {
+      const current = state(account).cursor;
+      if (!isLater(historyId, current)) return current as string;
+      run(setCursor, historyId, account);
+      return historyId;
+    },
+    resetCursor(account, historyId) {
+      ensure.run(account);
+      run(setCursor, historyId, account);
+    },
+    recordWatch(account, expirationMs, nowMs) {
+      ensure.run(account);
+      run(setWatch, expirationMs, nowMs, account);
+    },
+    recordSync(account, nowMs, error) {
+      ensure.run(account);
+      run(setSync, nowMs, error ?? null, account);
+    },
+    setNeedsConsent(account, needs) {
+      ensure.run(account);
+      run(setConsent, needs ? 1 : 0, account);
+    },
+    close() {
+      db.close();
+    },
+  };
+}
