@@ -1,0 +1,137 @@
+/**
+ * The Pub/Sub push listener of the mail flow (`hooks.gmail.serve`): a
+ * listener of its own, so Pub/Sub's URL secret (`?token=`) is accepted here
+ * and nowhere under the hook path. A push is authenticated, decoded, recorded
+ * durably, then acknowledged (204) well inside Pub/Sub's ack deadline; the
+ * mailbox is synced afterwards, by the sync job. A push that can never be
+ * processed (garbage, another mailbox) is logged and acknowledged: a NACK
+ * would make Pub/Sub back off the whole subscription. Only a push that could
+ * not be recorded is refused (503), so that Pub/Sub sends it again.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseJsonObject, readBody } from '../body.ts';
+import type { Logger } from '../log.ts';
+import type { RecordedPush } from './mailbox-store.ts';
+
+/** What the push's credentials are checked with (engine/gmail/push-auth.ts). */
+export type PushCredentials = { authorization?: string; tokenHeader?: string; queryToken?: string };
+export type PushCheck = (
+  credentials: PushCredentials,
+) => Promise<{ ok: true } | { ok: false; reason: string }>;
+
+/** A decoded push (engine/gmail/push-envelope.ts). */
+export type DecodedPush =
+  | { ok: true; push: { messageId: string; emailAddress: string; historyId: string } }
+  | { ok: false; reason: string };
+
+export type PushServerDeps = {
+  account: string;
+  authenticate: PushCheck;
+  decode: (body: unknown) => DecodedPush;
+  /** Record durably; false for a push recorded before. Throws when it cannot be stored. */
+  record: (push: RecordedPush) => boolean;
+  /** A new push was recorded: sync soon. */
+  onRecorded: () => void;
+  logger: Logger;
+};
+
+export type PushServerSettings = { bind: string; port: number; path: string; timeoutMs: number };
+
+// A Gmail push is well under 1 KB; this bounds what an unauthenticated caller can make us read.
+const MAX_BODY_BYTES = 65_536;
+const MAX_DEPTH = 16;
+
+export type PushServer = { url: string; server: Server; close(): Promise<void> };
+
+/** Start the push listener; resolves once it listens. */
+export async function startPushServer(
+  settings: PushServerSettings,
+  deps: PushServerDeps,
+): Promise<PushServer> {
+  const server = createServer(
+    { headersTimeout: settings.timeoutMs, requestTimeout: settings.timeoutMs + 1_000 },
+    (req, res) => {
+      handle(req, res, settings, deps).catch((err: unknown) => {
+        deps.logger.error({ err: (err as Error).message }, 'gmail push failed');
+        answer(res, 500);
+      });
+    },
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.port, settings.bind, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    server,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}
+
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  settings: PushServerSettings,
+  deps: PushServerDeps,
+): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://push.invalid');
+  if (url.pathname !== settings.path) return answer(res, 404);
+  if (req.method !== 'POST') return answer(res, 405);
+  const token = req.headers['x-gog-token'];
+  const check = await deps.authenticate({
+    ...(req.headers.authorization !== undefined && { authorization: req.headers.authorization }),
+    ...(typeof token === 'string' && { tokenHeader: token }),
+    ...(url.searchParams.has('token') && { queryToken: url.searchParams.get('token') as string }),
+  });
+  if (!check.ok) {
+    // A forgery or a misconfigured subscription: refused (Pub/Sub retries), and said in the log.
+    deps.logger.warn({ reason: check.reason }, 'gmail push refused');
+    return answer(res, 401, true);
+  }
+  let body: unknown;
+  try {
+    body = parseJsonObject(
+      await readBody(req, { maxBytes: MAX_BODY_BYTES, timeoutMs: settings.timeoutMs }),
+      MAX_DEPTH,
+    );
+  } catch {
+    deps.logger.warn({ reason: 'body' }, 'gmail push ignored: not a JSON push envelope');
+    return answer(res, 204, true);
+  }
+  const decoded = deps.decode(body);
+  if (!decoded.ok) {
+    deps.logger.warn({ reason: decoded.reason }, 'gmail push ignored');
+    return answer(res, 204);
+  }
+  const { messageId, emailAddress, historyId } = decoded.push;
+  if (emailAddress.toLowerCase() !== deps.account.toLowerCase()) {
+    deps.logger.warn({ messageId }, 'gmail push ignored: not the watched mailbox');
+    return answer(res, 204);
+  }
+  let added: boolean;
+  try {
+    added = deps.record({ messageId, account: deps.account, historyId });
+  } catch (err) {
+    deps.logger.error({ err: (err as Error).message }, 'gmail push not recorded');
+    return answer(res, 503);
+  }
+  deps.logger.info({ messageId, historyId, replayed: !added }, 'gmail push');
+  if (added) deps.onRecorded();
+  answer(res, 204);
+}
+
+function answer(res: ServerResponse, status: number, close = false): void {
+  if (res.headersSent) return;
+  res.writeHead(status, close ? { connection: 'close' } : {});
+  res.end();
+}
