@@ -24,7 +24,8 @@ const origin = {
     additionalProperties: false,
     required: ['scheme'],
     properties: {
-      scheme: { enum: AUTH_SCHEMES },
+      // gmail-api: a message the mail flow fetched itself from the Gmail API.
+      scheme: { enum: [...AUTH_SCHEMES, 'gmail-api'] },
       // Which configured secret matched (0 = the first).
       secretIndex: { type: 'integer', minimum: 0 },
       // The signed timestamp (unix seconds) and its distance from arrival.

@@ -1,0 +1,62 @@
+/**
+ * Turning one synced message into its action: the gmail preset's route
+ * builds it from `{source:'gmail', messages:[message]}` (the same mapping,
+ * policy and safety wrapper as a posted notification), and the ledger
+ * commits it under the Gmail message id, so a message never runs twice,
+ * whatever the pushes, retries and restarts.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Ledger } from '../dispatcher.ts';
+import type { Envelope } from '../envelope.ts';
+import type { RouteTable } from '../ingress/routes.ts';
+import type { Emit, MailItem } from './sync.ts';
+
+export type EmitterDeps = {
+  routes: RouteTable;
+  ledger: Ledger;
+  hooksPath: string;
+  /** How long a message id is remembered (hooks.deliveryRetentionSeconds). */
+  windowMs: number;
+};
+
+/** The emitter of the mail flow. */
+export function createEmitter(deps: EmitterDeps): Emit {
+  const route = deps.routes.find('gmail');
+  return async function emit(account, item) {
+    const claim = { key: `gmail-message:${account}:${item.id}`, windowMs: deps.windowMs };
+    const held = await deps.ledger.hold([claim]);
+    try {
+      if (held.previous) return false;
+      const accepted = await route.accept(envelopeOf(deps.hooksPath, item));
+      // A message the mapping drops (no match) is done too: it is remembered as such.
+      await deps.ledger.commit(accepted, [claim]);
+      return accepted.actions.length > 0;
+    } finally {
+      held.release();
+    }
+  };
+}
+
+function envelopeOf(hooksPath: string, item: MailItem): Envelope {
+  const message = {
+    id: item.id,
+    from: item.from,
+    subject: item.subject,
+    snippet: item.snippet,
+    ...(item.body !== undefined && { body: item.body }),
+  };
+  const payload = { source: 'gmail', messages: [message] };
+  return {
+    id: randomUUID(),
+    receivedAt: new Date().toISOString(),
+    client: 'gmail-api',
+    method: 'POST',
+    path: `${hooksPath}/gmail`,
+    hook: 'gmail',
+    headers: {},
+    query: Object.create(null) as Record<string, string>,
+    raw: Buffer.from(JSON.stringify(payload)),
+    payload,
+    verification: { scheme: 'gmail-api', deliveryId: item.id },
+  };
+}
