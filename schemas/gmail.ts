@@ -17,6 +17,7 @@ export const GMAIL_DEFAULTS = Object.freeze({
   maxBytes: 20_000,
   renewEveryMinutes: 720,
   tokenUrl: 'https://oauth2.googleapis.com/token',
+  authUrl: 'https://accounts.google.com/o/oauth2/v2/auth',
   jwksUrl: 'https://www.googleapis.com/oauth2/v3/certs',
   issuers: Object.freeze(['https://accounts.google.com', 'accounts.google.com']),
   apiBaseUrl: 'https://gmail.googleapis.com',
@@ -74,6 +75,8 @@ export const gmailSchema = {
         // Else the one `hookgate gmail setup` stored in the data directory.
         refreshToken: nonEmpty,
         tokenUrl: { ...url, default: GMAIL_DEFAULTS.tokenUrl },
+        // Where `hookgate gmail setup` sends the operator to consent.
+        authUrl: { ...url, default: GMAIL_DEFAULTS.authUrl },
       },
     },
     push: {
