@@ -8,7 +8,7 @@
  * the data directory). Pure: no file, no clock; only the push token's randomness.
  */
 import { randomBytes } from 'node:crypto';
-import { type Document, isMap, isScalar, isSeq, parseDocument, YAMLMap } from 'yaml';
+import { type Document, isMap, isScalar, isSeq, parseDocument } from 'yaml';
 import { ConfigError, shieldReferences } from '../config.ts';
 
 /** What setup writes into `hooks.gmail`; keys left undefined are not touched. */
@@ -62,6 +62,7 @@ export function writeGmailSetup(yamlText: string, options: GmailSetupOptions): G
   const generatedPushToken = pushTokenToWrite(edit, options);
   const pushToken = options.pushToken ?? generatedPushToken;
   for (const [key, value] of gmailEntries({ ...options, pushToken })) {
+    if (key.length > 1) ensureMap(edit, [...GMAIL, ...key.slice(0, -1)]);
     setValue(edit, [...GMAIL, ...key], value);
   }
   const text = render(doc, yamlText);
@@ -122,7 +123,8 @@ function ensureMap(edit: Edit, path: string[]): void {
   const node = edit.doc.getIn(path, true);
   if (isMap(node)) return;
   if (node === undefined || node === null || (isScalar(node) && node.value === null)) {
-    edit.doc.setIn(path, new YAMLMap());
+    // createNode, not new YAMLMap(): a map made with the document's schema can grow keys below it.
+    edit.doc.setIn(path, edit.doc.createNode({}));
     return;
   }
   throw new ConfigError(path.join('.'), 'must be a mapping for the Gmail flow');
