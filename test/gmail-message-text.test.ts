@@ -291,6 +291,7 @@ describe('messageText: hostile resources', () => {
   it.each([
     ['10,000 nested divs', `${'<div>'.repeat(10_000)}deep text`, 'deep text'],
     ['an unclosed script', '<p>shown</p><script>hidden forever', 'shown'],
+    ['a head never closed', '<html><head><style>p{}</style><p>still shown', 'still shown'],
     ['a style with markup in it', '<style>p::after{content:"<b>x</b>"}</style>ok', 'ok'],
     [
       'entities that spell tags',

@@ -8,7 +8,7 @@
 import { Parser } from 'htmlparser2';
 
 // Elements whose contents are never shown to a reader.
-const HIDDEN = new Set(['script', 'style', 'title', 'template', 'head']);
+const HIDDEN = new Set(['script', 'style', 'title', 'template']);
 
 // Elements that start on a new line in a browser.
 const BLOCKS = new Set(
