@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../engine/config.ts';
 import {
   commandLine,
+  defaultPushServiceAccount,
   type GcloudOptions,
   gcloudCommands,
   projectNumberCommand,
@@ -49,6 +50,13 @@ describe('gcloudCommands: OIDC mode', () => {
         ' --push-auth-service-account=hookgate-gmail-push@my-project.iam.gserviceaccount.com' +
         ' --push-auth-token-audience=https://mail.example.com/gmail-pubsub --ack-deadline=30',
     ]);
+  });
+
+  it('names the default push account so setup can write it to push.serviceAccountEmail', () => {
+    const last = gcloudCommands(BASE).at(-1)!;
+    expect(last.argv).toContain(
+      `--push-auth-service-account=${defaultPushServiceAccount('my-project')}`,
+    );
   });
 
   it('takes the topic from its full path', () => {

@@ -177,10 +177,13 @@ function topicName(topic: string, project: string): string {
   return name;
 }
 
+/** The push service account setup creates when none is named (write it to push.serviceAccountEmail). */
+export function defaultPushServiceAccount(project: string): string {
+  return `${DEFAULT_PUSH_ACCOUNT}@${project}.iam.gserviceaccount.com`;
+}
+
 function pushAccount(options: GcloudOptions): string {
-  const email =
-    options.serviceAccountEmail ??
-    `${DEFAULT_PUSH_ACCOUNT}@${options.project}.iam.gserviceaccount.com`;
+  const email = options.serviceAccountEmail ?? defaultPushServiceAccount(options.project);
   check(EMAIL.test(email), 'push.serviceAccountEmail', 'is not an email address');
   return email;
 }
