@@ -133,7 +133,7 @@ const VAR = /\$\$\{|\$\{([^}]*)\}|hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.place
  * parsing, each reference becomes a plain-scalar placeholder; values are substituted after
  * parsing, into strings only, so an environment value can never add YAML structure.
  */
-function shieldReferences(text: string): string {
+export function shieldReferences(text: string): string {
   return text.replace(
     /(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g,
     (match, escaped: string, name: string) =>

@@ -1,0 +1,88 @@
+/**
+ * Decoding one Gmail message part's body: `body.data` is base64url, its bytes are text in the
+ * charset of the part's Content-Type. Work is bounded by what the caller will keep, never by
+ * the size of the input: only the prefix of `data` that can matter is validated and decoded,
+ * so a 50 MB data string costs the same as a short one.
+ */
+import { TextDecoder } from 'node:util';
+
+/** Decoded text of a part, and whether bytes of the source were left out. */
+export type DecodedPart = { text: string; sourceCut: boolean };
+
+const BASE64URL_BODY = /^[A-Za-z0-9_-]*$/;
+const BASE64URL_FULL = /^[A-Za-z0-9_-]*={0,2}$/;
+
+/**
+ * Strict base64url (no `+`, `/`, whitespace) of at most `maxBytes` decoded bytes; padding is
+ * optional. Returns null for anything outside the alphabet or of an impossible length.
+ */
+export function decodeBase64UrlPrefix(
+  data: string,
+  maxBytes: number,
+): { bytes: Buffer; cut: boolean } | null {
+  // Whole quanta of four characters, so a prefix never ends inside a group.
+  const prefixChars = Math.ceil(maxBytes / 3) * 4;
+  if (data.length > prefixChars) {
+    const prefix = data.slice(0, prefixChars);
+    if (!BASE64URL_BODY.test(prefix)) return null;
+    return { bytes: Buffer.from(prefix, 'base64url').subarray(0, maxBytes), cut: true };
+  }
+  if (!BASE64URL_FULL.test(data)) return null;
+  const unpadded = data.replace(/=+$/, '');
+  if (unpadded.length % 4 === 1) return null;
+  if (data.length !== unpadded.length && data.length % 4 !== 0) return null;
+  const bytes = Buffer.from(unpadded, 'base64url');
+  return { bytes: bytes.subarray(0, maxBytes), cut: bytes.length > maxBytes };
+}
+
+/** The `charset` parameter of a Content-Type value, lower-cased; null when absent or odd. */
+export function charsetOf(contentType: string | undefined): string | null {
+  if (contentType === undefined) return null;
+  const match = /;\s*charset\s*=\s*(?:"([^"]{1,64})"|([^\s;"]{1,64}))/i.exec(
+    contentType.slice(0, 1024),
+  );
+  const value = match?.[1] ?? match?.[2];
+  return value ? value.trim().toLowerCase() : null;
+}
+
+/** A decoder for a charset label; unknown or refused labels fall back to UTF-8 with replacement. */
+export function decoderFor(charset: string | null): TextDecoder {
+  if (charset !== null) {
+    try {
+      // Throws RangeError for unknown labels and for the "replacement" encodings (iso-2022-kr ...).
+      return new TextDecoder(charset, { fatal: false, ignoreBOM: false });
+    } catch {
+      // Unknown label: the text is most likely ASCII-compatible; UTF-8 keeps what it can.
+    }
+  }
+  return new TextDecoder('utf-8', { fatal: false });
+}
+
+/**
+ * Decode a part's `data` to text: at most `maxSourceBytes` bytes of it, in `charset`.
+ * Null when `data` is not valid base64url.
+ */
+export function decodePartText(
+  data: string,
+  charset: string | null,
+  maxSourceBytes: number,
+): DecodedPart | null {
+  const decoded = decodeBase64UrlPrefix(data, maxSourceBytes);
+  if (decoded === null) return null;
+  // stream: true when cut, so a multi-byte character split by the cut is held back, not
+  // turned into U+FFFD at the end of the text.
+  const text = decoderFor(charset).decode(decoded.bytes, { stream: decoded.cut });
+  return { text, sourceCut: decoded.cut };
+}
+
+/** Cut `text` to at most `maxBytes` of UTF-8, on a character boundary. */
+export function cutUtf8(text: string, maxBytes: number): { text: string; cut: boolean } {
+  // Each UTF-16 unit is at most 3 UTF-8 bytes: short strings need no encoding at all.
+  if (text.length * 3 <= maxBytes) return { text, cut: false };
+  const bytes = Buffer.from(text.slice(0, maxBytes + 1), 'utf8');
+  if (bytes.length <= maxBytes && text.length <= maxBytes) return { text, cut: false };
+  let end = Math.min(maxBytes, bytes.length);
+  // Back off continuation bytes (10xxxxxx) so the cut lands before a character's first byte.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return { text: bytes.subarray(0, end).toString('utf8'), cut: true };
+}
