@@ -78,10 +78,7 @@ function requiredPushToken(settings: PushAuthSettings, at: string): string {
     throw new ConfigError(joinPath(at, 'pushToken'), 'required when push.mode is token');
   }
   if (token.length > MAX_PUSH_TOKEN_CHARS) {
-    throw new ConfigError(
-      joinPath(at, 'pushToken'),
-      `at most ${MAX_PUSH_TOKEN_CHARS} characters`,
-    );
+    throw new ConfigError(joinPath(at, 'pushToken'), `at most ${MAX_PUSH_TOKEN_CHARS} characters`);
   }
   return token;
 }

@@ -137,7 +137,12 @@ export function createOidcCheck(settings: OidcSettings, options: OidcOptions = {
         clockTolerance: tolerance,
         currentDate: new Date(now()),
       });
-      return checkIdentity(payload, protectedHeader.kid as string, settings, now() / 1000 + tolerance);
+      return checkIdentity(
+        payload,
+        protectedHeader.kid as string,
+        settings,
+        now() / 1000 + tolerance,
+      );
     } catch (err) {
       return { ok: false, reason: failureOf(err) };
     }

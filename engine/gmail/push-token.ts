@@ -20,7 +20,9 @@ export type TokenFailure = 'missing' | 'malformed' | 'token_mismatch';
 export type TokenIdentity = { mode: 'token'; source: 'query' | 'header' | 'both' };
 
 /** The outcome of one token check. */
-export type TokenResult = { ok: true; identity: TokenIdentity } | { ok: false; reason: TokenFailure };
+export type TokenResult =
+  | { ok: true; identity: TokenIdentity }
+  | { ok: false; reason: TokenFailure };
 
 function digestOf(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
