@@ -59,5 +59,7 @@ function checkKeySet(text: string): void {
       ? (parsed as { keys: unknown }).keys
       : undefined;
   if (!Array.isArray(keys)) throw new KeysUnavailable('not a key set');
+  // An empty set would turn every push into a "bad signature"; it is the endpoint's fault.
+  if (keys.length === 0) throw new KeysUnavailable('no keys');
   if (keys.length > MAX_KEY_SET_KEYS) throw new KeysUnavailable('too many keys');
 }
