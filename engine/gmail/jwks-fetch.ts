@@ -4,7 +4,7 @@
  * the shared outbound client, so the key set's answer is bounded in time and
  * in bytes, never follows a redirect, and must be a JSON key set of a few
  * keys. The key endpoint's answers are treated as hostile: anything else is
- * thrown as KeysUnavailable, which the authenticator reports as such.
+ * thrown, and the authenticator reports it as keys_unavailable.
  */
 import type { FetchImplementation } from 'jose';
 import { outboundCall } from '../outbound/http-client.ts';
@@ -15,8 +15,8 @@ export const MAX_KEY_SET_BYTES = 64 * 1024;
 /** Most keys in a set (Google publishes two or three); bounds the verifications per token. */
 export const MAX_KEY_SET_KEYS = 16;
 
-/** The key set could not be loaded; `cause` names what went wrong, never a key. */
-export class KeysUnavailable extends Error {
+// The key set could not be loaded; `cause` names what went wrong, never a key.
+class KeysUnavailable extends Error {
   constructor(cause: string) {
     super(`signing keys unavailable: ${cause}`);
     this.name = 'KeysUnavailable';

@@ -10,6 +10,7 @@ import {
   createRemoteJWKSet,
   customFetch,
   errors,
+  type FlattenedJWSInput,
   type JWTHeaderParameters,
   type JWTPayload,
   jwtVerify,
@@ -86,31 +87,59 @@ class Refused extends Error {
 }
 
 /** The token of an `Authorization: Bearer` value, or why there is none. */
-export function bearerToken(authorization: string | undefined): string | OidcFailure {
-  if (authorization === undefined || authorization === '') return 'missing';
+export function bearerToken(
+  authorization: string | undefined,
+): { ok: true; token: string } | { ok: false; reason: 'missing' | 'malformed' } {
+  if (authorization === undefined || authorization === '') return { ok: false, reason: 'missing' };
   // Length first: nothing longer is matched, decoded or parsed.
-  if (authorization.length > MAX_TOKEN_CHARS + 16) return 'malformed';
+  if (authorization.length > MAX_TOKEN_CHARS + 16) return { ok: false, reason: 'malformed' };
   const token = BEARER.exec(authorization)?.[1];
-  return token === undefined || token.length > MAX_TOKEN_CHARS ? 'malformed' : token;
+  return token === undefined || token.length > MAX_TOKEN_CHARS
+    ? { ok: false, reason: 'malformed' }
+    : { ok: true, token };
 }
 
 /** A check of bearer tokens against the settings; the key set is fetched lazily. */
 export function createOidcCheck(settings: OidcSettings, options: OidcOptions = {}) {
   const now = options.now ?? Date.now;
   const tolerance = options.clockToleranceSeconds ?? 30;
-  const keysTimeoutMs = options.keysTimeoutMs ?? 3000;
-  const remote = createRemoteJWKSet(new URL(settings.jwksUrl), {
-    timeoutDuration: keysTimeoutMs,
+  const keyFor = createKeyLookup(settings.jwksUrl, options);
+
+  return async function checkBearer(authorization: string | undefined): Promise<OidcResult> {
+    const bearer = bearerToken(authorization);
+    if (!bearer.ok) return bearer;
+    const nowMs = now();
+    try {
+      const { payload, protectedHeader } = await jwtVerify(bearer.token, keyFor, {
+        algorithms: ['RS256'],
+        issuer: [...settings.issuers],
+        audience: settings.audience,
+        requiredClaims: ['exp', 'iat'],
+        clockTolerance: tolerance,
+        currentDate: new Date(nowMs),
+      });
+      const latestIssue = nowMs / 1000 + tolerance;
+      return checkIdentity(payload, protectedHeader.kid as string, settings, latestIssue);
+    } catch (err) {
+      return { ok: false, reason: failureOf(err) };
+    }
+  };
+}
+
+// The key for a token's header, from the remote set jose caches and refetches.
+function createKeyLookup(jwksUrl: string, options: OidcOptions) {
+  const timeoutMs = options.keysTimeoutMs ?? 3000;
+  const remote = createRemoteJWKSet(new URL(jwksUrl), {
+    timeoutDuration: timeoutMs,
     cooldownDuration: options.keysCooldownMs ?? 30_000,
     cacheMaxAge: options.keysMaxAgeMs ?? 600_000,
     [customFetch]: createKeySetFetch({
-      timeoutMs: keysTimeoutMs,
+      timeoutMs,
       maxBytes: options.maxKeySetBytes ?? MAX_KEY_SET_BYTES,
     }),
   });
-
   // Called by jose after the algorithm was allowed, before the signature is checked.
-  async function keyFor(header: JWTHeaderParameters, token: Parameters<typeof remote>[1]) {
+  return async function keyFor(header: JWTHeaderParameters, token: FlattenedJWSInput) {
     // Google always names the key; without a kid every key would have to be tried.
     const kid = header.kid;
     if (typeof kid !== 'string' || kid === '' || kid.length > MAX_KEY_ID_CHARS) {
@@ -122,29 +151,6 @@ export function createOidcCheck(settings: OidcSettings, options: OidcOptions = {
       if (err instanceof errors.JWKSNoMatchingKey) throw err;
       // Timeouts, bad answers, unusable or ambiguous key sets: not the token's fault.
       throw new Refused('keys_unavailable');
-    }
-  }
-
-  return async function checkBearer(authorization: string | undefined): Promise<OidcResult> {
-    const token = bearerToken(authorization);
-    if (token === 'missing' || token === 'malformed') return { ok: false, reason: token };
-    try {
-      const { payload, protectedHeader } = await jwtVerify(token, keyFor, {
-        algorithms: ['RS256'],
-        issuer: [...settings.issuers],
-        audience: settings.audience,
-        requiredClaims: ['exp', 'iat'],
-        clockTolerance: tolerance,
-        currentDate: new Date(now()),
-      });
-      return checkIdentity(
-        payload,
-        protectedHeader.kid as string,
-        settings,
-        now() / 1000 + tolerance,
-      );
-    } catch (err) {
-      return { ok: false, reason: failureOf(err) };
     }
   };
 }
