@@ -81,6 +81,11 @@ describe('settings a mode needs are required at boot', () => {
       { push: { ...push, mode: 'oidc', audience: AUDIENCE } },
       'hooks.gmail.push.serviceAccountEmail',
     ],
+    [
+      'oidc fetching its keys over plain http',
+      { push: { ...oidcSettings('http://keys.example/certs').push } },
+      'hooks.gmail.push.jwksUrl',
+    ],
     ['token without a push token', { push: { ...push, mode: 'token' } }, 'hooks.gmail.pushToken'],
     [
       'token with a push token too long to compare',
@@ -88,13 +93,17 @@ describe('settings a mode needs are required at boot', () => {
       'hooks.gmail.pushToken',
     ],
   ] as const)('%s', (_, settings, path) => {
-    expect(() => createPushAuthenticator(settings as PushAuthSettings)).toThrow(ConfigError);
-    try {
-      createPushAuthenticator(settings as PushAuthSettings);
-    } catch (err) {
-      expect((err as ConfigError).path).toBe(path);
-    }
+    const thrown = errorOf(() => createPushAuthenticator(settings as PushAuthSettings));
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as ConfigError).path).toBe(path);
   });
+
+  it.each(['http://127.0.0.1:9/certs', 'http://localhost/certs', 'http://[::1]/certs'])(
+    'plain http on loopback is allowed (%s)',
+    (url) => {
+      expect(createPushAuthenticator(oidcSettings(url)).mode).toBe('oidc');
+    },
+  );
 
   it('no key set is fetched at boot', async () => {
     const idle = await startKeyServer([await makeKey('key-1')]);
@@ -106,3 +115,12 @@ describe('settings a mode needs are required at boot', () => {
     }
   });
 });
+
+function errorOf(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
