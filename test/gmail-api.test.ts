@@ -259,6 +259,19 @@ describe('tokens and refusals', () => {
     expect(google.refreshes()).toBe(2);
   });
 
+  it('concurrent calls rejected with one stale token share one refresh', async () => {
+    await gmail.stop();
+    google.rotateAccessToken();
+    const results = await Promise.all([gmail.stop(), gmail.stop(), gmail.stop()]);
+    expect(results.map((r) => r.kind)).toEqual(['ok', 'ok', 'ok']);
+    expect(google.refreshes()).toBe(2);
+  });
+
+  it('a start history id that is not one is refused without a call', async () => {
+    expect(await gmail.listHistory({ startHistoryId: '12abc' })).toMatchObject({ kind: 'failed' });
+    expect(google.calls).toHaveLength(0);
+  });
+
   it('a revoked refresh token is needs_consent', async () => {
     google.revokeRefreshToken();
     expect(await gmail.stop()).toEqual({ kind: 'needs_consent' });

@@ -23,6 +23,7 @@ const MAX_PAGE_TOKEN = 4096;
 // A page token goes back into a query string: printable ASCII only.
 const PAGE_TOKEN_SHAPE = /^[\x21-\x7e]+$/;
 
+/** What users.watch answers. */
 export type WatchResult = {
   /** The mailbox's history id when the watch was (re)made, decimal string. */
   historyId: string;
@@ -30,6 +31,7 @@ export type WatchResult = {
   expirationMs: number;
 };
 
+/** One page of users.history.list, reduced to what the mail flow needs. */
 export type HistoryPage = {
   /** Ids of added messages, first seen first, each once. */
   messageIds: string[];

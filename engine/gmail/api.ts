@@ -27,6 +27,7 @@ export const DEFAULT_MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 /** History records asked for per page (Gmail's maximum). */
 export const HISTORY_PAGE_SIZE = 500;
 
+/** How to reach and authenticate as one mailbox. */
 export type GmailApiOptions = {
   tokens: TokenSource;
   /** The mailbox address, or `me` (the default): the authenticated user. */
@@ -37,6 +38,7 @@ export type GmailApiOptions = {
   now?: () => number;
 };
 
+/** The users.watch body (labelFilterAction is deprecated and never sent). */
 export type WatchRequest = {
   /** projects/{project}/topics/{topic}. */
   topicName: string;
@@ -44,10 +46,13 @@ export type WatchRequest = {
   labelFilterBehavior?: 'include' | 'exclude';
 };
 
+/** One history page: after `startHistoryId`, with the label, from `pageToken`. */
 export type HistoryRequest = { startHistoryId: string; labelId?: string; pageToken?: string };
 
+/** The format of a message (`metadataHeaders` narrows `metadata`). */
 export type MessageRequest = { format: 'full' | 'metadata'; metadataHeaders?: readonly string[] };
 
+/** The Gmail calls of one mailbox; each answers a typed outcome. */
 export type GmailApi = {
   /** Create or renew the mailbox's watch. */
   watch(request: WatchRequest, signal?: AbortSignal): Promise<GmailOutcome<WatchResult>>;
@@ -79,58 +84,56 @@ type Call<T> = {
 export function createGmailApi(options: GmailApiOptions): GmailApi {
   const base = (options.apiBaseUrl ?? GMAIL_API_BASE_URL).replace(/\/+$/, '');
   const userRoot = `${base}/gmail/v1/users/${encodeURIComponent(options.userId ?? 'me')}/`;
-  const send = <T>(call: Call<T>, signal?: AbortSignal) =>
-    sendCall(options, userRoot, call, signal);
+  // A request refused before sending (a bad id) is a failure without a call.
+  const send = <T>(call: Call<T> | GmailFailure, signal?: AbortSignal) =>
+    'kind' in call ? Promise.resolve(call) : sendCall(options, userRoot, call, signal);
   return {
-    watch(request, signal) {
-      const body = {
-        topicName: request.topicName,
-        ...(request.labelIds && { labelIds: [...request.labelIds] }),
-        ...(request.labelFilterBehavior && { labelFilterBehavior: request.labelFilterBehavior }),
-      };
-      return send(
-        { method: 'POST', path: 'watch', body, notFound: failed404, read: readWatch },
-        signal,
-      );
-    },
-    stop(signal) {
-      return send({ method: 'POST', path: 'stop', notFound: failed404, read: () => null }, signal);
-    },
-    listHistory(request, signal) {
-      const start = normaliseHistoryId(request.startHistoryId);
-      if (start === undefined) return refuse('startHistoryId is not a history id');
-      const query = new URLSearchParams({
-        startHistoryId: start,
-        historyTypes: 'messageAdded',
-        maxResults: String(HISTORY_PAGE_SIZE),
-      });
-      if (request.labelId) query.set('labelId', request.labelId);
-      if (request.pageToken) query.set('pageToken', request.pageToken);
-      const notFound = { kind: 'cursor_expired' } as const;
-      return send(
-        { method: 'GET', path: 'history', query, notFound, read: readHistoryPage },
-        signal,
-      );
-    },
-    getMessage(id, request, signal) {
-      if (!isGmailId(id)) return refuse('not a message id');
-      const query = new URLSearchParams({ format: request.format });
-      for (const name of request.metadataHeaders ?? []) query.append('metadataHeaders', name);
-      const read = (json: unknown) => {
-        const message = readMessage(json);
-        if (message.id !== id) throw new InvalidAnswer('/id', 'not the message asked for');
-        return message;
-      };
-      const path = `messages/${encodeURIComponent(id)}`;
-      return send({ method: 'GET', path, query, notFound: { kind: 'not_found' }, read }, signal);
-    },
+    watch: (request, signal) => send(watchCall(request), signal),
+    stop: (signal) =>
+      send({ method: 'POST', path: 'stop', notFound: failed404, read: () => null }, signal),
+    listHistory: (request, signal) => send(historyCall(request), signal),
+    getMessage: (id, request, signal) => send(messageCall(id, request), signal),
   };
 }
 
 const failed404: GmailFailure = { kind: 'failed', reason: 'Gmail HTTP 404' };
 
-function refuse(reason: string): Promise<GmailFailure> {
-  return Promise.resolve({ kind: 'failed', reason });
+function watchCall(request: WatchRequest): Call<WatchResult> {
+  const body = {
+    topicName: request.topicName,
+    ...(request.labelIds && { labelIds: [...request.labelIds] }),
+    ...(request.labelFilterBehavior && { labelFilterBehavior: request.labelFilterBehavior }),
+  };
+  return { method: 'POST', path: 'watch', body, notFound: failed404, read: readWatch };
+}
+
+function historyCall(request: HistoryRequest): Call<HistoryPage> | GmailFailure {
+  const start = normaliseHistoryId(request.startHistoryId);
+  if (start === undefined) return { kind: 'failed', reason: 'startHistoryId is not a history id' };
+  const query = new URLSearchParams({
+    startHistoryId: start,
+    historyTypes: 'messageAdded',
+    maxResults: String(HISTORY_PAGE_SIZE),
+  });
+  if (request.labelId) query.set('labelId', request.labelId);
+  if (request.pageToken) query.set('pageToken', request.pageToken);
+  // A 404 here is a start history id Gmail no longer keeps (the sync guide's full-sync case).
+  const notFound = { kind: 'cursor_expired' } as const;
+  return { method: 'GET', path: 'history', query, notFound, read: readHistoryPage };
+}
+
+function messageCall(id: string, request: MessageRequest): Call<GmailMessage> | GmailFailure {
+  if (!isGmailId(id)) return { kind: 'failed', reason: 'not a message id' };
+  const query = new URLSearchParams({ format: request.format });
+  for (const name of request.metadataHeaders ?? []) query.append('metadataHeaders', name);
+  const read = (json: unknown) => {
+    const message = readMessage(json);
+    // An answer about another message would be acted on as this one.
+    if (message.id !== id) throw new InvalidAnswer('/id', 'not the message asked for');
+    return message;
+  };
+  const path = `messages/${encodeURIComponent(id)}`;
+  return { method: 'GET', path, query, notFound: { kind: 'not_found' }, read };
 }
 
 /** One call: a token, the request, and on 401 one refresh and one resend. */

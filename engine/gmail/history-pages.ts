@@ -11,6 +11,7 @@ import type { GmailOutcome } from './outcome.ts';
 /** Most pages read in one run (500 records each). */
 export const MAX_HISTORY_PAGES = 20;
 
+/** What one bounded run over the history pages read. */
 export type HistoryRun =
   | {
       truncated: false;
@@ -28,6 +29,7 @@ export type HistoryRun =
       pages: number;
     };
 
+/** Where a run starts (and resumes) and how many pages it may read. */
 export type HistoryRunRequest = {
   startHistoryId: string;
   labelId?: string;

@@ -31,8 +31,10 @@ const MAX_SNIPPET = 4096;
 // Base64url as Gmail sends part data (padding tolerated).
 const BASE64URL = /^[A-Za-z0-9_-]*={0,2}$/;
 
+/** One header of a MIME part, as Gmail sends it. */
 export type MessageHeader = { name: string; value: string };
 
+/** A part's body: inline data or an attachment id. */
 export type MessagePartBody = {
   /** Bytes of the part's data (before transfer encoding). */
   size: number;
@@ -42,6 +44,7 @@ export type MessagePartBody = {
   attachmentId?: string;
 };
 
+/** One MIME part and its children. */
 export type MessagePart = {
   partId: string;
   mimeType: string;
@@ -52,6 +55,7 @@ export type MessagePart = {
   parts: MessagePart[];
 };
 
+/** The validated Message resource. */
 export type GmailMessage = {
   id: string;
   threadId: string;

@@ -21,6 +21,7 @@ export const MAX_TOKEN_ANSWER_BYTES = 16 * 1024;
 /** Longest wait a Retry-After can impose. */
 export const MAX_RETRY_AFTER_MS = 3_600_000;
 
+/** The OAuth client and refresh token of one account. */
 export type TokenSourceOptions = {
   tokenUrl: string;
   clientId: string;
@@ -42,8 +43,10 @@ export type TokenFailure =
   /** The caller's signal ended the wait (the shared refresh goes on for the others). */
   | { kind: 'aborted' };
 
+/** An access token, or why there is none. */
 export type TokenResult = { kind: 'ok'; accessToken: string } | TokenFailure;
 
+/** One account's access tokens. */
 export type TokenSource = {
   /** A valid access token, refreshed when none is cached or it is about to expire. */
   accessToken(signal?: AbortSignal): Promise<TokenResult>;

@@ -9,6 +9,7 @@ import { retryAfterMs } from '../outbound/retry-after.ts';
 import { field } from './json-fields.ts';
 import { MAX_RETRY_AFTER_MS, type TokenFailure } from './oauth.ts';
 
+/** What a Gmail call came to. */
 export type GmailOutcome<T> =
   | { kind: 'ok'; value: T }
   /** history.list answered 404: the start history id is too old; a full sync is needed. */
@@ -30,6 +31,7 @@ export type GmailOutcome<T> =
   /** Anything else: a bad request, a broken answer, wrong OAuth client settings. */
   | { kind: 'failed'; reason: string };
 
+/** Every outcome but a value. */
 export type GmailFailure = Exclude<GmailOutcome<never>, { kind: 'ok' }>;
 
 // 403 reasons that are rate limits, not refusals (Gmail's error guide).

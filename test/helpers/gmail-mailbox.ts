@@ -5,6 +5,7 @@
  * Gmail's documented wire shapes (`full` and `metadata`).
  */
 
+/** A message as a test describes it. */
 export type MailFixture = {
   from?: string;
   to?: string;
@@ -37,6 +38,7 @@ type Part = {
   parts?: Part[];
 };
 
+/** The stand-in's mailbox. */
 export type Mailbox = ReturnType<typeof createMailbox>;
 
 /** A mailbox whose history starts at `startHistoryId`. */

@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { createMailbox, type MailFixture, renderRecord } from './gmail-mailbox.ts';
 
+/** The stand-in's client, tokens and history. */
 export type GmailStandInOptions = {
   clientId?: string;
   clientSecret?: string;
@@ -22,6 +23,7 @@ export type GmailStandInOptions = {
   historyPageSize?: number;
 };
 
+/** One Gmail API call as the stand-in saw it. */
 export type GmailCall = {
   method: string;
   /** The path without the query. */
@@ -68,6 +70,7 @@ export function googleError(status: number, reason?: string): string {
   });
 }
 
+/** A running stand-in and its controls. */
 export type GmailStandIn = Awaited<ReturnType<typeof startGmailStandIn>>;
 
 /** Start the stand-in; its token endpoint is `tokenUrl`, its Gmail address `apiBaseUrl`. */
