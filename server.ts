@@ -6,9 +6,11 @@
  *   node server.ts actions [--json] [--limit N] [--data-dir DIR | --config FILE]
  *   node server.ts check [--config FILE]
  *   node server.ts test <name> --payload FILE [--header K:V] [--query K=V] [--sign] [--json]
+ *   node server.ts gmail <setup|status|stop> ...
  */
 import { parseArgs } from 'node:util';
 import { check } from './engine/cli/check.ts';
+import { GMAIL_USAGE, gmailCommand } from './engine/cli/gmail-commands.ts';
 import { listActions } from './engine/cli/list-actions.ts';
 import { heartbeatNow, retry } from './engine/cli/control-commands.ts';
 import { events, heartbeats, runs } from './engine/cli/runtime-commands.ts';
@@ -26,7 +28,7 @@ const USAGE = `usage:
   hookgate retry <action id> [--failed] [--data-dir DIR | --config FILE]
   hookgate check [--config FILE]
   hookgate test <name> --payload FILE [--header K:V ...] [--query K=V ...] [--sign] [--json] [--config FILE]
-`;
+${GMAIL_USAGE}`;
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -136,6 +138,7 @@ async function main(argv: string[]): Promise<number> {
       print,
     );
   }
+  if (command === 'gmail') return gmailCommand(rest, print);
   process.stderr.write(`hookgate: unknown command "${command}"\n${USAGE}`);
   return 2;
 }

@@ -15,6 +15,7 @@ import { createLogger, type Logger } from './log.ts';
 import { createRequestHandler } from './ingress/http-handler.ts';
 import { compileRoutes, routeContext } from './ingress/routes.ts';
 import { createStages } from './ingress/stages.ts';
+import { type MailFlow, startMailFlow } from './gmail/flow.ts';
 import { checkRecipient, type Policy, policyFromConfig } from './policy.ts';
 import type { ActionStore } from './queue/action-store.ts';
 import { openSqliteStore } from './queue/sqlite-store.ts';
@@ -33,6 +34,8 @@ export type Hookgate = {
   /** The runtime, unless started with `runtime: false`. */
   runtime: Runtime | undefined;
   store: ActionStore;
+  /** The mail flow, when hooks.gmail.account is set. */
+  mail: MailFlow | undefined;
   logger: Logger;
   /** Stop accepting, finish in-flight requests, commit and close the store. */
   close(): Promise<void>;
@@ -96,6 +99,20 @@ export async function startHookgate(
       ...(transforms && { transforms }),
     }),
   );
+  const ledger = createLedger(store, { afterCommit: () => runtime?.worker.kick() });
+  // The mail flow (when hooks.gmail.account is set): its own push listener and sync job.
+  const mail = await startMailFlow(loaded, {
+    routes,
+    ledger,
+    logger,
+    notify: (text) =>
+      runtime?.store.addEvent({
+        sessionKey: config.session.mainKey,
+        text,
+        source: 'gmail',
+        trusted: true,
+      }),
+  });
   const handler = createRequestHandler({
     stages: createStages({
       enabled: config.hooks.enabled,
@@ -109,7 +126,7 @@ export async function startHookgate(
         maxDepth: config.hooks.maxJsonDepth,
         timeoutMs: config.server.requestTimeoutMs,
       },
-      ledger: createLedger(store, { afterCommit: () => runtime?.worker.kick() }),
+      ledger,
     }),
     logger,
     draining: () => closing !== undefined,
@@ -159,11 +176,13 @@ export async function startHookgate(
     server,
     runtime,
     store,
+    mail,
     logger,
     close() {
-      closing ??= shutdown(server, store, prune, config.server.shutdownGraceMs, runtime).finally(
-        () => transforms?.close(),
-      );
+      // The mail flow first: its sync writes to the store that shutdown closes last.
+      closing ??= (mail?.close() ?? Promise.resolve())
+        .then(() => shutdown(server, store, prune, config.server.shutdownGraceMs, runtime))
+        .finally(() => transforms?.close());
       return closing;
     },
   };

@@ -49,6 +49,24 @@ export function readWatch(json: unknown): WatchResult {
   };
 }
 
+/** Most message ids read from one messages.list answer. */
+export const MAX_LISTED_MESSAGES = 500;
+
+/** The validated messages.list answer: ids, newest first. */
+export function readMessageList(json: unknown): { messageIds: string[] } {
+  if (!isRecord(json)) throw new InvalidAnswer('/', 'not an object');
+  const listed = readArray(field(json, 'messages'), '/messages', MAX_LISTED_MESSAGES);
+  return {
+    messageIds: listed.map((entry, i) => readId(field(entry, 'id'), `/messages/${i}/id`)),
+  };
+}
+
+/** The validated users.getProfile answer: the mailbox's current history id. */
+export function readProfile(json: unknown): { historyId: string } {
+  if (!isRecord(json)) throw new InvalidAnswer('/', 'not an object');
+  return { historyId: readHistoryId(field(json, 'historyId'), '/historyId') };
+}
+
 /** The validated history page, or InvalidAnswer. */
 export function readHistoryPage(json: unknown): HistoryPage {
   if (!isRecord(json)) throw new InvalidAnswer('/', 'not an object');

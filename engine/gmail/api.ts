@@ -7,7 +7,15 @@
  */
 import { parseAnswerJson } from '../outbound/answer-json.ts';
 import { outboundCall } from '../outbound/http-client.ts';
-import { type HistoryPage, readHistoryPage, readWatch, type WatchResult } from './answers.ts';
+import {
+  type HistoryPage,
+  MAX_LISTED_MESSAGES,
+  readHistoryPage,
+  readMessageList,
+  readProfile,
+  readWatch,
+  type WatchResult,
+} from './answers.ts';
 import { normaliseHistoryId } from './history-id.ts';
 import { InvalidAnswer, isGmailId } from './json-fields.ts';
 import { type GmailMessage, readMessage } from './message.ts';
@@ -60,6 +68,13 @@ export type GmailApi = {
   stop(signal?: AbortSignal): Promise<GmailOutcome<null>>;
   /** One page of added messages after `startHistoryId` (404: cursor_expired). */
   listHistory(request: HistoryRequest, signal?: AbortSignal): Promise<GmailOutcome<HistoryPage>>;
+  /** The newest message ids with a label (messages.list; after an expired cursor). */
+  listMessages(
+    request: { labelId?: string; maxResults: number },
+    signal?: AbortSignal,
+  ): Promise<GmailOutcome<{ messageIds: string[] }>>;
+  /** The mailbox's current history id (users.getProfile). */
+  profile(signal?: AbortSignal): Promise<GmailOutcome<{ historyId: string }>>;
   /** One message (404: not_found, deleted since). */
   getMessage(
     id: string,
@@ -93,6 +108,9 @@ export function createGmailApi(options: GmailApiOptions): GmailApi {
       send({ method: 'POST', path: 'stop', notFound: failed404, read: () => null }, signal),
     listHistory: (request, signal) => send(historyCall(request), signal),
     getMessage: (id, request, signal) => send(messageCall(id, request), signal),
+    listMessages: (request, signal) => send(listCall(request), signal),
+    profile: (signal) =>
+      send({ method: 'GET', path: 'profile', notFound: failed404, read: readProfile }, signal),
   };
 }
 
@@ -120,6 +138,16 @@ function historyCall(request: HistoryRequest): Call<HistoryPage> | GmailFailure 
   // A 404 here is a start history id Gmail no longer keeps (the sync guide's full-sync case).
   const notFound = { kind: 'cursor_expired' } as const;
   return { method: 'GET', path: 'history', query, notFound, read: readHistoryPage };
+}
+
+function listCall(request: {
+  labelId?: string;
+  maxResults: number;
+}): Call<{ messageIds: string[] }> {
+  const max = Math.max(1, Math.min(request.maxResults, MAX_LISTED_MESSAGES));
+  const query = new URLSearchParams({ maxResults: String(max) });
+  if (request.labelId) query.set('labelIds', request.labelId);
+  return { method: 'GET', path: 'messages', query, notFound: failed404, read: readMessageList };
 }
 
 function messageCall(id: string, request: MessageRequest): Call<GmailMessage> | GmailFailure {

@@ -80,6 +80,14 @@ export function createMailbox(startHistoryId = 1000n) {
     recordsAfter(start: bigint, labelId?: string): HistoryRecord[] {
       return records.filter((r) => r.id > start && (!labelId || r.mail.labels.includes(labelId)));
     },
+    /** The newest message ids (with the label when one is given), newest first. */
+    newest(labelId: string | undefined, max: number): string[] {
+      return [...messages.values()]
+        .filter((m) => !labelId || m.labels.includes(labelId))
+        .reverse()
+        .slice(0, max)
+        .map((m) => m.id);
+    },
     /** The Message resource, or undefined when there is no such message. */
     render(id: string, format: string, metadataHeaders: string[]): object | undefined {
       const mail = messages.get(id);

@@ -117,9 +117,10 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
   };
 
   const gmail = (req: IncomingMessage, call: GmailCall, raw: string): RawReply => {
-    const match = /^\/gmail\/v1\/users\/([^/]+)\/(watch|stop|history|messages\/([^/]+))$/.exec(
-      call.path,
-    );
+    const match =
+      /^\/gmail\/v1\/users\/([^/]+)\/(watch|stop|history|profile|messages|messages\/([^/]+))$/.exec(
+        call.path,
+      );
     if (!match) return { status: 404, body: googleError(404) };
     const [, , op, messageId] = match;
     if (op === 'watch' && req.method === 'POST') {
@@ -132,6 +133,14 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
       return { status: 204 };
     }
     if (op === 'history' && req.method === 'GET') return history(call.query);
+    if (op === 'profile' && req.method === 'GET') {
+      return json(200, { emailAddress: 'me@example.com', historyId: String(mailbox.historyId()) });
+    }
+    if (op === 'messages' && req.method === 'GET') {
+      const max = Number(call.query.get('maxResults') ?? 100);
+      const ids = mailbox.newest(call.query.get('labelIds') ?? undefined, max);
+      return json(200, { messages: ids.map((id) => ({ id, threadId: id })) });
+    }
     if (messageId !== undefined && req.method === 'GET') {
       const format = call.query.get('format') ?? 'full';
       const message = mailbox.render(

@@ -68,7 +68,11 @@ export function rawExchange(url: string, request: string, afterContinue?: string
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => {
       text += chunk;
-      if (!continued && afterContinue !== undefined && /^HTTP\/1\.1 100 [^\r]*\r\n\r\n/.test(text)) {
+      if (
+        !continued &&
+        afterContinue !== undefined &&
+        /^HTTP\/1\.1 100 [^\r]*\r\n\r\n/.test(text)
+      ) {
         continued = true;
         socket.write(afterContinue);
       }

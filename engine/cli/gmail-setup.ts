@@ -1,0 +1,165 @@
+/**
+ * `hookgate gmail setup`: write `hooks.gmail` into the config file (comments
+ * and order kept; `${VAR}` references never replaced by plain text), make
+ * sure the hooks can boot (a hook token), run the OAuth consent and keep the
+ * refresh token in the data directory, and print the gcloud commands that
+ * create the topic, Gmail's publish right and the push subscription.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseDocument } from 'yaml';
+import { ConfigError, findConfigFile, loadConfigFile } from '../config.ts';
+import { runConsent } from '../gmail/consent.ts';
+import {
+  commandLine,
+  defaultPushServiceAccount,
+  gcloudCommands,
+  projectNumberCommand,
+} from '../gmail/gcloud-commands.ts';
+import { type GmailSetupOptions, writeGmailSetup } from '../gmail/setup-config.ts';
+import { writeRefreshToken } from '../gmail/token-file.ts';
+
+export type GmailSetupFlags = {
+  account: string;
+  config?: string;
+  label?: string;
+  project?: string;
+  projectNumber?: string;
+  topic?: string;
+  subscription?: string;
+  pushEndpoint?: string;
+  pushMode?: 'oidc' | 'token';
+  serviceAccount?: string;
+  clientId?: string;
+  includeBody?: boolean;
+  maxBytes?: number;
+  renewMinutes?: number;
+  /** Skip the OAuth consent (a refresh token is configured or stored already). */
+  consent: boolean;
+};
+
+/** Run the setup; exit 0, or 2 when the file would need a secret written over a reference. */
+export async function gmailSetup(
+  flags: GmailSetupFlags,
+  out: (line: string) => void,
+): Promise<number> {
+  const file = path.resolve(
+    findConfigFile(flags.config, process.env, process.cwd()) ?? 'hookgate.yaml',
+  );
+  const before = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const result = writeGmailSetup(withHookToken(before), setupOptions(flags));
+  if (result.conflicts.length > 0) {
+    for (const c of result.conflicts) {
+      process.stderr.write(
+        `hookgate: ${c.path} is ${c.reference}; set that variable to the new value instead\n`,
+      );
+    }
+    return 2;
+  }
+  writeAtomically(file, result.text);
+  out(`Wrote hooks.gmail to ${file}.`);
+  for (const secret of result.plainSecrets)
+    out(`Note: ${secret} is plain text in the file; better as a \${VAR} reference.`);
+  // Boots as the server would: a setting that cannot work stops here, not at the next start.
+  const loaded = loadConfigFile(file, process.env);
+  const gmail = loaded.config.hooks.gmail;
+  if (flags.consent) {
+    const clientId = gmail.oauth.clientId;
+    if (!clientId)
+      throw new ConfigError('hooks.gmail.oauth.clientId', 'needed for the consent (--client-id)');
+    const refreshToken = await runConsent(
+      {
+        account: flags.account,
+        clientId,
+        ...(gmail.oauth.clientSecret !== undefined && { clientSecret: gmail.oauth.clientSecret }),
+        authUrl: gmail.oauth.authUrl,
+        tokenUrl: gmail.oauth.tokenUrl,
+      },
+      (url) => out(`Open this URL to let hookgate read ${flags.account}:\n  ${url}`),
+    );
+    out(
+      `Stored the refresh token in ${writeRefreshToken(loaded.dataDir, flags.account, refreshToken)} (mode 0600).`,
+    );
+  }
+  printGcloud(flags, gmail, result.generatedPushToken, out);
+  return 0;
+}
+
+function setupOptions(flags: GmailSetupFlags): GmailSetupOptions {
+  const topic =
+    flags.topic && flags.project && !flags.topic.includes('/')
+      ? `projects/${flags.project}/topics/${flags.topic}`
+      : flags.topic;
+  const mode = flags.pushMode ?? 'oidc';
+  const serviceAccountEmail =
+    flags.serviceAccount ?? (flags.project ? defaultPushServiceAccount(flags.project) : undefined);
+  return {
+    account: flags.account,
+    env: process.env,
+    ...(flags.label !== undefined && { label: flags.label }),
+    ...(topic !== undefined && { topic }),
+    ...(flags.subscription !== undefined && { subscription: flags.subscription }),
+    ...(flags.includeBody !== undefined && { includeBody: flags.includeBody }),
+    ...(flags.maxBytes !== undefined && { maxBytes: flags.maxBytes }),
+    ...(flags.renewMinutes !== undefined && { renewEveryMinutes: flags.renewMinutes }),
+    push: {
+      mode,
+      // Pub/Sub signs for the audience it is given; setup gives it the push endpoint.
+      ...(mode === 'oidc' && flags.pushEndpoint !== undefined && { audience: flags.pushEndpoint }),
+      ...(mode === 'oidc' && serviceAccountEmail !== undefined && { serviceAccountEmail }),
+    },
+    ...(flags.clientId !== undefined && { oauth: { clientId: flags.clientId } }),
+  };
+}
+
+/** The hooks need a token to boot; a file without one gets a generated one. */
+function withHookToken(text: string): string {
+  const doc = parseDocument(text === '' ? '{}' : text);
+  if (doc.errors.length > 0) return text;
+  if (doc.hasIn(['hooks', 'token'])) return text;
+  doc.setIn(['hooks', 'token'], randomBytes(24).toString('base64url'));
+  return String(doc);
+}
+
+function printGcloud(
+  flags: GmailSetupFlags,
+  gmail: ReturnType<typeof loadConfigFile>['config']['hooks']['gmail'],
+  generatedPushToken: string | undefined,
+  out: (line: string) => void,
+): void {
+  if (!flags.project || !flags.pushEndpoint) {
+    out(
+      'For the gcloud commands, run setup again with --project P --push-endpoint https://HOST/PATH.',
+    );
+    return;
+  }
+  if (!flags.projectNumber) {
+    out(
+      `Find the project number with:\n  ${commandLine(projectNumberCommand(flags.project).argv)}`,
+    );
+    out('then run setup again with --project-number N for the remaining commands.');
+    return;
+  }
+  const commands = gcloudCommands({
+    project: flags.project,
+    projectNumber: flags.projectNumber,
+    topic: gmail.topic,
+    subscription: gmail.subscription,
+    pushEndpoint: flags.pushEndpoint,
+    mode: gmail.push.mode,
+    ...(gmail.pushToken !== undefined && { pushToken: generatedPushToken ?? gmail.pushToken }),
+    ...(gmail.push.serviceAccountEmail !== undefined && {
+      serviceAccountEmail: gmail.push.serviceAccountEmail,
+    }),
+    ...(gmail.push.audience !== undefined && { audience: gmail.push.audience }),
+  });
+  out('Then, in Google Cloud:');
+  for (const command of commands) out(`  # ${command.purpose}\n  ${commandLine(command.argv)}`);
+}
+
+function writeAtomically(file: string, text: string): void {
+  const temp = `${file}.tmp`;
+  writeFileSync(temp, text, { mode: 0o600 });
+  renameSync(temp, file);
+}

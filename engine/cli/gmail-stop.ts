@@ -1,0 +1,37 @@
+/**
+ * `hookgate gmail stop`: end the mailbox's watch (users.stop), so Gmail
+ * stops publishing its changes. The running service renews the watch on its
+ * next tick; stop it first, or remove `hooks.gmail.account`.
+ */
+import { createGmailApi } from '../gmail/api.ts';
+import { createTokenSource } from '../gmail/oauth.ts';
+import { readRefreshToken } from '../gmail/token-file.ts';
+import { ConfigError } from '../config.ts';
+import { gmailConfig } from './gmail-status.ts';
+
+const TIMEOUT_MS = 15_000;
+
+/** Stop the watch; exit 0, or 1 when Gmail refused. */
+export async function gmailStop(
+  flags: { config?: string },
+  out: (line: string) => void,
+): Promise<number> {
+  const { loaded, account } = gmailConfig(flags.config);
+  const { oauth, apiBaseUrl } = loaded.config.hooks.gmail;
+  if (!oauth.clientId) throw new ConfigError('hooks.gmail.oauth.clientId', 'needed to call Gmail');
+  const tokens = createTokenSource({
+    tokenUrl: oauth.tokenUrl,
+    clientId: oauth.clientId,
+    ...(oauth.clientSecret !== undefined && { clientSecret: oauth.clientSecret }),
+    refreshToken: () => oauth.refreshToken ?? readRefreshToken(loaded.dataDir, account),
+    timeoutMs: TIMEOUT_MS,
+  });
+  const api = createGmailApi({ tokens, userId: account, apiBaseUrl, timeoutMs: TIMEOUT_MS });
+  const result = await api.stop();
+  if (result.kind === 'ok') {
+    out(`Stopped the watch of ${account}; Gmail stops publishing its changes within minutes.`);
+    return 0;
+  }
+  process.stderr.write(`hookgate: Gmail refused users.stop (${result.kind})\n`);
+  return 1;
+}

@@ -1,0 +1,162 @@
+/**
+ * The mail-notification flow, assembled when `hooks.gmail.account` is set:
+ * the push listener (its own port, `hooks.gmail.serve`), the mailbox store,
+ * the Gmail API behind an OAuth token source, the sync job that turns new
+ * mail into the gmail preset's actions, and the minute tick that keeps the
+ * watch alive. Configuration that cannot work is a ConfigError at boot.
+ */
+import type { LoadedConfig } from '../config.ts';
+import { ConfigError } from '../config.ts';
+import type { Ledger } from '../dispatcher.ts';
+import type { RouteTable } from '../ingress/routes.ts';
+import type { Logger } from '../log.ts';
+import { createGmailApi } from './api.ts';
+import { createEmitter } from './emit.ts';
+import { createMailSource } from './mail-source.ts';
+import { openMailboxStore } from './mailbox-store.ts';
+import { createTokenSource } from './oauth.ts';
+import { createPushAuthenticator } from './push-auth.ts';
+import { decodePush } from './push-envelope.ts';
+import { startPushServer } from './push-server.ts';
+import { createMailboxSync, type MailboxSync } from './sync.ts';
+import { readRefreshToken } from './token-file.ts';
+import { startUpkeep } from './upkeep.ts';
+
+export type MailFlow = { pushUrl: string; sync: MailboxSync; close(): Promise<void> };
+
+export type MailFlowDeps = {
+  routes: RouteTable;
+  ledger: Ledger;
+  logger: Logger;
+  /** Tell the owner, as a main-session event. */
+  notify: (text: string) => void;
+};
+
+const CALL_TIMEOUT_MS = 20_000;
+const TOPIC = /^projects\/[a-z][a-z0-9-]{4,28}[a-z0-9]\/topics\/[A-Za-z][\w.~+%-]{2,254}$/;
+
+/** Start the flow, or undefined when no mailbox is configured. */
+export async function startMailFlow(
+  loaded: LoadedConfig,
+  deps: MailFlowDeps,
+): Promise<MailFlow | undefined> {
+  const { hooks } = loaded.config;
+  const gmail = hooks.gmail;
+  const account = gmail.account;
+  if (!hooks.enabled || account === undefined) return undefined;
+  const clientId = gmail.oauth.clientId;
+  if (!clientId)
+    throw new ConfigError(
+      'hooks.gmail.oauth.clientId',
+      'the mail flow calls Gmail as this OAuth client',
+    );
+  if (!TOPIC.test(gmail.topic)) {
+    throw new ConfigError(
+      'hooks.gmail.topic',
+      'the watch needs the full name projects/<project>/topics/<topic> (setup --project writes it)',
+    );
+  }
+  if (deps.routes.find('gmail').name !== 'gmail') {
+    throw new ConfigError(
+      'hooks.presets',
+      'the mail flow turns mail into actions with the gmail preset: add gmail',
+    );
+  }
+  const authenticator = createPushAuthenticator(
+    { push: gmail.push, pushToken: gmail.pushToken },
+    { at: 'hooks.gmail' },
+  );
+  const store = openMailboxStore(loaded.dataDir);
+  const tokens = createTokenSource({
+    tokenUrl: gmail.oauth.tokenUrl,
+    clientId,
+    ...(gmail.oauth.clientSecret !== undefined && { clientSecret: gmail.oauth.clientSecret }),
+    refreshToken: () => gmail.oauth.refreshToken ?? readRefreshToken(loaded.dataDir, account),
+    timeoutMs: CALL_TIMEOUT_MS,
+  });
+  const api = createGmailApi({
+    tokens,
+    userId: account,
+    apiBaseUrl: gmail.apiBaseUrl,
+    timeoutMs: CALL_TIMEOUT_MS,
+  });
+  const sync = createMailboxSync({
+    account,
+    store,
+    source: createMailSource(api, gmail),
+    emit: createEmitter({
+      routes: deps.routes,
+      ledger: deps.ledger,
+      hooksPath: hooks.path,
+      windowMs: hooks.deliveryRetentionSeconds * 1000,
+    }),
+    notify: deps.notify,
+    logger: deps.logger,
+  });
+  const retry = retrying(sync, deps.logger);
+  const push = await startPushServer(
+    { ...gmail.serve, timeoutMs: CALL_TIMEOUT_MS },
+    {
+      account,
+      authenticate: (credentials) => authenticator.authenticate(credentials),
+      decode: decodePush,
+      record: (recorded) => store.recordPush(recorded, Date.now()),
+      onRecorded: retry.now,
+      logger: deps.logger,
+    },
+  );
+  const upkeep = startUpkeep({
+    account,
+    renewEveryMinutes: gmail.renewEveryMinutes,
+    store,
+    watch: async () => {
+      const result = await api.watch({ topicName: gmail.topic, labelIds: [gmail.label] });
+      if (result.kind === 'ok') return result;
+      if (result.kind === 'needs_consent') return result;
+      return {
+        kind: 'failed',
+        reason:
+          result.kind === 'failed' || result.kind === 'forbidden' ? result.reason : result.kind,
+      };
+    },
+    sync: () => retry.now(),
+    logger: deps.logger,
+  });
+  // At start: renew the watch if due, then pick up pushes recorded before a stop or a crash.
+  void upkeep.tick().then(() => retry.now());
+  process.stdout.write(`gmail push listening on ${push.url}\n`);
+  deps.logger.info({ url: push.url, account }, `gmail push listening on ${push.url}`);
+  return {
+    pushUrl: push.url,
+    sync,
+    async close() {
+      upkeep.stop();
+      retry.stop();
+      await push.close();
+      store.close();
+    },
+  };
+}
+
+/** Run the sync now; when it must wait (a rate limit), once more after the wait. */
+function retrying(sync: MailboxSync, logger: Logger) {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const now = (): Promise<void> =>
+    sync.request().then(
+      (outcome) => {
+        if (stopped || outcome.kind !== 'waiting' || outcome.retryAfterMs === undefined) return;
+        clearTimeout(timer);
+        timer = setTimeout(() => void now(), outcome.retryAfterMs);
+        timer.unref();
+      },
+      (err: unknown) => logger.error({ err: (err as Error).message }, 'gmail sync failed'),
+    );
+  return {
+    now,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}

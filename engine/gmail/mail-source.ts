@@ -1,0 +1,99 @@
+/**
+ * The mailbox as the sync job reads it, over the Gmail API client: every
+ * added message after a cursor (all history pages, resuming past the page
+ * bound), each message as the gmail preset takes it (text extracted and cut,
+ * excluded labels dropped), and, after an expired cursor, the newest messages
+ * with the mailbox's current history id. Gmail's outcomes become the sync's.
+ */
+import type { GmailApi } from './api.ts';
+import { listAllHistory } from './history-pages.ts';
+import { messageText } from './message-text.ts';
+import type { GmailFailure } from './outcome.ts';
+import type { MailItem, MailResult, MailSource } from './sync.ts';
+
+export type MailSourceSettings = { label: string; includeBody: boolean; maxBytes: number };
+
+// Past this many history pages in one sync (500 records each) the sync fails and starts over.
+const MAX_RESUMES = 10;
+// Without a Retry-After, a rate-limited sync waits this long before the next try.
+const DEFAULT_BACKOFF_MS = 60_000;
+const METADATA_HEADERS = ['From', 'To', 'Subject', 'Date'];
+
+/** The mail source of one mailbox. */
+export function createMailSource(api: GmailApi, settings: MailSourceSettings): MailSource {
+  return {
+    async changes(cursor) {
+      const ids: string[] = [];
+      let pageToken: string | undefined;
+      for (let resume = 0; resume <= MAX_RESUMES; resume++) {
+        const run = await listAllHistory(api, {
+          startHistoryId: cursor,
+          labelId: settings.label,
+          ...(pageToken !== undefined && { pageToken }),
+        });
+        if (run.kind !== 'ok') return failure(run);
+        ids.push(...run.value.messageIds);
+        if (!run.value.truncated) {
+          return {
+            kind: 'ok',
+            value: { messageIds: [...new Set(ids)], historyId: run.value.historyId },
+          };
+        }
+        pageToken = run.value.resumePageToken;
+      }
+      return { kind: 'failed', reason: 'more history than one sync reads' };
+    },
+    async message(id) {
+      const format = settings.includeBody ? 'full' : 'metadata';
+      let got = await api.getMessage(id, { format, metadataHeaders: METADATA_HEADERS });
+      // A message too large to read whole is still announced, from its headers and snippet.
+      if (got.kind === 'too_large') {
+        got = await api.getMessage(id, { format: 'metadata', metadataHeaders: METADATA_HEADERS });
+      }
+      if (got.kind === 'not_found') return { kind: 'ok', value: undefined };
+      if (got.kind !== 'ok') return failure(got);
+      const text = messageText(got.value, {
+        maxBytes: settings.maxBytes,
+        includeBody: settings.includeBody,
+      });
+      if (text.verdict !== 'accepted') return { kind: 'ok', value: undefined };
+      const m = text.message;
+      const item: MailItem = {
+        id: m.id,
+        from: m.from,
+        subject: m.subject,
+        snippet: m.snippet,
+        // The snippet is shown already: a body that is only the snippet again is left out.
+        ...(m.body !== undefined && m.bodySource !== 'snippet' && { body: m.body }),
+        receivedAtMs: got.value.internalDate,
+      };
+      return { kind: 'ok', value: item };
+    },
+    async recent(max) {
+      const profile = await api.profile();
+      if (profile.kind !== 'ok') return failure(profile);
+      const listed = await api.listMessages({ labelId: settings.label, maxResults: max });
+      if (listed.kind !== 'ok') return failure(listed);
+      return {
+        kind: 'ok',
+        value: { messageIds: listed.value.messageIds, historyId: profile.value.historyId },
+      };
+    },
+  };
+}
+
+function failure(outcome: GmailFailure): MailResult<never> {
+  switch (outcome.kind) {
+    case 'cursor_expired':
+      return { kind: 'cursor_expired' };
+    case 'needs_consent':
+      return { kind: 'needs_consent' };
+    case 'backoff':
+      return { kind: 'backoff', retryAfterMs: outcome.retryAfterMs ?? DEFAULT_BACKOFF_MS };
+    case 'failed':
+    case 'forbidden':
+      return { kind: 'failed', reason: outcome.reason };
+    default:
+      return { kind: 'failed', reason: outcome.kind };
+  }
+}
