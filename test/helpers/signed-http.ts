@@ -65,7 +65,7 @@ export const nowSeconds = () => Math.floor(Date.now() / 1000);
 /** Ask `probe` until it answers true; fail after `timeoutMs`. */
 export async function until(
   what: string,
-  probe: () => Promise<boolean>,
+  probe: () => boolean | Promise<boolean>,
   timeoutMs = 10_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,0 +1,154 @@
+/**
+ * The mail flow end to end, against local stand-ins for Gmail, Google's
+ * token endpoint and its key set: a push signed like Pub/Sub's becomes one
+ * agent run per new message (through the gmail preset), a redelivered push
+ * runs nothing again, a forged push is refused and records nothing, and a
+ * restart on the same data picks up a push recorded before it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Action } from '../schemas/action.ts';
+import { startGmailStandIn, type GmailStandIn } from './helpers/gmail-stand-in.ts';
+import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
+import {
+  AUDIENCE,
+  type KeyServer,
+  makeKey,
+  SERVICE_ACCOUNT,
+  type SigningKey,
+  signToken,
+  startKeyServer,
+} from './helpers/jwks-stand-in.ts';
+import { until } from './helpers/signed-http.ts';
+
+const ACCOUNT = 'me@example.com';
+
+let gmail: GmailStandIn;
+let keys: KeyServer;
+let key: SigningKey;
+const data = tempDir();
+
+beforeAll(async () => {
+  gmail = await startGmailStandIn();
+  key = await makeKey('k1');
+  keys = await startKeyServer([key]);
+});
+afterAll(async () => {
+  await gmail.close();
+  await keys.close();
+  data.cleanup();
+});
+
+function config() {
+  return {
+    hooks: {
+      presets: ['gmail'],
+      gmail: {
+        account: ACCOUNT,
+        topic: 'projects/my-project/topics/gmail-watch',
+        oauth: {
+          clientId: gmail.clientId,
+          clientSecret: gmail.clientSecret,
+          refreshToken: gmail.refreshToken,
+          tokenUrl: gmail.tokenUrl,
+        },
+        apiBaseUrl: gmail.apiBaseUrl,
+        serve: { bind: '127.0.0.1', port: 0, path: '/gmail-pubsub' },
+        push: {
+          mode: 'oidc',
+          audience: AUDIENCE,
+          serviceAccountEmail: SERVICE_ACCOUNT,
+          jwksUrl: keys.url,
+        },
+      },
+    },
+  };
+}
+
+function envelope(messageId: string, historyId: string) {
+  const data = Buffer.from(JSON.stringify({ emailAddress: ACCOUNT, historyId })).toString('base64');
+  return {
+    message: { data, messageId, publishTime: new Date().toISOString() },
+    subscription: 'projects/my-project/subscriptions/gmail-watch-push',
+  };
+}
+
+async function push(server: TestServer, messageId: string, token?: string): Promise<number> {
+  const res = await fetch(`${server.mail?.pushUrl}/gmail-pubsub`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${token ?? (await signToken(key))}`,
+    },
+    body: JSON.stringify(envelope(messageId, String(gmail.historyId()))),
+  });
+  return res.status;
+}
+
+async function mailActions(server: TestServer): Promise<Action[]> {
+  const stored = await server.store.listActions({ limit: 100 });
+  return stored.map((s) => s.action).filter((a) => a.hook === 'gmail');
+}
+
+describe('gmail flow', () => {
+  let server: TestServer;
+
+  it('watches the mailbox at start', async () => {
+    server = await startTestServer(config(), { dataDir: data.dir });
+    await until('the first watch', () => gmail.watches.length === 1);
+    expect(gmail.watches[0]).toMatchObject({
+      topicName: 'projects/my-project/topics/gmail-watch',
+      labelIds: ['INBOX'],
+    });
+  });
+
+  it('a signed push becomes one agent run per new message, wrapped, keyed by the Gmail id', async () => {
+    const first = gmail.addMessage({
+      from: 'Ann <ann@example.com>',
+      subject: 'Invoice 42',
+      text: 'Please pay.',
+    });
+    const second = gmail.addMessage({
+      from: 'bob@example.com',
+      subject: 'Lunch?',
+      text: 'At noon.',
+    });
+    gmail.addMessage({ from: 'spam@example.com', subject: 'Win', text: 'x', labels: ['SPAM'] });
+    expect(await push(server, 'p1')).toBe(204);
+    await until('two mail actions', async () => (await mailActions(server)).length === 2);
+    const actions = await mailActions(server);
+    const sessions = actions.map((a) => (a.kind === 'agent' ? a.sessionKey : '')).sort();
+    expect(sessions).toEqual([`hook:gmail:${first}`, `hook:gmail:${second}`].sort());
+    for (const action of actions) {
+      expect(action).toMatchObject({ kind: 'agent', mappingId: 'gmail', untrusted: true });
+      expect(action.verification).toMatchObject({ scheme: 'gmail-api' });
+    }
+  });
+
+  it('a redelivered push and a push without new mail run nothing again', async () => {
+    expect(await push(server, 'p1')).toBe(204);
+    expect(await push(server, 'p2')).toBe(204);
+    await until(
+      'the second push synced',
+      () => gmail.calls.filter((c) => c.path.endsWith('/history')).length >= 2,
+    );
+    expect(await mailActions(server)).toHaveLength(2);
+  });
+
+  it('a push with a token from another key is refused and records nothing', async () => {
+    const other = await makeKey('k1');
+    const before = gmail.calls.length;
+    expect(await push(server, 'p3', await signToken(other))).toBe(401);
+    expect(gmail.calls.length).toBe(before);
+  });
+
+  it('after a restart on the same data, new mail is still one run each, old mail never again', async () => {
+    await server.close();
+    const third = gmail.addMessage({ from: 'cy@example.com', subject: 'Later', text: 'Hi' });
+    server = await startTestServer(config(), { dataDir: data.dir });
+    expect(await push(server, 'p4')).toBe(204);
+    await until('the third mail action', async () => (await mailActions(server)).length === 3);
+    const ids = (await mailActions(server)).map((a) => a.verification?.deliveryId);
+    expect(ids).toContain(third);
+    await server.close();
+  });
+});
