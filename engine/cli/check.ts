@@ -6,6 +6,7 @@
  */
 import { findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
 import { type CompiledMapping, compileMappings } from '../mappings.ts';
+import { checkMailFlow } from '../gmail/flow.ts';
 import { compileRoutes, routeContext } from '../ingress/routes.ts';
 import { createLogger } from '../log.ts';
 import { checkDefaultRoute } from '../hookgate.ts';
@@ -28,7 +29,10 @@ export function compileSetup(
   checkDefaultRoute(loaded.config, policy);
   const mappings = compileMappings(loaded.config, policy, loaded.transformsRoot);
   // The routes too: an auth block that cannot work stops `check` as it would stop the server.
-  compileRoutes(loaded.config, mappings, routeContext(loaded.config, policy));
+  const routes = compileRoutes(loaded.config, mappings, routeContext(loaded.config, policy));
+  // The mail flow's settings too, as the server would check them at start.
+  if (loaded.config.hooks.enabled && loaded.config.hooks.gmail.account)
+    checkMailFlow(loaded, routes);
   return { loaded, policy, mappings };
 }
 
@@ -93,5 +97,12 @@ export async function check(
   if (!setup.loaded.config.hooks.enabled)
     out('Note: hooks.enabled is false; every hook answers 404.');
   for (const line of describeRoutes(setup)) out(`  ${line}`);
+  const gmail = setup.loaded.config.hooks.gmail;
+  if (setup.loaded.config.hooks.enabled && gmail.account) {
+    const { bind, port, path } = gmail.serve;
+    out(
+      `  mail flow: ${gmail.account}, pushes on http://${bind}:${port}${path} (${gmail.push.mode})`,
+    );
+  }
   return 0;
 }

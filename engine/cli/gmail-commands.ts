@@ -97,7 +97,8 @@ function numbers(values: Record<string, string | undefined>): Record<string, num
   for (const [key, value] of Object.entries(values)) {
     if (value === undefined) continue;
     const n = Number(value);
-    if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`--${key}`, 'must be a positive integer');
+    if (!Number.isInteger(n) || n <= 0)
+      throw new ConfigError(`--${key}`, 'must be a positive integer');
     out[key] = n;
   }
   return out;

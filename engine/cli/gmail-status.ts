@@ -4,6 +4,9 @@
  * sync, the last error, pushes waiting for a sync, and whether the operator
  * must consent again. Reads the store; changes nothing.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { STORE_FILE } from '../queue/sqlite-schema.ts';
 import { ConfigError, findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
 import { openMailboxStore } from '../gmail/mailbox-store.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';
@@ -38,6 +41,12 @@ export function gmailStatus(
   out: (line: string) => void,
 ): number {
   const { loaded, account } = gmailConfig(flags.config);
+  if (!existsSync(path.join(loaded.dataDir, STORE_FILE))) {
+    out(
+      terminalText(`mailbox: ${account}: nothing recorded yet (start the service: hookgate serve)`),
+    );
+    return 1;
+  }
   const store = openMailboxStore(loaded.dataDir);
   try {
     const state = store.state(account);

@@ -35,28 +35,23 @@ export type MailFlowDeps = {
 const CALL_TIMEOUT_MS = 20_000;
 const TOPIC = /^projects\/[a-z][a-z0-9-]{4,28}[a-z0-9]\/topics\/[A-Za-z][\w.~+%-]{2,254}$/;
 
-/** Start the flow, or undefined when no mailbox is configured. */
-export async function startMailFlow(
-  loaded: LoadedConfig,
-  deps: MailFlowDeps,
-): Promise<MailFlow | undefined> {
-  const { hooks } = loaded.config;
-  const gmail = hooks.gmail;
-  const account = gmail.account;
-  if (!hooks.enabled || account === undefined) return undefined;
+/** What the flow needs from the configuration, checked (ConfigError naming the setting). */
+export function checkMailFlow(loaded: LoadedConfig, routes: RouteTable) {
+  const gmail = loaded.config.hooks.gmail;
   const clientId = gmail.oauth.clientId;
-  if (!clientId)
+  if (!clientId) {
     throw new ConfigError(
       'hooks.gmail.oauth.clientId',
       'the mail flow calls Gmail as this OAuth client',
     );
+  }
   if (!TOPIC.test(gmail.topic)) {
     throw new ConfigError(
       'hooks.gmail.topic',
       'the watch needs the full name projects/<project>/topics/<topic> (setup --project writes it)',
     );
   }
-  if (deps.routes.find('gmail').name !== 'gmail') {
+  if (routes.find('gmail').name !== 'gmail') {
     throw new ConfigError(
       'hooks.presets',
       'the mail flow turns mail into actions with the gmail preset: add gmail',
@@ -66,6 +61,19 @@ export async function startMailFlow(
     { push: gmail.push, pushToken: gmail.pushToken },
     { at: 'hooks.gmail' },
   );
+  return { clientId, authenticator };
+}
+
+/** Start the flow, or undefined when no mailbox is configured. */
+export async function startMailFlow(
+  loaded: LoadedConfig,
+  deps: MailFlowDeps,
+): Promise<MailFlow | undefined> {
+  const { hooks } = loaded.config;
+  const gmail = hooks.gmail;
+  const account = gmail.account;
+  if (!hooks.enabled || account === undefined) return undefined;
+  const { clientId, authenticator } = checkMailFlow(loaded, deps.routes);
   const store = openMailboxStore(loaded.dataDir);
   const tokens = createTokenSource({
     tokenUrl: gmail.oauth.tokenUrl,
