@@ -37,6 +37,7 @@ const OPTIONS: GmailSetupOptions = {
   serve: { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' },
   push: { mode: 'oidc', audience: 'https://mail.example.com/gmail-pubsub' },
   oauth: { clientId: '123-abc.apps.googleusercontent.com' },
+  pushToken: 'given-push-token-0123456789',
 };
 
 // The file's values as the loader sees them, references left as written.
@@ -72,6 +73,7 @@ describe('writeGmailSetup: an existing config', () => {
       serve: { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' },
       oauth: { clientId: '123-abc.apps.googleusercontent.com' },
       push: { mode: 'oidc', audience: 'https://mail.example.com/gmail-pubsub' },
+      pushToken: 'given-push-token-0123456789',
     });
     expect(result).toMatchObject({ changed: true, conflicts: [], plainSecrets: [] });
   });
@@ -149,14 +151,17 @@ describe('writeGmailSetup: presets and references', () => {
 });
 
 describe('writeGmailSetup: secrets', () => {
-  it('generates a push token in token mode when none is configured or given', () => {
-    const result = writeGmailSetup('', { ...OPTIONS, push: { mode: 'token' } });
-    expect(result.generatedPushToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(read(result.text)['hooks']!['gmail']!['pushToken']).toBe(result.generatedPushToken);
-  });
+  it.each(['token', 'oidc'] as const)(
+    'generates a push token in %s mode when none is configured or given',
+    (mode) => {
+      const { pushToken: _given, ...options } = OPTIONS;
+      const result = writeGmailSetup('', { ...options, push: { mode } });
+      expect(result.generatedPushToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(read(result.text)['hooks']!['gmail']!['pushToken']).toBe(result.generatedPushToken);
+    },
+  );
 
   it.each([
-    ['oidc mode', { push: { mode: 'oidc' as const } }, ''],
     [
       'a given token',
       { push: { mode: 'token' as const }, pushToken: 'given-token-0123456789' },
@@ -199,7 +204,7 @@ describe('writeGmailSetup: file shapes', () => {
     expect(read(result.text)['hooks']).toEqual({
       enabled: true,
       presets: ['gmail'],
-      gmail: { account: 'me@example.com' },
+      gmail: { account: 'me@example.com', pushToken: result.generatedPushToken },
     });
     if (text.startsWith('#')) expect(result.text).toContain('# nothing yet');
   });
@@ -218,7 +223,7 @@ describe('writeGmailSetup: file shapes', () => {
         token: '${HOOKS_TOKEN}',
         enabled: true,
         presets: ['gmail'],
-        gmail: { account: 'me@example.com' },
+        gmail: { account: 'me@example.com', pushToken: result.generatedPushToken },
       },
     });
   });
@@ -251,7 +256,10 @@ describe('writeGmailSetup: file shapes', () => {
     }),
   ])('round trip: the values read back, and a second run changes nothing', (options) => {
     const first = writeGmailSetup(EXISTING, options);
-    expect(read(first.text)['hooks']!['gmail']).toEqual(options);
+    expect(read(first.text)['hooks']!['gmail']).toEqual({
+      ...options,
+      pushToken: first.generatedPushToken,
+    });
     expect(writeGmailSetup(first.text, options).changed).toBe(false);
   });
 });

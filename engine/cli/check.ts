@@ -6,7 +6,7 @@
  */
 import { findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
 import { type CompiledMapping, compileMappings } from '../mappings.ts';
-import { checkMailFlow } from '../gmail/flow.ts';
+import { checkMailFlow, type MailFlowProblem } from '../gmail/flow.ts';
 import { compileRoutes, routeContext } from '../ingress/routes.ts';
 import { createLogger } from '../log.ts';
 import { checkDefaultRoute } from '../hookgate.ts';
@@ -14,7 +14,13 @@ import { type Policy, policyFromConfig } from '../policy.ts';
 import { agentPathProblems } from '../runtime/runner-paths.ts';
 import { startTransforms } from '../sandbox/start.ts';
 
-export type CompiledSetup = { loaded: LoadedConfig; policy: Policy; mappings: CompiledMapping[] };
+export type CompiledSetup = {
+  loaded: LoadedConfig;
+  policy: Policy;
+  mappings: CompiledMapping[];
+  /** What stops the mail flow without stopping the server (serve warns, check refuses). */
+  mailProblems: MailFlowProblem[];
+};
 
 /** Load the config named by --config / HOOKGATE_CONFIG / ./hookgate.yaml and compile its mappings. */
 export function compileSetup(
@@ -31,9 +37,11 @@ export function compileSetup(
   // The routes too: an auth block that cannot work stops `check` as it would stop the server.
   const routes = compileRoutes(loaded.config, mappings, routeContext(loaded.config, policy));
   // The mail flow's settings too, as the server would check them at start.
-  if (loaded.config.hooks.enabled && loaded.config.hooks.gmail.account)
-    checkMailFlow(loaded, routes);
-  return { loaded, policy, mappings };
+  const mailProblems =
+    loaded.config.hooks.enabled && loaded.config.hooks.gmail.account
+      ? checkMailFlow(loaded, routes).problems
+      : [];
+  return { loaded, policy, mappings, mailProblems };
 }
 
 /** One line per route: path, mapping id, action, agent, conditions. */
@@ -81,7 +89,10 @@ export async function check(
     return 0;
   }
   // Runner commands and workspaces as the runtime will start them (serve only warns).
-  const problems = agentPathProblems(setup.loaded.config, setup.loaded.baseDir, process.env);
+  const problems = [
+    ...agentPathProblems(setup.loaded.config, setup.loaded.baseDir, process.env),
+    ...setup.mailProblems,
+  ];
   for (const problem of problems) {
     process.stderr.write(`hookgate: config error: ${problem.path}: ${problem.message}\n`);
   }

@@ -48,7 +48,8 @@ export async function gmailSetup(
     findConfigFile(flags.config, process.env, process.cwd()) ?? 'hookgate.yaml',
   );
   const before = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  const result = writeGmailSetup(withHookToken(before), setupOptions(flags));
+  const mode = flags.pushMode ?? configuredMode(before) ?? (flags.pushEndpoint ? 'oidc' : 'token');
+  const result = writeGmailSetup(withHookToken(before), setupOptions({ ...flags, pushMode: mode }));
   if (result.conflicts.length > 0) {
     for (const c of result.conflicts) {
       process.stderr.write(
@@ -111,6 +112,13 @@ function setupOptions(flags: GmailSetupFlags): GmailSetupOptions {
     },
     ...(flags.clientId !== undefined && { oauth: { clientId: flags.clientId } }),
   };
+}
+
+/** The push mode the file already has (a setup run again keeps it). */
+function configuredMode(text: string): 'oidc' | 'token' | undefined {
+  const doc = parseDocument(text === '' ? '{}' : text);
+  const mode = doc.errors.length > 0 ? undefined : doc.getIn(['hooks', 'gmail', 'push', 'mode']);
+  return mode === 'oidc' || mode === 'token' ? mode : undefined;
 }
 
 /** The hooks need a token to boot; a file without one gets a generated one. */

@@ -35,22 +35,16 @@ export type MailFlowDeps = {
 const CALL_TIMEOUT_MS = 20_000;
 const TOPIC = /^projects\/[a-z][a-z0-9-]{4,28}[a-z0-9]\/topics\/[A-Za-z][\w.~+%-]{2,254}$/;
 
-/** What the flow needs from the configuration, checked (ConfigError naming the setting). */
+/** A setting the flow cannot work without, but the service can start without (warned). */
+export type MailFlowProblem = { path: string; message: string };
+
+/**
+ * The flow's settings, checked. What breaks the service is a ConfigError (the push check, the
+ * gmail preset); what only stops the mailbox (no OAuth client, a short topic) is a problem the
+ * server warns about and `hookgate check` refuses, as for runner commands.
+ */
 export function checkMailFlow(loaded: LoadedConfig, routes: RouteTable) {
   const gmail = loaded.config.hooks.gmail;
-  const clientId = gmail.oauth.clientId;
-  if (!clientId) {
-    throw new ConfigError(
-      'hooks.gmail.oauth.clientId',
-      'the mail flow calls Gmail as this OAuth client',
-    );
-  }
-  if (!TOPIC.test(gmail.topic)) {
-    throw new ConfigError(
-      'hooks.gmail.topic',
-      'the watch needs the full name projects/<project>/topics/<topic> (setup --project writes it)',
-    );
-  }
   if (routes.find('gmail').name !== 'gmail') {
     throw new ConfigError(
       'hooks.presets',
@@ -61,7 +55,22 @@ export function checkMailFlow(loaded: LoadedConfig, routes: RouteTable) {
     { push: gmail.push, pushToken: gmail.pushToken },
     { at: 'hooks.gmail' },
   );
-  return { clientId, authenticator };
+  const problems: MailFlowProblem[] = [];
+  if (!gmail.oauth.clientId) {
+    problems.push({
+      path: 'hooks.gmail.oauth.clientId',
+      message:
+        'no OAuth client: pushes are recorded, but the mailbox cannot be read until one is set',
+    });
+  }
+  if (!TOPIC.test(gmail.topic)) {
+    problems.push({
+      path: 'hooks.gmail.topic',
+      message:
+        'the watch needs the full name projects/<project>/topics/<topic> (setup --project writes it)',
+    });
+  }
+  return { clientId: gmail.oauth.clientId ?? '', authenticator, problems };
 }
 
 /** Start the flow, or undefined when no mailbox is configured. */
@@ -73,7 +82,8 @@ export async function startMailFlow(
   const gmail = hooks.gmail;
   const account = gmail.account;
   if (!hooks.enabled || account === undefined) return undefined;
-  const { clientId, authenticator } = checkMailFlow(loaded, deps.routes);
+  const { clientId, authenticator, problems } = checkMailFlow(loaded, deps.routes);
+  for (const problem of problems) deps.logger.warn({ path: problem.path }, problem.message);
   const store = openMailboxStore(loaded.dataDir);
   const tokens = createTokenSource({
     tokenUrl: gmail.oauth.tokenUrl,

@@ -109,13 +109,12 @@ function gmailEntries(options: GmailSetupOptions): [string[], Scalar][] {
   return entries.filter((entry): entry is [string[], Scalar] => entry[1] !== undefined);
 }
 
-// A token only when push.mode is token and none is configured: an unused secret is a liability.
+// A token whenever none is configured: token mode needs it, and an OIDC setup can fall back to it
+// (or add it to the push URL as a second check) without another setup run.
 function pushTokenToWrite(edit: Edit, options: GmailSetupOptions): string | undefined {
   if (options.pushToken !== undefined) return undefined;
   const existing = edit.doc.getIn([...GMAIL, 'pushToken'], true);
   if (existing !== undefined && !(isScalar(existing) && existing.value === null)) return undefined;
-  const mode = options.push?.mode ?? edit.doc.getIn([...GMAIL, 'push', 'mode']);
-  if (mode !== 'token') return undefined;
   return randomBytes(32).toString('base64url');
 }
 
