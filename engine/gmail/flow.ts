@@ -151,6 +151,8 @@ export async function startMailFlow(
       upkeep.stop();
       retry.stop();
       await push.close();
+      // A sync in progress finishes its message (its commit is awaited) before the store closes.
+      await sync.idle();
       store.close();
     },
   };

@@ -65,6 +65,8 @@ export type SyncOutcome =
 export type MailboxSync = {
   /** Sync now (or again right after the sync in progress). */
   request(): Promise<SyncOutcome>;
+  /** Resolves when no sync is running (for shutdown). */
+  idle(): Promise<void>;
 };
 
 /** The sync job of one mailbox. */
@@ -92,6 +94,9 @@ export function createMailboxSync(deps: SyncDeps): MailboxSync {
         running = undefined;
       });
       return running;
+    },
+    async idle() {
+      while (running) await running.catch(() => undefined);
     },
   };
 }
