@@ -196,7 +196,7 @@ const MIGRATIONS: readonly string[] = [
   // 6: the mail-notification flow: each watched mailbox's cursor and watch, and each Pub/Sub
   // push received (keyed by its message id, so a redelivered push is one row) until its sync.
   `
-  CREATE TABLE gmail_mailboxes (
+  CREATE TABLE IF NOT EXISTS gmail_mailboxes (
     account TEXT PRIMARY KEY,
     cursor TEXT,
     watch_expiration_ms INTEGER,
@@ -206,14 +206,14 @@ const MIGRATIONS: readonly string[] = [
     last_error TEXT,
     needs_consent INTEGER NOT NULL DEFAULT 0
   );
-  CREATE TABLE gmail_pushes (
+  CREATE TABLE IF NOT EXISTS gmail_pushes (
     message_id TEXT PRIMARY KEY,
     account TEXT NOT NULL,
     history_id TEXT NOT NULL,
     received_at_ms INTEGER NOT NULL,
     synced_at_ms INTEGER
   );
-  CREATE INDEX gmail_pushes_pending ON gmail_pushes (account, synced_at_ms);
+  CREATE INDEX IF NOT EXISTS gmail_pushes_pending ON gmail_pushes (account, synced_at_ms);
   `,
 ];
 
