@@ -19,7 +19,7 @@ import { isTimed } from './schemes.ts';
 import type { Verifier } from './verifier.ts';
 
 /** Keys that only the generic `hmac` scheme reads. */
-const HMAC_ONLY_KEYS = [
+export const HMAC_ONLY_KEYS = [
   'header',
   'algorithm',
   'encoding',

@@ -10,7 +10,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { AuthScheme, RouteAuth } from '../../schemas/auth.ts';
 import type { Config } from '../../schemas/config.ts';
 import { createTokenCheck } from '../auth.ts';
-import { createVerifier } from '../auth/registry.ts';
+import { createVerifier, HMAC_ONLY_KEYS } from '../auth/registry.ts';
 import { isTimed } from '../auth/schemes.ts';
 import { DEFAULT_TOLERANCE_SECONDS } from '../auth/timestamp.ts';
 import type { Verifier } from '../auth/verifier.ts';
@@ -186,17 +186,7 @@ function routeAuth(own: readonly CompiledMapping[]): { auth: RouteAuth; at: stri
 }
 
 // Keys that mean nothing on a token route: a secret there would be silently ignored.
-const SIGNATURE_KEYS = [
-  'secret',
-  'secrets',
-  'toleranceSeconds',
-  'header',
-  'algorithm',
-  'encoding',
-  'prefix',
-  'signedContent',
-  'timestampHeader',
-] as const;
+const SIGNATURE_KEYS = ['secret', 'secrets', 'toleranceSeconds', ...HMAC_ONLY_KEYS] as const;
 
 function compileGate(auth: RouteAuth, at: string): RouteGate {
   const signed = auth.scheme !== 'token';
