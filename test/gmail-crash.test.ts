@@ -1,0 +1,141 @@
+/**
+ * Nothing is lost across a crash between a push and its sync, with the real
+ * binary: a signed push is recorded and acknowledged while Gmail is down, the
+ * process is killed (SIGKILL) before any mail was turned into an agent run,
+ * `hookgate gmail status` then shows the push waiting and the last error, and
+ * the next start on the same data runs each new message exactly once, with no
+ * push needed. A redelivery of that push afterwards runs nothing again.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  actionMessageIds,
+  envelope,
+  type GmailService,
+  gmailActions,
+  gmailConfigFile,
+  gmailStatus,
+  historyCalls,
+  sendPush,
+  startGmailService,
+} from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
+import {
+  AUDIENCE,
+  type KeyServer,
+  makeKey,
+  SERVICE_ACCOUNT,
+  type SigningKey,
+  signToken,
+  startKeyServer,
+} from './helpers/jwks-stand-in.ts';
+import { killAll, tempDir } from './helpers/process.ts';
+import { until } from './helpers/signed-http.ts';
+
+const temp = tempDir();
+let gmail: GmailStandIn;
+let keys: KeyServer;
+let key: SigningKey;
+let file: string;
+let dataDir: string;
+
+beforeAll(async () => {
+  gmail = await startGmailStandIn();
+  key = await makeKey('k1');
+  keys = await startKeyServer([key]);
+  ({ file, dataDir } = gmailConfigFile(temp.dir, gmail, {
+    mode: 'oidc',
+    audience: AUDIENCE,
+    serviceAccountEmail: SERVICE_ACCOUNT,
+    jwksUrl: keys.url,
+  }));
+});
+afterAll(async () => {
+  await killAll();
+  await gmail.close();
+  await keys.close();
+  temp.cleanup();
+});
+
+async function signedPush(service: GmailService, messageId: string): Promise<number> {
+  return sendPush(service.pushUrl, envelope(messageId, gmail.historyId()), {
+    authorization: `Bearer ${await signToken(key)}`,
+  });
+}
+
+/** Answer every scripted failure still queued, so that Gmail answers normally from now on. */
+async function drainFailures(): Promise<void> {
+  const headers = { authorization: `Bearer ${gmail.currentAccessToken()}` };
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(`${gmail.apiBaseUrl}/gmail/v1/users/me/profile`, { headers });
+    await res.arrayBuffer();
+    if (res.ok) return;
+  }
+  throw new Error('the stand-in kept failing');
+}
+
+describe('SIGKILL between a push and its sync', () => {
+  let service: GmailService;
+  let messages: string[];
+
+  it('the push is acknowledged while Gmail is down, and nothing runs yet', async () => {
+    service = await startGmailService(file);
+    await until('the first watch', () => gmail.watches.length === 1);
+    // The start-up sync reads the history once; only then is Gmail made to fail.
+    await until('the start-up sync', () => historyCalls(gmail) >= 1);
+    await until(
+      'the start-up sync recorded',
+      async () => (await gmailStatus(file)).cursor !== undefined,
+    );
+    messages = [
+      gmail.addMessage({ from: 'Ann <ann@example.com>', subject: 'Invoice 42', text: 'Pay.' }),
+      gmail.addMessage({ from: 'bob@example.com', subject: 'Lunch?', text: 'At noon.' }),
+    ];
+    gmail.failNext(503, 50);
+    const before = historyCalls(gmail);
+    expect(await signedPush(service, 'crash-p1')).toBe(204);
+    await until('the sync tried and failed', async () => {
+      if (historyCalls(gmail) <= before) return false;
+      return (await gmailStatus(file)).lastError !== undefined;
+    });
+    expect(await gmailActions(dataDir)).toEqual([]);
+  });
+
+  it('after SIGKILL, gmail status shows the push waiting and the last error', async () => {
+    service.child.kill('SIGKILL');
+    expect(await service.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
+    const status = await gmailStatus(file);
+    expect(status.pendingPushes).toBe(1);
+    expect(status.lastError).toEqual(expect.any(String));
+    expect(status.lastError).not.toBe('');
+    expect(await gmailActions(dataDir)).toEqual([]);
+  });
+
+  it('the next start runs each message exactly once, with no push', async () => {
+    await drainFailures();
+    service = await startGmailService(file);
+    await until(
+      'one action per message',
+      async () => (await gmailActions(dataDir)).length >= 2,
+      20_000,
+    );
+    await until('the push covered', async () => (await gmailStatus(file)).pendingPushes === 0);
+    expect(await actionMessageIds(dataDir)).toEqual([...messages].sort());
+    const actions = await gmailActions(dataDir);
+    const sessions = actions.map((a) => a['sessionKey']).sort();
+    expect(sessions).toEqual(messages.map((id) => `hook:gmail:${id}`).sort());
+    const status = await gmailStatus(file);
+    expect(status.lastError).toBeUndefined();
+  });
+
+  it('a redelivery of the same push afterwards adds nothing', async () => {
+    expect(await signedPush(service, 'crash-p1')).toBe(204);
+    // A fresh push makes a sync that would run anything the redelivery had queued.
+    const before = historyCalls(gmail);
+    expect(await signedPush(service, 'crash-p2')).toBe(204);
+    await until('the fresh push synced', async () => {
+      if (historyCalls(gmail) <= before) return false;
+      return (await gmailStatus(file)).pendingPushes === 0;
+    });
+    expect(await actionMessageIds(dataDir)).toEqual([...messages].sort());
+  });
+});
