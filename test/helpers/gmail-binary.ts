@@ -122,6 +122,7 @@ export async function actionMessageIds(dataDir: string): Promise<string[]> {
 export type MailboxStatus = {
   cursor?: string;
   lastError?: string;
+  lastPushAtMs?: number;
   pendingPushes: number;
   needsConsent: boolean;
 };
