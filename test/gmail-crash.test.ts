@@ -4,7 +4,8 @@
  * process is killed (SIGKILL) before any mail was turned into an agent run,
  * `hookgate gmail status` then shows the push waiting and the last error, and
  * the next start on the same data runs each new message exactly once, with no
- * push needed. A redelivery of that push afterwards runs nothing again.
+ * push needed. A redelivery of that push afterwards runs nothing again, and a
+ * sync Gmail rate-limits runs again by itself once Retry-After has passed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -28,7 +29,7 @@ import {
   signToken,
   startKeyServer,
 } from './helpers/jwks-stand-in.ts';
-import { killAll, tempDir } from './helpers/process.ts';
+import { killAll, runHookgate, tempDir } from './helpers/process.ts';
 import { until } from './helpers/signed-http.ts';
 
 const temp = tempDir();
@@ -108,6 +109,15 @@ describe('SIGKILL between a push and its sync', () => {
     expect(status.lastError).toEqual(expect.any(String));
     expect(status.lastError).not.toBe('');
     expect(await gmailActions(dataDir)).toEqual([]);
+    const text = await runHookgate(['gmail', 'status', '--config', file]);
+    expect(text.stdout).toContain('pushes waiting for a sync: 1');
+    expect(text.stdout).toMatch(/^last error: (?!none$).+$/m);
+  });
+
+  it('gmail status names what Gmail answered as the last error', async () => {
+    // The operator must tell an outage (5xx) from a rate limit or a network failure.
+    const text = await runHookgate(['gmail', 'status', '--config', file]);
+    expect(text.stdout).toMatch(/^last error: .*503/m);
   });
 
   it('the next start runs each message exactly once, with no push', async () => {
@@ -137,5 +147,22 @@ describe('SIGKILL between a push and its sync', () => {
       return (await gmailStatus(file)).pendingPushes === 0;
     });
     expect(await actionMessageIds(dataDir)).toEqual([...messages].sort());
+  });
+});
+
+describe('a sync Gmail rate-limits', () => {
+  beforeAll(killAll);
+
+  it('runs again by itself after Retry-After, without another push', async () => {
+    const started = historyCalls(gmail);
+    const service = await startGmailService(file);
+    await until('the start-up sync', () => historyCalls(gmail) > started);
+    const mail = gmail.addMessage({ from: 'cy@example.com', subject: 'Later', text: 'Hi.' });
+    gmail.failNext(429, 1, { retryAfter: '1' });
+    const before = historyCalls(gmail);
+    expect(await signedPush(service, 'crash-p3')).toBe(204);
+    await until('the mail ran', async () => (await actionMessageIds(dataDir)).includes(mail));
+    expect(historyCalls(gmail)).toBeGreaterThanOrEqual(before + 2);
+    expect((await gmailStatus(file)).pendingPushes).toBe(0);
   });
 });

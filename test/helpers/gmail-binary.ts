@@ -88,7 +88,7 @@ export function envelope(
   };
 }
 
-/** POST an envelope to `url` with these headers; the status. */
+/** POST an envelope (or a raw string, sent as is) to `url` with these headers; the status. */
 export async function sendPush(
   url: string,
   body: unknown,
@@ -97,7 +97,7 @@ export async function sendPush(
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
+    body: typeof body === 'string' ? body : JSON.stringify(body),
     signal: AbortSignal.timeout(10_000),
   });
   await res.arrayBuffer();
