@@ -76,7 +76,7 @@ async function expectNothingRecorded(
   authorization?: string,
 ): Promise<void> {
   const syncs = historyCalls(gmail);
-  const headers = authorization === undefined ? {} : { authorization };
+  const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
   expect(await sendPush(service.pushUrl, body, headers)).toBe(status);
   const after = await gmailStatus(file);
   expect(after.pendingPushes).toBe(0);
