@@ -4,8 +4,10 @@
  * process is killed (SIGKILL) before any mail was turned into an agent run,
  * `hookgate gmail status` then shows the push waiting and the last error, and
  * the next start on the same data runs each new message exactly once, with no
- * push needed. A redelivery of that push afterwards runs nothing again, and a
- * sync Gmail rate-limits runs again by itself once Retry-After has passed.
+ * push needed. A redelivery of that push afterwards runs nothing again; a
+ * sync Gmail rate-limits runs again by itself once Retry-After has passed;
+ * and a crash after a sync ran part of the new mail runs the rest at the
+ * next start, the part that ran never again.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -164,5 +166,55 @@ describe('a sync Gmail rate-limits', () => {
     await until('the mail ran', async () => (await actionMessageIds(dataDir)).includes(mail));
     expect(historyCalls(gmail)).toBeGreaterThanOrEqual(before + 2);
     expect((await gmailStatus(file)).pendingPushes).toBe(0);
+  });
+});
+
+/** What the stand-in answers now to an authorized GET of `path` (to replay it later). */
+async function answerNow(path: string): Promise<string> {
+  const res = await fetch(`${gmail.apiBaseUrl}/gmail/v1/users/me%40example.com/${path}`, {
+    headers: { authorization: `Bearer ${gmail.currentAccessToken()}` },
+  });
+  if (!res.ok) throw new Error(`stand-in answered ${res.status} to ${path}`);
+  return res.text();
+}
+
+describe('SIGKILL after a sync ran part of the new mail', () => {
+  beforeAll(killAll);
+
+  it('the next start runs the rest, and the part that ran never again', async () => {
+    const started = historyCalls(gmail);
+    let service = await startGmailService(file);
+    await until('the start-up sync', () => historyCalls(gmail) > started);
+    await until(
+      'the start-up sync recorded',
+      async () => (await gmailStatus(file)).pendingPushes === 0,
+    );
+    const { cursor } = await gmailStatus(file);
+    const first = gmail.addMessage({ from: 'dee@example.com', subject: 'One', text: '1' });
+    const second = gmail.addMessage({ from: 'dee@example.com', subject: 'Two', text: '2' });
+    // Read first (the stand-in's own answers use its script), then script: the history and
+    // the first message answered as Gmail would, the second refused.
+    const history = await answerNow(`history?startHistoryId=${cursor}&labelId=INBOX`);
+    const message = await answerNow(`messages/${first}?format=full`);
+    gmail.answerNext({ status: 200, body: history });
+    gmail.answerNext({ status: 200, body: message });
+    gmail.failNext(503, 1);
+    expect(await signedPush(service, 'crash-p4')).toBe(204);
+    await until('the first message ran', async () =>
+      (await actionMessageIds(dataDir)).includes(first),
+    );
+    await until('the sync stopped', async () => (await gmailStatus(file)).lastError !== undefined);
+    expect(await actionMessageIds(dataDir)).not.toContain(second);
+
+    service.child.kill('SIGKILL');
+    await service.waitForExit();
+    service = await startGmailService(file);
+    await until('the second message ran', async () =>
+      (await actionMessageIds(dataDir)).includes(second),
+    );
+    await until('the push covered', async () => (await gmailStatus(file)).pendingPushes === 0);
+    const ids = await actionMessageIds(dataDir);
+    expect(ids.filter((id) => id === first)).toHaveLength(1);
+    expect(ids.filter((id) => id === second)).toHaveLength(1);
   });
 });
