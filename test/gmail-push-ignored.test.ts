@@ -111,6 +111,14 @@ describe('a signed push that can never be processed is acknowledged and records 
       JSON.stringify({ subscription: 'projects/p/subscriptions/s' }),
     ],
     ['a JSON array', '[]'],
+    [
+      'oversized body: a push of 100 KB',
+      JSON.stringify({ ...envelope('big', '1'), pad: 'x'.repeat(100_000) }),
+    ],
+    [
+      'deep nesting: an envelope 10 000 levels deep',
+      `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`,
+    ],
   ])('%s: 204', async (_, raw) => {
     await expectNothingRecorded(raw, 204, `Bearer ${await signToken(key)}`);
   });
