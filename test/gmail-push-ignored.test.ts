@@ -32,6 +32,8 @@ import {
 import { killAll, tempDir } from './helpers/process.ts';
 import { nowSeconds, until } from './helpers/signed-http.ts';
 
+// A push token left in the config from token mode: in oidc mode it must open nothing.
+const LEFTOVER_TOKEN = 'leftover-push-token-0123456789';
 const temp = tempDir();
 let gmail: GmailStandIn;
 let keys: KeyServer;
@@ -46,12 +48,17 @@ beforeAll(async () => {
   gmail = await startGmailStandIn();
   key = await makeKey('k1');
   keys = await startKeyServer([key]);
-  ({ file, dataDir } = gmailConfigFile(temp.dir, gmail, {
-    mode: 'oidc',
-    audience: AUDIENCE,
-    serviceAccountEmail: SERVICE_ACCOUNT,
-    jwksUrl: keys.url,
-  }));
+  ({ file, dataDir } = gmailConfigFile(
+    temp.dir,
+    gmail,
+    {
+      mode: 'oidc',
+      audience: AUDIENCE,
+      serviceAccountEmail: SERVICE_ACCOUNT,
+      jwksUrl: keys.url,
+    },
+    { pushToken: LEFTOVER_TOKEN },
+  ));
   service = await startGmailService(file);
   await until('the first watch', () => gmail.watches.length === 1);
   await until('the start-up sync', () => historyCalls(gmail) >= 1);
@@ -69,15 +76,15 @@ afterAll(async () => {
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 const nextId = () => `ignored-p${++pushes}`;
 
-/** Send `body` with a valid signed token; assert the answer and that nothing was recorded. */
+/** Send `body` with these headers; assert the answer and that nothing was recorded. */
 async function expectNothingRecorded(
   body: unknown,
   status: number,
-  authorization?: string,
+  headers: Record<string, string> = {},
+  query = '',
 ): Promise<void> {
   const syncs = historyCalls(gmail);
-  const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
-  expect(await sendPush(service.pushUrl, body, headers)).toBe(status);
+  expect(await sendPush(`${service.pushUrl}${query}`, body, headers)).toBe(status);
   const after = await gmailStatus(file);
   expect(after.pendingPushes).toBe(0);
   // No push was ever recorded before the genuine one at the end.
@@ -101,7 +108,7 @@ describe('a signed push that can never be processed is acknowledged and records 
     ['with empty data', { data: '' }],
   ])('a push %s: 204', async (_, options) => {
     const body = envelope(nextId(), gmail.historyId(), options);
-    await expectNothingRecorded(body, 204, `Bearer ${await signToken(key)}`);
+    await expectNothingRecorded(body, 204, { authorization: `Bearer ${await signToken(key)}` });
   });
 
   it.each([
@@ -120,7 +127,7 @@ describe('a signed push that can never be processed is acknowledged and records 
       `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`,
     ],
   ])('%s: 204', async (_, raw) => {
-    await expectNothingRecorded(raw, 204, `Bearer ${await signToken(key)}`);
+    await expectNothingRecorded(raw, 204, { authorization: `Bearer ${await signToken(key)}` });
   });
 });
 
@@ -137,21 +144,33 @@ describe('a push without a valid token is refused and records nothing', () => {
     ['a token issued in the future', { iat: nowSeconds() + 3600, exp: nowSeconds() + 7200 }],
   ])('%s: 401', async (_, claims) => {
     const token = await signToken(key, claims);
-    await expectNothingRecorded(envelope(nextId(), gmail.historyId()), 401, `Bearer ${token}`);
+    await expectNothingRecorded(envelope(nextId(), gmail.historyId()), 401, {
+      authorization: `Bearer ${token}`,
+    });
   });
 
   it.each([
-    ['no authorization', undefined],
-    ['a bearer that is not a token', 'Bearer not-a-jwt'],
-    ['a basic credential', `Basic ${b64('user:pass')}`],
-  ])('%s: 401', async (_, authorization) => {
-    await expectNothingRecorded(envelope(nextId(), gmail.historyId()), 401, authorization);
+    ['no authorization', {}],
+    ['a bearer that is not a token', { authorization: 'Bearer not-a-jwt' }],
+    ['a basic credential', { authorization: `Basic ${b64('user:pass')}` }],
+  ])('%s: 401', async (_, headers: Record<string, string>) => {
+    await expectNothingRecorded(envelope(nextId(), gmail.historyId()), 401, headers);
+  });
+
+  it.each([
+    ['in the URL', `?token=${LEFTOVER_TOKEN}`, {}],
+    ['in x-gog-token', '', { 'x-gog-token': LEFTOVER_TOKEN }],
+  ])('the push token %s while the mode is oidc: 401', async (_, query, headers) => {
+    const body = envelope(nextId(), gmail.historyId());
+    await expectNothingRecorded(body, 401, headers, query);
   });
 
   it('a token signed with a key the key set does not hold: 401', async () => {
     const stranger = await makeKey('k1');
     const token = await signToken(stranger);
-    await expectNothingRecorded(envelope(nextId(), gmail.historyId()), 401, `Bearer ${token}`);
+    await expectNothingRecorded(envelope(nextId(), gmail.historyId()), 401, {
+      authorization: `Bearer ${token}`,
+    });
   });
 });
 
