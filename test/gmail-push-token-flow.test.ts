@@ -4,7 +4,7 @@
  * Pub/Sub push URL does) or in x-gog-token is acknowledged and its mail
  * runs; a wrong token or none is 401 and records nothing; the same
  * `?token=` on the hook endpoints is still refused (400 token_in_query); and
- * the token never reaches the log.
+ * neither the token nor any Google secret reaches the log.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -124,7 +124,7 @@ describe('the push token on the hook endpoints', () => {
 });
 
 describe('the log', () => {
-  it('says what happened to each push and never contains the push token', async () => {
+  it('says what happened to each push and never contains a token or secret', async () => {
     await until('the refusals logged', () => log().includes('gmail push refused'));
     await until('the accepted pushes logged', () => log().includes('"msg":"gmail push"'));
     await until('the hook refusals logged', () => log().includes('"code":"token_in_query"'));
@@ -135,5 +135,9 @@ describe('the log', () => {
     expect(text).toContain('gmail push refused');
     expect(text).not.toContain(PUSH_TOKEN);
     expect(text).not.toContain(HOOK_TOKEN);
+    // Nor Google's secrets the flow holds: the client secret, the refresh and access tokens.
+    expect(text).not.toContain(gmail.clientSecret);
+    expect(text).not.toContain(gmail.refreshToken);
+    expect(text).not.toContain('ya29.');
   });
 });
