@@ -1,0 +1,139 @@
+/**
+ * Helpers for end-to-end tests of the mail flow in the real `server.ts`
+ * process: a config file pointing the flow at the Gmail and key-set
+ * stand-ins, the service started and both of its addresses read from what it
+ * printed, Pub/Sub push envelopes, and what a user sees afterwards (the
+ * stored gmail actions, `hookgate gmail status --json`).
+ */
+import path from 'node:path';
+import type { GmailStandIn } from './gmail-stand-in.ts';
+import {
+  type HookgateProcess,
+  listStoredActions,
+  runHookgate,
+  spawnHookgate,
+  writeConfig,
+} from './process.ts';
+
+export const ACCOUNT = 'me@example.com';
+export const HOOK_TOKEN = 'gmail-e2e-hook-token-0123456789';
+export const PUSH_PATH = '/gmail-pubsub';
+
+/** The main listener's own line (the push listener's line also says "listening on"). */
+const MAIN_LISTENING = /hookgate listening on (http:\/\/127\.0\.0\.1:\d+)/;
+const PUSH_LISTENING = /gmail push listening on (http:\/\/127\.0\.0\.1:\d+)/;
+
+/** A config file in `dir` (data in ./data) with the mail flow on the stand-in; `push` as given. */
+export function gmailConfigFile(
+  dir: string,
+  gmail: GmailStandIn,
+  push: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): { file: string; dataDir: string } {
+  // JSON is YAML: the settings are written as an object, not as hand-indented text.
+  const config = {
+    server: { host: '127.0.0.1', port: 0 },
+    runtime: { dataDir: './data' },
+    log: { level: 'info' },
+    hooks: {
+      enabled: true,
+      token: HOOK_TOKEN,
+      presets: ['gmail'],
+      gmail: {
+        account: ACCOUNT,
+        topic: 'projects/my-project/topics/gmail-watch',
+        oauth: {
+          clientId: gmail.clientId,
+          clientSecret: gmail.clientSecret,
+          refreshToken: gmail.refreshToken,
+          tokenUrl: gmail.tokenUrl,
+        },
+        apiBaseUrl: gmail.apiBaseUrl,
+        serve: { bind: '127.0.0.1', port: 0, path: PUSH_PATH },
+        push,
+        ...extra,
+      },
+    },
+  };
+  const file = writeConfig(dir, JSON.stringify(config, null, 2));
+  return { file, dataDir: path.join(dir, 'data') };
+}
+
+export type GmailService = HookgateProcess & { url: string; pushUrl: string };
+
+/** Start `serve --config file`; resolves once both listeners printed their address. */
+export async function startGmailService(file: string): Promise<GmailService> {
+  const proc = spawnHookgate(['serve', '--config', file]);
+  try {
+    const push = await proc.waitForStdout(PUSH_LISTENING);
+    const main = await proc.waitForStdout(MAIN_LISTENING);
+    return { ...proc, url: main[1] as string, pushUrl: `${push[1]}${PUSH_PATH}` };
+  } catch (err) {
+    proc.child.kill('SIGKILL');
+    throw err;
+  }
+}
+
+/** A Pub/Sub push envelope carrying Gmail's notification `data` (base64 JSON by default). */
+export function envelope(
+  messageId: string,
+  historyId: string,
+  options: { emailAddress?: string; data?: string } = {},
+) {
+  const notification = { emailAddress: options.emailAddress ?? ACCOUNT, historyId };
+  const data = options.data ?? Buffer.from(JSON.stringify(notification)).toString('base64');
+  return {
+    message: { data, messageId, publishTime: new Date().toISOString() },
+    subscription: 'projects/my-project/subscriptions/gmail-watch-push',
+  };
+}
+
+/** POST an envelope (or a raw string, sent as is) to `url` with these headers; the status. */
+export async function sendPush(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<number> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** The gmail actions `hookgate actions --json` lists for the data directory. */
+export async function gmailActions(dataDir: string): Promise<Array<Record<string, unknown>>> {
+  const actions = await listStoredActions(['--data-dir', dataDir]);
+  return actions.filter((action) => action['hook'] === 'gmail');
+}
+
+/** The Gmail message ids the stored gmail actions were made from, sorted. */
+export async function actionMessageIds(dataDir: string): Promise<string[]> {
+  const actions = await gmailActions(dataDir);
+  return actions
+    .map((action) => (action['verification'] as { deliveryId?: string } | undefined)?.deliveryId)
+    .map(String)
+    .sort();
+}
+
+export type MailboxStatus = {
+  cursor?: string;
+  lastError?: string;
+  lastPushAtMs?: number;
+  pendingPushes: number;
+  needsConsent: boolean;
+};
+
+/** `hookgate gmail status --json --config file`, parsed, with its exit code. */
+export async function gmailStatus(file: string): Promise<MailboxStatus & { code: number | null }> {
+  const result = await runHookgate(['gmail', 'status', '--json', '--config', file]);
+  if (result.stderr !== '') throw new Error(`gmail status: ${result.stderr}`);
+  return { ...(JSON.parse(result.stdout) as MailboxStatus), code: result.code };
+}
+
+/** How many users.history.list calls the stand-in saw. */
+export const historyCalls = (gmail: GmailStandIn) =>
+  gmail.calls.filter((call) => call.path.endsWith('/history')).length;
