@@ -133,8 +133,7 @@ export async function startMailFlow(
       if (result.kind === 'needs_consent') return result;
       return {
         kind: 'failed',
-        reason:
-          result.kind === 'failed' || result.kind === 'forbidden' ? result.reason : result.kind,
+        reason: 'reason' in result ? result.reason : result.kind,
       };
     },
     sync: () => retry.now(),

@@ -89,7 +89,11 @@ function failure(outcome: GmailFailure): MailResult<never> {
     case 'needs_consent':
       return { kind: 'needs_consent' };
     case 'backoff':
-      return { kind: 'backoff', retryAfterMs: outcome.retryAfterMs ?? DEFAULT_BACKOFF_MS };
+      return {
+        kind: 'backoff',
+        retryAfterMs: outcome.retryAfterMs ?? DEFAULT_BACKOFF_MS,
+        reason: outcome.reason,
+      };
     case 'failed':
     case 'forbidden':
       return { kind: 'failed', reason: outcome.reason };

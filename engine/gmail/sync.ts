@@ -25,7 +25,7 @@ export type MailItem = {
 export type MailResult<T> =
   | { kind: 'ok'; value: T }
   | { kind: 'cursor_expired' }
-  | { kind: 'backoff'; retryAfterMs: number }
+  | { kind: 'backoff'; retryAfterMs: number; reason?: string }
   | { kind: 'needs_consent' }
   | { kind: 'failed'; reason: string };
 
@@ -171,7 +171,9 @@ function stopped(
   result: Exclude<MailResult<never>, { kind: 'ok' }>,
 ): SyncOutcome {
   const reason = result.kind === 'failed' ? result.reason : result.kind;
-  deps.store.recordSync(deps.account, now(), reason);
+  // What Gmail answered, for `gmail status` (an outage and a rate limit read differently).
+  const detail = result.kind === 'backoff' && result.reason ? result.reason : reason;
+  deps.store.recordSync(deps.account, now(), detail);
   if (result.kind === 'needs_consent') {
     deps.store.setNeedsConsent(deps.account, true);
     deps.logger.error({ account: deps.account }, 'gmail: the refresh token was refused');

@@ -14,7 +14,7 @@ export const NODE = path.join(ROOT, 'node_modules/.bin/node');
 export const SERVER = path.join(ROOT, 'server.ts');
 
 /** The line `serve` prints once it listens; group 1 is the base URL. */
-export const LISTENING = /listening on (http:\/\/127\.0\.0\.1:(\d+))/;
+export const LISTENING = /hookgate listening on (http:\/\/127\.0\.0\.1:(\d+))/;
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };
 
