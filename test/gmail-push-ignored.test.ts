@@ -15,6 +15,7 @@ import {
   type GmailService,
   gmailConfigFile,
   gmailStatus,
+  storedMailState,
   historyCalls,
   sendPush,
   startGmailService,
@@ -85,12 +86,12 @@ async function expectNothingRecorded(
 ): Promise<void> {
   const syncs = historyCalls(gmail);
   expect(await sendPush(`${service.pushUrl}${query}`, body, headers)).toBe(status);
-  const after = await gmailStatus(file);
+  const after = storedMailState(dataDir);
   expect(after.pendingPushes).toBe(0);
   // No push was ever recorded before the genuine one at the end.
   expect(after.lastPushAtMs).toBeUndefined();
   expect(historyCalls(gmail)).toBe(syncs);
-  expect(await actionMessageIds(dataDir)).toEqual([]);
+  expect(after.mailIds).toEqual([]);
 }
 
 describe('a signed push that can never be processed is acknowledged and records nothing', () => {

@@ -6,6 +6,7 @@
  * stored gmail actions, `hookgate gmail status --json`).
  */
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { GmailStandIn } from './gmail-stand-in.ts';
 import {
   type HookgateProcess,
@@ -137,3 +138,43 @@ export async function gmailStatus(file: string): Promise<MailboxStatus & { code:
 /** How many users.history.list calls the stand-in saw. */
 export const historyCalls = (gmail: GmailStandIn) =>
   gmail.calls.filter((call) => call.path.endsWith('/history')).length;
+
+/**
+ * The mailbox's state and the stored mail ids read from the store file directly: what
+ * `gmail status` and `actions --json` print, without a process each (for tests that ask often).
+ */
+export function storedMailState(dataDir: string): {
+  pendingPushes: number;
+  lastPushAtMs: number | undefined;
+  cursor: string | undefined;
+  mailIds: string[];
+} {
+  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { readOnly: true });
+  try {
+    const mailbox = db
+      .prepare('SELECT cursor, last_push_at_ms FROM gmail_mailboxes WHERE account = ?')
+      .get(ACCOUNT) as { cursor: string | null; last_push_at_ms: number | null } | undefined;
+    const pending = db
+      .prepare('SELECT count(*) AS n FROM gmail_pushes WHERE synced_at_ms IS NULL')
+      .get() as { n: number };
+    const rows = db.prepare("SELECT action FROM actions WHERE hook = 'gmail'").all() as Array<{
+      action: string;
+    }>;
+    const mailIds = rows
+      .map(
+        (row) =>
+          (JSON.parse(row.action) as { verification?: { deliveryId?: string } }).verification
+            ?.deliveryId,
+      )
+      .map(String)
+      .sort();
+    return {
+      pendingPushes: Number(pending.n),
+      lastPushAtMs: mailbox?.last_push_at_ms ?? undefined,
+      cursor: mailbox?.cursor ?? undefined,
+      mailIds,
+    };
+  } finally {
+    db.close();
+  }
+}
