@@ -34,15 +34,21 @@ function mailbox() {
   let expired = false;
   let failure: MailResult<never> | undefined;
   const source: MailSource = {
-    async changes(cursor) {
+    async changes(cursor, pageToken) {
       if (failure) return failure;
       if (expired) return { kind: 'cursor_expired' };
       const after = history.filter((h) => h.historyId > BigInt(cursor));
       const last = history.at(-1)?.historyId ?? BigInt(cursor);
-      return { kind: 'ok', value: { messageIds: after.map((h) => h.id), historyId: String(last) } };
+      // Two ids a run: the sync must follow the page token to the end.
+      const from = Number(pageToken ?? 0);
+      const ids = after.slice(from, from + 2).map((h) => h.id);
+      const next =
+        from + 2 < after.length ? { pageToken: String(from + 2) } : { historyId: String(last) };
+      return { kind: 'ok', value: { messageIds: ids, next } };
     },
     async message(id) {
       if (failure) return failure;
+      if (id.startsWith('broken')) return { kind: 'failed', reason: 'Gmail HTTP 400' };
       return { kind: 'ok', value: id.startsWith('spam') ? undefined : item(id) };
     },
     async recent(max) {
@@ -79,6 +85,7 @@ function setup() {
   const committed = new Set<string>();
   const notes: string[] = [];
   let failEmit = false;
+  let tokenHash = 'token-1';
   const sync = createMailboxSync({
     account: ACCOUNT,
     store,
@@ -90,6 +97,7 @@ function setup() {
       return true;
     },
     notify: (text) => notes.push(text),
+    tokenHash: () => tokenHash,
     logger: createLogger('silent'),
     now: () => NOW,
   });
@@ -101,6 +109,9 @@ function setup() {
     notes,
     failEmits(on: boolean) {
       failEmit = on;
+    },
+    newToken() {
+      tokenHash = 'token-2';
     },
   };
 }
@@ -134,12 +145,31 @@ describe('mailbox sync', () => {
     expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 1 });
   });
 
-  it('without a cursor starts just before the first push, so its message is included', async () => {
+  it('without a cursor reads the recent messages instead of guessing a start point', async () => {
     const t = setup();
     t.box.add('m1', 500);
     t.store.recordPush({ messageId: 'p1', account: ACCOUNT, historyId: '500' }, NOW);
     expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 1 });
     expect(t.store.state(ACCOUNT).cursor).toBe('500');
+    expect(t.store.pendingPushes(ACCOUNT)).toEqual([]);
+  });
+
+  it('follows every run of pages to the end before moving the cursor (a burst of five)', async () => {
+    const t = setup();
+    t.store.advanceCursor(ACCOUNT, '100');
+    for (let i = 1; i <= 5; i++) t.box.add(`m${i}`, 100 + i);
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 5 });
+    expect(t.store.state(ACCOUNT).cursor).toBe('105');
+  });
+
+  it('a message Gmail cannot give is skipped and said, the others still run', async () => {
+    const t = setup();
+    t.store.advanceCursor(ACCOUNT, '100');
+    t.box.add('broken-1', 101);
+    t.box.add('m2', 102);
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 1 });
+    expect(t.store.state(ACCOUNT)).toMatchObject({ cursor: '102' });
+    expect(t.store.state(ACCOUNT).lastError).toBeUndefined();
   });
 
   it('an expired cursor falls back to the recent messages since the last sync, then a fresh cursor', async () => {
@@ -161,6 +191,11 @@ describe('mailbox sync', () => {
     expect(t.store.state(ACCOUNT).needsConsent).toBe(true);
     expect(t.notes).toHaveLength(1);
     expect(t.notes[0]).toContain('hookgate gmail setup');
+    // A new refresh token (setup run again) lifts the stop at the next sync.
+    t.box.fail(undefined);
+    t.newToken();
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 0 });
+    expect(t.store.state(ACCOUNT).needsConsent).toBe(false);
   });
 
   it('a rate limit waits with its Retry-After and moves nothing', async () => {

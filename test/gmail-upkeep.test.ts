@@ -23,8 +23,10 @@ function state(partial: Partial<MailboxState>): MailboxState {
     watchedAtMs: undefined,
     lastPushAtMs: undefined,
     lastSyncAtMs: undefined,
+    lastSuccessAtMs: undefined,
     lastError: undefined,
     needsConsent: false,
+    refusedTokenHash: undefined,
     ...partial,
   };
 }
@@ -52,11 +54,16 @@ describe('the safety-net sync', () => {
   it.each([
     ['a push a minute ago', { lastPushAtMs: NOW - 60_000 }, false],
     [
-      'no push or sync for an hour',
-      { lastPushAtMs: NOW - SAFETY_NET_MS, lastSyncAtMs: NOW - SAFETY_NET_MS },
+      'no push or good sync for an hour',
+      { lastPushAtMs: NOW - SAFETY_NET_MS, lastSuccessAtMs: NOW - SAFETY_NET_MS },
       true,
     ],
-    ['a sync a minute ago', { lastSyncAtMs: NOW - 60_000 }, false],
+    ['a good sync a minute ago', { lastSuccessAtMs: NOW - 60_000 }, false],
+    [
+      'only failed syncs lately (a failing watch must not starve the safety net)',
+      { lastSyncAtMs: NOW - 60_000, lastSuccessAtMs: NOW - 2 * SAFETY_NET_MS },
+      true,
+    ],
     ['no cursor yet', { cursor: undefined }, false],
     ['consent needed', { needsConsent: true }, false],
   ] as const)('%s -> %s', (_name, partial, expected) => {
@@ -84,11 +91,12 @@ describe('a tick', () => {
         return { kind: 'ok', value: { historyId: '4242', expirationMs: NOW + 7 * DAY } };
       },
       sync: async () => undefined,
+      onNeedsConsent: () => undefined,
       logger: createLogger('silent'),
       now: () => NOW,
     });
     await upkeep.tick();
-    upkeep.stop();
+    await upkeep.stop();
     expect(watches).toBe(1);
     expect(store.state(ACCOUNT)).toMatchObject({
       cursor: '4242',

@@ -5,6 +5,7 @@
  * mail into the gmail preset's actions, and the minute tick that keeps the
  * watch alive. Configuration that cannot work is a ConfigError at boot.
  */
+import { createHash } from 'node:crypto';
 import type { LoadedConfig } from '../config.ts';
 import { ConfigError } from '../config.ts';
 import type { Ledger } from '../dispatcher.ts';
@@ -18,7 +19,7 @@ import { createTokenSource } from './oauth.ts';
 import { createPushAuthenticator } from './push-auth.ts';
 import { decodePush } from './push-envelope.ts';
 import { startPushServer } from './push-server.ts';
-import { createMailboxSync, type MailboxSync } from './sync.ts';
+import { createMailboxSync, type MailboxSync, markNeedsConsent } from './sync.ts';
 import { readRefreshToken } from './token-file.ts';
 import { startUpkeep } from './upkeep.ts';
 
@@ -33,6 +34,7 @@ export type MailFlowDeps = {
 };
 
 const CALL_TIMEOUT_MS = 20_000;
+const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
 const TOPIC = /^projects\/[a-z][a-z0-9-]{4,28}[a-z0-9]\/topics\/[A-Za-z][\w.~+%-]{2,254}$/;
 
 /** A setting the flow cannot work without, but the service can start without (warned). */
@@ -85,11 +87,16 @@ export async function startMailFlow(
   const { clientId, authenticator, problems } = checkMailFlow(loaded, deps.routes);
   for (const problem of problems) deps.logger.warn({ path: problem.path }, problem.message);
   const store = openMailboxStore(loaded.dataDir);
+  const refreshToken = () => gmail.oauth.refreshToken ?? readRefreshToken(loaded.dataDir, account);
+  const tokenHash = () => {
+    const token = refreshToken();
+    return token === undefined ? undefined : createHash('sha256').update(token).digest('base64url');
+  };
   const tokens = createTokenSource({
     tokenUrl: gmail.oauth.tokenUrl,
     clientId,
     ...(gmail.oauth.clientSecret !== undefined && { clientSecret: gmail.oauth.clientSecret }),
-    refreshToken: () => gmail.oauth.refreshToken ?? readRefreshToken(loaded.dataDir, account),
+    refreshToken,
     timeoutMs: CALL_TIMEOUT_MS,
   });
   const api = createGmailApi({
@@ -106,9 +113,11 @@ export async function startMailFlow(
       routes: deps.routes,
       ledger: deps.ledger,
       hooksPath: hooks.path,
-      windowMs: hooks.deliveryRetentionSeconds * 1000,
+      // A message id is remembered at least a week (Pub/Sub's longest redelivery) or longer.
+      windowMs: Math.max(WEEK_MS, hooks.deliveryRetentionSeconds * 1000),
     }),
     notify: deps.notify,
+    tokenHash,
     logger: deps.logger,
   });
   const retry = retrying(sync, deps.logger);
@@ -137,6 +146,8 @@ export async function startMailFlow(
       };
     },
     sync: () => retry.now(),
+    onNeedsConsent: () =>
+      markNeedsConsent({ account, store, logger: deps.logger, notify: deps.notify, tokenHash }),
     logger: deps.logger,
   });
   // At start: renew the watch if due, then pick up pushes recorded before a stop or a crash.
@@ -147,26 +158,32 @@ export async function startMailFlow(
     pushUrl: push.url,
     sync,
     async close() {
-      upkeep.stop();
       retry.stop();
+      sync.stop();
+      await upkeep.stop();
       await push.close();
-      // A sync in progress finishes its message (its commit is awaited) before the store closes.
+      // A sync in progress stops after its message (its commit is awaited); the store closes last.
       await sync.idle();
       store.close();
     },
   };
 }
 
-/** Run the sync now; when it must wait (a rate limit), once more after the wait. */
+// A sync that could not finish is tried again: after the rate limit's wait, or after this.
+const RETRY_FAILED_MS = 5 * 60 * 1000;
+// What a later try can cure (a refused consent waits for a new token; a stop is a stop).
+const RETRIED: ReadonlySet<string> = new Set(['backoff', 'failed', 'cursor_expired']);
+
+/** Run the sync now; when it could not finish, once more later. */
 function retrying(sync: MailboxSync, logger: Logger) {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const now = (): Promise<void> =>
     sync.request().then(
       (outcome) => {
-        if (stopped || outcome.kind !== 'waiting' || outcome.retryAfterMs === undefined) return;
+        if (stopped || outcome.kind !== 'waiting' || !RETRIED.has(outcome.reason)) return;
         clearTimeout(timer);
-        timer = setTimeout(() => void now(), outcome.retryAfterMs);
+        timer = setTimeout(() => void now(), outcome.retryAfterMs ?? RETRY_FAILED_MS);
         timer.unref();
       },
       (err: unknown) => logger.error({ err: (err as Error).message }, 'gmail sync failed'),

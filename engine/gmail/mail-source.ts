@@ -9,12 +9,12 @@ import type { GmailApi } from './api.ts';
 import { listAllHistory } from './history-pages.ts';
 import { messageText } from './message-text.ts';
 import type { GmailFailure } from './outcome.ts';
-import type { MailItem, MailResult, MailSource } from './sync.ts';
+import type { HistoryNext, MailItem, MailResult, MailSource } from './sync.ts';
 
 export type MailSourceSettings = { label: string; includeBody: boolean; maxBytes: number };
 
-// Past this many history pages in one sync (500 records each) the sync fails and starts over.
-const MAX_RESUMES = 10;
+// History pages read before their messages are emitted: memory stays bounded in a burst.
+const PAGES_PER_RUN = 5;
 // Without a Retry-After, a rate-limited sync waits this long before the next try.
 const DEFAULT_BACKOFF_MS = 60_000;
 const METADATA_HEADERS = ['From', 'To', 'Subject', 'Date'];
@@ -22,26 +22,18 @@ const METADATA_HEADERS = ['From', 'To', 'Subject', 'Date'];
 /** The mail source of one mailbox. */
 export function createMailSource(api: GmailApi, settings: MailSourceSettings): MailSource {
   return {
-    async changes(cursor) {
-      const ids: string[] = [];
-      let pageToken: string | undefined;
-      for (let resume = 0; resume <= MAX_RESUMES; resume++) {
-        const run = await listAllHistory(api, {
-          startHistoryId: cursor,
-          labelId: settings.label,
-          ...(pageToken !== undefined && { pageToken }),
-        });
-        if (run.kind !== 'ok') return failure(run);
-        ids.push(...run.value.messageIds);
-        if (!run.value.truncated) {
-          return {
-            kind: 'ok',
-            value: { messageIds: [...new Set(ids)], historyId: run.value.historyId },
-          };
-        }
-        pageToken = run.value.resumePageToken;
-      }
-      return { kind: 'failed', reason: 'more history than one sync reads' };
+    async changes(cursor, pageToken) {
+      const run = await listAllHistory(api, {
+        startHistoryId: cursor,
+        labelId: settings.label,
+        maxPages: PAGES_PER_RUN,
+        ...(pageToken !== undefined && { pageToken }),
+      });
+      if (run.kind !== 'ok') return failure(run);
+      const next: HistoryNext = run.value.truncated
+        ? { pageToken: run.value.resumePageToken }
+        : { historyId: run.value.historyId };
+      return { kind: 'ok', value: { messageIds: run.value.messageIds, next } };
     },
     async message(id) {
       const format = settings.includeBody ? 'full' : 'metadata';
@@ -97,7 +89,11 @@ function failure(outcome: GmailFailure): MailResult<never> {
     case 'failed':
     case 'forbidden':
       return { kind: 'failed', reason: outcome.reason };
-    default:
+    case 'too_large':
+    case 'not_found':
       return { kind: 'failed', reason: outcome.kind };
+    default:
+      // auth (refused again after a refresh), aborted: not this message's fault; wait.
+      return { kind: 'backoff', retryAfterMs: DEFAULT_BACKOFF_MS, reason: outcome.kind };
   }
 }

@@ -16,10 +16,15 @@ export type MailboxState = {
   watchExpirationMs: number | undefined;
   watchedAtMs: number | undefined;
   lastPushAtMs: number | undefined;
+  /** The last sync attempt, successful or not. */
   lastSyncAtMs: number | undefined;
+  /** The last sync that read the mailbox up to its cursor. */
+  lastSuccessAtMs: number | undefined;
   lastError: string | undefined;
   /** The refresh token was refused (invalid_grant): the operator must run the consent again. */
   needsConsent: boolean;
+  /** A hash of the refresh token that was refused (a new one lifts needsConsent). */
+  refusedTokenHash: string | undefined;
 };
 
 /** A recorded push: which mailbox changed, up to which history id. */
@@ -28,8 +33,12 @@ export type RecordedPush = { messageId: string; account: string; historyId: stri
 export type MailboxStore = {
   /** Record a push; false when its message id was recorded before (a redelivery). */
   recordPush(push: RecordedPush, nowMs: number): boolean;
-  /** Pushes of a mailbox that no sync has covered yet, oldest first. */
+  /** Pushes of a mailbox that no sync has covered yet, oldest first (at most 1000). */
   pendingPushes(account: string): RecordedPush[];
+  /** How many pushes wait for a sync. */
+  pendingCount(account: string): number;
+  /** Forget pushes a sync covered before `beforeMs` (a redelivery after that is synced again). */
+  pruneSynced(beforeMs: number): number;
   /** Mark pushes covered by a sync. */
   markSynced(messageIds: readonly string[], nowMs: number): void;
   state(account: string): MailboxState;
@@ -38,8 +47,12 @@ export type MailboxStore = {
   /** Replace the cursor (after an expired one: a fresh start point). */
   resetCursor(account: string, historyId: string): void;
   recordWatch(account: string, expirationMs: number, nowMs: number): void;
+  /** A sync attempt; without an error it read the mailbox up to its cursor. */
   recordSync(account: string, nowMs: number, error: string | undefined): void;
-  setNeedsConsent(account: string, needs: boolean): void;
+  /** An error that is not a sync's (a failed watch), for `gmail status`. */
+  recordError(account: string, error: string): void;
+  /** Mark (with the refused token's hash) or lift the need for a new consent. */
+  setNeedsConsent(account: string, needs: boolean, refusedTokenHash?: string): void;
   close(): void;
 };
 
@@ -67,6 +80,14 @@ export function openMailboxStore(dataDir: string): MailboxStore {
     'SELECT message_id, account, history_id FROM gmail_pushes WHERE account = ? AND synced_at_ms IS NULL ORDER BY received_at_ms, message_id LIMIT 1000',
   );
   const synced = db.prepare('UPDATE gmail_pushes SET synced_at_ms = ? WHERE message_id = ?');
+  const count = db.prepare(
+    'SELECT count(*) AS n FROM gmail_pushes WHERE account = ? AND synced_at_ms IS NULL',
+  );
+  const prune = db.prepare('DELETE FROM gmail_pushes WHERE synced_at_ms < ?');
+  const setError = db.prepare('UPDATE gmail_mailboxes SET last_error = ? WHERE account = ?');
+  const setSuccess = db.prepare(
+    'UPDATE gmail_mailboxes SET last_success_at_ms = ? WHERE account = ?',
+  );
   const select = db.prepare('SELECT * FROM gmail_mailboxes WHERE account = ?');
   const setCursor = db.prepare('UPDATE gmail_mailboxes SET cursor = ? WHERE account = ?');
   const setWatch = db.prepare(
@@ -75,7 +96,9 @@ export function openMailboxStore(dataDir: string): MailboxStore {
   const setSync = db.prepare(
     'UPDATE gmail_mailboxes SET last_sync_at_ms = ?, last_error = ? WHERE account = ?',
   );
-  const setConsent = db.prepare('UPDATE gmail_mailboxes SET needs_consent = ? WHERE account = ?');
+  const setConsent = db.prepare(
+    'UPDATE gmail_mailboxes SET needs_consent = ?, refused_token_hash = ? WHERE account = ?',
+  );
   const run = (statement: StatementSync, ...values: Array<string | number | null>) =>
     statement.run(...values);
 
@@ -89,8 +112,10 @@ export function openMailboxStore(dataDir: string): MailboxStore {
       watchedAtMs: int(row['watched_at_ms']),
       lastPushAtMs: int(row['last_push_at_ms']),
       lastSyncAtMs: int(row['last_sync_at_ms']),
+      lastSuccessAtMs: int(row['last_success_at_ms']),
       lastError: text(row['last_error']),
       needsConsent: row['needs_consent'] === 1,
+      refusedTokenHash: text(row['refused_token_hash']),
     };
   }
 
@@ -107,6 +132,12 @@ export function openMailboxStore(dataDir: string): MailboxStore {
         account: String(row['account']),
         historyId: String(row['history_id']),
       }));
+    },
+    pendingCount(account) {
+      return Number((count.get(account) as Row)['n']);
+    },
+    pruneSynced(beforeMs) {
+      return Number(prune.run(beforeMs).changes);
     },
     markSynced(messageIds, nowMs) {
       for (const id of messageIds) run(synced, nowMs, id);
@@ -129,10 +160,15 @@ export function openMailboxStore(dataDir: string): MailboxStore {
     recordSync(account, nowMs, error) {
       ensure.run(account);
       run(setSync, nowMs, error ?? null, account);
+      if (error === undefined) run(setSuccess, nowMs, account);
     },
-    setNeedsConsent(account, needs) {
+    recordError(account, error) {
       ensure.run(account);
-      run(setConsent, needs ? 1 : 0, account);
+      run(setError, error, account);
+    },
+    setNeedsConsent(account, needs, refusedTokenHash) {
+      ensure.run(account);
+      run(setConsent, needs ? 1 : 0, needs ? (refusedTokenHash ?? null) : null, account);
     },
     close() {
       db.close();

@@ -1,12 +1,16 @@
 /**
- * The mailbox sync job: from the stored cursor, every message Gmail added
- * (all pages), each fetched and turned into the gmail preset's action, each
- * committed under its Gmail message id (a message never runs twice), and
- * only then the cursor moved forward and the pushes marked covered. One sync
- * per mailbox at a time; a push during a sync makes it run again. An expired
- * cursor falls back to the recent messages; a refused refresh token stops the
- * mailbox until the operator consents again, and says so.
+ * The mailbox sync job: from the stored cursor, every message Gmail added,
+ * a bounded run of history pages at a time, each message fetched, turned
+ * into the gmail preset's action and committed under its Gmail message id (a
+ * message never runs twice); only when the history is read to its end is the
+ * cursor moved forward and are the pushes marked covered. One sync per
+ * mailbox at a time; a push during a sync makes it run again. A message Gmail
+ * cannot give, or the mapping refuses, is logged and skipped: one bad message
+ * never blocks the mailbox. An expired or missing cursor falls back to the
+ * recent messages; a refused refresh token stops the mailbox until a new one
+ * is there, and says so.
  */
+import { HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { MailboxStore } from './mailbox-store.ts';
 
@@ -27,15 +31,22 @@ export type MailResult<T> =
   | { kind: 'cursor_expired' }
   | { kind: 'backoff'; retryAfterMs: number; reason?: string }
   | { kind: 'needs_consent' }
+  /** Will not get better by retrying (for a message: skip it). */
   | { kind: 'failed'; reason: string };
 
-/** The mailbox as the sync reads it (engine/gmail/api.ts and message-text.ts behind it). */
+/** Where a run of history ended: the mailbox's history id (all read), or the page to go on from. */
+export type HistoryNext = { historyId: string } | { pageToken: string };
+
+/** The mailbox as the sync reads it (engine/gmail/mail-source.ts over the Gmail API). */
 export type MailSource = {
-  /** Ids of messages added after `cursor` (every page), and the history id to continue from. */
-  changes(cursor: string): Promise<MailResult<{ messageIds: string[]; historyId: string }>>;
+  /** Ids of messages added after `cursor`, one bounded run of pages from `pageToken`. */
+  changes(
+    cursor: string,
+    pageToken?: string,
+  ): Promise<MailResult<{ messageIds: string[]; next: HistoryNext }>>;
   /** The message, or undefined when it is gone or excluded (spam, trash, drafts, sent). */
   message(id: string): Promise<MailResult<MailItem | undefined>>;
-  /** The newest message ids and the mailbox's current history id (after an expired cursor). */
+  /** The newest message ids, newest first, and the mailbox's current history id. */
   recent(max: number): Promise<MailResult<{ messageIds: string[]; historyId: string }>>;
 };
 
@@ -49,13 +60,15 @@ export type SyncDeps = {
   emit: Emit;
   /** Tell the owner (a main-session event) that the mailbox needs attention. */
   notify: (text: string) => void;
+  /** A hash of the refresh token in use: a new one lifts a refused one's stop. */
+  tokenHash: () => string | undefined;
   logger: Logger;
   now?: () => number;
 };
 
-// After an expired cursor: this many of the newest messages are looked at, no more.
+// After an expired or missing cursor: this many of the newest messages are looked at.
 export const RECENT_FALLBACK = 50;
-// Messages older than the last sync by more than this are not re-run after an expired cursor.
+// Messages older than the last good sync by more than this are not run after an expired cursor.
 const FALLBACK_MARGIN_MS = 60 * 60 * 1000;
 
 export type SyncOutcome =
@@ -65,27 +78,34 @@ export type SyncOutcome =
 export type MailboxSync = {
   /** Sync now (or again right after the sync in progress). */
   request(): Promise<SyncOutcome>;
-  /** Resolves when no sync is running (for shutdown). */
+  /** Stop after the message in progress (shutdown); the next start goes on from the cursor. */
+  stop(): void;
+  /** Resolves when no sync is running. */
   idle(): Promise<void>;
 };
 
+type Failure = Exclude<MailResult<never>, { kind: 'ok' }>;
+type Run = { deps: SyncDeps; now: () => number; stopping: () => boolean };
+
 /** The sync job of one mailbox. */
 export function createMailboxSync(deps: SyncDeps): MailboxSync {
-  const now = deps.now ?? Date.now;
+  const run: Run = { deps, now: deps.now ?? Date.now, stopping: () => stopping };
   let running: Promise<SyncOutcome> | undefined;
   let again = false;
+  let stopping = false;
 
   async function loop(): Promise<SyncOutcome> {
     let outcome: SyncOutcome;
     do {
       again = false;
-      outcome = await syncOnce(deps, now);
-    } while (again && outcome.kind === 'synced');
+      outcome = await syncOnce(run);
+    } while (again && !stopping && outcome.kind === 'synced');
     return outcome;
   }
 
   return {
     request() {
+      if (stopping) return Promise.resolve({ kind: 'waiting', reason: 'stopping' });
       if (running) {
         again = true;
         return running;
@@ -95,97 +115,153 @@ export function createMailboxSync(deps: SyncDeps): MailboxSync {
       });
       return running;
     },
+    stop() {
+      stopping = true;
+    },
     async idle() {
       while (running) await running.catch(() => undefined);
     },
   };
 }
 
-async function syncOnce(deps: SyncDeps, now: () => number): Promise<SyncOutcome> {
-  const { account, store } = deps;
+async function syncOnce(run: Run): Promise<SyncOutcome> {
+  const { account, store } = run.deps;
   const state = store.state(account);
-  if (state.needsConsent) return { kind: 'waiting', reason: 'needs_consent' };
+  if (state.needsConsent && !consentRenewed(run, state.refusedTokenHash)) {
+    return { kind: 'waiting', reason: 'needs_consent' };
+  }
   const pending = store.pendingPushes(account);
-  // No cursor yet (the watch sets one): just before the first push's, so its change is included.
-  const first = pending[0]?.historyId;
-  const cursor = state.cursor ?? (first === undefined ? undefined : String(BigInt(first) - 1n));
-  if (cursor === undefined) return { kind: 'waiting', reason: 'no_cursor' };
-  const changes = await deps.source.changes(cursor);
-  if (changes.kind === 'cursor_expired') return recover(deps, now, state.lastSyncAtMs);
-  if (changes.kind !== 'ok') return stopped(deps, now, changes);
-  const emitted = await emitAll(deps, changes.value.messageIds);
-  if (typeof emitted !== 'number') return stopped(deps, now, emitted);
-  // Only now: every message up to this history id is committed.
-  store.advanceCursor(account, changes.value.historyId);
-  store.markSynced(
-    pending.map((p) => p.messageId),
-    now(),
-  );
-  store.recordSync(account, now(), undefined);
-  return { kind: 'synced', emitted };
+  // No cursor yet (the first watch sets one): start from the recent messages instead of a guess.
+  if (state.cursor === undefined) return recover(run, state.lastSuccessAtMs);
+  let emitted = 0;
+  let pageToken: string | undefined;
+  for (;;) {
+    const changes = await run.deps.source.changes(state.cursor, pageToken);
+    if (changes.kind === 'cursor_expired') return recover(run, state.lastSuccessAtMs);
+    if (changes.kind !== 'ok') return stopped(run, changes);
+    const done = await emitAll(run, changes.value.messageIds);
+    if (typeof done !== 'number') return done.kind === 'waiting' ? done : stopped(run, done);
+    emitted += done;
+    const next = changes.value.next;
+    if ('pageToken' in next) {
+      pageToken = next.pageToken;
+      continue;
+    }
+    // Only now: every message up to this history id is committed.
+    store.advanceCursor(account, next.historyId);
+    store.markSynced(
+      pending.map((p) => p.messageId),
+      run.now(),
+    );
+    store.recordSync(account, run.now(), undefined);
+    return { kind: 'synced', emitted };
+  }
 }
 
-async function emitAll(
-  deps: SyncDeps,
-  ids: readonly string[],
-): Promise<number | Exclude<MailResult<never>, { kind: 'ok' }>> {
+/** A new refresh token since the refused one: lift the stop and go on. */
+function consentRenewed(run: Run, refused: string | undefined): boolean {
+  const current = run.deps.tokenHash();
+  if (current === undefined || current === refused) return false;
+  run.deps.store.setNeedsConsent(run.deps.account, false);
+  run.deps.logger.info({ account: run.deps.account }, 'gmail: a new authorisation is there');
+  return true;
+}
+
+type Stopping = { kind: 'waiting'; reason: 'stopping' };
+
+/** Emit each message, oldest first as given; skip what can never be emitted; stop on what waits. */
+async function emitAll(run: Run, ids: readonly string[]): Promise<number | Failure | Stopping> {
   let emitted = 0;
   for (const id of ids) {
-    const message = await deps.source.message(id);
+    if (run.stopping()) return { kind: 'waiting', reason: 'stopping' };
+    const message = await run.deps.source.message(id);
+    if (message.kind === 'failed') {
+      skip(run, id, message.reason);
+      continue;
+    }
     if (message.kind !== 'ok') return message;
-    if (message.value && (await deps.emit(deps.account, message.value))) emitted++;
+    if (!message.value) continue;
+    try {
+      if (await run.deps.emit(run.deps.account, message.value)) emitted++;
+    } catch (err) {
+      // A refusal of the mapping or policy is about this message; anything else (the store) waits.
+      if (!(err instanceof HookError) || err.status >= 500) throw err;
+      skip(run, id, err.code);
+    }
   }
   return emitted;
 }
 
-/** An expired cursor: the recent messages since the last sync, then a fresh cursor. */
-async function recover(
-  deps: SyncDeps,
-  now: () => number,
-  lastSyncAtMs: number | undefined,
-): Promise<SyncOutcome> {
-  deps.logger.warn({ account: deps.account }, 'gmail cursor expired: syncing recent messages');
+function skip(run: Run, messageId: string, reason: string): void {
+  run.deps.logger.warn({ account: run.deps.account, messageId, reason }, 'gmail message skipped');
+  run.deps.store.recordError(run.deps.account, `message ${messageId} skipped: ${reason}`);
+}
+
+/** No usable cursor: the recent messages since the last good sync, then a fresh cursor. */
+async function recover(run: Run, lastSuccessAtMs: number | undefined): Promise<SyncOutcome> {
+  const { deps } = run;
+  deps.logger.warn({ account: deps.account }, 'gmail: no usable cursor, syncing recent messages');
   const recent = await deps.source.recent(RECENT_FALLBACK);
-  if (recent.kind !== 'ok') return stopped(deps, now, recent);
-  const since = (lastSyncAtMs ?? now()) - FALLBACK_MARGIN_MS;
-  let emitted = 0;
-  for (const id of recent.value.messageIds) {
-    const message = await deps.source.message(id);
-    if (message.kind !== 'ok') return stopped(deps, now, message);
-    const item = message.value;
-    if (item && item.receivedAtMs >= since && (await deps.emit(deps.account, item))) emitted++;
-  }
+  if (recent.kind !== 'ok') return stopped(run, recent);
+  const since = (lastSuccessAtMs ?? run.now()) - FALLBACK_MARGIN_MS;
+  // Oldest first, as new mail would have come; the list is newest first.
+  const ids = [...recent.value.messageIds].reverse();
   const pending = deps.store.pendingPushes(deps.account);
+  let emitted = 0;
+  let oldestSeen = Number.POSITIVE_INFINITY;
+  for (const id of ids) {
+    if (run.stopping()) return { kind: 'waiting', reason: 'stopping' };
+    const message = await deps.source.message(id);
+    if (message.kind === 'failed') {
+      skip(run, id, message.reason);
+      continue;
+    }
+    if (message.kind !== 'ok') return stopped(run, message);
+    const item = message.value;
+    if (!item) continue;
+    oldestSeen = Math.min(oldestSeen, item.receivedAtMs);
+    if (item.receivedAtMs >= since && (await deps.emit(deps.account, item))) emitted++;
+  }
+  if (ids.length >= RECENT_FALLBACK && oldestSeen >= since) {
+    deps.notify(
+      `Gmail sync for ${deps.account} lost its place in the mailbox history; the ${RECENT_FALLBACK} newest messages were read, and more mail may have arrived since the last sync.`,
+    );
+  }
   deps.store.resetCursor(deps.account, recent.value.historyId);
   deps.store.markSynced(
     pending.map((p) => p.messageId),
-    now(),
+    run.now(),
   );
-  deps.store.recordSync(deps.account, now(), undefined);
+  deps.store.recordSync(deps.account, run.now(), undefined);
   return { kind: 'synced', emitted };
 }
 
-function stopped(
-  deps: SyncDeps,
-  now: () => number,
-  result: Exclude<MailResult<never>, { kind: 'ok' }>,
-): SyncOutcome {
+function stopped(run: Run, result: Failure): SyncOutcome {
+  const { deps } = run;
   const reason = result.kind === 'failed' ? result.reason : result.kind;
   // What Gmail answered, for `gmail status` (an outage and a rate limit read differently).
   const detail = result.kind === 'backoff' && result.reason ? result.reason : reason;
-  deps.store.recordSync(deps.account, now(), detail);
+  deps.store.recordSync(deps.account, run.now(), detail);
   if (result.kind === 'needs_consent') {
-    deps.store.setNeedsConsent(deps.account, true);
-    deps.logger.error({ account: deps.account }, 'gmail: the refresh token was refused');
-    deps.notify(
-      `Gmail sync for ${deps.account} stopped: Google refused the stored authorisation. Run \`hookgate gmail setup --account ${deps.account}\` to consent again.`,
-    );
-    return { kind: 'waiting', reason };
+    markNeedsConsent(deps);
+    return { kind: 'waiting', reason: result.kind };
   }
-  deps.logger.warn({ account: deps.account, reason }, 'gmail sync did not finish');
+  deps.logger.warn({ account: deps.account, reason: detail }, 'gmail sync did not finish');
   return {
     kind: 'waiting',
-    reason,
+    reason: result.kind,
     ...(result.kind === 'backoff' && { retryAfterMs: result.retryAfterMs }),
   };
+}
+
+/** The refresh token was refused: stop the mailbox, say so once, until a new token is there. */
+export function markNeedsConsent(
+  deps: Pick<SyncDeps, 'account' | 'store' | 'logger' | 'notify' | 'tokenHash'>,
+): void {
+  if (deps.store.state(deps.account).needsConsent) return;
+  deps.store.setNeedsConsent(deps.account, true, deps.tokenHash());
+  deps.logger.error({ account: deps.account }, 'gmail: the refresh token was refused');
+  deps.notify(
+    `Gmail sync for ${deps.account} stopped: Google refused the stored authorisation. Run \`hookgate gmail setup --account ${deps.account}\` to consent again.`,
+  );
 }

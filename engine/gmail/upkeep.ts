@@ -25,7 +25,7 @@ export function watchDue(state: MailboxState, renewEveryMinutes: number, nowMs: 
 /** True when the mailbox should be synced though no push asked for it. */
 export function safetySyncDue(state: MailboxState, nowMs: number): boolean {
   if (state.needsConsent || state.cursor === undefined) return false;
-  const last = Math.max(state.lastPushAtMs ?? 0, state.lastSyncAtMs ?? 0);
+  const last = Math.max(state.lastPushAtMs ?? 0, state.lastSuccessAtMs ?? 0);
   return nowMs - last >= SAFETY_NET_MS;
 }
 
@@ -35,30 +35,48 @@ export type UpkeepDeps = {
   store: MailboxStore;
   watch: () => Promise<MailResult<{ historyId: string; expirationMs: number }>>;
   sync: () => Promise<unknown>;
+  /** The refresh token was refused while watching. */
+  onNeedsConsent: () => void;
   logger: Logger;
   now?: () => number;
 };
 
-export type Upkeep = { tick(): Promise<void>; stop(): void };
+export type Upkeep = { tick(): Promise<void>; stop(): Promise<void> };
+
+// A failed watch is tried again after this, doubling up to an hour (never every minute).
+const WATCH_RETRY_MS = 60_000;
+const WATCH_RETRY_MAX_MS = 60 * 60 * 1000;
+// Pushes a sync covered are kept this long (Pub/Sub keeps a message at most 7 days).
+const PUSH_KEEP_MS = 8 * 24 * 60 * 60 * 1000;
 
 /** Start the minute tick (the caller runs the first one at once). */
 export function startUpkeep(deps: UpkeepDeps): Upkeep {
   const now = deps.now ?? Date.now;
-  let busy = false;
-  async function tick(): Promise<void> {
-    // One tick at a time: a slow Gmail call must not stack ticks up.
-    if (busy) return;
-    busy = true;
-    try {
-      const state = deps.store.state(deps.account);
-      if (state.needsConsent) return;
-      if (watchDue(state, deps.renewEveryMinutes, now())) await renew(deps, now);
-      if (safetySyncDue(deps.store.state(deps.account), now())) await deps.sync();
-    } catch (err) {
-      deps.logger.warn({ err: (err as Error).message }, 'gmail upkeep failed');
-    } finally {
-      busy = false;
+  const watchRetry = { notBefore: 0, waitMs: WATCH_RETRY_MS };
+  let current: Promise<void> | undefined;
+  async function work(): Promise<void> {
+    const state = deps.store.state(deps.account);
+    // Waiting for consent: a sync attempt is what notices a new refresh token.
+    if (state.needsConsent) return void (await deps.sync());
+    if (watchDue(state, deps.renewEveryMinutes, now()) && now() >= watchRetry.notBefore) {
+      const ok = await renew(deps, now);
+      watchRetry.notBefore = ok ? 0 : now() + watchRetry.waitMs;
+      watchRetry.waitMs = ok ? WATCH_RETRY_MS : Math.min(watchRetry.waitMs * 2, WATCH_RETRY_MAX_MS);
     }
+    if (safetySyncDue(deps.store.state(deps.account), now())) await deps.sync();
+    deps.store.pruneSynced(now() - PUSH_KEEP_MS);
+  }
+  function tick(): Promise<void> {
+    // One tick at a time: a slow Gmail call must not stack ticks up.
+    if (current) return current;
+    current = work()
+      .catch((err: unknown) =>
+        deps.logger.warn({ err: (err as Error).message }, 'gmail upkeep failed'),
+      )
+      .finally(() => {
+        current = undefined;
+      });
+    return current;
   }
   const task: ScheduledTask = cron.schedule('* * * * *', () => void tick(), {
     name: `hookgate-gmail-${deps.account}`,
@@ -66,20 +84,26 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
   });
   return {
     tick,
-    stop() {
-      void task.destroy();
+    async stop() {
+      await task.destroy();
+      await current;
     },
   };
 }
 
-async function renew(deps: UpkeepDeps, now: () => number): Promise<void> {
+/** Make or renew the watch; false when it failed (recorded, and said in the log). */
+async function renew(deps: UpkeepDeps, now: () => number): Promise<boolean> {
   const result = await deps.watch();
   if (result.kind !== 'ok') {
+    if (result.kind === 'needs_consent') {
+      deps.onNeedsConsent();
+      return false;
+    }
     const reason = result.kind === 'failed' ? result.reason : result.kind;
-    if (result.kind === 'needs_consent') deps.store.setNeedsConsent(deps.account, true);
-    deps.store.recordSync(deps.account, now(), `watch: ${reason}`);
+    // Not a sync: the last good sync stays what the safety net and the fallback go by.
+    deps.store.recordError(deps.account, `watch: ${reason}`);
     deps.logger.warn({ account: deps.account, reason }, 'gmail watch failed');
-    return;
+    return false;
   }
   deps.store.recordWatch(deps.account, result.value.expirationMs, now());
   // The first watch gives the start point: mail after it is new mail.
@@ -90,4 +114,5 @@ async function renew(deps: UpkeepDeps, now: () => number): Promise<void> {
     { account: deps.account, expiresAt: new Date(result.value.expirationMs).toISOString() },
     'gmail watch renewed',
   );
+  return true;
 }

@@ -203,8 +203,10 @@ const MIGRATIONS: readonly string[] = [
     watched_at_ms INTEGER,
     last_push_at_ms INTEGER,
     last_sync_at_ms INTEGER,
+    last_success_at_ms INTEGER,
     last_error TEXT,
-    needs_consent INTEGER NOT NULL DEFAULT 0
+    needs_consent INTEGER NOT NULL DEFAULT 0,
+    refused_token_hash TEXT
   );
   CREATE TABLE IF NOT EXISTS gmail_pushes (
     message_id TEXT PRIMARY KEY,
