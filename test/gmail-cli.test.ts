@@ -8,6 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeRefreshToken } from '../engine/gmail/token-file.ts';
 import { startGmailStandIn, type GmailStandIn } from './helpers/gmail-stand-in.ts';
 import { runHookgate, tempDir } from './helpers/process.ts';
 
@@ -63,6 +64,12 @@ describe('hookgate gmail', () => {
     expect(result.stdout).toContain(
       '--push-auth-token-audience=https://hooks.example.com/gmail-pubsub',
     );
+    // Without the consent there is no refresh token: check says so (serve would start and warn).
+    const before = await runHookgate(['check', '--config', config]);
+    expect(before.code).toBe(2);
+    expect(before.stderr).toContain('hooks.gmail.oauth.refreshToken: no refresh token');
+    // The token the consent stores in the data directory is what check then finds.
+    writeRefreshToken(path.join(temp.dir, 'data'), 'me@example.com', 'stored-refresh-token');
     const check = await runHookgate(['check', '--config', config]);
     expect(check.stderr).toBe('');
     expect(check.stdout).toContain('mail flow: me@example.com');

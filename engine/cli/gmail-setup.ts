@@ -6,7 +6,7 @@
  * create the topic, Gmail's publish right and the push subscription.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError, findConfigFile, loadConfigFile } from '../config.ts';
@@ -19,6 +19,7 @@ import {
 } from '../gmail/gcloud-commands.ts';
 import { type GmailSetupOptions, writeGmailSetup } from '../gmail/setup-config.ts';
 import { writeRefreshToken } from '../gmail/token-file.ts';
+import { compileSetup } from './check.ts';
 
 export type GmailSetupFlags = {
   account: string;
@@ -58,7 +59,8 @@ export async function gmailSetup(
     }
     return 2;
   }
-  writeAtomically(file, result.text);
+  // The new file must boot as the server would check it before it replaces the old one.
+  writeChecked(file, result.text);
   out(`Wrote hooks.gmail to ${file}.`);
   for (const secret of result.plainSecrets)
     out(`Note: ${secret} is plain text in the file; better as a \${VAR} reference.`);
@@ -166,8 +168,14 @@ function printGcloud(
   for (const command of commands) out(`  # ${command.purpose}\n  ${commandLine(command.argv)}`);
 }
 
-function writeAtomically(file: string, text: string): void {
-  const temp = `${file}.tmp`;
+function writeChecked(file: string, text: string): void {
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.setup.tmp`);
   writeFileSync(temp, text, { mode: 0o600 });
+  try {
+    compileSetup(temp, process.env, path.dirname(file));
+  } catch (err) {
+    rmSync(temp, { force: true });
+    throw err;
+  }
   renameSync(temp, file);
 }

@@ -3,7 +3,11 @@
  * stops publishing its changes. The running service renews the watch on its
  * next tick; stop it first, or remove `hooks.gmail.account`.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { createGmailApi } from '../gmail/api.ts';
+import { openMailboxStore } from '../gmail/mailbox-store.ts';
+import { STORE_FILE } from '../queue/sqlite-schema.ts';
 import { createTokenSource } from '../gmail/oauth.ts';
 import { readRefreshToken } from '../gmail/token-file.ts';
 import { ConfigError } from '../config.ts';
@@ -29,9 +33,22 @@ export async function gmailStop(
   const api = createGmailApi({ tokens, userId: account, apiBaseUrl, timeoutMs: TIMEOUT_MS });
   const result = await api.stop();
   if (result.kind === 'ok') {
+    recordStopped(loaded.dataDir, account);
     out(`Stopped the watch of ${account}; Gmail stops publishing its changes within minutes.`);
     return 0;
   }
   process.stderr.write(`hookgate: Gmail refused users.stop (${result.kind})\n`);
   return 1;
+}
+
+/** `gmail status` shows the watch as ended (a running service makes a new one when it is due). */
+function recordStopped(dataDir: string, account: string): void {
+  if (!existsSync(path.join(dataDir, STORE_FILE))) return;
+  const store = openMailboxStore(dataDir);
+  try {
+    const now = Date.now();
+    store.recordWatch(account, now, now);
+  } finally {
+    store.close();
+  }
 }

@@ -65,6 +65,13 @@ export function checkMailFlow(loaded: LoadedConfig, routes: RouteTable) {
         'no OAuth client: pushes are recorded, but the mailbox cannot be read until one is set',
     });
   }
+  const account = gmail.account as string;
+  if (!gmail.oauth.refreshToken && !readRefreshToken(loaded.dataDir, account)) {
+    problems.push({
+      path: 'hooks.gmail.oauth.refreshToken',
+      message: `no refresh token for ${account}: run hookgate gmail setup (the consent) or set one`,
+    });
+  }
   if (!TOPIC.test(gmail.topic)) {
     problems.push({
       path: 'hooks.gmail.topic',

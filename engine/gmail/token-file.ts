@@ -3,7 +3,7 @@
  * directory (file mode 0600), never in the config file: one file per
  * account. Read at start when the config names no refresh token.
  */
-import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 function fileOf(dataDir: string, account: string): string {
@@ -27,6 +27,7 @@ export function readRefreshToken(dataDir: string, account: string): string | und
 
 /** Store a refresh token for an account (0600, written whole or not at all). */
 export function writeRefreshToken(dataDir: string, account: string, refreshToken: string): string {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = fileOf(dataDir, account);
   const temp = `${file}.tmp`;
   writeFileSync(temp, `${JSON.stringify({ account, refreshToken })}\n`, { mode: 0o600 });
