@@ -184,3 +184,14 @@ describe('shell quoting', () => {
     expect(shellWords(commandLine(argv))).toEqual(argv);
   });
 });
+
+describe('without the project number', () => {
+  it('prints the command that finds it, then the grant with PROJECT_NUMBER to replace', () => {
+    const { projectNumber: _known, ...options } = BASE;
+    const lines = gcloudCommands(options).map((c) => commandLine(c.argv));
+    const find = lines.findIndex((line) => line.includes('projects describe'));
+    const grant = lines.findIndex((line) => line.includes('service-PROJECT_NUMBER@gcp-sa-pubsub'));
+    expect(find).toBeGreaterThanOrEqual(0);
+    expect(grant).toBe(find + 1);
+  });
+});

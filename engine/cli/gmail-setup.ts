@@ -15,7 +15,6 @@ import {
   commandLine,
   defaultPushServiceAccount,
   gcloudCommands,
-  projectNumberCommand,
 } from '../gmail/gcloud-commands.ts';
 import { type GmailSetupOptions, writeGmailSetup } from '../gmail/setup-config.ts';
 import { writeRefreshToken } from '../gmail/token-file.ts';
@@ -138,25 +137,24 @@ function printGcloud(
   generatedPushToken: string | undefined,
   out: (line: string) => void,
 ): void {
-  if (!flags.project || !flags.pushEndpoint) {
-    out(
-      'For the gcloud commands, run setup again with --project P --push-endpoint https://HOST/PATH.',
-    );
-    return;
-  }
-  if (!flags.projectNumber) {
-    out(
-      `Find the project number with:\n  ${commandLine(projectNumberCommand(flags.project).argv)}`,
-    );
-    out('then run setup again with --project-number N for the remaining commands.');
-    return;
+  // What setup was not told is shown as a placeholder to replace, never left out.
+  const project =
+    flags.project ?? /^projects\/([^/]+)\//.exec(gmail.topic)?.[1] ?? 'your-project-id';
+  const pushEndpoint = flags.pushEndpoint ?? `https://your-host.example${gmail.serve.path}`;
+  const placeholders = [
+    ...(project === 'your-project-id' ? [project] : []),
+    ...(flags.pushEndpoint === undefined ? [pushEndpoint] : []),
+    ...(flags.projectNumber === undefined && gmail.push.mode === 'oidc' ? ['PROJECT_NUMBER'] : []),
+  ];
+  if (placeholders.length > 0) {
+    out(`In the commands below, replace ${placeholders.join(', ')} (or give them to setup).`);
   }
   const commands = gcloudCommands({
-    project: flags.project,
-    projectNumber: flags.projectNumber,
+    project,
+    ...(flags.projectNumber !== undefined && { projectNumber: flags.projectNumber }),
     topic: gmail.topic,
     subscription: gmail.subscription,
-    pushEndpoint: flags.pushEndpoint,
+    pushEndpoint,
     mode: gmail.push.mode,
     ...(gmail.pushToken !== undefined && { pushToken: generatedPushToken ?? gmail.pushToken }),
     ...(gmail.push.serviceAccountEmail !== undefined && {

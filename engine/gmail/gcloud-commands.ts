@@ -12,8 +12,8 @@ import { ConfigError } from '../config.ts';
 export type GcloudOptions = {
   /** The project that owns the OAuth client (Gmail requires the topic there). */
   project: string;
-  /** Its number, for the Pub/Sub service agent (see projectNumberCommand). */
-  projectNumber: string;
+  /** Its number, for the Pub/Sub service agent; unknown: PROJECT_NUMBER, with the command that finds it. */
+  projectNumber?: string;
   /** hooks.gmail.topic: a short name or projects/<project>/topics/<name>. */
   topic: string;
   subscription: string;
@@ -57,7 +57,9 @@ export function projectNumberCommand(project: string): GcloudCommand {
 export function gcloudCommands(options: GcloudOptions): GcloudCommand[] {
   const { project } = options;
   check(PROJECT_ID.test(project), 'project', 'is not a Google Cloud project id');
-  check(/^\d{1,20}$/.test(options.projectNumber), 'projectNumber', 'must be digits');
+  if (options.projectNumber !== undefined) {
+    check(/^\d{1,20}$/.test(options.projectNumber), 'projectNumber', 'must be digits');
+  }
   const topic = topicName(options.topic, project);
   check(RESOURCE.test(options.subscription), 'hooks.gmail.subscription', 'is not a Pub/Sub name');
   const at = `--project=${project}`;
@@ -96,7 +98,13 @@ function oidcAccountCommands(options: GcloudOptions): GcloudCommand[] {
       purpose: 'Create the service account whose OIDC token signs each push.',
     });
   }
-  const agent = `service-${options.projectNumber}@gcp-sa-pubsub.iam.gserviceaccount.com`;
+  if (options.projectNumber === undefined) {
+    commands.push({
+      ...projectNumberCommand(project),
+      purpose: 'Find the project number: it replaces PROJECT_NUMBER in the next command.',
+    });
+  }
+  const agent = `service-${options.projectNumber ?? 'PROJECT_NUMBER'}@gcp-sa-pubsub.iam.gserviceaccount.com`;
   commands.push({
     argv: [
       'gcloud',
