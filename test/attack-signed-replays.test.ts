@@ -6,85 +6,19 @@
  * attack, named after it, against a real server.
  */
 import { createHmac, randomUUID } from 'node:crypto';
-import { sign as githubSign } from '@octokit/webhooks-methods';
-import Stripe from 'stripe';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import {
+  actionCount,
+  attackServers,
+  ghMapping,
+  githubHeaders,
+  stripe,
+  stripeMapping,
+} from './helpers/attack-signed.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { rawPost } from './helpers/raw-http.ts';
 
-const GH_SECRET = 'gh-secret-0123456789abcdef';
-const STRIPE_SECRET = 'whsec_attack_0123456789abcdef';
-const stripe = new Stripe('sk_test_x');
-
-const ghMapping = {
-  id: 'gh',
-  match: { path: 'gh' },
-  action: 'wake',
-  textTemplate: 'gh {{payload.n}}',
-  auth: { scheme: 'github', secret: GH_SECRET },
-};
-
-const stripeMapping = {
-  id: 'pay',
-  match: { path: 'pay' },
-  action: 'wake',
-  textTemplate: 'pay {{payload.id}}',
-  auth: { scheme: 'stripe', secret: STRIPE_SECRET },
-};
-
-let server: TestServer | undefined;
-afterEach(async () => {
-  vi.useRealTimers();
-  await server?.stop();
-  server = undefined;
-});
-
-async function start(hooks: Record<string, unknown> = {}): Promise<TestServer> {
-  server = await startTestServer({ hooks: { mappings: [ghMapping, stripeMapping], ...hooks } });
-  return server;
-}
-
-async function githubHeaders(body: string, delivery = randomUUID()) {
-  return {
-    'x-github-event': 'push',
-    'x-github-delivery': delivery,
-    'x-hub-signature-256': await githubSign(GH_SECRET, body),
-  };
-}
-
-function _stripeHeaders(body: string, timestamp = Math.floor(Date.now() / 1000)) {
-  const header = stripe.webhooks.generateTestHeaderString({
-    payload: body,
-    secret: STRIPE_SECRET,
-    timestamp,
-  });
-  return { 'stripe-signature': header };
-}
-
-async function actionCount(s: TestServer): Promise<number> {
-  return (await s.store.listActions({ limit: 1000 })).length;
-}
-
-/** Write request bytes as they are (rawExchange writes a string as UTF-8); resolve on close. */
-function _rawBytes(url: string, request: Buffer): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let text = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      text += chunk;
-    });
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
-    socket.write(request);
-  });
-}
-
-async function _answer(res: Response) {
-  return { status: res.status, body: await res.text() };
-}
+const { holder, start } = attackServers();
 
 describe('replay games', () => {
   it('replaying a captured GitHub delivery under a fresh X-GitHub-Delivery is answered as a replay', async () => {
@@ -193,7 +127,7 @@ describe('weak secrets', () => {
     } catch {
       return;
     }
-    server = booted;
+    holder.server = booted;
     const body = JSON.stringify({ id: 'evt_forged', type: 'charge.succeeded' });
     const header = stripe.webhooks.generateTestHeaderString({ payload: body, secret: 'whsec_' });
     const res = await booted.post('pay', body, {
@@ -214,14 +148,14 @@ describe('replay after restart', () => {
       const first = await startTestServer({ hooks }, { dataDir: dir });
       expect((await first.post('gh', body, { token: null, headers })).status).toBe(200);
       await first.stop();
-      server = await startTestServer({ hooks }, { dataDir: dir });
-      const again = await server.post('gh', body, { token: null, headers });
+      holder.server = await startTestServer({ hooks }, { dataDir: dir });
+      const again = await holder.server.post('gh', body, { token: null, headers });
       expect(again.status).toBe(200);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
-      expect(await actionCount(server)).toBe(1);
+      expect(await actionCount(holder.server)).toBe(1);
     } finally {
-      await server?.stop();
-      server = undefined;
+      await holder.server?.stop();
+      holder.server = undefined;
       cleanup();
     }
   });

@@ -5,11 +5,9 @@
  * headers, concurrent copies, latin1 bytes). One test per attack, named after
  * it, against a real server.
  */
-import { createHmac, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { sign as githubSign } from '@octokit/webhooks-methods';
-import Stripe from 'stripe';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { createVerifier } from '../engine/auth/registry.ts';
@@ -19,81 +17,22 @@ import { dryRun } from '../engine/ingress/dry-run.ts';
 import { compileRoutes, routeContext } from '../engine/ingress/routes.ts';
 import { compileMappings } from '../engine/mappings.ts';
 import { policyFromConfig } from '../engine/policy.ts';
-import { startTestServer, TOKEN, type TestServer, tempDir } from './helpers/hookgate.ts';
+import {
+  actionCount,
+  answer,
+  attackServers,
+  GH_SECRET,
+  ghMapping,
+  githubHeaders,
+  rawBytes,
+  STRIPE_SECRET,
+  stripeHeaders,
+  stripeMapping,
+} from './helpers/attack-signed.ts';
+import { TOKEN, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { rawExchange } from './helpers/raw-http.ts';
 
-const GH_SECRET = 'gh-secret-0123456789abcdef';
-const STRIPE_SECRET = 'whsec_attack_0123456789abcdef';
-const stripe = new Stripe('sk_test_x');
-
-const ghMapping = {
-  id: 'gh',
-  match: { path: 'gh' },
-  action: 'wake',
-  textTemplate: 'gh {{payload.n}}',
-  auth: { scheme: 'github', secret: GH_SECRET },
-};
-
-const stripeMapping = {
-  id: 'pay',
-  match: { path: 'pay' },
-  action: 'wake',
-  textTemplate: 'pay {{payload.id}}',
-  auth: { scheme: 'stripe', secret: STRIPE_SECRET },
-};
-
-let server: TestServer | undefined;
-afterEach(async () => {
-  vi.useRealTimers();
-  await server?.stop();
-  server = undefined;
-});
-
-async function start(hooks: Record<string, unknown> = {}): Promise<TestServer> {
-  server = await startTestServer({ hooks: { mappings: [ghMapping, stripeMapping], ...hooks } });
-  return server;
-}
-
-async function githubHeaders(body: string, delivery = randomUUID()) {
-  return {
-    'x-github-event': 'push',
-    'x-github-delivery': delivery,
-    'x-hub-signature-256': await githubSign(GH_SECRET, body),
-  };
-}
-
-function stripeHeaders(body: string, timestamp = Math.floor(Date.now() / 1000)) {
-  const header = stripe.webhooks.generateTestHeaderString({
-    payload: body,
-    secret: STRIPE_SECRET,
-    timestamp,
-  });
-  return { 'stripe-signature': header };
-}
-
-async function actionCount(s: TestServer): Promise<number> {
-  return (await s.store.listActions({ limit: 1000 })).length;
-}
-
-/** Write request bytes as they are (rawExchange writes a string as UTF-8); resolve on close. */
-function rawBytes(url: string, request: Buffer): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let text = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      text += chunk;
-    });
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
-    socket.write(request);
-  });
-}
-
-async function answer(res: Response) {
-  return { status: res.status, body: await res.text() };
-}
+const { start } = attackServers();
 
 describe('what an unverified caller learns', () => {
   // A forged but well-formed signature passes the header check; the body checks then answer first.

@@ -15,47 +15,32 @@ import {
   envelope,
   type GmailService,
   gmailActions,
-  gmailConfigFile,
   gmailStatus,
   historyCalls,
   sendPush,
   startGmailService,
+  type OidcWorld,
+  startOidcWorld,
 } from './helpers/gmail-binary.ts';
-import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
-import {
-  AUDIENCE,
-  type KeyServer,
-  makeKey,
-  SERVICE_ACCOUNT,
-  type SigningKey,
-  signToken,
-  startKeyServer,
-} from './helpers/jwks-stand-in.ts';
+import type { GmailStandIn } from './helpers/gmail-stand-in.ts';
+import { type SigningKey, signToken } from './helpers/jwks-stand-in.ts';
 import { killAll, runHookgate, tempDir } from './helpers/process.ts';
 import { until } from './helpers/signed-http.ts';
 
 const temp = tempDir();
 let gmail: GmailStandIn;
-let keys: KeyServer;
 let key: SigningKey;
 let file: string;
 let dataDir: string;
 
+let world: OidcWorld;
+
 beforeAll(async () => {
-  gmail = await startGmailStandIn();
-  key = await makeKey('k1');
-  keys = await startKeyServer([key]);
-  ({ file, dataDir } = gmailConfigFile(temp.dir, gmail, {
-    mode: 'oidc',
-    audience: AUDIENCE,
-    serviceAccountEmail: SERVICE_ACCOUNT,
-    jwksUrl: keys.url,
-  }));
+  world = await startOidcWorld(temp.dir);
+  ({ gmail, key, file, dataDir } = world);
 });
 afterAll(async () => {
-  await killAll();
-  await gmail.close();
-  await keys.close();
+  await world.close();
   temp.cleanup();
 });
 

@@ -13,31 +13,23 @@ import {
   actionMessageIds,
   envelope,
   type GmailService,
-  gmailConfigFile,
   gmailStatus,
   storedMailState,
   historyCalls,
   sendPush,
   startGmailService,
+  type OidcWorld,
+  startOidcWorld,
 } from './helpers/gmail-binary.ts';
-import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
-import {
-  AUDIENCE,
-  type KeyServer,
-  makeKey,
-  SERVICE_ACCOUNT,
-  type SigningKey,
-  signToken,
-  startKeyServer,
-} from './helpers/jwks-stand-in.ts';
-import { killAll, tempDir } from './helpers/process.ts';
+import type { GmailStandIn } from './helpers/gmail-stand-in.ts';
+import { makeKey, type SigningKey, signToken } from './helpers/jwks-stand-in.ts';
+import { tempDir } from './helpers/process.ts';
 import { nowSeconds, until } from './helpers/signed-http.ts';
 
 // A push token left in the config from token mode: in oidc mode it must open nothing.
 const LEFTOVER_TOKEN = 'leftover-push-token-0123456789';
 const temp = tempDir();
 let gmail: GmailStandIn;
-let keys: KeyServer;
 let key: SigningKey;
 let service: GmailService;
 let file: string;
@@ -45,21 +37,11 @@ let dataDir: string;
 let waiting: string;
 let pushes = 0;
 
+let world: OidcWorld;
+
 beforeAll(async () => {
-  gmail = await startGmailStandIn();
-  key = await makeKey('k1');
-  keys = await startKeyServer([key]);
-  ({ file, dataDir } = gmailConfigFile(
-    temp.dir,
-    gmail,
-    {
-      mode: 'oidc',
-      audience: AUDIENCE,
-      serviceAccountEmail: SERVICE_ACCOUNT,
-      jwksUrl: keys.url,
-    },
-    { pushToken: LEFTOVER_TOKEN },
-  ));
+  world = await startOidcWorld(temp.dir, { pushToken: LEFTOVER_TOKEN });
+  ({ gmail, key, file, dataDir } = world);
   service = await startGmailService(file);
   await until('the first watch', () => gmail.watches.length === 1);
   await until('the start-up sync', () => historyCalls(gmail) >= 1);
@@ -68,9 +50,7 @@ beforeAll(async () => {
   waiting = gmail.addMessage({ from: 'ann@example.com', subject: 'Waiting', text: 'Here.' });
 });
 afterAll(async () => {
-  await killAll();
-  await gmail.close();
-  await keys.close();
+  await world.close();
   temp.cleanup();
 });
 

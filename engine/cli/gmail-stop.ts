@@ -5,11 +5,9 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { createGmailApi } from '../gmail/api.ts';
 import { openMailboxStore } from '../gmail/mailbox-store.ts';
 import { STORE_FILE } from '../queue/sqlite-schema.ts';
-import { createTokenSource } from '../gmail/oauth.ts';
-import { readRefreshToken } from '../gmail/token-file.ts';
+import { createMailboxClient } from '../gmail/mailbox-client.ts';
 import { ConfigError } from '../config.ts';
 import { gmailConfig } from './gmail-status.ts';
 
@@ -21,16 +19,10 @@ export async function gmailStop(
   out: (line: string) => void,
 ): Promise<number> {
   const { loaded, account } = gmailConfig(flags.config);
-  const { oauth, apiBaseUrl } = loaded.config.hooks.gmail;
-  if (!oauth.clientId) throw new ConfigError('hooks.gmail.oauth.clientId', 'needed to call Gmail');
-  const tokens = createTokenSource({
-    tokenUrl: oauth.tokenUrl,
-    clientId: oauth.clientId,
-    ...(oauth.clientSecret !== undefined && { clientSecret: oauth.clientSecret }),
-    refreshToken: () => oauth.refreshToken ?? readRefreshToken(loaded.dataDir, account),
-    timeoutMs: TIMEOUT_MS,
-  });
-  const api = createGmailApi({ tokens, userId: account, apiBaseUrl, timeoutMs: TIMEOUT_MS });
+  if (!loaded.config.hooks.gmail.oauth.clientId) {
+    throw new ConfigError('hooks.gmail.oauth.clientId', 'needed to call Gmail');
+  }
+  const { api } = createMailboxClient(loaded, account, TIMEOUT_MS);
   const result = await api.stop();
   if (result.kind === 'ok') {
     recordStopped(loaded.dataDir, account);

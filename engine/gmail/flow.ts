@@ -5,17 +5,15 @@
  * mail into the gmail preset's actions, and the minute tick that keeps the
  * watch alive. Configuration that cannot work is a ConfigError at boot.
  */
-import { createHash } from 'node:crypto';
 import type { LoadedConfig } from '../config.ts';
 import { ConfigError } from '../config.ts';
 import type { Ledger } from '../dispatcher.ts';
 import type { RouteTable } from '../ingress/routes.ts';
 import type { Logger } from '../log.ts';
-import { createGmailApi } from './api.ts';
 import { createEmitter } from './emit.ts';
 import { createMailSource } from './mail-source.ts';
 import { openMailboxStore } from './mailbox-store.ts';
-import { createTokenSource } from './oauth.ts';
+import { createMailboxClient } from './mailbox-client.ts';
 import { createPushAuthenticator } from './push-auth.ts';
 import { decodePush } from './push-envelope.ts';
 import { startPushServer } from './push-server.ts';
@@ -91,27 +89,10 @@ export async function startMailFlow(
   const gmail = hooks.gmail;
   const account = gmail.account;
   if (!hooks.enabled || account === undefined) return undefined;
-  const { clientId, authenticator, problems } = checkMailFlow(loaded, deps.routes);
+  const { authenticator, problems } = checkMailFlow(loaded, deps.routes);
   for (const problem of problems) deps.logger.warn({ path: problem.path }, problem.message);
   const store = openMailboxStore(loaded.dataDir);
-  const refreshToken = () => gmail.oauth.refreshToken ?? readRefreshToken(loaded.dataDir, account);
-  const tokenHash = () => {
-    const token = refreshToken();
-    return token === undefined ? undefined : createHash('sha256').update(token).digest('base64url');
-  };
-  const tokens = createTokenSource({
-    tokenUrl: gmail.oauth.tokenUrl,
-    clientId,
-    ...(gmail.oauth.clientSecret !== undefined && { clientSecret: gmail.oauth.clientSecret }),
-    refreshToken,
-    timeoutMs: CALL_TIMEOUT_MS,
-  });
-  const api = createGmailApi({
-    tokens,
-    userId: account,
-    apiBaseUrl: gmail.apiBaseUrl,
-    timeoutMs: CALL_TIMEOUT_MS,
-  });
+  const { api, tokenHash } = createMailboxClient(loaded, account, CALL_TIMEOUT_MS);
   const sync = createMailboxSync({
     account,
     store,

@@ -13,22 +13,13 @@ import type { AddressInfo } from 'node:net';
 import { parseJsonObject, readBody } from '../body.ts';
 import type { Logger } from '../log.ts';
 import type { RecordedPush } from './mailbox-store.ts';
-
-/** What the push's credentials are checked with (engine/gmail/push-auth.ts). */
-export type PushCredentials = { authorization?: string; tokenHeader?: string; queryToken?: string };
-export type PushCheck = (
-  credentials: PushCredentials,
-) => Promise<{ ok: true } | { ok: false; reason: string }>;
-
-/** A decoded push (engine/gmail/push-envelope.ts). */
-export type DecodedPush =
-  | { ok: true; push: { messageId: string; emailAddress: string; historyId: string } }
-  | { ok: false; reason: string };
+import type { PushAuthResult, PushCredentials } from './push-auth.ts';
+import type { PushEnvelopeResult } from './push-envelope.ts';
 
 export type PushServerDeps = {
   account: string;
-  authenticate: PushCheck;
-  decode: (body: unknown) => DecodedPush;
+  authenticate: (credentials: PushCredentials) => Promise<PushAuthResult>;
+  decode: (body: unknown) => PushEnvelopeResult;
   /** Record durably; false for a push recorded before. Throws when it cannot be stored. */
   record: (push: RecordedPush) => boolean;
   /** A new push was recorded: sync soon. */

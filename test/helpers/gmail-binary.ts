@@ -7,9 +7,18 @@
  */
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { GmailStandIn } from './gmail-stand-in.ts';
+import { type GmailStandIn, startGmailStandIn } from './gmail-stand-in.ts';
+import {
+  AUDIENCE,
+  type KeyServer,
+  makeKey,
+  SERVICE_ACCOUNT,
+  type SigningKey,
+  startKeyServer,
+} from './jwks-stand-in.ts';
 import {
   type HookgateProcess,
+  killAll,
   listStoredActions,
   runHookgate,
   spawnHookgate,
@@ -177,4 +186,44 @@ export function storedMailState(dataDir: string): {
   } finally {
     db.close();
   }
+}
+
+/** The stand-ins an OIDC mail-flow test needs, and its config file. */
+export type OidcWorld = {
+  gmail: GmailStandIn;
+  keys: KeyServer;
+  key: SigningKey;
+  file: string;
+  dataDir: string;
+  /** Kill every service started, close the stand-ins. */
+  close(): Promise<void>;
+};
+
+/** Start a Gmail stand-in and a key server, and write an OIDC-mode config into `dir`. */
+export async function startOidcWorld(
+  dir: string,
+  extra: Record<string, unknown> = {},
+): Promise<OidcWorld> {
+  const gmail = await startGmailStandIn();
+  const key = await makeKey('k1');
+  const keys = await startKeyServer([key]);
+  const push = {
+    mode: 'oidc',
+    audience: AUDIENCE,
+    serviceAccountEmail: SERVICE_ACCOUNT,
+    jwksUrl: keys.url,
+  };
+  const { file, dataDir } = gmailConfigFile(dir, gmail, push, extra);
+  return {
+    gmail,
+    keys,
+    key,
+    file,
+    dataDir,
+    async close() {
+      await killAll();
+      await gmail.close();
+      await keys.close();
+    },
+  };
 }
