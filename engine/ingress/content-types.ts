@@ -54,9 +54,16 @@ export function parseBody(
   contentType: string | undefined,
   limits: BodyParseLimits,
 ): Record<string, unknown> {
-  return bodyFormat(contentType, limits.forms) === 'form'
-    ? parseForm(raw, limits.maxDepth)
-    : parseJsonObject(raw, limits.maxDepth);
+  return parseAs(raw, bodyFormat(contentType, limits.forms), limits.maxDepth);
+}
+
+/** Parse a body in a format already chosen from its Content-Type. */
+export function parseAs(
+  raw: Buffer,
+  format: BodyFormat,
+  maxDepth: number,
+): Record<string, unknown> {
+  return format === 'form' ? parseForm(raw, maxDepth) : parseJsonObject(raw, maxDepth);
 }
 
 function formatOf(media: MIMEType): BodyFormat | undefined {

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Accepted } from '../actions.ts';
 import type { HeaderValues } from '../auth/verifier.ts';
 import type { KeyClaim } from '../dispatcher.ts';
+import type { BodyFormat } from './content-types.ts';
 import type { Selection } from '../rules.ts';
 import type { Envelope, Verification } from '../envelope.ts';
 import type { RequestSource } from './request-source.ts';
@@ -29,6 +30,7 @@ export type Exchange = {
   // authenticate
   verification?: Verification;
   // body, parse
+  format?: BodyFormat;
   raw?: Buffer;
   payload?: Record<string, unknown>;
   // normalise

@@ -4,7 +4,7 @@
  * by content type (after the signature was checked on the raw bytes).
  */
 import type { BodyLimits } from '../body.ts';
-import { bodyFormat, parseBody } from './content-types.ts';
+import { bodyFormat, parseAs } from './content-types.ts';
 import { type Exchange, had, type Stage } from './exchange.ts';
 
 export type BodySettings = BodyLimits & { maxDepth: number };
@@ -15,7 +15,7 @@ export function createReadBody(limits: BodySettings): Stage {
     const route = had(x.route, 'route');
     // Refused before a byte is read on token routes; a signed route says 415 only after the
     // signature: an unverified caller learns nothing but the generic 401.
-    if (!route.gate.verifier) bodyFormat(x.source.headers['content-type'], route.forms);
+    if (!route.gate.verifier) x.format = bodyFormat(x.source.headers['content-type'], route.forms);
     x.raw = await x.source.readBody(limits);
     return undefined;
   };
@@ -24,10 +24,10 @@ export function createReadBody(limits: BodySettings): Stage {
 /** Parse the raw body into the payload: JSON, or a form on routes that take forms. */
 export function createParse(limits: BodySettings): Stage {
   return function parse(x: Exchange) {
-    x.payload = parseBody(had(x.raw, 'raw'), x.source.headers['content-type'], {
-      maxDepth: limits.maxDepth,
-      forms: had(x.route, 'route').forms,
-    });
+    // Chosen before the read on token routes; on signed ones only now, after the signature.
+    const format =
+      x.format ?? bodyFormat(x.source.headers['content-type'], had(x.route, 'route').forms);
+    x.payload = parseAs(had(x.raw, 'raw'), format, limits.maxDepth);
     return undefined;
   };
 }
