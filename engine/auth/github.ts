@@ -5,10 +5,10 @@
  * treated as unsigned, so nobody can downgrade a route to SHA-1. GitHub signs
  * no timestamp; replays are the idempotency stage's business.
  */
-import { matchingKey } from './digest-compare.ts';
+import { createMacVerifier } from './mac-verifier.ts';
 import { isRefusal, REFUSED, type Refusal, singleHeader } from './header-access.ts';
 import { decodeHex } from './strict-decode.ts';
-import type { AuthFailure, HeaderValues, Verifier } from './verifier.ts';
+import type { HeaderValues, Verifier } from './verifier.ts';
 
 /** The header GitHub signs with (lower case, as HeaderValues expects). */
 export const GITHUB_SIGNATURE_HEADER = 'x-hub-signature-256';
@@ -24,18 +24,13 @@ function presentedSignature(headers: HeaderValues): Buffer | Refusal {
 
 /** A verifier for GitHub deliveries; the secrets are the hook's current and previous ones. */
 export function createGithubVerifier(secrets: readonly string[]): Verifier {
-  const keys = secrets.map((secret) => Buffer.from(secret, 'utf8'));
-  return {
+  return createMacVerifier(secrets, {
     scheme: 'github',
-    precheck(headers): AuthFailure | undefined {
+    algorithm: 'sha256',
+    parse(headers) {
       const signature = presentedSignature(headers);
-      return isRefusal(signature) ? signature.failure : undefined;
+      return isRefusal(signature) ? signature : { signatures: [signature] };
     },
-    verify(headers, raw) {
-      const signature = presentedSignature(headers);
-      if (isRefusal(signature)) return signature.failure;
-      const secretIndex = matchingKey('sha256', keys, [raw], [signature]);
-      return secretIndex < 0 ? 'mismatch' : { scheme: 'github', secretIndex };
-    },
-  };
+    content: (_parsed, _headers, raw) => [raw],
+  });
 }

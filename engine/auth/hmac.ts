@@ -6,12 +6,13 @@
  * optional timestamp header is checked against the window; the boot step
  * makes sure such a header is part of the signed content.
  */
-import { DIGEST_BYTES, type DigestAlgorithm, matchingKey } from './digest-compare.ts';
+import { createMacVerifier } from './mac-verifier.ts';
+import { DIGEST_BYTES, type DigestAlgorithm } from './digest-compare.ts';
 import { isRefusal, REFUSED, type Refusal, singleHeader } from './header-access.ts';
 import { type ContentTemplate, checkContentHeaders, contentParts } from './signed-content.ts';
 import { decodeBase64, decodeHex } from './strict-decode.ts';
 import { checkWindow, type InWindow } from './timestamp.ts';
-import type { AuthFailure, HeaderValues, Verifier } from './verifier.ts';
+import type { HeaderValues, Verifier } from './verifier.ts';
 
 /** A generic hmac route's settings, defaults applied and template compiled. */
 export type HmacSettings = {
@@ -65,20 +66,17 @@ function parseHeaders(
 
 /** A verifier for a generic hmac route; secrets are used as their UTF-8 bytes. */
 export function createHmacVerifier(secrets: readonly string[], settings: HmacSettings): Verifier {
-  const keys = secrets.map((secret) => Buffer.from(secret, 'utf8'));
-  return {
+  return createMacVerifier(secrets, {
     scheme: 'hmac',
-    precheck(headers, nowSeconds): AuthFailure | undefined {
+    algorithm: settings.algorithm,
+    parse(headers, nowSeconds) {
       const parsed = parseHeaders(settings, headers, nowSeconds);
-      return isRefusal(parsed) ? parsed.failure : undefined;
+      if (isRefusal(parsed)) return parsed;
+      return {
+        signatures: [parsed.signature],
+        ...(parsed.window !== undefined && { window: parsed.window }),
+      };
     },
-    verify(headers, raw, nowSeconds) {
-      const parsed = parseHeaders(settings, headers, nowSeconds);
-      if (isRefusal(parsed)) return parsed.failure;
-      const parts = contentParts(settings.content, headers, raw);
-      const secretIndex = matchingKey(settings.algorithm, keys, parts, [parsed.signature]);
-      if (secretIndex < 0) return 'mismatch';
-      return { scheme: 'hmac', secretIndex, ...parsed.window };
-    },
-  };
+    content: (_parsed, headers, raw) => contentParts(settings.content, headers, raw),
+  });
 }

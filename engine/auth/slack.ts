@@ -5,11 +5,11 @@
  * be canonical seconds within the tolerance either side of now (Slack's own
  * SDK checks only the past; a future stamp would lengthen a replay's life).
  */
-import { matchingKey } from './digest-compare.ts';
+import { createMacVerifier } from './mac-verifier.ts';
 import { headerBytes, isRefusal, REFUSED, type Refusal, singleHeader } from './header-access.ts';
 import { decodeHex } from './strict-decode.ts';
 import { checkWindow, type InWindow } from './timestamp.ts';
-import type { AuthFailure, HeaderValues, Verifier } from './verifier.ts';
+import type { HeaderValues, Verifier } from './verifier.ts';
 
 /** The signature header (lower case). */
 export const SLACK_SIGNATURE_HEADER = 'x-slack-signature';
@@ -44,21 +44,15 @@ export function createSlackVerifier(
   secrets: readonly string[],
   toleranceSeconds: number,
 ): Verifier {
-  const keys = secrets.map((secret) => Buffer.from(secret, 'utf8'));
-  return {
+  return createMacVerifier(secrets, {
     scheme: 'slack',
-    precheck(headers, nowSeconds): AuthFailure | undefined {
+    algorithm: 'sha256',
+    parse(headers, nowSeconds) {
       const parsed = parseHeaders(headers, nowSeconds, toleranceSeconds);
-      return isRefusal(parsed) ? parsed.failure : undefined;
-    },
-    verify(headers, raw, nowSeconds) {
-      const parsed = parseHeaders(headers, nowSeconds, toleranceSeconds);
-      if (isRefusal(parsed)) return parsed.failure;
-      const content = ['v0:', headerBytes(parsed.stamp), ':', raw];
-      const secretIndex = matchingKey('sha256', keys, content, [parsed.signature]);
-      if (secretIndex < 0) return 'mismatch';
+      if (isRefusal(parsed)) return parsed;
       const { timestamp, skewSeconds } = parsed;
-      return { scheme: 'slack', secretIndex, timestamp, skewSeconds };
+      return { ...parsed, signatures: [parsed.signature], window: { timestamp, skewSeconds } };
     },
-  };
+    content: (parsed, _headers, raw) => ['v0:', headerBytes(parsed.stamp), ':', raw],
+  });
 }

@@ -6,11 +6,11 @@
  * no `v1` is refused. While a secret is rolled Stripe sends one `v1` per
  * live secret: any of them against any configured secret verifies.
  */
-import { matchingKey } from './digest-compare.ts';
+import { createMacVerifier } from './mac-verifier.ts';
 import { isRefusal, REFUSED, type Refusal, singleHeader } from './header-access.ts';
 import { decodeHex } from './strict-decode.ts';
 import { checkWindow, type InWindow } from './timestamp.ts';
-import type { AuthFailure, HeaderValues, Verifier } from './verifier.ts';
+import type { HeaderValues, Verifier } from './verifier.ts';
 
 /** The header Stripe signs with (lower case). */
 export const STRIPE_SIGNATURE_HEADER = 'stripe-signature';
@@ -69,21 +69,15 @@ export function createStripeVerifier(
   secrets: readonly string[],
   toleranceSeconds: number,
 ): Verifier {
-  const keys = secrets.map((secret) => Buffer.from(secret, 'utf8'));
-  return {
+  return createMacVerifier(secrets, {
     scheme: 'stripe',
-    precheck(headers, nowSeconds): AuthFailure | undefined {
+    algorithm: 'sha256',
+    parse(headers, nowSeconds) {
       const parsed = parseHeader(headers, nowSeconds, toleranceSeconds);
-      return isRefusal(parsed) ? parsed.failure : undefined;
-    },
-    verify(headers, raw, nowSeconds) {
-      const parsed = parseHeader(headers, nowSeconds, toleranceSeconds);
-      if (isRefusal(parsed)) return parsed.failure;
-      const content = [`${parsed.stamp}.`, raw];
-      const secretIndex = matchingKey('sha256', keys, content, parsed.signatures);
-      if (secretIndex < 0) return 'mismatch';
+      if (isRefusal(parsed)) return parsed;
       const { timestamp, skewSeconds } = parsed;
-      return { scheme: 'stripe', secretIndex, timestamp, skewSeconds };
+      return { ...parsed, window: { timestamp, skewSeconds } };
     },
-  };
+    content: (parsed, _headers, raw) => [`${parsed.stamp}.`, raw],
+  });
 }
