@@ -30,7 +30,8 @@ export function checkConfigRules(config: Config): ConfigProblem | null {
     checkAgents(config) ??
     checkModels(config) ??
     checkRoutes(config) ??
-    checkRuntime(config)
+    checkRuntime(config) ??
+    checkAdmin(config)
   );
 }
 
@@ -185,6 +186,34 @@ function checkModels(config: Config): ConfigProblem | null {
       };
     }
     aliases.set(alias, id);
+  }
+  return null;
+}
+
+/** True for an address only this machine can reach. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127(\.\d{1,3}){3}$/.test(bare);
+}
+
+function checkAdmin(config: Config): ConfigProblem | null {
+  const admin = config.admin;
+  if (!admin) return null;
+  if (!admin.token && !isLoopbackHost(admin.host)) {
+    return {
+      path: 'admin.token',
+      message: `required when admin.host (${admin.host}) is beyond loopback`,
+    };
+  }
+  const others = [config.hooks.token, config.gateway.token];
+  if (admin.token && others.includes(admin.token)) {
+    return {
+      path: 'admin.token',
+      message: 'must differ from hooks.token and gateway.token (use a dedicated admin token)',
+    };
+  }
+  if (admin.port !== 0 && admin.port === config.server.port && admin.host === config.server.host) {
+    return { path: 'admin.port', message: 'must differ from server.port on the same host' };
   }
   return null;
 }

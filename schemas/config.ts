@@ -312,6 +312,34 @@ export const configSchema = {
         pinLastRoute: { type: 'boolean', default: false },
       },
     },
+    // The operator's listener: health, readiness, metrics and the console. Off unless set.
+    admin: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['port'],
+      properties: {
+        host: { type: 'string', minLength: 1, default: '127.0.0.1' },
+        // 0 picks a free port (printed as `admin listening on http://HOST:PORT`).
+        port: { type: 'integer', minimum: 0, maximum: 65535 },
+        // Sent as `Authorization: Bearer`; required when host is beyond loopback.
+        token: nonEmpty,
+        // The console shows request bodies only when this keeps them (escaped, in memory).
+        keepPayloads: { type: 'boolean', default: false },
+        // Requests the console remembers (newest first; older ones drop out).
+        recentRequests: { type: 'integer', minimum: 10, maximum: 100_000, default: 1000 },
+      },
+    },
+    reload: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        // Reload when the config file or a transform module changes.
+        watch: { type: 'boolean', default: false },
+        // Changes closer together than this are one reload.
+        debounceMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 300 },
+      },
+    },
     log: {
       type: 'object',
       additionalProperties: false,
