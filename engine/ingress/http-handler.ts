@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asHookError, type HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { requestFinished } from '../observe/events.ts';
 import { sendEmpty, sendError, sendJson, sendText } from '../respond.ts';
 import { type Answer, type Exchange, newExchange, runStages, type Stage } from './exchange.ts';
 import { expectsContinue, headerValues, httpSource } from './request-source.ts';
@@ -63,8 +64,10 @@ export function createRequestHandler(
       .catch((err: unknown) => fail(req, res, x, err))
       .finally(() => {
         for (const release of x.cleanup) release();
-        x.log['durationMs'] = Math.round((performance.now() - started) * 1000) / 1000;
+        const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
+        x.log['durationMs'] = durationMs;
         logger.info(x.log, 'request');
+        if (requestFinished.hasSubscribers) publishFinished(x, durationMs);
       });
   };
 }
@@ -85,4 +88,15 @@ function describeCause(error: HookError): { type: string; message: string } | un
   const cause = error.cause;
   if (cause instanceof Error) return { type: cause.name, message: cause.message };
   return undefined;
+}
+
+function publishFinished(x: Exchange, durationMs: number): void {
+  const code = x.log['code'];
+  requestFinished.publish({
+    exchange: x,
+    status: x.log['status'] as number,
+    ...(typeof code === 'string' && { code }),
+    durationMs,
+    replayed: x.log['replayed'] === true,
+  });
 }
