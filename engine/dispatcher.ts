@@ -7,6 +7,7 @@
  */
 import type { Accepted } from './actions.ts';
 import { HookError } from './errors.ts';
+import { actionsCommitted } from './observe/events.ts';
 import type { ActionStore, IdempotencyRecord } from './queue/action-store.ts';
 
 /** A key that makes a repeat of a request a replay, and how long it is remembered. */
@@ -87,6 +88,8 @@ export function createLedger(
       } catch (err) {
         throw unavailable(err);
       }
+      if (actionsCommitted.hasSubscribers)
+        actionsCommitted.publish({ count: accepted.actions.length });
       options.afterCommit?.();
       return response;
     },

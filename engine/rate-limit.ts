@@ -7,6 +7,7 @@
  * most `maxClients`, so a flood of fresh addresses can push out other
  * addresses' counts but never a lock that a newer lock did not replace.
  */
+import { authLocked } from './observe/events.ts';
 
 export type RateLimitSettings = {
   maxFailures: number;
@@ -67,6 +68,8 @@ export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLim
       }
       counting.delete(client);
       bounded(locked, client, nowMs + lockoutMs);
+      if (authLocked.hasSubscribers)
+        authLocked.publish({ lockoutSeconds: settings.lockoutSeconds });
     },
     reset(client) {
       counting.delete(client);

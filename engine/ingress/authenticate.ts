@@ -9,6 +9,7 @@ import type { Verification } from '../envelope.ts';
 import { presentedToken } from '../auth.ts';
 import type { AuthFailure } from '../auth/verifier.ts';
 import { HookError } from '../errors.ts';
+import { authFailed } from '../observe/events.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { PresentedToken } from '../auth.ts';
 import { rateLimited } from './admit.ts';
@@ -34,6 +35,7 @@ export function refuseAuth(
 ): never {
   limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
   x.log['authFailure'] = failure;
+  if (authFailed.hasSubscribers) authFailed.publish({ route: x.route?.name ?? '', failure });
   throw UNAUTHORIZED;
 }
 

@@ -11,6 +11,7 @@ import type { KeyClaim } from '../dispatcher.ts';
 import type { BodyFormat } from './content-types.ts';
 import type { Selection } from '../rules.ts';
 import type { Envelope, Verification } from '../envelope.ts';
+import { stageTimed } from '../observe/events.ts';
 import type { RequestSource } from './request-source.ts';
 import type { CompiledRoute } from './routes.ts';
 
@@ -44,6 +45,8 @@ export type Exchange = {
   log: Record<string, unknown>;
   /** Run once the request is answered, whatever happened (releases a held key). */
   cleanup: Array<() => void>;
+  /** Milliseconds per stage run, only when the runner was asked to record them (debug log). */
+  timings?: Partial<Record<StageName, number>>;
 };
 
 /** A request's exchange before the first stage: what it brought, nothing found out yet. */
@@ -72,12 +75,67 @@ export type Answer =
 /** A stage: settles the request (an Answer), passes it on (undefined), or throws a HookError. */
 export type Stage = (exchange: Exchange) => Answer | undefined | Promise<Answer | undefined>;
 
-/** Run the stages in order until one answers. */
-export async function runStages(stages: readonly Stage[], exchange: Exchange): Promise<Answer> {
+/** The stable names of the stages (what timings and metrics are labelled with). */
+export type StageName =
+  | 'admit'
+  | 'pickRoute'
+  | 'subscribe'
+  | 'authenticateHeaders'
+  | 'readBody'
+  | 'authenticateBody'
+  | 'parse'
+  | 'slackHandshake'
+  | 'normalise'
+  | 'replayCheck'
+  | 'accept'
+  | 'commit';
+
+/** A stage and its name. */
+export type NamedStage = { readonly name: StageName; readonly run: Stage };
+
+/**
+ * Run the stages in order until one answers. Stage timings are taken only when someone
+ * listens on `stageTimed` or `recordTimings` is set (the debug log): otherwise no clock is read.
+ */
+export function runStages(
+  stages: readonly NamedStage[],
+  exchange: Exchange,
+  recordTimings = false,
+): Promise<Answer> {
+  if (recordTimings || stageTimed.hasSubscribers) return runTimed(stages, exchange, recordTimings);
+  return runPlain(stages, exchange);
+}
+
+async function runPlain(stages: readonly NamedStage[], exchange: Exchange): Promise<Answer> {
   for (const stage of stages) {
-    const step = stage(exchange);
+    const step = stage.run(exchange);
     // Synchronous stages stay synchronous: no promise per stage on the hot path.
     const answer = step instanceof Promise ? await step : step;
+    if (answer) return answer;
+  }
+  throw new Error('the stages ended without an answer');
+}
+
+async function runTimed(
+  stages: readonly NamedStage[],
+  x: Exchange,
+  record: boolean,
+): Promise<Answer> {
+  const timings: Partial<Record<StageName, number>> | undefined = record ? {} : undefined;
+  if (timings) x.timings = timings;
+  for (const stage of stages) {
+    const started = performance.now();
+    let answer: Answer | undefined;
+    try {
+      const step = stage.run(x);
+      answer = step instanceof Promise ? await step : step;
+    } finally {
+      // A stage that refused (threw) is timed too: a slow 401 is worth seeing.
+      const ms = performance.now() - started;
+      if (timings) timings[stage.name] = Math.round(ms * 1000) / 1000;
+      if (stageTimed.hasSubscribers)
+        stageTimed.publish({ stage: stage.name, route: x.route?.name, ms });
+    }
     if (answer) return answer;
   }
   throw new Error('the stages ended without an answer');

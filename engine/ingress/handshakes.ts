@@ -6,6 +6,7 @@
  */
 import { parseQuery } from '../envelope.ts';
 import { HookError } from '../errors.ts';
+import { authFailed } from '../observe/events.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import { methodNotAllowed } from './admit.ts';
 import { type Answer, type Exchange, had, type Stage } from './exchange.ts';
@@ -25,6 +26,8 @@ export function createSubscribe(limiter: AuthFailureLimiter): Stage {
     if (query['hub.mode'] !== 'subscribe' || token === undefined || !gate.verifyToken(token)) {
       limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
       x.log['authFailure'] = 'verify_token';
+      if (authFailed.hasSubscribers)
+        authFailed.publish({ route: x.route?.name ?? '', failure: 'verify_token' });
       throw MISMATCH;
     }
     // No reset of the failure count: a verify token travels in URLs, it is no proof of the hook token.

@@ -7,11 +7,11 @@ import { asHookError, type HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { requestFinished } from '../observe/events.ts';
 import { sendEmpty, sendError, sendJson, sendText } from '../respond.ts';
-import { type Answer, type Exchange, newExchange, runStages, type Stage } from './exchange.ts';
+import { type Answer, type Exchange, type NamedStage, newExchange, runStages } from './exchange.ts';
 import { expectsContinue, headerValues, httpSource } from './request-source.ts';
 
 export type HandlerSettings = {
-  stages: readonly Stage[];
+  stages: readonly NamedStage[];
   logger: Logger;
   /** True once shutdown began: answers then close their connection (no new keep-alive requests). */
   draining: () => boolean;
@@ -59,13 +59,15 @@ export function createRequestHandler(
     x.log['requestId'] = x.id;
     x.log['client'] = req.socket.remoteAddress ?? '';
     x.log['status'] = 0;
-    runStages(stages, x)
+    // Per-stage timings only when the log line will carry them (debug): none at info.
+    runStages(stages, x, logger.isLevelEnabled('debug'))
       .then((result) => answer(res, x, result))
       .catch((err: unknown) => fail(req, res, x, err))
       .finally(() => {
         for (const release of x.cleanup) release();
         const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
         x.log['durationMs'] = durationMs;
+        if (x.timings) x.log['stages'] = x.timings;
         logger.info(x.log, 'request');
         if (requestFinished.hasSubscribers) publishFinished(x, durationMs);
       });

@@ -12,7 +12,7 @@ import type { AuthFailureLimiter } from '../rate-limit.ts';
 import { createAdmit, methodNotAllowed } from './admit.ts';
 import { createAuthenticateBody, createAuthenticateHeaders } from './authenticate.ts';
 import { accept, createCommit } from './commit.ts';
-import { type Exchange, had, type Stage } from './exchange.ts';
+import { type Exchange, had, type NamedStage } from './exchange.ts';
 import { createSubscribe, slackHandshake } from './handshakes.ts';
 import { normalise } from './normalise.ts';
 import { type BodySettings, createParse, createReadBody } from './read-body.ts';
@@ -30,8 +30,8 @@ export type StageSettings = {
   ledger: Ledger;
 };
 
-/** The stages of one request, in order. */
-export function createStages(settings: StageSettings): readonly Stage[] {
+/** The stages of one request, in order, each under the name timings and metrics use. */
+export function createStages(settings: StageSettings): readonly NamedStage[] {
   const { routes, limiter } = settings;
   function pickRoute(x: Exchange) {
     x.route = routes.find(x.hook);
@@ -40,18 +40,19 @@ export function createStages(settings: StageSettings): readonly Stage[] {
     }
     return undefined;
   }
-  return Object.freeze([
-    createAdmit(settings),
-    pickRoute,
-    createSubscribe(limiter),
-    createAuthenticateHeaders(settings),
-    createReadBody(settings.body),
-    createAuthenticateBody(settings),
-    createParse(settings.body),
-    slackHandshake,
-    normalise,
-    createReplayCheck(settings.ledger),
-    accept,
-    createCommit(settings.ledger),
-  ]);
+  const stages: NamedStage[] = [
+    { name: 'admit', run: createAdmit(settings) },
+    { name: 'pickRoute', run: pickRoute },
+    { name: 'subscribe', run: createSubscribe(limiter) },
+    { name: 'authenticateHeaders', run: createAuthenticateHeaders(settings) },
+    { name: 'readBody', run: createReadBody(settings.body) },
+    { name: 'authenticateBody', run: createAuthenticateBody(settings) },
+    { name: 'parse', run: createParse(settings.body) },
+    { name: 'slackHandshake', run: slackHandshake },
+    { name: 'normalise', run: normalise },
+    { name: 'replayCheck', run: createReplayCheck(settings.ledger) },
+    { name: 'accept', run: accept },
+    { name: 'commit', run: createCommit(settings.ledger) },
+  ];
+  return Object.freeze(stages.map((stage) => Object.freeze(stage)));
 }

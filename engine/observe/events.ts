@@ -5,7 +5,7 @@
  * text or a secret unless a subscriber takes it from the exchange itself.
  */
 import { channel } from 'node:diagnostics_channel';
-import type { Exchange } from '../ingress/exchange.ts';
+import type { Exchange, StageName } from '../ingress/exchange.ts';
 
 /** A request was answered: the exchange as the stages left it. */
 export type RequestFinished = {
@@ -19,3 +19,68 @@ export type RequestFinished = {
 };
 
 export const requestFinished = channel('hookgate:request');
+
+/** One stage ran (published by the stage runner, only when someone listens). */
+export type StageTimed = {
+  stage: StageName;
+  /** The picked route's hook name ('' for names nothing serves); undefined before pickRoute. */
+  route: string | undefined;
+  ms: number;
+};
+
+export const stageTimed = channel('hookgate:stage');
+
+/** How an agent run ended this time: final (done, failed, timeout, dead) or not (retry, interrupted). */
+export type RunOutcome = 'done' | 'failed' | 'timeout' | 'retry' | 'dead' | 'interrupted';
+
+/** An agent turn ran (the runner returned). */
+export type RunFinished = { agentId: string; outcome: RunOutcome; durationMs: number };
+
+export const runFinished = channel('hookgate:run');
+
+/** A reply's delivery reached its final outcome (what the audit trail records). */
+export type DeliveryFinished = {
+  source: 'agent' | 'heartbeat';
+  /** A configured channel id, or 'last' when no route could be resolved. */
+  channel: string;
+  outcome: 'sent' | 'failed' | 'skipped' | 'dead';
+};
+
+export const deliveryFinished = channel('hookgate:delivery');
+
+/** A transform call settled. */
+export type TransformCalled = {
+  /** The mapping's id (from config); undefined for a module key nothing maps. */
+  mappingId: string | undefined;
+  outcome: 'ok' | 'failed' | 'timeout' | 'invalid_output' | 'busy';
+  durationMs: number;
+};
+
+export const transformCalled = channel('hookgate:transform');
+
+/** A transform process ended and will be replaced. */
+export type TransformRestarted = {
+  reason: 'crash' | 'timeout' | 'invalid_message' | 'load_timeout';
+};
+
+export const transformRestarted = channel('hookgate:transform-restart');
+
+/** A request failed authentication (counted toward the address's lock). */
+export type AuthFailed = {
+  /** The route's hook name ('' for names nothing serves). */
+  route: string;
+  /** What failed, by name: 'token', 'verify_token' or a signature scheme's AuthFailure. */
+  failure: string;
+};
+
+export const authFailed = channel('hookgate:auth-failure');
+
+/** An address reached the failed-auth limit and is locked out. */
+export type AuthLocked = { lockoutSeconds: number };
+
+export const authLocked = channel('hookgate:lockout');
+
+/** Accepted actions were stored durably (the ledger's commit). */
+export type ActionsCommitted = { count: number };
+
+export const actionsCommitted = channel('hookgate:commit');

@@ -277,6 +277,26 @@ export class RuntimeStore extends SessionRecords {
     return rows.map(toRun);
   }
 
+  /** How many actions are in each state (every state present, 0 when none): the queue's depth. */
+  countByState(): Record<ActionState, number> {
+    const counts: Record<ActionState, number> = {
+      queued: 0,
+      running: 0,
+      done: 0,
+      failed: 0,
+      dead: 0,
+    };
+    // Read from the (state, seq) index alone, never the rows.
+    const rows = this.tickStatement(
+      'SELECT state, COUNT(*) AS n FROM actions INDEXED BY actions_state GROUP BY state',
+    ).all() as Row[];
+    for (const row of rows) {
+      const state = row['state'] as ActionState;
+      if (state in counts) counts[state] = Number(row['n']);
+    }
+    return counts;
+  }
+
   /** One run by id. */
   run(id: string): RunRow | undefined {
     const row = this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as

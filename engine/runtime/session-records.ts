@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
+import { deliveryFinished } from '../observe/events.ts';
 
 export type Row = Record<string, string | number | null>;
 
@@ -236,6 +237,13 @@ export class SessionRecords {
         at,
         at,
       );
+    // Every final outcome, of agent replies and heartbeats alike, passes here once.
+    if (deliveryFinished.hasSubscribers)
+      deliveryFinished.publish({
+        source: delivery.source,
+        channel: delivery.channel,
+        outcome: delivery.state,
+      });
     return id;
   }
 

@@ -12,6 +12,7 @@
 import type { Action, AgentAction, WakeAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
+import { type RunOutcome, runFinished } from '../observe/events.ts';
 import type { AgentSettings } from './agents.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import type { LastRoutePolicy } from './last-route.ts';
@@ -163,9 +164,11 @@ export function createActionWorker(deps: {
     if (row.outcome?.status === 'delivering' && row.outcome.reply !== undefined) {
       return deliverReply(row, action, row.outcome.reply);
     }
+    const started = performance.now();
     const result = await runTurn(action);
-    if (result.status === 'retry') return retryOrGiveUp(row, action, result);
+    if (result.status === 'retry') return retryOrGiveUp(row, action, result, started);
     if (result.status !== 'ok') {
+      ran(action, result.status === 'timeout' ? 'timeout' : 'failed', started);
       store.finish(
         action.id,
         'failed',
@@ -179,6 +182,8 @@ export function createActionWorker(deps: {
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
       return;
     }
+    // The turn's outcome; what becomes of its delivery is published on its own.
+    ran(action, 'done', started);
     const ack = isAckOnly(result.reply, settings.ackToken);
     store.addTurns(turnOwner(action), action.id, action.prompt ?? action.message, result.reply);
     // Ack-only replies are never delivered.
@@ -197,6 +202,12 @@ export function createActionWorker(deps: {
 
   const agentFor = (action: AgentAction) =>
     agents.get(action.agentId) ?? agents.get(settings.defaultAgentId);
+
+  function ran(action: AgentAction, outcome: RunOutcome, started: number): void {
+    if (!runFinished.hasSubscribers) return;
+    const agentId = agentFor(action)?.id ?? action.agentId;
+    runFinished.publish({ agentId, outcome, durationMs: performance.now() - started });
+  }
 
   /** History belongs to the agent that runs the turn and the session key, never the key alone. */
   const turnOwner = (action: AgentAction): TurnOwner => ({
@@ -241,9 +252,11 @@ export function createActionWorker(deps: {
     row: RunRow,
     action: AgentAction,
     result: Extract<RunResult, { status: 'retry' }>,
+    started: number,
   ): void {
     // Interrupted by our own shutdown: back to the queue, not counted against the attempts.
     if (stopped) {
+      ran(action, 'interrupted', started);
       store.requeue(
         action.id,
         0,
@@ -253,6 +266,7 @@ export function createActionWorker(deps: {
       return;
     }
     if (row.attempts < settings.retry.maxAttempts) {
+      ran(action, 'retry', started);
       const delay = retryDelayMs(row.attempts, settings.retry, result.retryAfterMs);
       store.requeue(action.id, Date.now() + delay, { status: 'retrying', reason: result.reason });
       logger.warn(
@@ -267,6 +281,7 @@ export function createActionWorker(deps: {
       setTimeout(kick, delay + 5).unref();
       return;
     }
+    ran(action, 'dead', started);
     const reason = `gave up after ${row.attempts} attempts: ${result.reason}`;
     store.finish(
       action.id,

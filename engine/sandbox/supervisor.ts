@@ -18,6 +18,12 @@ import {
 } from './call-outcome.ts';
 import { createCallQueue } from './call-queue.ts';
 import type { Logger } from '../log.ts';
+import {
+  type TransformCalled,
+  transformCalled,
+  transformRestarted,
+  type TransformRestarted,
+} from '../observe/events.ts';
 import { realRootOf } from './module-files.ts';
 import { type ProcessLink, spawnLink } from './process-link.ts';
 import { createTransformLog, LOGS_PER_MODULE_PER_MINUTE } from './transform-log.ts';
@@ -78,6 +84,8 @@ type Slot = {
   onStartFailed?: (err: Error) => void;
   /** Who waits for the current process to be gone. */
   exitWaiters: Array<() => void>;
+  /** Why the server killed the current process (a restart's reason). */
+  stopReason?: TransformRestarted['reason'];
 };
 
 const PROCESS_FILE = new URL('./transform-process.ts', import.meta.url).pathname;
@@ -155,7 +163,7 @@ export function createSupervisor(
     slot.link = link;
     slot.loadTimer = setTimeout(() => {
       logger.warn({ pid: link.pid }, 'transform process did not load in time; killing it');
-      stopSlot(slot);
+      stopSlot(slot, 'load_timeout');
     }, LOAD_TIMEOUT_MS);
     link.send({ type: 'load', modules: [...modules], limits });
   }
@@ -216,7 +224,7 @@ export function createSupervisor(
       'transform process sent an invalid message; restarting it',
     );
     failAll(slot, 'crash');
-    stopSlot(slot);
+    stopSlot(slot, 'invalid_message');
   }
 
   /** The call `id` missed its deadline: it fails, its process is killed, the others go back to the queue. */
@@ -230,7 +238,7 @@ export function createSupervisor(
       'transform missed its deadline; restarting its process',
     );
     call.reject(new HookError('transform_timeout', failureMessage(mappingId, 'timeout')));
-    stopSlot(slot);
+    stopSlot(slot, 'timeout');
     requeueAll(slot);
   }
 
@@ -279,9 +287,10 @@ export function createSupervisor(
     slot.inflight.clear();
   }
 
-  function stopSlot(slot: Slot): void {
+  function stopSlot(slot: Slot, reason?: TransformRestarted['reason']): void {
     if (slot.state === 'idle') return;
     slot.state = 'stopping';
+    slot.stopReason = reason;
     clearTimeout(slot.loadTimer);
     slot.link?.kill();
   }
@@ -306,6 +315,8 @@ export function createSupervisor(
       return;
     }
     if (closed) return;
+    const reason = crashed ? 'crash' : (slot.stopReason ?? 'crash');
+    if (transformRestarted.hasSubscribers) transformRestarted.publish({ reason });
     if (wasStarting) slot.failedStarts++;
     // Only now, with the old process gone, may its replacement start.
     const delay = Math.min(
@@ -372,12 +383,21 @@ export function createSupervisor(
       if (closed) throw new HookError('transform_failed', 'The transform process is stopped.');
       if (!started) void this.start().catch(() => undefined);
       // Each waiting call holds its input (up to a body's size): the queue is bounded.
-      if (queue.size >= (settings.maxWaitingCalls ?? DEFAULT_MAX_WAITING)) throw BUSY;
+      if (queue.size >= (settings.maxWaitingCalls ?? DEFAULT_MAX_WAITING)) {
+        if (transformCalled.hasSubscribers)
+          transformCalled.publish({
+            mappingId: mappingOf.get(key),
+            outcome: 'busy',
+            durationMs: 0,
+          });
+        throw BUSY;
+      }
       const text = JSON.stringify(input);
-      return new Promise<TransformResult>((resolve, reject) => {
+      const result = new Promise<TransformResult>((resolve, reject) => {
         queue.add({ key, input: text, resolve, reject, requeued: false });
         pump();
       });
+      return transformCalled.hasSubscribers ? observed(result, mappingOf.get(key)) : result;
     },
     async close() {
       closed = true;
@@ -393,4 +413,30 @@ export function createSupervisor(
     stopSlot(slot);
     await gone;
   }
+}
+
+/** Publish how a call settled (only called while someone listens). */
+function observed(
+  call: Promise<TransformResult>,
+  mappingId: string | undefined,
+): Promise<TransformResult> {
+  const started = performance.now();
+  const publish = (outcome: TransformCalled['outcome']) =>
+    transformCalled.publish({ mappingId, outcome, durationMs: performance.now() - started });
+  return call.then(
+    (result) => {
+      publish('ok');
+      return result;
+    },
+    (err: HookError) => {
+      publish(callOutcome(err.code));
+      throw err;
+    },
+  );
+}
+
+function callOutcome(code: string): TransformCalled['outcome'] {
+  if (code === 'transform_timeout') return 'timeout';
+  if (code === 'transform_invalid_output') return 'invalid_output';
+  return 'failed';
 }
