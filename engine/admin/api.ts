@@ -133,7 +133,10 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
     async playground({ req, res }: ApiContext) {
       const input = await jsonBody(req);
       const request = playgroundRequest(input);
-      const note = input['sign'] === true ? sign(request.hook, request.body, request.headers, true) : undefined;
+      const note =
+        input['sign'] === true
+          ? sign(request.hook, request.body, request.headers, true)
+          : undefined;
       const result = await deps.dryRun(request);
       sendJson(res, 200, { result, ...(note && { note }) });
     },
@@ -178,7 +181,8 @@ export function playgroundRequest(input: Record<string, unknown>): DryRunRequest
     const entries = Object.entries(headers);
     if (entries.length > MAX_HEADERS) throw new AdminError('invalid_json', 'too many headers');
     for (const [name, value] of entries) {
-      if (typeof value !== 'string') throw new AdminError('invalid_json', 'header values must be strings');
+      if (typeof value !== 'string')
+        throw new AdminError('invalid_json', 'header values must be strings');
       clean[name.toLowerCase()] = value;
     }
   }

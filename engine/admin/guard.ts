@@ -54,7 +54,10 @@ export function sameOrigin(origin: string, host: string | undefined): boolean {
   if (host === undefined) return false;
   try {
     const url = new URL(origin);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.host.toLowerCase() === host.toLowerCase();
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') &&
+      url.host.toLowerCase() === host.toLowerCase()
+    );
   } catch {
     return false;
   }

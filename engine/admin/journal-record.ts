@@ -137,7 +137,10 @@ export function keptHeaders(
     if (count >= MAX_HEADERS) break;
     const lower = name.toLowerCase();
     if (value === undefined || !isSafeHeader(lower, hidden)) continue;
-    kept[cut(lower, NAME_CHARS)] = cut(Array.isArray(value) ? value.join(', ') : value, VALUE_CHARS);
+    kept[cut(lower, NAME_CHARS)] = cut(
+      Array.isArray(value) ? value.join(', ') : value,
+      VALUE_CHARS,
+    );
     count += 1;
   }
   return kept;

@@ -73,7 +73,11 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
     },
     { path: /^\/$/, open: true, methods: { GET: ({ res }) => assets.send(res, 'page') } },
     { path: /^\/console\.js$/, open: true, methods: { GET: ({ res }) => assets.send(res, 'js') } },
-    { path: /^\/console\.css$/, open: true, methods: { GET: ({ res }) => assets.send(res, 'css') } },
+    {
+      path: /^\/console\.css$/,
+      open: true,
+      methods: { GET: ({ res }) => assets.send(res, 'css') },
+    },
     { path: /^\/api\/info$/, methods: { GET: api.info } },
     { path: /^\/api\/requests$/, methods: { GET: api.list } },
     { path: /^\/api\/stream$/, methods: { GET: api.stream } },

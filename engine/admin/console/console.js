@@ -107,7 +107,11 @@ function statusClass(status) {
 function row(summary) {
   const tr = h(
     'tr',
-    { 'data-id': summary.id, tabindex: '0', class: summary.id === state.selected ? 'selected' : '' },
+    {
+      'data-id': summary.id,
+      tabindex: '0',
+      class: summary.id === state.selected ? 'selected' : '',
+    },
     h('td', { class: 'time' }, new Date(summary.time).toLocaleTimeString()),
     h('td', {}, summary.hook || '(none)'),
     h('td', {}, h('span', { class: `status ${statusClass(summary.status)}` }, summary.status)),
@@ -199,7 +203,8 @@ async function startStream() {
 
 async function select(id) {
   state.selected = id;
-  for (const tr of $('request-rows').children) tr.classList.toggle('selected', tr.dataset.id === id);
+  for (const tr of $('request-rows').children)
+    tr.classList.toggle('selected', tr.dataset.id === id);
   const { status, body } = await api(`/api/requests/${encodeURIComponent(id)}`);
   const pane = $('detail');
   if (status !== 200) {
@@ -213,9 +218,9 @@ function facts(pairs) {
   return h(
     'dl',
     { class: 'facts' },
-    pairs.filter(([, value]) => value !== undefined && value !== null && value !== '').flatMap(
-      ([name, value]) => [h('dt', {}, name), h('dd', {}, String(value))],
-    ),
+    pairs
+      .filter(([, value]) => value !== undefined && value !== null && value !== '')
+      .flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, String(value))]),
   );
 }
 
@@ -268,7 +273,10 @@ function runBlock(actionId, run) {
     button.addEventListener('click', async () => {
       button.disabled = true;
       const { status, body } = await post(`/api/runs/${encodeURIComponent(actionId)}/retry`);
-      note.textContent = status === 200 ? 'queued again' : (body?.error?.detail ?? body?.error?.message ?? 'refused');
+      note.textContent =
+        status === 200
+          ? 'queued again'
+          : (body?.error?.detail ?? body?.error?.message ?? 'refused');
       if (status === 200) setTimeout(() => select(state.selected), 300);
       else button.disabled = false;
     });
@@ -312,7 +320,9 @@ function payloadBlock(request) {
     const { status, body } = await post(`/api/requests/${encodeURIComponent(request.id)}/replay`);
     button.disabled = false;
     result.replaceChildren(
-      ...(status === 200 ? dryRunResult(body) : [h('p', { class: 'error' }, body?.error?.message ?? 'refused')]),
+      ...(status === 200
+        ? dryRunResult(body)
+        : [h('p', { class: 'error' }, body?.error?.message ?? 'refused')]),
     );
   });
   const headers = Object.entries(request.payload.headers);
@@ -332,7 +342,12 @@ function payloadBlock(request) {
 function detail(request) {
   const v = request.verification;
   return [
-    h('h2', {}, `${request.method} ${request.hook || '(no hook)'} `, h('span', { class: `status ${statusClass(request.status)}` }, request.status)),
+    h(
+      'h2',
+      {},
+      `${request.method} ${request.hook || '(no hook)'} `,
+      h('span', { class: `status ${statusClass(request.status)}` }, request.status),
+    ),
     facts([
       ['request id', request.id],
       ['time', request.time],
@@ -341,7 +356,10 @@ function detail(request) {
       ['client', request.client],
       ['duration', `${request.durationMs} ms`],
       ['matched mapping', request.mappingId],
-      ['verified by', v && `${v.scheme}${v.secretIndex !== undefined ? ` (secret #${v.secretIndex})` : ''}`],
+      [
+        'verified by',
+        v && `${v.scheme}${v.secretIndex !== undefined ? ` (secret #${v.secretIndex})` : ''}`,
+      ],
       ['delivery id', v?.deliveryId],
       ['replayed', request.replayed ? 'yes (answered from an earlier acceptance)' : undefined],
     ]),
@@ -361,11 +379,18 @@ function detail(request) {
 function dryRunResult(answer) {
   const result = answer.result;
   const parts = [
-    h('h3', {}, 'Dry run: ', h('span', { class: `status ${statusClass(result.status)}` }, result.status)),
+    h(
+      'h3',
+      {},
+      'Dry run: ',
+      h('span', { class: `status ${statusClass(result.status)}` }, result.status),
+    ),
   ];
   if (answer.note) parts.push(h('p', { class: 'note' }, answer.note));
-  if (result.error) parts.push(h('p', { class: 'error' }, `${result.error.code}: ${result.error.message}`));
-  else if (result.status === 204) parts.push(h('p', {}, 'No mapping matched; nothing would be stored.'));
+  if (result.error)
+    parts.push(h('p', { class: 'error' }, `${result.error.code}: ${result.error.message}`));
+  else if (result.status === 204)
+    parts.push(h('p', {}, 'No mapping matched; nothing would be stored.'));
   parts.push(
     facts([
       ['matched mapping', result.mappingId],
@@ -382,13 +407,32 @@ function dryRunResult(answer) {
         ['agent', action.agentId],
         ['session key', action.sessionKey && `${action.sessionKey} (${action.sessionKeySource})`],
         ['model', action.kind === 'agent' ? (action.model ?? '(agent default)') : undefined],
-        ['delivery', action.kind === 'agent' ? (action.deliver ? `${action.channel}${action.to ? ` to ${action.to}` : ''}` : 'off') : undefined],
-        ['safety', action.safety ? `wrapped as ${action.safety.label}; patterns: ${action.safety.patterns.join(', ') || 'none'}` : 'NOT wrapped (allowUnsafeExternalContent)'],
+        [
+          'delivery',
+          action.kind === 'agent'
+            ? action.deliver
+              ? `${action.channel}${action.to ? ` to ${action.to}` : ''}`
+              : 'off'
+            : undefined,
+        ],
+        [
+          'safety',
+          action.safety
+            ? `wrapped as ${action.safety.label}; patterns: ${action.safety.patterns.join(', ') || 'none'}`
+            : 'NOT wrapped (allowUnsafeExternalContent)',
+        ],
       ]),
       h('pre', { class: 'text prompt' }, action.prompt ?? action.message ?? action.text ?? ''),
     );
   }
-  parts.push(h('details', {}, h('summary', {}, 'JSON'), h('pre', { class: 'text' }, JSON.stringify(result, null, 2))));
+  parts.push(
+    h(
+      'details',
+      {},
+      h('summary', {}, 'JSON'),
+      h('pre', { class: 'text' }, JSON.stringify(result, null, 2)),
+    ),
+  );
   return parts;
 }
 
@@ -414,7 +458,9 @@ async function runPlayground(event) {
     sign: form.get('sign') === 'on',
   });
   out.replaceChildren(
-    ...(status === 200 ? dryRunResult(body) : [h('p', { class: 'error' }, body?.error?.detail ?? body?.error?.message ?? 'refused')]),
+    ...(status === 200
+      ? dryRunResult(body)
+      : [h('p', { class: 'error' }, body?.error?.detail ?? body?.error?.message ?? 'refused')]),
   );
 }
 
@@ -437,7 +483,8 @@ document.addEventListener('DOMContentLoaded', () => {
   $('filters').addEventListener('submit', (event) => {
     event.preventDefault();
     const params = new URLSearchParams();
-    for (const [key, value] of new FormData(event.target)) if (value) params.set(key, String(value));
+    for (const [key, value] of new FormData(event.target))
+      if (value) params.set(key, String(value));
     state.filter = params.toString();
     loadList();
   });
