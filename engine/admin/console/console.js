@@ -211,7 +211,7 @@ async function select(id) {
     pane.replaceChildren(h('p', { class: 'error' }, 'This request is no longer in the journal.'));
     return;
   }
-  pane.replaceChildren(...detail(body.request));
+  pane.replaceChildren(...detail(body.request).flat());
 }
 
 function facts(pairs) {
