@@ -107,9 +107,7 @@ describe.skipIf('missing' in chrome)('the console in a browser', () => {
     expect(prompt).toContain(HOSTILE);
     const body = await page.locator('#detail pre.body').textContent();
     expect(body).toContain('</textarea><script>');
-    expect(
-      await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned),
-    ).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(await page.locator('#detail script, #detail img').count()).toBe(0);
     await expect.poll(() => page.locator('#detail .state').first().textContent()).toBe('dead');
     await page.screenshot({ path: path.join(SHOTS, 'detail-dead.png'), fullPage: true });
@@ -143,9 +141,7 @@ describe.skipIf('missing' in chrome)('the console in a browser', () => {
       'issuesmatched',
       'pushnot tried (an earlier mapping matched)',
     ]);
-    expect(
-      await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned),
-    ).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     await page.screenshot({ path: path.join(SHOTS, 'playground.png'), fullPage: true });
   });
 });
