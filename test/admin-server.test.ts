@@ -132,15 +132,28 @@ describe('admin listener: who may use it', () => {
     expect(same.status).toBe(200);
   });
 
-  it('a form post (text/plain, no preflight) is refused with 415', async () => {
-    const s = await stack({}, { admin: { token: null } });
-    const res = await s.adminFetch('/api/playground', {
-      method: 'POST',
-      headers: { 'content-type': 'text/plain' },
-      body: JSON.stringify({ hook: 'wake', payload: '{}' }),
-    });
-    expect(res.status).toBe(415);
-    expect((await json(res)).error.code).toBe('unsupported_media_type');
+  it.each(['/api/playground', '/api/runs/abc/retry', '/api/requests/abc/replay'])(
+    'a form post (text/plain, no preflight) to %s is refused with 415',
+    async (path) => {
+      const s = await stack({}, { admin: { token: null } });
+      const res = await s.adminFetch(path, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: JSON.stringify({ hook: 'wake', payload: '{}' }),
+      });
+      expect(res.status).toBe(415);
+      expect((await json(res)).error.code).toBe('unsupported_media_type');
+    },
+  );
+
+  it('caps the live streams: past 16 the next is 503 too_many_streams', async () => {
+    const s = await stack();
+    const open = await Promise.all(Array.from({ length: 16 }, () => s.adminFetch('/api/stream')));
+    expect(open.map((res) => res.status)).toEqual(Array(16).fill(200));
+    const refused = await s.adminFetch('/api/stream');
+    expect(refused.status).toBe(503);
+    expect((await json(refused)).error.code).toBe('too_many_streams');
+    await Promise.all(open.map((res) => res.body?.cancel()));
   });
 });
 

@@ -37,6 +37,7 @@ type Route = {
 };
 
 const ID = '([A-Za-z0-9._:-]{1,128})';
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
 
 /** Start the admin listener. */
 export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Promise<AdminListener> {
@@ -103,6 +104,10 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
     if (!route) throw new AdminError('not_found');
     const handler = route.methods[method as 'GET' | 'POST'];
     if (!handler) throw new AdminError('method_not_allowed');
+    // A cross-site form cannot send JSON (that needs a preflight this listener never grants).
+    if (method === 'POST' && !JSON_TYPE.test(req.headers['content-type'] ?? '')) {
+      throw new AdminError('unsupported_media_type');
+    }
     const params = (route.path.exec(url.pathname) ?? []).slice(1);
     await handler({ req, res, url, params });
   }
