@@ -78,6 +78,11 @@ describe.skipIf('missing' in chrome)('the console in a browser', () => {
   it('logs in, shows a request live, its trace and prompt as text, retries its dead run', async () => {
     await page.goto(stack.admin.url);
     await page.locator('#login-form').waitFor();
+    expect(await page.locator('#login-error').isHidden()).toBe(true);
+    expect(await page.locator('#tabs').isHidden()).toBe(true);
+    await page.fill('#login-token', 'not-the-token');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#login-error', { hasText: 'refused' }).waitFor();
     await page.screenshot({ path: path.join(SHOTS, 'login.png') });
     await page.fill('#login-token', ADMIN_TOKEN);
     await page.click('#login-form button[type=submit]');
@@ -143,5 +148,16 @@ describe.skipIf('missing' in chrome)('the console in a browser', () => {
     ]);
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     await page.screenshot({ path: path.join(SHOTS, 'playground.png'), fullPage: true });
+  });
+  it('takes the token from a #token= fragment once and drops it from the address', async () => {
+    const other = await browser.newPage();
+    try {
+      await other.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+      await other.locator('#live.on').waitFor();
+      expect(other.url()).not.toContain('token');
+      expect(await other.locator('#request-rows tr').count()).toBeGreaterThan(0);
+    } finally {
+      await other.close();
+    }
   });
 });

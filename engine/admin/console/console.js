@@ -49,7 +49,7 @@ async function api(path, options = {}) {
   if (token) headers.authorization = `Bearer ${token}`;
   const response = await fetch(path, { ...options, headers, cache: 'no-store' });
   if (response.status === 401) {
-    showLogin('The token was refused.');
+    showLogin(token ? 'The token was refused.' : undefined);
     throw new Error('unauthorized');
   }
   const body = await response.json().catch(() => null);
@@ -70,6 +70,7 @@ function showLogin(message) {
   $('requests-view').hidden = true;
   $('playground-view').hidden = true;
   $('logout').hidden = true;
+  $('tabs').hidden = true;
   const error = $('login-error');
   error.hidden = !message;
   error.textContent = message ?? '';
@@ -89,6 +90,7 @@ async function open() {
   if (status !== 200) return showLogin('The console is not available.');
   state.info = body;
   $('login').hidden = true;
+  $('tabs').hidden = false;
   $('logout').hidden = !sessionStorage.getItem(TOKEN_KEY);
   showView('requests');
   await loadList();
