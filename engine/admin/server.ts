@@ -143,6 +143,8 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
         api.closeStreams();
         server.close(() => resolve());
         server.closeIdleConnections();
+        // Requests still running get a moment; a keep-alive client does not hold shutdown.
+        setTimeout(() => server.closeAllConnections(), 2_000).unref();
       });
       return closing;
     },
