@@ -1,0 +1,48 @@
+/**
+ * The admin listener's error codes. Its callers are operators and the
+ * console, not webhook senders, so it has its own small catalogue; the body
+ * shape is the hooks listener's `{"ok":false,"error":{"code","message"}}`.
+ */
+
+export const ADMIN_ERRORS = Object.freeze({
+  unauthorized: { status: 401, message: 'Send the admin token as Authorization: Bearer <token>.' },
+  forbidden_host: { status: 403, message: 'The Host header is not a loopback address.' },
+  forbidden_origin: { status: 403, message: 'Cross-origin requests are refused.' },
+  not_found: { status: 404, message: 'No such endpoint.' },
+  method_not_allowed: { status: 405, message: 'This method is not allowed here.' },
+  not_retryable: { status: 409, message: 'Only a dead or failed run can be retried.' },
+  payload_not_kept: {
+    status: 409,
+    message: 'This request was not kept (admin.keepPayloads is off, or it dropped out).',
+  },
+  payload_too_large: { status: 413, message: 'The request body is too large.' },
+  request_timeout: { status: 408, message: 'The request body did not arrive in time.' },
+  unsupported_media_type: { status: 415, message: 'Send Content-Type: application/json.' },
+  invalid_json: { status: 400, message: 'The body must be a JSON object of the expected shape.' },
+  runtime_off: { status: 503, message: 'The runtime is off: there are no runs.' },
+  too_many_streams: { status: 503, message: 'Too many live streams are open.' },
+  internal: { status: 500, message: 'Internal error.' },
+} as const);
+
+export type AdminErrorCode = keyof typeof ADMIN_ERRORS;
+
+/** A refusal of the admin listener, with its status and an optional detail safe to show. */
+export class AdminError extends Error {
+  readonly code: AdminErrorCode;
+  readonly status: number;
+  readonly detail: string | undefined;
+
+  constructor(code: AdminErrorCode, detail?: string) {
+    super(ADMIN_ERRORS[code].message);
+    this.code = code;
+    this.status = ADMIN_ERRORS[code].status;
+    this.detail = detail;
+  }
+
+  /** The JSON body this refusal is answered with. */
+  toJson(): string {
+    const error: Record<string, string> = { code: this.code, message: this.message };
+    if (this.detail !== undefined) error['detail'] = this.detail;
+    return JSON.stringify({ ok: false, error });
+  }
+}

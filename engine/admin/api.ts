@@ -1,0 +1,188 @@
+/**
+ * The console's API under /api: the journal's requests (list, detail, live
+ * stream), retrying a run, replaying a kept request and the playground,
+ * both as dry runs through the current config. Every answer is JSON built
+ * from the journal's bounded records; no token, signature or secret is in them.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseJsonObject, readBody } from '../body.ts';
+import type { DryRunRequest } from '../ingress/dry-run.ts';
+import { AdminError } from './admin-errors.ts';
+import type { AdminDeps } from './deps.ts';
+import type { JournalRecord } from './journal-record.ts';
+import { sendJson, startStream } from './reply.ts';
+import { detail, matches, readFilter, summary } from './views.ts';
+
+export type ApiSettings = {
+  /** Bound of a playground payload (hooks.maxBodyBytes). */
+  maxBodyBytes: number;
+  bodyTimeoutMs: number;
+};
+
+export type ApiContext = {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  params: string[];
+};
+
+const LIST_LIMIT = 1000;
+const MAX_HEADERS = 64;
+// A slow stream reader is dropped past this much unsent data.
+const STREAM_BACKLOG = 1024 * 1024;
+const HEARTBEAT_MS = 15_000;
+
+/** The API's handlers, over the admin dependencies. */
+export function createApi(deps: AdminDeps, settings: ApiSettings) {
+  const streams = new Set<ServerResponse>();
+  const runOf = (id: string) => deps.runs?.get(id);
+
+  function record(id: string | undefined): JournalRecord {
+    const found = id === undefined ? undefined : deps.journal.get(id);
+    if (!found) throw new AdminError('not_found', 'no such request in the journal');
+    return found;
+  }
+
+  async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+    // JSON escaping can double a payload; the dry run bounds the payload itself.
+    const maxBytes = settings.maxBodyBytes * 2 + 65_536;
+    try {
+      const raw = await readBody(req, { maxBytes, timeoutMs: settings.bodyTimeoutMs });
+      return parseJsonObject(raw, 64);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'payload_too_large' || code === 'request_timeout') throw new AdminError(code);
+      throw new AdminError('invalid_json');
+    }
+  }
+
+  return {
+    info({ res }: ApiContext) {
+      sendJson(res, 200, {
+        keepPayloads: deps.journal.keepPayloads,
+        runtime: deps.runs !== undefined,
+        signing: deps.signFor !== undefined,
+        maxBodyBytes: settings.maxBodyBytes,
+      });
+    },
+
+    list({ res, url }: ApiContext) {
+      const filter = readFilter(url.searchParams);
+      const limit = Math.min(Number(url.searchParams.get('limit')) || LIST_LIMIT, LIST_LIMIT);
+      const stateOf = (id: string) => runOf(id)?.state;
+      const requests = [];
+      for (const entry of deps.journal.list()) {
+        if (requests.length >= limit) break;
+        if (matches(entry, filter, stateOf)) requests.push(summary(entry));
+      }
+      sendJson(res, 200, { requests });
+    },
+
+    detail({ res, params }: ApiContext) {
+      sendJson(res, 200, { request: detail(record(params[0]), runOf) });
+    },
+
+    stream({ req, res }: ApiContext) {
+      let heartbeat: NodeJS.Timeout | undefined;
+      const unsubscribe = deps.journal.subscribe((entry) => {
+        if (res.writableLength > STREAM_BACKLOG) return res.destroy();
+        res.write(`data: ${JSON.stringify(summary(entry))}\n\n`);
+      });
+      if (!unsubscribe) throw new AdminError('too_many_streams');
+      streams.add(res);
+      startStream(res);
+      heartbeat = setInterval(() => res.write(': ping\n\n'), HEARTBEAT_MS);
+      heartbeat.unref();
+      const end = () => {
+        clearInterval(heartbeat);
+        heartbeat = undefined;
+        unsubscribe();
+        streams.delete(res);
+      };
+      req.once('close', end);
+      res.once('close', end);
+    },
+
+    retry({ res, params }: ApiContext) {
+      if (!deps.runs) throw new AdminError('runtime_off');
+      const outcome = deps.runs.retry(params[0] ?? '');
+      if (!outcome.ok) throw new AdminError('not_retryable', outcome.reason);
+      sendJson(res, 200, { ok: true, run: deps.runs.get(params[0] ?? '') ?? null });
+    },
+
+    async replay({ res, params }: ApiContext) {
+      const entry = record(params[0]);
+      const kept = entry.payload;
+      if (!kept) throw new AdminError('payload_not_kept');
+      const headers = { ...kept.headers };
+      // Signature headers are never kept: a signed route's body is signed again, as its sender would.
+      const note = sign(entry.hook, kept.body, headers, true);
+      const result = await deps.dryRun({
+        hook: entry.hook,
+        method: entry.method,
+        body: kept.body,
+        headers,
+        query: kept.query,
+      });
+      sendJson(res, 200, { result, ...(note && { note }) });
+    },
+
+    async playground({ req, res }: ApiContext) {
+      const input = await jsonBody(req);
+      const request = playgroundRequest(input);
+      const note =
+        input['sign'] === true
+          ? sign(request.hook, request.body, request.headers, true)
+          : undefined;
+      const result = await deps.dryRun(request);
+      sendJson(res, 200, { result, ...(note && { note }) });
+    },
+
+    /** End the live streams (the listener is closing). */
+    closeStreams() {
+      for (const res of streams) res.end();
+      streams.clear();
+    },
+  };
+
+  // Adds the sender's signature headers; returns why it could not, when it was wanted.
+  function sign(
+    hook: string,
+    body: Buffer,
+    headers: Record<string, string>,
+    wanted: boolean,
+  ): string | undefined {
+    if (!wanted) return undefined;
+    if (!deps.signFor) return 'signing is not available; the request was sent unsigned';
+    const signed = deps.signFor(hook, body, headers);
+    if (typeof signed === 'string') return `not signed: ${signed}`;
+    Object.assign(headers, signed);
+    return undefined;
+  }
+}
+
+/** The playground's form as a dry-run request (invalid_json when it is not of that shape). */
+export function playgroundRequest(input: Record<string, unknown>): DryRunRequest & {
+  headers: Record<string, string>;
+} {
+  const { hook, payload, headers, query } = input;
+  if (typeof hook !== 'string' || hook === '' || hook.length > 256)
+    throw new AdminError('invalid_json', 'hook must be a non-empty string');
+  if (typeof payload !== 'string') throw new AdminError('invalid_json', 'payload must be a string');
+  if (query !== undefined && typeof query !== 'string')
+    throw new AdminError('invalid_json', 'query must be a string');
+  const clean: Record<string, string> = Object.create(null);
+  if (headers !== undefined) {
+    if (typeof headers !== 'object' || headers === null || Array.isArray(headers))
+      throw new AdminError('invalid_json', 'headers must be an object of strings');
+    const entries = Object.entries(headers);
+    if (entries.length > MAX_HEADERS) throw new AdminError('invalid_json', 'too many headers');
+    for (const [name, value] of entries) {
+      if (typeof value !== 'string')
+        throw new AdminError('invalid_json', 'header values must be strings');
+      clean[name.toLowerCase()] = value;
+    }
+  }
+  if (clean['content-type'] === undefined) clean['content-type'] = 'application/json';
+  return { hook, body: Buffer.from(payload, 'utf8'), headers: clean, query: query ?? '' };
+}

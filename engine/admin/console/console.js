@@ -1,0 +1,502 @@
+// The hookgate console: a list of recent requests kept live over a fetch
+// stream, a request's detail with its runs, retry, replay and the playground.
+// Request data is only ever put on the page as text (textContent), never as HTML.
+const WHY = {
+  matched: 'matched',
+  path: 'no: path differs',
+  source: 'no: payload.source differs',
+  when: 'no: when condition is false',
+  skipped: 'not tried (an earlier mapping matched)',
+};
+const TOKEN_KEY = 'hookgate-admin-token';
+const MAX_ROWS = 1000;
+
+const state = { info: null, selected: null, filter: '', streamAbort: null, refetch: null };
+
+/** An element with attributes and children; strings become text nodes. */
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === 'onclick') el.addEventListener('click', value);
+    else if (name === 'class') el.className = value;
+    else el.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(typeof child === 'string' || typeof child === 'number' ? String(child) : child);
+  }
+  return el;
+}
+
+function $(id) {
+  return document.getElementById(id);
+}
+
+// The token: from a #token= fragment once (never a query string: those reach logs), then the tab's sessionStorage.
+function readToken() {
+  const match = /^#token=(.+)$/.exec(location.hash);
+  if (match) {
+    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    history.replaceState(null, '', location.pathname);
+  }
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+async function api(path, options = {}) {
+  const headers = { ...(options.headers ?? {}) };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.authorization = `Bearer ${token}`;
+  const response = await fetch(path, { ...options, headers, cache: 'no-store' });
+  if (response.status === 401) {
+    showLogin(token ? 'The token was refused.' : undefined);
+    throw new Error('unauthorized');
+  }
+  const body = await response.json().catch(() => null);
+  return { status: response.status, body };
+}
+
+function post(path, value) {
+  return api(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(value ?? {}),
+  });
+}
+
+function showLogin(message) {
+  stopStream();
+  $('login').hidden = false;
+  $('requests-view').hidden = true;
+  $('playground-view').hidden = true;
+  $('logout').hidden = true;
+  $('tabs').hidden = true;
+  const error = $('login-error');
+  error.hidden = !message;
+  error.textContent = message ?? '';
+}
+
+function showView(name) {
+  for (const tab of document.querySelectorAll('.tab')) {
+    if (tab.dataset.view === name) tab.setAttribute('aria-current', 'page');
+    else tab.removeAttribute('aria-current');
+  }
+  $('requests-view').hidden = name !== 'requests';
+  $('playground-view').hidden = name !== 'playground';
+}
+
+async function open() {
+  const { status, body } = await api('/api/info');
+  if (status !== 200) return showLogin('The console is not available.');
+  state.info = body;
+  $('login').hidden = true;
+  $('tabs').hidden = false;
+  $('logout').hidden = !sessionStorage.getItem(TOKEN_KEY);
+  showView('requests');
+  await loadList();
+  startStream();
+}
+
+// ---- the list ----
+
+function statusClass(status) {
+  if (status >= 500) return 's5';
+  if (status >= 400) return 's4';
+  if (status === 204) return 's204';
+  return 's2';
+}
+
+function row(summary) {
+  const tr = h(
+    'tr',
+    {
+      'data-id': summary.id,
+      tabindex: '0',
+      class: summary.id === state.selected ? 'selected' : '',
+    },
+    h('td', { class: 'time' }, new Date(summary.time).toLocaleTimeString()),
+    h('td', {}, summary.hook || '(none)'),
+    h('td', {}, h('span', { class: `status ${statusClass(summary.status)}` }, summary.status)),
+    h('td', { class: 'code' }, summary.code ?? ''),
+    h('td', {}, summary.mappingId ?? ''),
+  );
+  tr.addEventListener('click', () => select(summary.id));
+  tr.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') select(summary.id);
+  });
+  return tr;
+}
+
+function render(requests) {
+  $('request-rows').replaceChildren(...requests.map(row));
+  $('empty').hidden = requests.length > 0;
+}
+
+async function loadList() {
+  const { body } = await api(`/api/requests${state.filter ? `?${state.filter}` : ''}`);
+  render(body?.requests ?? []);
+}
+
+function addLive(summary) {
+  // Under a filter the server decides what matches (run states live in the store): ask again.
+  if (state.filter) {
+    clearTimeout(state.refetch);
+    state.refetch = setTimeout(loadList, 250);
+    return;
+  }
+  const rows = $('request-rows');
+  rows.prepend(row(summary));
+  while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
+  $('empty').hidden = true;
+}
+
+// ---- the live stream: fetch, so the token goes in a header (EventSource cannot send one) ----
+
+function stopStream() {
+  state.streamAbort?.abort();
+  state.streamAbort = null;
+  setLive(false);
+}
+
+function setLive(on) {
+  $('live').textContent = on ? 'live' : 'offline';
+  $('live').classList.toggle('on', on);
+}
+
+async function startStream() {
+  stopStream();
+  const abort = new AbortController();
+  state.streamAbort = abort;
+  const headers = {};
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.authorization = `Bearer ${token}`;
+  try {
+    const response = await fetch('/api/stream', { headers, signal: abort.signal });
+    if (response.status === 401) return showLogin('The token was refused.');
+    if (!response.ok || !response.body) throw new Error(`stream: ${response.status}`);
+    setLive(true);
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end = buffer.indexOf('\n\n');
+      while (end >= 0) {
+        const event = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        for (const line of event.split('\n')) {
+          if (line.startsWith('data: ')) addLive(JSON.parse(line.slice(6)));
+        }
+        end = buffer.indexOf('\n\n');
+      }
+    }
+  } catch {
+    // Aborted or dropped: reconnect below unless this stream was replaced.
+  }
+  if (state.streamAbort !== abort) return;
+  setLive(false);
+  setTimeout(() => {
+    if (state.streamAbort === abort) startStream().then(loadList);
+  }, 2000);
+}
+
+// ---- a request's detail ----
+
+async function select(id) {
+  state.selected = id;
+  for (const tr of $('request-rows').children)
+    tr.classList.toggle('selected', tr.dataset.id === id);
+  const { status, body } = await api(`/api/requests/${encodeURIComponent(id)}`);
+  const pane = $('detail');
+  if (status !== 200) {
+    pane.replaceChildren(h('p', { class: 'error' }, 'This request is no longer in the journal.'));
+    return;
+  }
+  pane.replaceChildren(...detail(body.request).flat());
+}
+
+function facts(pairs) {
+  return h(
+    'dl',
+    { class: 'facts' },
+    pairs
+      .filter(([, value]) => value !== undefined && value !== null && value !== '')
+      .flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, String(value))]),
+  );
+}
+
+function traceTable(trace) {
+  if (!trace.length) return h('p', { class: 'muted' }, 'No mappings were tried.');
+  return h(
+    'table',
+    { class: 'trace' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'mapping'), h('th', {}, 'outcome'))),
+    h(
+      'tbody',
+      {},
+      trace.map((t) =>
+        h(
+          'tr',
+          { class: t.outcome === 'matched' ? 'matched' : '' },
+          h('td', {}, t.mappingId),
+          h('td', {}, WHY[t.outcome] ?? t.outcome),
+        ),
+      ),
+    ),
+  );
+}
+
+function runBlock(actionId, run) {
+  if (!state.info?.runtime) return h('p', { class: 'muted' }, 'The runtime is off: no runs.');
+  if (!run) return h('p', { class: 'muted' }, 'No run stored for this action.');
+  const block = h(
+    'div',
+    { class: 'run' },
+    h('span', { class: `state ${run.state}` }, run.state),
+    facts([
+      ['attempts', run.attempts],
+      ['outcome', run.status],
+      ['started', run.startedAt],
+      ['finished', run.finishedAt],
+      ['reason', run.reason],
+      [
+        'delivery',
+        run.delivery &&
+          `${run.delivery.state}${run.delivery.channel ? ` via ${run.delivery.channel}` : ''}${run.delivery.reason ? `: ${run.delivery.reason}` : ''}`,
+      ],
+    ]),
+    run.reply !== undefined && h('h5', {}, 'Reply'),
+    run.reply !== undefined && h('pre', { class: 'text' }, run.reply),
+  );
+  if (run.state === 'dead' || run.state === 'failed') {
+    const note = h('span', { class: 'note' });
+    const button = h('button', { type: 'button', class: 'retry' }, 'Retry');
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      const { status, body } = await post(`/api/runs/${encodeURIComponent(actionId)}/retry`);
+      note.textContent =
+        status === 200
+          ? 'queued again'
+          : (body?.error?.detail ?? body?.error?.message ?? 'refused');
+      if (status === 200) setTimeout(() => select(state.selected), 300);
+      else button.disabled = false;
+    });
+    block.append(h('div', { class: 'actions-bar' }, button, note));
+  }
+  return block;
+}
+
+function actionBlock(action, run) {
+  return h(
+    'section',
+    { class: 'action' },
+    h('h4', {}, `${action.kind} action `, h('code', {}, action.id)),
+    facts([
+      ['agent', action.agentId],
+      ['session', action.sessionKey],
+      ['wrapped', action.wrapped ? 'yes (untrusted content)' : 'no (trusted mapping)'],
+      ['injection patterns', action.patterns?.length ? action.patterns.join(', ') : undefined],
+    ]),
+    h('h5', {}, 'Prompt as the agent gets it', action.truncated ? ' (truncated)' : ''),
+    h('pre', { class: 'text prompt' }, action.prompt),
+    h('h5', {}, 'Run'),
+    runBlock(action.id, run),
+  );
+}
+
+function payloadBlock(request) {
+  if (!request.payload) {
+    return h(
+      'p',
+      { class: 'muted' },
+      state.info?.keepPayloads
+        ? 'The body was not kept (refused before it was read, or dropped to stay within bounds).'
+        : 'Bodies are not kept (admin.keepPayloads is off).',
+    );
+  }
+  const result = h('div', { class: 'result' });
+  const button = h('button', { type: 'button' }, 'Replay as a dry run');
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    const { status, body } = await post(`/api/requests/${encodeURIComponent(request.id)}/replay`);
+    button.disabled = false;
+    result.replaceChildren(
+      ...(status === 200
+        ? dryRunResult(body)
+        : [h('p', { class: 'error' }, body?.error?.message ?? 'refused')]),
+    );
+  });
+  const headers = Object.entries(request.payload.headers);
+  return h(
+    'div',
+    {},
+    h('h5', {}, 'Headers (credentials removed)'),
+    h('pre', { class: 'text' }, headers.map(([k, v]) => `${k}: ${v}`).join('\n')),
+    request.payload.query && facts([['query', request.payload.query]]),
+    h('h5', {}, 'Body', request.payload.truncated ? ' (truncated)' : ''),
+    h('pre', { class: 'text body' }, request.payload.body),
+    h('div', { class: 'actions-bar' }, button),
+    result,
+  );
+}
+
+function detail(request) {
+  const v = request.verification;
+  return [
+    h(
+      'h2',
+      {},
+      `${request.method} ${request.hook || '(no hook)'} `,
+      h('span', { class: `status ${statusClass(request.status)}` }, request.status),
+    ),
+    facts([
+      ['request id', request.id],
+      ['time', request.time],
+      ['route', request.route === '' ? '(catch-all)' : request.route],
+      ['error code', request.code],
+      ['client', request.client],
+      ['duration', `${request.durationMs} ms`],
+      ['matched mapping', request.mappingId],
+      [
+        'verified by',
+        v && `${v.scheme}${v.secretIndex !== undefined ? ` (secret #${v.secretIndex})` : ''}`,
+      ],
+      ['delivery id', v?.deliveryId],
+      ['replayed', request.replayed ? 'yes (answered from an earlier acceptance)' : undefined],
+    ]),
+    h('h3', {}, 'Mappings, in order'),
+    traceTable(request.trace),
+    h('h3', {}, `Actions (${request.actions.length})`),
+    request.actions.length
+      ? request.actions.map((a) => actionBlock(a, request.runs[a.id]))
+      : h('p', { class: 'muted' }, 'No actions were built.'),
+    h('h3', {}, 'Payload'),
+    payloadBlock(request),
+  ];
+}
+
+// ---- dry-run results (playground and replay), the shape of `hookgate test --json` ----
+
+function dryRunResult(answer) {
+  const result = answer.result;
+  const parts = [
+    h(
+      'h3',
+      {},
+      'Dry run: ',
+      h('span', { class: `status ${statusClass(result.status)}` }, result.status),
+    ),
+  ];
+  if (answer.note) parts.push(h('p', { class: 'note' }, answer.note));
+  if (result.error)
+    parts.push(h('p', { class: 'error' }, `${result.error.code}: ${result.error.message}`));
+  else if (result.status === 204)
+    parts.push(h('p', {}, 'No mapping matched; nothing would be stored.'));
+  parts.push(
+    facts([
+      ['matched mapping', result.mappingId],
+      ['verified by', result.verification?.scheme],
+      ['delivery id', result.verification?.deliveryId],
+      ['replay key', result.replayKey],
+    ]),
+  );
+  if (result.trace.length) parts.push(h('h4', {}, 'Mappings, in order'), traceTable(result.trace));
+  for (const [i, action] of result.actions.entries()) {
+    parts.push(
+      h('h4', {}, `Action ${i + 1} (${action.kind})`),
+      facts([
+        ['agent', action.agentId],
+        ['session key', action.sessionKey && `${action.sessionKey} (${action.sessionKeySource})`],
+        ['model', action.kind === 'agent' ? (action.model ?? '(agent default)') : undefined],
+        [
+          'delivery',
+          action.kind === 'agent'
+            ? action.deliver
+              ? `${action.channel}${action.to ? ` to ${action.to}` : ''}`
+              : 'off'
+            : undefined,
+        ],
+        [
+          'safety',
+          action.safety
+            ? `wrapped as ${action.safety.label}; patterns: ${action.safety.patterns.join(', ') || 'none'}`
+            : 'NOT wrapped (allowUnsafeExternalContent)',
+        ],
+      ]),
+      h('pre', { class: 'text prompt' }, action.prompt ?? action.message ?? action.text ?? ''),
+    );
+  }
+  parts.push(
+    h(
+      'details',
+      {},
+      h('summary', {}, 'JSON'),
+      h('pre', { class: 'text' }, JSON.stringify(result, null, 2)),
+    ),
+  );
+  return parts;
+}
+
+function parseHeaders(text) {
+  const headers = {};
+  for (const line of text.split('\n')) {
+    const at = line.indexOf(':');
+    if (at > 0) headers[line.slice(0, at).trim().toLowerCase()] = line.slice(at + 1).trim();
+  }
+  return headers;
+}
+
+async function runPlayground(event) {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  const out = $('playground-result');
+  out.replaceChildren(h('p', { class: 'muted' }, 'Running…'));
+  const { status, body } = await post('/api/playground', {
+    hook: String(form.get('hook')),
+    query: String(form.get('query') ?? ''),
+    headers: parseHeaders(String(form.get('headers') ?? '')),
+    payload: String(form.get('payload') ?? ''),
+    sign: form.get('sign') === 'on',
+  });
+  out.replaceChildren(
+    ...(status === 200
+      ? dryRunResult(body)
+      : [h('p', { class: 'error' }, body?.error?.detail ?? body?.error?.message ?? 'refused')]),
+  );
+}
+
+// ---- start ----
+
+document.addEventListener('DOMContentLoaded', () => {
+  for (const tab of document.querySelectorAll('.tab')) {
+    tab.addEventListener('click', () => showView(tab.dataset.view));
+  }
+  $('login-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $('login-token').value);
+    $('login-token').value = '';
+    open().catch(() => undefined);
+  });
+  $('logout').addEventListener('click', () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    showLogin();
+  });
+  $('filters').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const params = new URLSearchParams();
+    for (const [key, value] of new FormData(event.target))
+      if (value) params.set(key, String(value));
+    state.filter = params.toString();
+    loadList();
+  });
+  $('filters').addEventListener('reset', () => {
+    state.filter = '';
+    setTimeout(loadList, 0);
+  });
+  $('playground').addEventListener('submit', (event) => {
+    runPlayground(event).catch(() => undefined);
+  });
+  readToken();
+  open().catch(() => undefined);
+});

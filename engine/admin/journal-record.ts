@@ -1,0 +1,157 @@
+/**
+ * One answered request as the console remembers it: plain data taken from
+ * the exchange, every string bounded. Tokens, signatures and secrets are
+ * never copied; the body and headers only when the operator keeps payloads,
+ * and then without any header that could carry a credential.
+ */
+import type { RequestFinished } from '../observe/events.ts';
+
+export type JournalAction = {
+  id: string;
+  kind: 'wake' | 'agent';
+  sessionKey?: string;
+  agentId?: string;
+  /** The text as the agent gets it (wrapped unless the mapping trusts it). */
+  prompt: string;
+  wrapped: boolean;
+  /** Injection patterns the safety wrapper found. */
+  patterns?: string[];
+  /** The prompt was cut to the per-prompt bound, or dropped to keep the total bound. */
+  truncated?: boolean;
+};
+
+export type KeptPayload = {
+  body: Buffer;
+  /** The body was longer than the bound and is cut. */
+  truncated: boolean;
+  headers: Record<string, string>;
+  query: string;
+};
+
+export type JournalRecord = {
+  id: string;
+  time: string;
+  method: string;
+  hook: string;
+  /** The route that served it ('' for the catch-all), absent when none was picked. */
+  route?: string;
+  status: number;
+  code?: string;
+  client: string;
+  durationMs: number;
+  mappingId?: string;
+  trace: Array<{ mappingId: string; outcome: string }>;
+  actions: JournalAction[];
+  verification?: { scheme: string; deliveryId?: string; secretIndex?: number; retry?: boolean };
+  replayed: boolean;
+  payload?: KeptPayload;
+};
+
+export type RecordLimits = {
+  keepPayloads: boolean;
+  maxBodyBytes: number;
+  maxPromptChars: number;
+};
+
+// Headers that carry credentials: dropped by name, and any name with one of these parts.
+const SECRET_HEADERS = new Set([
+  'authorization',
+  'proxy-authorization',
+  'x-hookgate-token',
+  'cookie',
+  'set-cookie',
+]);
+const SECRET_PARTS = ['token', 'secret', 'signature', 'key', 'auth', 'password'];
+const MAX_HEADERS = 64;
+const NAME_CHARS = 256;
+const VALUE_CHARS = 4096;
+const MAX_TRACE = 256;
+const MAX_ACTIONS = 64;
+
+/** The record of one answered request. Pure. */
+export function journalRecord(event: RequestFinished, limits: RecordLimits): JournalRecord {
+  const x = event.exchange;
+  const verification = x.envelope?.verification ?? x.verification;
+  const record: JournalRecord = {
+    id: x.id,
+    time: new Date(x.arrivedAtMs).toISOString(),
+    method: cut(x.source.method, 16),
+    hook: cut(x.hook, NAME_CHARS),
+    ...(x.route && { route: x.route.name }),
+    status: event.status,
+    ...(event.code !== undefined && { code: event.code }),
+    client: cut(x.client, NAME_CHARS),
+    durationMs: event.durationMs,
+    ...(x.selection?.mapping && { mappingId: x.selection.mapping.id }),
+    trace: (x.selection?.trace ?? [])
+      .slice(0, MAX_TRACE)
+      .map(({ mappingId, outcome }) => ({ mappingId, outcome })),
+    actions: (x.accepted?.actions ?? []).slice(0, MAX_ACTIONS).map((action) => {
+      const text = action.prompt ?? (action.kind === 'agent' ? action.message : action.text);
+      const truncated = text.length > limits.maxPromptChars;
+      return {
+        id: action.id,
+        kind: action.kind,
+        ...(action.kind === 'agent' && {
+          sessionKey: cut(action.sessionKey, NAME_CHARS),
+          agentId: action.agentId,
+        }),
+        prompt: truncated ? text.slice(0, limits.maxPromptChars) : text,
+        wrapped: action.prompt !== undefined,
+        ...(action.safety && { patterns: action.safety.patterns.slice(0, 32) }),
+        ...(truncated && { truncated }),
+      };
+    }),
+    ...(verification && {
+      verification: {
+        scheme: verification.scheme,
+        ...(verification.deliveryId !== undefined && {
+          deliveryId: cut(verification.deliveryId, NAME_CHARS),
+        }),
+        ...(verification.secretIndex !== undefined && { secretIndex: verification.secretIndex }),
+        ...(verification.retry !== undefined && { retry: verification.retry }),
+      },
+    }),
+    replayed: event.replayed,
+  };
+  if (limits.keepPayloads && x.raw) {
+    const hidden = new Set(x.route?.gate.hidden ?? []);
+    record.payload = {
+      body: Buffer.from(x.raw.subarray(0, limits.maxBodyBytes)),
+      truncated: x.raw.length > limits.maxBodyBytes,
+      headers: keptHeaders(x.source.headers, hidden),
+      query: cut(x.query, VALUE_CHARS),
+    };
+  }
+  return record;
+}
+
+/** The request's headers without any that could carry a credential, bounded. Pure. */
+export function keptHeaders(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  hidden: ReadonlySet<string>,
+): Record<string, string> {
+  const kept: Record<string, string> = Object.create(null);
+  let count = 0;
+  for (const [name, value] of Object.entries(headers)) {
+    if (count >= MAX_HEADERS) break;
+    const lower = name.toLowerCase();
+    if (value === undefined || !isSafeHeader(lower, hidden)) continue;
+    kept[cut(lower, NAME_CHARS)] = cut(
+      Array.isArray(value) ? value.join(', ') : value,
+      VALUE_CHARS,
+    );
+    count += 1;
+  }
+  return kept;
+}
+
+/** False for a header that may carry a token, a signature or a secret. Pure. */
+export function isSafeHeader(lower: string, hidden: ReadonlySet<string>): boolean {
+  if (SECRET_HEADERS.has(lower) || hidden.has(lower)) return false;
+  return !SECRET_PARTS.some((part) => lower.includes(part));
+}
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}

@@ -1,0 +1,152 @@
+/**
+ * The admin listener: a second node:http server for operators, with health
+ * and readiness probes, metrics, the web console and its API. Off unless
+ * `admin` is configured; the wiring starts it and prints where it listens.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../log.ts';
+import { AdminError } from './admin-errors.ts';
+import { type ApiContext, createApi } from './api.ts';
+import { consoleAssets } from './console/assets.ts';
+import type { AdminDeps } from './deps.ts';
+import { createGuard } from './guard.ts';
+import { sendAdminError, sendBody, sendJson } from './reply.ts';
+
+export type AdminSettings = {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** Required as `Authorization: Bearer` on everything but /healthz and the page's own files. */
+  token?: string;
+  logger: Logger;
+  /** Bound of a playground payload (hooks.maxBodyBytes). */
+  maxBodyBytes: number;
+  /** How long a request body may take to arrive (default 10 s). */
+  bodyTimeoutMs?: number;
+};
+
+export type AdminListener = { url: string; close(): Promise<void> };
+
+type Handler = (ctx: ApiContext) => void | Promise<void>;
+type Route = {
+  path: RegExp;
+  /** Public: the page and its assets (they hold no data) and the liveness probe. */
+  open?: boolean;
+  methods: Partial<Record<'GET' | 'POST', Handler>>;
+};
+
+const ID = '([A-Za-z0-9._:-]{1,128})';
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+
+/** Start the admin listener. */
+export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Promise<AdminListener> {
+  const guard = createGuard(settings.token);
+  const api = createApi(deps, {
+    maxBodyBytes: settings.maxBodyBytes,
+    bodyTimeoutMs: settings.bodyTimeoutMs ?? 10_000,
+  });
+  const assets = consoleAssets();
+  const routes: Route[] = [
+    {
+      path: /^\/healthz$/,
+      // A liveness probe says only what a TCP connect says; probes rarely carry a token.
+      open: true,
+      methods: { GET: ({ res }) => sendJson(res, 200, { status: 'ok' }) },
+    },
+    {
+      path: /^\/readyz$/,
+      methods: {
+        GET: async ({ res }) => {
+          const readiness = await deps.readiness();
+          sendJson(res, readiness.ready ? 200 : 503, readiness);
+        },
+      },
+    },
+    {
+      path: /^\/metrics$/,
+      methods: {
+        GET: async ({ res }) => {
+          if (!deps.metrics) throw new AdminError('not_found', 'metrics are not enabled');
+          sendBody(res, 200, deps.metrics.contentType, await deps.metrics.render());
+        },
+      },
+    },
+    { path: /^\/$/, open: true, methods: { GET: ({ res }) => assets.send(res, 'page') } },
+    { path: /^\/console\.js$/, open: true, methods: { GET: ({ res }) => assets.send(res, 'js') } },
+    {
+      path: /^\/console\.css$/,
+      open: true,
+      methods: { GET: ({ res }) => assets.send(res, 'css') },
+    },
+    { path: /^\/api\/info$/, methods: { GET: api.info } },
+    { path: /^\/api\/requests$/, methods: { GET: api.list } },
+    { path: /^\/api\/stream$/, methods: { GET: api.stream } },
+    { path: new RegExp(`^/api/requests/${ID}$`), methods: { GET: api.detail } },
+    { path: new RegExp(`^/api/requests/${ID}/replay$`), methods: { POST: api.replay } },
+    { path: new RegExp(`^/api/runs/${ID}/retry$`), methods: { POST: api.retry } },
+    { path: /^\/api\/playground$/, methods: { POST: api.playground } },
+  ];
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Only the path is read: a query string never selects a route.
+    const url = new URL(req.url ?? '/', 'http://admin.invalid');
+    const route = routes.find((r) => r.path.test(url.pathname));
+    const method = req.method ?? 'GET';
+    const refused = guard({
+      method,
+      host: req.headers.host,
+      origin: req.headers.origin,
+      authorization: req.headers.authorization,
+      needsToken: route?.open !== true,
+    });
+    if (refused) throw new AdminError(refused);
+    if (!route) throw new AdminError('not_found');
+    const handler = route.methods[method as 'GET' | 'POST'];
+    if (!handler) throw new AdminError('method_not_allowed');
+    // A cross-site form cannot send JSON (that needs a preflight this listener never grants).
+    if (method === 'POST' && !JSON_TYPE.test(req.headers['content-type'] ?? '')) {
+      throw new AdminError('unsupported_media_type');
+    }
+    const params = (route.path.exec(url.pathname) ?? []).slice(1);
+    await handler({ req, res, url, params });
+  }
+
+  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      const error = err instanceof AdminError ? err : new AdminError('internal');
+      if (!(err instanceof AdminError)) settings.logger.error({ err }, 'admin request failed');
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      // A refused body is not read: close rather than wait for it.
+      if (!req.complete) res.setHeader('connection', 'close');
+      sendAdminError(res, error);
+    });
+  });
+  server.maxHeadersCount = 100;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.port, settings.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${address.port}`,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        api.closeStreams();
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        // Requests still running get a moment; a keep-alive client does not hold shutdown.
+        setTimeout(() => server.closeAllConnections(), 2_000).unref();
+      });
+      return closing;
+    },
+  };
+}

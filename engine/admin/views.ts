@@ -1,0 +1,117 @@
+/**
+ * What the console's API answers about journal records: a summary for the
+ * list, the detail with each action's run, and the list's filters. Pure.
+ */
+import type { RunView } from './deps.ts';
+import type { JournalRecord } from './journal-record.ts';
+
+export type RequestSummary = {
+  id: string;
+  time: string;
+  method: string;
+  hook: string;
+  route?: string;
+  status: number;
+  code?: string;
+  mappingId?: string;
+  durationMs: number;
+  replayed: boolean;
+  deliveryId?: string;
+  sessions: string[];
+  actionIds: string[];
+  kept: boolean;
+};
+
+export type RequestFilter = {
+  route?: string;
+  /** An exact status (`401`) or a class (`4xx`). */
+  status?: string;
+  session?: string;
+  state?: string;
+  /** A request id, an action id or a delivery id. */
+  q?: string;
+};
+
+/** A record as the list shows it. */
+export function summary(record: JournalRecord): RequestSummary {
+  const deliveryId = record.verification?.deliveryId;
+  return {
+    id: record.id,
+    time: record.time,
+    method: record.method,
+    hook: record.hook,
+    ...(record.route !== undefined && { route: record.route }),
+    status: record.status,
+    ...(record.code !== undefined && { code: record.code }),
+    ...(record.mappingId !== undefined && { mappingId: record.mappingId }),
+    durationMs: record.durationMs,
+    replayed: record.replayed,
+    ...(deliveryId !== undefined && { deliveryId }),
+    sessions: record.actions.flatMap((a) => (a.sessionKey === undefined ? [] : [a.sessionKey])),
+    actionIds: record.actions.map((a) => a.id),
+    kept: record.payload !== undefined,
+  };
+}
+
+/** A record with its body as text (when kept) and each action's run. */
+export function detail(
+  record: JournalRecord,
+  runOf: (actionId: string) => RunView | undefined,
+): Record<string, unknown> {
+  const { payload, ...rest } = record;
+  return {
+    ...rest,
+    ...(payload && {
+      payload: {
+        body: payload.body.toString('utf8'),
+        truncated: payload.truncated,
+        headers: payload.headers,
+        query: payload.query,
+      },
+    }),
+    runs: Object.fromEntries(record.actions.map((a) => [a.id, runOf(a.id) ?? null])),
+  };
+}
+
+/** The filter of a list request's query string (unknown keys ignored, values bounded). */
+export function readFilter(params: URLSearchParams): RequestFilter {
+  const filter: RequestFilter = {};
+  for (const key of ['route', 'status', 'session', 'state', 'q'] as const) {
+    const value = params.get(key)?.trim().slice(0, 256);
+    if (value) filter[key] = value;
+  }
+  return filter;
+}
+
+/** True when a record passes every filter that is set. */
+export function matches(
+  record: JournalRecord,
+  filter: RequestFilter,
+  stateOf: (actionId: string) => string | undefined,
+): boolean {
+  if (filter.route !== undefined && record.hook !== filter.route && record.route !== filter.route)
+    return false;
+  if (filter.status !== undefined && !statusMatches(record.status, filter.status)) return false;
+  if (
+    filter.session !== undefined &&
+    !record.actions.some((a) => a.sessionKey?.includes(filter.session as string))
+  )
+    return false;
+  if (filter.q !== undefined) {
+    const q = filter.q;
+    const found =
+      record.id === q ||
+      record.verification?.deliveryId === q ||
+      record.actions.some((a) => a.id === q);
+    if (!found) return false;
+  }
+  if (filter.state !== undefined && !record.actions.some((a) => stateOf(a.id) === filter.state))
+    return false;
+  return true;
+}
+
+function statusMatches(status: number, wanted: string): boolean {
+  const range = /^([1-5])xx$/i.exec(wanted);
+  if (range) return Math.floor(status / 100) === Number(range[1]);
+  return String(status) === wanted;
+}
