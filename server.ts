@@ -4,7 +4,8 @@
  *
  *   node server.ts [serve] [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR]
  *   node server.ts actions [--json] [--limit N] [--data-dir DIR | --config FILE]
- *   node server.ts check [--config FILE]
+ *   node server.ts check [--config FILE] [--strict]
+ *   node server.ts schema
  *   node server.ts test <name> --payload FILE [--header K:V] [--query K=V] [--sign] [--json]
  *   node server.ts gmail <setup|status|stop> ...
  */
@@ -12,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { check } from './engine/cli/check.ts';
 import { GMAIL_USAGE, gmailCommand } from './engine/cli/gmail-commands.ts';
 import { listActions } from './engine/cli/list-actions.ts';
+import { printSchema } from './engine/cli/schema.ts';
 import { heartbeatNow, retry } from './engine/cli/control-commands.ts';
 import { events, heartbeats, runs } from './engine/cli/runtime-commands.ts';
 import { serve } from './engine/cli/serve.ts';
@@ -26,7 +28,8 @@ const USAGE = `usage:
   hookgate heartbeats [--json] [--limit N] [--data-dir DIR | --config FILE]
   hookgate heartbeat now [--data-dir DIR | --config FILE]
   hookgate retry <action id> [--failed] [--data-dir DIR | --config FILE]
-  hookgate check [--config FILE]
+  hookgate check [--config FILE] [--strict]
+  hookgate schema
   hookgate test <name> --payload FILE [--header K:V ...] [--query K=V ...] [--sign] [--json] [--config FILE]
 ${GMAIL_USAGE}`;
 
@@ -104,8 +107,11 @@ async function main(argv: string[]): Promise<number> {
     return retry({ ...flags, id: positionals[0] }, print);
   }
   if (command === 'check') {
-    const { values } = parseArgs({ args: rest, options: { config: { type: 'string' } } });
-    return check(values.config, print);
+    const { values } = parseArgs({
+      args: rest,
+      options: { config: { type: 'string' }, strict: { type: 'boolean' } },
+    });
+    return check(values.config, print, { strict: values.strict === true });
   }
   if (command === 'test') {
     const { values, positionals } = parseArgs({
@@ -138,6 +144,7 @@ async function main(argv: string[]): Promise<number> {
       print,
     );
   }
+  if (command === 'schema') return printSchema(print);
   if (command === 'gmail') return gmailCommand(rest, print);
   process.stderr.write(`hookgate: unknown command "${command}"\n${USAGE}`);
   return 2;

@@ -13,6 +13,7 @@ import { checkDefaultRoute } from '../hookgate.ts';
 import { type Policy, policyFromConfig } from '../policy.ts';
 import { agentPathProblems } from '../runtime/runner-paths.ts';
 import { startTransforms } from '../sandbox/start.ts';
+import { reportAudit } from './audit-lines.ts';
 
 export type CompiledSetup = {
   loaded: LoadedConfig;
@@ -80,6 +81,7 @@ function agentOf(mapping: CompiledMapping, policy: Policy): string {
 export async function check(
   configFlag: string | undefined,
   out: (line: string) => void,
+  options: { strict?: boolean } = {},
 ): Promise<number> {
   const setup = compileSetup(configFlag, process.env, process.cwd());
   if (!setup) {
@@ -115,5 +117,6 @@ export async function check(
       `  mail flow: ${gmail.account}, pushes on http://${bind}:${port}${path} (${gmail.push.mode})`,
     );
   }
-  return 0;
+  // Advice on valid settings (spec 5.7): exit 0 unless --strict.
+  return reportAudit(setup.loaded.config, out, options.strict === true);
 }

@@ -1,0 +1,171 @@
+/**
+ * The config audit behind `hookgate check`: settings that are valid but go
+ * against the operational guidance of spec 5.7 (exposure, caller-chosen
+ * sessions, agent routing, raw payloads kept) or a hook token too weak to
+ * stand up to guessing. Pure: a validated config in, warnings out; nothing
+ * here ever quotes a secret.
+ */
+import { BlockList, isIP } from 'node:net';
+import type { Config } from '../schemas/config.ts';
+import { isLoopbackHost } from './config-rules.ts';
+
+/** One piece of advice: the dotted setting it is about, and why. */
+export type AuditWarning = { setting: string; message: string };
+
+/** Shortest hook token taken as strong (32: `openssl rand -hex 16`, 24 random bytes in base64). */
+export const MIN_TOKEN_LENGTH = 32;
+/** Bits a hook token should carry at least (the usual floor for a shared secret). */
+export const MIN_TOKEN_BITS = 128;
+/** Fewer distinct characters than this reads as a pattern, not randomness, whatever the length. */
+export const MIN_TOKEN_DISTINCT = 10;
+
+// Addresses of a private network (spec 5.7 names it beside loopback and a proxy).
+const PRIVATE = new BlockList();
+PRIVATE.addSubnet('10.0.0.0', 8, 'ipv4');
+PRIVATE.addSubnet('172.16.0.0', 12, 'ipv4');
+PRIVATE.addSubnet('192.168.0.0', 16, 'ipv4');
+PRIVATE.addSubnet('100.64.0.0', 10, 'ipv4');
+PRIVATE.addSubnet('169.254.0.0', 16, 'ipv4');
+PRIVATE.addSubnet('fc00::', 7, 'ipv6');
+PRIVATE.addSubnet('fe80::', 10, 'ipv6');
+
+/** True for one address of a private network (not a wildcard, not a name: those may be public). */
+export function isPrivateAddress(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  const family = isIP(bare);
+  if (family === 0) return false;
+  return PRIVATE.check(bare, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+// Alphabets a generated token is drawn from, smallest first; the first that holds every
+// character of the token stands for where it came from.
+const ALPHABETS: ReadonlyArray<{ size: number; test: RegExp }> = [
+  { size: 10, test: /^[0-9]*$/ },
+  { size: 16, test: /^[0-9a-f]*$/ },
+  { size: 16, test: /^[0-9A-F]*$/ },
+  { size: 26, test: /^[a-z]*$/ },
+  { size: 26, test: /^[A-Z]*$/ },
+  { size: 36, test: /^[0-9a-z]*$/ },
+  { size: 36, test: /^[0-9A-Z]*$/ },
+  { size: 62, test: /^[0-9A-Za-z]*$/ },
+  { size: 64, test: /^[0-9A-Za-z_-]*=*$/ },
+  { size: 64, test: /^[0-9A-Za-z+/]*=*$/ },
+];
+
+/**
+ * An upper estimate of a token's strength in bits: its length times log2 of the smallest
+ * usual alphabet holding it (digits, hex, letters, alphanumerics, base64; 95 printable
+ * ASCII characters otherwise). Padding `=` carries nothing and is not counted.
+ */
+export function estimateTokenBits(token: string): number {
+  const chars = [...token.replace(/=+$/, '')];
+  const size = ALPHABETS.find((a) => a.test.test(token))?.size ?? 95;
+  return chars.length * Math.log2(size);
+}
+
+/**
+ * True when the token looks guessable: shorter than MIN_TOKEN_LENGTH characters, under
+ * MIN_TOKEN_BITS by estimateTokenBits, or fewer than MIN_TOKEN_DISTINCT distinct characters.
+ * The length floor is what catches chosen words ("correct-horse-battery"), which the
+ * character-set estimate rates far above their real strength.
+ */
+export function isWeakToken(token: string): boolean {
+  const chars = [...token];
+  return (
+    chars.length < MIN_TOKEN_LENGTH ||
+    estimateTokenBits(token) < MIN_TOKEN_BITS ||
+    new Set(chars).size < MIN_TOKEN_DISTINCT
+  );
+}
+
+/** Every warning for this config, in a fixed order (the order of the checks below). */
+export function auditConfig(config: Config): AuditWarning[] {
+  return [
+    ...exposure(config),
+    ...sessionKeys(config),
+    ...agentRouting(config),
+    ...hookToken(config),
+    ...admin(config),
+  ];
+}
+
+function exposure(config: Config): AuditWarning[] {
+  const { host, trustedProxies } = config.server;
+  if (isLoopbackHost(host) || isPrivateAddress(host) || trustedProxies.length > 0) return [];
+  return [
+    {
+      setting: 'server.host',
+      message:
+        `${JSON.stringify(host)} is beyond loopback and a private network, and no ` +
+        'server.trustedProxies are set: keep the hooks behind loopback, a private network ' +
+        'or a trusted reverse proxy (and list the proxy in server.trustedProxies)',
+    },
+  ];
+}
+
+function sessionKeys(config: Config): AuditWarning[] {
+  const { allowRequestSessionKey, allowedSessionKeyPrefixes } = config.hooks;
+  if (!allowRequestSessionKey) return [];
+  const warnings: AuditWarning[] = [
+    {
+      setting: 'hooks.allowRequestSessionKey',
+      message:
+        'true: callers choose the session their agent run lands in; keep it false unless ' +
+        'caller-selected sessions are required',
+    },
+  ];
+  // Only then does a missing list matter: without caller keys, session keys are the config's own.
+  if (!allowedSessionKeyPrefixes || allowedSessionKeyPrefixes.length === 0) {
+    warnings.push({
+      setting: 'hooks.allowedSessionKeyPrefixes',
+      message:
+        'not set while hooks.allowRequestSessionKey is true: a caller may pick any session ' +
+        '(the main session included); restrict it, e.g. ["hook:"]',
+    });
+  }
+  return warnings;
+}
+
+function agentRouting(config: Config): AuditWarning[] {
+  const allowed = config.hooks.allowedAgentIds;
+  if (config.agents.list.length < 2) return [];
+  if (allowed && !allowed.includes('*')) return [];
+  return [
+    {
+      setting: 'hooks.allowedAgentIds',
+      message: `${allowed ? 'contains "*"' : 'not set'} with ${config.agents.list.length} agents: any caller may route a run to any agent; list the agents hooks may reach`,
+    },
+  ];
+}
+
+function hookToken(config: Config): AuditWarning[] {
+  const token = config.hooks.token;
+  if (token === undefined || !isWeakToken(token)) return [];
+  return [
+    {
+      setting: 'hooks.token',
+      message: `looks guessable (under ${MIN_TOKEN_LENGTH} characters, under ${MIN_TOKEN_BITS} bits by its length and character set, or under ${MIN_TOKEN_DISTINCT} distinct characters); use a random one, e.g. openssl rand -hex 32`,
+    },
+  ];
+}
+
+function admin(config: Config): AuditWarning[] {
+  const settings = config.admin;
+  if (!settings) return [];
+  const warnings: AuditWarning[] = [];
+  if (settings.keepPayloads) {
+    warnings.push({
+      setting: 'admin.keepPayloads',
+      message:
+        'true: the console keeps raw request bodies in memory and shows them; keep sensitive ' +
+        'payloads out of it unless you are debugging',
+    });
+  }
+  if (!isLoopbackHost(settings.host)) {
+    warnings.push({
+      setting: 'admin.host',
+      message: `${JSON.stringify(settings.host)} is beyond loopback: the admin listener (metrics, console) is for the operator; reach it through loopback (an SSH tunnel or a proxy) rather than the network`,
+    });
+  }
+  return warnings;
+}

@@ -1,0 +1,78 @@
+/**
+ * `hookgate check` prints the audit over the real command line: one
+ * `warning: <setting>: <message>` line per risky setting, exit 0, or 1 under
+ * --strict; a clean config passes --strict; a config error stays exit 2; the
+ * hook token never appears in the output.
+ */
+import { describe, expect, it } from 'vitest';
+import { runHookgate, useProcessFixtures, writeConfig } from './helpers/process.ts';
+
+const temp = useProcessFixtures();
+const WEAK = 'changeme-please';
+const STRONG = 'b8f2c4e1a9d07f3e6c5b2a1d8e9f0c7b6a5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f';
+
+const risky = `
+server: { host: 0.0.0.0, port: 8787 }
+hooks:
+  enabled: true
+  token: \${HOOKS_TOKEN}
+  allowRequestSessionKey: true
+agents:
+  list: [ { id: main, default: true }, { id: ops } ]
+admin: { host: 127.0.0.1, port: 0, keepPayloads: true }
+`;
+
+const clean = `
+server: { host: 127.0.0.1, port: 8787 }
+hooks:
+  enabled: true
+  token: \${HOOKS_TOKEN}
+  allowedSessionKeyPrefixes: ["hook:"]
+  allowedAgentIds: [main, ops]
+agents:
+  list: [ { id: main, default: true }, { id: ops } ]
+`;
+
+const warnings = (stdout: string) => stdout.split('\n').filter((l) => l.startsWith('warning:'));
+
+describe('hookgate check: audit warnings', () => {
+  it('prints one warning line per risky setting and exits 0; --strict exits 1', async () => {
+    const file = writeConfig(temp(), risky);
+    const env = { HOOKS_TOKEN: WEAK };
+    const plain = await runHookgate(['check', '--config', file], { env });
+    expect(plain.stderr).toBe('');
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain('Config OK:');
+    expect(warnings(plain.stdout).map((l) => l.split(': ')[1])).toEqual([
+      'server.host',
+      'hooks.allowRequestSessionKey',
+      'hooks.allowedSessionKeyPrefixes',
+      'hooks.allowedAgentIds',
+      'hooks.token',
+      'admin.keepPayloads',
+    ]);
+    expect(plain.stdout).not.toContain(WEAK);
+
+    const strict = await runHookgate(['check', '--strict', '--config', file], { env });
+    expect(strict.code).toBe(1);
+    expect(warnings(strict.stdout)).toEqual(warnings(plain.stdout));
+    expect(strict.stdout + strict.stderr).not.toContain(WEAK);
+  });
+
+  it('a config without risky settings passes --strict with no warning', async () => {
+    const file = writeConfig(temp(), clean);
+    const result = await runHookgate(['check', '--strict', '--config', file], {
+      env: { HOOKS_TOKEN: STRONG },
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(warnings(result.stdout)).toEqual([]);
+  });
+
+  it('a config error is still exit 2 under --strict', async () => {
+    const file = writeConfig(temp(), 'hooks: { enabled: true }\n');
+    const result = await runHookgate(['check', '--strict', '--config', file]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('hooks.token: required when hooks.enabled is true');
+  });
+});
