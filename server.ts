@@ -16,6 +16,7 @@ import { listActions } from './engine/cli/list-actions.ts';
 import { printSchema } from './engine/cli/schema.ts';
 import { heartbeatNow, retry } from './engine/cli/control-commands.ts';
 import { events, heartbeats, runs } from './engine/cli/runtime-commands.ts';
+import { reload } from './engine/cli/reload.ts';
 import { serve } from './engine/cli/serve.ts';
 import { testRequest } from './engine/cli/test-request.ts';
 import { ConfigError } from './engine/config.ts';
@@ -28,6 +29,7 @@ const USAGE = `usage:
   hookgate heartbeats [--json] [--limit N] [--data-dir DIR | --config FILE]
   hookgate heartbeat now [--data-dir DIR | --config FILE]
   hookgate retry <action id> [--failed] [--data-dir DIR | --config FILE]
+  hookgate reload [--data-dir DIR | --config FILE]
   hookgate check [--config FILE] [--strict]
   hookgate schema
   hookgate test <name> --payload FILE [--header K:V ...] [--query K=V ...] [--sign] [--json] [--config FILE]
@@ -73,7 +75,8 @@ async function main(argv: string[]): Promise<number> {
     command === 'events' ||
     command === 'heartbeats' ||
     command === 'heartbeat' ||
-    command === 'retry'
+    command === 'retry' ||
+    command === 'reload'
   ) {
     const { values, positionals } = parseArgs({
       args: rest,
@@ -93,6 +96,7 @@ async function main(argv: string[]): Promise<number> {
     if (command === 'runs') return runs(flags, print);
     if (command === 'events') return events(flags, print);
     if (command === 'heartbeats') return heartbeats(flags, print);
+    if (command === 'reload') return reload(flags, print);
     if (command === 'heartbeat') {
       if (positionals[0] !== 'now') {
         process.stderr.write(`hookgate heartbeat: say "heartbeat now"\n${USAGE}`);

@@ -1,31 +1,33 @@
 /**
  * Assembling a running hookgate from a validated configuration: store,
- * limiter, guard, routes, dispatcher, HTTP server with its timeouts, and an
- * orderly shutdown. Usable as a library by a gateway that embeds hookgate.
+ * limiter, the current configuration's generation (routes, stages,
+ * transforms) behind a reload, dispatcher, HTTP server with its timeouts,
+ * the runtime, the admin listener, and an orderly shutdown. Usable as a
+ * library by a gateway that embeds hookgate.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type AdminListener, startAdmin } from './admin/server.ts';
+import { adminDeps, type AdminParts } from './admin/wiring.ts';
 import { createClientAddressResolver } from './client-address.ts';
 import { createConnectionLimiter } from './connection-limit.ts';
-import { ConfigError, type LoadedConfig } from './config.ts';
+import { type LoadedConfig, loadConfigFile } from './config.ts';
+import { compileConfig } from './config/compile.ts';
 import { createLedger } from './dispatcher.ts';
-import { createTokenCheck } from './auth.ts';
-import { createAdapters } from './delivery/registry.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRequestHandler } from './ingress/http-handler.ts';
-import { compileRoutes, routeContext } from './ingress/routes.ts';
-import { createStages } from './ingress/stages.ts';
 import { type MailFlow, startMailFlow } from './gmail/flow.ts';
-import { checkRecipient, type Policy, policyFromConfig } from './policy.ts';
 import type { ActionStore } from './queue/action-store.ts';
 import { openSqliteStore } from './queue/sqlite-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';
 import { warmFolds } from './safety/skeleton.ts';
-import { compileMappings } from './mappings.ts';
+import { type Generation, startGeneration } from './reload/generation.ts';
+import { createLiveConfig, type LiveConfig, type ReloadOutcome } from './reload/live-config.ts';
+import { LiveMap } from './reload/live-map.ts';
+import { watchForReload } from './reload/watch.ts';
 import { type Runtime, startRuntime } from './runtime/runtime.ts';
-import { startTransforms } from './sandbox/start.ts';
 
 export type Hookgate = {
   /** Base URL the server listens on, e.g. http://127.0.0.1:8787 */
@@ -37,6 +39,12 @@ export type Hookgate = {
   /** The mail flow, when hooks.gmail.account is set. */
   mail: MailFlow | undefined;
   logger: Logger;
+  /** The running configuration (its current generation, the last reload). */
+  live: LiveConfig;
+  /** The admin listener, when `admin` is configured. */
+  admin: AdminListener | undefined;
+  /** Reload from the config file (as SIGHUP does); the outcome says what happened. */
+  reload(trigger?: string): Promise<ReloadOutcome>;
   /** Stop accepting, finish in-flight requests, commit and close the store. */
   close(): Promise<void>;
 };
@@ -48,18 +56,9 @@ export type StartOptions = {
   store?: ActionStore;
   /** Run the runtime (worker, heartbeat); default true. Off: actions are only accepted and stored. */
   runtime?: boolean;
+  /** The environment a reload substitutes `${VAR}` from (default process.env). */
+  env?: NodeJS.ProcessEnv;
 };
-
-/** session.defaultRoute's recipient must have its channel's form (a ConfigError otherwise). */
-export function checkDefaultRoute(config: LoadedConfig['config'], policy: Policy): void {
-  const seed = config.session.defaultRoute;
-  if (!seed) return;
-  try {
-    checkRecipient(policy, seed.channel, seed.to);
-  } catch (err) {
-    throw new ConfigError('session.defaultRoute.to', (err as Error).message);
-  }
-}
 
 const PRUNE_EVERY_MS = 10 * 60 * 1000;
 
@@ -69,40 +68,67 @@ export async function startHookgate(
   options: StartOptions = {},
 ): Promise<Hookgate> {
   const { config } = loaded;
-  // One set of channel adapters serves the door's recipient checks and delivery.
-  const adapters = createAdapters(config.channels);
-  const policy = policyFromConfig(config, adapters);
   // Compiled before anything is opened: a bad mapping stops the boot with a ConfigError.
-  const mappings = compileMappings(config, policy, loaded.transformsRoot);
-  checkDefaultRoute(config, policy);
+  const compiled = compileConfig(loaded);
   const logger = options.logger ?? createLogger(config.log.level);
-  if (options.runtime !== false) {
-    // Warned, not refused: a runner may be installed after the start; its runs fail plainly.
-    for (const problem of agentPathProblems(config, loaded.baseDir, process.env))
-      logger.warn({ path: problem.path }, problem.message);
-  }
-  const transforms = await startTransforms(config, mappings, logger);
+  if (options.runtime !== false) warnPathProblems(loaded, logger);
   const store =
     options.store ??
     (await openSqliteStore(loaded.dataDir, {
       commitDelayMs: config.runtime.commitDelayMs,
       onWarning: (message) => logger.warn({ dataDir: loaded.dataDir }, message),
     }));
+  // The runtime reads agents and channels through these: a reload swaps their contents.
+  const agents = new LiveMap(compiled.agents);
+  const adapters = new LiveMap(compiled.adapters);
+  let live: LiveConfig | undefined;
   const runtime =
-    options.runtime === false ? undefined : startRuntime(loaded, policy, logger, adapters);
+    options.runtime === false
+      ? undefined
+      : startRuntime(
+          loaded,
+          {
+            policy: compiled.policy,
+            agents,
+            adapters,
+            defaultAgentId: () => (live?.current() ?? first).compiled.policy.defaultAgentId,
+            onRequest: (kind, seq) => answerRequest(kind, seq),
+          },
+          logger,
+        );
   let closing: Promise<void> | undefined;
-  const routes = compileRoutes(
-    config,
-    mappings,
-    routeContext(config, policy, {
-      lastChannel: () => runtime?.store.lastRoute(config.session.mainKey)?.channel,
-      ...(transforms && { transforms }),
-    }),
-  );
   const ledger = createLedger(store, { afterCommit: () => runtime?.worker.kick() });
+  const generationDeps = {
+    logger,
+    ledger,
+    limiter: createMemoryLimiter(config.hooks.authRateLimit),
+    resolveClient: createClientAddressResolver(config.server.trustedProxies),
+    lastChannel: () => runtime?.store.lastRoute(config.session.mainKey)?.channel,
+  };
+  const first = await startGeneration(compiled, generationDeps);
+  live = createLiveConfig(first, {
+    load: () => loadConfigFile(loaded.file as string, options.env ?? process.env),
+    start: (next) => {
+      if (runtime) warnPathProblems(next.loaded, logger);
+      return startGeneration(next, generationDeps);
+    },
+    swapped: (next: Generation) => {
+      agents.swap(next.compiled.agents);
+      adapters.swap(next.compiled.adapters);
+    },
+    logger,
+  });
+  const current = live;
+  // `hookgate reload` asks through the store; its outcome is the answer it waits for.
+  function answerRequest(kind: string, seq: number): void {
+    if (kind !== 'reload' || !runtime) return;
+    void current
+      .reload('hookgate reload')
+      .then((outcome) => runtime.store.answerRequest(seq, JSON.stringify(outcome)));
+  }
   // The mail flow (when hooks.gmail.account is set): its own push listener and sync job.
   const mail = await startMailFlow(loaded, {
-    routes,
+    routes: liveRoutes(current),
     ledger,
     logger,
     notify: (text) =>
@@ -114,20 +140,7 @@ export async function startHookgate(
       }),
   });
   const handler = createRequestHandler({
-    stages: createStages({
-      enabled: config.hooks.enabled,
-      hooksPath: config.hooks.path,
-      routes,
-      limiter: createMemoryLimiter(config.hooks.authRateLimit),
-      resolveClient: createClientAddressResolver(config.server.trustedProxies),
-      tokenMatches: createTokenCheck(config.hooks.token ?? ''),
-      body: {
-        maxBytes: config.hooks.maxBodyBytes,
-        maxDepth: config.hooks.maxJsonDepth,
-        timeoutMs: config.server.requestTimeoutMs,
-      },
-      ledger,
-    }),
+    acquire: () => current.current().acquire(),
     logger,
     draining: () => closing !== undefined,
   });
@@ -159,12 +172,27 @@ export async function startHookgate(
 
   const prune = setInterval(() => {
     store
-      .pruneIdempotency(Date.now() - routes.maxKeyWindowMs)
+      .pruneIdempotency(Date.now() - current.current().routes.maxKeyWindowMs)
       .catch((err: unknown) => logger.warn({ err }, 'prune failed'));
   }, PRUNE_EVERY_MS);
   prune.unref();
 
+  const parts: AdminParts = { live: current, store, runtime, mail, logger };
+  const admin = config.admin ? await startAdminListener(config, parts) : undefined;
   await listen(server, options.host ?? config.server.host, options.port ?? config.server.port);
+  const stopWatch =
+    config.reload.watch && loaded.file
+      ? watchForReload({
+          file: loaded.file,
+          transformsRoot: loaded.transformsRoot,
+          debounceMs: config.reload.debounceMs,
+          logger,
+          changed: (what) => {
+            logger.info({ changed: what }, 'config changed on disk: reloading');
+            void current.reload('file change');
+          },
+        })
+      : undefined;
   // The safety wrapper's per-character folds, computed while idle rather than by the first sender.
   warmFolds();
   const address = server.address() as AddressInfo;
@@ -178,14 +206,65 @@ export async function startHookgate(
     store,
     mail,
     logger,
+    live: current,
+    admin: admin?.listener,
+    reload: (trigger = 'library') => current.reload(trigger),
     close() {
+      stopWatch?.();
       // The mail flow first: its sync writes to the store that shutdown closes last.
       closing ??= (mail?.close() ?? Promise.resolve())
+        .then(() => admin?.close())
         .then(() => shutdown(server, store, prune, config.server.shutdownGraceMs, runtime))
-        .finally(() => transforms?.close());
+        .finally(() => current.close());
       return closing;
     },
   };
+}
+
+/** Runner commands or workspaces that do not exist: warned, since a runner may be installed later. */
+function warnPathProblems(loaded: LoadedConfig, logger: Logger): void {
+  for (const problem of agentPathProblems(loaded.config, loaded.baseDir, process.env))
+    logger.warn({ path: problem.path }, problem.message);
+}
+
+/** The current generation's routes, for what outlives a reload (the mail flow, pruning). */
+function liveRoutes(live: LiveConfig) {
+  return {
+    find: (hook: string) => live.current().routes.find(hook),
+    get maxKeyWindowMs() {
+      return live.current().routes.maxKeyWindowMs;
+    },
+  };
+}
+
+async function startAdminListener(
+  config: LoadedConfig['config'],
+  parts: AdminParts,
+): Promise<{ listener: AdminListener; close(): Promise<void> }> {
+  const settings = config.admin as NonNullable<typeof config.admin>;
+  const deps = adminDeps(config, parts);
+  try {
+    const listener = await startAdmin(
+      {
+        host: settings.host,
+        port: settings.port,
+        ...(settings.token !== undefined && { token: settings.token }),
+        logger: parts.logger,
+        maxBodyBytes: config.hooks.maxBodyBytes,
+      },
+      deps.deps,
+    );
+    return {
+      listener,
+      async close() {
+        await listener.close();
+        deps.close();
+      },
+    };
+  } catch (err) {
+    deps.close();
+    throw err;
+  }
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {

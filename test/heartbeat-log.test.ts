@@ -25,7 +25,7 @@ async function beatOnce(runner: Runner | undefined): Promise<Array<Record<string
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
   const heartbeat = createHeartbeat({
     store,
-    agent: { id: 'main', runner, workspace: temp.dir, model: undefined, timeoutSeconds: 5 },
+    agent: () => ({ id: 'main', runner, workspace: temp.dir, model: undefined, timeoutSeconds: 5 }),
     adapters: new Map(),
     settings: {
       mainKey: 'main',

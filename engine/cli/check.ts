@@ -4,49 +4,28 @@
  * can be used, then print one line per route. Exit 0, or 2 with the
  * offending path.
  */
-import { findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
-import { type CompiledMapping, compileMappings } from '../mappings.ts';
-import { checkMailFlow, type MailFlowProblem } from '../gmail/flow.ts';
-import { compileRoutes, routeContext } from '../ingress/routes.ts';
+import { findConfigFile, loadConfigFile } from '../config.ts';
+import { type CompiledConfig, compileConfig } from '../config/compile.ts';
+import type { CompiledMapping } from '../mappings.ts';
 import { createLogger } from '../log.ts';
-import { checkDefaultRoute } from '../hookgate.ts';
-import { type Policy, policyFromConfig } from '../policy.ts';
+import type { Policy } from '../policy.ts';
 import { agentPathProblems } from '../runtime/runner-paths.ts';
 import { startTransforms } from '../sandbox/start.ts';
 import { reportAudit } from './audit-lines.ts';
 
-export type CompiledSetup = {
-  loaded: LoadedConfig;
-  policy: Policy;
-  mappings: CompiledMapping[];
-  /** What stops the mail flow without stopping the server (serve warns, check refuses). */
-  mailProblems: MailFlowProblem[];
-};
-
-/** Load the config named by --config / HOOKGATE_CONFIG / ./hookgate.yaml and compile its mappings. */
+/** Load the config named by --config / HOOKGATE_CONFIG / ./hookgate.yaml and compile it. */
 export function compileSetup(
   configFlag: string | undefined,
   env: NodeJS.ProcessEnv,
   cwd: string,
-): CompiledSetup | null {
+): CompiledConfig | null {
   const file = findConfigFile(configFlag, env, cwd);
   if (!file) return null;
-  const loaded = loadConfigFile(file, env);
-  const policy = policyFromConfig(loaded.config);
-  checkDefaultRoute(loaded.config, policy);
-  const mappings = compileMappings(loaded.config, policy, loaded.transformsRoot);
-  // The routes too: an auth block that cannot work stops `check` as it would stop the server.
-  const routes = compileRoutes(loaded.config, mappings, routeContext(loaded.config, policy));
-  // The mail flow's settings too, as the server would check them at start.
-  const mailProblems =
-    loaded.config.hooks.enabled && loaded.config.hooks.gmail.account
-      ? checkMailFlow(loaded, routes).problems
-      : [];
-  return { loaded, policy, mappings, mailProblems };
+  return compileConfig(loadConfigFile(file, env));
 }
 
 /** One line per route: path, mapping id, action, agent, conditions. */
-export function describeRoutes({ loaded, policy, mappings }: CompiledSetup): string[] {
+export function describeRoutes({ loaded, policy, mappings }: CompiledConfig): string[] {
   const base = loaded.config.hooks.path;
   const lines = [
     `POST ${base}/wake  built-in  wake`,

@@ -70,6 +70,8 @@ export async function serve(flags: ServeFlags): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  // SIGHUP reloads the config file (the outcome is logged and shown by /readyz).
+  process.on('SIGHUP', () => void hookgate.reload('SIGHUP'));
   const hooksUrl = `${hookgate.url}${loaded.config.hooks.path}`;
   hookgate.logger.info(
     {
@@ -83,6 +85,7 @@ export async function serve(flags: ServeFlags): Promise<number> {
   process.stdout.write(
     `hookgate listening on ${hookgate.url} (hooks under ${hooksUrl}, data in ${loaded.dataDir})\n`,
   );
+  if (hookgate.admin) process.stdout.write(`admin listening on ${hookgate.admin.url}\n`);
   if (!loaded.file) printQuickstart(hooksUrl, quickstartToken);
 
   return stopped;

@@ -9,7 +9,6 @@ import { ConfigError } from '../config.ts';
 import type { CompiledMapping } from '../mappings.ts';
 import type { Verification } from '../envelope.ts';
 import { type DryRunResult, dryRun } from '../ingress/dry-run.ts';
-import { compileRoutes, routeContext } from '../ingress/routes.ts';
 import { createLogger } from '../log.ts';
 import { startTransforms } from '../sandbox/start.ts';
 import type { MatchOutcome } from '../rules.ts';
@@ -64,10 +63,8 @@ export async function testRequest(flags: TestFlags, out: (line: string) => void)
   };
   let result: DryRunResult;
   try {
-    const { config } = setup.loaded;
-    const context = routeContext(config, setup.policy, { ...(transforms && { transforms }) });
-    const routes = compileRoutes(config, setup.mappings, context);
-    result = await dryRun(config, routes, request);
+    const routes = setup.routes({ ...(transforms && { transforms }) });
+    result = await dryRun(setup.loaded.config, routes, request);
   } finally {
     await transforms?.close();
   }

@@ -12,7 +12,7 @@ import type { RouteTable } from '../ingress/routes.ts';
 import type { Logger } from '../log.ts';
 import { createEmitter } from './emit.ts';
 import { createMailSource } from './mail-source.ts';
-import { openMailboxStore } from './mailbox-store.ts';
+import { type MailboxState, openMailboxStore } from './mailbox-store.ts';
 import { createMailboxClient } from './mailbox-client.ts';
 import { createPushAuthenticator } from './push-auth.ts';
 import { decodePush } from './push-envelope.ts';
@@ -21,7 +21,13 @@ import { createMailboxSync, type MailboxSync, markNeedsConsent } from './sync.ts
 import { readRefreshToken } from './token-file.ts';
 import { startUpkeep } from './upkeep.ts';
 
-export type MailFlow = { pushUrl: string; sync: MailboxSync; close(): Promise<void> };
+export type MailFlow = {
+  pushUrl: string;
+  sync: MailboxSync;
+  /** The watched mailbox as the store has it (watch expiry, consent). */
+  state(): MailboxState;
+  close(): Promise<void>;
+};
 
 export type MailFlowDeps = {
   routes: RouteTable;
@@ -144,6 +150,7 @@ export async function startMailFlow(
   deps.logger.info({ url: push.url, account }, `gmail push listening on ${push.url}`);
   return {
     pushUrl: push.url,
+    state: () => store.state(account),
     sync,
     async close() {
       retry.stop();

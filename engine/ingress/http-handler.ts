@@ -10,8 +10,12 @@ import { sendEmpty, sendError, sendJson, sendText } from '../respond.ts';
 import { type Answer, type Exchange, type NamedStage, newExchange, runStages } from './exchange.ts';
 import { expectsContinue, headerValues, httpSource } from './request-source.ts';
 
+/** The stages a request runs, held until it is answered (a reload retires them after). */
+export type Pipeline = { readonly stages: readonly NamedStage[]; release(): void };
+
 export type HandlerSettings = {
-  stages: readonly NamedStage[];
+  /** The current configuration's stages; the request keeps them to its end. */
+  acquire: () => Pipeline;
   logger: Logger;
   /** True once shutdown began: answers then close their connection (no new keep-alive requests). */
   draining: () => boolean;
@@ -25,7 +29,7 @@ const REPLAYED = Object.freeze({ 'idempotent-replayed': 'true' });
 export function createRequestHandler(
   settings: HandlerSettings,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  const { stages, logger } = settings;
+  const { logger } = settings;
 
   function answer(res: ServerResponse, x: Exchange, result: Answer): void {
     if (settings.draining()) res.setHeader('connection', 'close');
@@ -60,11 +64,13 @@ export function createRequestHandler(
     x.log['client'] = req.socket.remoteAddress ?? '';
     x.log['status'] = 0;
     // Per-stage timings only when the log line will carry them (debug): none at info.
-    runStages(stages, x, logger.isLevelEnabled('debug'))
+    const pipeline = settings.acquire();
+    runStages(pipeline.stages, x, logger.isLevelEnabled('debug'))
       .then((result) => answer(res, x, result))
       .catch((err: unknown) => fail(req, res, x, err))
       .finally(() => {
         for (const release of x.cleanup) release();
+        pipeline.release();
         const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
         x.log['durationMs'] = durationMs;
         if (x.timings) x.log['stages'] = x.timings;

@@ -217,6 +217,10 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX IF NOT EXISTS gmail_pushes_pending ON gmail_pushes (account, synced_at_ms);
   `,
+  // 7: a control request's answer (a reload's outcome, for `hookgate reload`).
+  `
+  ALTER TABLE control_requests ADD COLUMN result TEXT;
+  `,
 ];
 
 function userVersion(db: DatabaseSync): number {

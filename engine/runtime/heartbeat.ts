@@ -44,14 +44,14 @@ export type Heartbeat = {
 /** Create the heartbeat of the main session. */
 export function createHeartbeat(deps: {
   store: RuntimeStore;
-  agent: AgentSettings;
+  /** The default agent as the current configuration has it (a reload may change its runner). */
+  agent: () => AgentSettings;
   adapters: ReadonlyMap<string, ChannelAdapter>;
   settings: HeartbeatSettings;
   logger: Logger;
   signal: AbortSignal;
 }): Heartbeat {
-  const { store, agent, settings, logger } = deps;
-  const owner: TurnOwner = { agentId: agent.id, sessionKey: settings.mainKey, kind: 'heartbeat' };
+  const { store, settings, logger } = deps;
   let running: Promise<void> | undefined;
   let lastNoRunner = Number.NEGATIVE_INFINITY;
   let waiting = false;
@@ -61,6 +61,8 @@ export function createHeartbeat(deps: {
   let task: ScheduledTask | undefined;
 
   async function runOnce(reason: string): Promise<void> {
+    const agent = deps.agent();
+    const owner: TurnOwner = { agentId: agent.id, sessionKey: settings.mainKey, kind: 'heartbeat' };
     if (!agent.runner) {
       // Said plainly, but once a minute: under load every wake would otherwise write a record.
       const now = Date.now();

@@ -6,7 +6,7 @@ import type { LoadedConfig } from '../config.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
 import type { Policy } from '../policy.ts';
-import { resolveAgents } from './agents.ts';
+import type { AgentSettings } from './agents.ts';
 import { createHeartbeat, type Heartbeat } from './heartbeat.ts';
 import { compileLastRoutePolicy, normaliseRoute } from './last-route.ts';
 import { killGroup } from './runners/command.ts';
@@ -20,6 +20,20 @@ export type Runtime = {
   heartbeat: Heartbeat;
   /** Stop the worker and the heartbeat (running turns go back to the queue), close the store. */
   stop(): Promise<void>;
+};
+
+/**
+ * What the runtime reads from the configuration. The maps may be live (a reload replaces
+ * their contents): every run looks its agent and channel up when it starts.
+ */
+export type RuntimeParts = {
+  policy: Policy;
+  adapters: ReadonlyMap<string, ChannelAdapter>;
+  agents: ReadonlyMap<string, AgentSettings>;
+  /** The current default agent (agents.list's default, else its first). */
+  defaultAgentId: () => string;
+  /** Operator requests other than a heartbeat (`hookgate reload`), answered in the store. */
+  onRequest?: (kind: string, seq: number) => void;
 };
 
 /**
@@ -40,10 +54,10 @@ function seedLastRoute(
 /** Start the runtime over the data directory's store. */
 export function startRuntime(
   loaded: LoadedConfig,
-  policy: Policy,
+  parts: RuntimeParts,
   logger: Logger,
-  adapters: ReadonlyMap<string, ChannelAdapter>,
 ): Runtime {
+  const { policy, adapters, agents } = parts;
   const { config } = loaded;
   const store = RuntimeStore.open(loaded.dataDir);
   // A heartbeat a killed instance left running: end its runner; its events stay pending.
@@ -51,10 +65,13 @@ export function startRuntime(
   const lastRoute = compileLastRoutePolicy(config.session, adapters);
   seedLastRoute(store, config.session, adapters);
   const controller = new AbortController();
-  const agents = resolveAgents(config, loaded.baseDir, policy.defaultAgentId);
-  const defaultAgent = agents.get(policy.defaultAgentId);
-  if (!defaultAgent) throw new Error(`default agent "${policy.defaultAgentId}" is not resolved`);
-  store.claimHeartbeatTurns(defaultAgent.id);
+  // Read per turn: a reload that changes the default agent's runner applies to the next heartbeat.
+  const defaultAgent = () => {
+    const agent = agents.get(parts.defaultAgentId()) ?? agents.get(policy.defaultAgentId);
+    if (!agent) throw new Error(`default agent "${policy.defaultAgentId}" is not resolved`);
+    return agent;
+  };
+  store.claimHeartbeatTurns(defaultAgent().id);
   const heartbeat = createHeartbeat({
     store,
     agent: defaultAgent,
@@ -88,6 +105,7 @@ export function startRuntime(
     },
     logger,
     controller,
+    ...(parts.onRequest && { onRequest: parts.onRequest }),
   });
   heartbeat.start();
   worker.start();

@@ -298,8 +298,21 @@ export class SessionRecords {
     return Number(result.changes) > 0;
   }
 
+  /** Record a request's answer (what the command that asked waits for). */
+  answerRequest(seq: number, result: string): void {
+    this.db.prepare('UPDATE control_requests SET result = ? WHERE seq = ?').run(result, seq);
+  }
+
+  /** A request's answer, once the server has given it. */
+  requestResult(seq: number): string | undefined {
+    const row = this.db.prepare('SELECT result FROM control_requests WHERE seq = ?').get(seq) as
+      | Row
+      | undefined;
+    return typeof row?.['result'] === 'string' ? row['result'] : undefined;
+  }
+
   /** Requests not yet handled; marks them handled. */
-  takeRequests(): string[] {
+  takeRequests(): Array<{ seq: number; kind: string }> {
     return this.transaction(() => {
       const rows = this.db
         .prepare('SELECT seq, kind FROM control_requests WHERE handled_at IS NULL ORDER BY seq')
@@ -308,7 +321,7 @@ export class SessionRecords {
         this.db
           .prepare('UPDATE control_requests SET handled_at = ? WHERE handled_at IS NULL')
           .run(now());
-      return rows.map((row) => row['kind'] as string);
+      return rows.map((row) => ({ seq: Number(row['seq']), kind: row['kind'] as string }));
     });
   }
 

@@ -57,6 +57,8 @@ export function createActionWorker(deps: {
   settings: WorkerSettings;
   logger: Logger;
   controller: AbortController;
+  /** Other operator requests (a reload); the handler answers them in the store. */
+  onRequest?: (kind: string, seq: number) => void;
 }): ActionWorker {
   const { store, agents, adapters, heartbeat, settings, logger } = deps;
   const deliverReply = createDeliveryStep({
@@ -133,8 +135,10 @@ export function createActionWorker(deps: {
   }
 
   function handleRequests(): void {
-    for (const kind of store.takeRequests())
+    for (const { seq, kind } of store.takeRequests()) {
       if (kind === 'heartbeat') heartbeat.requestNow('requested');
+      else deps.onRequest?.(kind, seq);
+    }
   }
 
   async function execute(row: RunRow): Promise<void> {

@@ -58,6 +58,8 @@ export type TransformSupervisor = {
   call(key: string, input: unknown): Promise<TransformResult>;
   /** Stop every process (resolves once they have exited). */
   close(): Promise<void>;
+  /** Processes up and loaded, of how many (what readiness reports). */
+  processes(): { ready: number; total: number };
 };
 
 type Call = {
@@ -373,6 +375,10 @@ export function createSupervisor(
   }
 
   return {
+    processes: () => ({
+      ready: slots.filter((slot) => slot.state === 'ready').length,
+      total: slots.length,
+    }),
     start() {
       started ??= Promise.all(slots.map(startSlot)).then(
         (results) => new Map((results[0] ?? []).map((e) => [e.key, e.message])),

@@ -78,7 +78,12 @@ export async function startAdminStack(
     keepPayloads: settings.keepPayloads,
     maxBodyBytes: config.hooks.maxBodyBytes,
   }).start();
-  const hookgate = await startHookgate(loaded, { logger, runtime: options.runtime ?? false });
+  // The admin listener is assembled here (with the test's readiness and metrics), not by hookgate.
+  const { admin: _ownAdmin, ...withoutAdmin } = config;
+  const hookgate = await startHookgate(
+    { ...loaded, config: withoutAdmin },
+    { logger, runtime: options.runtime ?? false },
+  );
   const policy = policyFromConfig(config, createAdapters(config.channels));
   const mappings = compileMappings(config, policy, loaded.transformsRoot);
   const routes = compileRoutes(config, mappings, routeContext(config, policy));

@@ -1,0 +1,63 @@
+/**
+ * The admin listener's dependencies, taken from a running instance: its
+ * readiness, its metrics, the request journal, the runtime's runs, and dry
+ * runs through whatever configuration is current.
+ */
+import type { Config } from '../../schemas/config.ts';
+import type { MailFlow } from '../gmail/flow.ts';
+import type { Logger } from '../log.ts';
+import { createMetrics } from '../observe/metrics.ts';
+import type { ActionStore } from '../queue/action-store.ts';
+import type { LiveConfig } from '../reload/live-config.ts';
+import type { Runtime } from '../runtime/runtime.ts';
+import type { AdminDeps } from './deps.ts';
+import { currentDryRun, currentSigner } from './dry-run.ts';
+import { RequestJournal } from './journal.ts';
+import { checkReadiness } from './readiness.ts';
+import { runsView } from './runs-view.ts';
+
+export type AdminParts = {
+  live: LiveConfig;
+  store: ActionStore;
+  runtime: Runtime | undefined;
+  mail: MailFlow | undefined;
+  logger: Logger;
+};
+
+/** Build the deps; `close` stops the journal and the metrics' subscriptions. */
+export function adminDeps(config: Config, parts: AdminParts): { deps: AdminDeps; close(): void } {
+  const settings = config.admin as NonNullable<Config['admin']>;
+  // Listening before the hooks listener takes its first request.
+  const journal = new RequestJournal({
+    recentRequests: settings.recentRequests,
+    keepPayloads: settings.keepPayloads,
+    maxBodyBytes: config.hooks.maxBodyBytes,
+  }).start();
+  const runtime = parts.runtime;
+  const metrics = createMetrics(runtime ? { queueDepth: () => runtime.store.countByState() } : {});
+  const current = () => {
+    const { compiled, routes } = parts.live.current();
+    return { config: compiled.loaded.config, routes, mappings: compiled.mappings };
+  };
+  const deps: AdminDeps = {
+    readiness: () =>
+      checkReadiness({
+        store: parts.store,
+        transforms: () => parts.live.current().transforms?.processes(),
+        lastReload: parts.live.lastReload,
+        mail: parts.mail && (() => (parts.mail as MailFlow).state()),
+      }),
+    metrics,
+    journal,
+    runs: runtime ? runsView(runtime.store) : undefined,
+    dryRun: currentDryRun(current),
+    signFor: currentSigner(current),
+  };
+  return {
+    deps,
+    close() {
+      journal.stop();
+      metrics.close();
+    },
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * The running configuration and its reloads: a new configuration is
+ * compiled and started beside the current one, then swapped in one step. A
+ * configuration that does not compile or whose transforms do not load
+ * changes nothing; the reason is kept for /readyz and `hookgate reload`.
+ */
+import type { LoadedConfig } from '../config.ts';
+import { type CompiledConfig, compileConfig } from '../config/compile.ts';
+import type { Logger } from '../log.ts';
+import type { Generation } from './generation.ts';
+import { restartOnlyChanges } from './restart-only.ts';
+
+export type ReloadOutcome = {
+  ok: boolean;
+  /** ISO time the reload finished. */
+  at: string;
+  /** What asked for it: SIGHUP, `hookgate reload`, a file change. */
+  trigger: string;
+  file: string | null;
+  /** Why nothing changed (a config error names its path). */
+  error?: string;
+  /** Changed settings that wait for a restart (the running values stay). */
+  restartNeeded: string[];
+};
+
+export type LiveConfig = {
+  current(): Generation;
+  /** Reload from the config file; reloads run one at a time, in the order asked. */
+  reload(trigger: string): Promise<ReloadOutcome>;
+  /** The last reload's outcome, if any. */
+  lastReload(): ReloadOutcome | undefined;
+  /** Wait for a reload in progress, then retire the current generation. */
+  close(): Promise<void>;
+};
+
+export type LiveConfigDeps = {
+  /** Read and validate the config file again (throws ConfigError). */
+  load: () => LoadedConfig;
+  /** Start a generation of a compiled config (throws ConfigError when a transform does not load). */
+  start: (compiled: CompiledConfig) => Promise<Generation>;
+  /** Called with the new generation as it becomes current. */
+  swapped: (next: Generation) => void;
+  logger: Logger;
+};
+
+export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveConfig {
+  let current = first;
+  let last: ReloadOutcome | undefined;
+  let queue: Promise<unknown> = Promise.resolve();
+  let closed = false;
+
+  async function reloadNow(trigger: string): Promise<ReloadOutcome> {
+    const running = current.compiled.loaded;
+    const base = { trigger, file: running.file };
+    if (closed) return finish({ ...base, ok: false, error: 'shutting down', restartNeeded: [] });
+    if (!running.file) {
+      const error = 'the quickstart has no config file to reload';
+      return finish({ ...base, ok: false, error, restartNeeded: [] });
+    }
+    let next: Generation;
+    try {
+      next = await deps.start(compileConfig(deps.load()));
+    } catch (err) {
+      return finish({ ...base, ok: false, error: (err as Error).message, restartNeeded: [] });
+    }
+    const restartNeeded = restartOnlyChanges(running.config, next.compiled.loaded.config);
+    const previous = current;
+    current = next;
+    deps.swapped(next);
+    previous.retire().catch((err: unknown) => {
+      deps.logger.warn(
+        { err: (err as Error).message },
+        'retiring the previous configuration failed',
+      );
+    });
+    return finish({ ...base, ok: true, restartNeeded });
+  }
+
+  function finish(outcome: Omit<ReloadOutcome, 'at'>): ReloadOutcome {
+    last = { ...outcome, at: new Date().toISOString() };
+    const fields = { trigger: last.trigger, file: last.file };
+    if (!last.ok)
+      deps.logger.error({ ...fields, error: last.error }, 'reload failed; configuration unchanged');
+    else if (last.restartNeeded.length > 0)
+      deps.logger.warn(
+        { ...fields, restartNeeded: last.restartNeeded },
+        'reloaded; some changes wait for a restart',
+      );
+    else deps.logger.info(fields, 'reloaded');
+    return last;
+  }
+
+  return {
+    current: () => current,
+    reload(trigger) {
+      const run = queue.then(() => reloadNow(trigger));
+      queue = run.catch(() => undefined);
+      return run;
+    },
+    lastReload: () => last,
+    async close() {
+      closed = true;
+      await queue;
+      await current.retire();
+    },
+  };
+}
