@@ -91,7 +91,7 @@ export async function startHookgate(
             policy: compiled.policy,
             agents,
             adapters,
-            defaultAgentId: () => (live?.current() ?? first).compiled.policy.defaultAgentId,
+            defaultAgentId: () => (live?.current().compiled ?? compiled).policy.defaultAgentId,
             onRequest: (kind, seq) => answerRequest(kind, seq),
           },
           logger,

@@ -1,0 +1,158 @@
+/**
+ * Hot reload end to end, through the real binary: SIGHUP, `hookgate reload`
+ * and reload.watch swap in a new configuration without a restart; a broken
+ * one changes nothing and says why (in `hookgate reload` and /readyz); a
+ * restart-only setting is named; the admin listener answers health,
+ * readiness and metrics.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { killAll, listStoredActions, runHookgate, startServer } from './helpers/process.ts';
+
+const ADMIN_TOKEN = 'reload-test-admin-token-0123456789abcdef';
+const ADMIN = /admin listening on (http:\/\/127\.0\.0\.1:\d+)/;
+
+function configText(greeting: string, extra = ''): string {
+  return `server: { host: 127.0.0.1, port: 0 }
+hooks:
+  enabled: true
+  token: ${TOKEN}
+  mappings:
+    - id: ci
+      match: { path: ci }
+      action: wake
+      text: "${greeting}: {{payload.build}}"
+runtime: { dataDir: ./data, heartbeat: { every: "off" } }
+admin: { port: 0, token: ${ADMIN_TOKEN} }
+${extra}`;
+}
+
+const cleanups: Array<() => void> = [];
+afterEach(async () => {
+  await killAll();
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+async function start(text: string) {
+  const temp = tempDir('hookgate-reload-');
+  cleanups.push(temp.cleanup);
+  const file = path.join(temp.dir, 'hookgate.yaml');
+  writeFileSync(file, text);
+  const server = await startServer(['--config', file]);
+  const adminUrl = (await server.waitForStdout(ADMIN))[1] as string;
+  const admin = (p: string, token: string | null = ADMIN_TOKEN) =>
+    fetch(`${adminUrl}${p}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+  const post = (build: string) =>
+    fetch(`${server.url}/hooks/ci`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ build }),
+    });
+  const lastText = async () => {
+    const [newest] = await listStoredActions(['--data-dir', path.join(temp.dir, 'data')]);
+    return String(newest?.['text'] ?? '');
+  };
+  const readyz = async () => (await admin('/readyz')).json() as Promise<Record<string, any>>;
+  return { file, dir: temp.dir, server, admin, post, lastText, readyz };
+}
+
+/** Poll until `probe` holds (the reload is asynchronous to the signal). */
+async function until(probe: () => Promise<boolean>, what: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('hot reload', () => {
+  it('SIGHUP swaps in an edited mapping; requests before and after get their own version', async () => {
+    const s = await start(configText('first'));
+    expect((await s.post('1')).status).toBe(200);
+    expect(await s.lastText()).toContain('first: 1');
+    writeFileSync(s.file, configText('second'));
+    s.server.child.kill('SIGHUP');
+    await until(async () => (await s.readyz()).checks.reload.detail.includes('SIGHUP'), 'reload');
+    expect((await s.post('2')).status).toBe(200);
+    expect(await s.lastText()).toContain('second: 2');
+    expect(s.server.child.exitCode).toBeNull();
+  });
+
+  it('hookgate reload: a broken config changes nothing, names the path, and /readyz says so', async () => {
+    const s = await start(configText('first'));
+    writeFileSync(
+      s.file,
+      configText('first').replace('action: wake', 'action: wake\n      when: { bogus_op: [1] }'),
+    );
+    const failed = await runHookgate(['reload', '--config', s.file]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('the running configuration is unchanged');
+    expect(failed.stderr).toMatch(/hooks\.mappings/);
+    const ready = await s.admin('/readyz');
+    expect(ready.status).toBe(503);
+    const body = (await ready.json()) as Record<string, any>;
+    expect(body.checks.reload.ok).toBe(false);
+    // Still serving the configuration it had.
+    expect((await s.post('3')).status).toBe(200);
+    expect(await s.lastText()).toContain('first: 3');
+    // Fixed: the next reload succeeds and readiness recovers.
+    writeFileSync(s.file, configText('fixed'));
+    const ok = await runHookgate(['reload', '--config', s.file]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain('Reloaded');
+    expect((await s.admin('/readyz')).status).toBe(200);
+    expect((await s.post('4')).status).toBe(200);
+    expect(await s.lastText()).toContain('fixed: 4');
+  });
+
+  it('names the settings that wait for a restart and keeps listening where it was', async () => {
+    const s = await start(configText('first'));
+    writeFileSync(
+      s.file,
+      configText('first').replace('port: 0 }', 'port: 1 }').replace('"off"', '"30m"'),
+    );
+    const result = await runHookgate(['reload', '--config', s.file]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('wait for a restart: server, runtime.heartbeat');
+    expect((await s.post('5')).status).toBe(200);
+  });
+
+  it('reload.watch: saving the file reloads it', async () => {
+    const watch = 'reload: { watch: true, debounceMs: 50 }\n';
+    const s = await start(configText('first', watch));
+    writeFileSync(s.file, configText('watched', watch));
+    await until(async () => {
+      await s.post('6');
+      return (await s.lastText()).includes('watched: 6');
+    }, 'the watched change');
+  });
+
+  it('a new hook token applies at once: the old one is refused', async () => {
+    const s = await start(configText('first'));
+    const rotated = 'rotated-hook-token-abcdefghijklmnopqrstuvwxyz';
+    writeFileSync(s.file, configText('first').replace(`token: ${TOKEN}`, `token: ${rotated}`));
+    expect((await runHookgate(['reload', '--config', s.file])).code).toBe(0);
+    expect((await s.post('7')).status).toBe(401);
+  });
+});
+
+describe('admin listener', () => {
+  it('answers health, readiness and metrics; the token is required and never shown', async () => {
+    const s = await start(configText('first'));
+    expect((await s.admin('/healthz', null)).status).toBe(200);
+    expect((await s.admin('/readyz', null)).status).toBe(401);
+    const ready = await s.readyz();
+    expect(ready.ready).toBe(true);
+    expect(ready.checks.store.ok).toBe(true);
+    expect((await s.post('8')).status).toBe(200);
+    const metrics = await s.admin('/metrics');
+    expect(metrics.headers.get('content-type')).toContain('text/plain');
+    const text = await metrics.text();
+    expect(text).toMatch(/hookgate_requests_total\{[^}]*route="ci"[^}]*status="200"/);
+    expect(text).not.toContain(TOKEN);
+    expect(text).not.toContain(ADMIN_TOKEN);
+  });
+});
