@@ -8,6 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Readiness } from '../engine/admin/deps.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
 import { killAll, listStoredActions, runHookgate, startServer } from './helpers/process.ts';
 
@@ -54,7 +55,7 @@ async function start(text: string) {
     const [newest] = await listStoredActions(['--data-dir', path.join(temp.dir, 'data')]);
     return String(newest?.['text'] ?? '');
   };
-  const readyz = async () => (await admin('/readyz')).json() as Promise<Record<string, any>>;
+  const readyz = async () => (await admin('/readyz')).json() as Promise<Readiness>;
   return { file, dir: temp.dir, server, admin, post, lastText, readyz };
 }
 
@@ -75,7 +76,7 @@ describe('hot reload', () => {
     expect(await s.lastText()).toContain('first: 1');
     writeFileSync(s.file, configText('second'));
     s.server.child.kill('SIGHUP');
-    await until(async () => (await s.readyz()).checks.reload.detail.includes('SIGHUP'), 'reload');
+    await until(async () => (await s.readyz()).checks['reload']?.detail?.includes('SIGHUP') === true, 'reload');
     expect((await s.post('2')).status).toBe(200);
     expect(await s.lastText()).toContain('second: 2');
     expect(s.server.child.exitCode).toBeNull();
@@ -93,8 +94,8 @@ describe('hot reload', () => {
     expect(failed.stderr).toMatch(/hooks\.mappings/);
     const ready = await s.admin('/readyz');
     expect(ready.status).toBe(503);
-    const body = (await ready.json()) as Record<string, any>;
-    expect(body.checks.reload.ok).toBe(false);
+    const body = (await ready.json()) as Readiness;
+    expect(body.checks['reload']?.ok).toBe(false);
     // Still serving the configuration it had.
     expect((await s.post('3')).status).toBe(200);
     expect(await s.lastText()).toContain('first: 3');
@@ -146,7 +147,7 @@ describe('admin listener', () => {
     expect((await s.admin('/readyz', null)).status).toBe(401);
     const ready = await s.readyz();
     expect(ready.ready).toBe(true);
-    expect(ready.checks.store.ok).toBe(true);
+    expect(ready.checks['store']?.ok).toBe(true);
     expect((await s.post('8')).status).toBe(200);
     const metrics = await s.admin('/metrics');
     expect(metrics.headers.get('content-type')).toContain('text/plain');
