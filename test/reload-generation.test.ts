@@ -1,0 +1,75 @@
+/**
+ * A generation's lifetime: a request keeps the generation it started on,
+ * and a retired generation closes its transform processes only after its
+ * last request is answered. Which settings a reload cannot apply.
+ */
+import { describe, expect, it } from 'vitest';
+import { resolveConfig } from '../engine/config.ts';
+import { compileConfig } from '../engine/config/compile.ts';
+import type { Ledger } from '../engine/dispatcher.ts';
+import { createLogger } from '../engine/log.ts';
+import { createMemoryLimiter } from '../engine/rate-limit.ts';
+import { startGeneration } from '../engine/reload/generation.ts';
+import { restartOnlyChanges } from '../engine/reload/restart-only.ts';
+import { TOKEN, tempDir } from './helpers/hookgate.ts';
+
+const NO_LEDGER: Ledger = {
+  hold: () => Promise.resolve({ previous: undefined, release: () => undefined }),
+  commit: () => Promise.resolve('{}'),
+};
+
+function load(extra: Record<string, unknown> = {}) {
+  const temp = tempDir('hookgate-generation-');
+  return {
+    loaded: resolveConfig(
+      { hooks: { enabled: true, token: TOKEN }, ...extra },
+      { baseDir: temp.dir, dataDir: temp.dir, env: {} },
+    ),
+    cleanup: temp.cleanup,
+  };
+}
+
+describe('a generation', () => {
+  it('retires only once the requests it holds are answered', async () => {
+    const { loaded, cleanup } = load();
+    const generation = await startGeneration(compileConfig(loaded), {
+      logger: createLogger('silent'),
+      ledger: NO_LEDGER,
+      limiter: createMemoryLimiter(loaded.config.hooks.authRateLimit),
+      resolveClient: () => '127.0.0.1',
+      lastChannel: () => undefined,
+    });
+    const first = generation.acquire();
+    const second = generation.acquire();
+    let retired = false;
+    const retiring = generation.retire().then(() => {
+      retired = true;
+    });
+    first.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(retired).toBe(false);
+    second.release();
+    await retiring;
+    expect(retired).toBe(true);
+    cleanup();
+  });
+});
+
+describe('restart-only settings', () => {
+  it('names the sections a reload cannot apply, and nothing else', () => {
+    const a = load();
+    const b = load({
+      server: { port: 9999 },
+      runtime: { concurrency: 2 },
+      hooks: { enabled: true, token: `${TOKEN}x`, maxBodyBytes: 1024 },
+      agents: { list: [{ id: 'other' }] },
+    });
+    expect(restartOnlyChanges(a.loaded.config, b.loaded.config)).toEqual([
+      'server',
+      'runtime.concurrency',
+    ]);
+    expect(restartOnlyChanges(a.loaded.config, a.loaded.config)).toEqual([]);
+    a.cleanup();
+    b.cleanup();
+  });
+});
