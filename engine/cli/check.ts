@@ -1,8 +1,9 @@
 /**
  * `hookgate check`: validate the configuration and compile every condition,
  * template and preset, check that runner commands and workspaces exist and
- * can be used, then print one line per route. Exit 0, or 2 with the
- * offending path.
+ * can be used, then print one line per route and the audit's warnings.
+ * Exit 0 (1 with --strict when there is a warning), or 2 with the offending
+ * path.
  */
 import { findConfigFile, loadConfigFile } from '../config.ts';
 import { type CompiledConfig, compileConfig } from '../config/compile.ts';
