@@ -219,7 +219,10 @@ const MIGRATIONS: readonly string[] = [
   `,
   // 7: a control request's answer (a reload's outcome, for `hookgate reload`).
   `
-  ALTER TABLE control_requests ADD COLUMN result TEXT;
+  CREATE TABLE IF NOT EXISTS control_answers (
+    seq INTEGER PRIMARY KEY,
+    result TEXT NOT NULL
+  );
   `,
 ];
 

@@ -300,12 +300,14 @@ export class SessionRecords {
 
   /** Record a request's answer (what the command that asked waits for). */
   answerRequest(seq: number, result: string): void {
-    this.db.prepare('UPDATE control_requests SET result = ? WHERE seq = ?').run(result, seq);
+    this.db
+      .prepare('INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)')
+      .run(seq, result);
   }
 
   /** A request's answer, once the server has given it. */
   requestResult(seq: number): string | undefined {
-    const row = this.db.prepare('SELECT result FROM control_requests WHERE seq = ?').get(seq) as
+    const row = this.db.prepare('SELECT result FROM control_answers WHERE seq = ?').get(seq) as
       | Row
       | undefined;
     return typeof row?.['result'] === 'string' ? row['result'] : undefined;
