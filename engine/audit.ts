@@ -5,7 +5,6 @@
  * stand up to guessing. Pure: a validated config in, warnings out; nothing
  * here ever quotes a secret.
  */
-import { BlockList, isIP } from 'node:net';
 import type { Config } from '../schemas/config.ts';
 import { isLoopbackHost } from './config-rules.ts';
 
@@ -18,24 +17,6 @@ export const MIN_TOKEN_LENGTH = 32;
 export const MIN_TOKEN_BITS = 128;
 /** Fewer distinct characters than this reads as a pattern, not randomness, whatever the length. */
 export const MIN_TOKEN_DISTINCT = 10;
-
-// Addresses of a private network (spec 5.7 names it beside loopback and a proxy).
-const PRIVATE = new BlockList();
-PRIVATE.addSubnet('10.0.0.0', 8, 'ipv4');
-PRIVATE.addSubnet('172.16.0.0', 12, 'ipv4');
-PRIVATE.addSubnet('192.168.0.0', 16, 'ipv4');
-PRIVATE.addSubnet('100.64.0.0', 10, 'ipv4');
-PRIVATE.addSubnet('169.254.0.0', 16, 'ipv4');
-PRIVATE.addSubnet('fc00::', 7, 'ipv6');
-PRIVATE.addSubnet('fe80::', 10, 'ipv6');
-
-/** True for one address of a private network (not a wildcard, not a name: those may be public). */
-export function isPrivateAddress(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  const family = isIP(bare);
-  if (family === 0) return false;
-  return PRIVATE.check(bare, family === 4 ? 'ipv4' : 'ipv6');
-}
 
 // Alphabets a generated token is drawn from, smallest first; the first that holds every
 // character of the token stands for where it came from.
@@ -91,12 +72,13 @@ export function auditConfig(config: Config): AuditWarning[] {
 
 function exposure(config: Config): AuditWarning[] {
   const { host, trustedProxies } = config.server;
-  if (isLoopbackHost(host) || isPrivateAddress(host) || trustedProxies.length > 0) return [];
+  // A private address is beyond loopback too: everything on that network reaches the hooks.
+  if (isLoopbackHost(host) || trustedProxies.length > 0) return [];
   return [
     {
       setting: 'server.host',
       message:
-        `${JSON.stringify(host)} is beyond loopback and a private network, and no ` +
+        `${JSON.stringify(host)} is beyond loopback and no ` +
         'server.trustedProxies are set: keep the hooks behind loopback, a private network ' +
         'or a trusted reverse proxy (and list the proxy in server.trustedProxies)',
     },
@@ -139,11 +121,17 @@ function agentRouting(config: Config): AuditWarning[] {
 }
 
 function hookToken(config: Config): AuditWarning[] {
-  const token = config.hooks.token;
+  return [
+    ...tokenStrength('hooks.token', config.hooks.token),
+    ...tokenStrength('admin.token', config.admin?.token),
+  ];
+}
+
+function tokenStrength(setting: string, token: string | undefined): AuditWarning[] {
   if (token === undefined || !isWeakToken(token)) return [];
   return [
     {
-      setting: 'hooks.token',
+      setting,
       message: `looks guessable (under ${MIN_TOKEN_LENGTH} characters, under ${MIN_TOKEN_BITS} bits by its length and character set, or under ${MIN_TOKEN_DISTINCT} distinct characters); use a random one, e.g. openssl rand -hex 32`,
     },
   ];

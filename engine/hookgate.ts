@@ -100,6 +100,8 @@ export async function startHookgate(
   const ledger = createLedger(store, { afterCommit: () => runtime?.worker.kick() });
   const generationDeps = {
     logger,
+    // The listener's timeouts are fixed at start; the body stage keeps to the same.
+    requestTimeoutMs: config.server.requestTimeoutMs,
     ledger,
     limiter: createMemoryLimiter(config.hooks.authRateLimit),
     resolveClient: createClientAddressResolver(config.server.trustedProxies),
@@ -124,7 +126,13 @@ export async function startHookgate(
     if (kind !== 'reload' || !runtime) return;
     void current
       .reload('hookgate reload')
-      .then((outcome) => runtime.store.answerRequest(seq, JSON.stringify(outcome)));
+      .then((outcome) => {
+        // Shutting down closes the store: the command that asked then says nobody answered.
+        if (closing === undefined) runtime.store.answerRequest(seq, JSON.stringify(outcome));
+      })
+      .catch((err: unknown) =>
+        logger.warn({ err: (err as Error).message }, 'could not answer the reload request'),
+      );
   }
   // The mail flow (when hooks.gmail.account is set): its own push listener and sync job.
   const mail = await startMailFlow(loaded, {

@@ -38,6 +38,7 @@ describe('a generation', () => {
       limiter: createMemoryLimiter(loaded.config.hooks.authRateLimit),
       resolveClient: () => '127.0.0.1',
       lastChannel: () => undefined,
+      requestTimeoutMs: 30_000,
     });
     const first = generation.acquire();
     const second = generation.acquire();

@@ -11,7 +11,8 @@ import type { ActionStore } from '../queue/action-store.ts';
 import type { LiveConfig } from '../reload/live-config.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import type { AdminDeps } from './deps.ts';
-import { currentDryRun, currentSigner } from './dry-run.ts';
+import { dryRun } from '../ingress/dry-run.ts';
+import { currentSigner } from './dry-run.ts';
 import { RequestJournal } from './journal.ts';
 import { checkReadiness } from './readiness.ts';
 import { runsView } from './runs-view.ts';
@@ -50,7 +51,15 @@ export function adminDeps(config: Config, parts: AdminParts): { deps: AdminDeps;
     metrics,
     journal,
     runs: runtime ? runsView(runtime.store) : undefined,
-    dryRun: currentDryRun(current),
+    // A dry run holds the configuration it started on, as a request does.
+    async dryRun(request) {
+      const generation = parts.live.current().acquire();
+      try {
+        return await dryRun(generation.compiled.loaded.config, generation.routes, request);
+      } finally {
+        generation.release();
+      }
+    },
     signFor: currentSigner(current),
   };
   return {

@@ -21,8 +21,9 @@ export type EmitterDeps = {
 
 /** The emitter of the mail flow. */
 export function createEmitter(deps: EmitterDeps): Emit {
-  const route = deps.routes.find('gmail');
   return async function emit(account, item) {
+    // Looked up per message: a reload may have replaced the gmail route since the flow started.
+    const route = deps.routes.find('gmail');
     const claim = { key: `gmail-message:${account}:${item.id}`, windowMs: deps.windowMs };
     const held = await deps.ledger.hold([claim]);
     try {

@@ -25,6 +25,8 @@ export type GenerationDeps = {
   limiter: AuthFailureLimiter;
   resolveClient: ClientAddressResolver;
   lastChannel: () => string | undefined;
+  /** server.requestTimeoutMs as the listener started with it (restart-only). */
+  requestTimeoutMs: number;
 };
 
 export type Generation = Pipeline & {
@@ -58,7 +60,7 @@ export async function startGeneration(
     body: {
       maxBytes: config.hooks.maxBodyBytes,
       maxDepth: config.hooks.maxJsonDepth,
-      timeoutMs: config.server.requestTimeoutMs,
+      timeoutMs: deps.requestTimeoutMs,
     },
     ledger: deps.ledger,
   });

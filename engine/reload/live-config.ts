@@ -45,6 +45,8 @@ export type LiveConfigDeps = {
 
 export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveConfig {
   let current = first;
+  // What the process runs with until a restart: restart-only changes are measured against it.
+  const boot = first.compiled.loaded.config;
   let last: ReloadOutcome | undefined;
   let queue: Promise<unknown> = Promise.resolve();
   let closed = false;
@@ -54,8 +56,15 @@ export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveC
     const base = { trigger, file: running.file };
     if (closed) return finish({ ...base, ok: false, error: 'shutting down', restartNeeded: [] });
     if (!running.file) {
-      const error = 'the quickstart has no config file to reload';
-      return finish({ ...base, ok: false, error, restartNeeded: [] });
+      // Not recorded as a failed reload: nothing was tried, and readiness stays as it was.
+      deps.logger.warn({ trigger }, 'reload ignored: the quickstart has no config file');
+      return {
+        ...base,
+        ok: false,
+        error: 'the quickstart has no config file to reload',
+        restartNeeded: [],
+        at: new Date().toISOString(),
+      };
     }
     let next: Generation;
     try {
@@ -63,7 +72,7 @@ export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveC
     } catch (err) {
       return finish({ ...base, ok: false, error: (err as Error).message, restartNeeded: [] });
     }
-    const restartNeeded = restartOnlyChanges(running.config, next.compiled.loaded.config);
+    const restartNeeded = restartOnlyChanges(boot, next.compiled.loaded.config);
     const previous = current;
     current = next;
     deps.swapped(next);

@@ -105,6 +105,7 @@ export function startRuntime(
     },
     logger,
     controller,
+    defaultAgentId: parts.defaultAgentId,
     ...(parts.onRequest && { onRequest: parts.onRequest }),
   });
   heartbeat.start();

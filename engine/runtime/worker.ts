@@ -57,6 +57,8 @@ export function createActionWorker(deps: {
   settings: WorkerSettings;
   logger: Logger;
   controller: AbortController;
+  /** The current default agent, when a reload may change it (else settings.defaultAgentId). */
+  defaultAgentId?: () => string;
   /** Other operator requests (a reload); the handler answers them in the store. */
   onRequest?: (kind: string, seq: number) => void;
 }): ActionWorker {
@@ -204,8 +206,9 @@ export function createActionWorker(deps: {
     return deliverReply(row, action, result.reply);
   }
 
+  // The default agent as the current configuration has it (a reload may change it).
   const agentFor = (action: AgentAction) =>
-    agents.get(action.agentId) ?? agents.get(settings.defaultAgentId);
+    agents.get(action.agentId) ?? agents.get(deps.defaultAgentId?.() ?? settings.defaultAgentId);
 
   function ran(action: AgentAction, outcome: RunOutcome, started: number): void {
     if (!runFinished.hasSubscribers) return;
