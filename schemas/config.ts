@@ -326,7 +326,7 @@ export const configSchema = {
         // The console shows request bodies only when this keeps them (escaped, in memory).
         keepPayloads: { type: 'boolean', default: false },
         // Requests the console remembers (newest first; older ones drop out).
-        recentRequests: { type: 'integer', minimum: 10, maximum: 100_000, default: 1000 },
+        recentRequests: { type: 'integer', minimum: 10, maximum: 10_000, default: 1000 },
       },
     },
     reload: {

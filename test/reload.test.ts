@@ -5,7 +5,7 @@
  * restart-only setting is named; the admin listener answers health,
  * readiness and metrics.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Readiness } from '../engine/admin/deps.ts';
@@ -129,6 +129,40 @@ describe('hot reload', () => {
       await s.post('6');
       return (await s.lastText()).includes('watched: 6');
     }, 'the watched change');
+  });
+
+  it('reload.watch: a changed transform module reloads the configuration', async () => {
+    const watch = 'reload: { watch: true, debounceMs: 50 }\n';
+    const transformMapping = configText('first', watch).replace(
+      '      text: "first: {{payload.build}}"',
+      '      transform: { module: shout.js, export: default }',
+    );
+    const temp = tempDir('hookgate-reload-transform-');
+    cleanups.push(temp.cleanup);
+    const module = path.join(temp.dir, 'hooks', 'transforms', 'shout.js');
+    mkdirSync(path.dirname(module), { recursive: true });
+    writeFileSync(module, 'export default ({ payload }) => ({ text: `v1 ${payload.build}` });\n');
+    const file = path.join(temp.dir, 'hookgate.yaml');
+    writeFileSync(file, transformMapping);
+    const server = await startServer(['--config', file]);
+    const adminUrl = (await server.waitForStdout(ADMIN))[1] as string;
+    const reloadCheck = async () => {
+      const answer = await fetch(`${adminUrl}/readyz`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      return ((await answer.json()) as Readiness).checks['reload']?.detail ?? '';
+    };
+    expect(await reloadCheck()).toBe('no reload since start');
+    writeFileSync(module, 'export default ({ payload }) => ({ text: `v2 ${payload.build}` });\n');
+    await until(async () => (await reloadCheck()).includes('file change'), 'the reload');
+    const answer = await fetch(`${server.url}/hooks/ci`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ build: '9' }),
+    });
+    expect(answer.status).toBe(200);
+    const [newest] = await listStoredActions(['--data-dir', path.join(temp.dir, 'data')]);
+    expect(newest?.['text']).toContain('v2 9');
   });
 
   it('a new hook token applies at once: the old one is refused', async () => {

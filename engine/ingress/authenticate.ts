@@ -35,7 +35,7 @@ export function refuseAuth(
 ): never {
   limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
   x.log['authFailure'] = failure;
-  if (authFailed.hasSubscribers) authFailed.publish({ route: x.route?.name ?? '', failure });
+  if (authFailed.hasSubscribers && !x.preview) authFailed.publish({ route: x.route?.name ?? '', failure });
   throw UNAUTHORIZED;
 }
 

@@ -70,6 +70,7 @@ export async function dryRun(
     ledger: PREVIEW,
   });
   const x = newExchange(source, headerValues(source.rawHeaders));
+  x.preview = true;
   try {
     const answer = await runStages(stages, x);
     const response =

@@ -43,6 +43,8 @@ export type Exchange = {
   accepted?: Accepted;
   /** Fields of the request's log line that stages add (never payload text or secrets). */
   log: Record<string, unknown>;
+  /** A dry run (`hookgate test`, the console): nothing about it is published as traffic. */
+  preview?: true;
   /** Run once the request is answered, whatever happened (releases a held key). */
   cleanup: Array<() => void>;
   /** Milliseconds per stage run, only when the runner was asked to record them (debug log). */
@@ -102,7 +104,8 @@ export function runStages(
   exchange: Exchange,
   recordTimings = false,
 ): Promise<Answer> {
-  if (recordTimings || stageTimed.hasSubscribers) return runTimed(stages, exchange, recordTimings);
+  if (recordTimings || (stageTimed.hasSubscribers && !exchange.preview))
+    return runTimed(stages, exchange, recordTimings);
   return runPlain(stages, exchange);
 }
 
@@ -133,7 +136,7 @@ async function runTimed(
       // A stage that refused (threw) is timed too: a slow 401 is worth seeing.
       const ms = performance.now() - started;
       if (timings) timings[stage.name] = Math.round(ms * 1000) / 1000;
-      if (stageTimed.hasSubscribers)
+      if (stageTimed.hasSubscribers && !x.preview)
         stageTimed.publish({ stage: stage.name, route: x.route?.name, ms });
     }
     if (answer) return answer;

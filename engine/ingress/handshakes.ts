@@ -26,7 +26,7 @@ export function createSubscribe(limiter: AuthFailureLimiter): Stage {
     if (query['hub.mode'] !== 'subscribe' || token === undefined || !gate.verifyToken(token)) {
       limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
       x.log['authFailure'] = 'verify_token';
-      if (authFailed.hasSubscribers)
+      if (authFailed.hasSubscribers && !x.preview)
         authFailed.publish({ route: x.route?.name ?? '', failure: 'verify_token' });
       throw MISMATCH;
     }
