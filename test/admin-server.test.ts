@@ -73,9 +73,10 @@ describe('admin listener: who may use it', () => {
     }
   });
 
-  it('serves /healthz, the page and its files without the token; the data only with it', async () => {
+  it('serves the page and its files without the token; /healthz and the data only with it', async () => {
     const s = await stack();
-    const health = await s.adminFetch('/healthz', { token: null });
+    expect((await s.adminFetch('/healthz', { token: null })).status).toBe(401);
+    const health = await s.adminFetch('/healthz');
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: 'ok' });
     const page = await s.adminFetch('/', { token: null });

@@ -177,7 +177,8 @@ describe('hot reload', () => {
 describe('admin listener', () => {
   it('answers health, readiness and metrics; the token is required and never shown', async () => {
     const s = await start(configText('first'));
-    expect((await s.admin('/healthz', null)).status).toBe(200);
+    expect((await s.admin('/healthz', null)).status).toBe(401);
+    expect((await s.admin('/healthz')).status).toBe(200);
     expect((await s.admin('/readyz', null)).status).toBe(401);
     const ready = await s.readyz();
     expect(ready.ready).toBe(true);

@@ -49,9 +49,8 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
   const assets = consoleAssets();
   const routes: Route[] = [
     {
+      // Behind the token like everything with an answer of its own (probes can send a header).
       path: /^\/healthz$/,
-      // A liveness probe says only what a TCP connect says; probes rarely carry a token.
-      open: true,
       methods: { GET: ({ res }) => sendJson(res, 200, { status: 'ok' }) },
     },
     {
