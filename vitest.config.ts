@@ -10,6 +10,9 @@ export default defineConfig({
     // Bounds for hangs only, never timing assertions: on a loaded 2-core
     // machine a test that spawns several Node processes can take a while.
     testTimeout: 60_000,
+    // Both cores: the default (one fewer than the cores) runs the files one at a time here,
+    // and most of the suite waits on child processes and sockets rather than computing.
+    maxWorkers: 2,
     hookTimeout: 60_000,
   },
 });
