@@ -137,6 +137,7 @@ export async function startHookgate(
   // The mail flow (when hooks.gmail.account is set): its own push listener and sync job.
   const mail = await startMailFlow(loaded, {
     routes: liveRoutes(current),
+    holdRoutes: () => current.current().acquire(),
     ledger,
     logger,
     notify: (text) =>

@@ -11,8 +11,12 @@ import type { Envelope } from '../envelope.ts';
 import type { RouteTable } from '../ingress/routes.ts';
 import type { Emit, MailItem } from './sync.ts';
 
+/** Routes held until released: a reload does not close what a message is being built with. */
+export type HeldRoutes = { readonly routes: RouteTable; release(): void };
+
 export type EmitterDeps = {
-  routes: RouteTable;
+  /** The current routes, held for the time one message takes. */
+  routes: () => HeldRoutes;
   ledger: Ledger;
   hooksPath: string;
   /** How long a message id is remembered (hooks.deliveryRetentionSeconds). */
@@ -23,17 +27,22 @@ export type EmitterDeps = {
 export function createEmitter(deps: EmitterDeps): Emit {
   return async function emit(account, item) {
     // Looked up per message: a reload may have replaced the gmail route since the flow started.
-    const route = deps.routes.find('gmail');
-    const claim = { key: `gmail-message:${account}:${item.id}`, windowMs: deps.windowMs };
-    const held = await deps.ledger.hold([claim]);
+    const current = deps.routes();
     try {
-      if (held.previous) return false;
-      const accepted = await route.accept(envelopeOf(deps.hooksPath, item));
-      // A message the mapping drops (no match) is done too: it is remembered as such.
-      await deps.ledger.commit(accepted, [claim]);
-      return accepted.actions.length > 0;
+      const route = current.routes.find('gmail');
+      const claim = { key: `gmail-message:${account}:${item.id}`, windowMs: deps.windowMs };
+      const held = await deps.ledger.hold([claim]);
+      try {
+        if (held.previous) return false;
+        const accepted = await route.accept(envelopeOf(deps.hooksPath, item));
+        // A message the mapping drops (no match) is done too: it is remembered as such.
+        await deps.ledger.commit(accepted, [claim]);
+        return accepted.actions.length > 0;
+      } finally {
+        held.release();
+      }
     } finally {
-      held.release();
+      current.release();
     }
   };
 }

@@ -10,7 +10,7 @@ import { ConfigError } from '../config.ts';
 import type { Ledger } from '../dispatcher.ts';
 import type { RouteTable } from '../ingress/routes.ts';
 import type { Logger } from '../log.ts';
-import { createEmitter } from './emit.ts';
+import { createEmitter, type HeldRoutes } from './emit.ts';
 import { createMailSource } from './mail-source.ts';
 import { type MailboxState, openMailboxStore } from './mailbox-store.ts';
 import { createMailboxClient } from './mailbox-client.ts';
@@ -31,6 +31,8 @@ export type MailFlow = {
 
 export type MailFlowDeps = {
   routes: RouteTable;
+  /** The current routes held for one message (default: `routes`, never released early). */
+  holdRoutes?: () => HeldRoutes;
   ledger: Ledger;
   logger: Logger;
   /** Tell the owner, as a main-session event. */
@@ -104,7 +106,7 @@ export async function startMailFlow(
     store,
     source: createMailSource(api, gmail),
     emit: createEmitter({
-      routes: deps.routes,
+      routes: deps.holdRoutes ?? (() => ({ routes: deps.routes, release: () => undefined })),
       ledger: deps.ledger,
       hooksPath: hooks.path,
       // A message id is remembered at least a week (Pub/Sub's longest redelivery) or longer.
