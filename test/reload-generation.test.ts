@@ -10,6 +10,7 @@ import type { Ledger } from '../engine/dispatcher.ts';
 import { createLogger } from '../engine/log.ts';
 import { createMemoryLimiter } from '../engine/rate-limit.ts';
 import { startGeneration } from '../engine/reload/generation.ts';
+import { createLiveConfig } from '../engine/reload/live-config.ts';
 import { restartOnlyChanges } from '../engine/reload/restart-only.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
 
@@ -72,5 +73,38 @@ describe('restart-only settings', () => {
     expect(restartOnlyChanges(a.loaded.config, a.loaded.config)).toEqual([]);
     a.cleanup();
     b.cleanup();
+  });
+});
+
+describe('a burst of reloads', () => {
+  it('joins the reload that is waiting instead of queueing one per signal', async () => {
+    const { loaded, cleanup } = load();
+    const deps = {
+      logger: createLogger('silent'),
+      ledger: NO_LEDGER,
+      limiter: createMemoryLimiter(loaded.config.hooks.authRateLimit),
+      resolveClient: () => '127.0.0.1',
+      lastChannel: () => undefined,
+      requestTimeoutMs: 30_000,
+    };
+    const fromFile = { ...loaded, file: '/tmp/hookgate.yaml' };
+    const first = await startGeneration(compileConfig(fromFile), deps);
+    let started = 0;
+    const live = createLiveConfig(first, {
+      load: () => fromFile,
+      start: (compiled) => {
+        started++;
+        return startGeneration(compiled, deps);
+      },
+      swapped: () => undefined,
+      logger: createLogger('silent'),
+    });
+    const outcomes = await Promise.all(Array.from({ length: 50 }, () => live.reload('SIGHUP')));
+    expect(outcomes.every((o) => o.ok)).toBe(true);
+    // One in progress and at most one waiting: never one per signal.
+    expect(started).toBeGreaterThanOrEqual(1);
+    expect(started).toBeLessThanOrEqual(2);
+    await live.close();
+    cleanup();
   });
 });

@@ -5,17 +5,19 @@
 import type { RunView } from './deps.ts';
 import type { JournalRecord } from './journal-record.ts';
 
-export type RequestSummary = {
-  id: string;
-  time: string;
-  method: string;
-  hook: string;
-  route?: string;
-  status: number;
-  code?: string;
-  mappingId?: string;
-  durationMs: number;
-  replayed: boolean;
+export type RequestSummary = Pick<
+  JournalRecord,
+  | 'id'
+  | 'time'
+  | 'method'
+  | 'hook'
+  | 'route'
+  | 'status'
+  | 'code'
+  | 'mappingId'
+  | 'durationMs'
+  | 'replayed'
+> & {
   deliveryId?: string;
   sessions: string[];
   actionIds: string[];

@@ -11,8 +11,7 @@ import type { ActionStore } from '../queue/action-store.ts';
 import type { LiveConfig } from '../reload/live-config.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import type { AdminDeps } from './deps.ts';
-import { dryRun } from '../ingress/dry-run.ts';
-import { currentSigner } from './dry-run.ts';
+import { heldDryRun, heldSigner } from './dry-run.ts';
 import { RequestJournal } from './journal.ts';
 import { checkReadiness } from './readiness.ts';
 import { runsView } from './runs-view.ts';
@@ -36,10 +35,7 @@ export function adminDeps(config: Config, parts: AdminParts): { deps: AdminDeps;
   }).start();
   const runtime = parts.runtime;
   const metrics = createMetrics(runtime ? { queueDepth: () => runtime.store.countByState() } : {});
-  const current = () => {
-    const { compiled, routes } = parts.live.current();
-    return { config: compiled.loaded.config, routes, mappings: compiled.mappings };
-  };
+  const hold = () => parts.live.current().acquire();
   const deps: AdminDeps = {
     readiness: () =>
       checkReadiness({
@@ -51,16 +47,8 @@ export function adminDeps(config: Config, parts: AdminParts): { deps: AdminDeps;
     metrics,
     journal,
     runs: runtime ? runsView(runtime.store) : undefined,
-    // A dry run holds the configuration it started on, as a request does.
-    async dryRun(request) {
-      const generation = parts.live.current().acquire();
-      try {
-        return await dryRun(generation.compiled.loaded.config, generation.routes, request);
-      } finally {
-        generation.release();
-      }
-    },
-    signFor: currentSigner(current),
+    dryRun: heldDryRun(hold),
+    signFor: heldSigner(hold),
   };
   return {
     deps,

@@ -4,11 +4,10 @@
  * (and why the others did not), the resulting actions and policy decisions.
  */
 import { readFileSync } from 'node:fs';
-import { signatureHeaders } from '../auth/sign.ts';
 import { ConfigError } from '../config.ts';
 import type { CompiledMapping } from '../mappings.ts';
 import type { Verification } from '../envelope.ts';
-import { type DryRunResult, dryRun } from '../ingress/dry-run.ts';
+import { type DryRunResult, dryRun, senderHeaders } from '../ingress/dry-run.ts';
 import { createLogger } from '../log.ts';
 import { startTransforms } from '../sandbox/start.ts';
 import type { MatchOutcome } from '../rules.ts';
@@ -53,7 +52,10 @@ export async function testRequest(flags: TestFlags, out: (line: string) => void)
   if (flags.sign)
     Object.assign(
       headers,
-      signFor(setup.mappings, flags.name, body, headers, setup.loaded.config.hooks.token),
+      signed(
+        flags.name,
+        senderHeaders(setup.loaded.config, setup.mappings, flags.name, body, headers),
+      ),
     );
   const request = {
     hook: flags.name,
@@ -130,25 +132,6 @@ function describe(name: string, base: string, result: DryRunResult): string[] {
   return lines;
 }
 
-/** The headers that sign a request to this route, as its sender would (ConfigError if it cannot). */
-function signFor(
-  mappings: readonly CompiledMapping[],
-  name: string,
-  body: Buffer,
-  given: Record<string, string>,
-  token: string | undefined,
-): Record<string, string> {
-  const auth = mappings.find((m) => m.path === name && m.auth)?.auth;
-  if (!auth) throw new ConfigError('', `--sign: the route "${name}" has no auth block to sign for`);
-  const signed = signatureHeaders(auth, body, Math.floor(Date.now() / 1000), given);
-  if (typeof signed === 'string') throw new ConfigError('', `--sign: ${signed}`);
-  // A sender that can add a header adds the token too, when the route requires both.
-  if (auth.requireToken && token && given['authorization'] === undefined) {
-    signed['authorization'] = `Bearer ${token}`;
-  }
-  return signed;
-}
-
 function describeVerification(v: Verification): string {
   const parts: string[] = [v.scheme];
   if (v.secretIndex !== undefined) parts.push(`secret #${v.secretIndex}`);
@@ -169,4 +152,13 @@ function parsePairs(
     out[key(item.slice(0, at).trim())] = item.slice(at + 1).trim();
   }
   return out;
+}
+
+/** What --sign adds, or the ConfigError saying why the route cannot be signed. */
+function signed(name: string, headers: Record<string, string> | string): Record<string, string> {
+  if (typeof headers === 'string') throw new ConfigError('', `--sign: ${headers}`);
+  // A token route has nothing to sign: asking to sign it is a mistake worth saying.
+  if (Object.keys(headers).length === 0)
+    throw new ConfigError('', `--sign: the route "${name}" has no auth block to sign for`);
+  return headers;
 }

@@ -8,6 +8,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Action } from '../../schemas/action.ts';
 import type { Config } from '../../schemas/config.ts';
 import { createTokenCheck } from '../auth.ts';
+import { signatureHeaders } from '../auth/sign.ts';
+import type { CompiledMapping } from '../mappings.ts';
 import type { Ledger } from '../dispatcher.ts';
 import type { Verification } from '../envelope.ts';
 import { asHookError } from '../errors.ts';
@@ -122,4 +124,28 @@ function seen(x: Exchange) {
     ...(verification && { verification }),
     ...(x.claims?.[0] && { replayKey: x.claims[0].key }),
   };
+}
+
+/**
+ * The headers a route's sender adds to sign `body` (`hookgate test --sign`, the console's
+ * replay): none for a token route, a sentence when a signed one cannot be signed.
+ */
+export function senderHeaders(
+  config: Config,
+  mappings: readonly CompiledMapping[],
+  hook: string,
+  body: Buffer,
+  given: Record<string, string>,
+): Record<string, string> | string {
+  const auth = mappings.find((m) => m.path === hook && m.auth)?.auth;
+  // A token route's sender signs nothing (the dry run adds the hook token itself).
+  if (!auth) return {};
+  const signed = signatureHeaders(auth, body, Math.floor(Date.now() / 1000), given);
+  if (typeof signed === 'string') return signed;
+  // A sender that can add a header adds the token too, when the route requires both.
+  const token = config.hooks.token;
+  if (auth.requireToken && token && given['authorization'] === undefined) {
+    signed['authorization'] = `Bearer ${token}`;
+  }
+  return signed;
 }

@@ -49,6 +49,7 @@ export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveC
   const boot = first.compiled.loaded.config;
   let last: ReloadOutcome | undefined;
   let queue: Promise<unknown> = Promise.resolve();
+  let waiting: Promise<ReloadOutcome> | undefined;
   let closed = false;
 
   async function reloadNow(trigger: string): Promise<ReloadOutcome> {
@@ -102,7 +103,14 @@ export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveC
   return {
     current: () => current,
     reload(trigger) {
-      const run = queue.then(() => reloadNow(trigger));
+      // A reload waiting for the one in progress already reads the file as it will be:
+      // a burst of signals or saves joins it instead of starting processes once each.
+      if (waiting) return waiting;
+      const run = queue.then(() => {
+        waiting = undefined;
+        return reloadNow(trigger);
+      });
+      waiting = run;
       queue = run.catch(() => undefined);
       return run;
     },

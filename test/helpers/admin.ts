@@ -1,17 +1,13 @@
 /**
  * Test helpers for the admin listener: hookgate started in-process on port
  * 0 (as test/helpers/hookgate.ts does) with the admin listener assembled
- * next to it from the same config, the way the wiring does: its runtime
- * store's runs, dry runs over routes compiled from that config, the journal.
+ * next to it, the way the wiring does: its runtime store's runs, dry runs
+ * through the instance's own current configuration, the journal.
  */
 import { resolveConfig } from '../../engine/config.ts';
-import { createAdapters } from '../../engine/delivery/registry.ts';
 import { startHookgate } from '../../engine/hookgate.ts';
-import { compileRoutes, routeContext } from '../../engine/ingress/routes.ts';
 import { createLogger } from '../../engine/log.ts';
-import { compileMappings } from '../../engine/mappings.ts';
-import { policyFromConfig } from '../../engine/policy.ts';
-import { currentDryRun, currentSigner } from '../../engine/admin/dry-run.ts';
+import { heldDryRun, heldSigner } from '../../engine/admin/dry-run.ts';
 import type { AdminDeps, Readiness } from '../../engine/admin/deps.ts';
 import { RequestJournal } from '../../engine/admin/journal.ts';
 import { runsView } from '../../engine/admin/runs-view.ts';
@@ -84,10 +80,8 @@ export async function startAdminStack(
     { ...loaded, config: withoutAdmin },
     { logger, runtime: options.runtime ?? false },
   );
-  const policy = policyFromConfig(config, createAdapters(config.channels));
-  const mappings = compileMappings(config, policy, loaded.transformsRoot);
-  const routes = compileRoutes(config, mappings, routeContext(config, policy));
-  const current = () => ({ config, routes, mappings });
+  // The instance's own configuration, held as the wiring holds it.
+  const hold = () => hookgate.live.current().acquire();
   const admin = await startAdmin(
     {
       host: settings.host,
@@ -102,8 +96,8 @@ export async function startAdminStack(
       ...(options.metrics && { metrics: options.metrics }),
       journal,
       runs: hookgate.runtime ? runsView(hookgate.runtime.store) : undefined,
-      dryRun: currentDryRun(current),
-      signFor: currentSigner(current),
+      dryRun: heldDryRun(hold),
+      signFor: heldSigner(hold),
     },
   );
   const hooksPath = config.hooks.path;
