@@ -15,9 +15,14 @@ export function createMemoryStore(): ActionStore & { appended(): number } {
   let count = 0;
   const keys = new Map<string, IdempotencyRecord>();
   return {
-    async append(record: AcceptedRecord) {
+    async appendOrGet(record: AcceptedRecord) {
+      for (const key of record.idempotency ?? []) {
+        const previous = keys.get(key.key);
+        if (previous && previous.createdAtMs >= key.notBeforeMs) return { stored: false, previous };
+      }
       count++;
       for (const key of record.idempotency ?? []) keys.set(key.key, key);
+      return { stored: true };
     },
     async findIdempotency(key: string, notBeforeMs: number) {
       const found = keys.get(key);

@@ -3,12 +3,15 @@
  * (a sender's delivery id or a caller's idempotency key) holds that key from
  * the replay check until it is answered, so a concurrent repeat waits and
  * then finds the first answer; a commit stores the actions and the key's
- * record together, durably, before the 200 is written.
+ * record together, durably, before the 200 is written. The look-up is a
+ * fast first answer; the commit checks the keys again in the same atomic
+ * step as the insert, so another process sharing the store that stored a
+ * key in between is found there and nothing is stored twice.
  */
 import type { Accepted } from './actions.ts';
 import { HookError } from './errors.ts';
 import { actionsCommitted } from './observe/events.ts';
-import type { ActionStore, IdempotencyRecord } from './queue/action-store.ts';
+import type { ActionStore, AppendOutcome, IdempotencyRecord } from './queue/action-store.ts';
 
 /** A key that makes a repeat of a request a replay, and how long it is remembered. */
 export type KeyClaim = {
@@ -21,11 +24,14 @@ export type KeyClaim = {
 /** Keys held by one request: what any of them answered before (if anything), and their release. */
 export type HeldKey = { previous: IdempotencyRecord | undefined; release(): void };
 
+/** A commit's result: the 200 body stored, or the record of a key stored first by someone else. */
+export type Committed = { body: string; previous?: undefined } | { previous: IdempotencyRecord };
+
 export type Ledger = {
   /** Wait until no earlier request holds any of the keys, then hold them. */
   hold(claims: readonly KeyClaim[]): Promise<HeldKey>;
-  /** Store the actions (and every key's record) durably; resolves with the 200 body. */
-  commit(accepted: Accepted, claims: readonly KeyClaim[]): Promise<string>;
+  /** Store the actions (and every key's record) durably, unless a key was stored meanwhile. */
+  commit(accepted: Accepted, claims: readonly KeyClaim[]): Promise<Committed>;
 };
 
 /** The ledger over a durable store. */
@@ -82,16 +88,19 @@ export function createLedger(
         actionId,
         response,
         createdAtMs,
+        notBeforeMs: createdAtMs - claim.windowMs,
       }));
+      let outcome: AppendOutcome;
       try {
-        await store.append({ actions: accepted.actions, idempotency });
+        outcome = await store.appendOrGet({ actions: accepted.actions, idempotency });
       } catch (err) {
         throw unavailable(err);
       }
+      if (!outcome.stored) return { previous: outcome.previous };
       if (actionsCommitted.hasSubscribers)
         actionsCommitted.publish({ count: accepted.actions.length });
       options.afterCommit?.();
-      return response;
+      return { body: response };
     },
   };
 }

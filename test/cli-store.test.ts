@@ -45,7 +45,7 @@ beforeAll(async () => {
   const dead = agentAction('dies');
   const failed = agentAction('fails');
   const deliveryDead = agentAction('delivers');
-  await accepted.append({ actions: [wake, dead, failed, deliveryDead] });
+  await accepted.appendOrGet({ actions: [wake, dead, failed, deliveryDead] });
   await accepted.close();
   Object.assign(ids, {
     wake: wake.id,

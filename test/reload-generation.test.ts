@@ -16,7 +16,7 @@ import { TOKEN, tempDir } from './helpers/hookgate.ts';
 
 const NO_LEDGER: Ledger = {
   hold: () => Promise.resolve({ previous: undefined, release: () => undefined }),
-  commit: () => Promise.resolve('{}'),
+  commit: () => Promise.resolve({ body: '{}' }),
 };
 
 function load(extra: Record<string, unknown> = {}) {

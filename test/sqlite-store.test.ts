@@ -26,7 +26,7 @@ describe('sqlite store file', () => {
     try {
       const store = await openSqliteStore(temp.dir);
       const action = sampleAction();
-      await store.append({ actions: [action] });
+      await store.appendOrGet({ actions: [action] });
       const reader = new DatabaseSync(path.join(temp.dir, STORE_FILE), { readOnly: true });
       const mode = reader.prepare('PRAGMA journal_mode').get() as { journal_mode: string };
       expect(mode.journal_mode).toBe('wal');
@@ -59,7 +59,7 @@ describe('data directory permissions', () => {
       const dataDir = path.join(temp.dir, 'nested', 'data');
       await withOpenUmask(async () => {
         const store = await openSqliteStore(dataDir);
-        await store.append({ actions: [sampleAction()] });
+        await store.appendOrGet({ actions: [sampleAction()] });
         const files = readdirSync(dataDir);
         expect(files).toEqual(
           expect.arrayContaining([STORE_FILE, `${STORE_FILE}-wal`, `${STORE_FILE}-shm`]),
@@ -77,7 +77,7 @@ describe('data directory permissions', () => {
     const temp = tempDir();
     try {
       const first = await openSqliteStore(temp.dir);
-      await first.append({ actions: [sampleAction()] });
+      await first.appendOrGet({ actions: [sampleAction()] });
       await first.close();
       const file = path.join(temp.dir, STORE_FILE);
       chmodSync(file, 0o644);

@@ -22,6 +22,22 @@ export function sampleAction(text = 'hello'): Action {
   };
 }
 
+/** A key's record as a request stores it (live from the start of time unless told otherwise). */
+function keyRecord(key: string, actionId: string, createdAtMs: number) {
+  return {
+    key,
+    fingerprint: `fp-${key}`,
+    actionId,
+    response: `{"ok":true,"id":"${actionId}"}`,
+    createdAtMs,
+    notBeforeMs: 0,
+  };
+}
+
+function withoutWindow({ notBeforeMs: _window, ...record }: ReturnType<typeof keyRecord>) {
+  return record;
+}
+
 /** Register the shared suite for a store factory; `reopen` gives a new store over the same data. */
 export function describeActionStore(
   name: string,
@@ -44,7 +60,7 @@ export function describeActionStore(
       env = factory();
       const store = await open();
       const actions = [sampleAction('one'), sampleAction('two'), sampleAction('three')];
-      for (const action of actions) await store.append({ actions: [action] });
+      for (const action of actions) await store.appendOrGet({ actions: [action] });
       await store.close();
       const listed = await (await open()).listActions({ limit: 10 });
       expect(listed.map((row) => row.action)).toEqual(actions.reverse());
@@ -55,7 +71,7 @@ export function describeActionStore(
       env = factory();
       const store = await open();
       const actions = Array.from({ length: 200 }, (_, i) => sampleAction(`n${i}`));
-      await Promise.all(actions.map((action) => store.append({ actions: [action] })));
+      await Promise.all(actions.map((action) => store.appendOrGet({ actions: [action] })));
       expect(await store.listActions({ limit: 1000 })).toHaveLength(200);
     });
 
@@ -64,9 +80,9 @@ export function describeActionStore(
       const store = await open();
       const dup = sampleAction();
       const results = await Promise.allSettled([
-        store.append({ actions: [dup] }),
-        store.append({ actions: [{ ...dup }] }),
-        store.append({ actions: [sampleAction()] }),
+        store.appendOrGet({ actions: [dup] }),
+        store.appendOrGet({ actions: [{ ...dup }] }),
+        store.appendOrGet({ actions: [sampleAction()] }),
       ]);
       expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
       expect(await store.listActions({ limit: 10 })).toHaveLength(2);
@@ -76,10 +92,10 @@ export function describeActionStore(
       env = factory();
       const store = await open();
       const existing = sampleAction('existing');
-      await store.append({ actions: [existing] });
+      await store.appendOrGet({ actions: [existing] });
       const fresh = sampleAction('fresh');
-      await expect(store.append({ actions: [fresh, { ...existing }] })).rejects.toThrow();
-      await store.append({ actions: [sampleAction('a'), sampleAction('b')] });
+      await expect(store.appendOrGet({ actions: [fresh, { ...existing }] })).rejects.toThrow();
+      await store.appendOrGet({ actions: [sampleAction('a'), sampleAction('b')] });
       const texts = (await store.listActions({ limit: 10 })).map(
         (row) => (row.action as { text: string }).text,
       );
@@ -98,7 +114,10 @@ export function describeActionStore(
         createdAtMs: 1000,
       };
       const second = { ...record, key: 'k2' };
-      await store.append({ actions: [action], idempotency: [record, second] });
+      const keys = [record, second].map((key) => ({ ...key, notBeforeMs: 0 }));
+      expect(await store.appendOrGet({ actions: [action], idempotency: keys })).toEqual({
+        stored: true,
+      });
       expect(await store.findIdempotency('k', 500)).toEqual(record);
       expect(await store.findIdempotency('k2', 500)).toEqual(second);
       expect(await store.findIdempotency('k', 1001)).toBeUndefined();
@@ -107,11 +126,61 @@ export function describeActionStore(
       expect(await store.findIdempotency('k', 0)).toBeUndefined();
     });
 
+    it('stores nothing for a key already held and returns the first record instead', async () => {
+      env = factory();
+      const store = await open();
+      const first = sampleAction('first');
+      const record = keyRecord('held', first.id, 5000);
+      await store.appendOrGet({ actions: [first], idempotency: [record] });
+      const repeat = sampleAction('repeat');
+      const outcome = await store.appendOrGet({
+        actions: [repeat],
+        idempotency: [keyRecord('fresh', repeat.id, 6000), keyRecord('held', repeat.id, 6000)],
+      });
+      expect(outcome).toEqual({ stored: false, previous: withoutWindow(record) });
+      const listed = await store.listActions({ limit: 10 });
+      expect(listed.map((row) => row.action.id)).toEqual([first.id]);
+      // Nothing of the refused request was kept, not even its other key.
+      expect(await store.findIdempotency('fresh', 0)).toBeUndefined();
+    });
+
+    it('gives one of many concurrent requests with the same key the store, the rest its record', async () => {
+      env = factory();
+      const store = await open();
+      const actions = Array.from({ length: 20 }, (_, i) => sampleAction(`racer ${i}`));
+      const outcomes = await Promise.all(
+        actions.map((action) =>
+          store.appendOrGet({ actions: [action], idempotency: [keyRecord('race', action.id, 1)] }),
+        ),
+      );
+      const stored = outcomes.filter((outcome) => outcome.stored);
+      expect(stored).toHaveLength(1);
+      const listed = await store.listActions({ limit: 100 });
+      expect(listed).toHaveLength(1);
+      for (const outcome of outcomes) {
+        if (!outcome.stored) expect(outcome.previous.actionId).toBe(listed[0]?.action.id);
+      }
+    });
+
+    it('replaces a key whose record is older than the request allows', async () => {
+      env = factory();
+      const store = await open();
+      const old = sampleAction('old');
+      await store.appendOrGet({ actions: [old], idempotency: [keyRecord('aging', old.id, 1000)] });
+      const later = sampleAction('later');
+      const record = { ...keyRecord('aging', later.id, 9000), notBeforeMs: 5000 };
+      expect(await store.appendOrGet({ actions: [later], idempotency: [record] })).toEqual({
+        stored: true,
+      });
+      expect((await store.findIdempotency('aging', 0))?.actionId).toBe(later.id);
+      expect(await store.listActions({ limit: 10 })).toHaveLength(2);
+    });
+
     it('rejects appends after close', async () => {
       env = factory();
       const store = await open();
       await store.close();
-      await expect(store.append({ actions: [sampleAction()] })).rejects.toThrow();
+      await expect(store.appendOrGet({ actions: [sampleAction()] })).rejects.toThrow();
     });
   });
 }

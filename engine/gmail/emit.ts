@@ -36,8 +36,8 @@ export function createEmitter(deps: EmitterDeps): Emit {
         if (held.previous) return false;
         const accepted = await route.accept(envelopeOf(deps.hooksPath, item));
         // A message the mapping drops (no match) is done too: it is remembered as such.
-        await deps.ledger.commit(accepted, [claim]);
-        return accepted.actions.length > 0;
+        const committed = await deps.ledger.commit(accepted, [claim]);
+        return committed.previous === undefined && accepted.actions.length > 0;
       } finally {
         held.release();
       }

@@ -5,6 +5,7 @@
  */
 import type { Ledger } from '../dispatcher.ts';
 import { type Answer, type Exchange, had, type Stage } from './exchange.ts';
+import { replayAnswer } from './replay.ts';
 
 const NOTHING: Answer = Object.freeze({ kind: 'empty', status: 204 });
 
@@ -29,8 +30,11 @@ export function createCommit(ledger: Ledger): Stage {
     if (accepted.actions.length === 0) {
       return { kind: 'json', status: 200, body: JSON.stringify(accepted.response) };
     }
-    const body = await ledger.commit(accepted, x.claims ?? []);
+    const claims = x.claims ?? [];
+    const committed = await ledger.commit(accepted, claims);
+    // Another instance stored one of the keys after this request's look-up: its answer wins.
+    if (committed.previous) return replayAnswer(x, claims, committed.previous);
     x.log['actionIds'] = accepted.actions.map((action) => action.id);
-    return { kind: 'json', status: 200, body };
+    return { kind: 'json', status: 200, body: committed.body };
   };
 }

@@ -44,7 +44,7 @@ export type DryRunResult = {
 // Stores nothing and knows no earlier request: the dry run never reads or writes the store.
 const PREVIEW: Ledger = {
   hold: () => Promise.resolve({ previous: undefined, release: () => undefined }),
-  commit: (accepted) => Promise.resolve(JSON.stringify(accepted.response)),
+  commit: (accepted) => Promise.resolve({ body: JSON.stringify(accepted.response) }),
 };
 
 const CARRIERS = ['authorization', 'x-hookgate-token'];

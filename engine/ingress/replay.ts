@@ -6,10 +6,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { KeyClaim, Ledger } from '../dispatcher.ts';
+import type { IdempotencyRecord } from '../queue/action-store.ts';
 import { HookError } from '../errors.ts';
 import { chooseIdempotencyKey, headerIdempotencyKey, requestFingerprint } from '../idempotency.ts';
 import type { Envelope } from '../envelope.ts';
-import { type Exchange, had, type Stage } from './exchange.ts';
+import { type Answer, type Exchange, had, type Stage } from './exchange.ts';
 
 // Longer ids are kept as their hash (the key) and their first characters (what is shown).
 const MAX_SHOWN_ID = 256;
@@ -76,13 +77,23 @@ export function createReplayCheck(ledger: Ledger): Stage {
     x.claims = claims;
     const held = await ledger.hold(claims);
     x.cleanup.push(held.release);
-    const previous = held.previous;
-    if (!previous) return undefined;
-    const caller = claims.find((claim) => claim.fingerprint !== undefined);
-    if (caller && previous.fingerprint !== '' && previous.fingerprint !== caller.fingerprint) {
-      throw new HookError('idempotency_conflict');
-    }
-    x.log['replayed'] = true;
-    return { kind: 'json', status: 200, body: previous.response, replayed: true };
+    return held.previous ? replayAnswer(x, claims, held.previous) : undefined;
   };
+}
+
+/**
+ * The answer to a request whose key an earlier request holds: that request's first answer, or a
+ * conflict when a caller reused its key for a different request.
+ */
+export function replayAnswer(
+  x: Exchange,
+  claims: readonly KeyClaim[],
+  previous: IdempotencyRecord,
+): Answer {
+  const caller = claims.find((claim) => claim.fingerprint !== undefined);
+  if (caller && previous.fingerprint !== '' && previous.fingerprint !== caller.fingerprint) {
+    throw new HookError('idempotency_conflict');
+  }
+  x.log['replayed'] = true;
+  return { kind: 'json', status: 200, body: previous.response, replayed: true };
 }

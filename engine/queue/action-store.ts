@@ -17,14 +17,23 @@ export type IdempotencyRecord = {
   createdAtMs: number;
 };
 
+/** A key to store with a request: a record older than `notBeforeMs` has expired and is replaced. */
+export type NewIdempotencyRecord = IdempotencyRecord & { notBeforeMs: number };
+
 /**
  * One accepted request: its actions and its keys' records (a delivery id, the signed content, a
  * caller's key), all stored or none.
  */
 export type AcceptedRecord = {
   actions: readonly Action[];
-  idempotency?: readonly IdempotencyRecord[];
+  idempotency?: readonly NewIdempotencyRecord[];
 };
+
+/**
+ * What an append did: stored everything, or stored nothing because one of the keys was already
+ * held by an earlier request (whose record is returned, for its first answer or a conflict).
+ */
+export type AppendOutcome = { stored: true } | { stored: false; previous: IdempotencyRecord };
 
 /** Lifecycle state of a stored action. */
 export type ActionState = 'queued' | 'running' | 'done' | 'failed' | 'dead';
@@ -33,9 +42,14 @@ export type ActionState = 'queued' | 'running' | 'done' | 'failed' | 'dead';
 export type StoredAction = { seq: number; state: ActionState; attempts: number; action: Action };
 
 export interface ActionStore {
-  /** Resolves once the record is committed durably (fsync'd); rejects if it was not stored. */
-  append(record: AcceptedRecord): Promise<void>;
-  /** The idempotency record for a key, if created at or after `notBeforeMs`. */
+  /**
+   * Check the keys and store the record in one atomic step: when any key has a live record
+   * (created at or after its `notBeforeMs`), nothing is stored and that record is returned;
+   * otherwise everything is. Resolves once committed durably; rejects if it was not stored.
+   * Atomic across every process sharing the store, so two instances never both store one key.
+   */
+  appendOrGet(record: AcceptedRecord): Promise<AppendOutcome>;
+  /** The idempotency record for a key, if created at or after `notBeforeMs` (a fast first look). */
   findIdempotency(key: string, notBeforeMs: number): Promise<IdempotencyRecord | undefined>;
   /** Forget idempotency records older than `beforeMs`; returns how many. */
   pruneIdempotency(beforeMs: number): Promise<number>;

@@ -12,6 +12,7 @@ import type {
   AcceptedRecord,
   ActionState,
   ActionStore,
+  AppendOutcome,
   IdempotencyRecord,
   StoredAction,
 } from './action-store.ts';
@@ -120,7 +121,7 @@ class SqliteActionStore implements ActionStore {
     worker.on('exit', () => this.fail(new Error('the store writer stopped')));
   }
 
-  append(record: AcceptedRecord): Promise<void> {
+  appendOrGet(record: AcceptedRecord): Promise<AppendOutcome> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.closing) return Promise.reject(new Error('store is closed'));
     const ticket = this.nextTicket++;
@@ -131,7 +132,7 @@ class SqliteActionStore implements ActionStore {
       if (this.delayMs > 0) setTimeout(() => this.post(), this.delayMs);
       else setImmediate(() => this.post());
     }
-    return this.wait<void>(ticket);
+    return this.wait<AppendOutcome>(ticket);
   }
 
   async findIdempotency(key: string, notBeforeMs: number): Promise<IdempotencyRecord | undefined> {
@@ -196,10 +197,11 @@ class SqliteActionStore implements ActionStore {
 
   private onMessage(message: FromWriter): void {
     if (message.type === 'committed') {
-      for (const { ticket, error } of message.results) {
+      for (const { ticket, error, previous } of message.results) {
         const waiter = this.waiting.get(ticket);
         this.waiting.delete(ticket);
-        if (error === undefined) waiter?.resolve(undefined as never);
+        const outcome: AppendOutcome = previous ? { stored: false, previous } : { stored: true };
+        if (error === undefined) waiter?.resolve(outcome as never);
         else waiter?.reject(new Error(error));
       }
     } else if (message.type === 'pruned') {

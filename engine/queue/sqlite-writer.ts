@@ -3,7 +3,9 @@
  * appends in groups: everything that arrived while the previous COMMIT was
  * syncing joins the next transaction. Running here, the fsync never blocks
  * the event loop that parses requests. Each request's rows go in under a
- * savepoint, so a request is stored whole or not at all.
+ * savepoint, so a request is stored whole or not at all. A request whose key
+ * is already held stores nothing and gets the holder's record back: being
+ * the only writer, this thread makes the check and the insert one step.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase } from './sqlite-schema.ts';
@@ -23,7 +25,13 @@ export type WriteKey = {
   actionId: string;
   response: string;
   createdAtMs: number;
+  /** An older record of the key has expired: it is replaced, not answered. */
+  notBeforeMs: number;
 };
+/** A key's stored record, as the main thread reads it. */
+export type KeyRecord = Omit<WriteKey, 'notBeforeMs'>;
+/** One request's result: stored, refused (`error`), or answered by a key's earlier record. */
+export type WriteResult = { ticket: number; error?: string; previous?: KeyRecord };
 export type WriteItem = { ticket: number; rows: WriteRow[]; keys?: readonly WriteKey[] };
 
 /** Messages from the main thread. */
@@ -35,7 +43,7 @@ export type ToWriter =
 /** Messages to the main thread. */
 export type FromWriter =
   | { type: 'ready' }
-  | { type: 'committed'; results: Array<{ ticket: number; error?: string }> }
+  | { type: 'committed'; results: WriteResult[] }
   | { type: 'pruned'; ticket: number; count: number }
   | { type: 'closed' };
 
@@ -54,6 +62,25 @@ const insertKey = db.prepare(
   'INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, action_id, response, created_at_ms) VALUES (?, ?, ?, ?, ?)',
 );
 const deleteKeys = db.prepare('DELETE FROM idempotency_keys WHERE created_at_ms < ?');
+const selectKey = db.prepare(
+  'SELECT key, fingerprint, action_id, response, created_at_ms FROM idempotency_keys WHERE key = ? AND created_at_ms >= ?',
+);
+
+/** The first live record among a request's keys (this batch's earlier requests included). */
+function heldKey(keys: readonly WriteKey[]): KeyRecord | undefined {
+  for (const { key, notBeforeMs } of keys) {
+    const row = selectKey.get(key, notBeforeMs) as Record<string, string | number> | undefined;
+    if (row)
+      return {
+        key: row['key'] as string,
+        fingerprint: row['fingerprint'] as string,
+        actionId: row['action_id'] as string,
+        response: row['response'] as string,
+        createdAtMs: Number(row['created_at_ms']),
+      };
+  }
+  return undefined;
+}
 
 let queue: WriteItem[] = [];
 let scheduled = false;
@@ -94,11 +121,16 @@ function flush(): void {
   const batch = queue;
   queue = [];
   if (batch.length === 0) return;
-  const results: Array<{ ticket: number; error?: string }> = [];
+  const results: WriteResult[] = [];
   try {
     db.exec('BEGIN IMMEDIATE');
     for (const item of batch) {
       try {
+        const previous = item.keys ? heldKey(item.keys) : undefined;
+        if (previous) {
+          results.push({ ticket: item.ticket, previous });
+          continue;
+        }
         insertItem(item);
         results.push({ ticket: item.ticket });
       } catch (err) {
