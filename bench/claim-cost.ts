@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
-import { openDatabase } from '../engine/queue/sqlite-schema.ts';
+import { openDatabase } from '../engine/store/sqlite/schema.ts';
 import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
 
 const BACKLOG = 100_000;

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { STORE_FILE } from '../engine/queue/sqlite-store.ts';
+import { STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 
 /** Number of rows in the `actions` table of the store in `dataDir`. */
 export function countStoredActions(dataDir: string): number {

@@ -18,7 +18,7 @@ import { createLogger, type Logger } from './log.ts';
 import { createRequestHandler } from './ingress/http-handler.ts';
 import { type MailFlow, startMailFlow } from './gmail/flow.ts';
 import type { ActionStore } from './queue/action-store.ts';
-import { openSqliteStore } from './queue/sqlite-store.ts';
+import { openSqliteStore } from './store/sqlite/action-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';

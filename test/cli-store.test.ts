@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Action } from '../schemas/action.ts';
-import { openSqliteStore } from '../engine/queue/sqlite-store.ts';
+import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
 import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
 import { runHookgate, tempDir } from './helpers/process.ts';
 import { sampleAction } from './store-contract.ts';

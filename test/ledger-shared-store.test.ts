@@ -11,7 +11,7 @@ import { HookError } from '../engine/errors.ts';
 import type { Exchange } from '../engine/ingress/exchange.ts';
 import { replayAnswer } from '../engine/ingress/replay.ts';
 import type { ActionStore } from '../engine/queue/action-store.ts';
-import { openSqliteStore } from '../engine/queue/sqlite-store.ts';
+import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
 import { tempDir } from './helpers/hookgate.ts';
 import { sampleAction } from './store-contract.ts';
 

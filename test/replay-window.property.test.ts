@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Accepted } from '../engine/actions.ts';
 import { createLedger } from '../engine/dispatcher.ts';
 import type { ActionStore } from '../engine/queue/action-store.ts';
-import { openSqliteStore } from '../engine/queue/sqlite-store.ts';
+import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
 import { tempDir } from './helpers/hookgate.ts';
 
 const temp = tempDir();

@@ -9,7 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { openDatabase } from '../engine/queue/sqlite-schema.ts';
+import { openDatabase } from '../engine/store/sqlite/schema.ts';
 import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
 import { fc, test } from '@fast-check/vitest';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';

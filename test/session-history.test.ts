@@ -7,7 +7,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { STORE_FILE } from '../engine/queue/sqlite-schema.ts';
+import { STORE_FILE } from '../engine/store/sqlite/schema.ts';
 import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
 import { type RunInput, startWorld, type World } from './helpers/main-session.ts';
 import { waitFor } from './helpers/runtime.ts';

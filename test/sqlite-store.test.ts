@@ -6,7 +6,7 @@ import { chmodSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
-import { openSqliteStore, STORE_FILE } from '../engine/queue/sqlite-store.ts';
+import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { tempDir } from './helpers/hookgate.ts';
 import { describeActionStore, sampleAction } from './store-contract.ts';
 

@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { STORE_FILE } from '../queue/sqlite-schema.ts';
+import { STORE_FILE } from '../store/sqlite/schema.ts';
 import { ConfigError, findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
 import { openMailboxStore } from '../gmail/mailbox-store.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';

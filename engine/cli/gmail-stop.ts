@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { openMailboxStore } from '../gmail/mailbox-store.ts';
-import { STORE_FILE } from '../queue/sqlite-schema.ts';
+import { STORE_FILE } from '../store/sqlite/schema.ts';
 import { createMailboxClient } from '../gmail/mailbox-client.ts';
 import { ConfigError } from '../config.ts';
 import { gmailConfig } from './gmail-status.ts';

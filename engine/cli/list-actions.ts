@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { StoredAction } from '../queue/action-store.ts';
-import { readActions, STORE_FILE } from '../queue/sqlite-store.ts';
+import { readActions, STORE_FILE } from '../store/sqlite/action-store.ts';
 import { wrappedContent } from '../safety.ts';
 import { type StoreFlags, storeLocation } from './store-location.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ActionState } from '../queue/action-store.ts';
-import { STORE_FILE } from '../queue/sqlite-schema.ts';
+import { STORE_FILE } from '../store/sqlite/schema.ts';
 import { type RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
 import { wrappedContent } from '../safety.ts';
 import type { ListFlags } from './list-actions.ts';

@@ -6,7 +6,7 @@
  * is one row. A connection of its own; every write is one short statement.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { openDatabase } from '../queue/sqlite-schema.ts';
+import { openDatabase } from '../store/sqlite/schema.ts';
 
 /** A mailbox as the flow knows it. */
 export type MailboxState = {

@@ -8,8 +8,8 @@
 import type { StatementSync } from 'node:sqlite';
 import type { Action } from '../../schemas/action.ts';
 import type { ActionState } from '../queue/action-store.ts';
-import { openDatabase } from '../queue/sqlite-schema.ts';
-import { type NewEvent, now, type Row, SessionRecords } from './session-records.ts';
+import { openDatabase } from '../store/sqlite/schema.ts';
+import { type NewEvent, now, type Row, SessionRecords } from '../store/sqlite/session-records.ts';
 
 export type {
   DeliveryRecord,
@@ -17,7 +17,7 @@ export type {
   SystemEvent,
   Turn,
   TurnOwner,
-} from './session-records.ts';
+} from '../store/sqlite/session-records.ts';
 
 /** How an action ended (or why it is waiting to be retried). */
 export type Outcome = {

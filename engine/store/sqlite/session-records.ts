@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
-import { deliveryFinished } from '../observe/events.ts';
+import { deliveryFinished } from '../../observe/events.ts';
 
 export type Row = Record<string, string | number | null>;
 

@@ -7,7 +7,7 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
-import type { Action } from '../../schemas/action.ts';
+import type { Action } from '../../../schemas/action.ts';
 import type {
   AcceptedRecord,
   ActionState,
@@ -15,12 +15,12 @@ import type {
   AppendOutcome,
   IdempotencyRecord,
   StoredAction,
-} from './action-store.ts';
+} from '../../queue/action-store.ts';
 import { prepareDataDir } from './data-dir.ts';
-import { openDatabase } from './sqlite-schema.ts';
-import type { FromWriter, ToWriter, WriteItem } from './sqlite-writer.ts';
+import { openDatabase } from './schema.ts';
+import type { FromWriter, ToWriter, WriteItem } from './writer.ts';
 
-export { STORE_FILE } from './sqlite-schema.ts';
+export { STORE_FILE } from './schema.ts';
 
 export type SqliteStoreOptions = {
   /** Wait this long for more appends before handing them to the writer; 0 = next event-loop turn. */
@@ -38,7 +38,7 @@ export async function openSqliteStore(
 ): Promise<ActionStore> {
   const warning = prepareDataDir(dataDir);
   if (warning) options.onWarning?.(warning);
-  const worker = new Worker(new URL('./sqlite-writer.ts', import.meta.url), {
+  const worker = new Worker(new URL('./writer.ts', import.meta.url), {
     workerData: { dataDir },
   });
   await new Promise<void>((resolve, reject) => {

@@ -6,7 +6,7 @@
  */
 import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { STORE_FILE } from './sqlite-schema.ts';
+import { STORE_FILE } from './schema.ts';
 
 const OWNER_ONLY_DIR = 0o700;
 const OWNER_ONLY_FILE = 0o600;

@@ -8,7 +8,7 @@
  * the only writer, this thread makes the check and the insert one step.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openDatabase } from './sqlite-schema.ts';
+import { openDatabase } from './schema.ts';
 
 /** One request's rows, serialised by the main thread. */
 export type WriteRow = {
