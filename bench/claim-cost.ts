@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { openDatabase } from '../engine/store/sqlite/schema.ts';
-import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 
 const BACKLOG = 100_000;
 const SESSIONS = 10_000;
@@ -40,7 +40,7 @@ function fill(db: DatabaseSync, rows: Array<[string, string | null]>): void {
 /** The tick with a backlog in one session (its head running) and many one-action sessions. */
 function tick(): void {
   const { dir, done } = tempStore();
-  const store = RuntimeStore.open(dir);
+  const store = SqliteRuntimeStore.open(dir);
   const db = openDatabase(dir, { create: false });
   const rows: Array<[string, string | null]> = [];
   for (let i = 0; i < BACKLOG; i++) rows.push([`bulk-${i}`, 'bulk']);

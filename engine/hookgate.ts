@@ -19,6 +19,7 @@ import { createRequestHandler } from './ingress/http-handler.ts';
 import { type MailFlow, startMailFlow } from './gmail/flow.ts';
 import type { ActionStore } from './queue/action-store.ts';
 import { openSqliteStore } from './store/sqlite/action-store.ts';
+import { SqliteRuntimeStore } from './store/sqlite/runtime-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';
@@ -85,7 +86,8 @@ export async function startHookgate(
   const runtime =
     options.runtime === false
       ? undefined
-      : startRuntime(
+      : await startRuntime(
+          SqliteRuntimeStore.open(loaded.dataDir),
           loaded,
           {
             policy: compiled.policy,
@@ -105,7 +107,7 @@ export async function startHookgate(
     ledger,
     limiter: createMemoryLimiter(config.hooks.authRateLimit),
     resolveClient: createClientAddressResolver(config.server.trustedProxies),
-    lastChannel: () => runtime?.store.lastRoute(config.session.mainKey)?.channel,
+    lastChannel: () => runtime?.lastChannel(),
   };
   const first = await startGeneration(compiled, generationDeps);
   live = createLiveConfig(first, {
@@ -128,7 +130,7 @@ export async function startHookgate(
       .reload('hookgate reload')
       .then((outcome) => {
         // Shutting down closes the store: the command that asked then says nobody answered.
-        if (closing === undefined) runtime.store.answerRequest(seq, JSON.stringify(outcome));
+        if (closing === undefined) return runtime.store.answerRequest(seq, JSON.stringify(outcome));
       })
       .catch((err: unknown) =>
         logger.warn({ err: (err as Error).message }, 'could not answer the reload request'),
@@ -140,13 +142,13 @@ export async function startHookgate(
     holdRoutes: () => current.current().acquire(),
     ledger,
     logger,
-    notify: (text) =>
-      runtime?.store.addEvent({
-        sessionKey: config.session.mainKey,
-        text,
-        source: 'gmail',
-        trusted: true,
-      }),
+    notify: (text) => {
+      runtime?.store
+        .addEvent({ sessionKey: config.session.mainKey, text, source: 'gmail', trusted: true })
+        .catch((err: unknown) =>
+          logger.error({ err: (err as Error).message }, 'mail notice not recorded'),
+        );
+    },
   });
   const handler = createRequestHandler({
     acquire: () => current.current().acquire(),

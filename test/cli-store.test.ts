@@ -8,7 +8,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Action } from '../schemas/action.ts';
 import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
-import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import type { Outcome } from '../engine/runtime/runtime-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { runHookgate, tempDir } from './helpers/process.ts';
 import { sampleAction } from './store-contract.ts';
 
@@ -39,6 +40,18 @@ function agentAction(message: string): Action {
   } as unknown as Action;
 }
 
+/** Run a queued action through a claim to its end, as the worker would. */
+async function finishQueued(
+  store: SqliteRuntimeStore,
+  id: string,
+  state: 'done' | 'failed' | 'dead',
+  outcome: Outcome,
+): Promise<void> {
+  const claim = store.claim(id);
+  if (!claim) throw new Error(`action ${id} is not queued`);
+  await store.finish(claim, state, outcome);
+}
+
 beforeAll(async () => {
   const accepted = await openSqliteStore(dataDir);
   const wake = sampleAction(HOSTILE);
@@ -53,26 +66,34 @@ beforeAll(async () => {
     failed: failed.id,
     deliveryDead: deliveryDead.id,
   });
-  const store = RuntimeStore.open(dataDir);
-  store.addEvent({ sessionKey: 'main', text: HOSTILE, source: 'wake', trusted: false });
-  store.addEvent({ sessionKey: 'ops', text: 'for the ops key', source: 'wake', trusted: false });
-  store.finish(dead.id, 'dead', {
+  const store = SqliteRuntimeStore.open(dataDir);
+  await store.addEvent({ sessionKey: 'main', text: HOSTILE, source: 'wake', trusted: false });
+  await store.addEvent({
+    sessionKey: 'ops',
+    text: 'for the ops key',
+    source: 'wake',
+    trusted: false,
+  });
+  await finishQueued(store, dead.id, 'dead', {
     status: 'error',
     reason: `gave up after 5 attempts: HTTP 503${HOSTILE}`,
   });
-  store.finish(failed.id, 'failed', { status: 'error', reason: 'exit 3: agent broke' });
-  store.finish(deliveryDead.id, 'dead', {
+  await finishQueued(store, failed.id, 'failed', {
+    status: 'error',
+    reason: 'exit 3: agent broke',
+  });
+  await finishQueued(store, deliveryDead.id, 'dead', {
     status: 'ok',
     reply: 'the reply text',
     delivery: { state: 'dead', channel: 'telegram', recipient: '1', reason: 'Telegram HTTP 502' },
   });
-  const beat = store.startHeartbeat('requested');
-  store.finishHeartbeat(beat, {
+  const beat = await store.startHeartbeat('requested');
+  await store.finishHeartbeat(beat, {
     state: 'failed',
     events: [],
     error: 'runner unreachable: ECONNREFUSED',
   });
-  store.close();
+  await store.close();
 });
 
 afterAll(() => temp.cleanup());
@@ -167,11 +188,11 @@ describe('store commands', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`no server is running on ${dataDir}`);
     // The request was withdrawn: a server started later does not run it.
-    const store = RuntimeStore.open(dataDir);
+    const store = SqliteRuntimeStore.open(dataDir);
     try {
-      expect(store.takeRequests()).toEqual([]);
+      expect(await store.takeRequests()).toEqual([]);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 
@@ -188,12 +209,15 @@ describe('store commands', () => {
     ]);
     expect(forced.code).toBe(0);
     expect(forced.stdout).toContain(`Action ${ids['failed']} is queued again.`);
-    const store = RuntimeStore.open(dataDir);
+    const store = SqliteRuntimeStore.open(dataDir);
     try {
-      expect(store.run(ids['failed'] as string)).toMatchObject({ state: 'queued', attempts: 0 });
-      store.finish(ids['failed'] as string, 'done', { status: 'ok', reply: 'fine' });
+      expect(await store.run(ids['failed'] as string)).toMatchObject({
+        state: 'queued',
+        attempts: 0,
+      });
+      await finishQueued(store, ids['failed'] as string, 'done', { status: 'ok', reply: 'fine' });
     } finally {
-      store.close();
+      await store.close();
     }
     const done = await hookgate([
       'retry',

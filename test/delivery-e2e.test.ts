@@ -456,7 +456,7 @@ describe('routes and retries', () => {
       const dead = await waitFor(() => finished(temp.dir, runId), 'the dead delivery', 10_000);
       expect(dead['state']).toBe('dead');
       up = true;
-      const retried = server.runtime?.store.retryDead(runId);
+      const retried = await server.runtime?.store.retryDead(runId);
       expect(retried).toBe(true);
       server.runtime?.worker.kick();
       const done = await waitFor(

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHeartbeat } from '../engine/runtime/heartbeat.ts';
 import type { Runner } from '../engine/runtime/runners/runner.ts';
-import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { tempDir } from './helpers/hookgate.ts';
 
 const cleanups: Array<() => void> = [];
@@ -16,7 +16,7 @@ afterEach(() => {
 
 async function beatOnce(runner: Runner | undefined): Promise<Array<Record<string, unknown>>> {
   const temp = tempDir();
-  const store = RuntimeStore.open(temp.dir);
+  const store = SqliteRuntimeStore.open(temp.dir);
   cleanups.push(() => {
     store.close();
     temp.cleanup();

@@ -7,7 +7,7 @@
  * inside the safety wrapper.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import {
   OWNER_SLACK,
   outsideWrappers,
@@ -164,7 +164,7 @@ describe('a hook never moves the owner`s last route', () => {
       },
       // A route recorded before (an older version let hooks move it).
       prepare: (dir) => {
-        const store = RuntimeStore.open(dir);
+        const store = SqliteRuntimeStore.open(dir);
         store.setRoute('main', 'telegram', '666000111');
         store.close();
       },

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../engine/config.ts';
 import { startHookgate } from '../engine/hookgate.ts';
 import { createMetrics, type Metrics } from '../engine/observe/metrics.ts';
-import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { startTestServer, TOKEN, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { series, value } from './helpers/metrics-text.ts';
 
@@ -18,7 +18,7 @@ const WRONG_TOKEN = 'wrong-token-guess-9876543210';
 
 describe('metrics of a running hookgate', () => {
   let server: TestServer;
-  let store: RuntimeStore;
+  let store: SqliteRuntimeStore;
   let metrics: Metrics;
   beforeAll(async () => {
     server = await startTestServer({
@@ -34,12 +34,12 @@ describe('metrics of a running hookgate', () => {
         ],
       },
     });
-    store = RuntimeStore.open(server.dataDir);
+    store = SqliteRuntimeStore.open(server.dataDir);
     metrics = createMetrics({ queueDepth: () => store.countByState() });
   });
   afterAll(async () => {
     metrics.close();
-    store.close();
+    await store.close();
     await server.stop();
   });
 

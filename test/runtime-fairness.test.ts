@@ -8,9 +8,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import { openDatabase } from '../engine/store/sqlite/schema.ts';
-import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import type { Claim } from '../engine/runtime/runtime-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { fc, test } from '@fast-check/vitest';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type GateAgent, startGateAgent } from './helpers/gate-agent.ts';
@@ -265,8 +266,8 @@ describe('session heads in an existing store', () => {
     return id;
   }
 
-  function openStore(dataDir: string): RuntimeStore {
-    const store = RuntimeStore.open(dataDir);
+  function openStore(dataDir: string): SqliteRuntimeStore {
+    const store = SqliteRuntimeStore.open(dataDir);
     cleanups.push(async () => store.close());
     return store;
   }
@@ -278,11 +279,14 @@ describe('session heads in an existing store', () => {
     const first = insert(dir, 'hook:s', 'a-1');
     insert(dir, 'hook:s', 'a-2');
     insert(dir, 'hook:t', 'b-1');
-    expect(store.claim(first)?.attempts).toBe(1);
-    store.finish(first, 'dead', { status: 'error', reason: 'gave up' });
+    const claim = store.claim(first);
+    expect(claim?.attempts).toBe(1);
+    expect(await store.finish(claimed(claim), 'dead', { status: 'error', reason: 'gave up' })).toBe(
+      true,
+    );
     expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['a-2', 'b-1']);
 
-    expect(store.retryDead(first)).toBe(true);
+    expect(await store.retryDead(first)).toBe(true);
     expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['a-1', 'b-1']);
   });
 
@@ -318,11 +322,11 @@ describe('session heads in an existing store', () => {
     );
 
     const store = openStore(dir);
-    store.recoverRunning();
+    await store.recoverInterrupted();
     expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['x-2', 'y-1']);
     expect(store.pendingWakes(10)).toEqual(['wake-1']);
     // The triggers are there too: a finished head hands over to the next of its session.
-    store.finish('y-1', 'done', { status: 'ok' });
+    await store.finish(claimed(store.claim('y-1')), 'done', { status: 'ok' });
     expect(store.dueHeads(Date.now(), 10).map((head) => head.id)).toEqual(['x-2', 'y-2']);
   });
 });
@@ -330,7 +334,13 @@ describe('session heads in an existing store', () => {
 describe('session heads follow every change', () => {
   const NOW = 1_000_000;
   const SESSIONS = ['hook:a', 'hook:b', 'hook:c', null] as const;
-  type Model = { id: string; session: string | null; state: string; nextAt: number };
+  type Model = {
+    id: string;
+    session: string | null;
+    state: string;
+    nextAt: number;
+    claim?: Claim;
+  };
   const step = fc.oneof(
     fc.record({ op: fc.constant('insert' as const), s: fc.nat(3) }),
     fc.record({ op: fc.constant('claim' as const), s: fc.nat(2) }),
@@ -344,31 +354,34 @@ describe('session heads follow every change', () => {
     fc.record({ op: fc.constant('wakes' as const) }),
   );
 
-  let opened: { store: RuntimeStore; writer: DatabaseSync; cleanup: () => void } | undefined;
+  let opened: { store: SqliteRuntimeStore; writer: DatabaseSync; cleanup: () => void } | undefined;
   /** One store for every run of the property (schema and triggers set up once). */
-  function shared(): { store: RuntimeStore; writer: DatabaseSync } {
+  function shared(): { store: SqliteRuntimeStore; writer: DatabaseSync } {
     if (opened) return opened;
     const { dir, cleanup } = tempDir('hookgate-fair-prop-');
-    const store = RuntimeStore.open(dir);
+    const store = SqliteRuntimeStore.open(dir);
     opened = { store, writer: new DatabaseSync(path.join(dir, 'hookgate.db')), cleanup };
     return opened;
   }
-  afterAll(() => {
+  afterAll(async () => {
     opened?.writer.close();
-    opened?.store.close();
+    await opened?.store.close();
     opened?.cleanup();
   });
 
   type Step = typeof step extends fc.Arbitrary<infer T> ? T : never;
 
   /** Apply one step to the store and to the model rows. */
-  function apply(
-    store: RuntimeStore,
-    insert: StatementSync,
+  async function apply(
+    store: SqliteRuntimeStore,
+    writer: DatabaseSync,
     rows: Model[],
     i: number,
     action: Step,
   ) {
+    const insert = writer.prepare(
+      'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
+    );
     const running = (s: number) =>
       rows.find((row) => row.session === SESSIONS[s] && row.state === 'running');
     if (action.op === 'insert') {
@@ -379,22 +392,31 @@ describe('session heads follow every change', () => {
     } else if (action.op === 'claim') {
       const head = store.dueHeads(NOW, 10).find((h) => h.sessionKey === SESSIONS[action.s]);
       const row = rows.find((r) => r.id === head?.id);
-      if (head && row && store.claim(head.id)) row.state = 'running';
+      const claim = head && row ? store.claim(head.id) : undefined;
+      if (row && claim) Object.assign(row, { state: 'running', claim });
     } else if (action.op === 'finish') {
       const row = running(action.s);
-      if (row) store.finish(row.id, action.state, { status: 'ok' });
+      if (row)
+        expect(await store.finish(claimed(row.claim), action.state, { status: 'ok' })).toBe(true);
       if (row) row.state = action.state;
     } else if (action.op === 'requeue') {
       const row = running(action.s);
       const nextAt = action.due ? NOW - 1 : NOW + 1000;
-      if (row) store.requeue(row.id, nextAt, { status: 'retrying' });
-      if (row) Object.assign(row, { state: 'queued', nextAt });
+      if (row) {
+        expect(await store.requeue(claimed(row.claim), 0, { status: 'retrying' })).toBe(true);
+        // The test's clock: the time the action may run again, set as the requeue would have.
+        writer
+          .prepare('UPDATE actions SET next_attempt_at_ms = ? WHERE id = ?')
+          .run(nextAt, row.id);
+        Object.assign(row, { state: 'queued', nextAt });
+      }
     } else if (action.op === 'retry') {
       const row = rows[action.n % Math.max(1, rows.length)];
-      if (row && store.retryDead(row.id)) Object.assign(row, { state: 'queued', nextAt: 0 });
+      if (row && (await store.retryDead(row.id)))
+        Object.assign(row, { state: 'queued', nextAt: 0 });
     } else {
       const ids = store.pendingWakes(100);
-      store.completeWakes(ids, 'main');
+      await store.applyWakes('main', 100);
       for (const row of rows) if (ids.includes(row.id)) row.state = 'done';
     }
   }
@@ -418,16 +440,13 @@ describe('session heads follow every change', () => {
 
   test.prop([fc.array(step, { maxLength: 40 })], { numRuns: 150 })(
     'the due heads are the oldest unfinished action of each session, whatever the order of inserts, runs, backoffs, ends and retries',
-    (steps) => {
+    async (steps) => {
       const { store, writer } = shared();
       // A fresh queue for every run; the store (schema, triggers) is opened once.
       writer.exec('DELETE FROM actions; DELETE FROM session_heads; DELETE FROM system_events;');
-      const insert = writer.prepare(
-        'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
-      );
       const rows: Model[] = [];
       for (const [i, action] of steps.entries()) {
-        apply(store, insert, rows, i, action);
+        await apply(store, writer, rows, i, action);
         const want = expected(rows);
         expect(store.dueHeads(NOW, 10).map((head) => head.id)).toEqual(want.heads);
         expect(store.pendingWakes(100)).toEqual(want.wakes);
@@ -474,3 +493,9 @@ describe('a worker pass that meets a row it cannot read', () => {
     ).toBe(200);
   });
 });
+
+/** The claim a test just made (it fails loudly when there was none). */
+function claimed(claim: Claim | undefined): Claim {
+  if (!claim) throw new Error('expected the action to be claimed');
+  return claim;
+}

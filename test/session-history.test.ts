@@ -8,7 +8,7 @@ import { DatabaseSync } from 'node:sqlite';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { STORE_FILE } from '../engine/store/sqlite/schema.ts';
-import { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { type RunInput, startWorld, type World } from './helpers/main-session.ts';
 import { waitFor } from './helpers/runtime.ts';
 
@@ -82,7 +82,7 @@ describe('history is keyed by agent and session key', () => {
 
 /** Turn a fresh store back into the shape before history had an owner, with old rows. */
 function oldStore(dir: string): void {
-  RuntimeStore.open(dir).close();
+  SqliteRuntimeStore.open(dir).close();
   const db = new DatabaseSync(path.join(dir, STORE_FILE));
   const action = (id: string, agentId: string) =>
     JSON.stringify({ kind: 'agent', id, agentId, sessionKey: 'hook:old', message: 'm' });

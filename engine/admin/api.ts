@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseJsonObject, readBody } from '../body.ts';
 import type { DryRunRequest } from '../ingress/dry-run.ts';
 import { AdminError } from './admin-errors.ts';
-import type { AdminDeps } from './deps.ts';
+import type { AdminDeps, RunView } from './deps.ts';
 import type { JournalRecord } from './journal-record.ts';
 import { sendJson, startStream } from './reply.ts';
 import { detail, matches, readFilter, summary } from './views.ts';
@@ -35,7 +35,12 @@ const HEARTBEAT_MS = 15_000;
 /** The API's handlers, over the admin dependencies. */
 export function createApi(deps: AdminDeps, settings: ApiSettings) {
   const streams = new Set<ServerResponse>();
-  const runOf = (id: string) => deps.runs?.get(id);
+  /** The runs of a request's actions, by action id (none while the runtime is off). */
+  async function runsOf(record: JournalRecord): Promise<Map<string, RunView | undefined>> {
+    const runs = new Map<string, RunView | undefined>();
+    for (const { id } of record.actions) runs.set(id, await deps.runs?.get(id));
+    return runs;
+  }
 
   function record(id: string | undefined): JournalRecord {
     const found = id === undefined ? undefined : deps.journal.get(id);
@@ -66,20 +71,27 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
       });
     },
 
-    list({ res, url }: ApiContext) {
+    async list({ res, url }: ApiContext) {
       const filter = readFilter(url.searchParams);
       const limit = Math.min(Number(url.searchParams.get('limit')) || LIST_LIMIT, LIST_LIMIT);
-      const stateOf = (id: string) => runOf(id)?.state;
+      const entries = [...deps.journal.list()];
+      // The run states a state filter needs, read in one go rather than once per entry.
+      const states =
+        filter.state !== undefined && deps.runs
+          ? await deps.runs.states(entries.flatMap((entry) => entry.actions.map((a) => a.id)))
+          : new Map<string, string>();
       const requests = [];
-      for (const entry of deps.journal.list()) {
+      for (const entry of entries) {
         if (requests.length >= limit) break;
-        if (matches(entry, filter, stateOf)) requests.push(summary(entry));
+        if (matches(entry, filter, (id) => states.get(id))) requests.push(summary(entry));
       }
       sendJson(res, 200, { requests });
     },
 
-    detail({ res, params }: ApiContext) {
-      sendJson(res, 200, { request: detail(record(params[0]), runOf) });
+    async detail({ res, params }: ApiContext) {
+      const found = record(params[0]);
+      const runs = await runsOf(found);
+      sendJson(res, 200, { request: detail(found, (id) => runs.get(id)) });
     },
 
     stream({ req, res }: ApiContext) {
@@ -103,11 +115,11 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
       res.once('close', end);
     },
 
-    retry({ res, params }: ApiContext) {
+    async retry({ res, params }: ApiContext) {
       if (!deps.runs) throw new AdminError('runtime_off');
-      const outcome = deps.runs.retry(params[0] ?? '');
+      const outcome = await deps.runs.retry(params[0] ?? '');
       if (!outcome.ok) throw new AdminError('not_retryable', outcome.reason);
-      sendJson(res, 200, { ok: true, run: deps.runs.get(params[0] ?? '') ?? null });
+      sendJson(res, 200, { ok: true, run: (await deps.runs.get(params[0] ?? '')) ?? null });
     },
 
     async replay({ res, params }: ApiContext) {

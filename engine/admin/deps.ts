@@ -33,8 +33,10 @@ export type RunView = {
 export type RetryResult = { ok: true } | { ok: false; reason: string };
 
 export type RunsAccess = {
-  get(actionId: string): RunView | undefined;
-  retry(actionId: string): RetryResult;
+  get(actionId: string): Promise<RunView | undefined>;
+  /** The states of these actions' runs (those that exist). */
+  states(actionIds: readonly string[]): Promise<ReadonlyMap<string, string>>;
+  retry(actionId: string): Promise<RetryResult>;
 };
 
 /** Headers that sign a body as the route's sender would, or the sentence saying why not. */

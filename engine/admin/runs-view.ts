@@ -10,20 +10,21 @@ import type { RunsAccess, RunView } from './deps.ts';
 const TEXT_LIMIT = 16_384;
 
 /** The runs of a runtime store as the admin listener reads them. */
-export function runsView(store: Pick<RuntimeStore, 'run' | 'retryDead'>): RunsAccess {
+export function runsView(store: Pick<RuntimeStore, 'run' | 'retryDead' | 'states'>): RunsAccess {
   return {
-    get(actionId) {
-      const row = store.run(actionId);
+    async get(actionId) {
+      const row = await store.run(actionId);
       return row ? toView(row) : undefined;
     },
-    retry(actionId) {
-      const row = store.run(actionId);
+    states: (actionIds) => store.states(actionIds),
+    async retry(actionId) {
+      const row = await store.run(actionId);
       if (!row) return { ok: false, reason: 'no such run' };
       if (row.state !== 'dead' && row.state !== 'failed') {
         return { ok: false, reason: `the run is ${row.state}, not dead or failed` };
       }
       // The state may change between the read and the update: retryDead decides.
-      return store.retryDead(actionId, { failed: true })
+      return (await store.retryDead(actionId, { failed: true }))
         ? { ok: true }
         : { ok: false, reason: 'the run is no longer dead or failed' };
     },

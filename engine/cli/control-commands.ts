@@ -12,29 +12,29 @@ const PICKUP_POLL_MS = 100;
 
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
 export async function heartbeatNow(flags: ListFlags, out: (line: string) => void): Promise<number> {
-  const opened = openStore(flags);
+  const opened = await openStore(flags);
   if (typeof opened === 'string') {
     process.stderr.write(`hookgate heartbeat: ${opened} No server has run on it.\n`);
     return 1;
   }
   const { store, at } = opened;
   try {
-    const seq = store.request('heartbeat');
+    const seq = await store.request('heartbeat');
     const deadline = Date.now() + PICKUP_WAIT_MS;
     while (Date.now() < deadline) {
-      if (store.requestTaken(seq)) {
+      if (await store.requestTaken(seq)) {
         out('Heartbeat started by the running server (see `hookgate heartbeats`).');
         return 0;
       }
       await sleep(PICKUP_POLL_MS);
     }
     // Withdrawn, so that a server started later does not run a heartbeat nobody asked it for.
-    if (!store.withdrawRequest(seq)) {
+    if (!(await store.withdrawRequest(seq))) {
       out('Heartbeat started by the running server (see `hookgate heartbeats`).');
       return 0;
     }
   } finally {
-    store.close();
+    await store.close();
   }
   process.stderr.write(
     `hookgate heartbeat: no server is running on ${at.dataDir} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s); start one with \`hookgate serve\`\n`,
@@ -43,23 +43,23 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
 }
 
 /** `retry <action id> [--failed]`: a dead (or failed) action back to the queue with fresh attempts. */
-export function retry(
+export async function retry(
   flags: ListFlags & { id: string; failed?: boolean },
   out: (line: string) => void,
-): number {
-  const opened = openStore(flags);
+): Promise<number> {
+  const opened = await openStore(flags);
   if (typeof opened === 'string') {
     process.stderr.write(`hookgate retry: ${opened}\n`);
     return 1;
   }
   const { store } = opened;
   try {
-    const run = store.run(flags.id);
+    const run = await store.run(flags.id);
     if (!run) {
       process.stderr.write(`hookgate retry: no action ${flags.id}\n`);
       return 1;
     }
-    if (!store.retryDead(flags.id, { failed: flags.failed ?? false })) {
+    if (!(await store.retryDead(flags.id, { failed: flags.failed ?? false }))) {
       const hint = run.state === 'failed' ? ' (add --failed to run a failed action again)' : '';
       const allowed = flags.failed ? 'dead or failed' : 'dead';
       process.stderr.write(
@@ -68,7 +68,7 @@ export function retry(
       return 1;
     }
   } finally {
-    store.close();
+    await store.close();
   }
   out(`Action ${flags.id} is queued again.`);
   return 0;

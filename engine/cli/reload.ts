@@ -16,17 +16,17 @@ const ANSWER_WAIT_MS = 60_000;
 const POLL_MS = 100;
 
 export async function reload(flags: ListFlags, out: (line: string) => void): Promise<number> {
-  const opened = openStore(flags);
+  const opened = await openStore(flags);
   if (typeof opened === 'string') {
     process.stderr.write(`hookgate reload: ${opened} No server has run on it.\n`);
     return 1;
   }
   const { store, at } = opened;
   try {
-    const seq = store.request('reload');
+    const seq = await store.request('reload');
     const pickup = Date.now() + PICKUP_WAIT_MS;
-    while (!store.requestTaken(seq)) {
-      if (Date.now() > pickup && store.withdrawRequest(seq)) {
+    while (!(await store.requestTaken(seq))) {
+      if (Date.now() > pickup && (await store.withdrawRequest(seq))) {
         process.stderr.write(
           `hookgate reload: no server is running on ${at.dataDir} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s)\n`,
         );
@@ -36,7 +36,7 @@ export async function reload(flags: ListFlags, out: (line: string) => void): Pro
     }
     const deadline = Date.now() + ANSWER_WAIT_MS;
     while (Date.now() < deadline) {
-      const answer = store.requestResult(seq);
+      const answer = await store.requestResult(seq);
       if (answer !== undefined) return report(JSON.parse(answer) as ReloadOutcome, out);
       await sleep(POLL_MS);
     }
@@ -45,7 +45,7 @@ export async function reload(flags: ListFlags, out: (line: string) => void): Pro
     );
     return 1;
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

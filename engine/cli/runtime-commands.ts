@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { ActionState } from '../queue/action-store.ts';
 import { STORE_FILE } from '../store/sqlite/schema.ts';
-import { type RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
+import type { RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
+import { SqliteRuntimeStore } from '../store/sqlite/runtime-store.ts';
 import { wrappedContent } from '../safety.ts';
 import type { ListFlags } from './list-actions.ts';
 import { type StoreLocation, storeLocation } from './store-location.ts';
@@ -19,28 +20,30 @@ const STATES: readonly ActionState[] = ['queued', 'running', 'done', 'failed', '
 type Out = (line: string) => void;
 
 /** The store and where it is, or the sentence saying there is none yet. */
-export function openStore(flags: ListFlags): { store: RuntimeStore; at: StoreLocation } | string {
+export async function openStore(
+  flags: ListFlags,
+): Promise<{ store: RuntimeStore; at: StoreLocation } | string> {
   const at = storeLocation(flags, process.env, process.cwd());
   if (!existsSync(path.join(at.dataDir, STORE_FILE))) return `No store in ${at.dataDir} yet.`;
-  return { store: RuntimeStore.open(at.dataDir), at };
+  return { store: SqliteRuntimeStore.open(at.dataDir), at };
 }
 
 /** Run `view` over the store; prints "No store ..." (text mode) when there is none. */
-function withStore(
+async function withStore(
   flags: ListFlags,
   out: Out,
-  view: (store: RuntimeStore, at: StoreLocation, say: Out) => void,
-): number {
+  view: (store: RuntimeStore, at: StoreLocation, say: Out) => Promise<void>,
+): Promise<number> {
   const say = (line: string) => out(terminalText(line));
-  const opened = openStore(flags);
+  const opened = await openStore(flags);
   if (typeof opened === 'string') {
     if (!flags.json) say(opened);
     return 0;
   }
   try {
-    view(opened.store, opened.at, say);
+    await view(opened.store, opened.at, say);
   } finally {
-    opened.store.close();
+    await opened.store.close();
   }
   return 0;
 }
@@ -67,13 +70,16 @@ export function runResult(row: RunRow): string {
 }
 
 /** `runs [--json] [--state S] [--limit N]`: actions with their lifecycle, newest first. */
-export function runs(flags: ListFlags & { state?: string }, out: Out): number {
+export async function runs(flags: ListFlags & { state?: string }, out: Out): Promise<number> {
   if (flags.state !== undefined && !STATES.includes(flags.state as ActionState)) {
     process.stderr.write(`hookgate runs: --state must be one of ${STATES.join(', ')}\n`);
     return 2;
   }
-  return withStore(flags, out, (store, _at, say) => {
-    const rows = store.runs(Number(flags.limit ?? 20), flags.state as ActionState | undefined);
+  return withStore(flags, out, async (store, _at, say) => {
+    const rows = await store.runs(
+      Number(flags.limit ?? 20),
+      flags.state as ActionState | undefined,
+    );
     for (const row of rows) {
       if (flags.json) {
         out(jsonLine(row));
@@ -92,9 +98,9 @@ export function runs(flags: ListFlags & { state?: string }, out: Out): number {
 }
 
 /** `events [--session KEY] [--json] [--limit N]`: system events of a session, newest first. */
-export function events(flags: ListFlags & { session?: string }, out: Out): number {
-  return withStore(flags, out, (store, at, say) => {
-    const rows = store.events(flags.session ?? at.mainKey, Number(flags.limit ?? 20));
+export function events(flags: ListFlags & { session?: string }, out: Out): Promise<number> {
+  return withStore(flags, out, async (store, at, say) => {
+    const rows = await store.events(flags.session ?? at.mainKey, Number(flags.limit ?? 20));
     for (const event of rows) {
       if (flags.json) out(jsonLine(event));
       else {
@@ -109,23 +115,23 @@ export function events(flags: ListFlags & { session?: string }, out: Out): numbe
 }
 
 /** `heartbeats [--json] [--limit N]`: heartbeat records, newest first, with why one failed. */
-export function heartbeats(flags: ListFlags, out: Out): number {
-  return withStore(flags, out, (store, _at, say) => {
-    const rows = store.heartbeats(Number(flags.limit ?? 20));
+export function heartbeats(flags: ListFlags, out: Out): Promise<number> {
+  return withStore(flags, out, async (store, _at, say) => {
+    const rows = await store.heartbeats(Number(flags.limit ?? 20));
     for (const row of rows) {
       if (flags.json) {
         out(jsonLine(row));
         continue;
       }
-      const state = String(row['state']);
+      const state = row.state;
       const detail =
         state === 'failed'
-          ? `reason: ${oneLine(String(row['error'] ?? ''), 200)}`
-          : row['ack'] === 1
+          ? `reason: ${oneLine(row.error ?? '', 200)}`
+          : row.ack === 1
             ? 'ack'
-            : oneLine(String(row['reply'] ?? ''));
+            : oneLine(row.reply ?? '');
       say(
-        `${row['started_at']}  ${row['id']}  ${state.padEnd(7)}  trigger=${row['reason']}  events=${row['events']}  ${detail}`,
+        `${row.started_at}  ${row.id}  ${state.padEnd(7)}  trigger=${row.reason}  events=${row.events}  ${detail}`,
       );
     }
     if (rows.length === 0 && !flags.json) say('No heartbeats.');

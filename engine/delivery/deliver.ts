@@ -67,7 +67,7 @@ export async function sendParts(
   route: Route,
   text: string,
   partsSent: number,
-  onPart: (partsSent: number) => void,
+  onPart: (partsSent: number) => void | Promise<void>,
   signal?: AbortSignal,
 ): Promise<Attempt> {
   const parts = capParts(splitMessage(text, route.adapter.maxLength), route.adapter.maxLength);
@@ -93,7 +93,7 @@ export async function sendParts(
       moved = `the chat moved from ${recipient} to ${result.movedTo}; update the recipient`;
       recipient = result.movedTo;
     }
-    onPart(i + 1);
+    await onPart(i + 1);
   }
   const reason = said();
   return {

@@ -50,6 +50,12 @@ export function createHeartbeat(deps: {
   settings: HeartbeatSettings;
   logger: Logger;
   signal: AbortSignal;
+  /** Told when a delivery moved the main session's last route. */
+  routeMoved?: (channel: string) => void;
+  /** Whether this instance leads (runs heartbeats); always where one process owns the store. */
+  leading?: () => boolean;
+  /** Hand a request for a heartbeat to the leader (when this instance does not lead). */
+  forward?: (reason: string) => void;
 }): Heartbeat {
   const { store, settings, logger } = deps;
   let running: Promise<void> | undefined;
@@ -68,10 +74,10 @@ export function createHeartbeat(deps: {
       const now = Date.now();
       if (now - lastNoRunner < 60_000) return;
       lastNoRunner = now;
-      const id = store.startHeartbeat(reason);
-      const events = store.pendingEvents(settings.mainKey, settings.maxEvents);
+      const id = await store.startHeartbeat(reason);
+      const events = await store.pendingEvents(settings.mainKey, settings.maxEvents);
       const error = `no runner is configured for agent "${agent.id}"`;
-      store.finishHeartbeat(id, {
+      await store.finishHeartbeat(id, {
         state: 'failed',
         events: events.map((event) => event.seq),
         error,
@@ -79,8 +85,9 @@ export function createHeartbeat(deps: {
       logger.warn({ heartbeatId: id, reason: error }, 'heartbeat failed');
       return;
     }
-    const id = store.startHeartbeat(reason);
-    const events = store.pendingEvents(settings.mainKey, settings.maxEvents);
+    const id = await store.startHeartbeat(reason);
+    const events = await store.pendingEvents(settings.mainKey, settings.maxEvents);
+    const history = await store.history(owner, 20);
     const seqs = events.map((event) => event.seq);
     const lines = events.map((event) => `System: ${event.text}`);
     const message = [...lines, ...(lines.length > 0 ? [''] : []), settings.prompt].join('\n');
@@ -94,13 +101,22 @@ export function createHeartbeat(deps: {
         model: agent.model ?? null,
         thinking: null,
         timeoutSeconds: agent.timeoutSeconds,
-        history: store.history(owner, 20).map(({ role, text }) => ({ role, text })),
+        history: history.map(({ role, text }) => ({ role, text })),
       },
-      { signal: deps.signal, onSpawn: (pgid) => store.setHeartbeatGroup(id, pgid) },
+      {
+        signal: deps.signal,
+        onSpawn: (pgid) => {
+          store
+            .setHeartbeatGroup(id, pgid)
+            .catch((err: unknown) =>
+              logger.error({ err: (err as Error).message }, 'heartbeat runner not recorded'),
+            );
+        },
+      },
     );
     if (result.status !== 'ok') {
       // The events stay pending: the next heartbeat includes them.
-      store.finishHeartbeat(id, { state: 'failed', events: seqs, error: result.reason });
+      await store.finishHeartbeat(id, { state: 'failed', events: seqs, error: result.reason });
       logger.warn(
         { heartbeatId: id, status: result.status, reason: result.reason },
         'heartbeat failed',
@@ -108,8 +124,8 @@ export function createHeartbeat(deps: {
       return;
     }
     const ack = isAckOnly(result.reply, settings.ackToken);
-    store.addTurns(owner, id, message, result.reply);
-    store.finishHeartbeat(id, { state: 'done', events: seqs, reply: result.reply, ack });
+    await store.addTurns(owner, id, message, result.reply);
+    await store.finishHeartbeat(id, { state: 'done', events: seqs, reply: result.reply, ack });
     if (!ack) await deliver(id, result.reply);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
   }
@@ -119,13 +135,13 @@ export function createHeartbeat(deps: {
     if (stopped) return;
     const route = resolveRoute(
       { channel: 'last', fallback: false },
-      store.lastRoute(settings.mainKey),
+      await store.lastRoute(settings.mainKey),
       deps.adapters,
     );
     const base = { source: 'heartbeat' as const, sourceId: id, text: reply, attempts };
     if ('skipped' in route) {
       const error = route.skipped;
-      store.recordDelivery({
+      await store.recordDelivery({
         ...base,
         channel: 'last',
         state: 'skipped',
@@ -148,10 +164,13 @@ export function createHeartbeat(deps: {
       const moved = lastRouteAfter(
         settings.lastRoute,
         { source: 'heartbeat', attempted: route, delivered },
-        store.lastRoute(settings.mainKey),
+        await store.lastRoute(settings.mainKey),
       );
-      if (moved) store.setRoute(settings.mainKey, moved.channel, moved.recipient);
-      store.recordDelivery({
+      if (moved) {
+        await store.setRoute(settings.mainKey, moved.channel, moved.recipient);
+        deps.routeMoved?.(moved.channel);
+      }
+      await store.recordDelivery({
         ...base,
         ...target,
         state: 'sent',
@@ -171,7 +190,7 @@ export function createHeartbeat(deps: {
       setTimeout(again, delay).unref();
       return;
     }
-    store.recordDelivery({
+    await store.recordDelivery({
       ...base,
       ...target,
       state: attempt.outcome === 'retry' ? 'dead' : 'failed',
@@ -179,7 +198,7 @@ export function createHeartbeat(deps: {
     });
     logger.warn({ heartbeatId: id, channel: route.channel, reason }, 'heartbeat delivery failed');
     // The reason carries the product's answer: wrapped, as everything not written by hookgate.
-    store.addEvent({
+    await store.addEvent({
       sessionKey: settings.mainKey,
       text: `Heartbeat reply could not be delivered to ${route.channel}:\n${wrapUntrusted(reason.slice(0, 1000), 'Delivery error').text}`,
       source: 'delivery',
@@ -202,6 +221,11 @@ export function createHeartbeat(deps: {
 
   function requestNow(reason: string): void {
     if (stopped) return;
+    if (deps.leading && !deps.leading()) {
+      // The leader runs its own schedule; what happened here (a wake) is handed to it.
+      if (reason !== 'periodic' && reason !== 'cron') deps.forward?.(reason);
+      return;
+    }
     if (running) {
       again = true;
       return;

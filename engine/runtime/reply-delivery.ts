@@ -47,6 +47,8 @@ export type DeliveryStepDeps = {
   stopped: () => boolean;
   /** Look for work again (after a retry delay). */
   kick: () => void;
+  /** Told when a delivery moved the main session's last route. */
+  routeMoved?: (channel: string) => void;
 };
 
 /** Create the delivery step of the worker. */
@@ -65,7 +67,7 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         ...(action.to !== undefined && { to: action.to }),
         fallback: action.mappingId !== undefined,
       },
-      store.lastRoute(settings.mainKey),
+      await store.lastRoute(settings.mainKey),
       adapters,
     );
     const attempts = (previous?.attempts ?? 0) + 1;
@@ -91,13 +93,13 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         partsSent: detail.partsSent,
         ...(detail.reason !== undefined && { error: detail.reason }),
       });
-    const finishWith = (
+    const finishWith = async (
       state: 'done' | 'failed' | 'dead',
       delivery: DeliveryProgress,
       note?: string,
     ) => {
-      store.finish(
-        action.id,
+      await store.finish(
+        row,
         state,
         { status: 'ok', reply, delivery },
         summaryEvent(settings.mainKey, action, 'ok', reply, note),
@@ -112,14 +114,14 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
           ? route
           : undefined;
     if (skipped) {
-      record('skipped', {
+      await record('skipped', {
         channel: action.channel,
         parts: 0,
         partsSent: 0,
         reason: skipped.skipped,
       });
       logger.warn({ actionId: action.id, reason: skipped.skipped }, 'delivery skipped');
-      finishWith(
+      await finishWith(
         'done',
         { state: 'skipped', reason: skipped.skipped, attempts },
         `delivery skipped: ${skipped.skipped}`,
@@ -140,12 +142,14 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       },
     });
     // The reply is kept before anything goes out: a crash from here on redoes only the delivery.
-    store.saveOutcome(action.id, progress(previous?.partsSent ?? 0));
+    await store.saveOutcome(row, progress(previous?.partsSent ?? 0));
     const attempt = await sendParts(
       route,
       reply,
       previous?.partsSent ?? 0,
-      (sent) => store.saveOutcome(action.id, progress(sent)),
+      async (sent) => {
+        await store.saveOutcome(row, progress(sent));
+      },
       deps.signal,
     );
     // The product may have moved the chat: what is recorded from here on is the new id.
@@ -160,11 +164,14 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       const moved = lastRouteAfter(
         settings.lastRoute,
         { source: 'hook', attempted: route, delivered: target },
-        store.lastRoute(settings.mainKey),
+        await store.lastRoute(settings.mainKey),
       );
-      if (moved) store.setRoute(settings.mainKey, moved.channel, moved.recipient);
-      record('sent', detail);
-      finishWith('done', {
+      if (moved) {
+        await store.setRoute(settings.mainKey, moved.channel, moved.recipient);
+        deps.routeMoved?.(moved.channel);
+      }
+      await record('sent', detail);
+      await finishWith('done', {
         state: 'sent',
         ...target,
         parts: attempt.parts,
@@ -176,7 +183,7 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
     const reason = attempt.reason ?? 'unknown';
     if (attempt.outcome === 'retry' && !deps.stopped() && attempts < settings.retry.maxAttempts) {
       const delay = retryDelayMs(attempts, settings.retry, attempt.retryAfterMs);
-      store.requeue(action.id, Date.now() + delay, progress(attempt.partsSent, attempt.parts));
+      await store.requeue(row, delay, progress(attempt.partsSent, attempt.parts));
       logger.warn(
         {
           actionId: action.id,
@@ -191,15 +198,15 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       return;
     }
     if (attempt.outcome === 'retry' && deps.stopped()) {
-      store.requeue(action.id, 0, progress(attempt.partsSent, attempt.parts), {
+      await store.requeue(row, 0, progress(attempt.partsSent, attempt.parts), {
         refundAttempt: true,
       });
       return;
     }
     const state = attempt.outcome === 'retry' ? 'dead' : 'failed';
-    record(state, detail);
+    await record(state, detail);
     logger.error({ actionId: action.id, channel: route.channel, reason }, 'delivery failed');
-    finishWith(
+    await finishWith(
       state,
       { state, ...target, parts: attempt.parts, partsSent: attempt.partsSent, attempts, reason },
       `delivery ${state === 'dead' ? 'gave up' : 'failed'}: ${reason}`,

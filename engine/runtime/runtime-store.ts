@@ -1,23 +1,13 @@
 /**
- * The runtime's view of the store: the action lifecycle (queued -> running
- * -> done | failed | dead, with attempts, a next-attempt time and the
- * outcome), on top of the session records (session-records.ts). A
- * connection of its own; every write is a short transaction (WAL,
- * synchronous=NORMAL: crash-safe without an fsync per commit).
+ * What the runtime needs from the store, split by job: the run queue (claim
+ * the heads of sessions, finish, retry) and the session records (events,
+ * history, heartbeats, deliveries, routes, operator requests). Every call is
+ * asynchronous, so a backend shared by several instances fits behind it; the
+ * embedded SQLite store and the PostgreSQL store implement it and run one
+ * contract suite. Nothing outside the store modules writes SQL.
  */
-import type { StatementSync } from 'node:sqlite';
 import type { Action } from '../../schemas/action.ts';
 import type { ActionState } from '../queue/action-store.ts';
-import { openDatabase } from '../store/sqlite/schema.ts';
-import { type NewEvent, now, type Row, SessionRecords } from '../store/sqlite/session-records.ts';
-
-export type {
-  DeliveryRecord,
-  NewEvent,
-  SystemEvent,
-  Turn,
-  TurnOwner,
-} from '../store/sqlite/session-records.ts';
 
 /** How an action ended (or why it is waiting to be retried). */
 export type Outcome = {
@@ -52,273 +42,205 @@ export type RunRow = {
   action: Action;
 };
 
-function toRun(row: Row): RunRow {
-  return {
-    seq: Number(row['seq']),
-    id: row['id'] as string,
-    state: row['state'] as ActionState,
-    attempts: Number(row['attempts']),
-    nextAttemptAtMs: Number(row['next_attempt_at_ms']),
-    startedAt: (row['started_at'] as string | null) ?? null,
-    finishedAt: (row['finished_at'] as string | null) ?? null,
-    outcome: row['outcome'] ? (JSON.parse(row['outcome'] as string) as Outcome) : null,
-    action: JSON.parse(row['action'] as string) as Action,
-  };
-}
+/**
+ * A claimed run, as the claim left it: its id and attempt number fence every later write, so
+ * an instance that lost the run (its lease expired and another instance took it) changes nothing.
+ */
+export type Claim = Pick<RunRow, 'id' | 'attempts'>;
 
-// The session's index, never the state index: a big backlog is all 'queued' too.
-const PENDING_WAKES = `SELECT id FROM actions INDEXED BY actions_session_pending
-  WHERE session_key IS NULL AND state IN ('queued', 'running') AND state = 'queued'
-  ORDER BY seq LIMIT ?`;
+export type SystemEvent = {
+  seq: number;
+  sessionKey: string;
+  text: string;
+  source: string;
+  actionId: string | null;
+  trusted: boolean;
+  createdAt: string;
+  consumedBy: string | null;
+};
 
-// Heads of agent sessions (not the wake lane '') that are queued, oldest head first.
-const DUE_HEADS = (due: string) =>
-  `SELECT h.head_seq, h.lane, a.id FROM session_heads h INDEXED BY session_heads_due
-   CROSS JOIN actions a ON a.seq = h.head_seq
-   WHERE ${due} AND h.lane <> '' AND a.state = 'queued' ORDER BY h.head_seq LIMIT ?`;
-const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
-const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
+/** A system event to append. */
+export type NewEvent = {
+  sessionKey: string;
+  text: string;
+  source: string;
+  actionId?: string;
+  trusted: boolean;
+};
 
-type WakeAction = Extract<Action, { kind: 'wake' }>;
+/**
+ * Whose history: an agent, a session key, and the kind of turn. The
+ * heartbeat's turns (the owner's main session) and hook runs' turns stay
+ * apart even on the same key, so neither reads the other's.
+ */
+export type TurnOwner = { agentId: string; sessionKey: string; kind: 'agent' | 'heartbeat' };
 
-/** A stored wake, or undefined when the row does not hold one. */
-function readWake(json: string): WakeAction | undefined {
-  try {
-    const action = JSON.parse(json) as WakeAction | null;
-    return action?.kind === 'wake' && typeof action.text === 'string' ? action : undefined;
-  } catch {
-    return undefined;
-  }
-}
+export type Turn = {
+  role: 'user' | 'assistant';
+  text: string;
+  runId: string | null;
+  createdAt: string;
+};
 
-const RUN_COLUMNS =
-  'seq, id, state, attempts, next_attempt_at_ms, started_at, finished_at, outcome, action';
+/** A heartbeat record, as `hookgate heartbeats --json` prints it. */
+export type HeartbeatRow = {
+  id: string;
+  reason: string;
+  state: 'running' | 'done' | 'failed';
+  started_at: string;
+  finished_at: string | null;
+  events: number;
+  reply: string | null;
+  /** 1 when the reply was only the ack token, 0 when not, null when there was none. */
+  ack: number | null;
+  error: string | null;
+  runner_pgid: number | null;
+};
 
-/** The runtime store over one SQLite connection. */
-export class RuntimeStore extends SessionRecords {
-  private readonly statements = new Map<string, StatementSync>();
+/** A delivery as recorded once it is over. */
+export type DeliveryRecord = {
+  source: 'agent' | 'heartbeat';
+  sourceId: string;
+  channel: string;
+  recipient?: string;
+  text: string;
+  state: 'sent' | 'failed' | 'skipped' | 'dead';
+  attempts: number;
+  parts: number;
+  partsSent: number;
+  error?: string;
+};
 
-  /** The worker's per-tick queries, prepared once. */
-  private tickStatement(sql: string): StatementSync {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
-  }
+/** How a heartbeat ended. */
+export type HeartbeatResult = {
+  state: 'done' | 'failed';
+  /** The events it included (consumed when it is done). */
+  events: number[];
+  reply?: string;
+  ack?: boolean;
+  error?: string;
+};
 
-  /** Open the store in a data directory (schema created and migrated if needed). */
-  static open(dataDir: string): RuntimeStore {
-    const db = openDatabase(dataDir, { create: true });
-    // Lifecycle writes run on the event loop: NORMAL (no fsync per commit in WAL) keeps them
-    // cheap and still survives a process crash (SIGKILL). Acceptance stays FULL on its own thread.
-    db.exec('PRAGMA synchronous = NORMAL');
-    return new RuntimeStore(db);
-  }
-
-  /** After a crash: actions left running go back to the queue; returns their runner process groups. */
-  recoverRunning(): Array<{ id: string; pgid: number | null }> {
-    return this.transaction(() => {
-      const rows = this.db
-        .prepare("SELECT id, runner_pgid FROM actions WHERE state = 'running'")
-        .all() as Row[];
-      this.db
-        .prepare("UPDATE actions SET state = 'queued', runner_pgid = NULL WHERE state = 'running'")
-        .run();
-      return rows.map((row) => ({
-        id: row['id'] as string,
-        pgid: row['runner_pgid'] === null ? null : Number(row['runner_pgid']),
-      }));
-    });
-  }
-
+/** The action queue and the run lifecycle. */
+export interface RunQueue {
   /**
-   * Queued wakes (the main session's event lane), oldest first. They only append events, so
-   * they never wait for a runner or behind any session's backlog.
+   * Claim up to `room` runnable actions, oldest session head first, skipping the sessions in
+   * `busy`: each becomes running (one more attempt) under this instance's lease. At most one
+   * action of a session runs at a time, whatever the number of instances.
    */
-  pendingWakes(limit: number): string[] {
-    const rows = this.tickStatement(PENDING_WAKES).all(limit) as Row[];
-    return rows.map((row) => row['id'] as string);
-  }
-
+  claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]>;
   /**
-   * The heads of agent sessions that may run now (queued, due), oldest head first. A head that
-   * is running or waits for its backoff holds back only its own session. The cost depends on
-   * the number of sessions with work, never on the length of one session's backlog.
+   * Apply up to `limit` queued wakes, oldest first, in one transaction: each appends its text to
+   * `mainKey` as an event and is done. Returns how many were applied and their modes.
    */
-  dueHeads(nowMs: number, limit: number): Array<{ id: string; sessionKey: string }> {
-    if (limit <= 0) return [];
-    // Two walks of (not_before_ms, head_seq), each stopping after `limit` hits: heads that never
-    // waited, in head order, and heads whose backoff is over. Waiting heads are never read.
-    const fresh = this.tickStatement(DUE_FRESH).all(limit) as Row[];
-    const retried = this.tickStatement(DUE_RETRIED).all(nowMs, limit) as Row[];
-    return [...fresh, ...retried]
-      .sort((a, b) => Number(a['head_seq']) - Number(b['head_seq']))
-      .slice(0, limit)
-      .map((row) => ({ id: row['id'] as string, sessionKey: row['lane'] as string }));
-  }
-
+  applyWakes(
+    mainKey: string,
+    limit: number,
+  ): Promise<{ applied: number; modes: Array<'now' | 'next-heartbeat'> }>;
   /** Whether a wake is pending or a session's head may run now. */
-  hasRunnable(nowMs: number): boolean {
-    return this.pendingWakes(1).length > 0 || this.dueHeads(nowMs, 1).length > 0;
-  }
-
-  /** Move a queued action to running (one more attempt); undefined when it was not queued. */
-  claim(id: string): RunRow | undefined {
-    return this.transaction(() => {
-      const changed = this.db
-        .prepare(
-          "UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = ? WHERE id = ? AND state = 'queued'",
-        )
-        .run(now(), id).changes;
-      if (Number(changed) === 0) return undefined;
-      const row = this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as Row;
-      try {
-        return toRun(row);
-      } catch {
-        // A row no hook could have written (another process, a damaged file) ends at once,
-        // so it never holds back its session or, as the oldest head, every pass.
-        this.db
-          .prepare("UPDATE actions SET state = 'dead', outcome = ?, finished_at = ? WHERE id = ?")
-          .run(JSON.stringify({ status: 'error', reason: 'unreadable action' }), now(), id);
-        return undefined;
-      }
-    });
-  }
-
-  /**
-   * Finish queued wake actions in one transaction: each appends its (wrapped) text to the
-   * session as an event. Returns the modes of those that were still queued.
-   */
-  completeWakes(ids: readonly string[], sessionKey: string): Array<'now' | 'next-heartbeat'> {
-    return this.transaction(() => {
-      const at = now();
-      const select = this.db.prepare(
-        "SELECT action FROM actions WHERE id = ? AND state = 'queued'",
-      );
-      const update = this.db.prepare(
-        "UPDATE actions SET state = 'done', attempts = attempts + 1, started_at = ?, finished_at = ?, outcome = ? WHERE id = ?",
-      );
-      const dead = this.db.prepare(
-        "UPDATE actions SET state = 'dead', attempts = attempts + 1, started_at = ?, finished_at = ?, outcome = ? WHERE id = ?",
-      );
-      const modes: Array<'now' | 'next-heartbeat'> = [];
-      for (const id of ids) {
-        const row = select.get(id) as Row | undefined;
-        if (!row) continue;
-        const action = readWake(row['action'] as string);
-        if (!action) {
-          // A row no wake could have written (another process, a damaged file): it ends, alone.
-          dead.run(at, at, JSON.stringify({ status: 'error', reason: 'unreadable action' }), id);
-          continue;
-        }
-        update.run(at, at, JSON.stringify({ status: 'ok' }), id);
-        this.insertEvent({
-          sessionKey,
-          text: action.prompt ?? action.text,
-          source: 'wake',
-          actionId: id,
-          trusted: !action.untrusted,
-        });
-        modes.push(action.mode);
-      }
-      return modes;
-    });
-  }
-
-  /** Record the process group of a running action's runner (ended on the next start after a crash). */
-  setRunnerGroup(id: string, pgid: number | null): void {
-    this.db.prepare('UPDATE actions SET runner_pgid = ? WHERE id = ?').run(pgid, id);
-  }
-
-  /** Final outcome, together with the summary event it posts (one transaction). */
-  finish(id: string, state: 'done' | 'failed' | 'dead', outcome: Outcome, event?: NewEvent): void {
-    this.transaction(() => {
-      this.db
-        .prepare(
-          'UPDATE actions SET state = ?, outcome = ?, finished_at = ?, runner_pgid = NULL WHERE id = ?',
-        )
-        .run(state, JSON.stringify(outcome), now(), id);
-      if (event) this.insertEvent(event);
-    });
-  }
-
-  /** Save progress while an action runs (e.g. parts already delivered). */
-  saveOutcome(id: string, outcome: Outcome): void {
-    this.db.prepare('UPDATE actions SET outcome = ? WHERE id = ?').run(JSON.stringify(outcome), id);
-  }
-
-  /** Back to the queue for another attempt after `nextAttemptAtMs`. */
-  requeue(
-    id: string,
-    nextAttemptAtMs: number,
+  hasRunnable(): Promise<boolean>;
+  /** Record the process group of a run's runner (ended when the run is taken over after a crash). */
+  setRunnerGroup(claim: Claim, pgid: number | null): Promise<void>;
+  /** Final outcome, with the summary event it posts (one transaction). False: the run was lost. */
+  finish(
+    claim: Claim,
+    state: 'done' | 'failed' | 'dead',
     outcome: Outcome,
-    options: { refundAttempt?: boolean } = {},
-  ): void {
-    // An attempt our own shutdown interrupted is given back: it says nothing about the work.
-    const refund = options.refundAttempt ? 1 : 0;
-    this.db
-      .prepare(
-        "UPDATE actions SET state = 'queued', next_attempt_at_ms = ?, outcome = ?, runner_pgid = NULL, attempts = MAX(0, attempts - ?) WHERE id = ?",
-      )
-      .run(nextAttemptAtMs, JSON.stringify(outcome), refund, id);
-  }
-
-  /** Runs (actions with their lifecycle), newest first, optionally in one state. */
-  runs(limit: number, state?: ActionState): RunRow[] {
-    const rows = state
-      ? (this.db
-          .prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC LIMIT ?`)
-          .all(state, limit) as Row[])
-      : (this.db
-          .prepare(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC LIMIT ?`)
-          .all(limit) as Row[]);
-    return rows.map(toRun);
-  }
-
-  /** How many actions are in each state (every state present, 0 when none): the queue's depth. */
-  countByState(): Record<ActionState, number> {
-    const counts: Record<ActionState, number> = {
-      queued: 0,
-      running: 0,
-      done: 0,
-      failed: 0,
-      dead: 0,
-    };
-    // Read from the (state, seq) index alone, never the rows.
-    const rows = this.tickStatement(
-      'SELECT state, COUNT(*) AS n FROM actions INDEXED BY actions_state GROUP BY state',
-    ).all() as Row[];
-    for (const row of rows) {
-      const state = row['state'] as ActionState;
-      if (state in counts) counts[state] = Number(row['n']);
-    }
-    return counts;
-  }
-
+    event?: NewEvent,
+  ): Promise<boolean>;
+  /** Save progress while a run goes on (e.g. parts already delivered). False: the run was lost. */
+  saveOutcome(claim: Claim, outcome: Outcome): Promise<boolean>;
+  /**
+   * Back to the queue, to run again `delayMs` from now by the store's clock (every instance
+   * agrees on it). `refundAttempt`: an attempt the instance's own shutdown interrupted.
+   */
+  requeue(
+    claim: Claim,
+    delayMs: number,
+    outcome: Outcome,
+    options?: { refundAttempt?: boolean },
+  ): Promise<boolean>;
+  /** Keep this instance's running actions leased (a no-op where one process owns the store). */
+  renewLeases(): Promise<void>;
+  /**
+   * At start: runs a previous process left running that this process takes over, with their
+   * runner process groups (to end before running them again).
+   */
+  recoverInterrupted(): Promise<Array<{ id: string; pgid: number | null }>>;
+  /** Runs, newest first, optionally in one state. */
+  runs(limit: number, state?: ActionState): Promise<RunRow[]>;
   /** One run by id. */
-  run(id: string): RunRow | undefined {
-    const row = this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as
-      | Row
-      | undefined;
-    return row ? toRun(row) : undefined;
-  }
-
+  run(id: string): Promise<RunRow | undefined>;
+  /** The states of these actions (those that exist). */
+  states(ids: readonly string[]): Promise<Map<string, ActionState>>;
+  /** How many actions are in each state (every state present): the queue's depth. */
+  countByState(): Promise<Record<ActionState, number>>;
   /** A dead (or, when asked, failed) action back to the queue with fresh attempts; false otherwise. */
-  retryDead(id: string, options: { failed?: boolean } = {}): boolean {
-    // Never `done`: a turn that succeeded is not run twice.
-    const states = options.failed ? "('dead', 'failed')" : "('dead')";
-    // A run that died delivering keeps its reply: the retry redoes only the delivery.
-    const changed = this.db
-      .prepare(
-        `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at_ms = 0,
-           outcome = CASE WHEN json_extract(outcome, '$.reply') IS NOT NULL AND json_extract(outcome, '$.delivery') IS NOT NULL
-             THEN json_set(outcome, '$.status', 'delivering', '$.delivery.attempts', 0)
-             ELSE NULL END
-         WHERE id = ? AND state IN ${states}`,
-      )
-      .run(id).changes;
-    return Number(changed) > 0;
-  }
+  retryDead(id: string, options?: { failed?: boolean }): Promise<boolean>;
+}
+
+/** The runtime's session records and the operator's requests. */
+export interface SessionStore {
+  addEvent(event: NewEvent): Promise<void>;
+  /** Events no heartbeat has consumed yet, oldest first. */
+  pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]>;
+  /** Events of a session, newest first (pending and consumed). */
+  events(sessionKey: string, limit: number): Promise<SystemEvent[]>;
+  /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
+  history(owner: TurnOwner, limit: number): Promise<Turn[]>;
+  /** Append a prompt and its reply to an agent's history in a session. */
+  addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): Promise<void>;
+  /** Heartbeat turns stored before history had an owner go to the agent that runs heartbeats. */
+  claimHeartbeatTurns(agentId: string): Promise<void>;
+  /** Open a heartbeat record; returns its id. */
+  startHeartbeat(reason: string): Promise<string>;
+  /** Record the process group of a heartbeat's runner. */
+  setHeartbeatGroup(id: string, pgid: number | null): Promise<void>;
+  /** Heartbeats left running by a previous leader are failed (their events stay pending); their runner groups. */
+  recoverHeartbeats(): Promise<number[]>;
+  /** Close a heartbeat record; on success mark the events it included as consumed. */
+  finishHeartbeat(id: string, result: HeartbeatResult): Promise<void>;
+  /** Heartbeat records, newest first. */
+  heartbeats(limit: number): Promise<HeartbeatRow[]>;
+  /** Record a delivery's final outcome (sent, failed, skipped or dead); returns its id. */
+  recordDelivery(delivery: DeliveryRecord): Promise<string>;
+  /** The session's last route (channel and recipient), if any. */
+  lastRoute(sessionKey: string): Promise<{ channel: string; recipient: string } | undefined>;
+  /** Record where the session was last reached; `onlyIfMissing` seeds without overwriting. */
+  setRoute(
+    sessionKey: string,
+    channel: string,
+    recipient: string,
+    onlyIfMissing?: boolean,
+  ): Promise<void>;
+  /** Ask the running server for something (a heartbeat now, a reload); returns its number. */
+  request(kind: string): Promise<number>;
+  /** True once a running server has taken the request. */
+  requestTaken(seq: number): Promise<boolean>;
+  /** Take back a request nobody took (so a later start does not act on it); false if taken. */
+  withdrawRequest(seq: number): Promise<boolean>;
+  /** Record a request's answer (what the command that asked waits for). */
+  answerRequest(seq: number, result: string): Promise<void>;
+  /** A request's answer, once the server has given it. */
+  requestResult(seq: number): Promise<string | undefined>;
+  /** Requests not yet taken, oldest first; marks them taken (each by one instance only). */
+  takeRequests(): Promise<Array<{ seq: number; kind: string }>>;
+}
+
+/**
+ * Leadership for work one instance does at a time (the heartbeat). Where one process owns the
+ * store it always leads; on a shared store a lease decides, and another instance takes over
+ * within a lease's time when the leader dies.
+ */
+export interface Leadership {
+  /** Take or keep the lead; true while this instance leads. */
+  lead(): Promise<boolean>;
+  /** Give the lead up (at shutdown), so another instance takes over at once. */
+  resign(): Promise<void>;
+}
+
+/** The runtime's store. */
+export interface RuntimeStore extends RunQueue, SessionStore {
+  readonly leadership: Leadership;
+  close(): Promise<void>;
 }

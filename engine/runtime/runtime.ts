@@ -1,6 +1,7 @@
 /**
- * Assembling the runtime (what runs after acceptance): the runtime store,
- * the agents and their runners, the heartbeat and the action worker.
+ * Assembling the runtime (what runs after acceptance) over its store: the
+ * agents and their runners, the heartbeat (on the leading instance only)
+ * and the action worker.
  */
 import type { LoadedConfig } from '../config.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
@@ -10,7 +11,7 @@ import type { AgentSettings } from './agents.ts';
 import { createHeartbeat, type Heartbeat } from './heartbeat.ts';
 import { compileLastRoutePolicy, normaliseRoute } from './last-route.ts';
 import { killGroup } from './runners/command.ts';
-import { RuntimeStore } from './runtime-store.ts';
+import type { RuntimeStore } from './runtime-store.ts';
 import { parseSchedule } from './schedule.ts';
 import { type ActionWorker, createActionWorker } from './worker.ts';
 
@@ -18,6 +19,11 @@ export type Runtime = {
   store: RuntimeStore;
   worker: ActionWorker;
   heartbeat: Heartbeat;
+  /**
+   * The main session's last channel, as this instance last read or moved it (read again every
+   * second): request checks need it synchronously.
+   */
+  lastChannel(): string | undefined;
   /** Stop the worker and the heartbeat (running turns go back to the queue), close the store. */
   stop(): Promise<void>;
 };
@@ -40,30 +46,33 @@ export type RuntimeParts = {
  * `session.defaultRoute` seeds `last` (as deliveries record routes); pinned, it is written
  * at every start, so a route recorded before (by an older version, or by hand) is reset.
  */
-function seedLastRoute(
+async function seedLastRoute(
   store: RuntimeStore,
   session: LoadedConfig['config']['session'],
   adapters: ReadonlyMap<string, ChannelAdapter>,
-): void {
+): Promise<void> {
   const seed = session.defaultRoute;
   if (!seed) return;
   const route = normaliseRoute(seed, adapters) ?? { channel: seed.channel, recipient: seed.to };
-  store.setRoute(session.mainKey, route.channel, route.recipient, !session.pinLastRoute);
+  await store.setRoute(session.mainKey, route.channel, route.recipient, !session.pinLastRoute);
 }
 
-/** Start the runtime over the data directory's store. */
-export function startRuntime(
+// How often an instance that does not lead tries to, and a leader renews its lead.
+const LEAD_EVERY_MS = 1_000;
+
+/** Start the runtime over its store (which it closes when it stops). */
+export async function startRuntime(
+  store: RuntimeStore,
   loaded: LoadedConfig,
   parts: RuntimeParts,
   logger: Logger,
-): Runtime {
+): Promise<Runtime> {
   const { policy, adapters, agents } = parts;
   const { config } = loaded;
-  const store = RuntimeStore.open(loaded.dataDir);
-  // A heartbeat a killed instance left running: end its runner; its events stay pending.
-  for (const pgid of store.recoverHeartbeats()) killGroup(pgid);
+  const mainKey = config.session.mainKey;
   const lastRoute = compileLastRoutePolicy(config.session, adapters);
-  seedLastRoute(store, config.session, adapters);
+  await seedLastRoute(store, config.session, adapters);
+  let lastChannel = (await store.lastRoute(mainKey))?.channel;
   const controller = new AbortController();
   // Read per turn: a reload that changes the default agent's runner applies to the next heartbeat.
   const defaultAgent = () => {
@@ -71,13 +80,19 @@ export function startRuntime(
     if (!agent) throw new Error(`default agent "${policy.defaultAgentId}" is not resolved`);
     return agent;
   };
-  store.claimHeartbeatTurns(defaultAgent().id);
+  await store.claimHeartbeatTurns(defaultAgent().id);
+  const routeMoved = (channel: string) => {
+    lastChannel = channel;
+  };
+  let leading = false;
+  // A wake here that asks for a heartbeat now reaches the leader through the store, one at a time.
+  let forwarding: Promise<unknown> | undefined;
   const heartbeat = createHeartbeat({
     store,
     agent: defaultAgent,
     adapters,
     settings: {
-      mainKey: config.session.mainKey,
+      mainKey,
       prompt: config.runtime.heartbeat.prompt,
       ackToken: config.runtime.heartbeat.ackToken,
       schedule: parseSchedule(config.runtime.heartbeat.every) ?? { kind: 'off' },
@@ -87,14 +102,45 @@ export function startRuntime(
     },
     logger,
     signal: controller.signal,
+    routeMoved,
+    leading: () => leading,
+    forward: () => {
+      forwarding ??= store
+        .request('heartbeat')
+        .catch((err: unknown) =>
+          logger.warn({ err: (err as Error).message }, 'heartbeat request not handed over'),
+        )
+        .finally(() => {
+          forwarding = undefined;
+        });
+    },
   });
+  /** Take or keep the lead; a new leader first ends what a dead leader's heartbeat left running. */
+  async function lead(): Promise<void> {
+    const now = await store.leadership.lead();
+    if (now && !leading) {
+      for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
+    } else if (!now && leading) {
+      logger.warn('no longer leading: another instance runs the heartbeat');
+    }
+    leading = now;
+    lastChannel = (await store.lastRoute(mainKey))?.channel;
+  }
+  await lead();
+  const leadTimer = setInterval(() => {
+    lead().catch((err: unknown) => {
+      leading = false;
+      logger.warn({ err: (err as Error).message }, 'leadership check failed');
+    });
+  }, LEAD_EVERY_MS);
+  leadTimer.unref();
   const worker = createActionWorker({
     store,
     agents,
     adapters,
     heartbeat,
     settings: {
-      mainKey: config.session.mainKey,
+      mainKey,
       concurrency: config.runtime.concurrency,
       ackToken: config.runtime.heartbeat.ackToken,
       retry: config.runtime.retry,
@@ -106,18 +152,24 @@ export function startRuntime(
     logger,
     controller,
     defaultAgentId: parts.defaultAgentId,
+    leading: () => leading,
+    routeMoved,
     ...(parts.onRequest && { onRequest: parts.onRequest }),
   });
   heartbeat.start();
-  worker.start();
+  await worker.start();
   return {
     store,
     worker,
     heartbeat,
+    lastChannel: () => lastChannel,
     async stop() {
+      clearInterval(leadTimer);
       await worker.stop();
       await heartbeat.stop();
-      store.close();
+      await forwarding;
+      if (leading) await store.leadership.resign().catch(() => undefined);
+      await store.close();
     },
   };
 }

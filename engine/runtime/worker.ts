@@ -7,7 +7,10 @@
  * through the agent's runner, then post a summary into the main session and
  * hand the reply to delivery. Only work that did not happen is retried (with
  * backoff); a turn that ran and failed is final. After a crash, actions left
- * running are resumed at once and their old runner processes are ended.
+ * running are resumed (at once where one process owns the store, after their
+ * lease where instances share it) and their old runner processes are ended.
+ * Every write about a run is fenced by its claim: an instance that lost a
+ * run to another changes nothing.
  */
 import type { Action, AgentAction, WakeAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
@@ -28,7 +31,7 @@ export type WorkerSettings = {
   ackToken: string;
   retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
   defaultAgentId: string;
-  /** How often the store is polled for due retries and requests from the command line. */
+  /** How often the store is polled for due retries, other instances' work and requests. */
   pollMs: number;
   historyTurns: number;
   /** Who may move the main session's last route (a hook's delivery never does). */
@@ -39,7 +42,8 @@ export type WorkerSettings = {
 const WAKE_BATCH = 500;
 
 export type ActionWorker = {
-  start(): void;
+  /** Take over what a previous process left running, then start taking work. */
+  start(): Promise<void>;
   /** Look for work now (after an acceptance). */
   kick(): void;
   /** Stop taking work; running turns are interrupted and go back to the queue. */
@@ -61,6 +65,10 @@ export function createActionWorker(deps: {
   defaultAgentId?: () => string;
   /** Other operator requests (a reload); the handler answers them in the store. */
   onRequest?: (kind: string, seq: number) => void;
+  /** Whether this instance leads (takes operator requests); always where one process owns the store. */
+  leading?: () => boolean;
+  /** Told when a delivery moved the main session's last route. */
+  routeMoved?: (channel: string) => void;
 }): ActionWorker {
   const { store, agents, adapters, heartbeat, settings, logger } = deps;
   const deliverReply = createDeliveryStep({
@@ -72,8 +80,11 @@ export function createActionWorker(deps: {
     signal: deps.controller.signal,
     stopped: () => stopped,
     kick: () => kick(),
+    ...(deps.routeMoved && { routeMoved: deps.routeMoved }),
   });
   const busy = new Map<string, Promise<void>>();
+  // One pass at a time; a kick during a pass asks for one more after it.
+  let pumping: Promise<void> = Promise.resolve();
   let scheduled = false;
   let stopped = false;
   let poll: NodeJS.Timeout | undefined;
@@ -83,35 +94,34 @@ export function createActionWorker(deps: {
    * concurrency. A backlog in one session (or a head waiting for backoff) holds back only that
    * session; wakes are applied first, whatever the agent sessions hold.
    */
-  function pump(): void {
+  async function pump(): Promise<void> {
     scheduled = false;
     if (stopped) return;
-    // A pass that throws (a busy or full disk, a row it cannot read) is logged and tried again
-    // at the next poll: it never ends the process, and wakes failing never hold back the heads.
-    guarded('wakes', () => {
-      if (completeWakes()) kick();
+    // A pass that throws (a busy or full disk, a lost connection, a row it cannot read) is logged
+    // and tried again at the next poll: it never ends the process, and wakes failing never hold
+    // back the heads.
+    await guarded('wakes', async () => {
+      if (await applyWakes()) kick();
     });
-    guarded('session heads', startHeads);
+    await guarded('session heads', startHeads);
   }
 
-  function guarded(stage: string, pass: () => void): void {
+  async function guarded(stage: string, pass: () => Promise<void>): Promise<void> {
     try {
-      pass();
+      await pass();
     } catch (err) {
       logger.error({ stage, err: (err as Error).message }, 'worker pass failed');
     }
   }
 
-  function startHeads(): void {
+  async function startHeads(): Promise<void> {
     const room = settings.concurrency - busy.size;
-    for (const head of store.dueHeads(Date.now(), room)) {
-      if (busy.has(head.sessionKey)) continue;
-      const claimed = store.claim(head.id);
-      if (!claimed) continue;
-      const session = head.sessionKey;
+    if (room <= 0) return;
+    for (const claimed of await store.claimHeads(room, new Set(busy.keys()))) {
+      const session = claimed.action.kind === 'agent' ? claimed.action.sessionKey : '';
       const work = execute(claimed)
         .catch((err: unknown) =>
-          logger.error({ actionId: head.id, err: (err as Error).message }, 'action crashed'),
+          logger.error({ actionId: claimed.id, err: (err as Error).message }, 'action crashed'),
         )
         .finally(() => {
           busy.delete(session);
@@ -122,22 +132,24 @@ export function createActionWorker(deps: {
   }
 
   /** Pending wakes only append events to the main session: a batch in one transaction; true when more remain. */
-  function completeWakes(): boolean {
-    const ids = store.pendingWakes(WAKE_BATCH);
-    if (ids.length === 0) return false;
-    const modes = store.completeWakes(ids, settings.mainKey);
+  async function applyWakes(): Promise<boolean> {
+    const { applied, modes } = await store.applyWakes(settings.mainKey, WAKE_BATCH);
     if (modes.includes('now')) heartbeat.requestNow('wake');
-    return ids.length === WAKE_BATCH;
+    return applied === WAKE_BATCH;
   }
 
   function kick(): void {
     if (scheduled || stopped) return;
     scheduled = true;
-    setImmediate(pump);
+    setImmediate(() => {
+      pumping = pumping.then(pump);
+    });
   }
 
-  function handleRequests(): void {
-    for (const { seq, kind } of store.takeRequests()) {
+  async function handleRequests(): Promise<void> {
+    // Operator requests go to the leader (the one that runs heartbeats).
+    if (deps.leading && !deps.leading()) return;
+    for (const { seq, kind } of await store.takeRequests()) {
       if (kind === 'heartbeat') heartbeat.requestNow('requested');
       else deps.onRequest?.(kind, seq);
     }
@@ -145,13 +157,13 @@ export function createActionWorker(deps: {
 
   async function execute(row: RunRow): Promise<void> {
     const action: Action = row.action;
-    if (action.kind === 'wake') return executeWake(action);
+    if (action.kind === 'wake') return executeWake(row, action);
     return executeAgent(row, action);
   }
 
-  function executeWake(action: WakeAction): void {
-    store.finish(
-      action.id,
+  async function executeWake(row: RunRow, action: WakeAction): Promise<void> {
+    await store.finish(
+      row,
       'done',
       { status: 'ok' },
       {
@@ -171,12 +183,12 @@ export function createActionWorker(deps: {
       return deliverReply(row, action, row.outcome.reply);
     }
     const started = performance.now();
-    const result = await runTurn(action);
+    const result = await runTurn(row, action);
     if (result.status === 'retry') return retryOrGiveUp(row, action, result, started);
     if (result.status !== 'ok') {
       ran(action, result.status === 'timeout' ? 'timeout' : 'failed', started);
-      store.finish(
-        action.id,
+      await store.finish(
+        row,
         'failed',
         { status: result.status, reason: result.reason },
         summaryEvent(settings.mainKey, action, result.status, result.reason),
@@ -191,11 +203,16 @@ export function createActionWorker(deps: {
     // The turn's outcome; what becomes of its delivery is published on its own.
     ran(action, 'done', started);
     const ack = isAckOnly(result.reply, settings.ackToken);
-    store.addTurns(turnOwner(action), action.id, action.prompt ?? action.message, result.reply);
+    await store.addTurns(
+      turnOwner(action),
+      action.id,
+      action.prompt ?? action.message,
+      result.reply,
+    );
     // Ack-only replies are never delivered.
     if (!action.deliver || ack) {
-      store.finish(
-        action.id,
+      await store.finish(
+        row,
         'done',
         { status: 'ok', reply: result.reply, ack },
         summaryEvent(settings.mainKey, action, 'ok', result.reply),
@@ -223,7 +240,7 @@ export function createActionWorker(deps: {
     kind: 'agent',
   });
 
-  async function runTurn(action: AgentAction): Promise<RunResult> {
+  async function runTurn(row: RunRow, action: AgentAction): Promise<RunResult> {
     const agent = agentFor(action);
     if (!agent?.runner) {
       return {
@@ -241,9 +258,9 @@ export function createActionWorker(deps: {
         model: action.model ?? agent.model ?? null,
         thinking: action.thinking ?? null,
         timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
-        history: store
-          .history(turnOwner(action), settings.historyTurns)
-          .map(({ role, text }) => ({ role, text })),
+        history: (await store.history(turnOwner(action), settings.historyTurns)).map(
+          ({ role, text }) => ({ role, text }),
+        ),
         origin: {
           hook: action.hook,
           ...(action.mappingId !== undefined && { mappingId: action.mappingId }),
@@ -251,21 +268,33 @@ export function createActionWorker(deps: {
           ...(action.verification && { verification: action.verification }),
         },
       },
-      { signal: deps.controller.signal, onSpawn: (pgid) => store.setRunnerGroup(action.id, pgid) },
+      {
+        signal: deps.controller.signal,
+        onSpawn: (pgid) => {
+          store
+            .setRunnerGroup(row, pgid)
+            .catch((err: unknown) =>
+              logger.error(
+                { actionId: action.id, err: (err as Error).message },
+                'runner not recorded',
+              ),
+            );
+        },
+      },
     );
   }
 
-  function retryOrGiveUp(
+  async function retryOrGiveUp(
     row: RunRow,
     action: AgentAction,
     result: Extract<RunResult, { status: 'retry' }>,
     started: number,
-  ): void {
+  ): Promise<void> {
     // Interrupted by our own shutdown: back to the queue, not counted against the attempts.
     if (stopped) {
       ran(action, 'interrupted', started);
-      store.requeue(
-        action.id,
+      await store.requeue(
+        row,
         0,
         { status: 'retrying', reason: result.reason },
         { refundAttempt: true },
@@ -275,7 +304,7 @@ export function createActionWorker(deps: {
     if (row.attempts < settings.retry.maxAttempts) {
       ran(action, 'retry', started);
       const delay = retryDelayMs(row.attempts, settings.retry, result.retryAfterMs);
-      store.requeue(action.id, Date.now() + delay, { status: 'retrying', reason: result.reason });
+      await store.requeue(row, delay, { status: 'retrying', reason: result.reason });
       logger.warn(
         {
           actionId: action.id,
@@ -290,8 +319,8 @@ export function createActionWorker(deps: {
     }
     ran(action, 'dead', started);
     const reason = `gave up after ${row.attempts} attempts: ${result.reason}`;
-    store.finish(
-      action.id,
+    await store.finish(
+      row,
       'dead',
       { status: 'error', reason },
       summaryEvent(settings.mainKey, action, 'error', reason),
@@ -300,17 +329,28 @@ export function createActionWorker(deps: {
     if (action.wakeMode === 'now') heartbeat.requestNow('hook');
   }
 
+  // The poll's upkeep, one at a time: leases kept, requests taken.
+  let ticking = false;
+  async function tick(): Promise<void> {
+    if (ticking) return;
+    ticking = true;
+    try {
+      if (busy.size > 0) await guarded('leases', () => store.renewLeases());
+      await guarded('requests', handleRequests);
+    } finally {
+      ticking = false;
+    }
+    kick();
+  }
+
   return {
-    start() {
-      // Actions a previous instance left running: end their runner processes, then run them again.
-      for (const { id, pgid } of store.recoverRunning()) {
+    async start() {
+      // Actions a previous process left running: end their runner processes, then run them again.
+      for (const { id, pgid } of await store.recoverInterrupted()) {
         if (pgid !== null) killGroup(pgid);
         logger.warn({ actionId: id }, 'resuming an action interrupted by a restart');
       }
-      poll = setInterval(() => {
-        guarded('requests', handleRequests);
-        kick();
-      }, settings.pollMs);
+      poll = setInterval(() => void tick(), settings.pollMs);
       poll.unref();
       kick();
     },
@@ -319,6 +359,7 @@ export function createActionWorker(deps: {
       stopped = true;
       if (poll) clearInterval(poll);
       deps.controller.abort();
+      await pumping;
       await Promise.allSettled(busy.values());
     },
     async idle() {
@@ -328,7 +369,8 @@ export function createActionWorker(deps: {
           await Promise.allSettled(busy.values());
           continue;
         }
-        if (!store.hasRunnable(Date.now()) && !scheduled) return;
+        await pumping;
+        if (!(await store.hasRunnable()) && !scheduled && busy.size === 0) return;
         kick();
       }
     },

@@ -7,36 +7,21 @@
 import { randomUUID } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
 import { deliveryFinished } from '../../observe/events.ts';
+import type {
+  DeliveryRecord,
+  HeartbeatResult,
+  HeartbeatRow,
+  NewEvent,
+  SessionStore,
+  SystemEvent,
+  Turn,
+  TurnOwner,
+} from '../../runtime/runtime-store.ts';
 
 export type Row = Record<string, string | number | null>;
 
 /** The current time as stored (ISO 8601). */
 export const now = () => new Date().toISOString();
-
-export type SystemEvent = {
-  seq: number;
-  sessionKey: string;
-  text: string;
-  source: string;
-  actionId: string | null;
-  trusted: boolean;
-  createdAt: string;
-  consumedBy: string | null;
-};
-
-/**
- * Whose history: an agent, a session key, and the kind of turn. The
- * heartbeat's turns (the owner's main session) and hook runs' turns stay
- * apart even on the same key, so neither reads the other's.
- */
-export type TurnOwner = { agentId: string; sessionKey: string; kind: 'agent' | 'heartbeat' };
-
-export type Turn = {
-  role: 'user' | 'assistant';
-  text: string;
-  runId: string | null;
-  createdAt: string;
-};
 
 function toEvent(row: Row): SystemEvent {
   return {
@@ -51,8 +36,8 @@ function toEvent(row: Row): SystemEvent {
   };
 }
 
-/** Session records over one connection; RuntimeStore adds the action lifecycle. */
-export class SessionRecords {
+/** Session records over one connection; the runtime store adds the action lifecycle. */
+export class SqliteSessionRecords implements SessionStore {
   protected readonly db: DatabaseSync;
 
   constructor(db: DatabaseSync) {
@@ -71,8 +56,7 @@ export class SessionRecords {
     }
   }
 
-  /** Append a system event to a session. */
-  addEvent(event: NewEvent): void {
+  async addEvent(event: NewEvent): Promise<void> {
     this.insertEvent(event);
   }
 
@@ -92,7 +76,7 @@ export class SessionRecords {
   }
 
   /** Events no heartbeat has consumed yet, oldest first. */
-  pendingEvents(sessionKey: string, limit: number): SystemEvent[] {
+  async pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]> {
     const rows = this.db
       .prepare(
         'SELECT * FROM system_events WHERE session_key = ? AND consumed_by IS NULL ORDER BY seq LIMIT ?',
@@ -102,7 +86,7 @@ export class SessionRecords {
   }
 
   /** Events of a session, newest first (pending and consumed). */
-  events(sessionKey: string, limit: number): SystemEvent[] {
+  async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {
     const rows = this.db
       .prepare('SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT ?')
       .all(sessionKey, limit) as Row[];
@@ -110,7 +94,7 @@ export class SessionRecords {
   }
 
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
-  history(owner: TurnOwner, limit: number): Turn[] {
+  async history(owner: TurnOwner, limit: number): Promise<Turn[]> {
     const rows = this.db
       .prepare(
         'SELECT role, text, run_id, created_at FROM session_turns WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC LIMIT ?',
@@ -125,7 +109,7 @@ export class SessionRecords {
   }
 
   /** Append a prompt and its reply to an agent's history in a session. */
-  addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): void {
+  async addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): Promise<void> {
     this.transaction(() => {
       const insert = this.db.prepare(
         'INSERT INTO session_turns (agent_id, session_key, kind, role, text, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -136,7 +120,7 @@ export class SessionRecords {
   }
 
   /** Heartbeat turns stored before history had an owner go to the agent that runs heartbeats. */
-  claimHeartbeatTurns(agentId: string): void {
+  async claimHeartbeatTurns(agentId: string): Promise<void> {
     this.db
       .prepare(
         "UPDATE session_turns SET agent_id = ? WHERE agent_id IS NULL AND kind = 'heartbeat'",
@@ -145,7 +129,7 @@ export class SessionRecords {
   }
 
   /** Open a heartbeat record. */
-  startHeartbeat(reason: string): string {
+  async startHeartbeat(reason: string): Promise<string> {
     const id = randomUUID();
     this.db
       .prepare("INSERT INTO heartbeats (id, reason, state, started_at) VALUES (?, ?, 'running', ?)")
@@ -154,12 +138,12 @@ export class SessionRecords {
   }
 
   /** Record the process group of a heartbeat's runner. */
-  setHeartbeatGroup(id: string, pgid: number | null): void {
+  async setHeartbeatGroup(id: string, pgid: number | null): Promise<void> {
     this.db.prepare('UPDATE heartbeats SET runner_pgid = ? WHERE id = ?').run(pgid, id);
   }
 
   /** After a crash: heartbeats left running are failed (their events stay pending); returns runner groups. */
-  recoverHeartbeats(): number[] {
+  async recoverHeartbeats(): Promise<number[]> {
     return this.transaction(() => {
       const rows = this.db
         .prepare("SELECT runner_pgid FROM heartbeats WHERE state = 'running'")
@@ -176,16 +160,7 @@ export class SessionRecords {
   }
 
   /** Close a heartbeat record; on success mark the events it included as consumed. */
-  finishHeartbeat(
-    id: string,
-    result: {
-      state: 'done' | 'failed';
-      events: number[];
-      reply?: string;
-      ack?: boolean;
-      error?: string;
-    },
-  ): void {
+  async finishHeartbeat(id: string, result: HeartbeatResult): Promise<void> {
     this.transaction(() => {
       this.db
         .prepare(
@@ -208,14 +183,14 @@ export class SessionRecords {
   }
 
   /** Heartbeat records, newest first. */
-  heartbeats(limit: number): Row[] {
+  async heartbeats(limit: number): Promise<HeartbeatRow[]> {
     return this.db
       .prepare('SELECT * FROM heartbeats ORDER BY started_at DESC LIMIT ?')
-      .all(limit) as Row[];
+      .all(limit) as HeartbeatRow[];
   }
 
   /** Record a delivery's final outcome (sent, failed, skipped or dead) for the audit trail. */
-  recordDelivery(delivery: DeliveryRecord): string {
+  async recordDelivery(delivery: DeliveryRecord): Promise<string> {
     const id = randomUUID();
     const at = now();
     this.db
@@ -248,7 +223,7 @@ export class SessionRecords {
   }
 
   /** The session's last route (channel and recipient), if any. */
-  lastRoute(sessionKey: string): { channel: string; recipient: string } | undefined {
+  async lastRoute(sessionKey: string): Promise<{ channel: string; recipient: string } | undefined> {
     const row = this.db
       .prepare('SELECT channel, recipient FROM routes WHERE session_key = ?')
       .get(sessionKey) as Row | undefined;
@@ -258,7 +233,12 @@ export class SessionRecords {
   }
 
   /** Record where the session was last reached; `onlyIfMissing` seeds without overwriting. */
-  setRoute(sessionKey: string, channel: string, recipient: string, onlyIfMissing = false): void {
+  async setRoute(
+    sessionKey: string,
+    channel: string,
+    recipient: string,
+    onlyIfMissing = false,
+  ): Promise<void> {
     const verb = onlyIfMissing ? 'INSERT OR IGNORE' : 'INSERT OR REPLACE';
     this.db
       .prepare(
@@ -267,15 +247,8 @@ export class SessionRecords {
       .run(sessionKey, channel, recipient, now());
   }
 
-  /** Deliveries, newest first. */
-  deliveries(limit: number): Row[] {
-    return this.db
-      .prepare('SELECT * FROM deliveries ORDER BY created_at DESC LIMIT ?')
-      .all(limit) as Row[];
-  }
-
   /** Ask the running server for something (e.g. an immediate heartbeat); returns its number. */
-  request(kind: string): number {
+  async request(kind: string): Promise<number> {
     const result = this.db
       .prepare('INSERT INTO control_requests (kind, created_at) VALUES (?, ?)')
       .run(kind, now());
@@ -283,7 +256,7 @@ export class SessionRecords {
   }
 
   /** True once a running server has taken the request. */
-  requestTaken(seq: number): boolean {
+  async requestTaken(seq: number): Promise<boolean> {
     const row = this.db.prepare('SELECT handled_at FROM control_requests WHERE seq = ?').get(seq) as
       | Row
       | undefined;
@@ -291,7 +264,7 @@ export class SessionRecords {
   }
 
   /** Take back a request nobody took (so a later start does not act on it); false if taken. */
-  withdrawRequest(seq: number): boolean {
+  async withdrawRequest(seq: number): Promise<boolean> {
     const result = this.db
       .prepare('DELETE FROM control_requests WHERE seq = ? AND handled_at IS NULL')
       .run(seq);
@@ -299,14 +272,14 @@ export class SessionRecords {
   }
 
   /** Record a request's answer (what the command that asked waits for). */
-  answerRequest(seq: number, result: string): void {
+  async answerRequest(seq: number, result: string): Promise<void> {
     this.db
       .prepare('INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)')
       .run(seq, result);
   }
 
   /** A request's answer, once the server has given it. */
-  requestResult(seq: number): string | undefined {
+  async requestResult(seq: number): Promise<string | undefined> {
     const row = this.db.prepare('SELECT result FROM control_answers WHERE seq = ?').get(seq) as
       | Row
       | undefined;
@@ -314,7 +287,7 @@ export class SessionRecords {
   }
 
   /** Requests not yet handled; marks them handled. */
-  takeRequests(): Array<{ seq: number; kind: string }> {
+  async takeRequests(): Promise<Array<{ seq: number; kind: string }>> {
     return this.transaction(() => {
       const rows = this.db
         .prepare('SELECT seq, kind FROM control_requests WHERE handled_at IS NULL ORDER BY seq')
@@ -327,30 +300,7 @@ export class SessionRecords {
     });
   }
 
-  close(): void {
+  protected closeDatabase(): void {
     this.db.close();
   }
 }
-
-/** A delivery as recorded once it is over. */
-export type DeliveryRecord = {
-  source: 'agent' | 'heartbeat';
-  sourceId: string;
-  channel: string;
-  recipient?: string;
-  text: string;
-  state: 'sent' | 'failed' | 'skipped' | 'dead';
-  attempts: number;
-  parts: number;
-  partsSent: number;
-  error?: string;
-};
-
-/** A system event to append. */
-export type NewEvent = {
-  sessionKey: string;
-  text: string;
-  source: string;
-  actionId?: string;
-  trusted: boolean;
-};

@@ -1,0 +1,353 @@
+/**
+ * The runtime store on the embedded SQLite file: the action lifecycle
+ * (queued -> running -> done | failed | dead, with attempts, a next-attempt
+ * time and the outcome) on top of the session records. A connection of its
+ * own; every write is a short transaction (WAL, synchronous=NORMAL:
+ * crash-safe without an fsync per commit). One process owns the file, so it
+ * always leads, and at its start every run left running is its to take over.
+ */
+import type { StatementSync } from 'node:sqlite';
+import type { Action } from '../../../schemas/action.ts';
+import type { ActionState } from '../../queue/action-store.ts';
+import type {
+  Claim,
+  Leadership,
+  NewEvent,
+  Outcome,
+  RunRow,
+  RuntimeStore,
+} from '../../runtime/runtime-store.ts';
+import { openDatabase } from './schema.ts';
+import { now, type Row, SqliteSessionRecords } from './session-records.ts';
+
+function toRun(row: Row): RunRow {
+  return {
+    seq: Number(row['seq']),
+    id: row['id'] as string,
+    state: row['state'] as ActionState,
+    attempts: Number(row['attempts']),
+    nextAttemptAtMs: Number(row['next_attempt_at_ms']),
+    startedAt: (row['started_at'] as string | null) ?? null,
+    finishedAt: (row['finished_at'] as string | null) ?? null,
+    outcome: row['outcome'] ? (JSON.parse(row['outcome'] as string) as Outcome) : null,
+    action: JSON.parse(row['action'] as string) as Action,
+  };
+}
+
+// The session's index, never the state index: a big backlog is all 'queued' too.
+const PENDING_WAKES = `SELECT id FROM actions INDEXED BY actions_session_pending
+  WHERE session_key IS NULL AND state IN ('queued', 'running') AND state = 'queued'
+  ORDER BY seq LIMIT ?`;
+
+// Heads of agent sessions (not the wake lane '') that are queued, oldest head first.
+const DUE_HEADS = (due: string) =>
+  `SELECT h.head_seq, h.lane, a.id FROM session_heads h INDEXED BY session_heads_due
+   CROSS JOIN actions a ON a.seq = h.head_seq
+   WHERE ${due} AND h.lane <> '' AND a.state = 'queued' ORDER BY h.head_seq LIMIT ?`;
+const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
+const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
+
+type WakeAction = Extract<Action, { kind: 'wake' }>;
+
+/** A stored wake, or undefined when the row does not hold one. */
+function readWake(json: string): WakeAction | undefined {
+  try {
+    const action = JSON.parse(json) as WakeAction | null;
+    return action?.kind === 'wake' && typeof action.text === 'string' ? action : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const RUN_COLUMNS =
+  'seq, id, state, attempts, next_attempt_at_ms, started_at, finished_at, outcome, action';
+
+/** Where one process owns the store, it always leads. */
+const SOLE_LEADER: Leadership = {
+  lead: () => Promise.resolve(true),
+  resign: () => Promise.resolve(),
+};
+
+// A claimed run is written to only while it is still this claim's attempt.
+const FENCE = "id = ? AND state = 'running' AND attempts = ?";
+
+/** The runtime store over one SQLite connection. */
+export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeStore {
+  readonly leadership = SOLE_LEADER;
+  private readonly statements = new Map<string, StatementSync>();
+
+  /** The worker's per-tick queries, prepared once. */
+  private tickStatement(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** Open the store in a data directory (schema created and migrated if needed). */
+  static open(dataDir: string): SqliteRuntimeStore {
+    const db = openDatabase(dataDir, { create: true });
+    // Lifecycle writes run on the event loop: NORMAL (no fsync per commit in WAL) keeps them
+    // cheap and still survives a process crash (SIGKILL). Acceptance stays FULL on its own thread.
+    db.exec('PRAGMA synchronous = NORMAL');
+    return new SqliteRuntimeStore(db);
+  }
+
+  /** One process owns the file: actions left running go back to the queue; their runner groups. */
+  async recoverInterrupted(): Promise<Array<{ id: string; pgid: number | null }>> {
+    return this.transaction(() => {
+      const rows = this.db
+        .prepare("SELECT id, runner_pgid FROM actions WHERE state = 'running'")
+        .all() as Row[];
+      this.db
+        .prepare("UPDATE actions SET state = 'queued', runner_pgid = NULL WHERE state = 'running'")
+        .run();
+      return rows.map((row) => ({
+        id: row['id'] as string,
+        pgid: row['runner_pgid'] === null ? null : Number(row['runner_pgid']),
+      }));
+    });
+  }
+
+  /** Nothing to renew: no other process can take a run over. */
+  async renewLeases(): Promise<void> {}
+
+  /**
+   * Queued wakes (the main session's event lane), oldest first. They only append events, so
+   * they never wait for a runner or behind any session's backlog.
+   */
+  pendingWakes(limit: number): string[] {
+    const rows = this.tickStatement(PENDING_WAKES).all(limit) as Row[];
+    return rows.map((row) => row['id'] as string);
+  }
+
+  /**
+   * The heads of agent sessions that may run now (queued, due), oldest head first. A head that
+   * is running or waits for its backoff holds back only its own session. The cost depends on
+   * the number of sessions with work, never on the length of one session's backlog.
+   */
+  dueHeads(nowMs: number, limit: number): Array<{ id: string; sessionKey: string }> {
+    if (limit <= 0) return [];
+    // Two walks of (not_before_ms, head_seq), each stopping after `limit` hits: heads that never
+    // waited, in head order, and heads whose backoff is over. Waiting heads are never read.
+    const fresh = this.tickStatement(DUE_FRESH).all(limit) as Row[];
+    const retried = this.tickStatement(DUE_RETRIED).all(nowMs, limit) as Row[];
+    return [...fresh, ...retried]
+      .sort((a, b) => Number(a['head_seq']) - Number(b['head_seq']))
+      .slice(0, limit)
+      .map((row) => ({ id: row['id'] as string, sessionKey: row['lane'] as string }));
+  }
+
+  async hasRunnable(): Promise<boolean> {
+    return this.pendingWakes(1).length > 0 || this.dueHeads(Date.now(), 1).length > 0;
+  }
+
+  async claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]> {
+    const claimed: RunRow[] = [];
+    for (const head of this.dueHeads(Date.now(), room)) {
+      if (busy.has(head.sessionKey)) continue;
+      const row = this.claim(head.id);
+      if (row) claimed.push(row);
+    }
+    return claimed;
+  }
+
+  /** Move a queued action to running (one more attempt); undefined when it was not queued. */
+  claim(id: string): RunRow | undefined {
+    return this.transaction(() => {
+      const changed = this.db
+        .prepare(
+          "UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = ? WHERE id = ? AND state = 'queued'",
+        )
+        .run(now(), id).changes;
+      if (Number(changed) === 0) return undefined;
+      const row = this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as Row;
+      try {
+        return toRun(row);
+      } catch {
+        // A row no hook could have written (another process, a damaged file) ends at once,
+        // so it never holds back its session or, as the oldest head, every pass.
+        this.db
+          .prepare("UPDATE actions SET state = 'dead', outcome = ?, finished_at = ? WHERE id = ?")
+          .run(JSON.stringify({ status: 'error', reason: 'unreadable action' }), now(), id);
+        return undefined;
+      }
+    });
+  }
+
+  async applyWakes(
+    mainKey: string,
+    limit: number,
+  ): Promise<{ applied: number; modes: Array<'now' | 'next-heartbeat'> }> {
+    const ids = this.pendingWakes(limit);
+    if (ids.length === 0) return { applied: 0, modes: [] };
+    return { applied: ids.length, modes: this.completeWakes(ids, mainKey) };
+  }
+
+  /**
+   * Finish queued wake actions in one transaction: each appends its (wrapped) text to the
+   * session as an event. Returns the modes of those that were still queued.
+   */
+  private completeWakes(
+    ids: readonly string[],
+    sessionKey: string,
+  ): Array<'now' | 'next-heartbeat'> {
+    return this.transaction(() => {
+      const at = now();
+      const select = this.db.prepare(
+        "SELECT action FROM actions WHERE id = ? AND state = 'queued'",
+      );
+      const update = this.db.prepare(
+        "UPDATE actions SET state = 'done', attempts = attempts + 1, started_at = ?, finished_at = ?, outcome = ? WHERE id = ?",
+      );
+      const dead = this.db.prepare(
+        "UPDATE actions SET state = 'dead', attempts = attempts + 1, started_at = ?, finished_at = ?, outcome = ? WHERE id = ?",
+      );
+      const modes: Array<'now' | 'next-heartbeat'> = [];
+      for (const id of ids) {
+        const row = select.get(id) as Row | undefined;
+        if (!row) continue;
+        const action = readWake(row['action'] as string);
+        if (!action) {
+          // A row no wake could have written (another process, a damaged file): it ends, alone.
+          dead.run(at, at, JSON.stringify({ status: 'error', reason: 'unreadable action' }), id);
+          continue;
+        }
+        update.run(at, at, JSON.stringify({ status: 'ok' }), id);
+        this.insertEvent({
+          sessionKey,
+          text: action.prompt ?? action.text,
+          source: 'wake',
+          actionId: id,
+          trusted: !action.untrusted,
+        });
+        modes.push(action.mode);
+      }
+      return modes;
+    });
+  }
+
+  async setRunnerGroup(claim: Claim, pgid: number | null): Promise<void> {
+    this.db
+      .prepare(`UPDATE actions SET runner_pgid = ? WHERE ${FENCE}`)
+      .run(pgid, claim.id, claim.attempts);
+  }
+
+  async finish(
+    claim: Claim,
+    state: 'done' | 'failed' | 'dead',
+    outcome: Outcome,
+    event?: NewEvent,
+  ): Promise<boolean> {
+    return this.transaction(() => {
+      const changed = this.db
+        .prepare(
+          `UPDATE actions SET state = ?, outcome = ?, finished_at = ?, runner_pgid = NULL WHERE ${FENCE}`,
+        )
+        .run(state, JSON.stringify(outcome), now(), claim.id, claim.attempts).changes;
+      if (Number(changed) === 0) return false;
+      if (event) this.insertEvent(event);
+      return true;
+    });
+  }
+
+  async saveOutcome(claim: Claim, outcome: Outcome): Promise<boolean> {
+    const changed = this.db
+      .prepare(`UPDATE actions SET outcome = ? WHERE ${FENCE}`)
+      .run(JSON.stringify(outcome), claim.id, claim.attempts).changes;
+    return Number(changed) > 0;
+  }
+
+  async requeue(
+    claim: Claim,
+    delayMs: number,
+    outcome: Outcome,
+    options: { refundAttempt?: boolean } = {},
+  ): Promise<boolean> {
+    // An attempt our own shutdown interrupted is given back: it says nothing about the work.
+    const refund = options.refundAttempt ? 1 : 0;
+    const at = delayMs > 0 ? Date.now() + delayMs : 0;
+    const changed = this.db
+      .prepare(
+        `UPDATE actions SET state = 'queued', next_attempt_at_ms = ?, outcome = ?, runner_pgid = NULL, attempts = MAX(0, attempts - ?) WHERE ${FENCE}`,
+      )
+      .run(at, JSON.stringify(outcome), refund, claim.id, claim.attempts).changes;
+    return Number(changed) > 0;
+  }
+
+  /** Runs (actions with their lifecycle), newest first, optionally in one state. */
+  async runs(limit: number, state?: ActionState): Promise<RunRow[]> {
+    const rows = state
+      ? (this.db
+          .prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC LIMIT ?`)
+          .all(state, limit) as Row[])
+      : (this.db
+          .prepare(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC LIMIT ?`)
+          .all(limit) as Row[]);
+    return rows.map(toRun);
+  }
+
+  /** How many actions are in each state (every state present, 0 when none): the queue's depth. */
+  async countByState(): Promise<Record<ActionState, number>> {
+    const counts: Record<ActionState, number> = {
+      queued: 0,
+      running: 0,
+      done: 0,
+      failed: 0,
+      dead: 0,
+    };
+    // Read from the (state, seq) index alone, never the rows.
+    const rows = this.tickStatement(
+      'SELECT state, COUNT(*) AS n FROM actions INDEXED BY actions_state GROUP BY state',
+    ).all() as Row[];
+    for (const row of rows) {
+      const state = row['state'] as ActionState;
+      if (state in counts) counts[state] = Number(row['n']);
+    }
+    return counts;
+  }
+
+  /** One run by id. */
+  async run(id: string): Promise<RunRow | undefined> {
+    const row = this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as
+      | Row
+      | undefined;
+    return row ? toRun(row) : undefined;
+  }
+
+  async states(ids: readonly string[]): Promise<Map<string, ActionState>> {
+    const found = new Map<string, ActionState>();
+    // In slices: SQLite bounds the number of parameters of one statement.
+    for (let at = 0; at < ids.length; at += 500) {
+      const slice = ids.slice(at, at + 500);
+      const rows = this.db
+        .prepare(`SELECT id, state FROM actions WHERE id IN (${slice.map(() => '?').join(',')})`)
+        .all(...slice) as Row[];
+      for (const row of rows) found.set(row['id'] as string, row['state'] as ActionState);
+    }
+    return found;
+  }
+
+  /** A dead (or, when asked, failed) action back to the queue with fresh attempts; false otherwise. */
+  async retryDead(id: string, options: { failed?: boolean } = {}): Promise<boolean> {
+    // Never `done`: a turn that succeeded is not run twice.
+    const states = options.failed ? "('dead', 'failed')" : "('dead')";
+    // A run that died delivering keeps its reply: the retry redoes only the delivery.
+    const changed = this.db
+      .prepare(
+        `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at_ms = 0,
+           outcome = CASE WHEN json_extract(outcome, '$.reply') IS NOT NULL AND json_extract(outcome, '$.delivery') IS NOT NULL
+             THEN json_set(outcome, '$.status', 'delivering', '$.delivery.attempts', 0)
+             ELSE NULL END
+         WHERE id = ? AND state IN ${states}`,
+      )
+      .run(id).changes;
+    return Number(changed) > 0;
+  }
+
+  async close(): Promise<void> {
+    this.closeDatabase();
+  }
+}
