@@ -21,7 +21,7 @@ import type { ActionStore } from './queue/action-store.ts';
 import { openSqliteStore } from './store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from './store/sqlite/runtime-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
-import { createMemoryLimiter } from './rate-limit.ts';
+import { createMemoryLimiter, reportingStoreErrors } from './rate-limit.ts';
 import { answerClientError } from './respond.ts';
 import { warmFolds } from './safety/skeleton.ts';
 import { type Generation, startGeneration } from './reload/generation.ts';
@@ -100,12 +100,14 @@ export async function startHookgate(
         );
   let closing: Promise<void> | undefined;
   const ledger = createLedger(store, { afterCommit: () => runtime?.worker.kick() });
+  // Shared by every generation: a reload never lifts a lockout.
+  const limiter = reportingStoreErrors(createMemoryLimiter(config.hooks.authRateLimit), logger);
   const generationDeps = {
     logger,
     // The listener's timeouts are fixed at start; the body stage keeps to the same.
     requestTimeoutMs: config.server.requestTimeoutMs,
     ledger,
-    limiter: createMemoryLimiter(config.hooks.authRateLimit),
+    limiter,
     resolveClient: createClientAddressResolver(config.server.trustedProxies),
     lastChannel: () => runtime?.lastChannel(),
   };
@@ -226,7 +228,7 @@ export async function startHookgate(
       closing ??= (mail?.close() ?? Promise.resolve())
         .then(() => admin?.close())
         .then(() => shutdown(server, store, prune, config.server.shutdownGraceMs, runtime))
-        .finally(() => current.close());
+        .finally(() => Promise.all([current.close(), limiter.close()]));
       return closing;
     },
   };

@@ -7,6 +7,7 @@
  * most `maxClients`, so a flood of fresh addresses can push out other
  * addresses' counts but never a lock that a newer lock did not replace.
  */
+import type { Logger } from './log.ts';
 import { authLocked } from './observe/events.ts';
 
 export type RateLimitSettings = {
@@ -16,14 +17,76 @@ export type RateLimitSettings = {
   maxClients: number;
 };
 
-/** Backend-neutral interface, so a shared store can replace the memory one. */
+/**
+ * Backend-neutral interface, so a store shared by several instances can replace the memory one.
+ *
+ * The request path asks `lockedFor` on every request, so it is synchronous and answered from
+ * a local view of the locks: a shared backend keeps the locks this instance learnt from its
+ * own `recordFailure` answers plus a periodic refresh of the locked addresses (so a lock
+ * started on another instance is seen here within one refresh), with lock ends in the
+ * caller's clock (`nowMs`). Writes happen only where a failure is counted: one per failure
+ * of an address not locked here (a locked one is refused before it can fail), so a guesser
+ * costs about `maxFailures` writes per window (plus those in flight when the lock begins,
+ * and one per instance that has not seen the lock yet) and none while locked. A success
+ * writes only when `hasFailures` says this instance counted one. Local state stays bounded
+ * by `maxClients`.
+ * `recordFailure` and `reset` may reject when a shared store is down; the instance wraps the
+ * limiter in `reportingStoreErrors`, so a request never fails because of it.
+ */
 export interface AuthFailureLimiter {
   /** Seconds until the address's lock ends (at least 1), or 0 when it is not locked. */
   lockedFor(client: string, nowMs: number): number;
-  /** Count a failed authentication; the failure that reaches `maxFailures` starts the lock. */
-  recordFailure(client: string, nowMs: number): void;
+  /**
+   * Count a failed authentication; the failure that reaches `maxFailures` starts the lock.
+   * Once settled, `lockedFor` answers the address's lock here, also one another instance started.
+   */
+  recordFailure(client: string, nowMs: number): Promise<void>;
+  /**
+   * Whether this instance counted a failure for the address that no lock or reset has cleared
+   * (a local answer). Callers reset only then, so a successful authentication writes nothing
+   * to a shared store; a count another instance holds simply runs out with its window.
+   */
+  hasFailures(client: string): boolean;
   /** Forget the failures counted for an address after it authenticated (never a lock). */
-  reset(client: string): void;
+  reset(client: string): Promise<void>;
+  /** Stop refreshing and release the store's connections (after the last request). */
+  close(): Promise<void>;
+}
+
+/**
+ * The limiter as the request path uses it: a write the store refuses is logged once per
+ * outage, not per request, and the request goes on as if it had been counted (its 401
+ * still goes out); the failure that comes through again says so.
+ */
+export function reportingStoreErrors(
+  limiter: AuthFailureLimiter,
+  logger: Pick<Logger, 'warn' | 'info'>,
+): AuthFailureLimiter {
+  let down = false;
+  function settle(write: Promise<void>): Promise<void> {
+    return write.then(
+      () => {
+        if (!down) return;
+        down = false;
+        logger.info('failed-auth limiter store reachable again');
+      },
+      (err: unknown) => {
+        if (down) return;
+        down = true;
+        logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          'failed-auth limiter store unreachable: failures go uncounted until it answers',
+        );
+      },
+    );
+  }
+  return {
+    lockedFor: (client, nowMs) => limiter.lockedFor(client, nowMs),
+    hasFailures: (client) => limiter.hasFailures(client),
+    recordFailure: (client, nowMs) => settle(limiter.recordFailure(client, nowMs)),
+    reset: (client) => settle(limiter.reset(client)),
+    close: () => limiter.close(),
+  };
 }
 
 type Window = { start: number; count: number };
@@ -55,7 +118,8 @@ export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLim
 
   return {
     lockedFor,
-    recordFailure(client, nowMs) {
+    // Async only to fit the interface: the maps change before the promise is returned.
+    async recordFailure(client, nowMs) {
       if (lockedFor(client, nowMs) > 0) return;
       const entry = counting.get(client);
       const next: Window =
@@ -71,8 +135,12 @@ export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLim
       if (authLocked.hasSubscribers)
         authLocked.publish({ lockoutSeconds: settings.lockoutSeconds });
     },
-    reset(client) {
+    hasFailures(client) {
+      return counting.has(client);
+    },
+    async reset(client) {
       counting.delete(client);
     },
+    async close() {},
   };
 }

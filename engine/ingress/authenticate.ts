@@ -13,6 +13,7 @@ import { authFailed } from '../observe/events.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { PresentedToken } from '../auth.ts';
 import { rateLimited } from './admit.ts';
+import type { RouteGate } from './routes.ts';
 import { type Exchange, had, type Stage } from './exchange.ts';
 
 // One body for every failure: nothing tells a guesser which part was wrong.
@@ -27,36 +28,45 @@ export type AuthenticateSettings = {
   tokenMatches: (presented: PresentedToken) => boolean;
 };
 
-/** Count a failure for the client and refuse with the generic 401. */
-export function refuseAuth(
+/** Count a failure for the client, then refuse with the generic 401 (only failures wait on the count). */
+export async function refuseAuth(
   x: Exchange,
   limiter: AuthFailureLimiter,
   failure: AuthFailure | 'token',
-): never {
-  limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
+): Promise<never> {
+  const counted = limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
   x.log['authFailure'] = failure;
-  if (authFailed.hasSubscribers && !x.preview) authFailed.publish({ route: x.route?.name ?? '', failure });
+  if (authFailed.hasSubscribers && !x.preview)
+    authFailed.publish({ route: x.route?.name ?? '', failure });
+  // Counted before the answer: a guesser who waits for each 401 meets the lock on the next try.
+  await counted;
   throw UNAUTHORIZED;
 }
 
 /** The stage before the body: hook token and the signature scheme's header checks. */
 export function createAuthenticateHeaders({ limiter, tokenMatches }: AuthenticateSettings): Stage {
-  return function authenticateHeaders(x: Exchange) {
-    const { gate } = had(x.route, 'route');
-    if (gate.token) {
-      if (!tokenMatches(presentedToken(x.source.rawHeaders))) refuseAuth(x, limiter, 'token');
-      // Only the hook token clears the count: it is the one credential a guesser must know.
-      limiter.reset(x.limiterKey);
-    }
+  function afterToken(x: Exchange, gate: RouteGate): undefined | Promise<never> {
     if (gate.verifier) {
       const failure = gate.verifier.precheck(x.headers, seconds(x.arrivedAtMs));
-      if (failure) refuseAuth(x, limiter, failure);
+      if (failure) return refuseAuth(x, limiter, failure);
     } else {
       x.verification = BY_TOKEN;
     }
     // `Expect: 100-continue` is answered only now: an unauthenticated sender uploads nothing.
     x.source.continueBody();
     return undefined;
+  }
+  return function authenticateHeaders(x: Exchange) {
+    const { gate } = had(x.route, 'route');
+    if (gate.token) {
+      if (!tokenMatches(presentedToken(x.source.rawHeaders)))
+        return refuseAuth(x, limiter, 'token');
+      // Only the hook token clears the count: it is the one credential a guesser must know.
+      // Only a count this instance holds: a success without earlier failures writes nothing.
+      if (limiter.hasFailures(x.limiterKey))
+        return limiter.reset(x.limiterKey).then(() => afterToken(x, gate));
+    }
+    return afterToken(x, gate);
   };
 }
 
@@ -69,7 +79,7 @@ export function createAuthenticateBody({ limiter }: Pick<AuthenticateSettings, '
     const lockedFor = limiter.lockedFor(x.limiterKey, Date.now());
     if (lockedFor > 0) throw rateLimited(lockedFor);
     const result = gate.verifier.verify(x.headers, had(x.raw, 'raw'), seconds(x.arrivedAtMs));
-    if (typeof result === 'string') refuseAuth(x, limiter, result);
+    if (typeof result === 'string') return refuseAuth(x, limiter, result);
     // No reset of the failure count: a valid signature proves a captured request, not a secret,
     // and a replayed one must not wipe out the count of token guesses sent beside it.
     // Slack marks its own retries; the delivery id makes them replays, this says why one came.

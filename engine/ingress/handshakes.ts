@@ -24,11 +24,7 @@ export function createSubscribe(limiter: AuthFailureLimiter): Stage {
     const query = parseQuery(x.query);
     const token = query['hub.verify_token'];
     if (query['hub.mode'] !== 'subscribe' || token === undefined || !gate.verifyToken(token)) {
-      limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
-      x.log['authFailure'] = 'verify_token';
-      if (authFailed.hasSubscribers && !x.preview)
-        authFailed.publish({ route: x.route?.name ?? '', failure: 'verify_token' });
-      throw MISMATCH;
+      return refuseVerifyToken(x, limiter);
     }
     // No reset of the failure count: a verify token travels in URLs, it is no proof of the hook token.
     const challenge = query['hub.challenge'] ?? '';
@@ -38,6 +34,16 @@ export function createSubscribe(limiter: AuthFailureLimiter): Stage {
     x.log['handshake'] = 'subscribe';
     return { kind: 'text', status: 200, body: challenge };
   };
+}
+
+/** Count the failure, then answer 403 (only failures wait on the count). */
+async function refuseVerifyToken(x: Exchange, limiter: AuthFailureLimiter): Promise<never> {
+  const counted = limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
+  x.log['authFailure'] = 'verify_token';
+  if (authFailed.hasSubscribers && !x.preview)
+    authFailed.publish({ route: x.route?.name ?? '', failure: 'verify_token' });
+  await counted;
+  throw MISMATCH;
 }
 
 /** Slack's url_verification and ssl_check, once the request is verified and parsed. */
