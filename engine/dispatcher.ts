@@ -25,7 +25,9 @@ export type KeyClaim = {
 export type HeldKey = { previous: IdempotencyRecord | undefined; release(): void };
 
 /** A commit's result: the 200 body stored, or the record of a key stored first by someone else. */
-export type Committed = { body: string; previous?: undefined } | { previous: IdempotencyRecord };
+export type Committed =
+  | { body: string; previous?: undefined }
+  | { body?: undefined; previous: IdempotencyRecord };
 
 export type Ledger = {
   /** Wait until no earlier request holds any of the keys, then hold them. */

@@ -52,7 +52,7 @@ describe('delivery-id replay window', () => {
     const claim = { key: `delivery:github:${++serial}`, windowMs: windowSeconds * 1000 };
     const first = await ledger.hold([claim]);
     expect(first.previous).toBeUndefined();
-    const body = await ledger.commit(accepted(), [claim]);
+    const { body } = await ledger.commit(accepted(), [claim]);
     first.release();
     nowMs += laterSeconds * 1000;
     const again = await ledger.hold([claim]);
@@ -72,7 +72,7 @@ describe('delivery-id replay window', () => {
     });
     await new Promise((resolve) => setImmediate(resolve));
     expect(settled).toBe(false);
-    const body = await ledger.commit(accepted(), [claim]);
+    const { body } = await ledger.commit(accepted(), [claim]);
     first.release();
     const held = await second;
     held.release();
