@@ -133,6 +133,18 @@ describe.skipIf(skip)('PostgreSQL store', () => {
     });
   });
 
+  it('stores an action whose text holds a NUL character, as SQLite does', async () => {
+    const url = await server.createDatabase();
+    const store = await openPostgresStore({ url, poolSize: 2 });
+    try {
+      const action = sampleAction('before\u0000after');
+      expect(await store.appendOrGet({ actions: [action] })).toEqual({ stored: true });
+      expect((await store.listActions({ limit: 1 }))[0]?.action).toEqual(action);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('loses no acknowledged append when the database server crashes', async () => {
     const url = await server.createDatabase();
     const store = await openPostgresStore({ url, poolSize: 4 });

@@ -283,13 +283,18 @@ class PostgresActionStore implements ActionStore {
       const batch = this.pending;
       this.pending = [];
       this.inFlight++;
-      this.commitBatch(batch).finally(() => {
-        this.inFlight--;
-        this.schedule();
-        if (this.inFlight === 0 && this.pending.length === 0 && !this.scheduled) {
-          for (const resolve of this.idle.splice(0)) resolve();
-        }
-      });
+      this.commitBatch(batch)
+        .catch((err: unknown) => {
+          // Not expected (commitBatch answers every failure it knows): refuse rather than hang.
+          for (const request of batch) request.reject(err);
+        })
+        .finally(() => {
+          this.inFlight--;
+          this.schedule();
+          if (this.inFlight === 0 && this.pending.length === 0 && !this.scheduled) {
+            for (const resolve of this.idle.splice(0)) resolve();
+          }
+        });
     });
   }
 
