@@ -125,7 +125,7 @@ function run(
   return new Promise((resolve, reject) => {
     const child = spawn(path.join(runner.bindir, program), args, {
       cwd: runner.cwd,
-      env: { ...process.env, LC_ALL: 'C', PGTZ: 'UTC' },
+      env: { ...process.env, LC_ALL: 'C' },
       // pg_ctl's server writes to its log file, not to these pipes.
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(runner.user && { uid: runner.user.uid, gid: runner.user.gid }),
