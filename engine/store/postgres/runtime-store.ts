@@ -91,6 +91,9 @@ const CLAIM = (heads: string) => `
 // A claimed run is written to only while it is still this instance's and this attempt.
 const FENCE = "id = $1 AND attempts = $2 AND lease_owner = $3 AND state = 'running'";
 
+// Finished actions one prune statement deletes.
+const PRUNE_BATCH = 1000;
+
 const COUNT_STATES = 'SELECT state, count(*)::int AS n FROM actions GROUP BY state';
 
 /** The runtime store over a pool the caller owns (several stores of one process may share it). */
@@ -379,6 +382,22 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
       [id, states],
     );
     return rowCount !== 0;
+  }
+
+  async pruneFinished(olderThanMs: number): Promise<number> {
+    let total = 0;
+    // Short transactions: a long DELETE would pin the MVCC horizon of the hot table.
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `DELETE FROM actions WHERE seq IN (
+           SELECT seq FROM actions WHERE state IN ('done', 'failed', 'dead')
+             AND finished_at < now() - $1 * interval '1 millisecond'
+           ORDER BY seq LIMIT ${PRUNE_BATCH})`,
+        [olderThanMs],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < PRUNE_BATCH) return total;
+    }
   }
 
   async close(): Promise<void> {
