@@ -31,8 +31,33 @@ export function checkConfigRules(config: Config): ConfigProblem | null {
     checkModels(config) ??
     checkRoutes(config) ??
     checkRuntime(config) ??
-    checkAdmin(config)
+    checkAdmin(config) ??
+    checkStore(config)
   );
+}
+
+function checkStore(config: Config): ConfigProblem | null {
+  const store = config.store;
+  if (store.kind === 'sqlite') {
+    return store.url === undefined
+      ? null
+      : { path: 'store.url', message: 'is for store.kind postgres (set it, or drop the URL)' };
+  }
+  if (!store.url) {
+    return { path: 'store.url', message: 'required with store.kind postgres' };
+  }
+  // The URL carries a password: the message never repeats it.
+  if (!/^postgres(ql)?:\/\//.test(store.url)) {
+    return { path: 'store.url', message: 'must be a postgres:// or postgresql:// URL' };
+  }
+  if (config.hooks.gmail?.account) {
+    return {
+      path: 'hooks.gmail',
+      message:
+        'the mail flow keeps its mailbox state in the SQLite store; it does not run with store.kind postgres yet',
+    };
+  }
+  return null;
 }
 
 function checkServer(config: Config): ConfigProblem | null {

@@ -18,7 +18,7 @@ import { createLogger, type Logger } from './log.ts';
 import { createRequestHandler } from './ingress/http-handler.ts';
 import { type MailFlow, startMailFlow } from './gmail/flow.ts';
 import type { ActionStore } from './queue/action-store.ts';
-import { openSqliteStore } from './store/sqlite/action-store.ts';
+import { type Backend, openBackend } from './store/backend.ts';
 import { SqliteRuntimeStore } from './store/sqlite/runtime-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter, reportingStoreErrors } from './rate-limit.ts';
@@ -37,6 +37,8 @@ export type Hookgate = {
   /** The runtime, unless started with `runtime: false`. */
   runtime: Runtime | undefined;
   store: ActionStore;
+  /** Where the store is: the data directory, or the PostgreSQL database (no password). */
+  storeDescription: string;
   /** The mail flow, when hooks.gmail.account is set. */
   mail: MailFlow | undefined;
   logger: Logger;
@@ -73,12 +75,16 @@ export async function startHookgate(
   const compiled = compileConfig(loaded);
   const logger = options.logger ?? createLogger(config.log.level);
   if (options.runtime !== false) warnPathProblems(loaded, logger);
-  const store =
-    options.store ??
-    (await openSqliteStore(loaded.dataDir, {
-      commitDelayMs: config.runtime.commitDelayMs,
-      onWarning: (message) => logger.warn({ dataDir: loaded.dataDir }, message),
-    }));
+  const backend = options.store
+    ? givenStore(options.store, loaded.dataDir)
+    : await openBackend({
+        dataDir: loaded.dataDir,
+        store: config.store,
+        commitDelayMs: config.runtime.commitDelayMs,
+        onWarning: (message) => logger.warn({ dataDir: loaded.dataDir }, message),
+        onError: (err) => logger.warn({ err: err.message }, 'store connection lost'),
+      });
+  const store = backend.actions;
   // The runtime reads agents and channels through these: a reload swaps their contents.
   const agents = new LiveMap(compiled.agents);
   const adapters = new LiveMap(compiled.adapters);
@@ -87,7 +93,7 @@ export async function startHookgate(
     options.runtime === false
       ? undefined
       : await startRuntime(
-          SqliteRuntimeStore.open(loaded.dataDir),
+          backend.openRuntime(),
           loaded,
           {
             policy: compiled.policy,
@@ -217,6 +223,7 @@ export async function startHookgate(
     server,
     runtime,
     store,
+    storeDescription: backend.describe,
     mail,
     logger,
     live: current,
@@ -227,7 +234,7 @@ export async function startHookgate(
       // The mail flow first: its sync writes to the store that shutdown closes last.
       closing ??= (mail?.close() ?? Promise.resolve())
         .then(() => admin?.close())
-        .then(() => shutdown(server, store, prune, config.server.shutdownGraceMs, runtime))
+        .then(() => shutdown(server, backend, prune, config.server.shutdownGraceMs, runtime))
         .finally(() => Promise.all([current.close(), limiter.close()]));
       return closing;
     },
@@ -292,7 +299,7 @@ function listen(server: Server, host: string, port: number): Promise<void> {
 
 async function shutdown(
   server: Server,
-  store: ActionStore,
+  backend: Backend,
   prune: NodeJS.Timeout,
   graceMs: number,
   runtime: Runtime | undefined,
@@ -307,5 +314,15 @@ async function shutdown(
   await closed;
   clearTimeout(force);
   await runtimeStopped;
-  await store.close();
+  await backend.close();
+}
+
+/** A store the embedder passed in (tests, benchmarks): the runtime's records stay in SQLite. */
+function givenStore(actions: ActionStore, dataDir: string): Backend {
+  return {
+    actions,
+    openRuntime: () => SqliteRuntimeStore.open(dataDir),
+    describe: dataDir,
+    close: () => actions.close(),
+  };
 }

@@ -329,6 +329,25 @@ export const configSchema = {
         recentRequests: { type: 'integer', minimum: 10, maximum: 10_000, default: 1000 },
       },
     },
+    // Where accepted actions and the runtime's records live: the embedded SQLite file in
+    // runtime.dataDir (one instance), or one PostgreSQL database shared by several instances.
+    store: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        kind: { enum: ['sqlite', 'postgres'], default: 'sqlite' },
+        // postgres: a libpq URL (postgres://user:password@host:port/database), usually ${VAR}.
+        url: nonEmpty,
+        // postgres: connections this instance opens at most.
+        poolSize: { type: 'integer', minimum: 2, maximum: 100, default: 10 },
+        // postgres: how long a claimed run or the heartbeat's lead lasts without renewal; an
+        // instance that died has its runs taken over by another after this long.
+        leaseSeconds: { type: 'integer', minimum: 2, maximum: 3600, default: 30 },
+        // postgres: finished actions (done, failed, dead) are deleted after this many days.
+        retentionDays: { type: 'integer', minimum: 1, maximum: 3650, default: 30 },
+      },
+    },
     reload: {
       type: 'object',
       additionalProperties: false,

@@ -34,7 +34,7 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
       return 0;
     }
   } finally {
-    await store.close();
+    await opened.close();
   }
   process.stderr.write(
     `hookgate heartbeat: no server is running on ${at.dataDir} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s); start one with \`hookgate serve\`\n`,
@@ -68,7 +68,7 @@ export async function retry(
       return 1;
     }
   } finally {
-    await store.close();
+    await opened.close();
   }
   out(`Action ${flags.id} is queued again.`);
   return 0;

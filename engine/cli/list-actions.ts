@@ -3,10 +3,8 @@
  * Text for people; with --json one complete action per line for tools.
  * Both are safe to print: request text cannot drive the terminal.
  */
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { StoredAction } from '../queue/action-store.ts';
-import { readActions, STORE_FILE } from '../store/sqlite/action-store.ts';
+import { openStoreViews } from '../store/backend.ts';
 import { wrappedContent } from '../safety.ts';
 import { type StoreFlags, storeLocation } from './store-location.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';
@@ -20,13 +18,20 @@ export async function listActions(flags: ListFlags, out: (line: string) => void)
     process.stderr.write('hookgate actions: --limit must be a positive integer\n');
     return 2;
   }
-  const { dataDir } = storeLocation(flags, process.env, process.cwd());
+  const at = storeLocation(flags, process.env, process.cwd());
   const say = (line: string) => out(terminalText(line));
-  if (!existsSync(path.join(dataDir, STORE_FILE))) {
-    if (!flags.json) say(`No actions: no store in ${dataDir} yet.`);
+  const views = await openStoreViews(at.dataDir, at.store);
+  if (typeof views === 'string') {
+    if (!flags.json) say(`No actions: ${views.charAt(0).toLowerCase()}${views.slice(1)}`);
     return 0;
   }
-  const rows = readActions(dataDir, limit);
+  let rows: StoredAction[];
+  try {
+    rows = await views.listActions(limit);
+  } finally {
+    await views.close();
+  }
+  const dataDir = views.describe;
   if (flags.json) {
     for (const row of rows)
       out(jsonLine({ ...row.action, state: row.state, attempts: row.attempts }));

@@ -45,7 +45,7 @@ export async function reload(flags: ListFlags, out: (line: string) => void): Pro
     );
     return 1;
   } finally {
-    await store.close();
+    await opened.close();
   }
 }
 

@@ -4,12 +4,9 @@
  * `runs`, `events`, `heartbeats`. Text lines go through terminalText and
  * JSON lines through jsonLine: request text cannot drive the terminal.
  */
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { ActionState } from '../queue/action-store.ts';
-import { STORE_FILE } from '../store/sqlite/schema.ts';
 import type { RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
-import { SqliteRuntimeStore } from '../store/sqlite/runtime-store.ts';
+import { openStoreViews } from '../store/backend.ts';
 import { wrappedContent } from '../safety.ts';
 import type { ListFlags } from './list-actions.ts';
 import { type StoreLocation, storeLocation } from './store-location.ts';
@@ -22,10 +19,11 @@ type Out = (line: string) => void;
 /** The store and where it is, or the sentence saying there is none yet. */
 export async function openStore(
   flags: ListFlags,
-): Promise<{ store: RuntimeStore; at: StoreLocation } | string> {
+): Promise<{ store: RuntimeStore; at: StoreLocation; close(): Promise<void> } | string> {
   const at = storeLocation(flags, process.env, process.cwd());
-  if (!existsSync(path.join(at.dataDir, STORE_FILE))) return `No store in ${at.dataDir} yet.`;
-  return { store: SqliteRuntimeStore.open(at.dataDir), at };
+  const views = await openStoreViews(at.dataDir, at.store);
+  if (typeof views === 'string') return views;
+  return { store: views.runtime, at, close: () => views.close() };
 }
 
 /** Run `view` over the store; prints "No store ..." (text mode) when there is none. */
@@ -43,7 +41,7 @@ async function withStore(
   try {
     await view(opened.store, opened.at, say);
   } finally {
-    await opened.store.close();
+    await opened.close();
   }
   return 0;
 }

@@ -77,13 +77,13 @@ export async function serve(flags: ServeFlags): Promise<number> {
     {
       url: hookgate.url,
       hooksPath: loaded.config.hooks.path,
-      dataDir: loaded.dataDir,
+      store: hookgate.storeDescription,
       config: loaded.file,
     },
     `listening on ${hookgate.url}`,
   );
   process.stdout.write(
-    `hookgate listening on ${hookgate.url} (hooks under ${hooksUrl}, data in ${loaded.dataDir})\n`,
+    `hookgate listening on ${hookgate.url} (hooks under ${hooksUrl}, data in ${hookgate.storeDescription})\n`,
   );
   if (hookgate.admin) process.stdout.write(`admin listening on ${hookgate.admin.url}\n`);
   if (!loaded.file) printQuickstart(hooksUrl, quickstartToken);

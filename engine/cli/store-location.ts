@@ -1,17 +1,20 @@
 /**
  * Where the store views (`actions`, `runs`, `events`, `heartbeats`, `retry`,
- * `heartbeat now`) find the store and the main session key. They read only
- * `runtime.dataDir` and `session.mainKey` from the config and substitute
- * `${VAR}` there alone: reading the store never needs the secrets the rest
- * of the config refers to. With `--data-dir` no config is read unless
- * `--config` is given too.
+ * `heartbeat now`, `reload`) find the store and the main session key. They
+ * read only `runtime.dataDir`, `store` and `session.mainKey` from the config
+ * and substitute `${VAR}` there alone: reading the store never needs the
+ * other secrets the config refers to. With `--data-dir` no config is read
+ * unless `--config` is given too.
  */
 import path from 'node:path';
 import { configSchema } from '../../schemas/config.ts';
+import type { StoreSettings } from '../store/backend.ts';
 import { ConfigError, findConfigFile, readConfigDocument, substituteEnv } from '../config.ts';
 
 export type StoreFlags = { dataDir?: string; config?: string };
-export type StoreLocation = { dataDir: string; mainKey: string };
+export type StoreLocation = { dataDir: string; mainKey: string; store: StoreSettings };
+
+const SQLITE: StoreSettings = { kind: 'sqlite', poolSize: 2, leaseSeconds: 30, retentionDays: 30 };
 
 const DEFAULT_DATA_DIR = configSchema.properties.runtime.properties.dataDir.default;
 const DEFAULT_MAIN_KEY = configSchema.properties.session.properties.mainKey.default;
@@ -28,9 +31,16 @@ export function storeLocation(
     return {
       dataDir: path.resolve(cwd, flags.dataDir),
       mainKey: fromFile?.mainKey ?? DEFAULT_MAIN_KEY,
+      store: fromFile?.store ?? SQLITE,
     };
   }
-  return fromFile ?? { dataDir: path.resolve(cwd, DEFAULT_DATA_DIR), mainKey: DEFAULT_MAIN_KEY };
+  return (
+    fromFile ?? {
+      dataDir: path.resolve(cwd, DEFAULT_DATA_DIR),
+      mainKey: DEFAULT_MAIN_KEY,
+      store: SQLITE,
+    }
+  );
 }
 
 function readLocation(file: string, env: NodeJS.ProcessEnv): StoreLocation {
@@ -39,7 +49,19 @@ function readLocation(file: string, env: NodeJS.ProcessEnv): StoreLocation {
   return {
     dataDir: path.resolve(path.dirname(absolute), dataDir),
     mainKey: setting(raw, 'session', 'mainKey', env) ?? DEFAULT_MAIN_KEY,
+    store: storeSettings(raw, env),
   };
+}
+
+/** The `store` section as the views need it: the kind and, for PostgreSQL, the URL. */
+function storeSettings(raw: unknown, env: NodeJS.ProcessEnv): StoreSettings {
+  const kind = setting(raw, 'store', 'kind', env) ?? 'sqlite';
+  if (kind === 'sqlite') return SQLITE;
+  if (kind !== 'postgres') throw new ConfigError('store.kind', 'must be sqlite or postgres');
+  const url = setting(raw, 'store', 'url', env);
+  if (url === undefined) throw new ConfigError('store.url', 'required with store.kind postgres');
+  const leaseSeconds = Number(ownValue(ownValue(raw, 'store'), 'leaseSeconds') ?? 30);
+  return { ...SQLITE, kind: 'postgres', url, leaseSeconds };
 }
 
 /** One string setting `<section>.<key>`, `${VAR}` substituted; undefined when absent. */

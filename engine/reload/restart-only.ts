@@ -20,6 +20,7 @@ export const RESTART_ONLY = [
   'admin',
   'reload',
   'log',
+  'store',
 ] as const;
 
 function at(config: Config, dotted: string): unknown {

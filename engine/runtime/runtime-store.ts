@@ -177,6 +177,11 @@ export interface RunQueue {
   countByState(): Promise<Record<ActionState, number>>;
   /** A dead (or, when asked, failed) action back to the queue with fresh attempts; false otherwise. */
   retryDead(id: string, options?: { failed?: boolean }): Promise<boolean>;
+  /**
+   * Delete actions that finished (done, failed, dead) longer than `olderThanMs` ago, in short
+   * batches; returns how many. A store that keeps every run deletes nothing.
+   */
+  pruneFinished(olderThanMs: number): Promise<number>;
 }
 
 /** The runtime's session records and the operator's requests. */

@@ -59,6 +59,8 @@ async function seedLastRoute(
 
 // How often an instance that does not lead tries to, and a leader renews its lead.
 const LEAD_EVERY_MS = 1_000;
+// How often the leader prunes finished actions past the store's retention.
+const PRUNE_EVERY_MS = 10 * 60 * 1000;
 
 /** Start the runtime over its store (which it closes when it stops). */
 export async function startRuntime(
@@ -134,6 +136,19 @@ export async function startRuntime(
     });
   }, LEAD_EVERY_MS);
   leadTimer.unref();
+  const retentionMs = config.store.retentionDays * 24 * 60 * 60 * 1000;
+  const pruneTimer = setInterval(() => {
+    if (!leading) return;
+    store
+      .pruneFinished(retentionMs)
+      .then((count) => {
+        if (count > 0) logger.info({ count }, 'finished actions past retention deleted');
+      })
+      .catch((err: unknown) =>
+        logger.warn({ err: (err as Error).message }, 'pruning finished actions failed'),
+      );
+  }, PRUNE_EVERY_MS);
+  pruneTimer.unref();
   const worker = createActionWorker({
     store,
     agents,
@@ -165,6 +180,7 @@ export async function startRuntime(
     lastChannel: () => lastChannel,
     async stop() {
       clearInterval(leadTimer);
+      clearInterval(pruneTimer);
       await worker.stop();
       await heartbeat.stop();
       await forwarding;

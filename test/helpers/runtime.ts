@@ -60,7 +60,7 @@ export function runnerInput(record: AgentRecord): Record<string, unknown> {
 /** Poll until `probe` returns a value other than undefined/null/false; fail after `timeoutMs`. */
 export async function waitFor<T>(
   what: string,
-  probe: () => T | undefined | null | false,
+  probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
   timeoutMs = 20_000,
   intervalMs = 25,
 ): Promise<T> {
@@ -68,7 +68,7 @@ export async function waitFor<T>(
   let lastError: unknown;
   for (;;) {
     try {
-      const value = probe();
+      const value = await probe();
       if (value !== undefined && value !== null && value !== false) return value;
     } catch (err) {
       lastError = err;

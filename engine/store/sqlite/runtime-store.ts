@@ -347,6 +347,11 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     return Number(changed) > 0;
   }
 
+  /** The embedded store keeps every run (as it always has): `hookgate runs` shows them all. */
+  async pruneFinished(): Promise<number> {
+    return 0;
+  }
+
   async close(): Promise<void> {
     this.closeDatabase();
   }

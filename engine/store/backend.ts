@@ -1,0 +1,136 @@
+/**
+ * The store backend a configuration names, opened as one unit: where
+ * accepted actions go, the runtime's store, and what closes them. SQLite
+ * (the default) lives in the data directory and belongs to one process;
+ * PostgreSQL is shared by every instance that names the same database, over
+ * one connection pool per instance.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import type { Config } from '../../schemas/config.ts';
+import type { ActionStore, StoredAction } from '../queue/action-store.ts';
+import type { RuntimeStore } from '../runtime/runtime-store.ts';
+import { openPostgresStore } from './postgres/action-store.ts';
+import { closePool, openPool } from './postgres/pool.ts';
+import { PostgresRuntimeStore } from './postgres/runtime-store.ts';
+import { openSqliteStore, readActions } from './sqlite/action-store.ts';
+import { SqliteRuntimeStore } from './sqlite/runtime-store.ts';
+import { STORE_FILE } from './sqlite/schema.ts';
+
+export type StoreSettings = Config['store'];
+
+export type Backend = {
+  actions: ActionStore;
+  /** The runtime's store over the same backend (the caller closes it before the backend). */
+  openRuntime(): RuntimeStore;
+  /** Where the store is, fit for a log line or a message (never a password). */
+  describe: string;
+  /** Commit what is pending and release everything. */
+  close(): Promise<void>;
+};
+
+export type BackendOptions = {
+  dataDir: string;
+  store: StoreSettings;
+  commitDelayMs: number;
+  onWarning?: (message: string) => void;
+  onError?: (err: Error) => void;
+};
+
+/** Open the configured backend (the PostgreSQL schema is created or migrated first). */
+export async function openBackend(options: BackendOptions): Promise<Backend> {
+  const { store } = options;
+  if (store.kind === 'postgres') return openPostgres(store, options);
+  const actions = await openSqliteStore(options.dataDir, {
+    commitDelayMs: options.commitDelayMs,
+    ...(options.onWarning && { onWarning: options.onWarning }),
+  });
+  return {
+    actions,
+    openRuntime: () => SqliteRuntimeStore.open(options.dataDir),
+    describe: options.dataDir,
+    close: () => actions.close(),
+  };
+}
+
+async function openPostgres(store: StoreSettings, options: BackendOptions): Promise<Backend> {
+  const pool = openPool({
+    url: store.url as string,
+    poolSize: store.poolSize,
+    ...(options.onError && { onError: options.onError }),
+  });
+  try {
+    const actions = await openPostgresStore(pool);
+    // Unique per process: leases name the instance that holds them.
+    const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    return {
+      actions,
+      openRuntime: () =>
+        new PostgresRuntimeStore(pool, { owner, leaseMs: store.leaseSeconds * 1000 }),
+      describe: describeUrl(store.url as string),
+      async close() {
+        await actions.close();
+        await closePool(pool);
+      },
+    };
+  } catch (err) {
+    await closePool(pool);
+    throw err;
+  }
+}
+
+/** What the command-line views read and change: runs, records and accepted actions. */
+export type StoreViews = {
+  runtime: RuntimeStore;
+  listActions(limit: number): Promise<StoredAction[]>;
+  describe: string;
+  close(): Promise<void>;
+};
+
+/**
+ * For the command-line views: the store when there is one to read, else the sentence saying
+ * there is none yet. The embedded store is read without its writer thread and never created;
+ * PostgreSQL is migrated as a server of this version would at its start.
+ */
+export async function openStoreViews(
+  dataDir: string,
+  store: StoreSettings,
+): Promise<StoreViews | string> {
+  if (store.kind === 'sqlite') {
+    if (!existsSync(path.join(dataDir, STORE_FILE))) return `No store in ${dataDir} yet.`;
+    const runtime = SqliteRuntimeStore.open(dataDir);
+    return {
+      runtime,
+      listActions: async (limit) => readActions(dataDir, limit),
+      describe: dataDir,
+      close: () => runtime.close(),
+    };
+  }
+  const backend = await openBackend({
+    dataDir,
+    store: { ...store, poolSize: 2 },
+    commitDelayMs: 0,
+  });
+  const runtime = backend.openRuntime();
+  return {
+    runtime,
+    listActions: (limit) => backend.actions.listActions({ limit }),
+    describe: backend.describe,
+    async close() {
+      await runtime.close();
+      await backend.close();
+    },
+  };
+}
+
+/** A PostgreSQL URL without its password (or anything else secret): host, port and database. */
+export function describeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `postgres://${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}${parsed.pathname}`;
+  } catch {
+    return 'postgres (the URL does not parse)';
+  }
+}

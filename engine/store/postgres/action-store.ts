@@ -1,0 +1,411 @@
+/**
+ * The shared action store on PostgreSQL: several instances accept into one
+ * queue. All appends of one event-loop turn go in as ONE multi-row statement
+ * (the keys checked and inserted, then the actions of the requests that won
+ * all their keys), at most two such batches in flight, each caller answered
+ * only after its batch's COMMIT. The key check is the database's unique
+ * index, so it holds across instances, not only within this one.
+ */
+import pg from 'pg';
+import type { Action } from '../../../schemas/action.ts';
+import type {
+  AcceptedRecord,
+  ActionState,
+  ActionStore,
+  AppendOutcome,
+  IdempotencyRecord,
+  NewIdempotencyRecord,
+  StoredAction,
+} from '../../queue/action-store.ts';
+import { closePool, inTransaction, openPool, type PostgresSettings } from './pool.ts';
+import { migratePostgres } from './schema.ts';
+
+// Two batches in flight: one committing (waiting for its WAL flush) while the next one fills.
+const MAX_IN_FLIGHT = 2;
+// A request sent back to the queue (it lost a race it could not see, or the batch deadlocked)
+// is tried this often before it is refused.
+const MAX_ATTEMPTS = 5;
+// Rows one prune statement deletes: short transactions, no long lock on the keys.
+const PRUNE_BATCH = 1000;
+
+/**
+ * One statement for a batch. Keys are unique across the batch (the client sends only the first
+ * request naming a key). `held`: requests with a key live before this statement (they get the
+ * first such record back). `won`: keys inserted, or expired ones replaced. `missing`: requests
+ * that lost a key to another instance's insert this statement could not see. Actions go in
+ * only for requests that won every key. A request that won some keys and lost others reports
+ * 'partial' and the caller rolls the whole batch back, so nothing of it is kept.
+ */
+const ACCEPT = `
+WITH keys AS (
+  SELECT * FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[],
+                       $7::bigint[], $8::bigint[])
+    AS t(ord, pos, key, fingerprint, action_id, response, created_at_ms, not_before_ms)
+),
+held AS (
+  SELECT DISTINCT ON (keys.ord) keys.ord, k.key, k.fingerprint, k.action_id, k.response,
+         k.created_at_ms
+  FROM keys JOIN idempotency_keys k ON k.key = keys.key AND k.created_at_ms >= keys.not_before_ms
+  ORDER BY keys.ord, keys.pos
+),
+won AS (
+  INSERT INTO idempotency_keys AS k (key, fingerprint, action_id, response, created_at_ms)
+  SELECT key, fingerprint, action_id, response, created_at_ms FROM keys
+  WHERE ord NOT IN (SELECT ord FROM held)
+  -- One order for every instance: concurrent batches wait on each other's keys, never deadlock.
+  ORDER BY key
+  ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+    action_id = EXCLUDED.action_id, response = EXCLUDED.response,
+    created_at_ms = EXCLUDED.created_at_ms
+  WHERE k.created_at_ms < (SELECT keys.not_before_ms FROM keys WHERE keys.key = EXCLUDED.key)
+  RETURNING key
+),
+missing AS (
+  SELECT DISTINCT ord FROM keys
+  WHERE ord NOT IN (SELECT ord FROM held) AND key NOT IN (SELECT key FROM won)
+),
+stored AS (
+  INSERT INTO actions (id, kind, hook, session_key, received_at, action)
+  SELECT id, kind, hook, session_key, received_at::timestamptz, action
+  FROM unnest($9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+              $15::text[]) WITH ORDINALITY
+    AS a(ord, id, kind, hook, session_key, received_at, action, n)
+  WHERE ord NOT IN (SELECT ord FROM held) AND ord NOT IN (SELECT ord FROM missing)
+  -- Arrival order is store order (seq), which is each session's order.
+  ORDER BY n
+  RETURNING 1
+)
+SELECT r.ord,
+  CASE WHEN h.ord IS NOT NULL THEN 'held'
+       WHEN r.ord NOT IN (SELECT ord FROM missing) THEN 'stored'
+       WHEN EXISTS (SELECT 1 FROM keys WHERE keys.ord = r.ord AND keys.key IN (SELECT key FROM won))
+         THEN 'partial'
+       ELSE 'lost' END AS outcome,
+  h.key, h.fingerprint, h.action_id, h.response, h.created_at_ms
+FROM unnest($16::int[]) AS r(ord) LEFT JOIN held h ON h.ord = r.ord
+`;
+
+type AcceptRow = {
+  ord: number;
+  outcome: 'stored' | 'held' | 'lost' | 'partial';
+  key: string | null;
+  fingerprint: string | null;
+  action_id: string | null;
+  response: string | null;
+  created_at_ms: string | null;
+};
+
+/** A request waiting for its batch. */
+type Pending = {
+  actions: readonly Action[];
+  /** Its keys, each once. */
+  keys: readonly NewIdempotencyRecord[];
+  attempts: number;
+  resolve: (outcome: AppendOutcome) => void;
+  reject: (err: unknown) => void;
+};
+
+function uniqueKeys(keys: readonly NewIdempotencyRecord[] = []): NewIdempotencyRecord[] {
+  const seen = new Set<string>();
+  return keys.filter(({ key }) => !seen.has(key) && seen.add(key));
+}
+
+function recordOf({ notBeforeMs: _window, ...record }: NewIdempotencyRecord): IdempotencyRecord {
+  return record;
+}
+
+function acceptParams(batch: readonly Pending[]): unknown[] {
+  const k = { ord: [] as number[], pos: [] as number[], key: [] as string[], fp: [] as string[] };
+  const kv = { id: [] as string[], resp: [] as string[], at: [] as number[], nb: [] as number[] };
+  const a = {
+    ord: [] as number[],
+    id: [] as string[],
+    kind: [] as string[],
+    hook: [] as string[],
+    session: [] as Array<string | null>,
+    received: [] as string[],
+    json: [] as string[],
+  };
+  batch.forEach((request, ord) => {
+    request.keys.forEach((record, pos) => {
+      k.ord.push(ord);
+      k.pos.push(pos);
+      k.key.push(record.key);
+      k.fp.push(record.fingerprint);
+      kv.id.push(record.actionId);
+      kv.resp.push(record.response);
+      kv.at.push(record.createdAtMs);
+      kv.nb.push(record.notBeforeMs);
+    });
+    for (const action of request.actions) {
+      a.ord.push(ord);
+      a.id.push(action.id);
+      a.kind.push(action.kind);
+      a.hook.push(action.hook);
+      a.session.push(action.kind === 'agent' ? action.sessionKey : null);
+      a.received.push(action.receivedAt);
+      a.json.push(JSON.stringify(action));
+    }
+  });
+  return [
+    k.ord,
+    k.pos,
+    k.key,
+    k.fp,
+    kv.id,
+    kv.resp,
+    kv.at,
+    kv.nb,
+    a.ord,
+    a.id,
+    a.kind,
+    a.hook,
+    a.session,
+    a.received,
+    a.json,
+    batch.map((_, ord) => ord),
+  ];
+}
+
+/** SQLSTATE classes of a request's own data (22: a bad value, 23: a duplicate id). */
+function isRequestError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
+/** Deadlock or serialisation failure: nothing was stored, the same batch may simply run again. */
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === '40P01' || code === '40001';
+}
+
+/** The batch rolled back because a request won only some of its keys. */
+class PartialBatch extends Error {}
+
+class PostgresActionStore implements ActionStore {
+  private readonly pool: pg.Pool;
+  private readonly ownsPool: boolean;
+  private pending: Pending[] = [];
+  private scheduled = false;
+  private inFlight = 0;
+  private idle: Array<() => void> = [];
+  private closing: Promise<void> | undefined;
+
+  constructor(pool: pg.Pool, ownsPool: boolean) {
+    this.pool = pool;
+    this.ownsPool = ownsPool;
+  }
+
+  appendOrGet(record: AcceptedRecord): Promise<AppendOutcome> {
+    if (this.closing) return Promise.reject(new Error('store is closed'));
+    return new Promise<AppendOutcome>((resolve, reject) => {
+      this.pending.push({
+        actions: record.actions,
+        keys: uniqueKeys(record.idempotency),
+        attempts: 0,
+        resolve,
+        reject,
+      });
+      this.schedule();
+    });
+  }
+
+  async findIdempotency(key: string, notBeforeMs: number): Promise<IdempotencyRecord | undefined> {
+    const { rows } = await this.pool.query<{
+      key: string;
+      fingerprint: string;
+      action_id: string;
+      response: string;
+      created_at_ms: string;
+    }>(
+      'SELECT key, fingerprint, action_id, response, created_at_ms FROM idempotency_keys WHERE key = $1 AND created_at_ms >= $2',
+      [key, notBeforeMs],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return {
+      key: row.key,
+      fingerprint: row.fingerprint,
+      actionId: row.action_id,
+      response: row.response,
+      createdAtMs: Number(row.created_at_ms),
+    };
+  }
+
+  async pruneIdempotency(beforeMs: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      // The outer condition is checked again on a row a concurrent accept just replaced, so a
+      // fresh record is never deleted for its expired predecessor.
+      const { rowCount } = await this.pool.query(
+        `DELETE FROM idempotency_keys WHERE created_at_ms < $1 AND key IN (
+           SELECT key FROM idempotency_keys WHERE created_at_ms < $1 LIMIT ${PRUNE_BATCH})`,
+        [beforeMs],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < PRUNE_BATCH) return total;
+    }
+  }
+
+  async listActions({ limit }: { limit: number }): Promise<StoredAction[]> {
+    const { rows } = await this.pool.query<{
+      seq: string;
+      state: ActionState;
+      attempts: number;
+      action: string;
+    }>('SELECT seq, state, attempts, action FROM actions ORDER BY seq DESC LIMIT $1', [limit]);
+    return rows.map((row) => ({
+      seq: Number(row.seq),
+      state: row.state,
+      attempts: row.attempts,
+      action: JSON.parse(row.action) as Action,
+    }));
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.inFlight > 0 || this.pending.length > 0 || this.scheduled) {
+      await new Promise<void>((resolve) => this.idle.push(resolve));
+    }
+    if (this.ownsPool) await closePool(this.pool);
+  }
+
+  /** Send what is pending on the next turn, unless two batches are already in flight. */
+  private schedule(): void {
+    if (this.scheduled || this.pending.length === 0 || this.inFlight >= MAX_IN_FLIGHT) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const batch = this.pending;
+      this.pending = [];
+      this.inFlight++;
+      this.commitBatch(batch)
+        .catch((err: unknown) => {
+          // Not expected (commitBatch answers every failure it knows): refuse rather than hang.
+          for (const request of batch) request.reject(err);
+        })
+        .finally(() => {
+          this.inFlight--;
+          this.schedule();
+          if (this.inFlight === 0 && this.pending.length === 0 && !this.scheduled) {
+            for (const resolve of this.idle.splice(0)) resolve();
+          }
+        });
+    });
+  }
+
+  /** Back to the front of the queue, in arrival order, for the next batch. */
+  private retry(requests: readonly Pending[], err?: unknown): void {
+    const again: Pending[] = [];
+    for (const request of requests) {
+      request.attempts++;
+      if (request.attempts < MAX_ATTEMPTS) again.push(request);
+      else request.reject(err ?? new Error('the key stayed contended; nothing was stored'));
+    }
+    this.pending.unshift(...again);
+  }
+
+  /**
+   * Commit one batch and answer each request. A request naming a key an earlier request of the
+   * batch names waits: it is answered with that request's record once stored.
+   */
+  private async commitBatch(batch: readonly Pending[]): Promise<void> {
+    const owner = new Map<string, Pending>();
+    const sent: Pending[] = [];
+    const waiting: Pending[] = [];
+    for (const request of batch) {
+      const first = request.keys.every(({ key }) => (owner.get(key) ?? request) === request);
+      for (const { key } of request.keys) if (!owner.has(key)) owner.set(key, request);
+      (first ? sent : waiting).push(request);
+    }
+    const stored = new Set<Pending>();
+    try {
+      const rows = await this.transact(sent);
+      for (const row of rows) {
+        const request = sent[row.ord] as Pending;
+        if (row.outcome === 'stored') {
+          stored.add(request);
+          request.resolve({ stored: true });
+        } else if (row.outcome === 'held') {
+          request.resolve({
+            stored: false,
+            previous: {
+              key: row.key as string,
+              fingerprint: row.fingerprint as string,
+              actionId: row.action_id as string,
+              response: row.response as string,
+              createdAtMs: Number(row.created_at_ms),
+            },
+          });
+        } else {
+          // Lost to another instance's commit this statement could not see: the next one will.
+          this.retry([request]);
+        }
+      }
+    } catch (err) {
+      if (err instanceof PartialBatch || isTransient(err)) {
+        this.retry(batch, err);
+        return;
+      }
+      if (sent.length > 1 && isRequestError(err)) {
+        // One request's data broke the statement: each alone, so only that one is refused.
+        for (const request of sent) await this.commitBatch([request]);
+        this.retry(waiting);
+        return;
+      }
+      for (const request of sent) request.reject(err);
+      this.retry(waiting, err);
+      return;
+    }
+    this.answerWaiting(waiting, owner, stored);
+  }
+
+  /** Requests that shared a key with an earlier one: its record if it stored, else try again. */
+  private answerWaiting(
+    waiting: readonly Pending[],
+    owner: ReadonlyMap<string, Pending>,
+    stored: ReadonlySet<Pending>,
+  ): void {
+    const again: Pending[] = [];
+    for (const request of waiting) {
+      const winner = request.keys
+        .map(({ key }) => owner.get(key))
+        .find((first) => first && first !== request && stored.has(first));
+      const record = winner?.keys.find(({ key }) => request.keys.some((k) => k.key === key));
+      if (record) request.resolve({ stored: false, previous: recordOf(record) });
+      else again.push(request);
+    }
+    // Not attempts: each round here follows a commit that decided another request.
+    this.pending.unshift(...again);
+  }
+
+  /** Run the accept statement in a transaction; COMMIT unless a request won only part. */
+  private async transact(batch: readonly Pending[]): Promise<AcceptRow[]> {
+    if (batch.length === 0) return [];
+    return inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<AcceptRow>(ACCEPT, acceptParams(batch));
+      if (rows.some((row) => row.outcome === 'partial')) throw new PartialBatch('partial keys');
+      return rows;
+    });
+  }
+}
+
+/**
+ * Open the store over a pool (left open at close) or connection settings (a pool of its own,
+ * ended at close). Creates or migrates the schema first.
+ */
+export async function openPostgresStore(target: pg.Pool | PostgresSettings): Promise<ActionStore> {
+  const owns = !(target instanceof pg.Pool);
+  const pool = target instanceof pg.Pool ? target : openPool(target);
+  try {
+    await migratePostgres(pool);
+  } catch (err) {
+    if (owns) await closePool(pool);
+    throw err;
+  }
+  return new PostgresActionStore(pool, owns);
+}

@@ -1,0 +1,80 @@
+/**
+ * The connection pool of the PostgreSQL store: one per instance, shared by
+ * accepting and the runtime. Its settings bound what a stuck statement or a
+ * forgotten transaction can cost the queue.
+ */
+import pg from 'pg';
+
+/** Where the shared store is and how many connections this instance may hold. */
+export type PostgresSettings = {
+  url: string;
+  /** Connections this instance opens at most (default 10). */
+  poolSize?: number;
+  /** Told about an idle connection's failure (the next query simply takes a fresh one). */
+  onError?: (err: Error) => void;
+};
+
+export const DEFAULT_POOL_SIZE = 10;
+
+/** Open a pool; connections are made on first use. */
+export function openPool(settings: PostgresSettings): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: settings.url,
+    max: settings.poolSize ?? DEFAULT_POOL_SIZE,
+    // Waiting longer for a connection than a caller waits for its answer helps nobody.
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+    keepAlive: true,
+    application_name: 'hookgate',
+    // Queue statements take milliseconds; one that takes this long is stuck (a lock, a dead disk).
+    statement_timeout: 30_000,
+    // An open transaction left idle pins the MVCC horizon of the hot queue table and its locks.
+    idle_in_transaction_session_timeout: 60_000,
+  });
+  // Without a listener, an idle client's error (a server restart, a dropped socket) would be
+  // an uncaught 'error' event and end the process.
+  pool.on('error', (err) => settings.onError?.(err));
+  return pool;
+}
+
+/** End the pool's connections once (a second call is a no-op). */
+export async function closePool(pool: pg.Pool): Promise<void> {
+  if (pool.ended || pool.ending) return;
+  await pool.end();
+}
+
+/**
+ * Run work in one transaction on one connection: BEGIN, the work, COMMIT; ROLLBACK when the
+ * work throws (the error is rethrown). While checked out a connection has no 'error' listener
+ * of the pool's, so a reset socket would be an uncaught exception: one is attached here. A
+ * connection that failed (its socket, or a ROLLBACK) is destroyed, not given back; after a
+ * statement's error rolled back it is as good as new.
+ */
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let failure: Error | undefined;
+  const onError = (err: Error) => {
+    failure ??= err;
+  };
+  client.on('error', onError);
+  try {
+    await client.query('BEGIN');
+    let result: T;
+    try {
+      result = await work(client);
+    } catch (err) {
+      await client.query('ROLLBACK').catch((rollback: Error) => {
+        failure ??= rollback;
+      });
+      throw err;
+    }
+    await client.query('COMMIT');
+    return result;
+  } finally {
+    client.off('error', onError);
+    client.release(failure);
+  }
+}

@@ -1,0 +1,428 @@
+/**
+ * The runtime store on PostgreSQL, shared by every instance: claims take
+ * the head of each session under a lease (FOR UPDATE SKIP LOCKED, one
+ * running action per session enforced by a unique index), every write about
+ * a run is fenced by the claim (owner and attempt), leases and backoff use
+ * the database's clock, and a run whose instance died is claimed again once
+ * its lease expires. The session records are in session-records.ts.
+ */
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import type { ActionState } from '../../queue/action-store.ts';
+import type {
+  Claim,
+  Leadership,
+  NewEvent,
+  Outcome,
+  RunRow,
+  RuntimeStore,
+} from '../../runtime/runtime-store.ts';
+import { inTransaction } from './pool.ts';
+import { insertEvent, PostgresSessionRecords } from './session-records.ts';
+import { readRun, RUN_COLUMNS, type RunRecord } from './run-rows.ts';
+
+export type PostgresRuntimeOptions = {
+  /** This instance's name in leases (unique per process). */
+  owner: string;
+  /** How long a claim or the lead lasts without renewal. */
+  leaseMs: number;
+};
+
+// The oldest unfinished actions one claim looks at first (bounded cost whatever the backlog).
+const WINDOW = 500;
+const UNREADABLE = JSON.stringify({ status: 'error', reason: 'unreadable action' });
+// Any fixed number: one instance at a time applies wakes, so the main session's events keep
+// the order the wakes were accepted in.
+const WAKE_LOCK = 0x77616b65; // 'wake'
+const LEADER = 'heartbeat';
+
+// A head that may run: queued and due, or running under a lease that expired (its owner died).
+const runnable = (t = '') => `((${t}state = 'queued' AND ${t}next_attempt_at <= now())
+  OR (${t}state = 'running' AND ${t}lease_until < now()))`;
+
+/**
+ * The heads (oldest unfinished action) of the sessions among the window of the oldest
+ * unfinished actions. Cheap, and complete whenever the window holds every unfinished action.
+ */
+const WINDOW_HEADS = `
+  SELECT DISTINCT ON (session_key) seq, session_key, state, next_attempt_at, lease_until
+  FROM (SELECT seq, session_key, state, next_attempt_at, lease_until FROM actions
+        WHERE state IN ('queued', 'running') ORDER BY seq LIMIT ${WINDOW}) w
+  WHERE session_key IS NOT NULL
+  ORDER BY session_key, seq`;
+
+/**
+ * Every session's head, by a walk over the distinct session keys of the unfinished actions
+ * (two index probes per session): for when one session's backlog fills the window, so another
+ * session's work is never held back behind it.
+ */
+const ALL_HEADS = `
+  WITH RECURSIVE lanes(key) AS (
+    (SELECT session_key FROM actions WHERE state IN ('queued', 'running') AND session_key IS NOT NULL
+     ORDER BY session_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT session_key FROM actions
+            WHERE state IN ('queued', 'running') AND session_key > lanes.key
+            ORDER BY session_key LIMIT 1)
+    FROM lanes WHERE lanes.key IS NOT NULL)
+  SELECT h.* FROM lanes CROSS JOIN LATERAL (
+    SELECT seq, session_key, state, next_attempt_at, lease_until FROM actions
+    WHERE session_key = lanes.key AND state IN ('queued', 'running') ORDER BY seq LIMIT 1) h
+  WHERE lanes.key IS NOT NULL`;
+
+/**
+ * Claim runnable heads, oldest first. The conditions are checked again on each locked row: a
+ * row another instance claimed meanwhile drops out, and one locked by it is skipped.
+ */
+const CLAIM = (heads: string) => `
+  WITH heads AS (${heads}),
+  cand AS (
+    SELECT a.seq FROM actions a
+    WHERE a.seq IN (SELECT seq FROM heads WHERE ${runnable()} AND NOT (session_key = ANY($3::text[])))
+      AND ${runnable('a.')}
+    ORDER BY a.seq LIMIT $4
+    FOR UPDATE SKIP LOCKED)
+  UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = now(),
+    lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond',
+    runner_host = NULL, runner_pgid = NULL
+  FROM cand WHERE actions.seq = cand.seq
+  RETURNING ${RUN_COLUMNS.map((column) => `actions.${column}`).join(', ')}`;
+
+// A claimed run is written to only while it is still this instance's and this attempt.
+const FENCE = "id = $1 AND attempts = $2 AND lease_owner = $3 AND state = 'running'";
+
+// Finished actions one prune statement deletes.
+const PRUNE_BATCH = 1000;
+
+const COUNT_STATES = 'SELECT state, count(*)::int AS n FROM actions GROUP BY state';
+
+/** The runtime store over a pool the caller owns (several stores of one process may share it). */
+export class PostgresRuntimeStore extends PostgresSessionRecords implements RuntimeStore {
+  readonly leadership: Leadership;
+  private readonly owner: string;
+  private readonly leaseMs: number;
+  private readonly host = hostname();
+  private renewedAt = 0;
+
+  constructor(pool: pg.Pool, options: PostgresRuntimeOptions) {
+    super(pool);
+    this.owner = options.owner;
+    this.leaseMs = options.leaseMs;
+    this.leadership = {
+      lead: () => this.lead(),
+      resign: async () => {
+        await this.pool.query('DELETE FROM leases WHERE name = $1 AND owner = $2', [
+          LEADER,
+          this.owner,
+        ]);
+      },
+    };
+  }
+
+  /** Take the lead when it is free or expired, or keep it; true while this instance leads. */
+  private async lead(): Promise<boolean> {
+    const { rows } = await this.pool.query(
+      `INSERT INTO leases AS l (name, owner, until)
+         VALUES ($1, $2, now() + $3 * interval '1 millisecond')
+       ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
+         WHERE l.owner = EXCLUDED.owner OR l.until < now()
+       RETURNING owner`,
+      [LEADER, this.owner, this.leaseMs],
+    );
+    return rows.length > 0;
+  }
+
+  async claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]> {
+    if (room <= 0) return [];
+    const params = [this.owner, this.leaseMs, [...busy], room];
+    const claimed = await this.claimFrom(WINDOW_HEADS, params);
+    if (claimed.length >= room) return claimed;
+    // The window may be one session's backlog: look at every session's head (this is rare and
+    // costs two index probes per session with work).
+    const { rows } = await this.pool.query<{ full: boolean }>(
+      `SELECT count(*) >= ${WINDOW} AS full FROM (SELECT 1 FROM actions
+         WHERE state IN ('queued', 'running') ORDER BY seq LIMIT ${WINDOW}) w`,
+    );
+    if (!rows[0]?.full) return claimed;
+    const more = await this.claimFrom(ALL_HEADS, [
+      this.owner,
+      this.leaseMs,
+      [...busy, ...claimed.map(sessionOf)],
+      room - claimed.length,
+    ]);
+    return [...claimed, ...more];
+  }
+
+  private async claimFrom(heads: string, params: unknown[]): Promise<RunRow[]> {
+    let rows: RunRecord[];
+    try {
+      rows = (await this.pool.query<RunRecord>(CLAIM(heads), params)).rows;
+    } catch (err) {
+      // Two claims raced for one session and the database refused the second: nothing was
+      // claimed by this statement; the next pass looks again.
+      if ((err as { code?: string }).code === '23505') return [];
+      throw err;
+    }
+    const runs: RunRow[] = [];
+    for (const row of rows.sort((a, b) => Number(a.seq) - Number(b.seq))) {
+      const run = readRun(row);
+      if (run) runs.push(run);
+      else await this.endUnreadable(row.id);
+    }
+    return runs;
+  }
+
+  /** A row no hook could have written ends at once, so it never holds back its session. */
+  private async endUnreadable(id: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE actions SET state = 'dead', outcome = $2, finished_at = now(), lease_owner = NULL
+       WHERE id = $1`,
+      [id, UNREADABLE],
+    );
+  }
+
+  async applyWakes(
+    mainKey: string,
+    limit: number,
+  ): Promise<{ applied: number; modes: Array<'now' | 'next-heartbeat'> }> {
+    return inTransaction(this.pool, async (client) => {
+      const { rows: locked } = await client.query<{ ok: boolean }>(
+        'SELECT pg_try_advisory_xact_lock($1) AS ok',
+        [WAKE_LOCK],
+      );
+      // Another instance is applying wakes now: they are its to apply, in order.
+      if (!locked[0]?.ok) return { applied: 0, modes: [] };
+      const { rows } = await client.query<{ seq: string; id: string; action: string }>(
+        `UPDATE actions SET state = 'done', attempts = attempts + 1, started_at = now(),
+           finished_at = now(), outcome = '{"status":"ok"}'
+         WHERE seq IN (SELECT seq FROM actions WHERE session_key IS NULL AND state = 'queued'
+                       ORDER BY seq LIMIT $1)
+         RETURNING seq, id, action::text AS action`,
+        [limit],
+      );
+      rows.sort((a, b) => Number(a.seq) - Number(b.seq));
+      const modes: Array<'now' | 'next-heartbeat'> = [];
+      for (const row of rows) {
+        const wake = readWake(row.action);
+        if (!wake) {
+          await client.query(`UPDATE actions SET state = 'dead', outcome = $2 WHERE id = $1`, [
+            row.id,
+            UNREADABLE,
+          ]);
+          continue;
+        }
+        await insertEvent(client, {
+          sessionKey: mainKey,
+          text: wake.prompt ?? wake.text,
+          source: 'wake',
+          actionId: row.id,
+          trusted: wake.untrusted !== true,
+        });
+        modes.push(wake.mode);
+      }
+      return { applied: rows.length, modes };
+    });
+  }
+
+  async hasRunnable(): Promise<boolean> {
+    const { rows } = await this.pool.query<{ any: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM actions WHERE session_key IS NULL AND state = 'queued')
+         OR EXISTS (SELECT 1 FROM (${ALL_HEADS}) h WHERE ${runnable()}) AS any`,
+    );
+    return rows[0]?.any === true;
+  }
+
+  async setRunnerGroup(claim: Claim, pgid: number | null): Promise<void> {
+    await this.pool.query(`UPDATE actions SET runner_host = $4, runner_pgid = $5 WHERE ${FENCE}`, [
+      claim.id,
+      claim.attempts,
+      this.owner,
+      this.host,
+      pgid,
+    ]);
+  }
+
+  async finish(
+    claim: Claim,
+    state: 'done' | 'failed' | 'dead',
+    outcome: Outcome,
+    event?: NewEvent,
+  ): Promise<boolean> {
+    return inTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE actions SET state = $4, outcome = $5, finished_at = now(), lease_owner = NULL,
+           lease_until = NULL, runner_pgid = NULL
+         WHERE ${FENCE}`,
+        [claim.id, claim.attempts, this.owner, state, JSON.stringify(outcome)],
+      );
+      if (rowCount === 0) return false;
+      if (event) await insertEvent(client, event);
+      return true;
+    });
+  }
+
+  async saveOutcome(claim: Claim, outcome: Outcome): Promise<boolean> {
+    const { rowCount } = await this.pool.query(`UPDATE actions SET outcome = $4 WHERE ${FENCE}`, [
+      claim.id,
+      claim.attempts,
+      this.owner,
+      JSON.stringify(outcome),
+    ]);
+    return rowCount !== 0;
+  }
+
+  async requeue(
+    claim: Claim,
+    delayMs: number,
+    outcome: Outcome,
+    options: { refundAttempt?: boolean } = {},
+  ): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE actions SET state = 'queued', outcome = $4,
+         next_attempt_at = CASE WHEN $5::float8 > 0 THEN now() + $5 * interval '1 millisecond'
+                                ELSE '-infinity' END,
+         attempts = greatest(0, attempts - $6), lease_owner = NULL, lease_until = NULL,
+         runner_pgid = NULL
+       WHERE ${FENCE}`,
+      [
+        claim.id,
+        claim.attempts,
+        this.owner,
+        JSON.stringify(outcome),
+        delayMs,
+        options.refundAttempt ? 1 : 0,
+      ],
+    );
+    return rowCount !== 0;
+  }
+
+  async renewLeases(): Promise<void> {
+    // A third of the lease is plenty of margin; more often would only add writes.
+    if (Date.now() - this.renewedAt < this.leaseMs / 3) return;
+    this.renewedAt = Date.now();
+    await this.pool.query(
+      `UPDATE actions SET lease_until = now() + $2 * interval '1 millisecond'
+       WHERE lease_owner = $1 AND state = 'running'`,
+      [this.owner, this.leaseMs],
+    );
+  }
+
+  /**
+   * Nothing is reset: other instances' runs are theirs, and a dead instance's run is claimed
+   * again when its lease expires. What is returned are the runner groups on this host whose
+   * instance's lease has expired, to end before their runs are taken over.
+   */
+  async recoverInterrupted(): Promise<Array<{ id: string; pgid: number | null }>> {
+    const { rows } = await this.pool.query<{ id: string; pgid: number }>(
+      `UPDATE actions a SET runner_pgid = NULL
+       FROM (SELECT id, runner_pgid FROM actions
+             WHERE state = 'running' AND lease_until < now() AND runner_host = $1
+               AND runner_pgid IS NOT NULL FOR UPDATE SKIP LOCKED) old
+       WHERE a.id = old.id RETURNING old.id, old.runner_pgid AS pgid`,
+      [this.host],
+    );
+    return rows.map((row) => ({ id: row.id, pgid: row.pgid }));
+  }
+
+  async runs(limit: number, state?: ActionState): Promise<RunRow[]> {
+    const { rows } = state
+      ? await this.pool.query<RunRecord>(
+          `SELECT ${RUN_COLUMNS.join(', ')} FROM actions WHERE state = $1 ORDER BY seq DESC LIMIT $2`,
+          [state, limit],
+        )
+      : await this.pool.query<RunRecord>(
+          `SELECT ${RUN_COLUMNS.join(', ')} FROM actions ORDER BY seq DESC LIMIT $1`,
+          [limit],
+        );
+    return rows.flatMap((row) => readRun(row) ?? []);
+  }
+
+  async run(id: string): Promise<RunRow | undefined> {
+    const { rows } = await this.pool.query<RunRecord>(
+      `SELECT ${RUN_COLUMNS.join(', ')} FROM actions WHERE id = $1`,
+      [id],
+    );
+    return rows[0] ? readRun(rows[0]) : undefined;
+  }
+
+  async states(ids: readonly string[]): Promise<Map<string, ActionState>> {
+    const { rows } = await this.pool.query<{ id: string; state: ActionState }>(
+      'SELECT id, state FROM actions WHERE id = ANY($1::text[])',
+      [[...ids]],
+    );
+    return new Map(rows.map((row) => [row.id, row.state]));
+  }
+
+  async countByState(): Promise<Record<ActionState, number>> {
+    const counts: Record<ActionState, number> = {
+      queued: 0,
+      running: 0,
+      done: 0,
+      failed: 0,
+      dead: 0,
+    };
+    const { rows } = await this.pool.query<{ state: ActionState; n: number }>(COUNT_STATES);
+    for (const row of rows) if (row.state in counts) counts[row.state] = row.n;
+    return counts;
+  }
+
+  async retryDead(id: string, options: { failed?: boolean } = {}): Promise<boolean> {
+    // Never `done`: a turn that succeeded is not run twice.
+    const states = options.failed ? ['dead', 'failed'] : ['dead'];
+    // A run that died delivering keeps its reply: the retry redoes only the delivery.
+    const { rowCount } = await this.pool.query(
+      `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at = '-infinity',
+         lease_owner = NULL, lease_until = NULL,
+         outcome = CASE
+           WHEN outcome IS NOT NULL AND outcome::jsonb ? 'reply' AND outcome::jsonb ? 'delivery'
+           THEN jsonb_set(jsonb_set(outcome::jsonb, '{status}', '"delivering"'),
+                          '{delivery,attempts}', '0')::text
+           ELSE NULL END
+       WHERE id = $1 AND state = ANY($2::text[])`,
+      [id, states],
+    );
+    return rowCount !== 0;
+  }
+
+  async pruneFinished(olderThanMs: number): Promise<number> {
+    let total = 0;
+    // Short transactions: a long DELETE would pin the MVCC horizon of the hot table.
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `DELETE FROM actions WHERE seq IN (
+           SELECT seq FROM actions WHERE state IN ('done', 'failed', 'dead')
+             AND finished_at < now() - $1 * interval '1 millisecond'
+           ORDER BY seq LIMIT ${PRUNE_BATCH})`,
+        [olderThanMs],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < PRUNE_BATCH) return total;
+    }
+  }
+
+  async close(): Promise<void> {
+    // The pool belongs to whoever opened it (accepting shares it).
+  }
+}
+
+function sessionOf(run: RunRow): string {
+  return run.action.kind === 'agent' ? run.action.sessionKey : '';
+}
+
+type StoredWake = {
+  kind: 'wake';
+  text: string;
+  prompt?: string;
+  mode: 'now' | 'next-heartbeat';
+  untrusted?: boolean;
+};
+
+/** A stored wake, or undefined when the row does not hold one. */
+function readWake(json: string): StoredWake | undefined {
+  try {
+    const action = JSON.parse(json) as StoredWake | null;
+    return action?.kind === 'wake' && typeof action.text === 'string' ? action : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,327 @@
+/**
+ * The runtime's session records on PostgreSQL: system events, history,
+ * heartbeats, deliveries, last routes and operator requests, the same
+ * records as the SQLite store's, shared by every instance. Each call is one
+ * statement or one short transaction.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import { deliveryFinished } from '../../observe/events.ts';
+import type {
+  DeliveryRecord,
+  HeartbeatResult,
+  HeartbeatRow,
+  NewEvent,
+  SessionStore,
+  SystemEvent,
+  Turn,
+  TurnOwner,
+} from '../../runtime/runtime-store.ts';
+import { inTransaction } from './pool.ts';
+import { isoTime } from './run-rows.ts';
+
+type EventRecord = {
+  seq: string;
+  session_key: string;
+  text: string;
+  source: string;
+  action_id: string | null;
+  trusted: boolean;
+  created_at: Date;
+  consumed_by: string | null;
+};
+
+function toEvent(row: EventRecord): SystemEvent {
+  return {
+    seq: Number(row.seq),
+    sessionKey: row.session_key,
+    text: row.text,
+    source: row.source,
+    actionId: row.action_id,
+    trusted: row.trusted,
+    createdAt: isoTime(row.created_at) ?? '',
+    consumedBy: row.consumed_by,
+  };
+}
+
+/**
+ * Text as PostgreSQL stores it: a text column cannot hold NUL, which request content may carry
+ * (SQLite stores it). It becomes U+FFFD, the replacement character, rather than failing the run.
+ */
+export function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+}
+
+/** Append a system event on a connection (inside the caller's transaction). */
+export async function insertEvent(db: pg.Pool | pg.PoolClient, event: NewEvent): Promise<void> {
+  await db.query(
+    `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at)
+     VALUES ($1, $2, $3, $4, $5, now())`,
+    [
+      storableText(event.sessionKey),
+      storableText(event.text),
+      event.source,
+      event.actionId ?? null,
+      event.trusted,
+    ],
+  );
+}
+
+/** Session records over a pool; the runtime store adds the action lifecycle. */
+export class PostgresSessionRecords implements SessionStore {
+  protected readonly pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.pool = pool;
+  }
+
+  async addEvent(event: NewEvent): Promise<void> {
+    await insertEvent(this.pool, event);
+  }
+
+  async pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]> {
+    const { rows } = await this.pool.query<EventRecord>(
+      `SELECT * FROM system_events WHERE session_key = $1 AND consumed_by IS NULL
+       ORDER BY seq LIMIT $2`,
+      [sessionKey, limit],
+    );
+    return rows.map(toEvent);
+  }
+
+  async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {
+    const { rows } = await this.pool.query<EventRecord>(
+      'SELECT * FROM system_events WHERE session_key = $1 ORDER BY seq DESC LIMIT $2',
+      [sessionKey, limit],
+    );
+    return rows.map(toEvent);
+  }
+
+  async history(owner: TurnOwner, limit: number): Promise<Turn[]> {
+    const { rows } = await this.pool.query<{
+      role: 'user' | 'assistant';
+      text: string;
+      run_id: string | null;
+      created_at: Date;
+    }>(
+      `SELECT role, text, run_id, created_at FROM session_turns
+       WHERE agent_id = $1 AND session_key = $2 AND kind = $3 ORDER BY seq DESC LIMIT $4`,
+      [owner.agentId, owner.sessionKey, owner.kind, limit],
+    );
+    return rows.reverse().map((row) => ({
+      role: row.role,
+      text: row.text,
+      runId: row.run_id,
+      createdAt: isoTime(row.created_at) ?? '',
+    }));
+  }
+
+  async addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO session_turns (agent_id, session_key, kind, role, text, run_id, created_at)
+       VALUES ($1, $2, $3, 'user', $4, $6, now()), ($1, $2, $3, 'assistant', $5, $6, now())`,
+      [
+        owner.agentId,
+        storableText(owner.sessionKey),
+        owner.kind,
+        storableText(prompt),
+        storableText(reply),
+        runId,
+      ],
+    );
+  }
+
+  async claimHeartbeatTurns(agentId: string): Promise<void> {
+    await this.pool.query(
+      "UPDATE session_turns SET agent_id = $1 WHERE agent_id IS NULL AND kind = 'heartbeat'",
+      [agentId],
+    );
+  }
+
+  async startHeartbeat(reason: string): Promise<string> {
+    const id = randomUUID();
+    await this.pool.query(
+      "INSERT INTO heartbeats (id, reason, state, started_at) VALUES ($1, $2, 'running', now())",
+      [id, reason],
+    );
+    return id;
+  }
+
+  async setHeartbeatGroup(id: string, pgid: number | null): Promise<void> {
+    await this.pool.query(
+      'UPDATE heartbeats SET runner_host = $2, runner_pgid = $3 WHERE id = $1',
+      [id, hostname(), pgid],
+    );
+  }
+
+  /** Called by a new leader: every heartbeat still running was a previous leader's. */
+  async recoverHeartbeats(): Promise<number[]> {
+    const { rows } = await this.pool.query<{
+      runner_host: string | null;
+      runner_pgid: number | null;
+    }>(
+      `UPDATE heartbeats SET state = 'failed', error = 'interrupted: its instance stopped',
+         finished_at = now()
+       WHERE state = 'running' RETURNING runner_host, runner_pgid`,
+    );
+    // A process group is only this host's to end.
+    return rows.flatMap((row) =>
+      row.runner_pgid !== null && row.runner_host === hostname() ? [row.runner_pgid] : [],
+    );
+  }
+
+  async finishHeartbeat(id: string, result: HeartbeatResult): Promise<void> {
+    await inTransaction(this.pool, async (client) => {
+      await client.query(
+        `UPDATE heartbeats SET state = $2, finished_at = now(), events = $3, reply = $4, ack = $5,
+           error = $6 WHERE id = $1`,
+        [
+          id,
+          result.state,
+          result.events.length,
+          result.reply === undefined ? null : storableText(result.reply),
+          result.ack ?? null,
+          result.error === undefined ? null : storableText(result.error),
+        ],
+      );
+      if (result.state === 'done' && result.events.length > 0) {
+        await client.query(
+          'UPDATE system_events SET consumed_by = $1 WHERE seq = ANY($2::bigint[])',
+          [id, result.events],
+        );
+      }
+    });
+  }
+
+  async heartbeats(limit: number): Promise<HeartbeatRow[]> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      reason: string;
+      state: HeartbeatRow['state'];
+      started_at: Date;
+      finished_at: Date | null;
+      events: number;
+      reply: string | null;
+      ack: boolean | null;
+      error: string | null;
+      runner_pgid: number | null;
+    }>(
+      `SELECT id, reason, state, started_at, finished_at, events, reply, ack, error, runner_pgid
+       FROM heartbeats ORDER BY started_at DESC LIMIT $1`,
+      [limit],
+    );
+    return rows.map((row) => ({
+      ...row,
+      started_at: isoTime(row.started_at) ?? '',
+      finished_at: isoTime(row.finished_at),
+      ack: row.ack === null ? null : row.ack ? 1 : 0,
+    }));
+  }
+
+  async recordDelivery(delivery: DeliveryRecord): Promise<string> {
+    const id = randomUUID();
+    await this.pool.query(
+      `INSERT INTO deliveries (id, source, source_id, channel, recipient, text, state, attempts,
+         error, parts, parts_sent, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), now())`,
+      [
+        id,
+        delivery.source,
+        delivery.sourceId,
+        delivery.channel,
+        delivery.recipient === undefined ? null : storableText(delivery.recipient),
+        storableText(delivery.text),
+        delivery.state,
+        delivery.attempts,
+        delivery.error === undefined ? null : storableText(delivery.error),
+        delivery.parts,
+        delivery.partsSent,
+      ],
+    );
+    // Every final outcome, of agent replies and heartbeats alike, passes here once.
+    if (deliveryFinished.hasSubscribers)
+      deliveryFinished.publish({
+        source: delivery.source,
+        channel: delivery.channel,
+        outcome: delivery.state,
+      });
+    return id;
+  }
+
+  async lastRoute(sessionKey: string): Promise<{ channel: string; recipient: string } | undefined> {
+    const { rows } = await this.pool.query<{ channel: string; recipient: string }>(
+      'SELECT channel, recipient FROM routes WHERE session_key = $1',
+      [sessionKey],
+    );
+    return rows[0] ? { channel: rows[0].channel, recipient: rows[0].recipient } : undefined;
+  }
+
+  async setRoute(
+    sessionKey: string,
+    channel: string,
+    recipient: string,
+    onlyIfMissing = false,
+  ): Promise<void> {
+    const conflict = onlyIfMissing
+      ? 'DO NOTHING'
+      : 'DO UPDATE SET channel = EXCLUDED.channel, recipient = EXCLUDED.recipient, updated_at = now()';
+    await this.pool.query(
+      `INSERT INTO routes (session_key, channel, recipient, updated_at) VALUES ($1, $2, $3, now())
+       ON CONFLICT (session_key) ${conflict}`,
+      [storableText(sessionKey), channel, storableText(recipient)],
+    );
+  }
+
+  async request(kind: string): Promise<number> {
+    const { rows } = await this.pool.query<{ seq: string }>(
+      'INSERT INTO control_requests (kind, created_at) VALUES ($1, now()) RETURNING seq',
+      [kind],
+    );
+    return Number(rows[0]?.seq);
+  }
+
+  async requestTaken(seq: number): Promise<boolean> {
+    const { rows } = await this.pool.query(
+      'SELECT 1 FROM control_requests WHERE seq = $1 AND handled_at IS NOT NULL',
+      [seq],
+    );
+    return rows.length > 0;
+  }
+
+  async withdrawRequest(seq: number): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      'DELETE FROM control_requests WHERE seq = $1 AND handled_at IS NULL',
+      [seq],
+    );
+    return rowCount !== 0;
+  }
+
+  async answerRequest(seq: number, result: string): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO control_answers (seq, result) VALUES ($1, $2)
+       ON CONFLICT (seq) DO UPDATE SET result = EXCLUDED.result`,
+      [seq, result],
+    );
+  }
+
+  async requestResult(seq: number): Promise<string | undefined> {
+    const { rows } = await this.pool.query<{ result: string }>(
+      'SELECT result FROM control_answers WHERE seq = $1',
+      [seq],
+    );
+    return rows[0]?.result;
+  }
+
+  async takeRequests(): Promise<Array<{ seq: number; kind: string }>> {
+    // Each request is taken by one instance: another taking requests at once skips these rows.
+    const { rows } = await this.pool.query<{ seq: string; kind: string }>(
+      `UPDATE control_requests SET handled_at = now()
+       WHERE seq IN (SELECT seq FROM control_requests WHERE handled_at IS NULL
+                     ORDER BY seq FOR UPDATE SKIP LOCKED)
+       RETURNING seq, kind`,
+    );
+    return rows
+      .map((row) => ({ seq: Number(row.seq), kind: row.kind }))
+      .sort((a, b) => a.seq - b.seq);
+  }
+}
