@@ -124,3 +124,26 @@ describe.skipIf(skip)('hookgate on PostgreSQL', () => {
     expect(actions.stdout + actions.stderr).not.toContain(url);
   });
 });
+
+describe('a PostgreSQL store that cannot be reached', () => {
+  it('stops the start with a message naming host and database, never the password', async () => {
+    const temp = tempDir('hookgate-pg-unreachable-');
+    try {
+      const file = path.join(temp.dir, 'hookgate.yaml');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          hooks: { enabled: true, token: TOKEN },
+          // Port 1 on loopback: nothing listens there.
+          store: { kind: 'postgres', url: 'postgres://hookgate:s3cret-pw@127.0.0.1:1/queue' },
+        }),
+      );
+      const result = await runHookgate(['serve', '--config', file, '--port', '0']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('cannot open the store at postgres://127.0.0.1:1/queue');
+      expect(result.stdout + result.stderr).not.toContain('s3cret-pw');
+    } finally {
+      temp.cleanup();
+    }
+  });
+});

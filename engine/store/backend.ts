@@ -77,7 +77,11 @@ async function openPostgres(store: StoreSettings, options: BackendOptions): Prom
     };
   } catch (err) {
     await closePool(pool);
-    throw err;
+    // Named by host and database only: the URL carries the password.
+    throw new Error(
+      `cannot open the store at ${describeUrl(store.url as string)}: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 }
 
