@@ -141,6 +141,14 @@ describe('createMetrics', () => {
     expect(series(text, 'hookgate_queue_actions')).toHaveLength(0);
   });
 
+  it('says whether this instance leads, read at each scrape', async () => {
+    let leading = false;
+    const m = metrics({ leading: () => leading });
+    expect(value(await m.render(), 'hookgate_leader')).toBe(0);
+    leading = true;
+    expect(value(await m.render(), 'hookgate_leader')).toBe(1);
+  });
+
   it('includes the default process metrics', async () => {
     const text = await metrics().render();
     expect(series(text, 'process_cpu_user_seconds_total')).toHaveLength(1);

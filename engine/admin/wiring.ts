@@ -34,7 +34,11 @@ export function adminDeps(config: Config, parts: AdminParts): { deps: AdminDeps;
     maxBodyBytes: config.hooks.maxBodyBytes,
   }).start();
   const runtime = parts.runtime;
-  const metrics = createMetrics(runtime ? { queueDepth: () => runtime.store.countByState() } : {});
+  const metrics = createMetrics(
+    runtime
+      ? { queueDepth: () => runtime.store.countByState(), leading: () => runtime.leading() }
+      : {},
+  );
   const hold = () => parts.live.current().acquire();
   const deps: AdminDeps = {
     readiness: () =>

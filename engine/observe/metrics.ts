@@ -31,6 +31,8 @@ import {
 export type MetricsDeps = {
   /** Actions by state (queued, running, done, failed, dead), read at each scrape. */
   queueDepth?: () => Promise<Record<string, number>> | Record<string, number>;
+  /** Whether this instance leads (runs the heartbeat), read at each scrape. */
+  leading?: () => boolean;
 };
 
 export type Metrics = {
@@ -165,6 +167,18 @@ export function createMetrics(deps: MetricsDeps = {}): Metrics {
           // An unreadable store shows as missing series, not as stale numbers or a failed scrape.
           this.reset();
         }
+      },
+    });
+  }
+
+  if (deps.leading) {
+    const leading = deps.leading;
+    new Gauge({
+      name: 'hookgate_leader',
+      help: 'Whether this instance leads: runs the heartbeat and takes operator requests (1 or 0).',
+      registers,
+      collect() {
+        this.set(leading() ? 1 : 0);
       },
     });
   }

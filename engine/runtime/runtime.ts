@@ -24,6 +24,8 @@ export type Runtime = {
    * second): request checks need it synchronously.
    */
   lastChannel(): string | undefined;
+  /** Whether this instance leads: runs the heartbeat, takes operator requests, prunes. */
+  leading(): boolean;
   /** Stop the worker and the heartbeat (running turns go back to the queue), close the store. */
   stop(): Promise<void>;
 };
@@ -178,6 +180,7 @@ export async function startRuntime(
     worker,
     heartbeat,
     lastChannel: () => lastChannel,
+    leading: () => leading,
     async stop() {
       clearInterval(leadTimer);
       clearInterval(pruneTimer);
