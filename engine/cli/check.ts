@@ -5,6 +5,7 @@
  * Exit 0 (1 with --strict when there is a warning), or 2 with the offending
  * path.
  */
+import { describeUrl } from '../store/backend.ts';
 import { findConfigFile, loadConfigFile } from '../config.ts';
 import { type CompiledConfig, compileConfig } from '../config/compile.ts';
 import type { CompiledMapping } from '../mappings.ts';
@@ -97,6 +98,13 @@ export async function check(
       `  mail flow: ${gmail.account}, pushes on http://${bind}:${port}${path} (${gmail.push.mode})`,
     );
   }
+  const store = setup.loaded.config.store;
+  // Not connected to: check validates the file; the database is reached at serve.
+  out(
+    store.kind === 'postgres'
+      ? `  store: PostgreSQL at ${describeUrl(store.url as string)} (shared by every instance using it)`
+      : `  store: SQLite in ${setup.loaded.dataDir}`,
+  );
   // Advice on valid settings (spec 5.7): exit 0 unless --strict.
   return reportAudit(setup.loaded.config, out, options.strict === true);
 }
