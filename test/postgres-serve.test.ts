@@ -142,6 +142,11 @@ describe('a PostgreSQL store that cannot be reached', () => {
       expect(result.code).toBe(1);
       expect(result.stderr).toContain('cannot open the store at postgres://127.0.0.1:1/queue');
       expect(result.stdout + result.stderr).not.toContain('s3cret-pw');
+      // check does not contact the database, and names it without the password.
+      const check = await runHookgate(['check', '--config', file]);
+      expect(check.code).toBe(0);
+      expect(check.stdout).toContain('store: PostgreSQL at postgres://127.0.0.1:1/queue');
+      expect(check.stdout + check.stderr).not.toContain('s3cret-pw');
     } finally {
       temp.cleanup();
     }
