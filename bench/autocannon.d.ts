@@ -6,7 +6,8 @@ declare module 'autocannon' {
   import type { EventEmitter } from 'node:events';
 
   export type Options = {
-    url: string;
+    /** Several URLs: connection i goes to url[i % length] for the whole run. */
+    url: string | string[];
     method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
     headers?: Record<string, string>;
     body?: string;

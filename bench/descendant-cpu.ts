@@ -1,6 +1,7 @@
 /**
  * CPU time of the processes a benchmark server started itself (hookgate's
- * transform process), which process.cpuUsage() does not count: read from
+ * transform process), which process.cpuUsage() does not count, and of a
+ * process tree the bench did not start (the PostgreSQL server): read from
  * /proc/<pid>/stat of every live descendant. Linux only; elsewhere, and for
  * a process that already exited, it counts nothing.
  */
@@ -21,6 +22,17 @@ function readStat(pid: number): ProcStat | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The parent of a live process (undefined when it is gone). */
+export function parentPid(pid: number): number | undefined {
+  return readStat(pid)?.ppid;
+}
+
+/** User + system CPU time, in µs, of one process (0 when it is gone). */
+export function processCpuMicros(pid: number): number {
+  const stat = readStat(pid);
+  return stat ? (stat.cpuTicks * 1_000_000) / TICKS_PER_SECOND : 0;
 }
 
 /** User + system CPU time, in µs, of the live descendants of `rootPid` (this process by default). */

@@ -1,7 +1,8 @@
 /**
  * Starting hookgate for one benchmark target the way the service runs:
  * resolveConfig + startHookgate on 127.0.0.1, the real SQLite store in the
- * target's data directory (or, for the diagnostic row, an in-memory one),
+ * target's data directory (or a PostgreSQL database with the default pool
+ * settings, or, for the diagnostic row, an in-memory one),
  * a silent logger or an info logger writing JSON lines to a file, and for
  * the mapped and transform targets their mappings (transform modules are
  * written into the transforms root first, so the boot loads them). The
@@ -31,6 +32,7 @@ export async function startHookgateServer(
     },
     runtime: { commitDelayMs: spec.commitDelayMs },
     log: { level: spec.logFile ? 'info' : 'silent' },
+    ...(spec.postgresUrl !== undefined && { store: { kind: 'postgres', url: spec.postgresUrl } }),
   };
   const loaded = resolveConfig(raw, { baseDir: spec.dataDir, dataDir: spec.dataDir, env: {} });
   // Without a config file the transforms root is <dataDir>/hooks/transforms.

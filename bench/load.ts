@@ -3,6 +3,8 @@
  * run (separate calls, so the caller can sample server CPU in between).
  * Latency percentiles come from our own microsecond histogram, fed from
  * every response, because autocannon's histogram rounds to whole ms.
+ * Several servers (instances sharing one store) are driven by one
+ * autocannon run whose connections are dealt round-robin over their URLs.
  */
 import { createHistogram } from 'node:perf_hooks';
 import { createHmac, randomUUID } from 'node:crypto';
@@ -36,14 +38,14 @@ export type LoadResult = {
   seconds: number;
 };
 
-function options(url: string, target: Target, settings: LoadSettings, seconds: number) {
+function options(urls: readonly string[], target: Target, settings: LoadSettings, seconds: number) {
   const headers = {
     ...target.headers,
     'content-type': 'application/json',
     authorization: `Bearer ${target.token}`,
   };
   return {
-    url: `${url}${target.path}`,
+    url: urls.length === 1 ? `${urls[0]}${target.path}` : urls.map((url) => `${url}${target.path}`),
     method: 'POST' as const,
     headers,
     body: target.body,
@@ -85,22 +87,26 @@ function statusCounts(result: Result): Record<string, number> {
   return counts;
 }
 
-/** Run the warm-up load; resolves with its 2xx count. */
-export async function warmUp(url: string, target: Target, settings: LoadSettings): Promise<number> {
+/** Run the warm-up load on the servers at `urls`; resolves with its 2xx count. */
+export async function warmUp(
+  urls: readonly string[],
+  target: Target,
+  settings: LoadSettings,
+): Promise<number> {
   if (settings.warmupSeconds <= 0) return 0;
-  const result = await autocannon(options(url, target, settings, settings.warmupSeconds));
+  const result = await autocannon(options(urls, target, settings, settings.warmupSeconds));
   return result['2xx'];
 }
 
-/** Measure `target` on the server at `url`; `warm2xx` is added to the 2xx total. */
+/** Measure `target` on the servers at `urls` together; `warm2xx` is added to the 2xx total. */
 export async function measure(
-  url: string,
+  urls: readonly string[],
   target: Target,
   settings: LoadSettings,
   warm2xx: number,
 ): Promise<LoadResult> {
   const histogram = createHistogram();
-  const instance = autocannon(options(url, target, settings, settings.durationSeconds));
+  const instance = autocannon(options(urls, target, settings, settings.durationSeconds));
   instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => {
     histogram.record(Math.max(1, Math.round(ms * 1000)));
   });

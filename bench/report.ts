@@ -38,9 +38,15 @@ export type Row = {
   cpuRatio: number | undefined;
   /** Requests that can be stored without their answer being counted (cut off at a stop). */
   maxInFlight: number;
-  /** Rows in the SQLite store after the server was killed (durable hookgate targets only). */
+  /** Rows in the store (SQLite or PostgreSQL) after the servers were killed (durable hookgate targets only). */
   stored?: number;
   logLines?: number;
+  /** Server processes the load was spread over (several instances on one PostgreSQL database). */
+  instances: number;
+  /** The PostgreSQL server's CPU (postmaster, backends, WAL writer) per response, µs. */
+  postgresMicrosPerResponse?: number;
+  /** Transactions committed in the target's PostgreSQL database (warm-up, run, schema setup). */
+  postgresCommits?: number;
 };
 
 const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
@@ -80,10 +86,23 @@ function costLines(row: Row): string[] {
     costs.childMicrosPerResponse > 0
       ? `, of which ${costs.childMicrosPerResponse.toFixed(1)} µs in the transform process`
       : '';
+  const servers = row.instances > 1 ? `${row.instances} instances' CPU together` : 'server CPU';
   const lines = [
-    `  server CPU ${pct(costs.serverCpuShare)} of one core = ${costs.serverMicrosPerResponse.toFixed(1)} µs per response ` +
+    `  ${servers} ${pct(costs.serverCpuShare)} of one core = ${costs.serverMicrosPerResponse.toFixed(1)} µs per response ` +
       `(${costs.serverSystemMicrosPerResponse.toFixed(1)} µs kernel${child}); load generator CPU ${pct(costs.clientCpuShare)}`,
   ];
+  if (row.postgresMicrosPerResponse !== undefined) {
+    lines.push(
+      `  PostgreSQL server CPU ${row.postgresMicrosPerResponse.toFixed(1)} µs per response ` +
+        '(postmaster, backends, WAL writer, checkpointer; same cores)',
+    );
+  }
+  if (row.postgresCommits && row.stored !== undefined) {
+    lines.push(
+      `  PostgreSQL: ${fmt(row.postgresCommits)} transactions committed over warm-up and run ` +
+        `(schema setup included), ${(row.stored / row.postgresCommits).toFixed(1)} actions each`,
+    );
+  }
   if (costs.commits > 0) {
     lines.push(
       `  store: ${fmt(costs.commits)} COMMITs, ${(load.expected / costs.commits).toFixed(1)} actions each, ` +
@@ -138,8 +157,11 @@ function tableCells(row: Row): string[] {
   ];
 }
 
-/** The markdown summary table. */
+const postgresCell = (row: Row) => row.postgresMicrosPerResponse?.toFixed(0) ?? '-';
+
+/** The markdown summary table (a PostgreSQL CPU column when a row has that figure). */
 export function markdownTable(rows: readonly Row[]): string {
+  const withPostgres = rows.some((row) => row.postgresMicrosPerResponse !== undefined);
   const header = [
     'target',
     'status',
@@ -153,11 +175,11 @@ export function markdownTable(rows: readonly Row[]): string {
     'server CPU µs/req',
     'CPU ratio',
     'in COMMIT',
+    ...(withPostgres ? ['PostgreSQL CPU µs/req'] : []),
   ];
   const align = ['---', ...header.slice(1).map(() => '---:')];
-  return [header, align, ...rows.map(tableCells)]
-    .map((cells) => `| ${cells.join(' | ')} |`)
-    .join('\n');
+  const cells = (row: Row) => [...tableCells(row), ...(withPostgres ? [postgresCell(row)] : [])];
+  return [header, align, ...rows.map(cells)].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
 }
 
 /** Baseline at the end vs at the start: a warning when machine load drifted by over 10%. */

@@ -4,11 +4,13 @@
  * autocannon load generator in this process); each hookgate target gets a
  * fresh data directory with the real SQLite store and, unless a target or
  * --runtime says otherwise, no runtime (the bench measures acceptance).
- * After the load the server is SIGKILLed and its store is counted against
+ * The PostgreSQL targets get a fresh database on a throwaway PostgreSQL
+ * server the bench starts (and always stops), shared by their instances.
+ * After the load the servers are SIGKILLed and the store is counted against
  * the 2xx answers.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { type ServerProcess, startServerProcess } from './child.ts';
 import type { ServerSample } from './server.ts';
@@ -25,7 +27,8 @@ import {
   targetBlock,
 } from './report.ts';
 import { backgroundLoad, filesystemName } from './machine.ts';
-import { countLines, countStoredActions } from './store-check.ts';
+import { type BenchPostgres, startBenchPostgres } from './postgres-server.ts';
+import { countLines, countPostgresStore, countStoredActions } from './store-check.ts';
 import { allTargets, BODY_BYTES, type ServerSpec, type Target } from './targets.ts';
 
 const LOG_FILE = 'requests.log';
@@ -47,10 +50,24 @@ function describeTarget(target: Target, options: BenchOptions): string {
   } else if (variant.hooks) {
     parts.push('a mapping with a JSON-logic condition on a header and Handlebars templates');
   }
+  if (variant.postgres) {
+    parts.push(
+      "PostgreSQL store (the bench's own server, fsync and synchronous_commit on, a fresh " +
+        'database; pool 10 per instance; the accepts of one event-loop turn in one statement)',
+    );
+  }
+  if (variant.postgres && variant.postgres.instances > 1) {
+    parts.push(
+      `${variant.postgres.instances} instances on that one database, autocannon's connections ` +
+        'dealt round-robin over their URLs (no balancer in the path); server CPU is their sum',
+    );
+  }
   parts.push(
     variant.memoryStore
       ? 'in-memory store: nothing is committed'
-      : `commitDelayMs ${variant.commitDelayMs}`,
+      : variant.postgres
+        ? `commitDelayMs ${variant.commitDelayMs} (not used by the PostgreSQL store)`
+        : `commitDelayMs ${variant.commitDelayMs}`,
     variant.logToFile ? `log info -> ${LOG_FILE} in the data dir` : 'log silent',
     runtimeOn(target, options)
       ? 'runtime on (action worker consumes the actions; no runner configured)'
@@ -70,6 +87,7 @@ function serverSpec(
   target: Target,
   options: BenchOptions,
   dataDir: string | undefined,
+  postgresUrl: string | undefined,
 ): ServerSpec {
   const variant = target.hookgate;
   if (!variant || !dataDir) return { kind: 'baseline' };
@@ -83,7 +101,40 @@ function serverSpec(
     ...(variant.memoryStore && { memoryStore: true }),
     ...(variant.hooks && { hooks: variant.hooks }),
     ...(variant.transformFiles && { transformFiles: variant.transformFiles }),
+    ...(postgresUrl !== undefined && { postgresUrl }),
   };
+}
+
+/** The counters of several servers added up. */
+function sampleAll(servers: readonly ServerProcess[]): Promise<ServerSample> {
+  return Promise.all(servers.map((server) => server.sample())).then((samples) =>
+    samples.reduce((sum, one) => ({
+      userMicros: sum.userMicros + one.userMicros,
+      systemMicros: sum.systemMicros + one.systemMicros,
+      childMicros: sum.childMicros + one.childMicros,
+      commits: sum.commits + one.commits,
+      commitMicros: sum.commitMicros + one.commitMicros,
+    })),
+  );
+}
+
+/** Start the target's server processes, one after the other (each within its start timeout). */
+async function startServers(
+  target: Target,
+  options: BenchOptions,
+  dataDir: string | undefined,
+  postgresUrl: string | undefined,
+  servers: ServerProcess[],
+): Promise<void> {
+  const instances = target.hookgate?.postgres?.instances ?? 1;
+  for (let i = 1; i <= instances; i++) {
+    // Instances sharing a database are separate hosts in production: a data dir each.
+    const instanceDir =
+      dataDir && target.hookgate?.postgres ? path.join(dataDir, `instance-${i}`) : dataDir;
+    if (instanceDir) mkdirSync(instanceDir, { recursive: true });
+    const spec = serverSpec(target, options, instanceDir, postgresUrl);
+    servers.push(await startServerProcess(spec, options.cpuProfDir));
+  }
 }
 
 function costsOf(
@@ -117,24 +168,35 @@ async function benchTarget(
   target: Target,
   options: BenchOptions,
   baseline: Row | undefined,
+  postgres: BenchPostgres | undefined,
 ): Promise<Row> {
   const dataDir = target.hookgate
     ? mkdtempSync(path.join(options.dataRoot, `hookgate-bench-${target.key}-`))
     : undefined;
-  let server: ServerProcess | undefined;
+  const servers: ServerProcess[] = [];
   try {
-    server = await startServerProcess(serverSpec(target, options, dataDir), options.cpuProfDir);
-    const warm2xx = await warmUp(server.url, target, options);
-    const before = await server.sample();
+    const database = target.hookgate?.postgres ? postgres : undefined;
+    if (target.hookgate?.postgres && !database) {
+      throw new Error('a PostgreSQL target without the PostgreSQL server');
+    }
+    const postgresUrl = await database?.createDatabase();
+    await startServers(target, options, dataDir, postgresUrl, servers);
+    const urls = servers.map((server) => server.url);
+    const warm2xx = await warmUp(urls, target, options);
+    const before = await sampleAll(servers);
+    const postgresBefore = database?.cpuMicros() ?? 0;
     const clientBefore = process.cpuUsage();
     const startedAt = performance.now();
-    const load = await measure(server.url, target, options, warm2xx);
+    const load = await measure(urls, target, options, warm2xx);
     const wallMicros = (performance.now() - startedAt) * 1000;
     const clientCpu = process.cpuUsage(clientBefore);
-    const after = await server.sample();
+    const after = await sampleAll(servers);
+    const postgresMicros = (database?.cpuMicros() ?? 0) - postgresBefore;
     const costs = costsOf(before, after, clientCpu, wallMicros, load.responses);
-    if (options.cpuProfDir) await server.stop();
-    else await server.kill();
+    // All at once: instances that die together leave the database only what they committed.
+    await Promise.all(
+      servers.map((server) => (options.cpuProfDir ? server.stop() : server.kill())),
+    );
     const row: Row = {
       target,
       load,
@@ -145,8 +207,16 @@ async function benchTarget(
         : undefined,
       // Each connection has at most `pipelining` requests unanswered when warm-up or run stops.
       maxInFlight: 2 * options.connections * options.pipelining + load.errors,
+      instances: servers.length,
     };
-    if (dataDir && !target.hookgate?.memoryStore) row.stored = countStoredActions(dataDir);
+    if (postgresUrl !== undefined) {
+      const counts = await countPostgresStore(postgresUrl);
+      row.stored = counts.actions;
+      row.postgresCommits = counts.commits;
+      if (load.responses) row.postgresMicrosPerResponse = postgresMicros / load.responses;
+    } else if (dataDir && !target.hookgate?.memoryStore) {
+      row.stored = countStoredActions(dataDir);
+    }
     if (dataDir && target.hookgate?.logToFile) {
       row.logLines = countLines(path.join(dataDir, LOG_FILE));
     }
@@ -154,7 +224,7 @@ async function benchTarget(
     if (options.cpuProfDir) console.log(`  CPU profile(s) written to ${options.cpuProfDir}`);
     return row;
   } finally {
-    await server?.kill();
+    await Promise.all(servers.map((server) => server.kill()));
     if (dataDir && !options.keep) rmSync(dataDir, { recursive: true, force: true });
   }
 }
@@ -166,6 +236,40 @@ function selectTargets(options: BenchOptions): Target[] {
   const unknown = options.targets.filter((key) => !known.has(key));
   if (unknown.length) throw new Error(`unknown target(s): ${unknown.join(', ')}`);
   return all.filter((t) => options.targets?.includes(t.key));
+}
+
+/**
+ * The PostgreSQL server when a selected target needs one, and the targets that can run: without
+ * PostgreSQL its targets are left out with the reason printed, and the others run.
+ */
+async function preparePostgres(
+  targets: readonly Target[],
+): Promise<{ postgres: BenchPostgres | undefined; runnable: Target[] }> {
+  if (!targets.some((target) => target.hookgate?.postgres)) {
+    return { postgres: undefined, runnable: [...targets] };
+  }
+  const started = await startBenchPostgres();
+  if ('skipped' in started) {
+    console.log(`PostgreSQL targets skipped: ${started.skipped}`);
+    return {
+      postgres: undefined,
+      runnable: targets.filter((target) => !target.hookgate?.postgres),
+    };
+  }
+  return { postgres: started, runnable: [...targets] };
+}
+
+/** Stop the PostgreSQL server on Ctrl-C or SIGTERM too (its postmaster is not our child). */
+function stopOnSignal(stop: () => Promise<void>): () => void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    void stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
 }
 
 function printHeader(options: BenchOptions, targets: readonly Target[]): void {
@@ -186,6 +290,12 @@ function printHeader(options: BenchOptions, targets: readonly Target[]): void {
       `after the load the server is ${options.cpuProfDir ? 'asked to exit (CPU profiling)' : 'SIGKILLed'} ` +
       'and its store counted',
   );
+  if (targets.some((target) => target.hookgate?.postgres)) {
+    console.log(
+      'PostgreSQL targets: a throwaway PostgreSQL server started by the bench on 127.0.0.1, on ' +
+        `the same cores and ${filesystemName(tmpdir())} (${tmpdir()}); its CPU is sampled from /proc`,
+    );
+  }
 }
 
 async function main(): Promise<number> {
@@ -194,7 +304,21 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const targets = selectTargets(options);
+  const { postgres, runnable: targets } = await preparePostgres(selectTargets(options));
+  const unwatch = postgres ? stopOnSignal(postgres.stop) : () => undefined;
+  try {
+    return await runTargets(options, targets, postgres);
+  } finally {
+    unwatch();
+    await postgres?.stop();
+  }
+}
+
+async function runTargets(
+  options: BenchOptions,
+  targets: readonly Target[],
+  postgres: BenchPostgres | undefined,
+): Promise<number> {
   printHeader(options, targets);
   const background = await backgroundLoad();
   const busy = background > 0.1 ? ': other work is running, numbers will be lower and noisier' : '';
@@ -207,7 +331,7 @@ async function main(): Promise<number> {
     console.log(
       `\n[${i + 1}/${targets.length}] ${target.label} (${describeTarget(target, options)})`,
     );
-    const row = await benchTarget(target, options, baseline);
+    const row = await benchTarget(target, options, baseline, postgres);
     if (target.key === 'baseline') baseline = row;
     rows.push(row);
     console.log(targetBlock(row));

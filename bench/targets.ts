@@ -1,7 +1,8 @@
 /**
  * What the benchmark runs: the servers (a raw node:http baseline and
  * hookgate in several configurations: direct /wake and /agent, a mapped
- * hook with a condition and templates, a sandboxed transform), the request
+ * hook with a condition and templates, a sandboxed transform, /wake on a
+ * PostgreSQL store with one and three instances), the request
  * each target sends, what a correct answer looks like, and each target's aim.
  */
 
@@ -31,6 +32,8 @@ export type ServerSpec =
       transformFiles?: Record<string, string>;
       /** Run the runtime (action worker, heartbeat) in the server, as `hookgate serve` does. */
       runtime: boolean;
+      /** Store in this PostgreSQL database (store.kind postgres) instead of SQLite in dataDir. */
+      postgresUrl?: string;
     };
 
 /** How a target's hookgate differs from the default configuration. */
@@ -43,6 +46,8 @@ export type HookgateVariant = {
   transformFiles?: Record<string, string>;
   /** Runtime on for this target whatever --runtime says. */
   runtime?: boolean;
+  /** Store on the bench's own PostgreSQL server: this many instances share one fresh database. */
+  postgres?: { instances: number };
 };
 
 /** One benchmarked target. */
@@ -239,6 +244,18 @@ export function allTargets(commitDelays: readonly number[]): Target[] {
       key: 'wake-memory',
       label: 'hookgate /wake, in-memory store (NOT durable, diagnostic)',
       hookgate: { commitDelayMs: base, memoryStore: true },
+      ...wake,
+    },
+    {
+      key: 'wake-pg',
+      label: 'hookgate /wake on PostgreSQL, 1 instance',
+      hookgate: { commitDelayMs: base, postgres: { instances: 1 } },
+      ...wake,
+    },
+    {
+      key: 'wake-pg-3',
+      label: 'hookgate /wake on PostgreSQL, 3 instances',
+      hookgate: { commitDelayMs: base, postgres: { instances: 3 } },
       ...wake,
     },
     ...sweep.map((delay) => ({
