@@ -59,6 +59,10 @@ function readWake(json: string): WakeAction | undefined {
   }
 }
 
+// From the (state, seq) index: only the running rows are read.
+const RUNNING_SESSIONS = `SELECT DISTINCT session_key FROM actions INDEXED BY actions_state
+  WHERE state = 'running' AND session_key IS NOT NULL`;
+
 const RUN_COLUMNS =
   'seq, id, state, attempts, next_attempt_at_ms, started_at, finished_at, outcome, action';
 
@@ -140,14 +144,30 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
       .map((row) => ({ id: row['id'] as string, sessionKey: row['lane'] as string }));
   }
 
+  /**
+   * Sessions with a running action (few: bounded by the concurrency). A retried action older
+   * than its session's running one is that session's head, yet it waits for the running one.
+   */
+  private runningSessions(): Set<string> {
+    const rows = this.tickStatement(RUNNING_SESSIONS).all() as Row[];
+    return new Set(rows.map((row) => row['session_key'] as string));
+  }
+
   async hasRunnable(): Promise<boolean> {
-    return this.pendingWakes(1).length > 0 || this.dueHeads(Date.now(), 1).length > 0;
+    if (this.pendingWakes(1).length > 0) return true;
+    const running = this.runningSessions();
+    return this.dueHeads(Date.now(), 1 + running.size).some(
+      (head) => !running.has(head.sessionKey),
+    );
   }
 
   async claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]> {
+    const skip = new Set([...busy, ...this.runningSessions()]);
     const claimed: RunRow[] = [];
-    for (const head of this.dueHeads(Date.now(), room)) {
-      if (busy.has(head.sessionKey)) continue;
+    // Enough heads to fill the room past the skipped sessions' heads.
+    for (const head of this.dueHeads(Date.now(), room + skip.size)) {
+      if (claimed.length >= room) break;
+      if (skip.has(head.sessionKey)) continue;
       const row = this.claim(head.id);
       if (row) claimed.push(row);
     }

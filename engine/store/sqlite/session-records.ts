@@ -182,10 +182,10 @@ export class SqliteSessionRecords implements SessionStore {
     });
   }
 
-  /** Heartbeat records, newest first. */
+  /** Heartbeat records, newest first (in the order they started when two share a millisecond). */
   async heartbeats(limit: number): Promise<HeartbeatRow[]> {
     return this.db
-      .prepare('SELECT * FROM heartbeats ORDER BY started_at DESC LIMIT ?')
+      .prepare('SELECT * FROM heartbeats ORDER BY started_at DESC, rowid DESC LIMIT ?')
       .all(limit) as HeartbeatRow[];
   }
 

@@ -1,0 +1,994 @@
+/**
+ * The contract every RuntimeStore implementation passes: the run queue (fair
+ * claims of session heads, fenced writes, delays, wakes, retries), the
+ * session records, and leadership, observed through the interface alone.
+ * Run by each backend's test file; a backend shared by several instances
+ * also runs the second-instance cases.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fc, test } from '@fast-check/vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ActionState } from '../engine/queue/action-store.ts';
+import type { Claim, RunRow, RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import type { Action, AgentAction, WakeAction } from '../schemas/action.ts';
+
+/** Stores over one set of data, and the ingress's way in. */
+export type RuntimeStoreEnv = {
+  /** A store over the data (called twice: two instances, or two connections to one file). */
+  open(): Promise<RuntimeStore>;
+  /** Store actions as the ingress accepts them (queued, in this order). */
+  accept(actions: Action[]): Promise<void>;
+  cleanup(): Promise<void>;
+};
+
+export type RuntimeStoreContractOptions = {
+  /**
+   * Several instances share the store: run the second-instance cases (one lead at a time,
+   * concurrent claims, requests taken once, live runs never taken over). False: one process owns
+   * the store (it always leads; at start every run left running is its to take over).
+   */
+  shared: boolean;
+};
+
+const MAIN = 'agent:main:main';
+
+function origin() {
+  return {
+    id: randomUUID(),
+    receivedAt: new Date().toISOString(),
+    client: '127.0.0.1',
+    requestId: randomUUID(),
+  };
+}
+
+/** A valid agent action in `sessionKey`. */
+export function agentAction(sessionKey: string, message = 'hello', agentId = 'main'): AgentAction {
+  return {
+    kind: 'agent',
+    ...origin(),
+    hook: 'agent',
+    untrusted: true,
+    prompt: `wrapped: ${message}`,
+    message,
+    name: 'Contract',
+    agentId,
+    sessionKey,
+    sessionKeySource: 'request',
+    wakeMode: 'next-heartbeat',
+    deliver: false,
+    channel: 'last',
+  };
+}
+
+/** A valid wake; `prompt` is the text as the agent gets it (wrapped), when the hook is untrusted. */
+export function wakeAction(
+  text: string,
+  options: { mode?: 'now' | 'next-heartbeat'; prompt?: string } = {},
+): WakeAction {
+  return {
+    kind: 'wake',
+    ...origin(),
+    hook: 'wake',
+    untrusted: options.prompt !== undefined,
+    ...(options.prompt !== undefined && { prompt: options.prompt }),
+    text,
+    mode: options.mode ?? 'now',
+  };
+}
+
+const NOBODY: ReadonlySet<string> = new Set();
+
+/** Poll an asynchronous condition; fail after `timeoutMs`. */
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+const ids = (rows: readonly RunRow[]) => rows.map((row) => row.id);
+const claimOf = (row: RunRow): Claim => ({ id: row.id, attempts: row.attempts });
+
+/** Register the shared suite for a runtime store factory. */
+export function describeRuntimeStore(
+  name: string,
+  factory: () => Promise<RuntimeStoreEnv>,
+  options: RuntimeStoreContractOptions,
+): void {
+  describe(`RuntimeStore contract: ${name}`, () => {
+    let env: RuntimeStoreEnv;
+    let store: RuntimeStore;
+    const opened: RuntimeStore[] = [];
+    const open = async () => {
+      const next = await env.open();
+      opened.push(next);
+      return next;
+    };
+    /** Claim exactly these actions (oldest heads first), as the worker would. */
+    const claimAll = async (expected: readonly Action[], on = store) => {
+      const rows = await on.claimHeads(expected.length + 5, NOBODY);
+      expect(ids(rows)).toEqual(expected.map((action) => action.id));
+      return rows;
+    };
+
+    beforeEach(async () => {
+      env = await factory();
+      store = await open();
+    });
+    afterEach(async () => {
+      for (const each of opened.splice(0)) await each.close();
+      await env.cleanup();
+    });
+
+    describe('claimHeads', () => {
+      it('claims the oldest session head first, one action per session, as running with one more attempt', async () => {
+        const a1 = agentAction('hook:a', 'a1');
+        const b1 = agentAction('hook:b', 'b1');
+        const a2 = agentAction('hook:a', 'a2');
+        const c1 = agentAction('hook:c', 'c1');
+        await env.accept([a1, b1]);
+        await env.accept([a2, c1]);
+
+        const first = await store.claimHeads(10, NOBODY);
+        expect(ids(first)).toEqual([a1.id, b1.id, c1.id]);
+        for (const row of first) {
+          expect(row).toMatchObject({ state: 'running', attempts: 1 });
+          expect(row.startedAt).toEqual(expect.any(String));
+        }
+        expect(first[0]?.action).toEqual(a1);
+        expect(await store.run(a1.id)).toMatchObject({ state: 'running', attempts: 1 });
+        expect(await store.run(a2.id)).toMatchObject({ state: 'queued', attempts: 0 });
+
+        // The head of hook:a runs: its next action waits, whatever the room.
+        expect(await store.claimHeads(10, NOBODY)).toEqual([]);
+        expect(await store.finish(claimOf(first[0] as RunRow), 'done', { status: 'ok' })).toBe(
+          true,
+        );
+        expect(ids(await store.claimHeads(10, NOBODY))).toEqual([a2.id]);
+      });
+
+      it('gives the next session’s head while one session’s head runs, never that session’s next action', async () => {
+        const a1 = agentAction('hook:a', 'a1');
+        const a2 = agentAction('hook:a', 'a2');
+        const b1 = agentAction('hook:b', 'b1');
+        await env.accept([a1, a2, b1]);
+        expect(ids(await store.claimHeads(1, NOBODY))).toEqual([a1.id]);
+        expect(ids(await store.claimHeads(1, NOBODY))).toEqual([b1.id]);
+        expect(await store.claimHeads(1, NOBODY)).toEqual([]);
+      });
+
+      it('respects the room and skips busy sessions, filling the room from the others', async () => {
+        const heads = ['hook:a', 'hook:b', 'hook:c', 'hook:d'].map((key) => agentAction(key));
+        await env.accept(heads);
+        const [a, b, c, d] = heads as [Action, Action, Action, Action];
+        expect(ids(await store.claimHeads(1, new Set(['hook:a'])))).toEqual([b.id]);
+        expect(ids(await store.claimHeads(2, NOBODY))).toEqual([a.id, c.id]);
+        expect(await store.claimHeads(0, NOBODY)).toEqual([]);
+        expect(await store.claimHeads(5, new Set(['hook:d']))).toEqual([]);
+        expect(ids(await store.claimHeads(5, NOBODY))).toEqual([d.id]);
+      });
+
+      it('a retried action older than its session’s running one waits for it to end', async () => {
+        const a1 = agentAction('hook:a', 'a1');
+        const a2 = agentAction('hook:a', 'a2');
+        await env.accept([a1, a2]);
+        const [first] = await claimAll([a1]);
+        await store.finish(claimOf(first as RunRow), 'dead', { status: 'error' });
+        const [second] = await claimAll([a2]);
+        expect(await store.retryDead(a1.id)).toBe(true);
+        expect(await store.claimHeads(10, NOBODY)).toEqual([]);
+        expect(await store.hasRunnable()).toBe(false);
+        await store.finish(claimOf(second as RunRow), 'done', { status: 'ok' });
+        expect(await store.hasRunnable()).toBe(true);
+        expect(await store.claimHeads(10, NOBODY)).toMatchObject([{ id: a1.id, attempts: 1 }]);
+      });
+
+      it('never returns a wake: wakes are applied, not claimed', async () => {
+        const wake = wakeAction('a wake');
+        const agent = agentAction('hook:a');
+        await env.accept([wake, agent]);
+        expect(ids(await store.claimHeads(10, NOBODY))).toEqual([agent.id]);
+        expect(await store.run(wake.id)).toMatchObject({ state: 'queued', attempts: 0 });
+      });
+
+      it('hasRunnable: a pending wake or a head that may run now', async () => {
+        expect(await store.hasRunnable()).toBe(false);
+        await env.accept([wakeAction('w')]);
+        expect(await store.hasRunnable()).toBe(true);
+        await store.applyWakes(MAIN, 10);
+        expect(await store.hasRunnable()).toBe(false);
+        await env.accept([agentAction('hook:a')]);
+        expect(await store.hasRunnable()).toBe(true);
+        await store.claimHeads(10, NOBODY);
+        // Its head runs: nothing else may.
+        await env.accept([agentAction('hook:a')]);
+        expect(await store.hasRunnable()).toBe(false);
+      });
+    });
+
+    describe('fenced writes', () => {
+      async function claimOne(): Promise<RunRow> {
+        const action = agentAction('hook:fence');
+        await env.accept([action]);
+        const [row] = await claimAll([action]);
+        return row as RunRow;
+      }
+
+      it('a stale claim changes nothing: finish, saveOutcome and requeue return false', async () => {
+        const row = await claimOne();
+        for (const stale of [
+          { id: row.id, attempts: row.attempts - 1 },
+          { id: row.id, attempts: row.attempts + 1 },
+          { id: 'no-such-run', attempts: 1 },
+        ]) {
+          const event = { sessionKey: MAIN, text: 'stale', source: 'agent', trusted: true };
+          expect(await store.finish(stale, 'done', { status: 'ok', reply: 'x' }, event)).toBe(
+            false,
+          );
+          expect(await store.saveOutcome(stale, { status: 'delivering', reply: 'x' })).toBe(false);
+          expect(await store.requeue(stale, 0, { status: 'retrying' })).toBe(false);
+          await store.setRunnerGroup(stale, 4242);
+        }
+        expect(await store.run(row.id)).toEqual(row);
+        expect(await store.events(MAIN, 10)).toEqual([]);
+        expect(await store.claimHeads(10, NOBODY)).toEqual([]);
+      });
+
+      it('the claim saves progress, then finishes with its event in the same step, once', async () => {
+        const row = await claimOne();
+        const progress = {
+          status: 'delivering' as const,
+          reply: 'the reply',
+          delivery: { state: 'pending' as const, parts: 2, partsSent: 1 },
+        };
+        expect(await store.saveOutcome(claimOf(row), progress)).toBe(true);
+        expect(await store.run(row.id)).toMatchObject({ state: 'running', outcome: progress });
+
+        const outcome = { status: 'ok' as const, reply: 'the reply' };
+        const event = {
+          sessionKey: MAIN,
+          text: 'run finished',
+          source: 'agent',
+          actionId: row.id,
+          trusted: false,
+        };
+        expect(await store.finish(claimOf(row), 'done', outcome, event)).toBe(true);
+        const done = await store.run(row.id);
+        expect(done).toMatchObject({ state: 'done', attempts: 1, outcome });
+        expect(done?.finishedAt).toEqual(expect.any(String));
+        const [posted, ...rest] = await store.events(MAIN, 10);
+        expect(rest).toEqual([]);
+        expect(posted).toMatchObject({ ...event, consumedBy: null });
+
+        // Over: the same claim writes nothing more.
+        expect(await store.finish(claimOf(row), 'failed', { status: 'error' }, event)).toBe(false);
+        expect(await store.saveOutcome(claimOf(row), { status: 'error' })).toBe(false);
+        expect(await store.requeue(claimOf(row), 0, { status: 'retrying' })).toBe(false);
+        expect(await store.run(row.id)).toEqual(done);
+        expect(await store.events(MAIN, 10)).toHaveLength(1);
+      });
+
+      it('finish ends runs failed or dead too', async () => {
+        const failing = agentAction('hook:f');
+        const dying = agentAction('hook:d');
+        await env.accept([failing, dying]);
+        const [f, d] = await claimAll([failing, dying]);
+        expect(await store.finish(claimOf(f as RunRow), 'failed', { status: 'error' })).toBe(true);
+        expect(await store.finish(claimOf(d as RunRow), 'dead', { status: 'timeout' })).toBe(true);
+        expect((await store.run(failing.id))?.state).toBe('failed');
+        expect((await store.run(dying.id))?.state).toBe('dead');
+      });
+
+      it('requeue with no delay: claimable at once, attempts kept; refundAttempt gives one back', async () => {
+        const row = await claimOne();
+        const retrying = { status: 'retrying' as const, reason: 'busy' };
+        expect(await store.requeue(claimOf(row), 0, retrying)).toBe(true);
+        expect(await store.run(row.id)).toMatchObject({
+          state: 'queued',
+          attempts: 1,
+          outcome: retrying,
+        });
+        expect(await store.hasRunnable()).toBe(true);
+        const [again] = await store.claimHeads(10, NOBODY);
+        expect(again).toMatchObject({ id: row.id, attempts: 2, state: 'running' });
+        // The old claim lost the run.
+        expect(await store.finish(claimOf(row), 'done', { status: 'ok' })).toBe(false);
+
+        const refund = { refundAttempt: true };
+        expect(await store.requeue(claimOf(again as RunRow), 0, retrying, refund)).toBe(true);
+        expect(await store.run(row.id)).toMatchObject({ state: 'queued', attempts: 1 });
+        expect(await store.claimHeads(10, NOBODY)).toMatchObject([{ id: row.id, attempts: 2 }]);
+      });
+
+      it('requeue with a delay holds its whole session back until due, and only that session', async () => {
+        const a1 = agentAction('hook:a', 'a1');
+        const a2 = agentAction('hook:a', 'a2');
+        await env.accept([a1, a2]);
+        const [row] = await claimAll([a1]);
+        const before = Date.now();
+        expect(await store.requeue(claimOf(row as RunRow), 60_000, { status: 'retrying' })).toBe(
+          true,
+        );
+        const held = await store.run(a1.id);
+        expect(held).toMatchObject({ state: 'queued', attempts: 1 });
+        // By the store's clock: a margin for a database host's clock a little behind this one.
+        expect(held?.nextAttemptAtMs).toBeGreaterThan(before + 50_000);
+        expect(await store.hasRunnable()).toBe(false);
+        expect(await store.claimHeads(10, NOBODY)).toEqual([]);
+
+        const b1 = agentAction('hook:b', 'b1');
+        await env.accept([b1]);
+        expect(await store.hasRunnable()).toBe(true);
+        expect(ids(await store.claimHeads(10, NOBODY))).toEqual([b1.id]);
+        expect((await store.run(a2.id))?.state).toBe('queued');
+      });
+
+      it('a short delay: the head runs again once due, before the rest of its session', async () => {
+        const a1 = agentAction('hook:a', 'a1');
+        const a2 = agentAction('hook:a', 'a2');
+        await env.accept([a1, a2]);
+        const [row] = await claimAll([a1]);
+        expect(await store.requeue(claimOf(row as RunRow), 300, { status: 'retrying' })).toBe(true);
+        await until('the delayed head to be due', () => store.hasRunnable());
+        expect(await store.claimHeads(10, NOBODY)).toMatchObject([{ id: a1.id, attempts: 2 }]);
+      });
+    });
+
+    describe('applyWakes', () => {
+      it('applies wakes oldest first in batches: each text (or prompt) an event of the main session, each done', async () => {
+        const one = wakeAction('one', { mode: 'now' });
+        const two = wakeAction('two', { mode: 'next-heartbeat', prompt: 'wrapped two' });
+        const three = wakeAction('three', { mode: 'now' });
+        await env.accept([one, agentAction('hook:a')]);
+        await env.accept([two, three]);
+
+        expect(await store.applyWakes(MAIN, 2)).toEqual({
+          applied: 2,
+          modes: ['now', 'next-heartbeat'],
+        });
+        expect((await store.run(one.id))?.state).toBe('done');
+        expect((await store.run(two.id))?.state).toBe('done');
+        expect((await store.run(three.id))?.state).toBe('queued');
+        expect(await store.applyWakes(MAIN, 2)).toEqual({ applied: 1, modes: ['now'] });
+        expect(await store.applyWakes(MAIN, 2)).toEqual({ applied: 0, modes: [] });
+        expect((await store.run(three.id))?.state).toBe('done');
+
+        const events = (await store.pendingEvents(MAIN, 10)).map((event) => ({
+          text: event.text,
+          actionId: event.actionId,
+          trusted: event.trusted,
+          sessionKey: event.sessionKey,
+        }));
+        expect(events).toEqual([
+          { text: 'one', actionId: one.id, trusted: true, sessionKey: MAIN },
+          { text: 'wrapped two', actionId: two.id, trusted: false, sessionKey: MAIN },
+          { text: 'three', actionId: three.id, trusted: true, sessionKey: MAIN },
+        ]);
+        expect(await store.events('hook:a', 10)).toEqual([]);
+      });
+    });
+
+    describe('reading runs', () => {
+      it('runs newest first (with a state filter), run by id, states of known ids', async () => {
+        const a = agentAction('hook:a');
+        const b = agentAction('hook:b');
+        const wake = wakeAction('w');
+        await env.accept([a, b]);
+        await env.accept([wake]);
+        const all = await store.runs(10);
+        expect(ids(all)).toEqual([wake.id, b.id, a.id]);
+        expect(all[1]).toMatchObject({
+          id: b.id,
+          state: 'queued',
+          attempts: 0,
+          startedAt: null,
+          finishedAt: null,
+          outcome: null,
+          action: b,
+        });
+        expect(all[0]?.seq).toBeGreaterThan(all[1]?.seq ?? Number.POSITIVE_INFINITY);
+        expect(ids(await store.runs(2))).toEqual([wake.id, b.id]);
+
+        await claimAll([a, b]);
+        expect(ids(await store.runs(10, 'running'))).toEqual([b.id, a.id]);
+        expect(ids(await store.runs(1, 'running'))).toEqual([b.id]);
+        expect(ids(await store.runs(10, 'queued'))).toEqual([wake.id]);
+        expect(await store.runs(10, 'dead')).toEqual([]);
+
+        expect(await store.run('no-such-run')).toBeUndefined();
+        expect((await store.run(wake.id))?.action).toEqual(wake);
+        const states = await store.states([a.id, wake.id, 'no-such-run']);
+        expect([...states.entries()].sort()).toEqual(
+          [
+            [a.id, 'running'],
+            [wake.id, 'queued'],
+          ].sort(),
+        );
+        expect((await store.states([])).size).toBe(0);
+      });
+
+      it('countByState has every state, 0 when none', async () => {
+        expect(await store.countByState()).toEqual({
+          queued: 0,
+          running: 0,
+          done: 0,
+          failed: 0,
+          dead: 0,
+        });
+        const actions = ['a', 'b', 'c', 'd'].map((key) => agentAction(`hook:${key}`));
+        await env.accept(actions);
+        const [a, b, c] = await claimAll(actions);
+        await store.finish(claimOf(a as RunRow), 'done', { status: 'ok' });
+        await store.finish(claimOf(b as RunRow), 'failed', { status: 'error' });
+        await store.finish(claimOf(c as RunRow), 'dead', { status: 'error' });
+        await env.accept([agentAction('hook:e'), agentAction('hook:f')]);
+        expect(await store.countByState()).toEqual({
+          queued: 2,
+          running: 1,
+          done: 1,
+          failed: 1,
+          dead: 1,
+        });
+      });
+    });
+
+    describe('retryDead', () => {
+      async function ended(state: 'done' | 'failed' | 'dead', outcome: RunRow['outcome']) {
+        const action = agentAction(`hook:${state}-${randomUUID()}`);
+        await env.accept([action]);
+        const [row] = await claimAll([action]);
+        expect(await store.finish(claimOf(row as RunRow), state, outcome ?? { status: 'ok' })).toBe(
+          true,
+        );
+        return action;
+      }
+
+      it('a dead action goes back to the queue with fresh attempts and runs again', async () => {
+        const dead = await ended('dead', { status: 'error', reason: 'gave up' });
+        expect(await store.retryDead(dead.id)).toBe(true);
+        expect(await store.run(dead.id)).toMatchObject({
+          state: 'queued',
+          attempts: 0,
+          outcome: null,
+        });
+        expect(await store.claimHeads(10, NOBODY)).toMatchObject([{ id: dead.id, attempts: 1 }]);
+        // Running now: not dead any more.
+        expect(await store.retryDead(dead.id)).toBe(false);
+      });
+
+      it('failed only when asked, done never, unknown ids not at all', async () => {
+        const failed = await ended('failed', { status: 'error' });
+        const done = await ended('done', { status: 'ok' });
+        expect(await store.retryDead(failed.id)).toBe(false);
+        expect((await store.run(failed.id))?.state).toBe('failed');
+        expect(await store.retryDead(failed.id, { failed: true })).toBe(true);
+        expect(await store.run(failed.id)).toMatchObject({ state: 'queued', attempts: 0 });
+        expect(await store.retryDead(done.id, { failed: true })).toBe(false);
+        expect(await store.run(done.id)).toMatchObject({ state: 'done', attempts: 1 });
+        expect(await store.retryDead('no-such-run', { failed: true })).toBe(false);
+        const queued = agentAction('hook:q');
+        await env.accept([queued]);
+        expect(await store.retryDead(queued.id, { failed: true })).toBe(false);
+      });
+
+      it('a run that died delivering comes back delivering, its reply kept', async () => {
+        const dead = await ended('dead', {
+          status: 'error',
+          reply: 'the reply',
+          reason: 'delivery failed',
+          delivery: { state: 'dead', channel: 'slack', parts: 2, partsSent: 1, attempts: 5 },
+        });
+        expect(await store.retryDead(dead.id)).toBe(true);
+        const row = await store.run(dead.id);
+        expect(row).toMatchObject({
+          state: 'queued',
+          attempts: 0,
+          outcome: {
+            status: 'delivering',
+            reply: 'the reply',
+            delivery: { channel: 'slack', parts: 2, partsSent: 1, attempts: 0 },
+          },
+        });
+      });
+    });
+
+    describe('session records', () => {
+      it('events: pending oldest first, all newest first, each session apart, with limits', async () => {
+        for (const text of ['e1', 'e2', 'e3', 'e4'])
+          await store.addEvent({ sessionKey: 'k1', text, source: 'test', trusted: true });
+        await store.addEvent({
+          sessionKey: 'k2',
+          text: 'other',
+          source: 'hook',
+          actionId: 'act-1',
+          trusted: false,
+        });
+        const pending = await store.pendingEvents('k1', 2);
+        expect(pending.map((event) => event.text)).toEqual(['e1', 'e2']);
+        expect(pending[0]).toMatchObject({
+          sessionKey: 'k1',
+          source: 'test',
+          actionId: null,
+          trusted: true,
+          consumedBy: null,
+          createdAt: expect.any(String),
+        });
+        expect((pending[1]?.seq ?? 0) > (pending[0]?.seq ?? 0)).toBe(true);
+        expect((await store.events('k1', 3)).map((event) => event.text)).toEqual([
+          'e4',
+          'e3',
+          'e2',
+        ]);
+        expect(await store.events('k2', 10)).toMatchObject([
+          { text: 'other', actionId: 'act-1', trusted: false, source: 'hook' },
+        ]);
+        expect(await store.pendingEvents('k3', 10)).toEqual([]);
+      });
+
+      it('history: one owner’s turns oldest first, never another agent’s or kind’s', async () => {
+        const owner = { agentId: 'main', sessionKey: 'hook:h', kind: 'agent' as const };
+        const otherAgent = { ...owner, agentId: 'ops' };
+        const heartbeat = { ...owner, kind: 'heartbeat' as const };
+        await store.addTurns(owner, 'r1', 'p1', 'a1');
+        await store.addTurns(otherAgent, 'r2', 'p-ops', 'a-ops');
+        await store.addTurns(heartbeat, 'r3', 'p-hb', 'a-hb');
+        await store.addTurns(owner, 'r4', 'p2', 'a2');
+        await store.claimHeartbeatTurns('ops');
+
+        const turns = await store.history(owner, 10);
+        expect(turns.map(({ role, text, runId }) => ({ role, text, runId }))).toEqual([
+          { role: 'user', text: 'p1', runId: 'r1' },
+          { role: 'assistant', text: 'a1', runId: 'r1' },
+          { role: 'user', text: 'p2', runId: 'r4' },
+          { role: 'assistant', text: 'a2', runId: 'r4' },
+        ]);
+        expect(turns[0]?.createdAt).toEqual(expect.any(String));
+        expect((await store.history(owner, 3)).map((turn) => turn.text)).toEqual([
+          'a1',
+          'p2',
+          'a2',
+        ]);
+        expect((await store.history(otherAgent, 10)).map((turn) => turn.text)).toEqual([
+          'p-ops',
+          'a-ops',
+        ]);
+        expect((await store.history(heartbeat, 10)).map((turn) => turn.text)).toEqual([
+          'p-hb',
+          'a-hb',
+        ]);
+        expect(await store.history({ ...owner, sessionKey: 'hook:other' }, 10)).toEqual([]);
+      });
+
+      it('heartbeats: newest first; done consumes its events, failed keeps them pending', async () => {
+        const events = [];
+        for (const text of ['e1', 'e2', 'e3']) {
+          await store.addEvent({ sessionKey: MAIN, text, source: 'wake', trusted: true });
+        }
+        events.push(...(await store.pendingEvents(MAIN, 10)));
+        const [e1, e2, e3] = events.map((event) => event.seq) as [number, number, number];
+
+        const first = await store.startHeartbeat('interval');
+        const second = await store.startHeartbeat('wake');
+        const third = await store.startHeartbeat('manual');
+        expect((await store.heartbeats(10)).map((row) => row.id)).toEqual([third, second, first]);
+        expect((await store.heartbeats(1)).map((row) => row.id)).toEqual([third]);
+        expect({ ...(await store.heartbeats(10))[1] }).toEqual({
+          id: second,
+          reason: 'wake',
+          state: 'running',
+          started_at: expect.any(String),
+          finished_at: null,
+          events: 0,
+          reply: null,
+          ack: null,
+          error: null,
+          runner_pgid: null,
+        });
+
+        await store.finishHeartbeat(first, {
+          state: 'done',
+          events: [e1, e2],
+          reply: 'HEARTBEAT_OK',
+          ack: true,
+        });
+        expect((await store.pendingEvents(MAIN, 10)).map((event) => event.seq)).toEqual([e3]);
+        const consumed = await store.events(MAIN, 10);
+        expect(consumed.map((event) => [event.text, event.consumedBy])).toEqual([
+          ['e3', null],
+          ['e2', first],
+          ['e1', first],
+        ]);
+
+        await store.finishHeartbeat(second, { state: 'failed', events: [e3], error: 'boom' });
+        expect((await store.pendingEvents(MAIN, 10)).map((event) => event.seq)).toEqual([e3]);
+        await store.finishHeartbeat(third, { state: 'done', events: [], reply: 'hi', ack: false });
+
+        const rows = new Map((await store.heartbeats(10)).map((row) => [row.id, { ...row }]));
+        expect(rows.get(first)).toMatchObject({
+          state: 'done',
+          events: 2,
+          reply: 'HEARTBEAT_OK',
+          ack: 1,
+          error: null,
+          finished_at: expect.any(String),
+        });
+        expect(rows.get(second)).toMatchObject({
+          state: 'failed',
+          events: 1,
+          reply: null,
+          ack: null,
+          error: 'boom',
+          finished_at: expect.any(String),
+        });
+        expect(rows.get(third)).toMatchObject({ state: 'done', reply: 'hi', ack: 0 });
+      });
+
+      it('recoverHeartbeats fails the running ones (events stay pending) and returns their runner groups', async () => {
+        await store.addEvent({ sessionKey: MAIN, text: 'e', source: 'wake', trusted: true });
+        const [event] = await store.pendingEvents(MAIN, 10);
+        const done = await store.startHeartbeat('interval');
+        await store.setHeartbeatGroup(done, 111);
+        await store.finishHeartbeat(done, { state: 'done', events: [], reply: 'ok', ack: true });
+        const grouped = await store.startHeartbeat('interval');
+        await store.setHeartbeatGroup(grouped, 4242);
+        const ungrouped = await store.startHeartbeat('wake');
+
+        expect(await store.recoverHeartbeats()).toEqual([4242]);
+        const rows = new Map((await store.heartbeats(10)).map((row) => [row.id, { ...row }]));
+        for (const id of [grouped, ungrouped]) {
+          expect(rows.get(id)).toMatchObject({
+            state: 'failed',
+            error: expect.any(String),
+            finished_at: expect.any(String),
+          });
+        }
+        expect(rows.get(grouped)?.runner_pgid).toBe(4242);
+        expect(rows.get(done)).toMatchObject({ state: 'done', reply: 'ok' });
+        expect(await store.pendingEvents(MAIN, 10)).toEqual([event]);
+        expect(await store.recoverHeartbeats()).toEqual([]);
+      });
+
+      it('recordDelivery returns a new id each time', async () => {
+        const delivery = {
+          source: 'agent' as const,
+          sourceId: 'run-1',
+          channel: 'slack',
+          recipient: 'U1',
+          text: 'hello',
+          state: 'sent' as const,
+          attempts: 1,
+          parts: 1,
+          partsSent: 1,
+        };
+        const first = await store.recordDelivery(delivery);
+        const second = await store.recordDelivery({
+          ...delivery,
+          source: 'heartbeat',
+          state: 'dead',
+          error: 'refused',
+        });
+        expect(first).toEqual(expect.any(String));
+        expect(first.length).toBeGreaterThan(0);
+        expect(second).not.toBe(first);
+      });
+
+      it('routes: set, replaced, seeded only when missing', async () => {
+        expect(await store.lastRoute('k')).toBeUndefined();
+        await store.setRoute('k', 'slack', 'U1', true);
+        expect(await store.lastRoute('k')).toEqual({ channel: 'slack', recipient: 'U1' });
+        await store.setRoute('k', 'telegram', '42', true);
+        expect(await store.lastRoute('k')).toEqual({ channel: 'slack', recipient: 'U1' });
+        await store.setRoute('k', 'telegram', '42');
+        expect(await store.lastRoute('k')).toEqual({ channel: 'telegram', recipient: '42' });
+        expect(await store.lastRoute('other')).toBeUndefined();
+      });
+
+      it('requests: taken once, oldest first; withdrawn only while untaken; answered', async () => {
+        const heartbeat = await store.request('heartbeat');
+        const reload = await store.request('reload');
+        const later = await store.request('heartbeat');
+        expect(await store.requestTaken(heartbeat)).toBe(false);
+        expect(await store.withdrawRequest(reload)).toBe(true);
+
+        expect(await store.takeRequests()).toEqual([
+          { seq: heartbeat, kind: 'heartbeat' },
+          { seq: later, kind: 'heartbeat' },
+        ]);
+        expect(await store.takeRequests()).toEqual([]);
+        expect(await store.requestTaken(heartbeat)).toBe(true);
+        expect(await store.requestTaken(reload)).toBe(false);
+        expect(await store.withdrawRequest(heartbeat)).toBe(false);
+
+        expect(await store.requestResult(heartbeat)).toBeUndefined();
+        await store.answerRequest(heartbeat, '{"ok":true}');
+        expect(await store.requestResult(heartbeat)).toBe('{"ok":true}');
+        expect(await store.requestResult(later)).toBeUndefined();
+
+        const next = await store.request('reload');
+        expect(await store.takeRequests()).toEqual([{ seq: next, kind: 'reload' }]);
+      });
+
+      it('a second store over the same data reads what the first wrote', async () => {
+        const other = await open();
+        await store.addEvent({ sessionKey: MAIN, text: 'shared', source: 'test', trusted: true });
+        await store.setRoute(MAIN, 'slack', 'U1');
+        const seq = await store.request('reload');
+        expect((await other.pendingEvents(MAIN, 10)).map((event) => event.text)).toEqual([
+          'shared',
+        ]);
+        expect(await other.lastRoute(MAIN)).toEqual({ channel: 'slack', recipient: 'U1' });
+        expect(await other.takeRequests()).toEqual([{ seq, kind: 'reload' }]);
+        expect(await store.requestTaken(seq)).toBe(true);
+      });
+    });
+
+    if (!options.shared) {
+      describe('one process owns the store', () => {
+        it('always leads', async () => {
+          expect(await store.leadership.lead()).toBe(true);
+          expect(await store.leadership.lead()).toBe(true);
+          await store.leadership.resign();
+          expect(await store.leadership.lead()).toBe(true);
+        });
+
+        it('at start, takes back every run left running, with its runner group', async () => {
+          const a = agentAction('hook:a');
+          const b = agentAction('hook:b');
+          const c = agentAction('hook:c');
+          await env.accept([a, b, c]);
+          const [ra, rb, rc] = await claimAll([a, b, c]);
+          await store.setRunnerGroup(claimOf(ra as RunRow), 4242);
+          // A stale claim records nothing.
+          await store.setRunnerGroup({ id: b.id, attempts: 0 }, 999);
+          await store.finish(claimOf(rc as RunRow), 'done', { status: 'ok' });
+          await store.close();
+          opened.splice(opened.indexOf(store), 1);
+
+          // A new process over the same data.
+          store = await open();
+          const taken = await store.recoverInterrupted();
+          expect(taken.sort((x, y) => x.id.localeCompare(y.id))).toEqual(
+            [
+              { id: a.id, pgid: 4242 },
+              { id: b.id, pgid: null },
+            ].sort((x, y) => x.id.localeCompare(y.id)),
+          );
+          expect(await store.run(a.id)).toMatchObject({ state: 'queued', attempts: 1 });
+          expect((await store.run(c.id))?.state).toBe('done');
+          // The lost claims write nothing; the runs are claimed again.
+          expect(await store.finish(claimOf(rb as RunRow), 'done', { status: 'ok' })).toBe(false);
+          expect(await store.claimHeads(10, NOBODY)).toMatchObject([
+            { id: a.id, attempts: 2 },
+            { id: b.id, attempts: 2 },
+          ]);
+          const again = await store.recoverInterrupted();
+          expect(again.map((run) => run.id).sort()).toEqual([a.id, b.id].sort());
+        });
+      });
+    }
+
+    if (options.shared) {
+      describe('a second instance over the same store', () => {
+        it('leads one at a time; a resignation hands the lead over', async () => {
+          const other = await open();
+          expect(await store.leadership.lead()).toBe(true);
+          expect(await other.leadership.lead()).toBe(false);
+          expect(await store.leadership.lead()).toBe(true);
+          await store.leadership.resign();
+          expect(await other.leadership.lead()).toBe(true);
+          expect(await store.leadership.lead()).toBe(false);
+        });
+
+        it('concurrent claims never run two actions of one session', async () => {
+          const sessions = ['hook:a', 'hook:b', 'hook:c', 'hook:d'];
+          const actions = sessions.flatMap((key) => [agentAction(key), agentAction(key)]);
+          await env.accept(actions);
+          const other = await open();
+          const [mine, theirs] = await Promise.all([
+            store.claimHeads(10, NOBODY),
+            other.claimHeads(10, NOBODY),
+          ]);
+          const claimed = [...mine, ...theirs];
+          const heads = sessions.map((_, i) => actions[i * 2]?.id);
+          expect(ids(claimed).sort()).toEqual(heads.sort());
+          expect(await other.claimHeads(10, NOBODY)).toEqual([]);
+        });
+
+        it('each request is taken by one instance', async () => {
+          const other = await open();
+          const asked = [await store.request('heartbeat'), await store.request('reload')];
+          const [mine, theirs] = await Promise.all([store.takeRequests(), other.takeRequests()]);
+          expect([...mine, ...theirs].map((request) => request.seq).sort()).toEqual(asked.sort());
+        });
+
+        it('a starting instance never takes over a live instance’s runs', async () => {
+          const action = agentAction('hook:a');
+          await env.accept([action]);
+          const [row] = await claimAll([action]);
+          const other = await open();
+          expect(await other.recoverInterrupted()).toEqual([]);
+          expect(await other.claimHeads(10, NOBODY)).toEqual([]);
+          await store.renewLeases();
+          expect(await store.finish(claimOf(row as RunRow), 'done', { status: 'ok' })).toBe(true);
+          expect((await other.run(action.id))?.state).toBe('done');
+        });
+      });
+    }
+
+    describeClaimProperty(
+      () => env,
+      () => store,
+    );
+  });
+}
+
+/** The model of one action in the property. */
+type Modelled = {
+  id: string;
+  session: number;
+  state: ActionState;
+  attempts: number;
+  claim?: Claim;
+};
+
+const propertyStep = fc.oneof(
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('accept' as const),
+      s: fc.nat(1),
+      n: fc.integer({ min: 1, max: 2 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('claim' as const),
+      room: fc.integer({ min: 1, max: 3 }),
+      busy: fc.option(fc.nat(1), { nil: undefined }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('finish' as const),
+      pick: fc.nat(),
+      state: fc.constantFrom('done', 'failed', 'dead') as fc.Arbitrary<'done' | 'failed' | 'dead'>,
+      stale: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('requeue' as const),
+      pick: fc.nat(),
+      refund: fc.boolean(),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('retry' as const),
+      pick: fc.nat(),
+      failed: fc.boolean(),
+    }),
+  },
+);
+type PropertyStep = typeof propertyStep extends fc.Arbitrary<infer T> ? T : never;
+
+/**
+ * Random accepts, claims, finishes, requeues and retries against a model: a claim returns
+ * exactly the oldest unfinished action of each session that has none running (and is not busy),
+ * oldest head first, up to the room.
+ */
+function describeClaimProperty(current: () => RuntimeStoreEnv, opened: () => RuntimeStore): void {
+  describe('claims against a model', () => {
+    // One store for every run of the property; each run has sessions of its own and drains them.
+    let run = 0;
+
+    /** What claimHeads must return now. */
+    function expected(rows: readonly Modelled[], room: number, busy?: number): Modelled[] {
+      const heads: Modelled[] = [];
+      const seen = new Set<number>();
+      for (const row of rows) {
+        if (seen.has(row.session) || (row.state !== 'queued' && row.state !== 'running')) continue;
+        seen.add(row.session);
+        heads.push(row);
+      }
+      const running = new Set(rows.filter((r) => r.state === 'running').map((r) => r.session));
+      return heads
+        .filter((row) => row.state === 'queued' && !running.has(row.session))
+        .filter((row) => row.session !== busy)
+        .slice(0, room);
+    }
+
+    async function apply(rows: Modelled[], keys: readonly string[], step: PropertyStep) {
+      const store = opened();
+      const running = rows.filter((row) => row.state === 'running');
+      if (step.op === 'accept') {
+        const actions = Array.from({ length: step.n }, () =>
+          agentAction(keys[step.s] as string, 'property'),
+        );
+        await current().accept(actions);
+        for (const action of actions)
+          rows.push({ id: action.id, session: step.s, state: 'queued', attempts: 0 });
+      } else if (step.op === 'claim') {
+        const want = expected(rows, step.room, step.busy);
+        const busy = new Set(step.busy === undefined ? [] : [keys[step.busy] as string]);
+        const got = await store.claimHeads(step.room, busy);
+        expect(ids(got)).toEqual(want.map((row) => row.id));
+        for (const [i, row] of want.entries()) {
+          row.attempts += 1;
+          expect(got[i]).toMatchObject({ state: 'running', attempts: row.attempts });
+          Object.assign(row, { state: 'running', claim: claimOf(got[i] as RunRow) });
+        }
+      } else if (step.op === 'finish') {
+        const row = running[step.pick % Math.max(1, running.length)];
+        if (!row?.claim) return;
+        const claim = step.stale ? { ...row.claim, attempts: row.claim.attempts - 1 } : row.claim;
+        expect(await store.finish(claim, step.state, { status: 'ok' })).toBe(!step.stale);
+        if (!step.stale) row.state = step.state;
+      } else if (step.op === 'requeue') {
+        const row = running[step.pick % Math.max(1, running.length)];
+        if (!row?.claim) return;
+        const options = { refundAttempt: step.refund };
+        expect(await store.requeue(row.claim, 0, { status: 'retrying' }, options)).toBe(true);
+        Object.assign(row, { state: 'queued', attempts: row.attempts - (step.refund ? 1 : 0) });
+      } else {
+        // Among the ended ones: a retry of a queued or running action is rare in practice.
+        const ended = rows.filter((row) => row.state !== 'queued' && row.state !== 'running');
+        const row = ended[step.pick % Math.max(1, ended.length)];
+        if (!row) return;
+        const retried = row.state === 'dead' || (step.failed && row.state === 'failed');
+        expect(await store.retryDead(row.id, { failed: step.failed })).toBe(retried);
+        if (retried) Object.assign(row, { state: 'queued', attempts: 0 });
+      }
+    }
+
+    /** Finish everything a run left unfinished, so the next run starts from an idle queue. */
+    async function drain(rows: readonly Modelled[]) {
+      const store = opened();
+      for (const row of rows)
+        if (row.state === 'running' && row.claim)
+          await store.finish(row.claim, 'done', { status: 'ok' });
+      for (;;) {
+        const claimed = await store.claimHeads(100, NOBODY);
+        if (claimed.length === 0) return;
+        for (const row of claimed) await store.finish(claimOf(row), 'done', { status: 'ok' });
+      }
+    }
+
+    // Each run starts with a backlog (one accept), then goes on at random.
+    const backlog = fc.array(fc.nat(1), { minLength: 1, maxLength: 6 });
+    const steps = fc.array(propertyStep, { minLength: 4, maxLength: 30, size: 'max' });
+    test.prop([backlog, steps], { numRuns: 30 })(
+      'claimHeads returns each idle session’s oldest unfinished action, never one of a session with a running action',
+      async (initial, steps) => {
+        const store = opened();
+        run += 1;
+        const keys = [0, 1].map((s) => `hook:prop-${run}-${s}`);
+        const rows: Modelled[] = [];
+        try {
+          const actions = initial.map((s) => agentAction(keys[s] as string, 'backlog'));
+          await current().accept(actions);
+          for (const [i, action] of actions.entries())
+            rows.push({ id: action.id, session: initial[i] ?? 0, state: 'queued', attempts: 0 });
+          for (const step of steps) {
+            await apply(rows, keys, step);
+            const states = await store.states(rows.map((row) => row.id));
+            expect(Object.fromEntries(states)).toEqual(
+              Object.fromEntries(rows.map((row) => [row.id, row.state])),
+            );
+            expect(await store.hasRunnable()).toBe(expected(rows, 1).length > 0);
+          }
+        } finally {
+          await drain(rows);
+        }
+      },
+      // Each accept is a durable commit: generous on a loaded machine.
+      180_000,
+    );
+  });
+}
