@@ -36,10 +36,6 @@ const UNREADABLE = JSON.stringify({ status: 'error', reason: 'unreadable action'
 const WAKE_LOCK = 0x77616b65; // 'wake'
 const LEADER = 'heartbeat';
 
-// A head that may run: queued and due, or running under a lease that expired (its owner died).
-const runnable = (t = '') => `((${t}state = 'queued' AND ${t}next_attempt_at <= now())
-  OR (${t}state = 'running' AND ${t}lease_until < now()))`;
-
 /**
  * The heads (oldest unfinished action) of the sessions among the window of the oldest
  * unfinished actions. Cheap, and complete whenever the window holds every unfinished action.
@@ -71,15 +67,31 @@ const ALL_HEADS = `
   WHERE lanes.key IS NOT NULL`;
 
 /**
- * Claim runnable heads, oldest first. The conditions are checked again on each locked row: a
+ * What may run now, outside the `busy` sessions ($3): a queued head that is due in a session
+ * with no running action (a retried action older than the running one waits for it), and a
+ * running action whose lease expired (its instance died). At most one per session.
+ */
+const RUNNABLE_NOW = (heads: string, busy = '$3') => `
+  SELECT a.seq FROM actions a
+  WHERE a.seq IN (
+      SELECT seq FROM (${heads}) h
+        WHERE state = 'queued' AND next_attempt_at <= now() AND NOT (session_key = ANY(${busy}::text[]))
+      UNION ALL
+      SELECT seq FROM actions
+        WHERE state = 'running' AND lease_until < now() AND session_key IS NOT NULL
+          AND NOT (session_key = ANY(${busy}::text[])))
+    AND ((a.state = 'queued' AND a.next_attempt_at <= now()
+          AND NOT EXISTS (SELECT 1 FROM actions r
+                          WHERE r.session_key = a.session_key AND r.state = 'running'))
+      OR (a.state = 'running' AND a.lease_until < now()))`;
+
+/**
+ * Claim what may run now, oldest first. The conditions are checked again on each locked row: a
  * row another instance claimed meanwhile drops out, and one locked by it is skipped.
  */
 const CLAIM = (heads: string) => `
-  WITH heads AS (${heads}),
-  cand AS (
-    SELECT a.seq FROM actions a
-    WHERE a.seq IN (SELECT seq FROM heads WHERE ${runnable()} AND NOT (session_key = ANY($3::text[])))
-      AND ${runnable('a.')}
+  WITH cand AS (
+    ${RUNNABLE_NOW(heads)}
     ORDER BY a.seq LIMIT $4
     FOR UPDATE SKIP LOCKED)
   UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = now(),
@@ -227,7 +239,8 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   async hasRunnable(): Promise<boolean> {
     const { rows } = await this.pool.query<{ any: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM actions WHERE session_key IS NULL AND state = 'queued')
-         OR EXISTS (SELECT 1 FROM (${ALL_HEADS}) h WHERE ${runnable()}) AS any`,
+         OR EXISTS (${RUNNABLE_NOW(ALL_HEADS, '$1')}) AS any`,
+      [[]],
     );
     return rows[0]?.any === true;
   }

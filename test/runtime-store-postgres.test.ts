@@ -1,0 +1,52 @@
+/**
+ * The runtime store contract on PostgreSQL, as a shared store: each open()
+ * is another instance (its own pool and lease owner) on one database, a
+ * fresh database per test on a throwaway server of the file's own.
+ */
+import { afterAll, beforeAll } from 'vitest';
+import { type Backend, openBackend } from '../engine/store/backend.ts';
+import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
+import { describeRuntimeStore } from './runtime-store-contract.ts';
+
+const skip = skipPostgres();
+
+let server: PostgresServer | undefined;
+if (!skip) {
+  beforeAll(async () => {
+    server = await startPostgres();
+  }, 180_000);
+  afterAll(async () => server?.stop());
+
+  describeRuntimeStore(
+    'PostgreSQL',
+    async () => {
+      if (!server) throw new Error('no PostgreSQL server');
+      const url = await server.createDatabase();
+      const store = {
+        kind: 'postgres' as const,
+        url,
+        poolSize: 4,
+        leaseSeconds: 30,
+        retentionDays: 30,
+      };
+      const backends: Backend[] = [];
+      const backend = async () => {
+        const opened = await openBackend({ dataDir: '/nonexistent', store, commitDelayMs: 0 });
+        backends.push(opened);
+        return opened;
+      };
+      const accepting = await backend();
+      return {
+        open: async () => (await backend()).openRuntime(),
+        async accept(actions) {
+          const outcome = await accepting.actions.appendOrGet({ actions });
+          if (!outcome.stored) throw new Error('the actions were not stored');
+        },
+        async cleanup() {
+          for (const opened of backends) await opened.close();
+        },
+      };
+    },
+    { shared: true },
+  );
+}
