@@ -81,7 +81,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
       const problem = await cannotExecute(file, options.cwd, env['PATH']);
       if (problem) return { status: 'retry', reason: `cannot run ${file}: ${problem}` };
       return new Promise((resolve) => {
-        const child = spawnWatched(argv, { cwd: options.cwd, env });
+        const child = spawnWatched(argv, { cwd: options.cwd, env }, settle);
         const maxBytes = options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
         let stderr = '';
         let settled = false;
@@ -116,14 +116,16 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         });
         child.stdin.on('error', () => undefined);
         child.stdin.end(`${JSON.stringify(request)}\n`);
-        child.on('close', (code, signal) => {
+
+        /** The runner has exited and its output is all read. */
+        function settle(code: number | null, signal: NodeJS.Signals | null): void {
           if (code === 0) finish({ status: 'ok', reply: reply().trim() });
           else
             finish({
               status: 'error',
               reason: `exit ${signal ?? code}${stderr ? `: ${tail(stderr)}` : ''}`,
             });
-        });
+        }
       });
     },
   };

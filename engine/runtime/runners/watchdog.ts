@@ -42,6 +42,9 @@ const LEADER = [
 
 export type WatchedOptions = { cwd: string; env: NodeJS.ProcessEnv };
 
+/** Called once the runner has exited and closed its output (Node's 'close' also waits for the watchdog). */
+export type OnEnded = (code: number | null, signal: NodeJS.Signals | null) => void;
+
 /**
  * Spawn argv in a new process group whose watchdog kills the group if this
  * process dies before the runner has exited and closed its output.
@@ -49,6 +52,7 @@ export type WatchedOptions = { cwd: string; env: NodeJS.ProcessEnv };
 export function spawnWatched(
   argv: readonly [string, ...string[]],
   options: WatchedOptions,
+  onEnded: OnEnded,
 ): ChildProcessByStdio<Writable, Readable, Readable> {
   const pwd = options.env['PWD'];
   const child = spawn(
@@ -62,17 +66,21 @@ export function spawnWatched(
     },
   );
   const lifeline = child.stdio[3];
-  if (lifeline instanceof Socket) {
-    // Read to the end: the child's 'close' waits for this end to close too.
-    lifeline.on('error', () => undefined).resume();
-    let open = 3;
-    const release = () => {
-      open -= 1;
-      if (open === 0) lifeline.end('\n');
-    };
-    child.once('exit', release);
-    child.stdout!.once('close', release);
-    child.stderr!.once('close', release);
-  }
+  // Read to the end (EOF closes it), and never throw on a watchdog that is already gone.
+  if (lifeline instanceof Socket) lifeline.on('error', () => undefined).resume();
+  let open = 3;
+  let exit: [number | null, NodeJS.Signals | null] = [null, null];
+  const ended = () => {
+    open -= 1;
+    if (open > 0) return;
+    if (lifeline instanceof Socket) lifeline.end('\n');
+    onEnded(...exit);
+  };
+  child.once('exit', (code, signal) => {
+    exit = [code, signal];
+    ended();
+  });
+  child.stdout!.once('close', ended);
+  child.stderr!.once('close', ended);
   return child as ChildProcessByStdio<Writable, Readable, Readable>;
 }
