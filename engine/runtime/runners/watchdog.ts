@@ -13,9 +13,9 @@
  * and the watchdog leaves quietly, so leftovers that let go of the output
  * outlive the run as they always did.
  *
- * Why this shape (Linux; no dependency, no native addon):
- * - `sh`: a fork and an exec, about a millisecond. A `node` watchdog would
- *   add ~40 ms and tens of MB per run.
+ * Why this shape (POSIX `sh` builtins only; no dependency, no native addon):
+ * - `sh`: two forks and an exec more per run, a small fraction of what a
+ *   `node` watchdog would cost (~40 ms and tens of MB per run).
  * - not `setpriv --pdeathsig KILL`: the death signal reaches only the direct
  *   child, not the runner's own children, and fires when the parent *thread*
  *   that forked it ends, not the process.
@@ -27,6 +27,8 @@
  *   back as the bounded environment has it.
  * - The watchdog ignores HUP, INT, QUIT and TERM: a runner that ends its
  *   group politely (`trap 'kill 0' EXIT`) does not end the watch.
+ * Not covered: a runner that leaves the group (`setsid`), or a watchdog
+ * killed on its own; the recorded pgid is still ended on the next start.
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { Socket } from 'node:net';
