@@ -1,9 +1,11 @@
 /**
  * Crash recovery of the real server process: SIGKILL in the middle of agent
  * runs (a runner that sleeps, and one that also leaves a child process).
- * After a restart on the same data directory the old runner process groups
- * are gone, the interrupted actions run again to a final outcome, and a
- * completed action is never run again (counted in the agent's records).
+ * The runner process groups end with the server (their watchdog); one whose
+ * watchdog was killed first is ended on the next start. After a restart on
+ * the same data directory the interrupted actions run again to a final
+ * outcome, and a completed action is never run again (counted in the
+ * agent's records).
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -22,6 +24,7 @@ import {
   agentRunner,
   isRunning,
   killAgentGroups,
+  killWatchdog,
   query,
   summaries,
   readRecords,
@@ -101,7 +104,7 @@ function recordsOf(runId: string, phase: AgentRecord['phase']): AgentRecord[] {
 }
 
 describe('SIGKILL in the middle of a run', () => {
-  it('ends the old runner process groups on restart, runs the actions again, and never reruns a completed one', async () => {
+  it('ends the old runner process groups with the server or else on restart, runs the actions again, and never reruns a completed one', async () => {
     const { file, dataDir } = setup();
     let server = await serve(file);
 
@@ -127,17 +130,20 @@ describe('SIGKILL in the middle of a run', () => {
       const found = recordsOf(stuck, 'spawned');
       return found.length > 0 && found;
     });
-    const oldPids = [longRun?.pid, stuckChild?.pid, stuckChild?.childPid] as number[];
+    const stuckPids = [stuckChild?.pid, stuckChild?.childPid] as number[];
 
+    // Without its watchdog, the stuck runner's group outlives the server (its own process
+    // group) until the next start ends it; the long one ends with the server.
+    killWatchdog(stuckPids[0] as number);
     await sigkill(server);
-    // The runners outlive the server (own process groups) until the next start ends them.
-    for (const pid of oldPids) expect(isRunning(pid), `pid ${pid}`).toBe(true);
+    await waitFor('the long runner to end with the server', () => !isRunning(longRun?.pid ?? 0));
+    for (const pid of stuckPids) expect(isRunning(pid), `pid ${pid}`).toBe(true);
     expect(actionRow(dataDir, long)).toMatchObject({ state: 'running', attempts: 1 });
     expect(actionRow(dataDir, stuck)).toMatchObject({ state: 'running', attempts: 1 });
 
     server = await serve(file);
     await waitFor('the old runner processes to be gone', () =>
-      oldPids.every((pid) => !isRunning(pid)),
+      stuckPids.every((pid) => !isRunning(pid)),
     );
 
     // Resumed at once (retries back off for ten minutes in this config, so a start within the
@@ -192,7 +198,7 @@ describe('SIGKILL in the middle of a run', () => {
 });
 
 describe('other interruptions', () => {
-  it('SIGKILL during a heartbeat: its runner process group is ended on restart and its events stay pending', async () => {
+  it('SIGKILL during a heartbeat: its runner process group (without its watchdog) is ended on restart and its events stay pending', async () => {
     const { file, dataDir } = setup();
     let server = await serve(file);
     const res = await postHook(
@@ -205,6 +211,7 @@ describe('other interruptions', () => {
     const beat = await waitFor('the heartbeat runner to spawn its child', () =>
       readRecords(record).find((entry) => entry.kind === 'heartbeat' && entry.phase === 'spawned'),
     );
+    killWatchdog(beat.pid);
     await sigkill(server);
     expect(isRunning(beat.pid)).toBe(true);
 

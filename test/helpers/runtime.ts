@@ -3,7 +3,7 @@
  * (test/fixtures/agent.mjs) as a command runner, bounded polling, reading
  * the store with node:sqlite, and whether a process is still running.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -149,6 +149,47 @@ export function isRunning(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** The name, parent and process group of a live process (from /proc), or undefined. */
+export function processStat(pid: number): { comm: string; ppid: number; pgid: number } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const end = text.lastIndexOf(')');
+    const [state, ppid, pgid] = text.slice(end + 2).split(' ');
+    if (state === 'Z' || state === 'X') return undefined;
+    return { comm: text.slice(text.indexOf('(') + 1, end), ppid: Number(ppid), pgid: Number(pgid) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Pids of all processes (from /proc). */
+export function processes(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number);
+}
+
+/** Live pids in process group `pgid`. */
+export function groupMembers(pgid: number): number[] {
+  return processes().filter((pid) => processStat(pid)?.pgid === pgid);
+}
+
+/**
+ * SIGKILL the watchdog of a command runner's process group (the `sh` that
+ * ends the group when hookgate dies), to see what happens without it.
+ */
+export function killWatchdog(pgid: number): void {
+  const [watchdog] = groupMembers(pgid).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('hookgate-runner');
+    } catch {
+      return false;
+    }
+  });
+  expect(watchdog, `the watchdog of process group ${pgid}`).toBeDefined();
+  process.kill(watchdog as number, 'SIGKILL');
 }
 
 /** SIGKILL the process groups of test agents still running (each agent leads its own group). */

@@ -3,12 +3,13 @@
  * bounded environment, writes the run as one JSON object to stdin, and takes
  * trimmed stdout as the reply. Exit 0 is success; anything else is an error
  * with the tail of stderr. The process gets its own process group, so a
- * timeout (or the next start after a crash) ends it and its children.
+ * timeout (or the next start after a crash) ends it and its children; a
+ * watchdog in that group ends it if this process dies while it runs.
  * Output is bounded: stdout past `maxReplyBytes` ends the group and fails
  * the turn (final); only the last bytes of stderr are kept.
  */
-import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
+import { cannotExecute } from './executable.ts';
 import {
   DEFAULT_MAX_REPLY_BYTES,
   type RunHooks,
@@ -18,6 +19,7 @@ import {
   replyTooLarge,
   tail,
 } from './runner.ts';
+import { spawnWatched } from './watchdog.ts';
 
 export type CommandRunnerOptions = {
   argv: readonly string[];
@@ -71,15 +73,15 @@ function boundedReader(stream: Readable, maxBytes: number, onFlood: () => void):
 /** Create a command runner. */
 export function createCommandRunner(options: CommandRunnerOptions): Runner {
   return {
-    run(request: RunRequest, hooks: RunHooks = {}): Promise<RunResult> {
+    async run(request: RunRequest, hooks: RunHooks = {}): Promise<RunResult> {
+      const argv = options.argv as readonly [string, ...string[]];
+      const file = argv[0];
+      const env = boundedEnv(options.env, request);
+      // Missing or not executable: the work did not happen.
+      const problem = await cannotExecute(file, options.cwd, env['PATH']);
+      if (problem) return { status: 'retry', reason: `cannot run ${file}: ${problem}` };
       return new Promise((resolve) => {
-        const [file, ...args] = options.argv as [string, ...string[]];
-        const child = spawn(file, args, {
-          cwd: options.cwd,
-          env: boundedEnv(options.env, request),
-          detached: true,
-          stdio: ['pipe', 'pipe', 'pipe'],
-        });
+        const child = spawnWatched(argv, { cwd: options.cwd, env }, settle);
         const maxBytes = options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
         let stderr = '';
         let settled = false;
@@ -99,7 +101,7 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           finish({ status: 'retry', reason: 'interrupted by shutdown' });
         };
         hooks.signal?.addEventListener('abort', onAbort, { once: true });
-        // Could not start (missing or not executable): the work did not happen.
+        // Could not start: the work did not happen.
         child.on('error', (err) =>
           finish({ status: 'retry', reason: `cannot run ${file}: ${err.message}` }),
         );
@@ -114,14 +116,16 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         });
         child.stdin.on('error', () => undefined);
         child.stdin.end(`${JSON.stringify(request)}\n`);
-        child.on('close', (code, signal) => {
+
+        /** The runner has exited and its output is all read. */
+        function settle(code: number | null, signal: NodeJS.Signals | null): void {
           if (code === 0) finish({ status: 'ok', reply: reply().trim() });
           else
             finish({
               status: 'error',
               reason: `exit ${signal ?? code}${stderr ? `: ${tail(stderr)}` : ''}`,
             });
-        });
+        }
       });
     },
   };

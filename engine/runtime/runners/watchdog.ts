@@ -1,0 +1,88 @@
+/**
+ * Starts a command runner so that its process group ends when the hookgate
+ * that started it dies, even by SIGKILL: otherwise the runner of a killed
+ * instance keeps running beside the retry of the same turn on another one.
+ *
+ * The group leader is `/bin/sh`, which puts a watchdog in the background and
+ * then execs the runner, so the runner keeps the leader's pid (the recorded
+ * pgid), its exit code or signal, stdio, cwd and environment. The watchdog
+ * is a `read` on fd 3, one end of a socket pair whose other end only
+ * hookgate holds (close-on-exec, so no other child inherits it). EOF without
+ * a line means hookgate is gone: the watchdog kills its own group (`kill 0`).
+ * Once the runner has exited and its output is closed, hookgate writes a line
+ * and the watchdog leaves quietly, so leftovers that let go of the output
+ * outlive the run as they always did.
+ *
+ * Why this shape (POSIX `sh` builtins only; no dependency, no native addon):
+ * - `sh`: two forks and an exec more per run, a small fraction of what a
+ *   `node` watchdog would cost (~40 ms and tens of MB per run).
+ * - not `setpriv --pdeathsig KILL`: the death signal reaches only the direct
+ *   child, not the runner's own children, and fires when the parent *thread*
+ *   that forked it ends, not the process.
+ * - The watchdog is forked twice, so it is not the runner's child: a runner
+ *   that waits for all its children (or counts them) never sees it. It stays
+ *   in the group, so the group exists while it watches and `kill 0` cannot
+ *   hit a reused pgid.
+ * - The runner gets no fd 3 (`3<&-`), and `sh` would export PWD: it is put
+ *   back as the bounded environment has it.
+ * - The watchdog ignores HUP, INT, QUIT and TERM: a runner that ends its
+ *   group politely (`trap 'kill 0' EXIT`) does not end the watch.
+ * Not covered: a runner that leaves the group (`setsid`), or a watchdog
+ * killed on its own; the recorded pgid is still ended on the next start.
+ */
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { Socket } from 'node:net';
+import type { Readable, Writable } from 'node:stream';
+
+// $1 is '' (no PWD in the environment) or '=<value>'; the runner's argv follows.
+const LEADER = [
+  "( (trap '' HUP INT QUIT TERM; read -r _ <&3 || kill -s KILL 0) & ) </dev/null >/dev/null 2>&1",
+  "case $1 in '') unset PWD ;; *) PWD=${1#=}; export PWD ;; esac",
+  'shift',
+  'exec "$@" 3<&-',
+].join('\n');
+
+export type WatchedOptions = { cwd: string; env: NodeJS.ProcessEnv };
+
+/** Called once the runner has exited and closed its output (Node's 'close' also waits for the watchdog). */
+export type OnEnded = (code: number | null, signal: NodeJS.Signals | null) => void;
+
+/**
+ * Spawn argv in a new process group whose watchdog kills the group if this
+ * process dies before the runner has exited and closed its output.
+ */
+export function spawnWatched(
+  argv: readonly [string, ...string[]],
+  options: WatchedOptions,
+  onEnded: OnEnded,
+): ChildProcessByStdio<Writable, Readable, Readable> {
+  const pwd = options.env['PWD'];
+  const child = spawn(
+    '/bin/sh',
+    ['-c', LEADER, 'hookgate-runner', pwd === undefined ? '' : `=${pwd}`, ...argv],
+    {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    },
+  );
+  const lifeline = child.stdio[3];
+  // Read to the end (EOF closes it), and never throw on a watchdog that is already gone.
+  if (lifeline instanceof Socket) lifeline.on('error', () => undefined).resume();
+  let open = 3;
+  let exit: [number | null, NodeJS.Signals | null] = [null, null];
+  const ended = () => {
+    open -= 1;
+    if (open > 0) return;
+    if (lifeline instanceof Socket) lifeline.end('\n');
+    onEnded(...exit);
+  };
+  child.once('exit', (code, signal) => {
+    exit = [code, signal];
+    ended();
+  });
+  child.stdout!.once('close', ended);
+  child.stderr!.once('close', ended);
+  return child as ChildProcessByStdio<Writable, Readable, Readable>;
+}
