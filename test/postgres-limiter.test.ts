@@ -102,7 +102,7 @@ describe.skipIf(skip)('PostgreSQL failed-auth limiter', () => {
   });
 
   describeLimiter('postgres', async (settings) => fromNow(limiter(first, settings)), {
-    propertyRuns: 20,
+    propertyRuns: 50,
   });
 
   let n = 0;
@@ -140,6 +140,24 @@ describe.skipIf(skip)('PostgreSQL failed-auth limiter', () => {
     await waitFor('a fresh instance to read the lock', () => fresh.lockedFor(a, Date.now()) > 0);
   });
 
+  it('hosts whose clocks disagree by an hour still share windows and locks', async () => {
+    const hourAhead = () => Date.now() + 3_600_000;
+    const [one, two] = [limiter(first), limiter(second, contractSettings, { clock: hourAhead })];
+    const a = address();
+    await fail(one, a, Date.now(), 2);
+    // An hour later by its own clock, but within the window: the third failure locks.
+    await fail(two, a, hourAhead());
+    expect(two.lockedFor(a, hourAhead())).toBe(30);
+    await waitFor('the lock on the other host', () => one.lockedFor(a, Date.now()) > 0, 10_000);
+    expect(one.lockedFor(a, Date.now())).toBeGreaterThanOrEqual(28);
+    // And the other way: a lock made here, read by the host an hour ahead in its own clock.
+    const b = address();
+    await fail(one, b, Date.now(), 3);
+    await waitFor('the lock there', () => two.lockedFor(b, hourAhead()) > 0, 10_000);
+    expect(two.lockedFor(b, hourAhead())).toBeGreaterThanOrEqual(28);
+    expect(two.lockedFor(b, hourAhead())).toBeLessThanOrEqual(30);
+  });
+
   it('a guesser costs maxFailures writes per window, one more per instance that had not seen the lock, none while locked', async () => {
     const instances = [limiter(first), limiter(second)];
     const a = address();
@@ -173,8 +191,9 @@ describe.skipIf(skip)('PostgreSQL failed-auth limiter', () => {
     const locked = address();
     const sweeper = limiter(first, settings, { refreshMs: 100, sweepMs: 100 });
     const longLock = limiter(second, { ...contractSettings, windowSeconds: 1 });
-    await fail(sweeper, counted, Date.now(), 2);
+    // The lock's window starts first, so a sweep that deletes the count passed over the lock.
     await fail(longLock, locked, Date.now(), 3);
+    await fail(sweeper, counted, Date.now(), 2);
     const rows = async (client: string) =>
       (await query('SELECT 1 FROM auth_failures WHERE client = $1', [client])).length;
     expect(await rows(counted)).toBe(1);

@@ -23,6 +23,8 @@ export type PostgresLimiterOptions = {
   refreshMs?: number;
   /** How often rows whose window and lock are both over are deleted (default 30 s). */
   sweepMs?: number;
+  /** This host's clock, the one callers' `nowMs` come from (default Date.now). */
+  clock?: () => number;
 };
 
 export const DEFAULT_REFRESH_MS = 1000;
@@ -92,6 +94,7 @@ export function createPostgresLimiter(
 ): AuthFailureLimiter {
   const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
   const sweepMs = options.sweepMs ?? DEFAULT_SWEEP_MS;
+  const clock = options.clock ?? Date.now;
   // Addresses this instance counted a failure for: the only ones a success resets.
   const counting = new Set<string>();
   // Lock ends in this host's clock; all locks last lockoutSeconds, so insertion order is
@@ -129,13 +132,13 @@ export function createPostgresLimiter(
   }
 
   async function refresh(): Promise<void> {
-    const sentAt = Date.now();
+    const sentAt = clock();
     const { rows } = await pool.query<LockedNow>({
       name: 'hookgate_auth_locked_now',
       text: LOCKED_NOW,
       values: [settings.maxClients],
     });
-    const receivedAt = Date.now();
+    const receivedAt = clock();
     observeClock(sentAt, receivedAt, (rows[0] as LockedNow).now_ms);
     const offset = offsetMs as number;
     // Ended a lockout ago: no read can still return them (about in insertion order).
@@ -185,14 +188,14 @@ export function createPostgresLimiter(
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
-  let lastSweep = Date.now();
+  let lastSweep = clock();
 
   function tick(): void {
     running = (async () => {
       // A failed read keeps the view as it is; recordFailure reports the outage to the caller.
       await read().catch(() => undefined);
-      if (Date.now() - lastSweep >= sweepMs) {
-        lastSweep = Date.now();
+      if (clock() - lastSweep >= sweepMs) {
+        lastSweep = clock();
         await sweep().catch(() => undefined);
       }
     })();
