@@ -107,7 +107,8 @@ export async function startHookgate(
   let closing: Promise<void> | undefined;
   const ledger = createLedger(store, { afterCommit: () => runtime?.worker.kick() });
   // Shared by every generation: a reload never lifts a lockout.
-  const limiter = reportingStoreErrors(createMemoryLimiter(config.hooks.authRateLimit), logger);
+  // Shared by the instances on PostgreSQL: a lock begun on one is refused on all.
+  const limiter = reportingStoreErrors(backend.openLimiter(config.hooks.authRateLimit), logger);
   const generationDeps = {
     logger,
     // The listener's timeouts are fixed at start; the body stage keeps to the same.
@@ -322,6 +323,7 @@ function givenStore(actions: ActionStore, dataDir: string): Backend {
   return {
     actions,
     openRuntime: () => SqliteRuntimeStore.open(dataDir),
+    openLimiter: createMemoryLimiter,
     describe: dataDir,
     close: () => actions.close(),
   };

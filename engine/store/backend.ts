@@ -11,8 +11,14 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Config } from '../../schemas/config.ts';
 import type { ActionStore, StoredAction } from '../queue/action-store.ts';
+import {
+  type AuthFailureLimiter,
+  createMemoryLimiter,
+  type RateLimitSettings,
+} from '../rate-limit.ts';
 import type { RuntimeStore } from '../runtime/runtime-store.ts';
 import { openPostgresStore } from './postgres/action-store.ts';
+import { createPostgresLimiter } from './postgres/limiter.ts';
 import { closePool, openPool } from './postgres/pool.ts';
 import { PostgresRuntimeStore } from './postgres/runtime-store.ts';
 import { openSqliteStore, readActions } from './sqlite/action-store.ts';
@@ -25,6 +31,11 @@ export type Backend = {
   actions: ActionStore;
   /** The runtime's store over the same backend (the caller closes it before the backend). */
   openRuntime(): RuntimeStore;
+  /**
+   * The failed-auth limiter over the same backend: in memory beside SQLite (one process),
+   * shared by the instances on PostgreSQL. Closed by the backend's close at the latest.
+   */
+  openLimiter(settings: RateLimitSettings): AuthFailureLimiter;
   /** Where the store is, fit for a log line or a message (never a password). */
   describe: string;
   /** Commit what is pending and release everything. */
@@ -50,6 +61,7 @@ export async function openBackend(options: BackendOptions): Promise<Backend> {
   return {
     actions,
     openRuntime: () => SqliteRuntimeStore.open(options.dataDir),
+    openLimiter: createMemoryLimiter,
     describe: options.dataDir,
     close: () => actions.close(),
   };
@@ -65,12 +77,20 @@ async function openPostgres(store: StoreSettings, options: BackendOptions): Prom
     const actions = await openPostgresStore(pool);
     // Unique per process: leases name the instance that holds them.
     const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const limiters: AuthFailureLimiter[] = [];
     return {
       actions,
       openRuntime: () =>
         new PostgresRuntimeStore(pool, { owner, leaseMs: store.leaseSeconds * 1000 }),
+      openLimiter(settings) {
+        const limiter = createPostgresLimiter(pool, settings);
+        limiters.push(limiter);
+        return limiter;
+      },
       describe: describeUrl(store.url as string),
       async close() {
+        // Their refresh stops before the pool ends (closing a limiter twice is harmless).
+        await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
         await actions.close();
         await closePool(pool);
       },

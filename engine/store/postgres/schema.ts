@@ -150,6 +150,11 @@ const MIGRATIONS: readonly string[] = [
     until timestamptz NOT NULL
   );
   `,
+  // 2: the shared failed-auth limiter reads the addresses locked now every second: only locked
+  // rows enter this index, so counting a failure that locks nothing never writes to it.
+  `
+  CREATE INDEX auth_failures_locked ON auth_failures (locked_until) WHERE locked_until IS NOT NULL;
+  `,
 ];
 
 /** The schema version this hookgate writes. */

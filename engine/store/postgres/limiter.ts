@@ -1,0 +1,246 @@
+/**
+ * The failed-auth limiter shared by every instance on one PostgreSQL database
+ * (the UNLOGGED `auth_failures` table). A failure is one upsert that applies
+ * the fixed window and the lockout by the database's clock and answers the
+ * lock, if any; a periodic read of the addresses locked now brings locks
+ * started on other instances into the local view that `lockedFor` answers
+ * from; the same loop deletes rows whose window and lock are both over.
+ *
+ * Clocks: rows hold the database's time only. Each read also returns the
+ * database's clock, which gives this host's offset to it; a failure's time is
+ * sent as this host's time plus that offset, and lock ends come back through
+ * the same offset, so clock skew between hosts never shifts a window or a
+ * lock. The offset moves only when a reading disagrees by more than a second
+ * (a clock stepped): a round trip's jitter must not move windows back and
+ * forth by milliseconds between one failure and the next.
+ */
+import type pg from 'pg';
+import { authLocked } from '../../observe/events.ts';
+import type { AuthFailureLimiter, RateLimitSettings } from '../../rate-limit.ts';
+
+export type PostgresLimiterOptions = {
+  /** How often the locks other instances started are read (default 1 s). */
+  refreshMs?: number;
+  /** How often rows whose window and lock are both over are deleted (default 30 s). */
+  sweepMs?: number;
+  /** This host's clock, the one callers' `nowMs` come from (default Date.now). */
+  clock?: () => number;
+};
+
+export const DEFAULT_REFRESH_MS = 1000;
+export const DEFAULT_SWEEP_MS = 30_000;
+// Rows deleted per statement, and statements per sweep: short statements, bounded work.
+const SWEEP_BATCH = 1000;
+const SWEEP_BATCHES = 10;
+// How far a reading of the database's clock may stray (beyond its own round trip) before the
+// offset follows it.
+const CLOCK_TOLERANCE_MS = 1000;
+
+// $1 client, $2 the failure's time (database clock, epoch ms), $3 maxFailures, $4 window ms,
+// $5 lockout ms.
+const AT = `(timestamptz 'epoch' + $2::bigint * interval '1 millisecond')`;
+const LOCKOUT = `$5::bigint * interval '1 millisecond'`;
+// Locked when the failure happened: the row is written back unchanged (only an instance that
+// has not seen the lock yet gets here), so that RETURNING still answers the lock.
+const LOCKED = 'f.locked_until > EXCLUDED.window_start';
+// A lock that ended, or a window that ended, starts a fresh window.
+const FRESH = `(f.locked_until IS NOT NULL
+  OR f.window_start <= EXCLUDED.window_start - $4::bigint * interval '1 millisecond')`;
+const COUNT = `CASE WHEN ${FRESH} THEN 1 ELSE f.count + 1 END`;
+const RECORD_FAILURE = `
+  INSERT INTO auth_failures AS f (client, window_start, count, locked_until)
+  VALUES ($1, ${AT}, 1, CASE WHEN 1 >= $3::integer THEN ${AT} + ${LOCKOUT} END)
+  ON CONFLICT (client) DO UPDATE SET
+    window_start = CASE WHEN ${LOCKED} OR NOT ${FRESH} THEN f.window_start
+      ELSE EXCLUDED.window_start END,
+    count = CASE WHEN ${LOCKED} THEN f.count ELSE ${COUNT} END,
+    locked_until = CASE WHEN ${LOCKED} THEN f.locked_until
+      WHEN ${COUNT} >= $3::integer THEN EXCLUDED.window_start + ${LOCKOUT} END
+  RETURNING extract(epoch FROM f.locked_until - ${AT})::float8 * 1000 AS locked_ms,
+    f.locked_until = ${AT} + ${LOCKOUT} AS started`;
+
+// The database's clock, and the addresses locked now (one row with a null client when none).
+// Latest ends first, so the LIMIT keeps the newest locks, as the memory limiter's bound does.
+const LOCKED_NOW = `
+  SELECT extract(epoch FROM now())::float8 * 1000 AS now_ms, locked.client, locked.until_ms
+  FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+    SELECT client, extract(epoch FROM locked_until)::float8 * 1000 AS until_ms
+    FROM auth_failures WHERE locked_until > now()
+    ORDER BY locked_until DESC LIMIT $1) AS locked ON true`;
+
+type LockedNow = { now_ms: number; client: string | null; until_ms: number | null };
+
+// Never a lock in force: a correct credential must not lift it.
+const RESET = `
+  DELETE FROM auth_failures
+  WHERE client = $1 AND (locked_until IS NULL OR locked_until <= now())`;
+
+// SKIP LOCKED: instances sweeping at once split the rows instead of waiting on each other.
+const SWEEP = `
+  DELETE FROM auth_failures WHERE client IN (
+    SELECT client FROM auth_failures
+    WHERE window_start <= now() - $1::float8 * interval '1 millisecond'
+      AND (locked_until IS NULL OR locked_until <= now())
+    LIMIT $2 FOR UPDATE SKIP LOCKED)`;
+
+/**
+ * A limiter over the given pool, refreshing at once and then every `refreshMs` until closed.
+ * `close` stops the loop (after the statement in flight); the pool stays the caller's.
+ */
+export function createPostgresLimiter(
+  pool: pg.Pool,
+  settings: RateLimitSettings,
+  options: PostgresLimiterOptions = {},
+): AuthFailureLimiter {
+  const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
+  const sweepMs = options.sweepMs ?? DEFAULT_SWEEP_MS;
+  const clock = options.clock ?? Date.now;
+  // Addresses this instance counted a failure for: the only ones a success resets.
+  const counting = new Set<string>();
+  // Lock ends in this host's clock; all locks last lockoutSeconds, so insertion order is
+  // about expiry order and the bound drops the lock that ends first. An ended lock stays a
+  // while (see refresh) so that a read cannot bring it back.
+  const locked = new Map<string, number>();
+  const lockoutMs = settings.lockoutSeconds * 1000;
+
+  function touch(client: string): void {
+    counting.delete(client);
+    counting.add(client);
+    if (counting.size > settings.maxClients)
+      counting.delete(counting.values().next().value as string);
+  }
+
+  function learnLock(client: string, untilMs: number): void {
+    locked.delete(client);
+    locked.set(client, untilMs);
+    if (locked.size > settings.maxClients) locked.delete(locked.keys().next().value as string);
+  }
+
+  function lockedFor(client: string, nowMs: number): number {
+    const until = locked.get(client);
+    if (until === undefined || until <= nowMs) return 0;
+    return Math.max(1, Math.ceil((until - nowMs) / 1000));
+  }
+
+  // The database's clock minus this host's, in whole milliseconds; unknown until a first read.
+  let offsetMs: number | undefined;
+
+  function observeClock(sentAt: number, receivedAt: number, databaseNowMs: number): void {
+    const reading = Math.round(databaseNowMs - (sentAt + receivedAt) / 2);
+    const slack = CLOCK_TOLERANCE_MS + (receivedAt - sentAt);
+    if (offsetMs === undefined || Math.abs(reading - offsetMs) > slack) offsetMs = reading;
+  }
+
+  async function refresh(): Promise<void> {
+    const sentAt = clock();
+    const { rows } = await pool.query<LockedNow>({
+      name: 'hookgate_auth_locked_now',
+      text: LOCKED_NOW,
+      values: [settings.maxClients],
+    });
+    const receivedAt = clock();
+    observeClock(sentAt, receivedAt, (rows[0] as LockedNow).now_ms);
+    const offset = offsetMs as number;
+    // Ended a lockout ago: no read can still return them (about in insertion order).
+    for (const [client, until] of locked) {
+      if (until > receivedAt - lockoutMs) break;
+      locked.delete(client);
+    }
+    // Oldest end first, so the newest locks are the last the bound would drop.
+    for (let i = rows.length - 1; i >= 0; i--) {
+      const { client, until_ms } = rows[i] as LockedNow;
+      if (client === null || until_ms === null) continue;
+      const until = until_ms - offset;
+      // Two locks of one address end a lockout apart at least (nothing extends a lock): an end
+      // known here that is nearer is the same lock, already known from the write that made or
+      // met it (the two differ only if the offset moved since).
+      if ((locked.get(client) ?? Number.NEGATIVE_INFINITY) > until - lockoutMs / 2) continue;
+      learnLock(client, until);
+      counting.delete(client);
+    }
+  }
+
+  // One read at a time: the loop's and the one a first failure waits for are the same.
+  let reading: Promise<void> | undefined;
+  function read(): Promise<void> {
+    reading ??= refresh().finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  }
+
+  async function clockOffset(): Promise<number> {
+    if (offsetMs === undefined) await read();
+    return offsetMs as number;
+  }
+
+  async function sweep(): Promise<void> {
+    for (let i = 0; i < SWEEP_BATCHES; i++) {
+      const { rowCount } = await pool.query({
+        name: 'hookgate_auth_sweep',
+        text: SWEEP,
+        values: [settings.windowSeconds * 1000, SWEEP_BATCH],
+      });
+      if ((rowCount ?? 0) < SWEEP_BATCH) return;
+    }
+  }
+
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let lastSweep = clock();
+
+  function tick(): void {
+    running = (async () => {
+      // A failed read keeps the view as it is; recordFailure reports the outage to the caller.
+      await read().catch(() => undefined);
+      if (clock() - lastSweep >= sweepMs) {
+        lastSweep = clock();
+        await sweep().catch(() => undefined);
+      }
+    })();
+    void running.then(() => {
+      running = undefined;
+      if (closed) return;
+      // The next read waits for this one: a slow database is never asked twice at once.
+      timer = setTimeout(tick, refreshMs);
+      timer.unref();
+    });
+  }
+  tick();
+
+  return {
+    lockedFor,
+    async recordFailure(client, nowMs) {
+      // Refused before it could fail, but a caller may still count one: no write for it.
+      if (lockedFor(client, nowMs) > 0) return;
+      const at = Math.round(nowMs) + (await clockOffset());
+      const { rows } = await pool.query<{ locked_ms: number | null; started: boolean | null }>({
+        name: 'hookgate_auth_record_failure',
+        text: RECORD_FAILURE,
+        values: [client, at, settings.maxFailures, settings.windowSeconds * 1000, lockoutMs],
+      });
+      const row = rows[0];
+      if (row?.locked_ms == null || row.locked_ms <= 0) {
+        touch(client);
+        return;
+      }
+      counting.delete(client);
+      learnLock(client, nowMs + row.locked_ms);
+      if (row.started && authLocked.hasSubscribers)
+        authLocked.publish({ lockoutSeconds: settings.lockoutSeconds });
+    },
+    hasFailures(client) {
+      return counting.has(client);
+    },
+    async reset(client) {
+      counting.delete(client);
+      await pool.query({ name: 'hookgate_auth_reset', text: RESET, values: [client] });
+    },
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await Promise.all([running, reading?.catch(() => undefined)]);
+    },
+  };
+}
