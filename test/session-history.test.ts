@@ -2,23 +2,30 @@
  * Session history belongs to an agent and a session key (and the owner's
  * heartbeat keeps its own): a caller who picks a session key reads only what
  * the same agent said in that session. Stores from before are migrated at
- * open, each old turn kept with the agent that wrote it.
+ * open, each old turn kept with the agent that wrote it. The history tests
+ * run on each store backend; the migration is the SQLite store's.
  */
 import { DatabaseSync } from 'node:sqlite';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_FILE } from '../engine/store/sqlite/schema.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
+import { BACKEND_START_MS, storeBackends } from './helpers/backends.ts';
 import { type RunInput, startWorld, type World } from './helpers/main-session.ts';
 import { waitFor } from './helpers/runtime.ts';
+import { heartbeatsOf, waitForRun } from './helpers/store-reads.ts';
 
 const worlds: World[] = [];
 afterEach(async () => {
   for (const world of worlds.splice(0)) await world.close();
 });
 
-async function world(prepare?: (dir: string) => void): Promise<World> {
+async function world(
+  options: { store?: Record<string, unknown>; prepare?: (dir: string) => void } = {},
+): Promise<World> {
+  const { store, prepare } = options;
   const started = await startWorld({
+    ...(store && { store }),
     runner: (run) => ({
       body: { reply: run.kind === 'heartbeat' ? `beat ${run.runId}` : `reply to ${run.runId}` },
     }),
@@ -32,53 +39,63 @@ async function world(prepare?: (dir: string) => void): Promise<World> {
 async function turn(w: World, body: Record<string, unknown>): Promise<RunInput> {
   const json = await w.post('agent', { deliver: false, wakeMode: 'next-heartbeat', ...body });
   const id = String(json['runId']);
-  await waitFor(
-    `run ${id}`,
-    () => w.rows("SELECT 1 FROM actions WHERE id = ? AND state = 'done'", id)[0],
-    30_000,
-  );
+  await waitForRun(w.server, id, 30_000, ['done']);
   return w.runs().find((run) => run.runId === id) as RunInput;
 }
 
 /** Run one heartbeat and return what its runner was given. */
 async function beat(w: World): Promise<RunInput> {
-  const before = w.rows('SELECT id FROM heartbeats').length;
+  const before = (await heartbeatsOf(w.server)).length;
   await w.post('wake', { text: 'tick', mode: 'now' });
   const row = await waitFor(
     'the heartbeat',
-    () => w.rows("SELECT id FROM heartbeats WHERE state = 'done' ORDER BY rowid")[before],
+    async () => (await heartbeatsOf(w.server)).filter((r) => r.state === 'done')[before],
     30_000,
   );
-  return w.runs().find((run) => run.runId === row['id']) as RunInput;
+  return w.runs().find((run) => run.runId === row.id) as RunInput;
 }
 
-describe('history is keyed by agent and session key', () => {
-  it("agent ops cannot read agent main's turns through the same session key", async () => {
-    const w = await world();
-    const first = await turn(w, { agentId: 'main', sessionKey: 'hook:shared', message: 'plan A' });
-    const ops = await turn(w, { agentId: 'ops', sessionKey: 'hook:shared', message: 'what?' });
-    expect(ops.history).toEqual([]);
-    const again = await turn(w, { agentId: 'main', sessionKey: 'hook:shared', message: 'and?' });
-    expect(again.history).toEqual([
-      { role: 'user', text: first.message },
-      { role: 'assistant', text: `reply to ${first.runId}` },
-    ]);
-    const opsAgain = await turn(w, { agentId: 'ops', sessionKey: 'hook:shared', message: 'x' });
-    expect(opsAgain.history.map((t) => t.text)).toEqual([ops.message, `reply to ${ops.runId}`]);
-  });
+for (const backend of storeBackends()) {
+  describe.skipIf(backend.skip)(`on ${backend.name}`, () => {
+    beforeAll(() => backend.start(), BACKEND_START_MS);
 
-  it("a hook run on the main session key neither reads the heartbeat's turns nor feeds them", async () => {
-    const w = await world();
-    const first = await beat(w);
-    const hook = await turn(w, { agentId: 'main', sessionKey: 'main', message: 'tell me' });
-    expect(hook.history).toEqual([]);
-    const second = await beat(w);
-    expect(second.history).toEqual([
-      { role: 'user', text: first.message },
-      { role: 'assistant', text: `beat ${first.runId}` },
-    ]);
+    describe('history is keyed by agent and session key', () => {
+      it("agent ops cannot read agent main's turns through the same session key", async () => {
+        const w = await world({ store: await backend.store() });
+        const first = await turn(w, {
+          agentId: 'main',
+          sessionKey: 'hook:shared',
+          message: 'plan A',
+        });
+        const ops = await turn(w, { agentId: 'ops', sessionKey: 'hook:shared', message: 'what?' });
+        expect(ops.history).toEqual([]);
+        const again = await turn(w, {
+          agentId: 'main',
+          sessionKey: 'hook:shared',
+          message: 'and?',
+        });
+        expect(again.history).toEqual([
+          { role: 'user', text: first.message },
+          { role: 'assistant', text: `reply to ${first.runId}` },
+        ]);
+        const opsAgain = await turn(w, { agentId: 'ops', sessionKey: 'hook:shared', message: 'x' });
+        expect(opsAgain.history.map((t) => t.text)).toEqual([ops.message, `reply to ${ops.runId}`]);
+      });
+
+      it("a hook run on the main session key neither reads the heartbeat's turns nor feeds them", async () => {
+        const w = await world({ store: await backend.store() });
+        const first = await beat(w);
+        const hook = await turn(w, { agentId: 'main', sessionKey: 'main', message: 'tell me' });
+        expect(hook.history).toEqual([]);
+        const second = await beat(w);
+        expect(second.history).toEqual([
+          { role: 'user', text: first.message },
+          { role: 'assistant', text: `beat ${first.runId}` },
+        ]);
+      });
+    });
   });
-});
+}
 
 /** Turn a fresh store back into the shape before history had an owner, with old rows. */
 function oldStore(dir: string): void {
@@ -118,7 +135,7 @@ function oldStore(dir: string): void {
 
 describe('migrating a store from before', () => {
   it('each old turn stays with the agent that wrote it; a turn of an unknown run with nobody', async () => {
-    const w = await world(oldStore);
+    const w = await world({ prepare: oldStore });
     expect(
       w.rows(
         "SELECT run_id, agent_id, kind FROM session_turns WHERE created_at < '2027' GROUP BY run_id ORDER BY min(seq)",

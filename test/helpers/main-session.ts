@@ -7,6 +7,7 @@
 import { expect } from 'vitest';
 import { startTestServer, type TestServer, tempDir } from './hookgate.ts';
 import { type Exchange, query, type Row, type Stub, type StubReply, startStub } from './runtime.ts';
+import { storeOf } from './store-reads.ts';
 
 export const OWNER_SLACK = 'C0OWNER0001';
 export const PROMPT = 'Heartbeat: act on the events above, or reply HEARTBEAT_OK.';
@@ -30,7 +31,9 @@ export type World = {
   dataDir: string;
   runs(): RunInput[];
   sent(): Sent[];
-  lastRoute(): Row | undefined;
+  /** The main session's last route, read through the runtime store. */
+  lastRoute(): Promise<{ channel: string; recipient: string } | undefined>;
+  /** SQL on the SQLite store (for tests about that store only). */
   rows(sql: string, ...params: string[]): Row[];
   /** POST and expect 200; returns the body. */
   post(hook: string, body: Record<string, unknown>): Promise<Record<string, unknown>>;
@@ -46,6 +49,8 @@ export type WorldOptions = {
   chat?: (channel: 'telegram' | 'slack') => StubReply | undefined;
   /** Prepare the data directory before hookgate starts (e.g. an older store). */
   prepare?: (dataDir: string) => void;
+  /** The `store` setting (default: SQLite in the data directory). */
+  store?: Record<string, unknown>;
 };
 
 const defaultRunner = (run: RunInput): StubReply => ({
@@ -91,6 +96,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<World> {
         heartbeat: { every: 'off', prompt: PROMPT },
       },
       ...(options.session && { session: options.session }),
+      ...(options.store && { store: options.store }),
     },
     { dataDir: dir, runtime: true },
   ).catch(async (err: unknown) => {
@@ -113,8 +119,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<World> {
           return [{ channel: 'slack', to: String(body['channel']), text: String(body['text']) }];
         return [];
       }),
-    lastRoute: () =>
-      query(dir, "SELECT channel, recipient FROM routes WHERE session_key = 'main'")[0],
+    lastRoute: () => storeOf(server).lastRoute('main'),
     rows: (sql, ...params) => query(dir, sql, ...params),
     async post(hook, body) {
       const res = await server.post(hook, body);
