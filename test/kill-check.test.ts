@@ -51,6 +51,7 @@ const records = [
 const clean = {
   acked: 5,
   lost: 0,
+  misanswered: 0,
   duplicates: 0,
   storeOrderViolations: 0,
   completionOrderViolations: 0,
@@ -82,6 +83,11 @@ describe('the kill test checker', () => {
       records,
     });
     expect(verdict.lost).toBe(1);
+  });
+
+  it('counts an acknowledgement naming the action of another request', () => {
+    const mixed = [...acked.slice(0, 4), { ...ack(T, 1), runId: `${T}-0` }];
+    expect(checkKillRun({ acked: mixed, stored, records }).misanswered).toBe(1);
   });
 
   it('counts a second action for one idempotency key as a duplicate', () => {

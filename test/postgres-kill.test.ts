@@ -97,6 +97,7 @@ describe.skipIf(skip)('three instances on PostgreSQL, killed under load', () => 
     const killAt = Math.floor(scenario.requests * KILL_AT_SHARE);
     let killed: Promise<void> | undefined;
     let ackedAtKill = 0;
+    let outageMs = 0;
     let ackedSoFar = 0;
     const kill = () => {
       if (killed) return;
@@ -106,9 +107,11 @@ describe.skipIf(skip)('three instances on PostgreSQL, killed under load', () => 
           cluster.instances[0]?.child.kill('SIGKILL');
           return;
         }
+        const crashed = Date.now();
         server.crash();
         // Back as soon as it can be: the producers and instances retry meanwhile.
         await server.restart();
+        outageMs = Date.now() - crashed;
       })();
     };
     const killTimer = setTimeout(kill, scenario.loadMs * KILL_AT_SHARE);
@@ -147,13 +150,15 @@ describe.skipIf(skip)('three instances on PostgreSQL, killed under load', () => 
       const records = readRunnerRecords(cluster.recordFile);
       const verdict = checkKillRun({ acked: load.acked, stored, records });
       const latencies = [...load.latenciesMs].sort((a, b) => a - b);
+      const outage = outageMs ? `, database back after ${(outageMs / 1000).toFixed(1)} s` : '';
       const pct = (p: number) => latencies[Math.floor((latencies.length - 1) * p)] ?? 0;
       console.log(
-        `${name}: acked ${verdict.acked} (${ackedAtKill} before the kill) in ${(load.elapsedMs / 1000).toFixed(1)} s ` +
+        `${name}: acked ${verdict.acked} (${ackedAtKill} before the kill${outage}) in ${(load.elapsedMs / 1000).toFixed(1)} s ` +
           `(${Math.round(verdict.acked / (load.elapsedMs / 1000))} req/s, p50 ${pct(0.5)} ms, ` +
           `p99 ${pct(0.99)} ms); connection errors ${load.connectionErrors}, 5xx ` +
           `${load.serverErrors}, retries ${load.retries}, acked after retry ` +
           `${load.ackedAfterRetry}, balancer resets ${balancer.resets()}; lost ${verdict.lost}, ` +
+          `misanswered ${verdict.misanswered}, ` +
           `duplicates ${verdict.duplicates}, store-order ${verdict.storeOrderViolations}, ` +
           `completion-order ${verdict.completionOrderViolations}, overlaps ${verdict.overlaps}, ` +
           `re-executed ${verdict.reExecuted}, interrupted ${verdict.interrupted}, never ` +
@@ -182,6 +187,7 @@ describe.skipIf(skip)('three instances on PostgreSQL, killed under load', () => 
     expect(outcome.retries).toBeGreaterThan(0);
     expect(outcome.verdict).toMatchObject({
       lost: 0,
+      misanswered: 0,
       duplicates: 0,
       storeOrderViolations: 0,
       completionOrderViolations: 0,

@@ -26,6 +26,8 @@ export type KillVerdict = {
   acked: number;
   /** Acknowledged actions the store does not hold. */
   lost: number;
+  /** Acknowledgements naming an action stored for another request (another session or k). */
+  misanswered: number;
   /** Actions stored beyond the first for one (session, k): one key must give one action. */
   duplicates: number;
   /** Neighbours in a session's store order (seq) whose k goes backwards. */
@@ -79,8 +81,14 @@ export function checkKillRun(input: {
   stored: readonly StoredAction[];
   records: readonly RunnerRecord[];
 }): KillVerdict {
-  const storedIds = new Set(input.stored.map((row) => row.id));
-  const lost = input.acked.filter((ack) => !storedIds.has(ack.runId)).length;
+  const byId = new Map(input.stored.map((row) => [row.id, row]));
+  let lost = 0;
+  let misanswered = 0;
+  for (const ack of input.acked) {
+    const row = byId.get(ack.runId);
+    if (!row) lost++;
+    else if (row.session !== ack.session || row.k !== ack.k) misanswered++;
+  }
 
   let duplicates = 0;
   for (const rows of groupBy(input.stored, (row) => `${row.session}\u0000${row.k}`).values())
@@ -134,6 +142,7 @@ export function checkKillRun(input: {
   return {
     acked: input.acked.length,
     lost,
+    misanswered,
     duplicates,
     storeOrderViolations,
     completionOrderViolations,

@@ -128,16 +128,18 @@ export async function runProducers(options: ProducerOptions): Promise<ProducerRe
   }
 
   async function producer(index: number): Promise<void> {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const mine: number[] = [];
     for (let s = index; s < options.sessions; s += options.producers) mine.push(s);
+    if (mine.length === 0) return;
+    // One keep-alive connection per producer, as a sender's HTTP client keeps.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const next = new Map(mine.map((s) => [s, 0]));
     try {
       for (let turn = 0; Date.now() - started < options.durationMs; turn++) {
         if (startedRequests++ >= options.maxRequests) return;
         const session = mine[turn % mine.length] as number;
         const k = next.get(session) ?? 0;
-        // A session whose request was refused sends nothing more: its order would have a gap.
+        // A refused (4xx, reported) or abandoned request ends this producer: a gap in its order.
         if (!(await send(agent, session, k))) return;
         next.set(session, k + 1);
       }
