@@ -10,6 +10,7 @@
  */
 import type { Accepted } from './actions.ts';
 import { HookError } from './errors.ts';
+import { testFaults } from './faults.ts';
 import { actionsCommitted } from './observe/events.ts';
 import type { ActionStore, AppendOutcome, IdempotencyRecord } from './queue/action-store.ts';
 
@@ -92,6 +93,11 @@ export function createLedger(
         createdAtMs,
         notBeforeMs: createdAtMs - claim.windowMs,
       }));
+      if (testFaults.has('ack-before-commit')) {
+        // A negative control of the kill test only: answer before the store has the actions.
+        store.appendOrGet({ actions: accepted.actions, idempotency }).catch(() => undefined);
+        return { body: response };
+      }
       let outcome: AppendOutcome;
       try {
         outcome = await store.appendOrGet({ actions: accepted.actions, idempotency });

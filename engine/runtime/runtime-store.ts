@@ -160,8 +160,12 @@ export interface RunQueue {
     outcome: Outcome,
     options?: { refundAttempt?: boolean },
   ): Promise<boolean>;
-  /** Keep this instance's running actions leased (a no-op where one process owns the store). */
-  renewLeases(): Promise<void>;
+  /**
+   * Keep the leases of the runs this instance is running (a no-op where one process owns the
+   * store). Only those: a run it no longer runs (its end could not be recorded) must expire,
+   * so that it is taken over instead of holding its session back.
+   */
+  renewLeases(running: readonly Claim[]): Promise<void>;
   /**
    * At start: runs a previous process left running that this process takes over, with their
    * runner process groups (to end before running them again).

@@ -23,7 +23,7 @@ import { createDeliveryStep, summaryEvent } from './reply-delivery.ts';
 import { isAckOnly, retryDelayMs } from './replies.ts';
 import { killGroup } from './runners/command.ts';
 import type { RunResult } from './runners/runner.ts';
-import type { RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
+import type { Claim, RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
 
 export type WorkerSettings = {
   mainKey: string;
@@ -83,6 +83,8 @@ export function createActionWorker(deps: {
     ...(deps.routeMoved && { routeMoved: deps.routeMoved }),
   });
   const busy = new Map<string, Promise<void>>();
+  // The runs this instance is running, by action id: the leases it keeps.
+  const running = new Map<string, Claim>();
   // One pass at a time; a kick during a pass asks for one more after it.
   let pumping: Promise<void> = Promise.resolve();
   let scheduled = false;
@@ -119,11 +121,13 @@ export function createActionWorker(deps: {
     if (room <= 0) return;
     for (const claimed of await store.claimHeads(room, new Set(busy.keys()))) {
       const session = claimed.action.kind === 'agent' ? claimed.action.sessionKey : '';
+      running.set(claimed.id, { id: claimed.id, attempts: claimed.attempts });
       const work = execute(claimed)
         .catch((err: unknown) =>
           logger.error({ actionId: claimed.id, err: (err as Error).message }, 'action crashed'),
         )
         .finally(() => {
+          running.delete(claimed.id);
           busy.delete(session);
           kick();
         });
@@ -335,7 +339,7 @@ export function createActionWorker(deps: {
     if (ticking) return;
     ticking = true;
     try {
-      if (busy.size > 0) await guarded('leases', () => store.renewLeases());
+      if (running.size > 0) await guarded('leases', () => store.renewLeases([...running.values()]));
       await guarded('requests', handleRequests);
     } finally {
       ticking = false;

@@ -8,6 +8,7 @@
  */
 import { hostname } from 'node:os';
 import type pg from 'pg';
+import { testFaults } from '../../faults.ts';
 import type { ActionState } from '../../queue/action-store.ts';
 import type {
   Claim,
@@ -65,6 +66,11 @@ const ALL_HEADS = `
     SELECT seq, session_key, state, next_attempt_at, lease_until FROM actions
     WHERE session_key = lanes.key AND state IN ('queued', 'running') ORDER BY seq LIMIT 1) h
   WHERE lanes.key IS NOT NULL`;
+
+// Not heads at all: every unfinished action (for the claim-without-head-rule test fault).
+const EVERY_UNFINISHED = `
+  SELECT seq, session_key, state, next_attempt_at, lease_until FROM actions
+  WHERE state IN ('queued', 'running') AND session_key IS NOT NULL`;
 
 /**
  * What may run now, outside the `busy` sessions ($3): a queued head that is due in a session
@@ -147,6 +153,8 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   async claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]> {
     if (room <= 0) return [];
     const params = [this.owner, this.leaseMs, [...busy], room];
+    // A negative control of the kill test only: any runnable action counts as a head.
+    if (testFaults.has('claim-without-head-rule')) return this.claimFrom(EVERY_UNFINISHED, params);
     const claimed = await this.claimFrom(WINDOW_HEADS, params);
     if (claimed.length >= room) return claimed;
     // The window may be one session's backlog: look at every session's head (this is rare and
@@ -309,14 +317,17 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     return rowCount !== 0;
   }
 
-  async renewLeases(): Promise<void> {
+  async renewLeases(running: readonly Claim[]): Promise<void> {
     // A third of the lease is plenty of margin; more often would only add writes.
-    if (Date.now() - this.renewedAt < this.leaseMs / 3) return;
+    if (running.length === 0 || Date.now() - this.renewedAt < this.leaseMs / 3) return;
     this.renewedAt = Date.now();
+    // Only the claims still running here: a run whose end could not be written (the database
+    // was down) is no longer run by anyone, and its lease must expire for it to be taken over.
     await this.pool.query(
       `UPDATE actions SET lease_until = now() + $2 * interval '1 millisecond'
-       WHERE lease_owner = $1 AND state = 'running'`,
-      [this.owner, this.leaseMs],
+       WHERE lease_owner = $1 AND state = 'running'
+         AND (id, attempts) IN (SELECT * FROM unnest($3::text[], $4::int[]))`,
+      [this.owner, this.leaseMs, running.map((run) => run.id), running.map((run) => run.attempts)],
     );
   }
 
