@@ -125,13 +125,13 @@ describe.skipIf(skip)('the PostgreSQL runtime store shared by instances', () => 
     const [a, b] = await instances(2);
     await a.accept(agentAction('s:renew', 'kept'));
     const [claim] = await a.runtime.claimHeads(1, new Set());
+    if (!claim) throw new Error('no claim');
     const until = Date.now() + 4_000;
     while (Date.now() < until) {
-      await a.runtime.renewLeases();
+      await a.runtime.renewLeases([claim]);
       expect(await b.runtime.claimHeads(1, new Set())).toEqual([]);
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
-    if (!claim) throw new Error('no claim');
     expect(await a.runtime.finish(claim, 'done', { status: 'ok' })).toBe(true);
   });
 

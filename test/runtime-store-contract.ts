@@ -473,10 +473,10 @@ export function describeRuntimeStore(
         expect(await store.retryDead(queued.id, { failed: true })).toBe(false);
       });
 
-      it('a run that died delivering comes back delivering, its reply kept', async () => {
+      it('a run that died delivering comes back delivering, its reply kept (a NUL in it too)', async () => {
         const dead = await ended('dead', {
           status: 'error',
-          reply: 'the reply',
+          reply: 'the reply\u0000',
           reason: 'delivery failed',
           delivery: { state: 'dead', channel: 'slack', parts: 2, partsSent: 1, attempts: 5 },
         });
@@ -487,7 +487,7 @@ export function describeRuntimeStore(
           attempts: 0,
           outcome: {
             status: 'delivering',
-            reply: 'the reply',
+            reply: 'the reply\u0000',
             delivery: { channel: 'slack', parts: 2, partsSent: 1, attempts: 0 },
           },
         });
@@ -810,7 +810,7 @@ export function describeRuntimeStore(
           const other = await open();
           expect(await other.recoverInterrupted()).toEqual([]);
           expect(await other.claimHeads(10, NOBODY)).toEqual([]);
-          await store.renewLeases();
+          await store.renewLeases([claimOf(row as RunRow)]);
           expect(await store.finish(claimOf(row as RunRow), 'done', { status: 'ok' })).toBe(true);
           expect((await other.run(action.id))?.state).toBe('done');
         });

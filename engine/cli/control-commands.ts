@@ -17,7 +17,7 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     process.stderr.write(`hookgate heartbeat: ${opened} No server has run on it.\n`);
     return 1;
   }
-  const { store, at } = opened;
+  const { store } = opened;
   try {
     const seq = await store.request('heartbeat');
     const deadline = Date.now() + PICKUP_WAIT_MS;
@@ -37,7 +37,7 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     await opened.close();
   }
   process.stderr.write(
-    `hookgate heartbeat: no server is running on ${at.dataDir} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s); start one with \`hookgate serve\`\n`,
+    `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s); start one with \`hookgate serve\`\n`,
   );
   return 1;
 }

@@ -21,14 +21,14 @@ export async function reload(flags: ListFlags, out: (line: string) => void): Pro
     process.stderr.write(`hookgate reload: ${opened} No server has run on it.\n`);
     return 1;
   }
-  const { store, at } = opened;
+  const { store } = opened;
   try {
     const seq = await store.request('reload');
     const pickup = Date.now() + PICKUP_WAIT_MS;
     while (!(await store.requestTaken(seq))) {
       if (Date.now() > pickup && (await store.withdrawRequest(seq))) {
         process.stderr.write(
-          `hookgate reload: no server is running on ${at.dataDir} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s)\n`,
+          `hookgate reload: no server is running on ${opened.where} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s)\n`,
         );
         return 1;
       }

@@ -17,13 +17,20 @@ const STATES: readonly ActionState[] = ['queued', 'running', 'done', 'failed', '
 type Out = (line: string) => void;
 
 /** The store and where it is, or the sentence saying there is none yet. */
-export async function openStore(
-  flags: ListFlags,
-): Promise<{ store: RuntimeStore; at: StoreLocation; close(): Promise<void> } | string> {
+export async function openStore(flags: ListFlags): Promise<
+  | {
+      store: RuntimeStore;
+      at: StoreLocation;
+      /** The data directory, or the database (no password). */
+      where: string;
+      close(): Promise<void>;
+    }
+  | string
+> {
   const at = storeLocation(flags, process.env, process.cwd());
   const views = await openStoreViews(at.dataDir, at.store);
   if (typeof views === 'string') return views;
-  return { store: views.runtime, at, close: () => views.close() };
+  return { store: views.runtime, at, where: views.describe, close: () => views.close() };
 }
 
 /** Run `view` over the store; prints "No store ..." (text mode) when there is none. */

@@ -5,7 +5,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config.ts';
-import type { CompiledMapping } from '../mappings.ts';
 import type { Verification } from '../envelope.ts';
 import { type DryRunResult, dryRun, senderHeaders } from '../ingress/dry-run.ts';
 import { createLogger } from '../log.ts';

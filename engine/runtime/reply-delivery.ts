@@ -142,7 +142,12 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       },
     });
     // The reply is kept before anything goes out: a crash from here on redoes only the delivery.
-    await store.saveOutcome(row, progress(previous?.partsSent ?? 0));
+    if (!(await store.saveOutcome(row, progress(previous?.partsSent ?? 0)))) {
+      // The run is no longer this claim's (its lease expired and another instance took it):
+      // that instance delivers; sending here too would send the reply twice.
+      logger.warn({ actionId: action.id }, 'run taken over elsewhere: its delivery is left to it');
+      return;
+    }
     const attempt = await sendParts(
       route,
       reply,

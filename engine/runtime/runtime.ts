@@ -9,6 +9,7 @@ import type { Logger } from '../log.ts';
 import type { Policy } from '../policy.ts';
 import type { AgentSettings } from './agents.ts';
 import { createHeartbeat, type Heartbeat } from './heartbeat.ts';
+import { type LeadershipLoop, startLeadership } from './leadership-loop.ts';
 import { compileLastRoutePolicy, normaliseRoute } from './last-route.ts';
 import { killGroup } from './runners/command.ts';
 import type { RuntimeStore } from './runtime-store.ts';
@@ -88,7 +89,8 @@ export async function startRuntime(
   const routeMoved = (channel: string) => {
     lastChannel = channel;
   };
-  let leading = false;
+  let loop: LeadershipLoop | undefined;
+  const leading = () => loop?.leading() ?? false;
   // A wake here that asks for a heartbeat now reaches the leader through the store, one at a time.
   let forwarding: Promise<unknown> | undefined;
   const heartbeat = createHeartbeat({
@@ -107,7 +109,7 @@ export async function startRuntime(
     logger,
     signal: controller.signal,
     routeMoved,
-    leading: () => leading,
+    leading,
     forward: () => {
       forwarding ??= store
         .request('heartbeat')
@@ -119,28 +121,22 @@ export async function startRuntime(
         });
     },
   });
-  /** Take or keep the lead; a new leader first ends what a dead leader's heartbeat left running. */
-  async function lead(): Promise<void> {
-    const now = await store.leadership.lead();
-    if (now && !leading) {
+  loop = await startLeadership({
+    leadership: store.leadership,
+    leaseMs: config.store.leaseSeconds * 1000,
+    everyMs: LEAD_EVERY_MS,
+    // A new leader first ends what a dead leader's heartbeat left running.
+    gained: async () => {
       for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
-    } else if (!now && leading) {
-      logger.warn('no longer leading: another instance runs the heartbeat');
-    }
-    leading = now;
-    lastChannel = (await store.lastRoute(mainKey))?.channel;
-  }
-  await lead();
-  const leadTimer = setInterval(() => {
-    lead().catch((err: unknown) => {
-      leading = false;
-      logger.warn({ err: (err as Error).message }, 'leadership check failed');
-    });
-  }, LEAD_EVERY_MS);
-  leadTimer.unref();
+    },
+    checked: async () => {
+      lastChannel = (await store.lastRoute(mainKey))?.channel;
+    },
+    logger,
+  });
   const retentionMs = config.store.retentionDays * 24 * 60 * 60 * 1000;
   const pruneTimer = setInterval(() => {
-    if (!leading) return;
+    if (!leading()) return;
     store
       .pruneFinished(retentionMs)
       .then((count) => {
@@ -169,7 +165,7 @@ export async function startRuntime(
     logger,
     controller,
     defaultAgentId: parts.defaultAgentId,
-    leading: () => leading,
+    leading,
     routeMoved,
     ...(parts.onRequest && { onRequest: parts.onRequest }),
   });
@@ -180,14 +176,14 @@ export async function startRuntime(
     worker,
     heartbeat,
     lastChannel: () => lastChannel,
-    leading: () => leading,
+    leading,
     async stop() {
-      clearInterval(leadTimer);
+      loop?.stop();
       clearInterval(pruneTimer);
       await worker.stop();
       await heartbeat.stop();
       await forwarding;
-      if (leading) await store.leadership.resign().catch(() => undefined);
+      if (leading()) await store.leadership.resign().catch(() => undefined);
       await store.close();
     },
   };

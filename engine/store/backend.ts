@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import type pg from 'pg';
 import type { Config } from '../../schemas/config.ts';
 import type { ActionStore, StoredAction } from '../queue/action-store.ts';
 import {
@@ -21,6 +22,11 @@ import { openPostgresStore } from './postgres/action-store.ts';
 import { createPostgresLimiter } from './postgres/limiter.ts';
 import { closePool, openPool } from './postgres/pool.ts';
 import { PostgresRuntimeStore } from './postgres/runtime-store.ts';
+import {
+  migratePostgres,
+  POSTGRES_SCHEMA_VERSION,
+  postgresSchemaVersion,
+} from './postgres/schema.ts';
 import { openSqliteStore, readActions } from './sqlite/action-store.ts';
 import { SqliteRuntimeStore } from './sqlite/runtime-store.ts';
 import { STORE_FILE } from './sqlite/schema.ts';
@@ -74,35 +80,45 @@ async function openPostgres(store: StoreSettings, options: BackendOptions): Prom
     ...(options.onError && { onError: options.onError }),
   });
   try {
-    const actions = await openPostgresStore(pool);
-    // Unique per process: leases name the instance that holds them.
-    const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    const limiters: AuthFailureLimiter[] = [];
-    return {
-      actions,
-      openRuntime: () =>
-        new PostgresRuntimeStore(pool, { owner, leaseMs: store.leaseSeconds * 1000 }),
-      openLimiter(settings) {
-        const limiter = createPostgresLimiter(pool, settings);
-        limiters.push(limiter);
-        return limiter;
-      },
-      describe: describeUrl(store.url as string),
-      async close() {
-        // Their refresh stops before the pool ends (closing a limiter twice is harmless).
-        await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
-        await actions.close();
-        await closePool(pool);
-      },
-    };
+    await migratePostgres(pool);
+    return await postgresBackend(pool, store);
   } catch (err) {
     await closePool(pool);
-    // Named by host and database only: the URL carries the password.
-    throw new Error(
-      `cannot open the store at ${describeUrl(store.url as string)}: ${(err as Error).message}`,
-      { cause: err },
-    );
+    throw cannotOpen(store, err);
   }
+}
+
+/** The stores over a pool whose schema is current. */
+async function postgresBackend(pool: pg.Pool, store: StoreSettings): Promise<Backend> {
+  const actions = await openPostgresStore(pool, { migrate: false });
+  // Unique per process: leases name the instance that holds them.
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const limiters: AuthFailureLimiter[] = [];
+  return {
+    actions,
+    openRuntime: () =>
+      new PostgresRuntimeStore(pool, { owner, leaseMs: store.leaseSeconds * 1000 }),
+    openLimiter(settings) {
+      const limiter = createPostgresLimiter(pool, settings);
+      limiters.push(limiter);
+      return limiter;
+    },
+    describe: describeUrl(store.url as string),
+    async close() {
+      // Their refresh stops before the pool ends (closing a limiter twice is harmless).
+      await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
+      await actions.close();
+      await closePool(pool);
+    },
+  };
+}
+
+function cannotOpen(store: StoreSettings, err: unknown): Error {
+  // Named by host and database only: the URL carries the password.
+  return new Error(
+    `cannot open the store at ${describeUrl(store.url as string)}: ${(err as Error).message}`,
+    { cause: err },
+  );
 }
 
 /** What the command-line views read and change: runs, records and accepted actions. */
@@ -132,11 +148,8 @@ export async function openStoreViews(
       close: () => runtime.close(),
     };
   }
-  const backend = await openBackend({
-    dataDir,
-    store: { ...store, poolSize: 2 },
-    commitDelayMs: 0,
-  });
+  const backend = await existingPostgres(store);
+  if (typeof backend === 'string') return backend;
   const runtime = backend.openRuntime();
   return {
     runtime,
@@ -147,6 +160,28 @@ export async function openStoreViews(
       await backend.close();
     },
   };
+}
+
+/**
+ * The views never change the schema: a database hookgate has not set up has no store yet, and
+ * one at another version is left to a server of that version (running servers may use it).
+ */
+async function existingPostgres(store: StoreSettings): Promise<Backend | string> {
+  const pool = openPool({ url: store.url as string, poolSize: 2 });
+  const where = describeUrl(store.url as string);
+  let version: number | undefined;
+  try {
+    version = await postgresSchemaVersion(pool);
+  } catch (err) {
+    await closePool(pool);
+    throw cannotOpen(store, err);
+  }
+  if (version === POSTGRES_SCHEMA_VERSION) return postgresBackend(pool, store);
+  await closePool(pool);
+  if (version === undefined) return `No store at ${where} yet.`;
+  throw new Error(
+    `the store at ${where} is at schema version ${version}; this hookgate reads version ${POSTGRES_SCHEMA_VERSION} (use the hookgate that serves it)`,
+  );
 }
 
 /** A PostgreSQL URL without its password (or anything else secret): host, port and database. */

@@ -398,11 +398,15 @@ class PostgresActionStore implements ActionStore {
  * Open the store over a pool (left open at close) or connection settings (a pool of its own,
  * ended at close). Creates or migrates the schema first.
  */
-export async function openPostgresStore(target: pg.Pool | PostgresSettings): Promise<ActionStore> {
+export async function openPostgresStore(
+  target: pg.Pool | PostgresSettings,
+  options: { migrate?: boolean } = {},
+): Promise<ActionStore> {
   const owns = !(target instanceof pg.Pool);
   const pool = target instanceof pg.Pool ? target : openPool(target);
   try {
-    await migratePostgres(pool);
+    // The caller may have migrated (or checked the version) already.
+    if (options.migrate !== false) await migratePostgres(pool);
   } catch (err) {
     if (owns) await closePool(pool);
     throw err;

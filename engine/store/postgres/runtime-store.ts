@@ -18,8 +18,9 @@ import type {
   RunRow,
   RuntimeStore,
 } from '../../runtime/runtime-store.ts';
+import { outcomeForRetry, readWake, UNREADABLE_OUTCOME } from '../../runtime/stored-runs.ts';
 import { inTransaction } from './pool.ts';
-import { insertEvent, PostgresSessionRecords } from './session-records.ts';
+import { insertEvent, insertEvents, PostgresSessionRecords } from './session-records.ts';
 import { readRun, RUN_COLUMNS, type RunRecord } from './run-rows.ts';
 
 export type PostgresRuntimeOptions = {
@@ -31,7 +32,7 @@ export type PostgresRuntimeOptions = {
 
 // The oldest unfinished actions one claim looks at first (bounded cost whatever the backlog).
 const WINDOW = 500;
-const UNREADABLE = JSON.stringify({ status: 'error', reason: 'unreadable action' });
+const UNREADABLE = JSON.stringify(UNREADABLE_OUTCOME);
 // Any fixed number: one instance at a time applies wakes, so the main session's events keep
 // the order the wakes were accepted in.
 const WAKE_LOCK = 0x77616b65; // 'wake'
@@ -157,20 +158,36 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     if (testFaults.has('claim-without-head-rule')) return this.claimFrom(EVERY_UNFINISHED, params);
     const claimed = await this.claimFrom(WINDOW_HEADS, params);
     if (claimed.length >= room) return claimed;
-    // The window may be one session's backlog: look at every session's head (this is rare and
-    // costs two index probes per session with work).
+    try {
+      return [...claimed, ...(await this.claimBeyondWindow(room - claimed.length, busy, claimed))];
+    } catch (err) {
+      // What the first statement claimed is this instance's now: it must reach the worker (or
+      // it would sit running, unrun, until its lease expired). The next pass looks again.
+      if (claimed.length > 0) return claimed;
+      throw err;
+    }
+  }
+
+  /**
+   * The window may be one session's backlog: then look at every session's head (this is rare
+   * and costs two index probes per session with work).
+   */
+  private async claimBeyondWindow(
+    room: number,
+    busy: ReadonlySet<string>,
+    claimed: readonly RunRow[],
+  ): Promise<RunRow[]> {
     const { rows } = await this.pool.query<{ full: boolean }>(
       `SELECT count(*) >= ${WINDOW} AS full FROM (SELECT 1 FROM actions
          WHERE state IN ('queued', 'running') ORDER BY seq LIMIT ${WINDOW}) w`,
     );
-    if (!rows[0]?.full) return claimed;
-    const more = await this.claimFrom(ALL_HEADS, [
+    if (!rows[0]?.full) return [];
+    return this.claimFrom(ALL_HEADS, [
       this.owner,
       this.leaseMs,
       [...busy, ...claimed.map(sessionOf)],
-      room - claimed.length,
+      room,
     ]);
-    return [...claimed, ...more];
   }
 
   private async claimFrom(heads: string, params: unknown[]): Promise<RunRow[]> {
@@ -205,6 +222,11 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     mainKey: string,
     limit: number,
   ): Promise<{ applied: number; modes: Array<'now' | 'next-heartbeat'> }> {
+    // Most passes find none: one read instead of a transaction on every instance.
+    const { rows: pending } = await this.pool.query(
+      "SELECT 1 FROM actions WHERE session_key IS NULL AND state = 'queued' LIMIT 1",
+    );
+    if (pending.length === 0) return { applied: 0, modes: [] };
     return inTransaction(this.pool, async (client) => {
       const { rows: locked } = await client.query<{ ok: boolean }>(
         'SELECT pg_try_advisory_xact_lock($1) AS ok',
@@ -221,25 +243,30 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
         [limit],
       );
       rows.sort((a, b) => Number(a.seq) - Number(b.seq));
+      const unreadable: string[] = [];
+      const events: NewEvent[] = [];
       const modes: Array<'now' | 'next-heartbeat'> = [];
       for (const row of rows) {
         const wake = readWake(row.action);
         if (!wake) {
-          await client.query(`UPDATE actions SET state = 'dead', outcome = $2 WHERE id = $1`, [
-            row.id,
-            UNREADABLE,
-          ]);
+          unreadable.push(row.id);
           continue;
         }
-        await insertEvent(client, {
+        events.push({
           sessionKey: mainKey,
           text: wake.prompt ?? wake.text,
           source: 'wake',
           actionId: row.id,
-          trusted: wake.untrusted !== true,
+          trusted: !wake.untrusted,
         });
         modes.push(wake.mode);
       }
+      if (unreadable.length > 0)
+        await client.query(`UPDATE actions SET state = 'dead', outcome = $2 WHERE id = ANY($1)`, [
+          unreadable,
+          UNREADABLE,
+        ]);
+      await insertEvents(client, events);
       return { applied: rows.length, modes };
     });
   }
@@ -320,7 +347,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   async renewLeases(running: readonly Claim[]): Promise<void> {
     // A third of the lease is plenty of margin; more often would only add writes.
     if (running.length === 0 || Date.now() - this.renewedAt < this.leaseMs / 3) return;
-    this.renewedAt = Date.now();
+    const asked = Date.now();
     // Only the claims still running here: a run whose end could not be written (the database
     // was down) is no longer run by anyone, and its lease must expire for it to be taken over.
     await this.pool.query(
@@ -329,6 +356,8 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
          AND (id, attempts) IN (SELECT * FROM unnest($3::text[], $4::int[]))`,
       [this.owner, this.leaseMs, running.map((run) => run.id), running.map((run) => run.attempts)],
     );
+    // Only a renewal that went through counts: after a failure the next tick tries again.
+    this.renewedAt = asked;
   }
 
   /**
@@ -393,19 +422,23 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   async retryDead(id: string, options: { failed?: boolean } = {}): Promise<boolean> {
     // Never `done`: a turn that succeeded is not run twice.
     const states = options.failed ? ['dead', 'failed'] : ['dead'];
-    // A run that died delivering keeps its reply: the retry redoes only the delivery.
-    const { rowCount } = await this.pool.query(
-      `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at = '-infinity',
-         lease_owner = NULL, lease_until = NULL,
-         outcome = CASE
-           WHEN outcome IS NOT NULL AND outcome::jsonb ? 'reply' AND outcome::jsonb ? 'delivery'
-           THEN jsonb_set(jsonb_set(outcome::jsonb, '{status}', '"delivering"'),
-                          '{delivery,attempts}', '0')::text
-           ELSE NULL END
-       WHERE id = $1 AND state = ANY($2::text[])`,
-      [id, states],
-    );
-    return rowCount !== 0;
+    // The outcome is edited here, not as jsonb: a reply may hold \u0000, which jsonb refuses.
+    return inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<{ outcome: string | null }>(
+        'SELECT outcome FROM actions WHERE id = $1 AND state = ANY($2::text[]) FOR UPDATE',
+        [id, states],
+      );
+      const row = rows[0];
+      if (!row) return false;
+      const kept = outcomeForRetry(row.outcome ? (JSON.parse(row.outcome) as Outcome) : null);
+      await client.query(
+        `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at = '-infinity',
+           lease_owner = NULL, lease_until = NULL, outcome = $2
+         WHERE id = $1`,
+        [id, kept ? JSON.stringify(kept) : null],
+      );
+      return true;
+    });
   }
 
   async pruneFinished(olderThanMs: number): Promise<number> {
@@ -431,22 +464,4 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
 
 function sessionOf(run: RunRow): string {
   return run.action.kind === 'agent' ? run.action.sessionKey : '';
-}
-
-type StoredWake = {
-  kind: 'wake';
-  text: string;
-  prompt?: string;
-  mode: 'now' | 'next-heartbeat';
-  untrusted?: boolean;
-};
-
-/** A stored wake, or undefined when the row does not hold one. */
-function readWake(json: string): StoredWake | undefined {
-  try {
-    const action = JSON.parse(json) as StoredWake | null;
-    return action?.kind === 'wake' && typeof action.text === 'string' ? action : undefined;
-  } catch {
-    return undefined;
-  }
 }

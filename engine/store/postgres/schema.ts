@@ -163,6 +163,16 @@ export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
 // Any fixed number, the same in every instance: the advisory lock that serialises migrations.
 const MIGRATION_LOCK = 0x686f6f6b; // 'hook'
 
+/** The version the database is at, or undefined when hookgate has never created its tables. */
+export async function postgresSchemaVersion(pool: pg.Pool): Promise<number | undefined> {
+  const { rows: found } = await pool.query<{ exists: boolean }>(
+    "SELECT to_regclass('schema_version') IS NOT NULL AS exists",
+  );
+  if (!found[0]?.exists) return undefined;
+  const { rows } = await pool.query<{ version: number }>('SELECT version FROM schema_version');
+  return rows[0]?.version;
+}
+
 /**
  * Create or migrate the schema to the current version in one transaction. Instances starting
  * at once wait for each other on a transaction-scoped advisory lock, so each migration runs
@@ -170,6 +180,10 @@ const MIGRATION_LOCK = 0x686f6f6b; // 'hook'
  * Returns the version the database is at.
  */
 export async function migratePostgres(pool: pg.Pool): Promise<number> {
+  // Already current (the usual start): read only, so a role that may no longer create tables
+  // starts, and no instance waits on the lock.
+  const current = await postgresSchemaVersion(pool);
+  if (current !== undefined && current >= MIGRATIONS.length) return current;
   return inTransaction(pool, async (client) => {
     // A migration may rewrite a big table: the pool's statement timeout is for queue work.
     await client.query("SET LOCAL statement_timeout = '10min'");

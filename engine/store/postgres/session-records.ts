@@ -68,6 +68,25 @@ export async function insertEvent(db: pg.Pool | pg.PoolClient, event: NewEvent):
   );
 }
 
+/** Append events in order, in one statement (inside the caller's transaction). */
+export async function insertEvents(db: pg.PoolClient, events: readonly NewEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  await db.query(
+    `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at)
+     SELECT key, text, source, action_id, trusted, now()
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[]) WITH ORDINALITY
+       AS e(key, text, source, action_id, trusted, n)
+     ORDER BY n`,
+    [
+      events.map((event) => storableText(event.sessionKey)),
+      events.map((event) => storableText(event.text)),
+      events.map((event) => event.source),
+      events.map((event) => event.actionId ?? null),
+      events.map((event) => event.trusted),
+    ],
+  );
+}
+
 /** Session records over a pool; the runtime store adds the action lifecycle. */
 export class PostgresSessionRecords implements SessionStore {
   protected readonly pool: pg.Pool;
@@ -172,9 +191,11 @@ export class PostgresSessionRecords implements SessionStore {
 
   async finishHeartbeat(id: string, result: HeartbeatResult): Promise<void> {
     await inTransaction(this.pool, async (client) => {
-      await client.query(
+      // Only a heartbeat still running: one a new leader failed (its leader was taken for dead)
+      // keeps that record, and consumes nothing.
+      const { rowCount } = await client.query(
         `UPDATE heartbeats SET state = $2, finished_at = now(), events = $3, reply = $4, ack = $5,
-           error = $6 WHERE id = $1`,
+           error = $6 WHERE id = $1 AND state = 'running'`,
         [
           id,
           result.state,
@@ -184,9 +205,9 @@ export class PostgresSessionRecords implements SessionStore {
           result.error === undefined ? null : storableText(result.error),
         ],
       );
-      if (result.state === 'done' && result.events.length > 0) {
+      if (rowCount !== 0 && result.state === 'done' && result.events.length > 0) {
         await client.query(
-          'UPDATE system_events SET consumed_by = $1 WHERE seq = ANY($2::bigint[])',
+          'UPDATE system_events SET consumed_by = $1 WHERE seq = ANY($2::bigint[]) AND consumed_by IS NULL',
           [id, result.events],
         );
       }

@@ -17,6 +17,7 @@ import type {
   RunRow,
   RuntimeStore,
 } from '../../runtime/runtime-store.ts';
+import { outcomeForRetry, readWake, UNREADABLE_OUTCOME } from '../../runtime/stored-runs.ts';
 import { openDatabase } from './schema.ts';
 import { now, type Row, SqliteSessionRecords } from './session-records.ts';
 
@@ -46,18 +47,6 @@ const DUE_HEADS = (due: string) =>
    WHERE ${due} AND h.lane <> '' AND a.state = 'queued' ORDER BY h.head_seq LIMIT ?`;
 const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
 const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
-
-type WakeAction = Extract<Action, { kind: 'wake' }>;
-
-/** A stored wake, or undefined when the row does not hold one. */
-function readWake(json: string): WakeAction | undefined {
-  try {
-    const action = JSON.parse(json) as WakeAction | null;
-    return action?.kind === 'wake' && typeof action.text === 'string' ? action : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 // From the (state, seq) index: only the running rows are read.
 const RUNNING_SESSIONS = `SELECT DISTINCT session_key FROM actions INDEXED BY actions_state
@@ -191,7 +180,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
         // so it never holds back its session or, as the oldest head, every pass.
         this.db
           .prepare("UPDATE actions SET state = 'dead', outcome = ?, finished_at = ? WHERE id = ?")
-          .run(JSON.stringify({ status: 'error', reason: 'unreadable action' }), now(), id);
+          .run(JSON.stringify(UNREADABLE_OUTCOME), now(), id);
         return undefined;
       }
     });
@@ -232,7 +221,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
         const action = readWake(row['action'] as string);
         if (!action) {
           // A row no wake could have written (another process, a damaged file): it ends, alone.
-          dead.run(at, at, JSON.stringify({ status: 'error', reason: 'unreadable action' }), id);
+          dead.run(at, at, JSON.stringify(UNREADABLE_OUTCOME), id);
           continue;
         }
         update.run(at, at, JSON.stringify({ status: 'ok' }), id);
@@ -354,17 +343,21 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   async retryDead(id: string, options: { failed?: boolean } = {}): Promise<boolean> {
     // Never `done`: a turn that succeeded is not run twice.
     const states = options.failed ? "('dead', 'failed')" : "('dead')";
-    // A run that died delivering keeps its reply: the retry redoes only the delivery.
-    const changed = this.db
-      .prepare(
-        `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at_ms = 0,
-           outcome = CASE WHEN json_extract(outcome, '$.reply') IS NOT NULL AND json_extract(outcome, '$.delivery') IS NOT NULL
-             THEN json_set(outcome, '$.status', 'delivering', '$.delivery.attempts', 0)
-             ELSE NULL END
-         WHERE id = ? AND state IN ${states}`,
-      )
-      .run(id).changes;
-    return Number(changed) > 0;
+    return this.transaction(() => {
+      const row = this.db
+        .prepare(`SELECT outcome FROM actions WHERE id = ? AND state IN ${states}`)
+        .get(id) as Row | undefined;
+      if (!row) return false;
+      const outcome = row['outcome'] ? (JSON.parse(row['outcome'] as string) as Outcome) : null;
+      const kept = outcomeForRetry(outcome);
+      this.db
+        .prepare(
+          `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at_ms = 0, outcome = ?
+           WHERE id = ?`,
+        )
+        .run(kept ? JSON.stringify(kept) : null, id);
+      return true;
+    });
   }
 
   /** The embedded store keeps every run (as it always has): `hookgate runs` shows them all. */

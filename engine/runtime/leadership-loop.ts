@@ -1,0 +1,74 @@
+/**
+ * Keeping the lead: one instance at a time runs the heartbeat, takes
+ * operator requests and prunes. The lead is taken or renewed every second,
+ * one call at a time. A failed check does not give the lead up at once (the
+ * lease is still held for its time): only an answer that another holds it,
+ * or no confirmation for a whole lease, does. So a leader that meets one
+ * slow or failed query neither drops its heartbeat nor, on the next check,
+ * takes itself for a new leader and ends its own heartbeat's runner.
+ */
+import type { Logger } from '../log.ts';
+import type { Leadership } from './runtime-store.ts';
+
+export type LeadershipLoop = {
+  leading(): boolean;
+  stop(): void;
+};
+
+export type LeadershipDeps = {
+  leadership: Leadership;
+  /** How long a lead lasts without renewal. */
+  leaseMs: number;
+  everyMs: number;
+  /** Just became the leader: end what a previous leader's heartbeat left running. */
+  gained: () => Promise<void>;
+  /** After each check (whatever its outcome). */
+  checked?: () => Promise<void>;
+  logger: Logger;
+};
+
+/** Take the lead if free, then keep checking; resolves after the first check. */
+export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipLoop> {
+  let leading = false;
+  let confirmedAt = 0;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  async function check(): Promise<void> {
+    const asked = Date.now();
+    try {
+      const held = await deps.leadership.lead();
+      if (held) {
+        confirmedAt = asked;
+        if (!leading) {
+          leading = true;
+          await deps.gained();
+        }
+      } else if (leading) {
+        leading = false;
+        deps.logger.warn('no longer leading: another instance runs the heartbeat');
+      }
+    } catch (err) {
+      deps.logger.warn({ err: (err as Error).message }, 'leadership check failed');
+      // Unconfirmed for a whole lease: another instance may hold it now.
+      if (leading && Date.now() - confirmedAt >= deps.leaseMs) leading = false;
+    }
+    await deps.checked?.().catch(() => undefined);
+  }
+
+  function schedule(): void {
+    if (stopped) return;
+    timer = setTimeout(() => void check().finally(schedule), deps.everyMs);
+    timer.unref();
+  }
+
+  await check();
+  schedule();
+  return {
+    leading: () => leading,
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,31 @@
+/**
+ * Decisions about stored runs that every store makes the same way: what a
+ * stored wake holds, how a row no hook could have written ends, and what a
+ * retried run keeps of its outcome. Pure.
+ */
+import type { Action } from '../../schemas/action.ts';
+import type { Outcome } from './runtime-store.ts';
+
+export type WakeAction = Extract<Action, { kind: 'wake' }>;
+
+/** The outcome of a row no hook could have written (another process, a damaged file). */
+export const UNREADABLE_OUTCOME: Outcome = { status: 'error', reason: 'unreadable action' };
+
+/** A stored wake, or undefined when the text does not hold one. */
+export function readWake(json: string): WakeAction | undefined {
+  try {
+    const action = JSON.parse(json) as WakeAction | null;
+    return action?.kind === 'wake' && typeof action.text === 'string' ? action : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What a run sent back by `retry` keeps: a run that died delivering keeps its reply, so the
+ * retry redoes only the delivery (with fresh delivery attempts); any other starts afresh.
+ */
+export function outcomeForRetry(outcome: Outcome | null): Outcome | null {
+  if (outcome?.reply === undefined || outcome.delivery === undefined) return null;
+  return { ...outcome, status: 'delivering', delivery: { ...outcome.delivery, attempts: 0 } };
+}
