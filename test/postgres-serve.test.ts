@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
 import { resolveConfig } from '../engine/config.ts';
@@ -112,6 +113,23 @@ describe.skipIf(skip)('hookgate on PostgreSQL', () => {
       runs?.filter((row) => row.action.kind === 'agent' && row.action.message === 'once only'),
     ).toHaveLength(1);
     expect(counts?.dead).toBe(0);
+  });
+
+  it('the command-line views never create a store: an empty database has none yet', async () => {
+    const empty = await server.createDatabase();
+    const file = path.join(temp.dir, 'empty.yaml');
+    writeFileSync(file, JSON.stringify({ store: { kind: 'postgres', url: empty } }));
+    const runs = await runHookgate(['runs', '--config', file]);
+    expect(runs.code).toBe(0);
+    expect(runs.stdout).toMatch(/No store at postgres:\/\/127\.0\.0\.1:\d+\/\S+ yet\./);
+    const client = new pg.Client({ connectionString: empty });
+    await client.connect();
+    try {
+      const { rows } = await client.query("SELECT to_regclass('schema_version') AS found");
+      expect(rows[0]?.found).toBeNull();
+    } finally {
+      await client.end();
+    }
   });
 
   it('the command-line views read the same database through --config', async () => {

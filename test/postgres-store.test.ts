@@ -89,6 +89,24 @@ describe.skipIf(skip)('PostgreSQL store', () => {
       );
     });
 
+    it('starts with a role that may read and write but no longer create tables', async () => {
+      const url = await server.createDatabase();
+      await (await open(url)).close();
+      const role = `hookgate_rw_${Date.now()}`;
+      const setup = [
+        `CREATE ROLE ${role} LOGIN`,
+        `REVOKE CREATE ON SCHEMA public FROM PUBLIC`,
+        `GRANT USAGE ON SCHEMA public TO ${role}`,
+        `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`,
+      ];
+      for (const sql of setup) await queryRows(url, sql);
+      const limited = new URL(url);
+      limited.username = role;
+      const store = await open(limited.toString());
+      const action = sampleAction('as the limited role');
+      expect(await store.appendOrGet({ actions: [action] })).toEqual({ stored: true });
+    });
+
     it('gives a key to exactly one of two instances racing for it', async () => {
       const url = await server.createDatabase();
       const [a, b] = await Promise.all([open(url), open(url)]);

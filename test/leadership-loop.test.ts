@@ -1,0 +1,72 @@
+/**
+ * Keeping the lead through a failed check: the lead is given up only when
+ * another instance holds it, or when it went unconfirmed for a whole lease;
+ * becoming the leader again after that (and only then) recovers the old
+ * leader's heartbeats.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../engine/log.ts';
+import { type LeadershipLoop, startLeadership } from '../engine/runtime/leadership-loop.ts';
+import { waitFor } from './helpers/runtime.ts';
+
+type Answer = boolean | Error;
+
+function scripted(answers: Answer[]) {
+  let calls = 0;
+  return {
+    calls: () => calls,
+    leadership: {
+      async lead() {
+        const answer = answers[Math.min(calls, answers.length - 1)] as Answer;
+        calls++;
+        if (answer instanceof Error) throw answer;
+        return answer;
+      },
+      async resign() {},
+    },
+  };
+}
+
+const loops: LeadershipLoop[] = [];
+afterEach(() => {
+  for (const loop of loops.splice(0)) loop.stop();
+});
+
+async function start(answers: Answer[], leaseMs: number) {
+  const script = scripted(answers);
+  let gained = 0;
+  const loop = await startLeadership({
+    leadership: script.leadership,
+    leaseMs,
+    everyMs: 10,
+    gained: async () => {
+      gained++;
+    },
+    logger: createLogger('silent'),
+  });
+  loops.push(loop);
+  return { loop, script, gained: () => gained };
+}
+
+describe('the leadership loop', () => {
+  it('keeps leading through failed checks within the lease, and recovers only once', async () => {
+    const down = new Error('connection reset');
+    const { loop, script, gained } = await start([true, down, down, true, true], 60_000);
+    expect(loop.leading()).toBe(true);
+    await waitFor('several checks', () => script.calls() >= 6);
+    expect(loop.leading()).toBe(true);
+    expect(gained()).toBe(1);
+  });
+
+  it('gives the lead up when another instance holds it, and recovers again on regaining it', async () => {
+    const { loop, script, gained } = await start([true, false, false, true], 60_000);
+    await waitFor('the lead lost then regained', () => script.calls() >= 5 && loop.leading());
+    expect(gained()).toBe(2);
+  });
+
+  it('gives the lead up after a whole lease without a confirmation', async () => {
+    const { loop } = await start([true, new Error('database down')], 50);
+    await waitFor('the lease to pass unconfirmed', () => !loop.leading());
+    expect(loop.leading()).toBe(false);
+  });
+});
