@@ -14,7 +14,13 @@ import { ConfigError, findConfigFile, readConfigDocument, substituteEnv } from '
 export type StoreFlags = { dataDir?: string; config?: string };
 export type StoreLocation = { dataDir: string; mainKey: string; store: StoreSettings };
 
-const SQLITE: StoreSettings = { kind: 'sqlite', poolSize: 2, leaseSeconds: 30, retentionDays: 30 };
+const STORE_DEFAULTS = configSchema.properties.store.properties;
+const SQLITE: StoreSettings = {
+  kind: 'sqlite',
+  poolSize: STORE_DEFAULTS.poolSize.default,
+  leaseSeconds: STORE_DEFAULTS.leaseSeconds.default,
+  retentionDays: STORE_DEFAULTS.retentionDays.default,
+};
 
 const DEFAULT_DATA_DIR = configSchema.properties.runtime.properties.dataDir.default;
 const DEFAULT_MAIN_KEY = configSchema.properties.session.properties.mainKey.default;
@@ -60,7 +66,9 @@ function storeSettings(raw: unknown, env: NodeJS.ProcessEnv): StoreSettings {
   if (kind !== 'postgres') throw new ConfigError('store.kind', 'must be sqlite or postgres');
   const url = setting(raw, 'store', 'url', env);
   if (url === undefined) throw new ConfigError('store.url', 'required with store.kind postgres');
-  const leaseSeconds = Number(ownValue(ownValue(raw, 'store'), 'leaseSeconds') ?? 30);
+  const leaseSeconds = Number(
+    ownValue(ownValue(raw, 'store'), 'leaseSeconds') ?? STORE_DEFAULTS.leaseSeconds.default,
+  );
   return { ...SQLITE, kind: 'postgres', url, leaseSeconds };
 }
 

@@ -17,6 +17,7 @@ import { type LastRoutePolicy, lastRouteAfter } from './last-route.ts';
 import { isAckOnly, retryDelayMs } from './replies.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
 import type { Schedule } from './schedule.ts';
+import { recordDelivery } from './delivery-records.ts';
 
 export type HeartbeatSettings = {
   mainKey: string;
@@ -141,7 +142,7 @@ export function createHeartbeat(deps: {
     const base = { source: 'heartbeat' as const, sourceId: id, text: reply, attempts };
     if ('skipped' in route) {
       const error = route.skipped;
-      await store.recordDelivery({
+      await recordDelivery(store, {
         ...base,
         channel: 'last',
         state: 'skipped',
@@ -170,7 +171,7 @@ export function createHeartbeat(deps: {
         await store.setRoute(settings.mainKey, moved.channel, moved.recipient);
         deps.routeMoved?.(moved.channel);
       }
-      await store.recordDelivery({
+      await recordDelivery(store, {
         ...base,
         ...target,
         state: 'sent',
@@ -190,7 +191,7 @@ export function createHeartbeat(deps: {
       setTimeout(again, delay).unref();
       return;
     }
-    await store.recordDelivery({
+    await recordDelivery(store, {
       ...base,
       ...target,
       state: attempt.outcome === 'retry' ? 'dead' : 'failed',

@@ -12,6 +12,7 @@ import type { Heartbeat } from './heartbeat.ts';
 import { type LastRoutePolicy, lastRouteAfter } from './last-route.ts';
 import { retryDelayMs, summaryText } from './replies.ts';
 import type { DeliveryProgress, Outcome, RunRow, RuntimeStore } from './runtime-store.ts';
+import { recordDelivery } from './delivery-records.ts';
 
 /** The summary event of an agent run (wrapped: it carries the run's reply), with an optional note. */
 export function summaryEvent(
@@ -81,7 +82,7 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         reason?: string;
       },
     ) =>
-      store.recordDelivery({
+      recordDelivery(store, {
         source: 'agent',
         sourceId: action.id,
         channel: detail.channel,

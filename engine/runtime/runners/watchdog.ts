@@ -28,7 +28,7 @@
  * - The watchdog ignores HUP, INT, QUIT and TERM: a runner that ends its
  *   group politely (`trap 'kill 0' EXIT`) does not end the watch.
  * Not covered: a runner that leaves the group (`setsid`), or a watchdog
- * killed on its own; the recorded pgid is still ended on the next start.
+ * killed on its own; then only the embedded store's next start ends the recorded group.
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { Socket } from 'node:net';

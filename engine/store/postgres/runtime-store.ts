@@ -21,6 +21,14 @@ import type {
 import { outcomeForRetry, readWake, UNREADABLE_OUTCOME } from '../../runtime/stored-runs.ts';
 import { inTransaction } from './pool.ts';
 import { insertEvent, insertEvents, PostgresSessionRecords } from './session-records.ts';
+import {
+  ALL_HEADS,
+  CLAIM,
+  EVERY_UNFINISHED,
+  RUNNABLE_NOW,
+  WINDOW,
+  WINDOW_HEADS,
+} from './claim-queries.ts';
 import { readRun, RUN_COLUMNS, type RunRecord } from './run-rows.ts';
 
 export type PostgresRuntimeOptions = {
@@ -30,82 +38,11 @@ export type PostgresRuntimeOptions = {
   leaseMs: number;
 };
 
-// The oldest unfinished actions one claim looks at first (bounded cost whatever the backlog).
-const WINDOW = 500;
 const UNREADABLE = JSON.stringify(UNREADABLE_OUTCOME);
 // Any fixed number: one instance at a time applies wakes, so the main session's events keep
 // the order the wakes were accepted in.
 const WAKE_LOCK = 0x77616b65; // 'wake'
 const LEADER = 'heartbeat';
-
-/**
- * The heads (oldest unfinished action) of the sessions among the window of the oldest
- * unfinished actions. Cheap, and complete whenever the window holds every unfinished action.
- */
-const WINDOW_HEADS = `
-  SELECT DISTINCT ON (session_key) seq, session_key, state, next_attempt_at, lease_until
-  FROM (SELECT seq, session_key, state, next_attempt_at, lease_until FROM actions
-        WHERE state IN ('queued', 'running') ORDER BY seq LIMIT ${WINDOW}) w
-  WHERE session_key IS NOT NULL
-  ORDER BY session_key, seq`;
-
-/**
- * Every session's head, by a walk over the distinct session keys of the unfinished actions
- * (two index probes per session): for when one session's backlog fills the window, so another
- * session's work is never held back behind it.
- */
-const ALL_HEADS = `
-  WITH RECURSIVE lanes(key) AS (
-    (SELECT session_key FROM actions WHERE state IN ('queued', 'running') AND session_key IS NOT NULL
-     ORDER BY session_key LIMIT 1)
-    UNION ALL
-    SELECT (SELECT session_key FROM actions
-            WHERE state IN ('queued', 'running') AND session_key > lanes.key
-            ORDER BY session_key LIMIT 1)
-    FROM lanes WHERE lanes.key IS NOT NULL)
-  SELECT h.* FROM lanes CROSS JOIN LATERAL (
-    SELECT seq, session_key, state, next_attempt_at, lease_until FROM actions
-    WHERE session_key = lanes.key AND state IN ('queued', 'running') ORDER BY seq LIMIT 1) h
-  WHERE lanes.key IS NOT NULL`;
-
-// Not heads at all: every unfinished action (for the claim-without-head-rule test fault).
-const EVERY_UNFINISHED = `
-  SELECT seq, session_key, state, next_attempt_at, lease_until FROM actions
-  WHERE state IN ('queued', 'running') AND session_key IS NOT NULL`;
-
-/**
- * What may run now, outside the `busy` sessions ($3): a queued head that is due in a session
- * with no running action (a retried action older than the running one waits for it), and a
- * running action whose lease expired (its instance died). At most one per session.
- */
-const RUNNABLE_NOW = (heads: string, busy = '$3') => `
-  SELECT a.seq FROM actions a
-  WHERE a.seq IN (
-      SELECT seq FROM (${heads}) h
-        WHERE state = 'queued' AND next_attempt_at <= now() AND NOT (session_key = ANY(${busy}::text[]))
-      UNION ALL
-      SELECT seq FROM actions
-        WHERE state = 'running' AND lease_until < now() AND session_key IS NOT NULL
-          AND NOT (session_key = ANY(${busy}::text[])))
-    AND ((a.state = 'queued' AND a.next_attempt_at <= now()
-          AND NOT EXISTS (SELECT 1 FROM actions r
-                          WHERE r.session_key = a.session_key AND r.state = 'running'))
-      OR (a.state = 'running' AND a.lease_until < now()))`;
-
-/**
- * Claim what may run now, oldest first. The conditions are checked again on each locked row: a
- * row another instance claimed meanwhile drops out, and one locked by it is skipped.
- */
-const CLAIM = (heads: string) => `
-  WITH cand AS (
-    ${RUNNABLE_NOW(heads)}
-    ORDER BY a.seq LIMIT $4
-    FOR UPDATE SKIP LOCKED)
-  UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = now(),
-    lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond',
-    runner_host = NULL, runner_pgid = NULL
-  FROM cand WHERE actions.seq = cand.seq
-  RETURNING ${RUN_COLUMNS.map((column) => `actions.${column}`).join(', ')}`;
 
 // A claimed run is written to only while it is still this instance's and this attempt.
 const FENCE = "id = $1 AND attempts = $2 AND lease_owner = $3 AND state = 'running'";

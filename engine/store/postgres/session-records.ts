@@ -7,7 +7,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import { deliveryFinished } from '../../observe/events.ts';
 import type {
   DeliveryRecord,
   HeartbeatResult,
@@ -259,13 +258,6 @@ export class PostgresSessionRecords implements SessionStore {
         delivery.partsSent,
       ],
     );
-    // Every final outcome, of agent replies and heartbeats alike, passes here once.
-    if (deliveryFinished.hasSubscribers)
-      deliveryFinished.publish({
-        source: delivery.source,
-        channel: delivery.channel,
-        outcome: delivery.state,
-      });
     return id;
   }
 

@@ -1,6 +1,6 @@
 /**
  * The embedded action store on node:sqlite (WAL, synchronous=FULL). Writes
- * go to a writer thread (sqlite-writer.ts) that commits them in groups, so
+ * go to a writer thread (writer.ts) that commits them in groups, so
  * durability costs one fsync per batch and the fsync never stalls request
  * parsing. Each append resolves only after its COMMIT returned. Reads use a
  * connection of their own on this thread (WAL readers do not wait for the writer).

@@ -6,7 +6,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DatabaseSync } from 'node:sqlite';
-import { deliveryFinished } from '../../observe/events.ts';
 import type {
   DeliveryRecord,
   HeartbeatResult,
@@ -212,13 +211,6 @@ export class SqliteSessionRecords implements SessionStore {
         at,
         at,
       );
-    // Every final outcome, of agent replies and heartbeats alike, passes here once.
-    if (deliveryFinished.hasSubscribers)
-      deliveryFinished.publish({
-        source: delivery.source,
-        channel: delivery.channel,
-        outcome: delivery.state,
-      });
     return id;
   }
 
