@@ -6,48 +6,15 @@
  * applied once and in order, a long backlog in one session does not hold
  * back another, and retention deletes only finished actions.
  */
-import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Backend, openBackend } from '../engine/store/backend.ts';
 import type { RunRow, RuntimeStore } from '../engine/runtime/runtime-store.ts';
 import type { Action } from '../schemas/action.ts';
 import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
 import { waitFor } from './helpers/runtime.ts';
+import { agentAction, wakeAction } from './runtime-store-contract.ts';
 
 const skip = skipPostgres();
-
-function agentAction(sessionKey: string, message: string): Action {
-  return {
-    kind: 'agent',
-    id: randomUUID(),
-    hook: 'agent',
-    receivedAt: new Date().toISOString(),
-    client: '127.0.0.1',
-    requestId: randomUUID(),
-    untrusted: true,
-    message,
-    name: 'Hook',
-    agentId: 'main',
-    sessionKey,
-    wakeMode: 'now',
-    deliver: false,
-    channel: 'last',
-  } as Action;
-}
-
-function wakeAction(text: string): Action {
-  return {
-    kind: 'wake',
-    id: randomUUID(),
-    hook: 'wake',
-    receivedAt: new Date().toISOString(),
-    client: '127.0.0.1',
-    requestId: randomUUID(),
-    untrusted: true,
-    text,
-    mode: 'next-heartbeat',
-  } as Action;
-}
 
 const messageOf = (run: RunRow) => (run.action.kind === 'agent' ? run.action.message : run.id);
 

@@ -17,6 +17,7 @@ import type {
   StoredAction,
 } from '../../queue/action-store.ts';
 import { prepareDataDir } from './data-dir.ts';
+import { findKey, prepareKeyLookup } from './key-records.ts';
 import { openDatabase } from './schema.ts';
 import type { FromWriter, ToWriter, WriteItem } from './writer.ts';
 
@@ -112,9 +113,7 @@ class SqliteActionStore implements ActionStore {
     this.worker = worker;
     this.reader = reader;
     this.delayMs = delayMs;
-    this.selectKey = reader.prepare(
-      'SELECT key, fingerprint, action_id, response, created_at_ms FROM idempotency_keys WHERE key = ? AND created_at_ms >= ?',
-    );
+    this.selectKey = prepareKeyLookup(reader);
     this.selectActions = reader.prepare(SELECT_ACTIONS);
     worker.on('message', (message: FromWriter) => this.onMessage(message));
     worker.on('error', (err) => this.fail(err));
@@ -136,15 +135,7 @@ class SqliteActionStore implements ActionStore {
   }
 
   async findIdempotency(key: string, notBeforeMs: number): Promise<IdempotencyRecord | undefined> {
-    const row = this.selectKey.get(key, notBeforeMs) as Record<string, string | number> | undefined;
-    if (!row) return undefined;
-    return {
-      key: row['key'] as string,
-      fingerprint: row['fingerprint'] as string,
-      actionId: row['action_id'] as string,
-      response: row['response'] as string,
-      createdAtMs: Number(row['created_at_ms']),
-    };
+    return findKey(this.selectKey, key, notBeforeMs);
   }
 
   pruneIdempotency(beforeMs: number): Promise<number> {

@@ -8,6 +8,7 @@
  * the only writer, this thread makes the check and the insert one step.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { findKey, prepareKeyLookup } from './key-records.ts';
 import { openDatabase } from './schema.ts';
 
 /** One request's rows, serialised by the main thread. */
@@ -62,22 +63,13 @@ const insertKey = db.prepare(
   'INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, action_id, response, created_at_ms) VALUES (?, ?, ?, ?, ?)',
 );
 const deleteKeys = db.prepare('DELETE FROM idempotency_keys WHERE created_at_ms < ?');
-const selectKey = db.prepare(
-  'SELECT key, fingerprint, action_id, response, created_at_ms FROM idempotency_keys WHERE key = ? AND created_at_ms >= ?',
-);
+const selectKey = prepareKeyLookup(db);
 
 /** The first live record among a request's keys (this batch's earlier requests included). */
 function heldKey(keys: readonly WriteKey[]): KeyRecord | undefined {
   for (const { key, notBeforeMs } of keys) {
-    const row = selectKey.get(key, notBeforeMs) as Record<string, string | number> | undefined;
-    if (row)
-      return {
-        key: row['key'] as string,
-        fingerprint: row['fingerprint'] as string,
-        actionId: row['action_id'] as string,
-        response: row['response'] as string,
-        createdAtMs: Number(row['created_at_ms']),
-      };
+    const found = findKey(selectKey, key, notBeforeMs);
+    if (found) return found;
   }
   return undefined;
 }
