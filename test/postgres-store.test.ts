@@ -61,6 +61,36 @@ describe.skipIf(skip)('PostgreSQL store', () => {
     };
   });
 
+  it('splits a pile of waiting requests into bounded statements, storing and answering each', async () => {
+    const url = await server.createDatabase();
+    const pool = new pg.Pool({ connectionString: url, max: 4 });
+    // Count the accept statements the store sends (each is one batch).
+    let statements = 0;
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+        if (typeof args[0] === 'string' && args[0].includes('WITH keys AS')) statements++;
+        return query(...args);
+      };
+    });
+    const store = await openPostgresStore(pool);
+    try {
+      // 1,200 requests of ~20 KB arrive in one turn: far past one statement's bounds.
+      const big = 'x'.repeat(20_000);
+      const actions = Array.from({ length: 1200 }, (_, i) => sampleAction(`${i} ${big}`));
+      const outcomes = await Promise.all(
+        actions.map((action) => store.appendOrGet({ actions: [action] })),
+      );
+      expect(outcomes.every((outcome) => outcome.stored)).toBe(true);
+      expect(await store.listActions({ limit: 2000 })).toHaveLength(1200);
+      // 24 MB and 1,200 requests: at least three statements of at most 8 MB / 500 requests.
+      expect(statements).toBeGreaterThanOrEqual(3);
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  });
+
   describe('shared by several instances', () => {
     const stores: ActionStore[] = [];
     const open = async (url: string) => {

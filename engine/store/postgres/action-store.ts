@@ -22,6 +22,11 @@ import { migratePostgres } from './schema.ts';
 
 // Two batches in flight: one committing (waiting for its WAL flush) while the next one fills.
 const MAX_IN_FLIGHT = 2;
+// One statement's bounds: while the database is slow, requests pile up (as many as the listener
+// lets in), and one statement carrying them all could reach PostgreSQL's 1 GB message limit and
+// fail every one of them. The rest wait for the next batch.
+const MAX_BATCH_REQUESTS = 500;
+const MAX_BATCH_BYTES = 8 * 1024 * 1024;
 // A request sent back to the queue (it lost a race it could not see, or the batch deadlocked)
 // is tried this often before it is refused.
 const MAX_ATTEMPTS = 5;
@@ -98,6 +103,10 @@ type AcceptRow = {
 /** A request waiting for its batch. */
 type Pending = {
   actions: readonly Action[];
+  /** The actions as stored, serialised once (a batch that runs again reuses them). */
+  json: readonly string[];
+  /** What the request adds to a statement, roughly: its actions' JSON and its keys' answers. */
+  bytes: number;
   /** Its keys, each once. */
   keys: readonly NewIdempotencyRecord[];
   attempts: number;
@@ -137,15 +146,15 @@ function acceptParams(batch: readonly Pending[]): unknown[] {
       kv.at.push(record.createdAtMs);
       kv.nb.push(record.notBeforeMs);
     });
-    for (const action of request.actions) {
+    request.actions.forEach((action, i) => {
       a.ord.push(ord);
       a.id.push(action.id);
       a.kind.push(action.kind);
       a.hook.push(action.hook);
       a.session.push(action.kind === 'agent' ? action.sessionKey : null);
       a.received.push(action.receivedAt);
-      a.json.push(JSON.stringify(action));
-    }
+      a.json.push(request.json[i] as string);
+    });
   });
   return [
     k.ord,
@@ -198,10 +207,17 @@ class PostgresActionStore implements ActionStore {
 
   appendOrGet(record: AcceptedRecord): Promise<AppendOutcome> {
     if (this.closing) return Promise.reject(new Error('store is closed'));
+    const json = record.actions.map((action) => JSON.stringify(action));
+    const keys = uniqueKeys(record.idempotency);
+    const bytes =
+      json.reduce((sum, text) => sum + text.length, 0) +
+      keys.reduce((sum, key) => sum + key.response.length + key.key.length, 0);
     return new Promise<AppendOutcome>((resolve, reject) => {
       this.pending.push({
         actions: record.actions,
-        keys: uniqueKeys(record.idempotency),
+        json,
+        bytes,
+        keys,
         attempts: 0,
         resolve,
         reject,
@@ -280,9 +296,10 @@ class PostgresActionStore implements ActionStore {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      const batch = this.pending;
-      this.pending = [];
+      const batch = this.takeBatch();
       this.inFlight++;
+      // More than one statement's worth waiting: the second batch may go at once.
+      this.schedule();
       this.commitBatch(batch)
         .catch((err: unknown) => {
           // Not expected (commitBatch answers every failure it knows): refuse rather than hang.
@@ -296,6 +313,19 @@ class PostgresActionStore implements ActionStore {
           }
         });
     });
+  }
+
+  /** The oldest pending requests, up to one statement's bounds (always at least one). */
+  private takeBatch(): Pending[] {
+    let count = 0;
+    let bytes = 0;
+    for (const request of this.pending) {
+      if (count > 0 && (count >= MAX_BATCH_REQUESTS || bytes + request.bytes > MAX_BATCH_BYTES))
+        break;
+      count++;
+      bytes += request.bytes;
+    }
+    return this.pending.splice(0, count);
   }
 
   /** Back to the front of the queue, in arrival order, for the next batch. */
