@@ -141,6 +141,59 @@ describe.skipIf(skip)('hookgate on PostgreSQL', () => {
     expect(actions.stdout).toContain('hook=agent');
     expect(actions.stdout + actions.stderr).not.toContain(url);
   });
+
+  it('a flood of wake-now requests on a second instance reaches the leader as a few requests, and a heartbeat runs', async () => {
+    const second = await startHookgate(
+      resolveConfig(
+        {
+          server: { host: '127.0.0.1', port: 0 },
+          hooks: { enabled: true, token: TOKEN },
+          store: { kind: 'postgres', url, leaseSeconds: 5 },
+          agents: { defaults: { runner: agentRunner(record) } },
+        },
+        { baseDir: temp.dir, dataDir: temp.dir, env: {} },
+      ),
+      { logger: createLogger('silent') },
+    );
+    try {
+      expect(second.runtime?.leading()).toBe(false);
+      const before = (await hookgate.runtime?.store.heartbeats(100))?.length ?? 0;
+      const started = Date.now();
+      for (let i = 0; i < 60; i++) {
+        const res = await fetch(`${second.url}/hooks/wake`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+          body: JSON.stringify({ text: `flood ${i}`, mode: 'now' }),
+        });
+        expect(res.status).toBe(200);
+      }
+      await waitFor(
+        'a heartbeat on the leader that includes the flood',
+        async () => {
+          const beats = (await hookgate.runtime?.store.heartbeats(100)) ?? [];
+          return beats.length > before && beats[0]?.state !== 'running';
+        },
+        WAIT_MS,
+      );
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM control_requests WHERE kind = 'heartbeat' AND created_at >= $1",
+          [new Date(started)],
+        );
+        // At most one hand-over per half second (plus the deferred last one), never one per wake.
+        const seconds = (Date.now() - started) / 1000;
+        expect(rows[0]?.n).toBeGreaterThanOrEqual(1);
+        expect(rows[0]?.n).toBeLessThanOrEqual(Math.ceil(seconds * 2) + 2);
+        expect(rows[0]?.n).toBeLessThan(60);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await second.close();
+    }
+  });
 });
 
 describe('a PostgreSQL store that cannot be reached', () => {

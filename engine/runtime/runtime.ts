@@ -62,6 +62,8 @@ async function seedLastRoute(
 
 // How often an instance that does not lead tries to, and a leader renews its lead.
 const LEAD_EVERY_MS = 1_000;
+// How often a non-leader hands a heartbeat request over at most (the leader's poll).
+const FORWARD_EVERY_MS = 500;
 // How often the leader prunes finished actions past the store's retention.
 const PRUNE_EVERY_MS = 10 * 60 * 1000;
 
@@ -91,8 +93,36 @@ export async function startRuntime(
   };
   let loop: LeadershipLoop | undefined;
   const leading = () => loop?.leading() ?? false;
-  // A wake here that asks for a heartbeat now reaches the leader through the store, one at a time.
+  // A wake here that asks for a heartbeat now reaches the leader through the store: at most one
+  // request per leader poll, the last one deferred rather than dropped (a flood of wakes must not
+  // write a request each; the leader coalesces them into one heartbeat anyway).
   let forwarding: Promise<unknown> | undefined;
+  let forwardedAt = Number.NEGATIVE_INFINITY;
+  let deferred: NodeJS.Timeout | undefined;
+  const forward = (): void => {
+    if (forwarding || deferred) {
+      if (!deferred) deferred = setTimeout(sendDeferred, FORWARD_EVERY_MS);
+      return;
+    }
+    const wait = forwardedAt + FORWARD_EVERY_MS - Date.now();
+    if (wait > 0) {
+      deferred = setTimeout(sendDeferred, wait);
+      return;
+    }
+    forwardedAt = Date.now();
+    forwarding = store
+      .request('heartbeat')
+      .catch((err: unknown) =>
+        logger.warn({ err: (err as Error).message }, 'heartbeat request not handed over'),
+      )
+      .finally(() => {
+        forwarding = undefined;
+      });
+  };
+  function sendDeferred(): void {
+    deferred = undefined;
+    forward();
+  }
   const heartbeat = createHeartbeat({
     store,
     agent: defaultAgent,
@@ -110,16 +140,7 @@ export async function startRuntime(
     signal: controller.signal,
     routeMoved,
     leading,
-    forward: () => {
-      forwarding ??= store
-        .request('heartbeat')
-        .catch((err: unknown) =>
-          logger.warn({ err: (err as Error).message }, 'heartbeat request not handed over'),
-        )
-        .finally(() => {
-          forwarding = undefined;
-        });
-    },
+    forward,
   });
   loop = await startLeadership({
     leadership: store.leadership,
@@ -182,6 +203,7 @@ export async function startRuntime(
       clearInterval(pruneTimer);
       await worker.stop();
       await heartbeat.stop();
+      if (deferred) clearTimeout(deferred);
       await forwarding;
       if (leading()) await store.leadership.resign().catch(() => undefined);
       await store.close();
