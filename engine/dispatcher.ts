@@ -8,6 +8,7 @@
  * step as the insert, so another process sharing the store that stored a
  * key in between is found there and nothing is stored twice.
  */
+import type { Action } from '../schemas/action.ts';
 import type { Accepted } from './actions.ts';
 import { HookError } from './errors.ts';
 import { testFaults } from './faults.ts';
@@ -40,7 +41,7 @@ export type Ledger = {
 /** The ledger over a durable store. */
 export function createLedger(
   store: ActionStore,
-  options: { now?: () => number; afterCommit?: () => void } = {},
+  options: { now?: () => number; afterCommit?: (actions: readonly Action[]) => void } = {},
 ): Ledger {
   const now = options.now ?? Date.now;
   // The newest holder of each key; a later request waits for it to be answered.
@@ -107,7 +108,7 @@ export function createLedger(
       if (!outcome.stored) return { previous: outcome.previous };
       if (actionsCommitted.hasSubscribers)
         actionsCommitted.publish({ count: accepted.actions.length });
-      options.afterCommit?.();
+      options.afterCommit?.(accepted.actions);
       return { body: response };
     },
   };

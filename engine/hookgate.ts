@@ -105,7 +105,16 @@ export async function startHookgate(
           logger,
         );
   let closing: Promise<void> | undefined;
-  const ledger = createLedger(store, { afterCommit: () => runtime?.worker.kick() });
+  // With the runtime on, the store applies wakes as it stores them where it can (one
+  // transaction instead of an insert now and a claim, an update and an event later).
+  let wakesApplied = false;
+  if (runtime && store.applyWakesOnAccept) {
+    store.applyWakesOnAccept(config.session.mainKey);
+    wakesApplied = true;
+  }
+  const ledger = createLedger(store, {
+    afterCommit: (actions) => runtime?.accepted(actions, wakesApplied),
+  });
   // Shared by every generation: a reload never lifts a lockout.
   // Shared by the instances on PostgreSQL: a lock begun on one is refused on all.
   const limiter = reportingStoreErrors(backend.openLimiter(config.hooks.authRateLimit), logger);

@@ -55,6 +55,12 @@ export interface ActionStore {
   pruneIdempotency(beforeMs: number): Promise<number>;
   /** Accepted actions, newest first. */
   listActions(options: { limit: number }): Promise<StoredAction[]>;
+  /**
+   * Where the store can, apply wakes as they are stored from now on: each appends its event to
+   * `sessionKey` in the same transaction and is stored done, leaving the runtime nothing to do
+   * for it (null: wakes stay queued for the runtime). Absent: the runtime applies them.
+   */
+  applyWakesOnAccept?(sessionKey: string | null): void;
   /** Commit what is pending and release the store. */
   close(): Promise<void>;
 }

@@ -3,6 +3,7 @@
  * agents and their runners, the heartbeat (on the leading instance only)
  * and the action worker.
  */
+import type { Action } from '../../schemas/action.ts';
 import type { LoadedConfig } from '../config.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
@@ -27,6 +28,12 @@ export type Runtime = {
   lastChannel(): string | undefined;
   /** Whether this instance leads: runs the heartbeat, takes operator requests, prunes. */
   leading(): boolean;
+  /**
+   * Told of each request's actions once stored: agent actions (and wakes the store left
+   * queued) are work for the worker; a wake the store applied as it stored it (`wakesApplied`)
+   * only asks for its heartbeat.
+   */
+  accepted(actions: readonly Action[], wakesApplied: boolean): void;
   /** Stop the worker and the heartbeat (running turns go back to the queue), close the store. */
   stop(): Promise<void>;
 };
@@ -198,6 +205,15 @@ export async function startRuntime(
     heartbeat,
     lastChannel: () => lastChannel,
     leading,
+    accepted(actions, wakesApplied) {
+      if (!wakesApplied) return worker.kick();
+      let work = false;
+      for (const action of actions) {
+        if (action.kind === 'agent') work = true;
+        else if (action.mode === 'now') heartbeat.requestNow('wake');
+      }
+      if (work) worker.kick();
+    },
     async stop() {
       loop?.stop();
       clearInterval(pruneTimer);

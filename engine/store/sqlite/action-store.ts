@@ -1,12 +1,14 @@
 /**
- * The embedded action store on node:sqlite (WAL, synchronous=FULL). Writes
- * go to a writer thread (writer.ts) that commits them in groups, so
- * durability costs one fsync per batch and the fsync never stalls request
- * parsing. Each append resolves only after its COMMIT returned. Reads use a
- * connection of their own on this thread (WAL readers do not wait for the writer).
+ * The embedded action store on node:sqlite (WAL, synchronous=FULL). Appends
+ * are committed in groups (group-writer.ts): every append of an event-loop
+ * turn joins one transaction, so durability costs one fsync per group. Each
+ * append resolves only after its COMMIT returned. The group is written on
+ * the event loop: measured against a writer thread, the thread's hand-off
+ * cost more CPU per request than the COMMIT's wait on the loop (README,
+ * Performance), and the runtime's writes on this thread never wait for a
+ * lock another thread holds. Reads use a connection of their own.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { Worker } from 'node:worker_threads';
 import type { Action } from '../../../schemas/action.ts';
 import type {
   AcceptedRecord,
@@ -17,14 +19,19 @@ import type {
   StoredAction,
 } from '../../queue/action-store.ts';
 import { prepareDataDir } from './data-dir.ts';
+import {
+  type GroupWriter,
+  openGroupWriter,
+  type WriteItem,
+  type WriteResult,
+} from './group-writer.ts';
 import { findKey, prepareKeyLookup } from './key-records.ts';
 import { openDatabase } from './schema.ts';
-import type { FromWriter, ToWriter, WriteItem } from './writer.ts';
 
 export { STORE_FILE } from './schema.ts';
 
 export type SqliteStoreOptions = {
-  /** Wait this long for more appends before handing them to the writer; 0 = next event-loop turn. */
+  /** Wait this long for more appends before committing them; 0 = next event-loop turn. */
   commitDelayMs?: number;
   /** Told about a data directory open to other users (it is left as it is). */
   onWarning?: (message: string) => void;
@@ -32,28 +39,16 @@ export type SqliteStoreOptions = {
 
 type Waiter = { resolve: (value: never) => void; reject: (err: unknown) => void };
 
-/** Open (or create) the store in a data directory; resolves once the writer is ready. */
+/** Open (or create and migrate) the store in a data directory. */
 export async function openSqliteStore(
   dataDir: string,
   options: SqliteStoreOptions = {},
-): Promise<ActionStore> {
+): Promise<SqliteActionStore> {
   const warning = prepareDataDir(dataDir);
   if (warning) options.onWarning?.(warning);
-  const worker = new Worker(new URL('./writer.ts', import.meta.url), {
-    workerData: { dataDir },
-  });
-  await new Promise<void>((resolve, reject) => {
-    const onMessage = (message: FromWriter) => {
-      if (message.type !== 'ready') return;
-      worker.off('error', reject);
-      worker.off('message', onMessage);
-      resolve();
-    };
-    worker.on('message', onMessage);
-    worker.once('error', reject);
-  });
+  const writer = openGroupWriter(dataDir);
   return new SqliteActionStore(
-    worker,
+    writer,
     openDatabase(dataDir, { create: false }),
     options.commitDelayMs ?? 0,
   );
@@ -81,7 +76,12 @@ function listFrom(statement: StatementSync, limit: number): StoredAction[] {
   }));
 }
 
-function toItem(ticket: number, { actions, idempotency }: AcceptedRecord): WriteItem {
+function toItem(
+  ticket: number,
+  { actions, idempotency }: AcceptedRecord,
+  wakeSession: string | null,
+): WriteItem {
+  const at = wakeSession === null ? '' : new Date().toISOString();
   return {
     ticket,
     rows: actions.map((action) => ({
@@ -91,13 +91,23 @@ function toItem(ticket: number, { actions, idempotency }: AcceptedRecord): Write
       sessionKey: action.kind === 'agent' ? action.sessionKey : null,
       receivedAt: action.receivedAt,
       json: JSON.stringify(action),
+      ...(action.kind === 'wake' &&
+        wakeSession !== null && {
+          event: {
+            sessionKey: wakeSession,
+            text: action.prompt ?? action.text,
+            trusted: !action.untrusted,
+            at,
+          },
+        }),
     })),
     ...(idempotency && idempotency.length > 0 && { keys: idempotency }),
   };
 }
 
-class SqliteActionStore implements ActionStore {
-  private readonly worker: Worker;
+/** The SQLite action store. */
+export class SqliteActionStore implements ActionStore {
+  private readonly writer: GroupWriter;
   private readonly reader: DatabaseSync;
   private readonly delayMs: number;
   private readonly selectKey: StatementSync;
@@ -106,30 +116,35 @@ class SqliteActionStore implements ActionStore {
   private outbox: WriteItem[] = [];
   private scheduled = false;
   private nextTicket = 1;
-  private failure: Error | undefined;
   private closing: Promise<void> | undefined;
+  private wakeSession: string | null = null;
 
-  constructor(worker: Worker, reader: DatabaseSync, delayMs: number) {
-    this.worker = worker;
+  constructor(writer: GroupWriter, reader: DatabaseSync, delayMs: number) {
+    this.writer = writer;
     this.reader = reader;
     this.delayMs = delayMs;
     this.selectKey = prepareKeyLookup(reader);
     this.selectActions = reader.prepare(SELECT_ACTIONS);
-    worker.on('message', (message: FromWriter) => this.onMessage(message));
-    worker.on('error', (err) => this.fail(err));
-    worker.on('exit', () => this.fail(new Error('the store writer stopped')));
+  }
+
+  /**
+   * From now on, a wake is applied as it is stored: its event goes into this session in the
+   * same transaction and the action is stored done, so the runtime has nothing left to do for
+   * it. null: wakes stay queued for the runtime's worker.
+   */
+  applyWakesOnAccept(sessionKey: string | null): void {
+    this.wakeSession = sessionKey;
   }
 
   appendOrGet(record: AcceptedRecord): Promise<AppendOutcome> {
-    if (this.failure) return Promise.reject(this.failure);
     if (this.closing) return Promise.reject(new Error('store is closed'));
     const ticket = this.nextTicket++;
-    this.outbox.push(toItem(ticket, record));
+    this.outbox.push(toItem(ticket, record, this.wakeSession));
     if (!this.scheduled) {
       this.scheduled = true;
-      // One message per event-loop turn carries every append of that turn.
-      if (this.delayMs > 0) setTimeout(() => this.post(), this.delayMs);
-      else setImmediate(() => this.post());
+      // One group per event-loop turn carries every append of that turn.
+      if (this.delayMs > 0) setTimeout(() => this.flush(), this.delayMs);
+      else setImmediate(() => this.flush());
     }
     return this.wait<AppendOutcome>(ticket);
   }
@@ -138,11 +153,9 @@ class SqliteActionStore implements ActionStore {
     return findKey(this.selectKey, key, notBeforeMs);
   }
 
-  pruneIdempotency(beforeMs: number): Promise<number> {
-    if (this.failure) return Promise.reject(this.failure);
-    const ticket = this.nextTicket++;
-    this.send({ type: 'prune', ticket, beforeMs });
-    return this.wait<number>(ticket);
+  async pruneIdempotency(beforeMs: number): Promise<number> {
+    this.flush();
+    return this.writer.prune(beforeMs);
   }
 
   async listActions({ limit }: { limit: number }): Promise<StoredAction[]> {
@@ -155,17 +168,9 @@ class SqliteActionStore implements ActionStore {
   }
 
   private async shutdown(): Promise<void> {
-    this.post();
-    if (!this.failure) {
-      const closed = new Promise<void>((resolve) => {
-        this.worker.on('message', (message: FromWriter) => message.type === 'closed' && resolve());
-        this.worker.once('exit', () => resolve());
-      });
-      this.send({ type: 'close' });
-      await closed;
-    }
+    this.flush();
+    this.writer.close();
     this.reader.close();
-    await this.worker.terminate();
   }
 
   private wait<T>(ticket: number): Promise<T> {
@@ -174,38 +179,21 @@ class SqliteActionStore implements ActionStore {
     });
   }
 
-  private post(): void {
+  private flush(): void {
     this.scheduled = false;
     if (this.outbox.length === 0) return;
     const items = this.outbox;
     this.outbox = [];
-    this.send({ type: 'append', items });
+    this.settle(this.writer.commit(items));
   }
 
-  private send(message: ToWriter): void {
-    this.worker.postMessage(message);
-  }
-
-  private onMessage(message: FromWriter): void {
-    if (message.type === 'committed') {
-      for (const { ticket, error, previous } of message.results) {
-        const waiter = this.waiting.get(ticket);
-        this.waiting.delete(ticket);
-        const outcome: AppendOutcome = previous ? { stored: false, previous } : { stored: true };
-        if (error === undefined) waiter?.resolve(outcome as never);
-        else waiter?.reject(new Error(error));
-      }
-    } else if (message.type === 'pruned') {
-      this.waiting.get(message.ticket)?.resolve(message.count as never);
-      this.waiting.delete(message.ticket);
+  /** Each append's outcome, once its group's COMMIT returned. */
+  private settle(results: readonly WriteResult[]): void {
+    for (const { ticket, error, previous } of results) {
+      const waiter = this.waiting.get(ticket);
+      this.waiting.delete(ticket);
+      if (error !== undefined) waiter?.reject(new Error(error));
+      else waiter?.resolve((previous ? { stored: false, previous } : { stored: true }) as never);
     }
-  }
-
-  /** The writer is gone: nothing pending was committed, and nothing new can be. */
-  private fail(err: Error): void {
-    if (this.closing && !this.failure && this.waiting.size === 0) return;
-    this.failure ??= err;
-    for (const waiter of this.waiting.values()) waiter.reject(err);
-    this.waiting.clear();
   }
 }

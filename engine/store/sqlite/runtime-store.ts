@@ -48,9 +48,9 @@ const DUE_HEADS = (due: string) =>
 const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
 const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
 
-// From the (state, seq) index: only the running rows are read.
-const RUNNING_SESSIONS = `SELECT DISTINCT session_key FROM actions INDEXED BY actions_state
-  WHERE state = 'running' AND session_key IS NOT NULL`;
+// From the index of rows not done: only the running rows are read.
+const RUNNING_SESSIONS = `SELECT DISTINCT session_key FROM actions INDEXED BY actions_open
+  WHERE state = 'running' AND state <> 'done' AND session_key IS NOT NULL`;
 
 const RUN_COLUMNS =
   'seq, id, state, attempts, next_attempt_at_ms, started_at, finished_at, outcome, action';
@@ -307,14 +307,18 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
       failed: 0,
       dead: 0,
     };
-    // Read from the (state, seq) index alone, never the rows.
+    // The states other than done from their index alone; done is what remains of all rows.
     const rows = this.tickStatement(
-      'SELECT state, COUNT(*) AS n FROM actions INDEXED BY actions_state GROUP BY state',
+      "SELECT state, COUNT(*) AS n FROM actions INDEXED BY actions_open WHERE state <> 'done' GROUP BY state",
     ).all() as Row[];
+    let open = 0;
     for (const row of rows) {
       const state = row['state'] as ActionState;
       if (state in counts) counts[state] = Number(row['n']);
+      open += Number(row['n']);
     }
+    const total = this.tickStatement('SELECT COUNT(*) AS n FROM actions').get() as Row;
+    counts.done = Number(total['n']) - open;
     return counts;
   }
 

@@ -82,6 +82,23 @@ CREATE TRIGGER IF NOT EXISTS actions_head_backoff AFTER UPDATE OF next_attempt_a
 END;
 `;
 
+// The session-head triggers for agent sessions (wakes have no head), since migration 5.
+const HEAD_TRIGGERS = `
+  CREATE TRIGGER actions_head_insert AFTER INSERT ON actions
+    WHEN NEW.session_key IS NOT NULL AND NEW.state IN ('queued', 'running') BEGIN
+    INSERT OR IGNORE INTO session_heads (lane, head_seq, not_before_ms)
+      VALUES (NEW.session_key, NEW.seq, NEW.next_attempt_at_ms);
+  END;
+  CREATE TRIGGER actions_head_state AFTER UPDATE OF state ON actions
+    WHEN NEW.session_key IS NOT NULL
+      AND (OLD.state IN ('queued', 'running')) <> (NEW.state IN ('queued', 'running')) BEGIN
+    ${RECOMPUTE('NEW.session_key')}
+  END;
+  CREATE TRIGGER actions_head_backoff AFTER UPDATE OF next_attempt_at_ms ON actions
+    WHEN NEW.session_key IS NOT NULL AND NEW.next_attempt_at_ms <> OLD.next_attempt_at_ms BEGIN
+    ${RECOMPUTE('NEW.session_key')}
+  END;`;
+
 // Each entry moves the file one version up (PRAGMA user_version).
 const MIGRATIONS: readonly string[] = [
   // 1: the runtime: action lifecycle, main-session events, history, heartbeats, deliveries.
@@ -178,20 +195,7 @@ const MIGRATIONS: readonly string[] = [
   DROP TRIGGER actions_head_state;
   DROP TRIGGER actions_head_backoff;
   DELETE FROM session_heads WHERE lane = '';
-  CREATE TRIGGER actions_head_insert AFTER INSERT ON actions
-    WHEN NEW.session_key IS NOT NULL AND NEW.state IN ('queued', 'running') BEGIN
-    INSERT OR IGNORE INTO session_heads (lane, head_seq, not_before_ms)
-      VALUES (NEW.session_key, NEW.seq, NEW.next_attempt_at_ms);
-  END;
-  CREATE TRIGGER actions_head_state AFTER UPDATE OF state ON actions
-    WHEN NEW.session_key IS NOT NULL
-      AND (OLD.state IN ('queued', 'running')) <> (NEW.state IN ('queued', 'running')) BEGIN
-    ${RECOMPUTE('NEW.session_key')}
-  END;
-  CREATE TRIGGER actions_head_backoff AFTER UPDATE OF next_attempt_at_ms ON actions
-    WHEN NEW.session_key IS NOT NULL AND NEW.next_attempt_at_ms <> OLD.next_attempt_at_ms BEGIN
-    ${RECOMPUTE('NEW.session_key')}
-  END;
+  ${HEAD_TRIGGERS}
   `,
   // 6: the mail-notification flow: each watched mailbox's cursor and watch, and each Pub/Sub
   // push received (keyed by its message id, so a redelivered push is one row) until its sync.
@@ -223,6 +227,39 @@ const MIGRATIONS: readonly string[] = [
     seq INTEGER PRIMARY KEY,
     result TEXT NOT NULL
   );
+  `,
+  // 8: a leaner actions table, cheaper to append to: the row id without AUTOINCREMENT (rows are
+  // never deleted here, so seq still only grows, without a sqlite_sequence write per insert),
+  // and instead of an index of every row by state, one of the rows that are not done (the
+  // queue, the running and the failed: what the worker, the metrics and the CLI look up by
+  // state). New action ids are time-ordered, so the id index grows at its end.
+  `
+  CREATE TABLE actions_lean (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    hook TEXT NOT NULL,
+    session_key TEXT,
+    state TEXT NOT NULL DEFAULT 'queued',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    received_at TEXT NOT NULL,
+    action TEXT NOT NULL,
+    next_attempt_at_ms INTEGER NOT NULL DEFAULT 0,
+    started_at TEXT,
+    finished_at TEXT,
+    outcome TEXT,
+    runner_pgid INTEGER
+  );
+  INSERT INTO actions_lean (seq, id, kind, hook, session_key, state, attempts, received_at, action,
+    next_attempt_at_ms, started_at, finished_at, outcome, runner_pgid)
+    SELECT seq, id, kind, hook, session_key, state, attempts, received_at, action,
+      next_attempt_at_ms, started_at, finished_at, outcome, runner_pgid FROM actions;
+  DROP TABLE actions;
+  ALTER TABLE actions_lean RENAME TO actions;
+  CREATE INDEX actions_session_pending ON actions (session_key, seq)
+    WHERE state IN ('queued', 'running');
+  CREATE INDEX actions_open ON actions (state, seq) WHERE state <> 'done';
+  ${HEAD_TRIGGERS}
   `,
 ];
 
@@ -259,6 +296,9 @@ export function openDatabase(
   db.exec('PRAGMA journal_mode = WAL');
   // FULL: a committed (and so answered) action survives power loss, not only a crash.
   db.exec('PRAGMA synchronous = FULL');
+  // Checkpoints stall whoever commits: every 10,000 pages (about 40 MB of WAL) rather than
+  // SQLite's 1,000 measured about 15% more accepted requests per second (bench/).
+  db.exec('PRAGMA wal_autocheckpoint = 10000');
   if (options.create) {
     db.exec(SCHEMA);
     migrate(db);

@@ -1,0 +1,161 @@
+/**
+ * The store's group commit: every request handed over since the last COMMIT
+ * goes into one transaction, so durability costs one fsync per group. Each
+ * request's rows go in under a savepoint, so a request is stored whole or
+ * not at all. A request whose key is already held stores nothing and gets
+ * the holder's record back: being the only writer of acceptances, this
+ * connection makes the check and the insert one step.
+ */
+import type { DatabaseSync } from 'node:sqlite';
+import { findKey, prepareKeyLookup } from './key-records.ts';
+import { openDatabase } from './schema.ts';
+
+/** One action row, serialised by the accepting side. */
+export type WriteRow = {
+  id: string;
+  kind: string;
+  hook: string;
+  sessionKey: string | null;
+  receivedAt: string;
+  json: string;
+  /** A wake applied as it is stored: stored done, with this event in the main session. */
+  event?: WakeEvent;
+};
+/** The system event a wake applied at acceptance appends. */
+export type WakeEvent = { sessionKey: string; text: string; trusted: boolean; at: string };
+export type WriteKey = {
+  key: string;
+  fingerprint: string;
+  actionId: string;
+  response: string;
+  createdAtMs: number;
+  /** An older record of the key has expired: it is replaced, not answered. */
+  notBeforeMs: number;
+};
+/** A key's stored record, as the accepting side reads it. */
+export type KeyRecord = Omit<WriteKey, 'notBeforeMs'>;
+/** One request's result: stored, refused (`error`), or answered by a key's earlier record. */
+export type WriteResult = { ticket: number; error?: string; previous?: KeyRecord };
+export type WriteItem = { ticket: number; rows: WriteRow[]; keys?: readonly WriteKey[] };
+
+/** The one connection that stores acceptances. */
+export type GroupWriter = {
+  /** Store every item in one transaction; one result per item, in order. */
+  commit(items: readonly WriteItem[]): WriteResult[];
+  /** Forget idempotency records older than `beforeMs`; returns how many. */
+  prune(beforeMs: number): number;
+  close(): void;
+};
+
+const DONE_OUTCOME = JSON.stringify({ status: 'ok' });
+
+/** Open the writing connection (creating and migrating the schema when needed). */
+export function openGroupWriter(dataDir: string): GroupWriter {
+  const db = openDatabase(dataDir, { create: true });
+  return createGroupWriter(db);
+}
+
+function createGroupWriter(db: DatabaseSync): GroupWriter {
+  const insertAction = db.prepare(
+    'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  // A wake applied as it is stored: one attempt, done, as the worker would have left it.
+  const insertDoneWake = db.prepare(
+    `INSERT INTO actions (id, kind, hook, session_key, received_at, action, state, attempts, started_at, finished_at, outcome)
+     VALUES (?, 'wake', ?, NULL, ?, ?, 'done', 1, ?, ?, ?)`,
+  );
+  const insertEvent = db.prepare(
+    "INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at) VALUES (?, ?, 'wake', ?, ?, ?)",
+  );
+  // An expired key (outside the window) is replaced.
+  const insertKey = db.prepare(
+    'INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, action_id, response, created_at_ms) VALUES (?, ?, ?, ?, ?)',
+  );
+  const deleteKeys = db.prepare('DELETE FROM idempotency_keys WHERE created_at_ms < ?');
+  const selectKey = prepareKeyLookup(db);
+
+  /** The first live record among a request's keys (this group's earlier requests included). */
+  function heldKey(keys: readonly WriteKey[]): KeyRecord | undefined {
+    for (const { key, notBeforeMs } of keys) {
+      const found = findKey(selectKey, key, notBeforeMs);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  function insertRow(row: WriteRow): void {
+    const { event } = row;
+    if (!event) {
+      insertAction.run(row.id, row.kind, row.hook, row.sessionKey, row.receivedAt, row.json);
+      return;
+    }
+    insertDoneWake.run(
+      row.id,
+      row.hook,
+      row.receivedAt,
+      row.json,
+      event.at,
+      event.at,
+      DONE_OUTCOME,
+    );
+    insertEvent.run(event.sessionKey, event.text, row.id, event.trusted ? 1 : 0, event.at);
+  }
+
+  function insertRows(item: WriteItem): void {
+    for (const row of item.rows) insertRow(row);
+    for (const { key, fingerprint, actionId, response, createdAtMs } of item.keys ?? []) {
+      insertKey.run(key, fingerprint, actionId, response, createdAtMs);
+    }
+  }
+
+  function insertItem(item: WriteItem): void {
+    // One statement is atomic on its own; a savepoint is only needed to undo several.
+    if (item.rows.length === 1 && !item.keys && !item.rows[0]?.event) {
+      insertRows(item);
+      return;
+    }
+    db.exec('SAVEPOINT one');
+    try {
+      insertRows(item);
+      db.exec('RELEASE one');
+    } catch (err) {
+      db.exec('ROLLBACK TO one');
+      db.exec('RELEASE one');
+      throw err;
+    }
+  }
+
+  return {
+    commit(items) {
+      const results: WriteResult[] = [];
+      try {
+        db.exec('BEGIN IMMEDIATE');
+        for (const item of items) {
+          try {
+            const previous = item.keys ? heldKey(item.keys) : undefined;
+            if (previous) {
+              results.push({ ticket: item.ticket, previous });
+              continue;
+            }
+            insertItem(item);
+            results.push({ ticket: item.ticket });
+          } catch (err) {
+            results.push({ ticket: item.ticket, error: (err as Error).message });
+          }
+        }
+        db.exec('COMMIT');
+      } catch (err) {
+        if (db.isTransaction) db.exec('ROLLBACK');
+        const error = (err as Error).message;
+        return items.map((item) => ({ ticket: item.ticket, error }));
+      }
+      return results;
+    },
+    prune(beforeMs) {
+      return Number(deleteKeys.run(beforeMs).changes);
+    },
+    close() {
+      db.close();
+    },
+  };
+}
