@@ -17,6 +17,7 @@ const START_TIMEOUT_MS = 15_000;
 /** A server child process. */
 export type ServerProcess = {
   url: string;
+  pid: number;
   /** The server process's counters now (CPU time, store commits). */
   sample(): Promise<ServerSample>;
   /** SIGKILL the process and wait for it to exit. */
@@ -50,6 +51,7 @@ export async function startServerProcess(
   const url = await waitForReady(child);
   return {
     url,
+    pid: child.pid ?? 0,
     sample: () => askSample(child),
     kill: () => killChild(child),
     stop: () => stopChild(child),

@@ -5,9 +5,9 @@
  * settings, or, for the diagnostic row, an in-memory one),
  * a silent logger or an info logger writing JSON lines to a file, and for
  * the mapped and transform targets their mappings (transform modules are
- * written into the transforms root first, so the boot loads them). The
- * runtime (action worker, heartbeat) is off unless the spec turns it on, as
- * in the ingress tests: the bench measures acceptance.
+ * written into the transforms root first, so the boot loads them). With the
+ * runtime on (as `hookgate serve` runs) the agents' runner is an http runner
+ * to the bench's own agent, which answers at once.
  */
 import { mkdirSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -31,6 +31,9 @@ export async function startHookgateServer(
       ...spec.hooks,
     },
     runtime: { commitDelayMs: spec.commitDelayMs },
+    ...(spec.agentUrl !== undefined && {
+      agents: { defaults: { runner: { kind: 'http', url: spec.agentUrl } } },
+    }),
     log: { level: spec.logFile ? 'info' : 'silent' },
     ...(spec.postgresUrl !== undefined && { store: { kind: 'postgres', url: spec.postgresUrl } }),
   };

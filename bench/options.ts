@@ -17,10 +17,12 @@ export type BenchOptions = LoadSettings & {
   dataRoot: string;
   /** Keep the data directories (stores and log files) instead of removing them. */
   keep: boolean;
-  /** Run hookgate's runtime (action worker, heartbeat) in every hookgate target. */
+  /** Run hookgate's runtime (action worker, heartbeat) in the hookgate targets, as serve does. */
   runtime: boolean;
   /** Write V8 CPU profiles of the server processes here (they then exit instead of SIGKILL). */
   cpuProfDir: string | null;
+  /** Profile every server and print where its CPU went, by part of the request path. */
+  profile: boolean;
   help: boolean;
 };
 
@@ -29,10 +31,10 @@ export const USAGE = `npm run bench [-- options]
 
   --duration S       measured seconds per target          (BENCH_DURATION, default 8)
   --warmup S         warm-up seconds per target           (BENCH_WARMUP, default 2)
-  --connections N    autocannon connections               (BENCH_CONNECTIONS, default 50)
+  --connections N    autocannon connections               (BENCH_CONNECTIONS, default 32)
   --pipelining N     requests in flight per connection    (BENCH_PIPELINING, default 1)
   --targets LIST     comma-separated keys: baseline, wake, agent, mapped, github-signed, transform,
-                     unauthorized, wake-log, wake-runtime, wake-memory, wake-pg, wake-pg-3,
+                     unauthorized, wake-log, wake-ingress, wake-memory, wake-pg, wake-pg-3,
                      wake-delay-N, baseline-again (BENCH_TARGETS, default all); wake-pg and
                      wake-pg-3 start a throwaway PostgreSQL server (skipped without one)
   --commit-delays L  runtime.commitDelayMs values; the first applies to every hookgate
@@ -40,9 +42,12 @@ export const USAGE = `npm run bench [-- options]
                      (BENCH_COMMIT_DELAYS, default 0)
   --data-root DIR    where temporary data dirs are made   (BENCH_DATA_ROOT, default the OS temp dir)
   --keep             keep the data dirs (stores, log file)
-  --runtime          run the runtime (action worker, heartbeat) in every hookgate target, as
-                     hookgate serve does (BENCH_RUNTIME=1); default off: ingress only, except
-                     the wake-runtime row
+  --runtime-off      run the hookgate targets without the runtime (ingress only; BENCH_RUNTIME=0);
+                     default on, as hookgate serve runs (action worker, heartbeat, and an
+                     agent runner over HTTP that the bench answers at once), except the
+                     wake-ingress row
+  --profile          profile each server (--cpu-prof into a temporary directory unless given)
+                     and print where its CPU went per request, by part of the request path
   --cpu-prof DIR     write a .cpuprofile of each server process (and of the transform
                      process) into DIR; servers then exit on request instead of SIGKILL
                      (BENCH_CPU_PROF); summarise one with: node bench/profile-summary.ts FILE
@@ -57,7 +62,8 @@ const FLAGS = {
   'commit-delays': { type: 'string' },
   'data-root': { type: 'string' },
   keep: { type: 'boolean' },
-  runtime: { type: 'boolean' },
+  'runtime-off': { type: 'boolean' },
+  profile: { type: 'boolean' },
   'cpu-prof': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -86,14 +92,15 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOption
   return {
     durationSeconds: integer('duration', values.duration ?? env['BENCH_DURATION'], 8, 1),
     warmupSeconds: integer('warmup', values.warmup ?? env['BENCH_WARMUP'], 2, 0),
-    connections: integer('connections', values.connections ?? env['BENCH_CONNECTIONS'], 50, 1),
+    connections: integer('connections', values.connections ?? env['BENCH_CONNECTIONS'], 32, 1),
     pipelining: integer('pipelining', values.pipelining ?? env['BENCH_PIPELINING'], 1, 1),
     targets: list(values.targets ?? env['BENCH_TARGETS']),
     commitDelays: delays.map((d) => integer('commit-delays', d, 0, 0)),
     dataRoot: values['data-root'] ?? env['BENCH_DATA_ROOT'] ?? tmpdir(),
     keep: values.keep ?? false,
-    runtime: values.runtime ?? env['BENCH_RUNTIME'] === '1',
+    runtime: !(values['runtime-off'] ?? env['BENCH_RUNTIME'] === '0'),
     cpuProfDir: values['cpu-prof'] ?? env['BENCH_CPU_PROF'] ?? null,
+    profile: values.profile ?? false,
     help: values.help ?? false,
   };
 }

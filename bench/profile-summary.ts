@@ -5,31 +5,7 @@
  * the project's own functions, and self time summed per source file /
  * package, so the main costs of a target show without a profiler UI.
  */
-import { readFileSync } from 'node:fs';
-
-type CallFrame = { functionName: string; url: string; lineNumber: number };
-type ProfileNode = { id: number; callFrame: CallFrame; hitCount?: number; children?: number[] };
-type Profile = {
-  nodes: ProfileNode[];
-  startTime: number;
-  endTime: number;
-  samples?: number[];
-  timeDeltas?: number[];
-};
-
-/** Self time in µs per profile node id, from the sample timeline. */
-function selfTimes(profile: Profile): Map<number, number> {
-  const self = new Map<number, number>();
-  const samples = profile.samples ?? [];
-  const deltas = profile.timeDeltas ?? [];
-  // Each sample's time is the delta that follows it (V8's own convention in DevTools).
-  for (let i = 0; i < samples.length; i++) {
-    const id = samples[i] as number;
-    const micros = deltas[i + 1] ?? 0;
-    self.set(id, (self.get(id) ?? 0) + micros);
-  }
-  return self;
-}
+import { type CallFrame, type ProfileNode, readProfile } from './cpu-profile.ts';
 
 /** A short place name: the package under node_modules, else the path from the project root. */
 function placeOf(url: string): string {
@@ -66,13 +42,8 @@ const NOT_WORK = new Set(['(idle)', '(program)', '(garbage collector)', '(root)'
 
 /** Print the summary of one profile file. */
 export function summarise(file: string, limit: number): string {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-  const self = selfTimes(profile);
+  const { profile, self, parentOf } = readProfile(file);
   const total = [...self.values()].reduce((sum, n) => sum + n, 0) || 1;
-  const parentOf = new Map<number, ProfileNode>();
-  for (const node of profile.nodes) {
-    for (const child of node.children ?? []) parentOf.set(child, node);
-  }
   const byFunction = new Map<string, number>();
   const byPlace = new Map<string, number>();
   const callers = new Map<string, Map<string, number>>();

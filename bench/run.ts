@@ -2,17 +2,20 @@
  * `npm run bench`: load-test hookgate against a raw node:http baseline.
  * Each server runs in its own child process (one core for it, one for the
  * autocannon load generator in this process); each hookgate target gets a
- * fresh data directory with the real SQLite store and, unless a target or
- * --runtime says otherwise, no runtime (the bench measures acceptance).
+ * fresh data directory with the real SQLite store and the runtime on, as
+ * `hookgate serve` runs (its agent runner is the bench's own agent, which
+ * answers at once), unless a target or --runtime-off says otherwise.
  * The PostgreSQL targets get a fresh database on a throwaway PostgreSQL
  * server the bench starts (and always stops), shared by their instances.
  * After the load the servers are SIGKILLed and the store is counted against
  * the 2xx answers.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
+import { startBenchAgent } from './agent-server.ts';
 import { type ServerProcess, startServerProcess } from './child.ts';
+import { stageLines } from './profile-stages.ts';
 import type { ServerSample } from './server.ts';
 import { measure, warmUp } from './load.ts';
 import { type BenchOptions, readOptions, USAGE } from './options.ts';
@@ -29,9 +32,12 @@ import {
 import { backgroundLoad, filesystemName } from './machine.ts';
 import { type BenchPostgres, startBenchPostgres } from './postgres-server.ts';
 import { countLines, countPostgresStore, countStoredActions } from './store-check.ts';
-import { allTargets, BODY_BYTES, type ServerSpec, type Target } from './targets.ts';
+import { AIMS, allTargets, BODY_BYTES, type ServerSpec, type Target } from './targets.ts';
 
 const LOG_FILE = 'requests.log';
+
+/** The options with what the run started for them: the agent, a profile directory. */
+type RunOptions = BenchOptions & { agentUrl?: string; profileTemp?: string };
 
 function describeTarget(target: Target, options: BenchOptions): string {
   const variant = target.hookgate;
@@ -70,7 +76,7 @@ function describeTarget(target: Target, options: BenchOptions): string {
         : `commitDelayMs ${variant.commitDelayMs}`,
     variant.logToFile ? `log info -> ${LOG_FILE} in the data dir` : 'log silent',
     runtimeOn(target, options)
-      ? 'runtime on (action worker consumes the actions; no runner configured)'
+      ? "runtime on (the worker runs the actions; agent turns through an http runner to the bench's agent, which answers at once)"
       : 'runtime off (ingress only)',
   );
   if (variant.maxFailures !== undefined) {
@@ -85,17 +91,19 @@ function runtimeOn(target: Target, options: BenchOptions): boolean {
 
 function serverSpec(
   target: Target,
-  options: BenchOptions,
+  options: RunOptions,
   dataDir: string | undefined,
   postgresUrl: string | undefined,
 ): ServerSpec {
   const variant = target.hookgate;
   if (!variant || !dataDir) return { kind: 'baseline' };
+  const runtime = runtimeOn(target, options);
   return {
     kind: 'hookgate',
     dataDir,
     commitDelayMs: variant.commitDelayMs,
-    runtime: runtimeOn(target, options),
+    runtime,
+    ...(runtime && options.agentUrl !== undefined && { agentUrl: options.agentUrl }),
     ...(variant.logToFile && { logFile: path.join(dataDir, LOG_FILE) }),
     ...(variant.maxFailures !== undefined && { maxFailures: variant.maxFailures }),
     ...(variant.memoryStore && { memoryStore: true }),
@@ -121,7 +129,7 @@ function sampleAll(servers: readonly ServerProcess[]): Promise<ServerSample> {
 /** Start the target's server processes, one after the other (each within its start timeout). */
 async function startServers(
   target: Target,
-  options: BenchOptions,
+  options: RunOptions,
   dataDir: string | undefined,
   postgresUrl: string | undefined,
   servers: ServerProcess[],
@@ -133,7 +141,7 @@ async function startServers(
       dataDir && target.hookgate?.postgres ? path.join(dataDir, `instance-${i}`) : dataDir;
     if (instanceDir) mkdirSync(instanceDir, { recursive: true });
     const spec = serverSpec(target, options, instanceDir, postgresUrl);
-    servers.push(await startServerProcess(spec, options.cpuProfDir));
+    servers.push(await startServerProcess(spec, profileDir(options)));
   }
 }
 
@@ -166,7 +174,7 @@ function costsOf(
 /** Run one target end to end: server up, warm-up, measured run, kill, checks. */
 async function benchTarget(
   target: Target,
-  options: BenchOptions,
+  options: RunOptions,
   baseline: Row | undefined,
   postgres: BenchPostgres | undefined,
 ): Promise<Row> {
@@ -195,7 +203,7 @@ async function benchTarget(
     const costs = costsOf(before, after, clientCpu, wallMicros, load.responses);
     // All at once: instances that die together leave the database only what they committed.
     await Promise.all(
-      servers.map((server) => (options.cpuProfDir ? server.stop() : server.kill())),
+      servers.map((server) => (profileDir(options) ? server.stop() : server.kill())),
     );
     const row: Row = {
       target,
@@ -222,11 +230,36 @@ async function benchTarget(
     }
     if (dataDir && options.keep) console.log(`  data kept in ${dataDir}`);
     if (options.cpuProfDir) console.log(`  CPU profile(s) written to ${options.cpuProfDir}`);
+    if (options.profile && target.hookgate) printStages(servers, costs, options);
     return row;
   } finally {
     await Promise.all(servers.map((server) => server.kill()));
     if (dataDir && !options.keep) rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** Where profiles go: --cpu-prof's directory, else a temporary one when --profile asks. */
+function profileDir(options: RunOptions): string | null {
+  return options.cpuProfDir ?? options.profileTemp ?? null;
+}
+
+/** Where the first server's main thread spent its CPU, per request, by part of the path. */
+function printStages(
+  servers: readonly ServerProcess[],
+  costs: RunCosts,
+  options: RunOptions,
+): void {
+  const dir = profileDir(options);
+  const first = servers[0];
+  if (!dir || !first) return;
+  // The main thread's profile: CPU.<date>.<time>.<pid>.0.<n>.cpuprofile.
+  const file = readdirSync(dir).find((name) => name.includes(`.${first.pid}.0.`));
+  if (!file) return;
+  // Per request on that process (the transform process's CPU is not in this profile).
+  const micros =
+    (costs.serverMicrosPerResponse - costs.childMicrosPerResponse) / Math.max(1, servers.length);
+  console.log('  CPU by part of the request path (main thread, idle excluded):');
+  for (const line of stageLines(path.join(dir, file), micros)) console.log(line);
 }
 
 function selectTargets(options: BenchOptions): Target[] {
@@ -284,7 +317,7 @@ function printHeader(options: BenchOptions, targets: readonly Target[]): void {
   console.log(
     'servers run in a child process each (the load generator has the other core; the transform ' +
       "target's sandbox process shares the cores too); " +
-      `hookgate: runtime ${options.runtime ? 'on' : 'off (ingress only) except where noted'}, ` +
+      `hookgate: runtime ${options.runtime ? 'on, as hookgate serve runs,' : 'off (ingress only)'} except where noted, ` +
       'real SQLite store (WAL, synchronous=FULL, group commit) in a fresh dir on ' +
       `${filesystemName(options.dataRoot)} (${options.dataRoot}); ` +
       `after the load the server is ${options.cpuProfDir ? 'asked to exit (CPU profiling)' : 'SIGKILLed'} ` +
@@ -306,16 +339,31 @@ async function main(): Promise<number> {
   }
   const { postgres, runnable: targets } = await preparePostgres(selectTargets(options));
   const unwatch = postgres ? stopOnSignal(postgres.stop) : () => undefined;
+  const agent = options.runtime ? await startBenchAgent() : undefined;
+  const profileTemp =
+    options.profile && !options.cpuProfDir
+      ? mkdtempSync(path.join(tmpdir(), 'hookgate-bench-profile-'))
+      : undefined;
   try {
-    return await runTargets(options, targets, postgres);
+    return await runTargets(
+      {
+        ...options,
+        ...(agent && { agentUrl: agent.url }),
+        ...(profileTemp && { profileTemp }),
+      },
+      targets,
+      postgres,
+    );
   } finally {
     unwatch();
+    await agent?.stop();
+    if (profileTemp) rmSync(profileTemp, { recursive: true, force: true });
     await postgres?.stop();
   }
 }
 
 async function runTargets(
-  options: BenchOptions,
+  options: RunOptions,
   targets: readonly Target[],
   postgres: BenchPostgres | undefined,
 ): Promise<number> {
@@ -340,8 +388,9 @@ async function runTargets(
   const drift = driftLine(rows);
   if (drift) console.log(drift);
   console.log(
-    "aim: each target's fraction of the baseline's req/s (direct /wake and /agent 0.5, " +
-      'mapped hook 0.45, transform 0.35), every 200 durable',
+    `aim: each target's fraction of the baseline's req/s (/wake ${AIMS.wake} with p99 < ` +
+      `${AIMS.wakeP99Ms} ms, /agent ${AIMS.agent}, mapped hook ${AIMS.mapped}, signed GitHub ` +
+      `${AIMS.signed}, transform ${AIMS.transform}, refusals ${AIMS.refusal}), every 200 durable`,
   );
   for (const line of aimLines(rows)) console.log(line);
   const broken = rows.filter((row) => !clean(row) || durability(row)?.ok === false);

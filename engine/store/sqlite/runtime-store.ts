@@ -6,7 +6,6 @@
  * crash-safe without an fsync per commit). One process owns the file, so it
  * always leads, and at its start every run left running is its to take over.
  */
-import type { StatementSync } from 'node:sqlite';
 import type { Action } from '../../../schemas/action.ts';
 import type { ActionState } from '../../queue/action-store.ts';
 import type {
@@ -67,18 +66,6 @@ const FENCE = "id = ? AND state = 'running' AND attempts = ?";
 /** The runtime store over one SQLite connection. */
 export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeStore {
   readonly leadership = SOLE_LEADER;
-  private readonly statements = new Map<string, StatementSync>();
-
-  /** The worker's per-tick queries, prepared once. */
-  private tickStatement(sql: string): StatementSync {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
-  }
-
   /** Open the store in a data directory (schema created and migrated if needed). */
   static open(dataDir: string): SqliteRuntimeStore {
     const db = openDatabase(dataDir, { create: true });
@@ -91,12 +78,12 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   /** One process owns the file: actions left running go back to the queue; their runner groups. */
   async recoverInterrupted(): Promise<Array<{ id: string; pgid: number | null }>> {
     return this.transaction(() => {
-      const rows = this.db
-        .prepare("SELECT id, runner_pgid FROM actions WHERE state = 'running'")
-        .all() as Row[];
-      this.db
-        .prepare("UPDATE actions SET state = 'queued', runner_pgid = NULL WHERE state = 'running'")
-        .run();
+      const rows = this.statement(
+        "SELECT id, runner_pgid FROM actions WHERE state = 'running'",
+      ).all() as Row[];
+      this.statement(
+        "UPDATE actions SET state = 'queued', runner_pgid = NULL WHERE state = 'running'",
+      ).run();
       return rows.map((row) => ({
         id: row['id'] as string,
         pgid: row['runner_pgid'] === null ? null : Number(row['runner_pgid']),
@@ -112,7 +99,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
    * they never wait for a runner or behind any session's backlog.
    */
   pendingWakes(limit: number): string[] {
-    const rows = this.tickStatement(PENDING_WAKES).all(limit) as Row[];
+    const rows = this.statement(PENDING_WAKES).all(limit) as Row[];
     return rows.map((row) => row['id'] as string);
   }
 
@@ -125,8 +112,8 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     if (limit <= 0) return [];
     // Two walks of (not_before_ms, head_seq), each stopping after `limit` hits: heads that never
     // waited, in head order, and heads whose backoff is over. Waiting heads are never read.
-    const fresh = this.tickStatement(DUE_FRESH).all(limit) as Row[];
-    const retried = this.tickStatement(DUE_RETRIED).all(nowMs, limit) as Row[];
+    const fresh = this.statement(DUE_FRESH).all(limit) as Row[];
+    const retried = this.statement(DUE_RETRIED).all(nowMs, limit) as Row[];
     return [...fresh, ...retried]
       .sort((a, b) => Number(a['head_seq']) - Number(b['head_seq']))
       .slice(0, limit)
@@ -138,7 +125,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
    * than its session's running one is that session's head, yet it waits for the running one.
    */
   private runningSessions(): Set<string> {
-    const rows = this.tickStatement(RUNNING_SESSIONS).all() as Row[];
+    const rows = this.statement(RUNNING_SESSIONS).all() as Row[];
     return new Set(rows.map((row) => row['session_key'] as string));
   }
 
@@ -152,38 +139,43 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
 
   async claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]> {
     const skip = new Set([...busy, ...this.runningSessions()]);
-    const claimed: RunRow[] = [];
-    // Enough heads to fill the room past the skipped sessions' heads.
-    for (const head of this.dueHeads(Date.now(), room + skip.size)) {
-      if (claimed.length >= room) break;
-      if (skip.has(head.sessionKey)) continue;
-      const row = this.claim(head.id);
-      if (row) claimed.push(row);
-    }
-    return claimed;
+    const heads = this.dueHeads(Date.now(), room + skip.size);
+    if (heads.length === 0) return [];
+    // Every claim of the pass in one transaction: one commit, not one per run.
+    return this.transaction(() => {
+      const claimed: RunRow[] = [];
+      // Enough heads to fill the room past the skipped sessions' heads.
+      for (const head of heads) {
+        if (claimed.length >= room) break;
+        if (skip.has(head.sessionKey)) continue;
+        const row = this.claimRow(head.id);
+        if (row) claimed.push(row);
+      }
+      return claimed;
+    });
   }
 
   /** Move a queued action to running (one more attempt); undefined when it was not queued. */
   claim(id: string): RunRow | undefined {
-    return this.transaction(() => {
-      const changed = this.db
-        .prepare(
-          "UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = ? WHERE id = ? AND state = 'queued'",
-        )
-        .run(now(), id).changes;
-      if (Number(changed) === 0) return undefined;
-      const row = this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as Row;
-      try {
-        return toRun(row);
-      } catch {
-        // A row no hook could have written (another process, a damaged file) ends at once,
-        // so it never holds back its session or, as the oldest head, every pass.
-        this.db
-          .prepare("UPDATE actions SET state = 'dead', outcome = ?, finished_at = ? WHERE id = ?")
-          .run(JSON.stringify(UNREADABLE_OUTCOME), now(), id);
-        return undefined;
-      }
-    });
+    return this.transaction(() => this.claimRow(id));
+  }
+
+  private claimRow(id: string): RunRow | undefined {
+    const changed = this.statement(
+      "UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = ? WHERE id = ? AND state = 'queued'",
+    ).run(now(), id).changes;
+    if (Number(changed) === 0) return undefined;
+    const row = this.statement(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as Row;
+    try {
+      return toRun(row);
+    } catch {
+      // A row no hook could have written (another process, a damaged file) ends at once,
+      // so it never holds back its session or, as the oldest head, every pass.
+      this.statement(
+        "UPDATE actions SET state = 'dead', outcome = ?, finished_at = ? WHERE id = ?",
+      ).run(JSON.stringify(UNREADABLE_OUTCOME), now(), id);
+      return undefined;
+    }
   }
 
   async applyWakes(
@@ -205,13 +197,11 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   ): Array<'now' | 'next-heartbeat'> {
     return this.transaction(() => {
       const at = now();
-      const select = this.db.prepare(
-        "SELECT action FROM actions WHERE id = ? AND state = 'queued'",
-      );
-      const update = this.db.prepare(
+      const select = this.statement("SELECT action FROM actions WHERE id = ? AND state = 'queued'");
+      const update = this.statement(
         "UPDATE actions SET state = 'done', attempts = attempts + 1, started_at = ?, finished_at = ?, outcome = ? WHERE id = ?",
       );
-      const dead = this.db.prepare(
+      const dead = this.statement(
         "UPDATE actions SET state = 'dead', attempts = attempts + 1, started_at = ?, finished_at = ?, outcome = ? WHERE id = ?",
       );
       const modes: Array<'now' | 'next-heartbeat'> = [];
@@ -239,9 +229,11 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   }
 
   async setRunnerGroup(claim: Claim, pgid: number | null): Promise<void> {
-    this.db
-      .prepare(`UPDATE actions SET runner_pgid = ? WHERE ${FENCE}`)
-      .run(pgid, claim.id, claim.attempts);
+    this.statement(`UPDATE actions SET runner_pgid = ? WHERE ${FENCE}`).run(
+      pgid,
+      claim.id,
+      claim.attempts,
+    );
   }
 
   async finish(
@@ -251,11 +243,9 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     event?: NewEvent,
   ): Promise<boolean> {
     return this.transaction(() => {
-      const changed = this.db
-        .prepare(
-          `UPDATE actions SET state = ?, outcome = ?, finished_at = ?, runner_pgid = NULL WHERE ${FENCE}`,
-        )
-        .run(state, JSON.stringify(outcome), now(), claim.id, claim.attempts).changes;
+      const changed = this.statement(
+        `UPDATE actions SET state = ?, outcome = ?, finished_at = ?, runner_pgid = NULL WHERE ${FENCE}`,
+      ).run(state, JSON.stringify(outcome), now(), claim.id, claim.attempts).changes;
       if (Number(changed) === 0) return false;
       if (event) this.insertEvent(event);
       return true;
@@ -263,9 +253,11 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   }
 
   async saveOutcome(claim: Claim, outcome: Outcome): Promise<boolean> {
-    const changed = this.db
-      .prepare(`UPDATE actions SET outcome = ? WHERE ${FENCE}`)
-      .run(JSON.stringify(outcome), claim.id, claim.attempts).changes;
+    const changed = this.statement(`UPDATE actions SET outcome = ? WHERE ${FENCE}`).run(
+      JSON.stringify(outcome),
+      claim.id,
+      claim.attempts,
+    ).changes;
     return Number(changed) > 0;
   }
 
@@ -278,23 +270,21 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     // An attempt our own shutdown interrupted is given back: it says nothing about the work.
     const refund = options.refundAttempt ? 1 : 0;
     const at = delayMs > 0 ? Date.now() + delayMs : 0;
-    const changed = this.db
-      .prepare(
-        `UPDATE actions SET state = 'queued', next_attempt_at_ms = ?, outcome = ?, runner_pgid = NULL, attempts = MAX(0, attempts - ?) WHERE ${FENCE}`,
-      )
-      .run(at, JSON.stringify(outcome), refund, claim.id, claim.attempts).changes;
+    const changed = this.statement(
+      `UPDATE actions SET state = 'queued', next_attempt_at_ms = ?, outcome = ?, runner_pgid = NULL, attempts = MAX(0, attempts - ?) WHERE ${FENCE}`,
+    ).run(at, JSON.stringify(outcome), refund, claim.id, claim.attempts).changes;
     return Number(changed) > 0;
   }
 
   /** Runs (actions with their lifecycle), newest first, optionally in one state. */
   async runs(limit: number, state?: ActionState): Promise<RunRow[]> {
     const rows = state
-      ? (this.db
-          .prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC LIMIT ?`)
-          .all(state, limit) as Row[])
-      : (this.db
-          .prepare(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC LIMIT ?`)
-          .all(limit) as Row[]);
+      ? (this.statement(
+          `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC LIMIT ?`,
+        ).all(state, limit) as Row[])
+      : (this.statement(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC LIMIT ?`).all(
+          limit,
+        ) as Row[]);
     return rows.map(toRun);
   }
 
@@ -308,7 +298,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
       dead: 0,
     };
     // The states other than done from their index alone; done is what remains of all rows.
-    const rows = this.tickStatement(
+    const rows = this.statement(
       "SELECT state, COUNT(*) AS n FROM actions INDEXED BY actions_open WHERE state <> 'done' GROUP BY state",
     ).all() as Row[];
     let open = 0;
@@ -317,14 +307,14 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
       if (state in counts) counts[state] = Number(row['n']);
       open += Number(row['n']);
     }
-    const total = this.tickStatement('SELECT COUNT(*) AS n FROM actions').get() as Row;
+    const total = this.statement('SELECT COUNT(*) AS n FROM actions').get() as Row;
     counts.done = Number(total['n']) - open;
     return counts;
   }
 
   /** One run by id. */
   async run(id: string): Promise<RunRow | undefined> {
-    const row = this.db.prepare(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as
+    const row = this.statement(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as
       | Row
       | undefined;
     return row ? toRun(row) : undefined;
@@ -348,18 +338,16 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     // Never `done`: a turn that succeeded is not run twice.
     const states = options.failed ? "('dead', 'failed')" : "('dead')";
     return this.transaction(() => {
-      const row = this.db
-        .prepare(`SELECT outcome FROM actions WHERE id = ? AND state IN ${states}`)
-        .get(id) as Row | undefined;
+      const row = this.statement(
+        `SELECT outcome FROM actions WHERE id = ? AND state IN ${states}`,
+      ).get(id) as Row | undefined;
       if (!row) return false;
       const outcome = row['outcome'] ? (JSON.parse(row['outcome'] as string) as Outcome) : null;
       const kept = outcomeForRetry(outcome);
-      this.db
-        .prepare(
-          `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at_ms = 0, outcome = ?
+      this.statement(
+        `UPDATE actions SET state = 'queued', attempts = 0, next_attempt_at_ms = 0, outcome = ?
            WHERE id = ?`,
-        )
-        .run(kept ? JSON.stringify(kept) : null, id);
+      ).run(kept ? JSON.stringify(kept) : null, id);
       return true;
     });
   }

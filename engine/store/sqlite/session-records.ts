@@ -5,7 +5,7 @@
  * connection with short transactions.
  */
 import { randomUUID } from 'node:crypto';
-import type { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type {
   DeliveryRecord,
   HeartbeatResult,
@@ -38,9 +38,20 @@ function toEvent(row: Row): SystemEvent {
 /** Session records over one connection; the runtime store adds the action lifecycle. */
 export class SqliteSessionRecords implements SessionStore {
   protected readonly db: DatabaseSync;
+  private readonly statements = new Map<string, StatementSync>();
 
   constructor(db: DatabaseSync) {
     this.db = db;
+  }
+
+  /** A statement prepared once per connection (preparing costs more than most runs of it). */
+  protected statement(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
   }
 
   protected transaction<T>(work: () => T): T {
@@ -60,45 +71,39 @@ export class SqliteSessionRecords implements SessionStore {
   }
 
   protected insertEvent(event: NewEvent): void {
-    this.db
-      .prepare(
-        'INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      )
-      .run(
-        event.sessionKey,
-        event.text,
-        event.source,
-        event.actionId ?? null,
-        event.trusted ? 1 : 0,
-        now(),
-      );
+    this.statement(
+      'INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ).run(
+      event.sessionKey,
+      event.text,
+      event.source,
+      event.actionId ?? null,
+      event.trusted ? 1 : 0,
+      now(),
+    );
   }
 
   /** Events no heartbeat has consumed yet, oldest first. */
   async pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]> {
-    const rows = this.db
-      .prepare(
-        'SELECT * FROM system_events WHERE session_key = ? AND consumed_by IS NULL ORDER BY seq LIMIT ?',
-      )
-      .all(sessionKey, limit) as Row[];
+    const rows = this.statement(
+      'SELECT * FROM system_events WHERE session_key = ? AND consumed_by IS NULL ORDER BY seq LIMIT ?',
+    ).all(sessionKey, limit) as Row[];
     return rows.map(toEvent);
   }
 
   /** Events of a session, newest first (pending and consumed). */
   async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {
-    const rows = this.db
-      .prepare('SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT ?')
-      .all(sessionKey, limit) as Row[];
+    const rows = this.statement(
+      'SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT ?',
+    ).all(sessionKey, limit) as Row[];
     return rows.map(toEvent);
   }
 
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
   async history(owner: TurnOwner, limit: number): Promise<Turn[]> {
-    const rows = this.db
-      .prepare(
-        'SELECT role, text, run_id, created_at FROM session_turns WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC LIMIT ?',
-      )
-      .all(owner.agentId, owner.sessionKey, owner.kind, limit) as Row[];
+    const rows = this.statement(
+      'SELECT role, text, run_id, created_at FROM session_turns WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC LIMIT ?',
+    ).all(owner.agentId, owner.sessionKey, owner.kind, limit) as Row[];
     return rows.reverse().map((row) => ({
       role: row['role'] as 'user' | 'assistant',
       text: row['text'] as string,
@@ -110,7 +115,7 @@ export class SqliteSessionRecords implements SessionStore {
   /** Append a prompt and its reply to an agent's history in a session. */
   async addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): Promise<void> {
     this.transaction(() => {
-      const insert = this.db.prepare(
+      const insert = this.statement(
         'INSERT INTO session_turns (agent_id, session_key, kind, role, text, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       );
       insert.run(owner.agentId, owner.sessionKey, owner.kind, 'user', prompt, runId, now());
@@ -120,38 +125,34 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Heartbeat turns stored before history had an owner go to the agent that runs heartbeats. */
   async claimHeartbeatTurns(agentId: string): Promise<void> {
-    this.db
-      .prepare(
-        "UPDATE session_turns SET agent_id = ? WHERE agent_id IS NULL AND kind = 'heartbeat'",
-      )
-      .run(agentId);
+    this.statement(
+      "UPDATE session_turns SET agent_id = ? WHERE agent_id IS NULL AND kind = 'heartbeat'",
+    ).run(agentId);
   }
 
   /** Open a heartbeat record. */
   async startHeartbeat(reason: string): Promise<string> {
     const id = randomUUID();
-    this.db
-      .prepare("INSERT INTO heartbeats (id, reason, state, started_at) VALUES (?, ?, 'running', ?)")
-      .run(id, reason, now());
+    this.statement(
+      "INSERT INTO heartbeats (id, reason, state, started_at) VALUES (?, ?, 'running', ?)",
+    ).run(id, reason, now());
     return id;
   }
 
   /** Record the process group of a heartbeat's runner. */
   async setHeartbeatGroup(id: string, pgid: number | null): Promise<void> {
-    this.db.prepare('UPDATE heartbeats SET runner_pgid = ? WHERE id = ?').run(pgid, id);
+    this.statement('UPDATE heartbeats SET runner_pgid = ? WHERE id = ?').run(pgid, id);
   }
 
   /** After a crash: heartbeats left running are failed (their events stay pending); returns runner groups. */
   async recoverHeartbeats(): Promise<number[]> {
     return this.transaction(() => {
-      const rows = this.db
-        .prepare("SELECT runner_pgid FROM heartbeats WHERE state = 'running'")
-        .all() as Row[];
-      this.db
-        .prepare(
-          "UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'",
-        )
-        .run(now());
+      const rows = this.statement(
+        "SELECT runner_pgid FROM heartbeats WHERE state = 'running'",
+      ).all() as Row[];
+      this.statement(
+        "UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'",
+      ).run(now());
       return rows.flatMap((row) =>
         row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])],
       );
@@ -161,21 +162,19 @@ export class SqliteSessionRecords implements SessionStore {
   /** Close a heartbeat record; on success mark the events it included as consumed. */
   async finishHeartbeat(id: string, result: HeartbeatResult): Promise<void> {
     this.transaction(() => {
-      this.db
-        .prepare(
-          'UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ? WHERE id = ?',
-        )
-        .run(
-          result.state,
-          now(),
-          result.events.length,
-          result.reply ?? null,
-          result.ack === undefined ? null : result.ack ? 1 : 0,
-          result.error ?? null,
-          id,
-        );
+      this.statement(
+        'UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ? WHERE id = ?',
+      ).run(
+        result.state,
+        now(),
+        result.events.length,
+        result.reply ?? null,
+        result.ack === undefined ? null : result.ack ? 1 : 0,
+        result.error ?? null,
+        id,
+      );
       if (result.state === 'done') {
-        const consume = this.db.prepare('UPDATE system_events SET consumed_by = ? WHERE seq = ?');
+        const consume = this.statement('UPDATE system_events SET consumed_by = ? WHERE seq = ?');
         for (const seq of result.events) consume.run(id, seq);
       }
     });
@@ -183,42 +182,40 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Heartbeat records, newest first (in the order they started when two share a millisecond). */
   async heartbeats(limit: number): Promise<HeartbeatRow[]> {
-    return this.db
-      .prepare('SELECT * FROM heartbeats ORDER BY started_at DESC, rowid DESC LIMIT ?')
-      .all(limit) as HeartbeatRow[];
+    return this.statement(
+      'SELECT * FROM heartbeats ORDER BY started_at DESC, rowid DESC LIMIT ?',
+    ).all(limit) as HeartbeatRow[];
   }
 
   /** Record a delivery's final outcome (sent, failed, skipped or dead) for the audit trail. */
   async recordDelivery(delivery: DeliveryRecord): Promise<string> {
     const id = randomUUID();
     const at = now();
-    this.db
-      .prepare(
-        'INSERT INTO deliveries (id, source, source_id, channel, recipient, text, state, attempts, error, parts, parts_sent, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      )
-      .run(
-        id,
-        delivery.source,
-        delivery.sourceId,
-        delivery.channel,
-        delivery.recipient ?? null,
-        delivery.text,
-        delivery.state,
-        delivery.attempts,
-        delivery.error ?? null,
-        delivery.parts,
-        delivery.partsSent,
-        at,
-        at,
-      );
+    this.statement(
+      'INSERT INTO deliveries (id, source, source_id, channel, recipient, text, state, attempts, error, parts, parts_sent, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(
+      id,
+      delivery.source,
+      delivery.sourceId,
+      delivery.channel,
+      delivery.recipient ?? null,
+      delivery.text,
+      delivery.state,
+      delivery.attempts,
+      delivery.error ?? null,
+      delivery.parts,
+      delivery.partsSent,
+      at,
+      at,
+    );
     return id;
   }
 
   /** The session's last route (channel and recipient), if any. */
   async lastRoute(sessionKey: string): Promise<{ channel: string; recipient: string } | undefined> {
-    const row = this.db
-      .prepare('SELECT channel, recipient FROM routes WHERE session_key = ?')
-      .get(sessionKey) as Row | undefined;
+    const row = this.statement('SELECT channel, recipient FROM routes WHERE session_key = ?').get(
+      sessionKey,
+    ) as Row | undefined;
     return row
       ? { channel: row['channel'] as string, recipient: row['recipient'] as string }
       : undefined;
@@ -232,24 +229,22 @@ export class SqliteSessionRecords implements SessionStore {
     onlyIfMissing = false,
   ): Promise<void> {
     const verb = onlyIfMissing ? 'INSERT OR IGNORE' : 'INSERT OR REPLACE';
-    this.db
-      .prepare(
-        `${verb} INTO routes (session_key, channel, recipient, updated_at) VALUES (?, ?, ?, ?)`,
-      )
-      .run(sessionKey, channel, recipient, now());
+    this.statement(
+      `${verb} INTO routes (session_key, channel, recipient, updated_at) VALUES (?, ?, ?, ?)`,
+    ).run(sessionKey, channel, recipient, now());
   }
 
   /** Ask the running server for something (e.g. an immediate heartbeat); returns its number. */
   async request(kind: string): Promise<number> {
-    const result = this.db
-      .prepare('INSERT INTO control_requests (kind, created_at) VALUES (?, ?)')
-      .run(kind, now());
+    const result = this.statement(
+      'INSERT INTO control_requests (kind, created_at) VALUES (?, ?)',
+    ).run(kind, now());
     return Number(result.lastInsertRowid);
   }
 
   /** True once a running server has taken the request. */
   async requestTaken(seq: number): Promise<boolean> {
-    const row = this.db.prepare('SELECT handled_at FROM control_requests WHERE seq = ?').get(seq) as
+    const row = this.statement('SELECT handled_at FROM control_requests WHERE seq = ?').get(seq) as
       | Row
       | undefined;
     return row !== undefined && row['handled_at'] !== null;
@@ -257,22 +252,23 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Take back a request nobody took (so a later start does not act on it); false if taken. */
   async withdrawRequest(seq: number): Promise<boolean> {
-    const result = this.db
-      .prepare('DELETE FROM control_requests WHERE seq = ? AND handled_at IS NULL')
-      .run(seq);
+    const result = this.statement(
+      'DELETE FROM control_requests WHERE seq = ? AND handled_at IS NULL',
+    ).run(seq);
     return Number(result.changes) > 0;
   }
 
   /** Record a request's answer (what the command that asked waits for). */
   async answerRequest(seq: number, result: string): Promise<void> {
-    this.db
-      .prepare('INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)')
-      .run(seq, result);
+    this.statement('INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)').run(
+      seq,
+      result,
+    );
   }
 
   /** A request's answer, once the server has given it. */
   async requestResult(seq: number): Promise<string | undefined> {
-    const row = this.db.prepare('SELECT result FROM control_answers WHERE seq = ?').get(seq) as
+    const row = this.statement('SELECT result FROM control_answers WHERE seq = ?').get(seq) as
       | Row
       | undefined;
     return typeof row?.['result'] === 'string' ? row['result'] : undefined;
@@ -281,13 +277,13 @@ export class SqliteSessionRecords implements SessionStore {
   /** Requests not yet handled; marks them handled. */
   async takeRequests(): Promise<Array<{ seq: number; kind: string }>> {
     return this.transaction(() => {
-      const rows = this.db
-        .prepare('SELECT seq, kind FROM control_requests WHERE handled_at IS NULL ORDER BY seq')
-        .all() as Row[];
+      const rows = this.statement(
+        'SELECT seq, kind FROM control_requests WHERE handled_at IS NULL ORDER BY seq',
+      ).all() as Row[];
       if (rows.length > 0)
-        this.db
-          .prepare('UPDATE control_requests SET handled_at = ? WHERE handled_at IS NULL')
-          .run(now());
+        this.statement('UPDATE control_requests SET handled_at = ? WHERE handled_at IS NULL').run(
+          now(),
+        );
       return rows.map((row) => ({ seq: Number(row['seq']), kind: row['kind'] as string }));
     });
   }
