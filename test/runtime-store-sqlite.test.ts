@@ -1,6 +1,6 @@
 /**
  * The runtime store contract on the embedded SQLite store: actions accepted
- * through the action store's accept path (its writer thread, as the ingress
+ * through the action store's accept path (its group commit, as the ingress
  * does), the runtime's connections opened on the same file.
  */
 import type { ActionStore } from '../engine/queue/action-store.ts';

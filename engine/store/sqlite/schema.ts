@@ -20,7 +20,6 @@ CREATE TABLE IF NOT EXISTS actions (
   received_at TEXT NOT NULL,
   action TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS actions_state ON actions (state, seq);
 CREATE TABLE IF NOT EXISTS idempotency_keys (
   key TEXT PRIMARY KEY,
   fingerprint TEXT NOT NULL,

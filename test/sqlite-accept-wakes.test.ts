@@ -1,0 +1,177 @@
+/**
+ * The embedded store with the runtime on applies a wake in the transaction
+ * that accepts it: the wake is stored done with its event in the main
+ * session, or not at all, so a 200 means the event is there too (even if
+ * the process dies right after). With the runtime off, wakes stay queued.
+ * Also: a store file from before the leaner actions table migrates with its
+ * rows, their order and their session heads.
+ */
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
+import { tempDir } from './helpers/hookgate.ts';
+import { agentAction, wakeAction } from './runtime-store-contract.ts';
+import path from 'node:path';
+
+const MAIN = 'agent:main:main';
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function openStores() {
+  const { dir, cleanup } = tempDir('hookgate-accept-wakes-');
+  const accepting = await openSqliteStore(dir);
+  const runtime = SqliteRuntimeStore.open(dir);
+  cleanups.push(
+    cleanup,
+    () => accepting.close(),
+    () => runtime.close(),
+  );
+  return { dir, accepting, runtime };
+}
+
+describe('wakes applied as they are accepted (runtime on)', () => {
+  it('stores the wake done, one attempt, with its wrapped text as a wake event in the main session', async () => {
+    const { accepting, runtime } = await openStores();
+    accepting.applyWakesOnAccept(MAIN);
+    const wake = wakeAction('deploy finished', { prompt: '<<wrapped>> deploy finished' });
+    expect(await accepting.appendOrGet({ actions: [wake] })).toEqual({ stored: true });
+
+    const run = await runtime.run(wake.id);
+    expect(run).toMatchObject({ state: 'done', attempts: 1, outcome: { status: 'ok' } });
+    expect(run?.startedAt).toEqual(expect.any(String));
+    expect(run?.finishedAt).toEqual(expect.any(String));
+    const events = await runtime.pendingEvents(MAIN, 10);
+    expect(events).toEqual([
+      expect.objectContaining({
+        sessionKey: MAIN,
+        text: '<<wrapped>> deploy finished',
+        source: 'wake',
+        actionId: wake.id,
+        trusted: false,
+      }),
+    ]);
+    // Nothing is left for the worker.
+    expect(await runtime.hasRunnable()).toBe(false);
+    expect(await runtime.applyWakes(MAIN, 10)).toEqual({ applied: 0, modes: [] });
+  });
+
+  it('keeps a trusted wake trusted and its plain text', async () => {
+    const { accepting, runtime } = await openStores();
+    accepting.applyWakesOnAccept(MAIN);
+    const wake = wakeAction('from the owner');
+    await accepting.appendOrGet({ actions: [wake] });
+    expect(await runtime.pendingEvents(MAIN, 10)).toEqual([
+      expect.objectContaining({ text: 'from the owner', trusted: true, actionId: wake.id }),
+    ]);
+  });
+
+  it('leaves agent actions queued for the worker', async () => {
+    const { accepting, runtime } = await openStores();
+    accepting.applyWakesOnAccept(MAIN);
+    const agent = agentAction('hook:one');
+    await accepting.appendOrGet({ actions: [agent] });
+    expect((await runtime.run(agent.id))?.state).toBe('queued');
+    expect(await runtime.pendingEvents(MAIN, 10)).toEqual([]);
+  });
+
+  it('a request whose key was already stored adds neither its wake nor its event', async () => {
+    const { accepting, runtime } = await openStores();
+    accepting.applyWakesOnAccept(MAIN);
+    const record = (id: string) => ({
+      key: 'delivery:1',
+      fingerprint: '',
+      actionId: id,
+      response: '{"ok":true}',
+      createdAtMs: Date.now(),
+      notBeforeMs: Date.now() - 60_000,
+    });
+    const first = wakeAction('first');
+    const again = wakeAction('again');
+    await accepting.appendOrGet({ actions: [first], idempotency: [record(first.id)] });
+    const outcome = await accepting.appendOrGet({
+      actions: [again],
+      idempotency: [record(again.id)],
+    });
+    expect(outcome.stored).toBe(false);
+    expect(await runtime.run(again.id)).toBeUndefined();
+    expect((await runtime.pendingEvents(MAIN, 10)).map((event) => event.text)).toEqual(['first']);
+  });
+
+  it('with the runtime off (never asked, or asked to stop), wakes stay queued', async () => {
+    const { accepting, runtime } = await openStores();
+    const queued = wakeAction('queued');
+    await accepting.appendOrGet({ actions: [queued] });
+    accepting.applyWakesOnAccept(MAIN);
+    accepting.applyWakesOnAccept(null);
+    const later = wakeAction('later');
+    await accepting.appendOrGet({ actions: [later] });
+    expect((await runtime.run(queued.id))?.state).toBe('queued');
+    expect((await runtime.run(later.id))?.state).toBe('queued');
+    expect(await runtime.pendingEvents(MAIN, 10)).toEqual([]);
+    // The worker applies them when it runs.
+    expect((await runtime.applyWakes(MAIN, 10)).applied).toBe(2);
+  });
+});
+
+describe('a store file from before the leaner actions table', () => {
+  it('keeps its rows, their order and session heads, and takes new actions after them', async () => {
+    const { dir, cleanup } = tempDir('hookgate-accept-wakes-');
+    cleanups.push(cleanup);
+    const accepting = await openSqliteStore(dir);
+    const older = [agentAction('hook:a', 'one'), agentAction('hook:a', 'two'), wakeAction('w')];
+    await accepting.appendOrGet({ actions: older });
+    await accepting.close();
+    // Put the table back in its earlier shape (AUTOINCREMENT, an index of every row by state).
+    const db = new DatabaseSync(path.join(dir, STORE_FILE));
+    db.exec(`
+      CREATE TABLE old_actions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+        hook TEXT NOT NULL, session_key TEXT, state TEXT NOT NULL DEFAULT 'queued',
+        attempts INTEGER NOT NULL DEFAULT 0, received_at TEXT NOT NULL, action TEXT NOT NULL,
+        next_attempt_at_ms INTEGER NOT NULL DEFAULT 0, started_at TEXT, finished_at TEXT,
+        outcome TEXT, runner_pgid INTEGER);
+      INSERT INTO old_actions SELECT * FROM actions;
+      DROP TABLE actions;
+      ALTER TABLE old_actions RENAME TO actions;
+      CREATE INDEX actions_state ON actions (state, seq);
+      PRAGMA user_version = 7;
+    `);
+    db.close();
+
+    const reopened = await openSqliteStore(dir);
+    const store = SqliteRuntimeStore.open(dir);
+    cleanups.push(
+      () => reopened.close(),
+      () => store.close(),
+    );
+    const check = new DatabaseSync(path.join(dir, STORE_FILE), { readOnly: true });
+    cleanups.push(() => check.close());
+    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 8 });
+    const indexes = check
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'actions'")
+      .all()
+      .map((row) => row['name']);
+    expect(indexes).toEqual(expect.arrayContaining(['actions_open', 'actions_session_pending']));
+    expect(indexes).not.toContain('actions_state');
+
+    const newer = agentAction('hook:a', 'three');
+    await reopened.appendOrGet({ actions: [newer] });
+    const runs = await store.runs(10);
+    // Newest first: the new action after every old one, the old ones in their order.
+    expect(runs.map((run) => run.id)).toEqual([...older, newer].map((a) => a.id).reverse());
+    expect(runs.map((run) => run.seq)).toEqual([4, 3, 2, 1]);
+    // The session's head is still its oldest action; the next ones wait behind it.
+    const claimed = await store.claimHeads(5, new Set());
+    expect(claimed.map((run) => run.id)).toEqual([older[0]?.id]);
+    expect(await store.countByState()).toEqual({
+      queued: 3,
+      running: 1,
+      done: 0,
+      failed: 0,
+      dead: 0,
+    });
+  });
+});
