@@ -18,6 +18,10 @@ declare module 'autocannon' {
     title?: string;
     /** Per-request hooks; setupRequest may return a changed request (headers, body). */
     requests?: Array<{
+      method?: 'GET' | 'POST';
+      path?: string;
+      headers?: Record<string, string>;
+      body?: string;
       setupRequest?: (request: Record<string, unknown>) => Record<string, unknown>;
     }>;
   };
