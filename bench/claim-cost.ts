@@ -1,7 +1,7 @@
 /**
  * What fair scheduling costs, on real store files: the worker's tick (the
  * queries that find what may run) with a big backlog, and what the session
- * heads add to the writer thread's insert. Run: node bench/claim-cost.ts
+ * heads add to the group writer's insert. Run: node bench/claim-cost.ts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -253,7 +253,7 @@ describe('session heads in an existing store', () => {
     }
   }
 
-  /** Store an action with the writer thread's statement (a wake without a session key). */
+  /** Store an action with the group writer's statement (a wake without a session key). */
   function insert(dataDir: string, sessionKey: string | null, id: string): string {
     const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
     try {

@@ -131,7 +131,7 @@ export type StoreViews = {
 
 /**
  * For the command-line views: the store when there is one to read, else the sentence saying
- * there is none yet. The embedded store is read without its writer thread and never created;
+ * there is none yet. The embedded store is read without its group writer and never created;
  * PostgreSQL is migrated as a server of this version would at its start.
  */
 export async function openStoreViews(

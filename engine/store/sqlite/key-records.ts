@@ -1,5 +1,5 @@
 /**
- * The idempotency key table's reads, shared by the writer thread (its
+ * The idempotency key table's reads, shared by the group writer (its
  * atomic check before an insert) and the readers (the fast first look).
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';

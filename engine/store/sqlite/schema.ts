@@ -1,6 +1,6 @@
 /**
  * The SQLite store's file, schema and connection settings, shared by the
- * writer thread and the readers.
+ * group writer, the runtime and the readers.
  */
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -44,9 +44,9 @@ const RECOMPUTE = (key: string) => `
  * One row per session with unfinished work (queued or running): its oldest such action and when
  * that one may run (0: at once; later while it waits for a backoff). Wakes (no session key) had
  * the lane '' here until migration 5 (the worker reads them from the index). Triggers keep it exact in the same transaction as every
- * insert and change, whoever writes (the writer thread, the runtime, the retry command). An
+ * insert and change, whoever writes (the group writer, the runtime, the retry command). An
  * insert adds one index entry and a primary-key probe, plus a row for a session that had no
- * work: about 3-10 CPU µs on the writer thread (bench/claim-cost.ts).
+ * work: about 3-10 CPU µs on the group writer's insert (bench/claim-cost.ts).
  */
 const SESSION_HEADS = `
 CREATE INDEX IF NOT EXISTS actions_session_pending ON actions (session_key, seq)
@@ -270,7 +270,7 @@ function migrate(db: DatabaseSync): void {
   if (userVersion(db) >= MIGRATIONS.length) return;
   db.exec('BEGIN IMMEDIATE');
   try {
-    // Read under the write lock: the writer thread and the runtime open the file concurrently.
+    // Read under the write lock: the group writer, the runtime and the CLI open the file concurrently.
     for (let next = userVersion(db); next < MIGRATIONS.length; next++) {
       db.exec(MIGRATIONS[next] as string);
       db.exec(`PRAGMA user_version = ${next + 1}`);
