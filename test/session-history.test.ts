@@ -59,6 +59,31 @@ for (const backend of storeBackends()) {
   describe.skipIf(backend.skip)(`on ${backend.name}`, () => {
     beforeAll(() => backend.start(), BACKEND_START_MS);
 
+    describe('an ack-only heartbeat', () => {
+      it('is recorded but kept out of history: the next heartbeat is not sent its events again', async () => {
+        let beats = 0;
+        const w = await startWorld({
+          store: await backend.store(),
+          runner: (run) => {
+            if (run.kind !== 'heartbeat') return { body: { reply: 'done' } };
+            beats++;
+            return { body: { reply: beats === 2 ? 'the deploy needs a look' : 'HEARTBEAT_OK' } };
+          },
+        });
+        worlds.push(w);
+        const acked = await beat(w);
+        const answered = await beat(w);
+        expect(answered.history).toEqual([]);
+        const next = await beat(w);
+        expect(next.history).toEqual([
+          { role: 'user', text: answered.message },
+          { role: 'assistant', text: 'the deploy needs a look' },
+        ]);
+        const record = (await heartbeatsOf(w.server)).find((row) => row.id === acked.runId);
+        expect(record).toMatchObject({ state: 'done', reply: 'HEARTBEAT_OK', events: 1 });
+      });
+    });
+
     describe('history is keyed by agent and session key', () => {
       it("agent ops cannot read agent main's turns through the same session key", async () => {
         const w = await world({ store: await backend.store() });

@@ -125,7 +125,10 @@ export function createHeartbeat(deps: {
       return;
     }
     const ack = isAckOnly(result.reply, settings.ackToken);
-    await store.addTurns(owner, id, message, result.reply);
+    // An ack-only exchange says nothing needed attention: it stays in the heartbeat's record but
+    // not in its history, which would otherwise send its (consumed) events with every later
+    // heartbeat; under a flood of wakes that made up most of the CPU per wake.
+    if (!ack) await store.addTurns(owner, id, message, result.reply);
     await store.finishHeartbeat(id, { state: 'done', events: seqs, reply: result.reply, ack });
     if (!ack) await deliver(id, result.reply);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
