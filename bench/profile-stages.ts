@@ -3,8 +3,9 @@
  * V8 CPU profile is charged to the innermost frame of the stack that belongs
  * to a known part (hookgate's own files by folder and module, Node's HTTP
  * and socket internals, the garbage collector). Idle time is left out, so
- * the shares add up to the CPU the process used. `npm run bench --
- * --profile` prints this for every hookgate target.
+ * the shares add up to the main thread's busy time, which includes waiting
+ * inside a synchronous call (the COMMIT's fsync counts as the store's).
+ * `npm run bench -- --profile` prints this for every hookgate target.
  */
 import { type ProfileNode, readProfile } from './cpu-profile.ts';
 
@@ -18,8 +19,18 @@ const inEngine = (...files: string[]) => {
 
 // Innermost match wins, so a store call made by the commit stage counts as the store.
 const PARTS: readonly Part[] = [
-  { name: 'store: insert + COMMIT (node:sqlite / pg)', matches: inEngine('store/', 'queue/') },
-  { name: 'runtime: worker, heartbeat, runs', matches: inEngine('runtime/', 'delivery/') },
+  {
+    name: 'store, accepting: insert + COMMIT',
+    matches: inEngine(
+      'store/sqlite/(group-writer|action-store|key-records|schema)',
+      'store/postgres/(action-store|pool)',
+      'queue/',
+    ),
+  },
+  {
+    name: 'runtime: worker, heartbeat, runs, their store writes',
+    matches: inEngine('runtime/', 'delivery/', 'store/'),
+  },
   { name: 'transform: sandbox process link', matches: inEngine('sandbox/') },
   { name: 'log line (pino)', matches: (url) => /\/(engine\/log\.ts|node_modules\/pino)/.test(url) },
   {
@@ -93,14 +104,9 @@ export function stageShares(file: string): Array<[string, number]> {
     .sort((a, b) => b[1] - a[1]);
 }
 
-/** The breakdown as lines, in µs per request when the CPU per request is known. */
-export function stageLines(file: string, microsPerRequest?: number): string[] {
-  return stageShares(file).map(([part, share]) => {
-    const percent = `${(share * 100).toFixed(1).padStart(5)}%`;
-    const micros =
-      microsPerRequest === undefined
-        ? ''
-        : `  ${(share * microsPerRequest).toFixed(1).padStart(6)} µs/req`;
-    return `    ${percent}${micros}  ${part}`;
-  });
+/** The breakdown as lines: each part's share of the main thread's busy time. */
+export function stageLines(file: string): string[] {
+  return stageShares(file).map(
+    ([part, share]) => `    ${(share * 100).toFixed(1).padStart(5)}%  ${part}`,
+  );
 }

@@ -230,7 +230,7 @@ async function benchTarget(
     }
     if (dataDir && options.keep) console.log(`  data kept in ${dataDir}`);
     if (options.cpuProfDir) console.log(`  CPU profile(s) written to ${options.cpuProfDir}`);
-    if (options.profile && target.hookgate) printStages(servers, costs, options);
+    if (options.profile && target.hookgate) printStages(servers, options);
     return row;
   } finally {
     await Promise.all(servers.map((server) => server.kill()));
@@ -243,23 +243,19 @@ function profileDir(options: RunOptions): string | null {
   return options.cpuProfDir ?? options.profileTemp ?? null;
 }
 
-/** Where the first server's main thread spent its CPU, per request, by part of the path. */
-function printStages(
-  servers: readonly ServerProcess[],
-  costs: RunCosts,
-  options: RunOptions,
-): void {
+/** Where the first server's main thread spent its time, by part of the request path. */
+function printStages(servers: readonly ServerProcess[], options: RunOptions): void {
   const dir = profileDir(options);
   const first = servers[0];
   if (!dir || !first) return;
   // The main thread's profile: CPU.<date>.<time>.<pid>.0.<n>.cpuprofile.
   const file = readdirSync(dir).find((name) => name.includes(`.${first.pid}.0.`));
   if (!file) return;
-  // Per request on that process (the transform process's CPU is not in this profile).
-  const micros =
-    (costs.serverMicrosPerResponse - costs.childMicrosPerResponse) / Math.max(1, servers.length);
-  console.log('  CPU by part of the request path (main thread, idle excluded):');
-  for (const line of stageLines(path.join(dir, file), micros)) console.log(line);
+  console.log(
+    "  main thread's busy time by part of the request path (waits inside synchronous calls, " +
+      "such as the COMMIT's fsync, count as busy):",
+  );
+  for (const line of stageLines(path.join(dir, file))) console.log(line);
 }
 
 function selectTargets(options: BenchOptions): Target[] {
