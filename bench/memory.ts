@@ -67,7 +67,7 @@ async function main(): Promise<number> {
       ...mapped,
       mappings: [
         ...mapped.mappings,
-        ...((transform?.hooks as { mappings: unknown[] }).mappings ?? []),
+        ...((transform?.hooks as { mappings?: unknown[] } | undefined)?.mappings ?? []),
       ],
     },
     ...(transform?.transformFiles && { transformFiles: transform.transformFiles }),
