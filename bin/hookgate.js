@@ -1,22 +1,23 @@
 #!/usr/bin/env node
-// Launcher for the `hookgate` bin: hookgate needs Node 24 (type stripping).
-// On an older system node it re-runs server.ts with the Node 24 binary of the
-// pinned `node` dev dependency; on Node 24 it runs it in this process.
+// Launcher for the `hookgate` bin: hookgate needs Node 24.16 or later (type
+// stripping, crypto.randomUUIDv7). On an older system node it re-runs server.ts
+// with the Node 24 binary of the pinned `node` dev dependency; on a recent
+// enough Node it runs it in this process.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const server = fileURLToPath(new URL('../server.ts', import.meta.url));
-const major = Number(process.versions.node.split('.')[0]);
+const [major, minor] = process.versions.node.split('.').map(Number);
 
-if (major >= 24) {
+if (major > 24 || (major === 24 && minor >= 16)) {
   await import(server);
 } else {
   let node;
   try {
     node = createRequire(import.meta.url).resolve('node/bin/node');
   } catch {
-    process.stderr.write('hookgate: Node.js 24 is required; run `npm install` or use Node 24 (.nvmrc).\n');
+    process.stderr.write('hookgate: Node.js 24.16 or later is required; run `npm install` or use Node 24 (.nvmrc).\n');
     process.exit(1);
   }
   const child = spawn(node, [server, ...process.argv.slice(2)], { stdio: 'inherit' });

@@ -107,14 +107,8 @@ export async function startHookgate(
   let closing: Promise<void> | undefined;
   // With the runtime on, the store applies wakes as it stores them where it can (one
   // transaction instead of an insert now and a claim, an update and an event later).
-  let wakesApplied = false;
-  if (runtime && store.applyWakesOnAccept) {
-    store.applyWakesOnAccept(config.session.mainKey);
-    wakesApplied = true;
-  }
-  const ledger = createLedger(store, {
-    afterCommit: (actions) => runtime?.accepted(actions, wakesApplied),
-  });
+  await runtime?.applyWakesOnAccept(store);
+  const ledger = createLedger(store, { afterCommit: (actions) => runtime?.accepted(actions) });
   // Shared by every generation: a reload never lifts a lockout.
   // Shared by the instances on PostgreSQL: a lock begun on one is refused on all.
   const limiter = reportingStoreErrors(backend.openLimiter(config.hooks.authRateLimit), logger);

@@ -8,9 +8,11 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openStoreViews } from '../engine/store/backend.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
-import { tempDir } from './helpers/hookgate.ts';
+import { startTestServer, tempDir } from './helpers/hookgate.ts';
+import { runOf, storeOf } from './helpers/store-reads.ts';
 import { agentAction, wakeAction } from './runtime-store-contract.ts';
 import path from 'node:path';
 
@@ -173,5 +175,54 @@ describe('a store file from before the leaner actions table', () => {
       failed: 0,
       dead: 0,
     });
+  });
+});
+
+describe('hookgate serve with the runtime on', () => {
+  it('applies wakes queued while the runtime was off before any new one, so events keep acceptance order', async () => {
+    const { dir, cleanup } = tempDir('hookgate-accept-wakes-');
+    cleanups.push(cleanup);
+    // Queued while the runtime was off (as a server started without it leaves them): more than
+    // the worker applies in many passes, so its passes alone could not finish them first.
+    const queued = 20_000;
+    const accepting = await openSqliteStore(dir);
+    for (let at = 0; at < queued; at += 1_000) {
+      const actions = Array.from({ length: 1_000 }, (_, i) =>
+        wakeAction(`queued ${at + i}`, { mode: 'next-heartbeat' }),
+      );
+      await accepting.appendOrGet({ actions });
+    }
+    await accepting.close();
+
+    const on = await startTestServer({}, { dataDir: dir, runtime: true });
+    cleanups.push(() => on.stop());
+    const answer = await on.post('wake', { text: 'after the start', mode: 'next-heartbeat' });
+    expect(answer.status).toBe(200);
+    const { id } = (await answer.json()) as { id: string };
+    // Stored done with its event before the 200: no worker pass needed.
+    expect(await runOf(on, id)).toMatchObject({ state: 'done', attempts: 1 });
+    // Newest first: the new wake's event after every queued one.
+    const events = await storeOf(on).events('main', queued + 10);
+    expect(events).toHaveLength(queued + 1);
+    expect(events[0]?.actionId).toBe(id);
+  });
+});
+
+describe('the command-line views', () => {
+  it('refuse a store at another schema version and leave it as it is', async () => {
+    const { dir, cleanup } = tempDir('hookgate-accept-wakes-');
+    cleanups.push(cleanup);
+    const accepting = await openSqliteStore(dir);
+    await accepting.close();
+    const file = path.join(dir, STORE_FILE);
+    const db = new DatabaseSync(file);
+    db.exec('PRAGMA user_version = 7');
+    db.close();
+    await expect(openStoreViews(dir, { kind: 'sqlite' } as never)).rejects.toThrow(
+      /schema version 7; this hookgate reads version 8 \(start this hookgate once to migrate it\)/,
+    );
+    const check = new DatabaseSync(file, { readOnly: true });
+    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 7 });
+    check.close();
   });
 });

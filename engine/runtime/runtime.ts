@@ -4,6 +4,7 @@
  * and the action worker.
  */
 import type { Action } from '../../schemas/action.ts';
+import type { ActionStore } from '../queue/action-store.ts';
 import type { LoadedConfig } from '../config.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
@@ -29,11 +30,16 @@ export type Runtime = {
   /** Whether this instance leads: runs the heartbeat, takes operator requests, prunes. */
   leading(): boolean;
   /**
-   * Told of each request's actions once stored: agent actions (and wakes the store left
-   * queued) are work for the worker; a wake the store applied as it stored it (`wakesApplied`)
-   * only asks for its heartbeat.
+   * Where the accepting store can, have it apply wakes as it stores them (their event in the
+   * main session in the same transaction). Wakes already queued are applied first, so events
+   * keep the order the wakes were accepted in.
    */
-  accepted(actions: readonly Action[], wakesApplied: boolean): void;
+  applyWakesOnAccept(store: Pick<ActionStore, 'applyWakesOnAccept'>): Promise<void>;
+  /**
+   * Told of each request's actions once stored: agent actions (and wakes the store left
+   * queued) are work for the worker; a wake the store applied only asks for its heartbeat.
+   */
+  accepted(actions: readonly Action[]): void;
   /** Stop the worker and the heartbeat (running turns go back to the queue), close the store. */
   stop(): Promise<void>;
 };
@@ -199,13 +205,28 @@ export async function startRuntime(
   });
   heartbeat.start();
   await worker.start();
+  let wakesApplied = false;
+  let stopping = false;
   return {
     store,
     worker,
     heartbeat,
     lastChannel: () => lastChannel,
     leading,
-    accepted(actions, wakesApplied) {
+    async applyWakesOnAccept(accepting) {
+      if (!accepting.applyWakesOnAccept) return;
+      // Before any request is taken: nothing is queued behind these while they are applied.
+      for (;;) {
+        const { applied, modes } = await store.applyWakes(mainKey, 500);
+        if (modes.includes('now')) heartbeat.requestNow('wake');
+        if (applied === 0) break;
+      }
+      accepting.applyWakesOnAccept(mainKey);
+      wakesApplied = true;
+    },
+    accepted(actions) {
+      // Shutting down: the worker and the heartbeat take nothing new.
+      if (stopping) return;
       if (!wakesApplied) return worker.kick();
       let work = false;
       for (const action of actions) {
@@ -215,6 +236,7 @@ export async function startRuntime(
       if (work) worker.kick();
     },
     async stop() {
+      stopping = true;
       loop?.stop();
       clearInterval(pruneTimer);
       await worker.stop();

@@ -4,12 +4,23 @@
  * retried run keeps of its outcome. Pure.
  */
 import type { Action } from '../../schemas/action.ts';
-import type { Outcome } from './runtime-store.ts';
+import type { NewEvent, Outcome } from './runtime-store.ts';
 
 export type WakeAction = Extract<Action, { kind: 'wake' }>;
 
 /** The outcome of a row no hook could have written (another process, a damaged file). */
 export const UNREADABLE_OUTCOME: Outcome = { status: 'error', reason: 'unreadable action' };
+
+/** What applying a wake appends to the main session: its text as the agent gets it (wrapped when untrusted). */
+export function wakeEvent(wake: WakeAction, mainKey: string): NewEvent {
+  return {
+    sessionKey: mainKey,
+    text: wake.prompt ?? wake.text,
+    source: 'wake',
+    actionId: wake.id,
+    trusted: !wake.untrusted,
+  };
+}
 
 /** A stored wake, or undefined when the text does not hold one. */
 export function readWake(json: string): WakeAction | undefined {

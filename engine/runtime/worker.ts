@@ -24,6 +24,7 @@ import { isAckOnly, retryDelayMs } from './replies.ts';
 import { killGroup } from './runners/command.ts';
 import type { RunResult } from './runners/runner.ts';
 import type { Claim, RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
+import { wakeEvent } from './stored-runs.ts';
 
 export type WorkerSettings = {
   mainKey: string;
@@ -166,18 +167,7 @@ export function createActionWorker(deps: {
   }
 
   async function executeWake(row: RunRow, action: WakeAction): Promise<void> {
-    await store.finish(
-      row,
-      'done',
-      { status: 'ok' },
-      {
-        sessionKey: settings.mainKey,
-        text: action.prompt ?? action.text,
-        source: 'wake',
-        actionId: action.id,
-        trusted: !action.untrusted,
-      },
-    );
+    await store.finish(row, 'done', { status: 'ok' }, wakeEvent(action, settings.mainKey));
     if (action.mode === 'now') heartbeat.requestNow('wake');
   }
 

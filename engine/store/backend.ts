@@ -29,7 +29,7 @@ import {
 } from './postgres/schema.ts';
 import { openSqliteStore, readActions } from './sqlite/action-store.ts';
 import { SqliteRuntimeStore } from './sqlite/runtime-store.ts';
-import { STORE_FILE } from './sqlite/schema.ts';
+import { SQLITE_SCHEMA_VERSION, STORE_FILE, sqliteSchemaVersion } from './sqlite/schema.ts';
 
 export type StoreSettings = Config['store'];
 
@@ -131,8 +131,8 @@ export type StoreViews = {
 
 /**
  * For the command-line views: the store when there is one to read, else the sentence saying
- * there is none yet. The embedded store is read without its group writer and never created;
- * PostgreSQL is migrated as a server of this version would at its start.
+ * there is none yet. Neither store is created or migrated here: one at another schema version
+ * is refused.
  */
 export async function openStoreViews(
   dataDir: string,
@@ -140,7 +140,14 @@ export async function openStoreViews(
 ): Promise<StoreViews | string> {
   if (store.kind === 'sqlite') {
     if (!existsSync(path.join(dataDir, STORE_FILE))) return `No store in ${dataDir} yet.`;
-    const runtime = SqliteRuntimeStore.open(dataDir);
+    // Never migrated here: a server of an older version may be running on the file.
+    const version = sqliteSchemaVersion(dataDir);
+    if (version !== SQLITE_SCHEMA_VERSION) {
+      throw new Error(
+        `the store in ${dataDir} is at schema version ${version}; this hookgate reads version ${SQLITE_SCHEMA_VERSION} (${version < SQLITE_SCHEMA_VERSION ? 'start this hookgate once to migrate it' : 'use the hookgate that serves it'})`,
+      );
+    }
+    const runtime = SqliteRuntimeStore.open(dataDir, { migrate: false });
     return {
       runtime,
       listActions: async (limit) => readActions(dataDir, limit),

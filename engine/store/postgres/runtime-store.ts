@@ -18,7 +18,12 @@ import type {
   RunRow,
   RuntimeStore,
 } from '../../runtime/runtime-store.ts';
-import { outcomeForRetry, readWake, UNREADABLE_OUTCOME } from '../../runtime/stored-runs.ts';
+import {
+  outcomeForRetry,
+  readWake,
+  UNREADABLE_OUTCOME,
+  wakeEvent,
+} from '../../runtime/stored-runs.ts';
 import { inTransaction } from './pool.ts';
 import { insertEvent, insertEvents, PostgresSessionRecords } from './session-records.ts';
 import {
@@ -189,13 +194,8 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
           unreadable.push(row.id);
           continue;
         }
-        events.push({
-          sessionKey: mainKey,
-          text: wake.prompt ?? wake.text,
-          source: 'wake',
-          actionId: row.id,
-          trusted: !wake.untrusted,
-        });
+        // The row's id, not the stored one: the row is what is finished.
+        events.push({ ...wakeEvent(wake, mainKey), actionId: row.id });
         modes.push(wake.mode);
       }
       if (unreadable.length > 0)

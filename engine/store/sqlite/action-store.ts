@@ -19,9 +19,11 @@ import type {
   StoredAction,
 } from '../../queue/action-store.ts';
 import { prepareDataDir } from './data-dir.ts';
+import { type WakeAction, wakeEvent } from '../../runtime/stored-runs.ts';
 import {
   type GroupWriter,
   openGroupWriter,
+  type WakeEvent,
   type WriteItem,
   type WriteResult,
 } from './group-writer.ts';
@@ -92,17 +94,15 @@ function toItem(
       receivedAt: action.receivedAt,
       json: JSON.stringify(action),
       ...(action.kind === 'wake' &&
-        wakeSession !== null && {
-          event: {
-            sessionKey: wakeSession,
-            text: action.prompt ?? action.text,
-            trusted: !action.untrusted,
-            at,
-          },
-        }),
+        wakeSession !== null && { event: appliedWake(action, wakeSession, at) }),
     })),
     ...(idempotency && idempotency.length > 0 && { keys: idempotency }),
   };
+}
+
+function appliedWake(wake: WakeAction, mainKey: string, at: string): WakeEvent {
+  const { sessionKey, text, trusted } = wakeEvent(wake, mainKey);
+  return { sessionKey, text, trusted, at };
 }
 
 /** The SQLite action store. */
@@ -184,7 +184,14 @@ export class SqliteActionStore implements ActionStore {
     if (this.outbox.length === 0) return;
     const items = this.outbox;
     this.outbox = [];
-    this.settle(this.writer.commit(items));
+    let results: WriteResult[];
+    try {
+      results = this.writer.commit(items);
+    } catch (err) {
+      // Even the rollback failed (a closed or broken connection): none of the group is answered 200.
+      results = items.map(({ ticket }) => ({ ticket, error: (err as Error).message }));
+    }
+    this.settle(results);
   }
 
   /** Each append's outcome, once its group's COMMIT returned. */

@@ -48,10 +48,14 @@ export type GroupWriter = {
 };
 
 const DONE_OUTCOME = JSON.stringify({ status: 'ok' });
+const WRITER_BUSY_TIMEOUT_MS = 1_000;
 
 /** Open the writing connection (creating and migrating the schema when needed). */
 export function openGroupWriter(dataDir: string): GroupWriter {
   const db = openDatabase(dataDir, { create: true });
+  // This connection writes on the event loop: a lock another process holds (a command-line
+  // write) is waited for at most this long, then the group fails instead of stalling the loop.
+  db.exec(`PRAGMA busy_timeout = ${WRITER_BUSY_TIMEOUT_MS}`);
   return createGroupWriter(db);
 }
 

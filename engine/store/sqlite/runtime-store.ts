@@ -16,7 +16,12 @@ import type {
   RunRow,
   RuntimeStore,
 } from '../../runtime/runtime-store.ts';
-import { outcomeForRetry, readWake, UNREADABLE_OUTCOME } from '../../runtime/stored-runs.ts';
+import {
+  outcomeForRetry,
+  readWake,
+  UNREADABLE_OUTCOME,
+  wakeEvent,
+} from '../../runtime/stored-runs.ts';
 import { openDatabase } from './schema.ts';
 import { now, type Row, SqliteSessionRecords } from './session-records.ts';
 
@@ -66,11 +71,14 @@ const FENCE = "id = ? AND state = 'running' AND attempts = ?";
 /** The runtime store over one SQLite connection. */
 export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeStore {
   readonly leadership = SOLE_LEADER;
-  /** Open the store in a data directory (schema created and migrated if needed). */
-  static open(dataDir: string): SqliteRuntimeStore {
-    const db = openDatabase(dataDir, { create: true });
-    // Lifecycle writes run on the event loop: NORMAL (no fsync per commit in WAL) keeps them
-    // cheap and still survives a process crash (SIGKILL). Acceptance stays FULL on its own thread.
+  /**
+   * Open the store in a data directory: schema created and migrated if needed, or, with
+   * `migrate: false` (the command-line views), the file as it is.
+   */
+  static open(dataDir: string, options: { migrate?: boolean } = {}): SqliteRuntimeStore {
+    const db = openDatabase(dataDir, { create: options.migrate ?? true });
+    // Lifecycle writes: NORMAL (no fsync per commit in WAL) keeps them cheap and still survives
+    // a process crash (SIGKILL). Acceptance stays FULL on its own connection.
     db.exec('PRAGMA synchronous = NORMAL');
     return new SqliteRuntimeStore(db);
   }
@@ -78,11 +86,12 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   /** One process owns the file: actions left running go back to the queue; their runner groups. */
   async recoverInterrupted(): Promise<Array<{ id: string; pgid: number | null }>> {
     return this.transaction(() => {
+      // The repeated term lets SQLite use the index of rows not done, not read every row.
       const rows = this.statement(
-        "SELECT id, runner_pgid FROM actions WHERE state = 'running'",
+        "SELECT id, runner_pgid FROM actions WHERE state = 'running' AND state <> 'done'",
       ).all() as Row[];
       this.statement(
-        "UPDATE actions SET state = 'queued', runner_pgid = NULL WHERE state = 'running'",
+        "UPDATE actions SET state = 'queued', runner_pgid = NULL WHERE state = 'running' AND state <> 'done'",
       ).run();
       return rows.map((row) => ({
         id: row['id'] as string,
@@ -215,13 +224,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
           continue;
         }
         update.run(at, at, JSON.stringify({ status: 'ok' }), id);
-        this.insertEvent({
-          sessionKey,
-          text: action.prompt ?? action.text,
-          source: 'wake',
-          actionId: id,
-          trusted: !action.untrusted,
-        });
+        this.insertEvent({ ...wakeEvent(action, sessionKey), actionId: id });
         modes.push(action.mode);
       }
       return modes;
@@ -278,9 +281,12 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
 
   /** Runs (actions with their lifecycle), newest first, optionally in one state. */
   async runs(limit: number, state?: ActionState): Promise<RunRow[]> {
+    // A state other than done is read from its index (the term repeated so SQLite uses it).
     const rows = state
       ? (this.statement(
-          `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC LIMIT ?`,
+          state === 'done'
+            ? `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC LIMIT ?`
+            : `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? AND state <> 'done' ORDER BY seq DESC LIMIT ?`,
         ).all(state, limit) as Row[])
       : (this.statement(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC LIMIT ?`).all(
           limit,

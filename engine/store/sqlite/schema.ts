@@ -262,6 +262,19 @@ const MIGRATIONS: readonly string[] = [
   `,
 ];
 
+/** The schema version this hookgate reads and writes (PRAGMA user_version). */
+export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** The schema version of an existing store file, read without changing it. */
+export function sqliteSchemaVersion(dataDir: string): number {
+  const db = openDatabase(dataDir, { create: false, readOnly: true });
+  try {
+    return userVersion(db);
+  } finally {
+    db.close();
+  }
+}
+
 function userVersion(db: DatabaseSync): number {
   return (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
 }
