@@ -73,11 +73,19 @@ async function main(): Promise<number> {
     ...(transform?.transformFiles && { transformFiles: transform.transformFiles }),
   });
   const bigWake = JSON.stringify({ text: 'x'.repeat(32 * 1024), mode: 'next-heartbeat' });
-  const samples: Array<{ atS: number; mb: number }> = [];
+  const samples: Array<{ atS: number; mb: number; heapMb: number; externalMb: number }> = [];
   const started = Date.now();
-  const sampler = setInterval(() => {
-    samples.push({ atS: (Date.now() - started) / 1000, mb: residentMb(server.pid) });
-  }, SAMPLE_EVERY_MS);
+  const take = async () => {
+    const mb = residentMb(server.pid);
+    const { heapUsed, external } = await server.sample();
+    samples.push({
+      atS: (Date.now() - started) / 1000,
+      mb,
+      heapMb: heapUsed / 2 ** 20,
+      externalMb: external / 2 ** 20,
+    });
+  };
+  const sampler = setInterval(() => void take(), SAMPLE_EVERY_MS);
   console.log(
     `memory flood: ${minutes} min, ${connections} connections, mixed requests to ${server.url}`,
   );
@@ -97,7 +105,7 @@ async function main(): Promise<number> {
       ],
     });
     clearInterval(sampler);
-    samples.push({ atS: (Date.now() - started) / 1000, mb: residentMb(server.pid) });
+    await take();
     const statuses = Object.entries(result.statusCodeStats)
       .map(([status, { count }]) => `${status} x ${count}`)
       .join(', ');
@@ -109,9 +117,10 @@ async function main(): Promise<number> {
       const inMinute = samples.filter((s) => s.atS > (minute - 1) * 60 && s.atS <= minute * 60);
       if (inMinute.length === 0) continue;
       const peak = Math.max(...inMinute.map((s) => s.mb));
-      const last = inMinute[inMinute.length - 1]?.mb ?? 0;
+      const last = inMinute[inMinute.length - 1];
       console.log(
-        `  minute ${minute}: RSS peak ${peak.toFixed(0)} MB, at its end ${last.toFixed(0)} MB`,
+        `  minute ${minute}: RSS peak ${peak.toFixed(0)} MB, at its end ${last?.mb.toFixed(0)} MB ` +
+          `(V8 heap in use ${last?.heapMb.toFixed(0)} MB, external ${last?.externalMb.toFixed(0)} MB)`,
       );
     }
     const settled = samples.filter((s) => s.atS > 60);

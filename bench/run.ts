@@ -122,6 +122,8 @@ function sampleAll(servers: readonly ServerProcess[]): Promise<ServerSample> {
       childMicros: sum.childMicros + one.childMicros,
       commits: sum.commits + one.commits,
       commitMicros: sum.commitMicros + one.commitMicros,
+      heapUsed: sum.heapUsed + one.heapUsed,
+      external: sum.external + one.external,
     })),
   );
 }

@@ -17,6 +17,9 @@ export type ServerSample = {
   childMicros: number;
   commits: number;
   commitMicros: number;
+  /** V8's live heap and memory outside it (Buffers, SQLite and other native allocations), bytes. */
+  heapUsed: number;
+  external: number;
 };
 
 /** Messages from the child to the parent. */
@@ -32,6 +35,8 @@ function sample(commits: CommitStats): ServerSample {
     childMicros: descendantCpuMicros(),
     commits: commits.commits,
     commitMicros: commits.micros,
+    heapUsed: process.memoryUsage().heapUsed,
+    external: process.memoryUsage().external,
   };
 }
 
