@@ -137,6 +137,24 @@ describe('SIGKILL under concurrent load', () => {
     }
   });
 
+  it('every wake answered 200 has its event in the main session (applied in its acceptance transaction)', () => {
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { readOnly: true });
+    let withEvent: Set<string>;
+    try {
+      const rows = db
+        .prepare(
+          "SELECT action_id FROM system_events WHERE source = 'wake' AND session_key = 'main'",
+        )
+        .all();
+      withEvent = new Set(rows.map((row) => String(row['action_id'])));
+    } finally {
+      db.close();
+    }
+    const wakes = [...answered].filter(([, { kind }]) => kind === 'wake').map(([id]) => id);
+    expect(wakes.length).toBeGreaterThan(0);
+    expect(wakes.filter((id) => !withEvent.has(id))).toEqual([]);
+  });
+
   it('actions --json (the operator view) lists every one of them', async () => {
     const rows = tableRows(dataDir);
     const listed = await listStoredActions(['--limit', '1000000', '--data-dir', dataDir]);
