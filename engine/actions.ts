@@ -28,7 +28,10 @@ export type Accepted = {
 export type BuildContext = {
   policy: Policy;
   maxTimeoutSeconds: number;
+  /** Action ids. */
   newId: () => string;
+  /** Generated session keys' ids (unguessable: another caller must not pick the same key). */
+  newSessionId: () => string;
   /** The channel of the main session's last route, when the runtime knows one. */
   lastChannel?: () => string | undefined;
 };
@@ -132,7 +135,7 @@ export function buildAgentAction(
     fields.sessionKey === undefined
       ? undefined
       : { key: fields.sessionKey, source: provenance.sessionKeySource };
-  const { sessionKey, source } = resolveSessionKey(policy, requested, ctx.newId);
+  const { sessionKey, source } = resolveSessionKey(policy, requested, ctx.newSessionId);
   const guarded = guardText(fields.message, provenance);
   return {
     kind: 'agent',

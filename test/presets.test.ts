@@ -57,6 +57,7 @@ function boot(hooks: Record<string, unknown> = {}, extra: Record<string, unknown
     maxActions: config.hooks.maxActionsPerRequest,
     renderLimits: renderLimits(config.hooks),
     newId: randomUUID,
+    newSessionId: randomUUID,
   };
   return { mappings, ctx };
 }

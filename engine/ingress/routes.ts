@@ -5,7 +5,7 @@
  * both), where its delivery id comes from, which bodies it takes, and its
  * accept step. Nothing here is decided per request.
  */
-import { randomUUIDv7 } from 'node:crypto';
+import { randomUUID, randomUUIDv7 } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { AuthScheme, RouteAuth } from '../../schemas/auth.ts';
 import type { Config } from '../../schemas/config.ts';
@@ -72,6 +72,8 @@ export function routeContext(
     renderLimits: renderLimits(config.hooks),
     // Time-ordered: the store's id index grows at its end instead of anywhere.
     newId: randomUUIDv7,
+    // Fully random (122 bits): a session key must not be guessable from when it was made.
+    newSessionId: randomUUID,
     ...(extras.lastChannel && { lastChannel: extras.lastChannel }),
     ...(extras.transforms && { transforms: extras.transforms }),
   };

@@ -216,10 +216,16 @@ export async function startRuntime(
     async applyWakesOnAccept(accepting) {
       if (!accepting.applyWakesOnAccept) return;
       // Before any request is taken: nothing is queued behind these while they are applied.
-      for (;;) {
-        const { applied, modes } = await store.applyWakes(mainKey, 500);
-        if (modes.includes('now')) heartbeat.requestNow('wake');
-        if (applied === 0) break;
+      try {
+        for (;;) {
+          const { applied, modes } = await store.applyWakes(mainKey, 500);
+          if (modes.includes('now')) heartbeat.requestNow('wake');
+          if (applied === 0) break;
+        }
+      } catch (err) {
+        // The worker applies wakes as before (and retries these); only the shortcut is lost.
+        logger.warn({ err: (err as Error).message }, 'queued wakes not applied at start');
+        return;
       }
       accepting.applyWakesOnAccept(mainKey);
       wakesApplied = true;
