@@ -173,9 +173,11 @@ export class SqliteSessionRecords implements SessionStore {
         result.error ?? null,
         id,
       );
-      if (result.state === 'done') {
-        const consume = this.statement('UPDATE system_events SET consumed_by = ? WHERE seq = ?');
-        for (const seq of result.events) consume.run(id, seq);
+      if (result.state === 'done' && result.events.length > 0) {
+        // One statement for the batch (up to a heartbeat's maxEvents), not one per event.
+        this.statement(
+          'UPDATE system_events SET consumed_by = ? WHERE seq IN (SELECT value FROM json_each(?))',
+        ).run(id, JSON.stringify(result.events));
       }
     });
   }
