@@ -32,86 +32,8 @@ import {
 import { backgroundLoad, filesystemName } from './machine.ts';
 import { type BenchPostgres, startBenchPostgres } from './postgres-server.ts';
 import { countLines, countPostgresStore, countStoredActions } from './store-check.ts';
-import { AIMS, allTargets, BODY_BYTES, type ServerSpec, type Target } from './targets.ts';
-
-const LOG_FILE = 'requests.log';
-
-/** The options with what the run started for them: the agent, a profile directory. */
-type RunOptions = BenchOptions & { agentUrl?: string; profileTemp?: string };
-
-function describeTarget(target: Target, options: BenchOptions): string {
-  const variant = target.hookgate;
-  if (!variant) return 'raw node:http: read body, JSON.parse, 200 {"ok":true}';
-  const parts: string[] = [];
-  if (variant.transformFiles) {
-    parts.push(
-      'a mapping calling a transform in the sandbox (isolated-vm in a separate transform process, ' +
-        'warm context; default limits, isolate recycled every 10,000 calls)',
-    );
-  } else if (target.githubSecret !== undefined) {
-    parts.push(
-      'the github preset: X-Hub-Signature-256 verified over the raw body, delivery id and ' +
-        'signed-content keys, mapping chosen by X-GitHub-Event; a fresh body and id per request',
-    );
-  } else if (variant.hooks) {
-    parts.push('a mapping with a JSON-logic condition on a header and Handlebars templates');
-  }
-  if (variant.postgres) {
-    parts.push(
-      "PostgreSQL store (the bench's own server, fsync and synchronous_commit on, a fresh " +
-        'database; pool 10 per instance; the accepts of one event-loop turn in one statement)',
-    );
-  }
-  if (variant.postgres && variant.postgres.instances > 1) {
-    parts.push(
-      `${variant.postgres.instances} instances on that one database, autocannon's connections ` +
-        'dealt round-robin over their URLs (no balancer in the path); server CPU is their sum',
-    );
-  }
-  parts.push(
-    variant.memoryStore
-      ? 'in-memory store: nothing is committed'
-      : variant.postgres
-        ? `commitDelayMs ${variant.commitDelayMs} (not used by the PostgreSQL store)`
-        : `commitDelayMs ${variant.commitDelayMs}`,
-    variant.logToFile ? `log info -> ${LOG_FILE} in the data dir` : 'log silent',
-    runtimeOn(target, options)
-      ? "runtime on (the worker runs the actions; agent turns through an http runner to the bench's agent, which answers at once)"
-      : 'runtime off (ingress only)',
-  );
-  if (variant.maxFailures !== undefined) {
-    parts.push(`authRateLimit.maxFailures ${variant.maxFailures} (so 401, never 429)`);
-  }
-  return parts.join(', ');
-}
-
-function runtimeOn(target: Target, options: BenchOptions): boolean {
-  return target.hookgate?.runtime ?? options.runtime;
-}
-
-function serverSpec(
-  target: Target,
-  options: RunOptions,
-  dataDir: string | undefined,
-  postgresUrl: string | undefined,
-): ServerSpec {
-  const variant = target.hookgate;
-  if (!variant || !dataDir) return { kind: 'baseline' };
-  const runtime = runtimeOn(target, options);
-  return {
-    kind: 'hookgate',
-    dataDir,
-    commitDelayMs: variant.commitDelayMs,
-    runtime,
-    ...(runtime && options.agentUrl !== undefined && { agentUrl: options.agentUrl }),
-    ...(variant.logToFile && { logFile: path.join(dataDir, LOG_FILE) }),
-    ...(variant.maxFailures !== undefined && { maxFailures: variant.maxFailures }),
-    ...(variant.memoryStore && { memoryStore: true }),
-    ...(variant.hooks && { hooks: variant.hooks }),
-    ...(variant.transformFiles && { transformFiles: variant.transformFiles }),
-    ...(postgresUrl !== undefined && { postgresUrl }),
-  };
-}
+import { AIMS, allTargets, BODY_BYTES, type Target } from './targets.ts';
+import { describeTarget, LOG_FILE, type RunOptions, serverSpec } from './target-spec.ts';
 
 /** The counters of several servers added up. */
 function sampleAll(servers: readonly ServerProcess[]): Promise<ServerSample> {
