@@ -39,7 +39,12 @@ export type SqliteStoreOptions = {
   onWarning?: (message: string) => void;
 };
 
-type Waiter = { resolve: (value: never) => void; reject: (err: unknown) => void };
+/** An append waiting for its group's COMMIT. */
+type Pending = {
+  item: WriteItem;
+  resolve: (outcome: AppendOutcome) => void;
+  reject: (err: unknown) => void;
+};
 
 /** Open (or create and migrate) the store in a data directory. */
 export async function openSqliteStore(
@@ -78,14 +83,8 @@ function listFrom(statement: StatementSync, limit: number): StoredAction[] {
   }));
 }
 
-function toItem(
-  ticket: number,
-  { actions, idempotency }: AcceptedRecord,
-  wakeSession: string | null,
-): WriteItem {
-  const at = wakeSession === null ? '' : new Date().toISOString();
+function toItem({ actions, idempotency }: AcceptedRecord, wakeSession: string | null): WriteItem {
   return {
-    ticket,
     rows: actions.map((action) => ({
       id: action.id,
       kind: action.kind,
@@ -94,15 +93,15 @@ function toItem(
       receivedAt: action.receivedAt,
       json: JSON.stringify(action),
       ...(action.kind === 'wake' &&
-        wakeSession !== null && { event: appliedWake(action, wakeSession, at) }),
+        wakeSession !== null && { event: appliedWake(action, wakeSession) }),
     })),
     ...(idempotency && idempotency.length > 0 && { keys: idempotency }),
   };
 }
 
-function appliedWake(wake: WakeAction, mainKey: string, at: string): WakeEvent {
+function appliedWake(wake: WakeAction, mainKey: string): WakeEvent {
   const { sessionKey, text, trusted } = wakeEvent(wake, mainKey);
-  return { sessionKey, text, trusted, at };
+  return { sessionKey, text, trusted, at: new Date().toISOString() };
 }
 
 /** The SQLite action store. */
@@ -112,10 +111,8 @@ export class SqliteActionStore implements ActionStore {
   private readonly delayMs: number;
   private readonly selectKey: StatementSync;
   private readonly selectActions: StatementSync;
-  private readonly waiting = new Map<number, Waiter>();
-  private outbox: WriteItem[] = [];
+  private outbox: Pending[] = [];
   private scheduled = false;
-  private nextTicket = 1;
   private closing: Promise<void> | undefined;
   private wakeSession: string | null = null;
 
@@ -138,15 +135,16 @@ export class SqliteActionStore implements ActionStore {
 
   appendOrGet(record: AcceptedRecord): Promise<AppendOutcome> {
     if (this.closing) return Promise.reject(new Error('store is closed'));
-    const ticket = this.nextTicket++;
-    this.outbox.push(toItem(ticket, record, this.wakeSession));
+    const item = toItem(record, this.wakeSession);
     if (!this.scheduled) {
       this.scheduled = true;
       // One group per event-loop turn carries every append of that turn.
       if (this.delayMs > 0) setTimeout(() => this.flush(), this.delayMs);
       else setImmediate(() => this.flush());
     }
-    return this.wait<AppendOutcome>(ticket);
+    return new Promise<AppendOutcome>((resolve, reject) => {
+      this.outbox.push({ item, resolve, reject });
+    });
   }
 
   async findIdempotency(key: string, notBeforeMs: number): Promise<IdempotencyRecord | undefined> {
@@ -173,34 +171,23 @@ export class SqliteActionStore implements ActionStore {
     this.reader.close();
   }
 
-  private wait<T>(ticket: number): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.waiting.set(ticket, { resolve: resolve as (value: never) => void, reject });
-    });
-  }
-
   private flush(): void {
     this.scheduled = false;
     if (this.outbox.length === 0) return;
-    const items = this.outbox;
+    const group = this.outbox;
     this.outbox = [];
     let results: WriteResult[];
     try {
-      results = this.writer.commit(items);
+      results = this.writer.commit(group.map((pending) => pending.item));
     } catch (err) {
       // Even the rollback failed (a closed or broken connection): none of the group is answered 200.
-      results = items.map(({ ticket }) => ({ ticket, error: (err as Error).message }));
+      results = group.map(() => ({ error: err as Error }));
     }
-    this.settle(results);
-  }
-
-  /** Each append's outcome, once its group's COMMIT returned. */
-  private settle(results: readonly WriteResult[]): void {
-    for (const { ticket, error, previous } of results) {
-      const waiter = this.waiting.get(ticket);
-      this.waiting.delete(ticket);
-      if (error !== undefined) waiter?.reject(new Error(error));
-      else waiter?.resolve((previous ? { stored: false, previous } : { stored: true }) as never);
-    }
+    // Each append's outcome, once its group's COMMIT returned.
+    group.forEach(({ resolve, reject }, at) => {
+      const { error, previous } = results[at] ?? { error: new Error('no result for the append') };
+      if (error) reject(error);
+      else resolve(previous ? { stored: false, previous } : { stored: true });
+    });
   }
 }

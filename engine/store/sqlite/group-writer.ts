@@ -35,12 +35,13 @@ export type WriteKey = {
 /** A key's stored record, as the accepting side reads it. */
 export type KeyRecord = Omit<WriteKey, 'notBeforeMs'>;
 /** One request's result: stored, refused (`error`), or answered by a key's earlier record. */
-export type WriteResult = { ticket: number; error?: string; previous?: KeyRecord };
-export type WriteItem = { ticket: number; rows: WriteRow[]; keys?: readonly WriteKey[] };
+export type WriteResult = { error?: Error; previous?: KeyRecord };
+/** One request: its action rows and its keys, stored whole or not at all. */
+export type WriteItem = { rows: WriteRow[]; keys?: readonly WriteKey[] };
 
 /** The one connection that stores acceptances. */
 export type GroupWriter = {
-  /** Store every item in one transaction; one result per item, in order. */
+  /** Store every item in one transaction; one result per item, in the items' order. */
   commit(items: readonly WriteItem[]): WriteResult[];
   /** Forget idempotency records older than `beforeMs`; returns how many. */
   prune(beforeMs: number): number;
@@ -138,20 +139,20 @@ function createGroupWriter(db: DatabaseSync): GroupWriter {
           try {
             const previous = item.keys ? heldKey(item.keys) : undefined;
             if (previous) {
-              results.push({ ticket: item.ticket, previous });
+              results.push({ previous });
               continue;
             }
             insertItem(item);
-            results.push({ ticket: item.ticket });
+            results.push({});
           } catch (err) {
-            results.push({ ticket: item.ticket, error: (err as Error).message });
+            results.push({ error: err as Error });
           }
         }
         db.exec('COMMIT');
       } catch (err) {
         if (db.isTransaction) db.exec('ROLLBACK');
-        const error = (err as Error).message;
-        return items.map((item) => ({ ticket: item.ticket, error }));
+        // Nothing of the group was kept: every request of it is refused.
+        return items.map(() => ({ error: err as Error }));
       }
       return results;
     },
