@@ -12,6 +12,7 @@ import { openStoreViews } from '../engine/store/backend.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { startTestServer, tempDir } from './helpers/hookgate.ts';
+import { waitFor } from './helpers/runtime.ts';
 import { runOf, storeOf } from './helpers/store-reads.ts';
 import { agentAction, wakeAction } from './runtime-store-contract.ts';
 import path from 'node:path';
@@ -205,6 +206,34 @@ describe('hookgate serve with the runtime on', () => {
     const events = await storeOf(on).events('main', queued + 10);
     expect(events).toHaveLength(queued + 1);
     expect(events[0]?.actionId).toBe(id);
+  });
+});
+
+describe('a wake sent back by retry while wakes are applied at acceptance', () => {
+  it('is applied by the worker at its poll: done, with its event', async () => {
+    const { dir, cleanup } = tempDir('hookgate-accept-wakes-');
+    cleanups.push(cleanup);
+    const on = await startTestServer({}, { dataDir: dir, runtime: true });
+    cleanups.push(() => on.stop());
+    const answer = await on.post('wake', { text: 'again please', mode: 'next-heartbeat' });
+    const { id } = (await answer.json()) as { id: string };
+    // As if it had died: its event gone, the action dead; then the operator retries it.
+    const db = new DatabaseSync(path.join(dir, STORE_FILE));
+    db.prepare('DELETE FROM system_events WHERE action_id = ?').run(id);
+    db.prepare("UPDATE actions SET state = 'dead' WHERE id = ?").run(id);
+    db.close();
+    expect(await storeOf(on).retryDead(id)).toBe(true);
+    const run = await waitFor(
+      'the retried wake applied',
+      async () => {
+        const row = await runOf(on, id);
+        return row?.state === 'done' ? row : undefined;
+      },
+      10_000,
+    );
+    expect(run.state).toBe('done');
+    const events = await storeOf(on).events('main', 10);
+    expect(events.map((event) => event.actionId)).toEqual([id]);
   });
 });
 

@@ -228,6 +228,7 @@ export async function startRuntime(
         return;
       }
       accepting.applyWakesOnAccept(mainKey);
+      worker.wakesApplied();
       wakesApplied = true;
     },
     accepted(actions) {

@@ -47,6 +47,11 @@ export type ActionWorker = {
   start(): Promise<void>;
   /** Look for work now (after an acceptance). */
   kick(): void;
+  /**
+   * The store now applies wakes as it accepts them: queued ones (wakes sent back by `retry`)
+   * are looked for at the poll only, not at every pass.
+   */
+  wakesApplied(): void;
   /** Stop taking work; running turns are interrupted and go back to the queue. */
   stop(): Promise<void>;
   /** Resolves when nothing is running and nothing runnable is queued (for tests). */
@@ -90,6 +95,7 @@ export function createActionWorker(deps: {
   let pumping: Promise<void> = Promise.resolve();
   let scheduled = false;
   let stopped = false;
+  let wakesEveryPass = true;
   let poll: NodeJS.Timeout | undefined;
 
   /**
@@ -103,9 +109,11 @@ export function createActionWorker(deps: {
     // A pass that throws (a busy or full disk, a lost connection, a row it cannot read) is logged
     // and tried again at the next poll: it never ends the process, and wakes failing never hold
     // back the heads.
-    await guarded('wakes', async () => {
-      if (await applyWakes()) kick();
-    });
+    if (wakesEveryPass) {
+      await guarded('wakes', async () => {
+        if (await applyWakes()) kick();
+      });
+    }
     await guarded('session heads', startHeads);
   }
 
@@ -331,6 +339,11 @@ export function createActionWorker(deps: {
     try {
       if (running.size > 0) await guarded('leases', () => store.renewLeases([...running.values()]));
       await guarded('requests', handleRequests);
+      if (!wakesEveryPass) {
+        await guarded('wakes', async () => {
+          while (await applyWakes()) if (stopped) return;
+        });
+      }
     } finally {
       ticking = false;
     }
@@ -349,6 +362,9 @@ export function createActionWorker(deps: {
       kick();
     },
     kick,
+    wakesApplied() {
+      wakesEveryPass = false;
+    },
     async stop() {
       stopped = true;
       if (poll) clearInterval(poll);
