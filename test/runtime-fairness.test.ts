@@ -486,6 +486,8 @@ describe('a worker pass that meets a row it cannot read', () => {
     expect((await waitForFinal(env.dataDir, wake, WAIT_MS)).state).toBe('done');
     expect((await waitForFinal(env.dataDir, run, WAIT_MS)).state).toBe('done');
     await waitFor('the unreadable rows to end', () => env.state('bad-head') === 'dead', WAIT_MS);
+    // A wake queued behind the server's back is found at the worker's poll.
+    await waitFor('the unreadable wake to end', () => env.state('bad-wake') === 'dead', WAIT_MS);
     expect(env.state('bad-wake')).toBe('dead');
     // The server still answers.
     expect(
