@@ -6,12 +6,14 @@
  * Also: a store file from before the leaner actions table migrates with its
  * rows, their order and their session heads.
  */
+import { createServer } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStoreViews } from '../engine/store/backend.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
-import { startTestServer, tempDir } from './helpers/hookgate.ts';
+import { startTestServer, TOKEN, tempDir } from './helpers/hookgate.ts';
 import { waitFor } from './helpers/runtime.ts';
 import { runOf, storeOf } from './helpers/store-reads.ts';
 import { agentAction, wakeAction } from './runtime-store-contract.ts';
@@ -234,6 +236,66 @@ describe('a wake sent back by retry while wakes are applied at acceptance', () =
     expect(run.state).toBe('done');
     const events = await storeOf(on).events('main', 10);
     expect(events.map((event) => event.actionId)).toEqual([id]);
+  });
+});
+
+describe('a now-wake accepted while the server shuts down', () => {
+  it('stays queued, and the next start applies it and runs its heartbeat', async () => {
+    const runs: string[] = [];
+    const agent = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk;
+      });
+      req.on('end', () => {
+        runs.push((JSON.parse(body) as { kind: string }).kind);
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ reply: 'HEARTBEAT_OK' }));
+      });
+    });
+    await new Promise<void>((resolve) => agent.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => agent.close(() => resolve())));
+    const url = `http://127.0.0.1:${(agent.address() as AddressInfo).port}/run`;
+    const { dir, cleanup } = tempDir('hookgate-accept-wakes-');
+    cleanups.push(cleanup);
+    const settings = {
+      agents: { list: [{ id: 'main', default: true, runner: { kind: 'http', url } }] },
+      runtime: { heartbeat: { every: 'off' } },
+    };
+    const first = await startTestServer(settings, { dataDir: dir, runtime: true });
+    // The body completes only after the shutdown began: the server still drains it.
+    const body = JSON.stringify({ text: 'during shutdown', mode: 'now' });
+    const { hostname, port } = new URL(first.url);
+    const seen = new Promise((resolve) => first.server.once('request', resolve));
+    const socket = connect(Number(port), hostname);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => {
+      answer += chunk;
+    });
+    socket.write(
+      `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
+    await seen;
+    const closing = first.stop();
+    // Shutting down (no new connections), with this request still being read.
+    await waitFor('the listener to close', () => !first.server.listening);
+    socket.write(body.slice(5));
+    await waitFor('the answer', () => answer.includes('\r\n\r\n') && answer);
+    await closing;
+    socket.destroy();
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    const heartbeatsBefore = runs.filter((kind) => kind === 'heartbeat').length;
+
+    const second = await startTestServer(settings, { dataDir: dir, runtime: true });
+    cleanups.push(() => second.stop());
+    await waitFor(
+      'the heartbeat the wake asked for',
+      () => runs.filter((kind) => kind === 'heartbeat').length > heartbeatsBefore,
+      10_000,
+    );
+    const events = await storeOf(second).events('main', 10);
+    expect(events.map((event) => event.text)).toEqual([expect.stringContaining('during shutdown')]);
   });
 });
 

@@ -207,6 +207,8 @@ export async function startRuntime(
   await worker.start();
   let wakesApplied = false;
   let stopping = false;
+  // The store applying wakes for this runtime, until it stops.
+  let applying: Pick<ActionStore, 'applyWakesOnAccept'> | undefined;
   return {
     store,
     worker,
@@ -228,6 +230,7 @@ export async function startRuntime(
         return;
       }
       accepting.applyWakesOnAccept(mainKey);
+      applying = accepting;
       worker.wakesApplied();
       wakesApplied = true;
     },
@@ -244,6 +247,9 @@ export async function startRuntime(
     },
     async stop() {
       stopping = true;
+      // Wakes the server still accepts while it drains stay queued: the next start applies them
+      // and runs the heartbeat a `mode: now` one asks for (applied now, it would be lost).
+      applying?.applyWakesOnAccept?.(null);
       loop?.stop();
       clearInterval(pruneTimer);
       await worker.stop();
