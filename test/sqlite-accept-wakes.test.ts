@@ -299,6 +299,23 @@ describe('a now-wake accepted while the server shuts down', () => {
   });
 });
 
+describe("the worker's idle look for operator requests", () => {
+  it('does not wait for a write lock another connection holds (nothing to take is a plain read)', async () => {
+    const { dir, runtime } = await openStores();
+    const holder = new DatabaseSync(path.join(dir, STORE_FILE));
+    holder.exec('BEGIN IMMEDIATE');
+    try {
+      expect(await runtime.takeRequests()).toEqual([]);
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
+    // With a request waiting, it is taken (the write lock is free again).
+    await runtime.request('heartbeat');
+    expect((await runtime.takeRequests()).map((request) => request.kind)).toEqual(['heartbeat']);
+  });
+});
+
 describe('the command-line views', () => {
   it('refuse a store at another schema version and leave it as it is', async () => {
     const { dir, cleanup } = tempDir('hookgate-accept-wakes-');

@@ -55,7 +55,7 @@ const WRITER_BUSY_TIMEOUT_MS = 1_000;
 export function openGroupWriter(dataDir: string): GroupWriter {
   const db = openDatabase(dataDir, { create: true });
   // This connection writes on the event loop: a lock another process holds (a command-line
-  // write) is waited for at most this long, then the group fails instead of stalling the loop.
+  // write) is waited for at most this long (the loop waits with it), then the group fails.
   db.exec(`PRAGMA busy_timeout = ${WRITER_BUSY_TIMEOUT_MS}`);
   return createGroupWriter(db);
 }
