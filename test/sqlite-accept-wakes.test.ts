@@ -316,6 +316,25 @@ describe("the worker's idle look for operator requests", () => {
   });
 });
 
+describe('a store file from a newer hookgate', () => {
+  it('is refused at open, not written to, and left as it is', async () => {
+    const { dir, cleanup } = tempDir('hookgate-accept-wakes-');
+    cleanups.push(cleanup);
+    await (await openSqliteStore(dir)).close();
+    const file = path.join(dir, STORE_FILE);
+    const db = new DatabaseSync(file);
+    db.exec('PRAGMA user_version = 9');
+    db.close();
+    await expect(openSqliteStore(dir)).rejects.toThrow(
+      /schema version 9; this hookgate reads version 8 \(use the hookgate that serves it\)/,
+    );
+    expect(() => SqliteRuntimeStore.open(dir)).toThrow(/schema version 9/);
+    const check = new DatabaseSync(file, { readOnly: true });
+    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 9 });
+    check.close();
+  });
+});
+
 describe('the command-line views', () => {
   it('refuse a store at another schema version and leave it as it is', async () => {
     const { dir, cleanup } = tempDir('hookgate-accept-wakes-');

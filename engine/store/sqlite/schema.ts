@@ -48,8 +48,15 @@ function userVersion(db: DatabaseSync): number {
   return (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
 }
 
-function migrate(db: DatabaseSync): void {
-  if (userVersion(db) >= MIGRATIONS.length) return;
+function migrate(db: DatabaseSync, dataDir: string): void {
+  const found = userVersion(db);
+  // A newer hookgate's store: writing rows of this version's shape into it could damage it.
+  if (found > MIGRATIONS.length) {
+    throw new Error(
+      `the store in ${dataDir} is at schema version ${found}; this hookgate reads version ${MIGRATIONS.length} (use the hookgate that serves it)`,
+    );
+  }
+  if (found === MIGRATIONS.length) return;
   db.exec('BEGIN IMMEDIATE');
   try {
     // Read under the write lock: the group writer, the runtime and the CLI open the file concurrently.
@@ -81,8 +88,13 @@ export function openDatabase(
   // SQLite's 1,000 measured about 15% more accepted requests per second (bench/).
   db.exec('PRAGMA wal_autocheckpoint = 10000');
   if (options.create) {
-    db.exec(SCHEMA);
-    migrate(db);
+    try {
+      if (userVersion(db) <= MIGRATIONS.length) db.exec(SCHEMA);
+      migrate(db, dataDir);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
   }
   return db;
 }
