@@ -2,7 +2,8 @@
  * An outbound call keeps nothing alive once it has ended: a flood of agent
  * runs (each bounded by a timeout of minutes, under the runtime's long-lived
  * shutdown signal) must not hold memory per call until each timeout would
- * have fired. Measured on the heap after a full collection.
+ * have fired. Measured on the heap after a full collection. And a timeout
+ * longer than Node's timers hold (~25 days) still waits, not fires at once.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -61,3 +62,13 @@ it('a flood of finished calls with long timeouts leaves the heap where it was', 
   // Holding each call's signal until its timeout cost about 0.5 KB a call (5 MB here).
   expect(grown).toBeLessThan(1.5 * 2 ** 20);
 }, 60_000);
+
+it('a timeout beyond what a Node timer holds waits for the answer instead of timing out at once', async () => {
+  const result = await outboundCall(url, {
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+    timeoutMs: 2 ** 31 + 1_000,
+    maxBytes: 1024,
+  });
+  expect(result.kind).toBe('answer');
+});

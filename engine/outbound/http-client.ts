@@ -56,6 +56,9 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 // Headers or trailers over undici's cap (Node's max header size, 16 KiB by default).
 const HEADERS_OVERFLOW = 'UND_ERR_HEADERS_OVERFLOW';
 
+// Node fires a longer timer at once (with a warning): a timeout of ~25 days or more is this.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 // Strips a UTF-8 byte order mark, as undici's own text() does.
 const utf8 = new TextDecoder();
 
@@ -68,10 +71,13 @@ const utf8 = new TextDecoder();
 function callSignal(timeoutMs: number, outer: AbortSignal | undefined) {
   const controller = new AbortController();
   let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new Error('timeout'));
-  }, timeoutMs);
+  const timer = setTimeout(
+    () => {
+      timedOut = true;
+      controller.abort(new Error('timeout'));
+    },
+    Math.min(timeoutMs, MAX_TIMER_MS),
+  );
   timer.unref();
   const onAbort = () => controller.abort(outer?.reason);
   if (outer?.aborted) onAbort();

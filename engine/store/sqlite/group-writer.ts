@@ -145,6 +145,9 @@ function createGroupWriter(db: DatabaseSync): GroupWriter {
             insertItem(item);
             results.push({});
           } catch (err) {
+            // An error that ended the whole transaction (I/O, memory): nothing of the group is
+            // kept, and no later item may go in outside it.
+            if (!db.isTransaction) throw err;
             results.push({ error: err as Error });
           }
         }
