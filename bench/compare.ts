@@ -1,0 +1,146 @@
+/**
+ * `npm run bench:compare -- --against DIR [--targets wake,agent]`: this
+ * checkout against another one (DIR, with its own node_modules), both up at
+ * once and loaded in short alternating slices (ABBA order), so a change of a
+ * few percent shows through the drift of a shared machine that separate runs
+ * do not survive. Prints the median server CPU per response and req/s of
+ * each side, and B's median per-slice ratio to A with its interquartile range.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { startBenchAgent } from './agent-server.ts';
+import type { ServerProcess } from './child.ts';
+import { measure, type LoadSettings } from './load.ts';
+import { allTargets, type ServerSpec, type Target } from './targets.ts';
+import { serverSpec } from './target-spec.ts';
+
+type Side = { label: string; server: ServerProcess; cpu: number[]; rate: number[] };
+type Starter = (spec: ServerSpec) => Promise<ServerProcess>;
+
+const { values } = parseArgs({
+  options: {
+    against: { type: 'string' },
+    targets: { type: 'string', default: 'wake' },
+    cycles: { type: 'string', default: '6' },
+    slice: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '32' },
+  },
+});
+if (!values.against) {
+  console.error(
+    'usage: npm run bench:compare -- --against DIR [--targets wake,agent] [--cycles N] [--slice S]',
+  );
+  process.exit(2);
+}
+const otherDir = path.resolve(values.against);
+const cycles = Number(values.cycles);
+const load: LoadSettings = {
+  connections: Number(values.connections),
+  durationSeconds: Number(values.slice),
+  warmupSeconds: 0,
+  pipelining: 1,
+};
+
+async function starterFrom(dir: string): Promise<Starter> {
+  const child = (await import(path.join(dir, 'bench', 'child.ts'))) as {
+    startServerProcess: Starter;
+  };
+  return (spec) => child.startServerProcess(spec);
+}
+
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+};
+const quartiles = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+  return [at(0.25), at(0.75)] as const;
+};
+
+async function slice(side: Side, target: Target): Promise<void> {
+  const before = await side.server.sample();
+  const result = await measure([side.server.url], target, load, 0);
+  const after = await side.server.sample();
+  const micros =
+    after.userMicros -
+    before.userMicros +
+    after.systemMicros -
+    before.systemMicros +
+    Math.max(0, after.childMicros - before.childMicros);
+  side.cpu.push(micros / Math.max(1, result.responses));
+  side.rate.push(result.reqPerSec);
+}
+
+async function compareTarget(target: Target, starters: [Starter, Starter], agentUrl: string) {
+  const dirs: string[] = [];
+  const sides: Side[] = [];
+  try {
+    for (const [i, start] of starters.entries()) {
+      const dir = mkdtempSync(path.join(tmpdir(), `hookgate-compare-${target.key}-`));
+      dirs.push(dir);
+      const spec = serverSpec(
+        target,
+        {
+          ...load,
+          targets: null,
+          commitDelays: [0],
+          dataRoot: tmpdir(),
+          keep: false,
+          runtime: true,
+          cpuProfDir: null,
+          profile: false,
+          help: false,
+          agentUrl,
+        },
+        dir,
+        undefined,
+      );
+      sides.push({
+        label: i === 0 ? 'A (this checkout)' : `B (${otherDir})`,
+        server: await start(spec),
+        cpu: [],
+        rate: [],
+      });
+    }
+    const [a, b] = sides as [Side, Side];
+    await measure([a.server.url], target, { ...load, durationSeconds: 1 }, 0);
+    await measure([b.server.url], target, { ...load, durationSeconds: 1 }, 0);
+    for (let cycle = 0; cycle < cycles; cycle++) {
+      const order = cycle % 2 === 0 ? [a, b] : [b, a];
+      for (const side of order) await slice(side, target);
+    }
+    console.log(`\n${target.label}`);
+    for (const side of sides) {
+      console.log(
+        `  ${side.label}: ${median(side.cpu).toFixed(1)} µs CPU/response, ${median(side.rate).toFixed(0)} req/s (medians of ${cycles} slices)`,
+      );
+    }
+    const cpuRatios = b.cpu.map((cpu, i) => cpu / (a.cpu[i] ?? cpu));
+    const rateRatios = b.rate.map((rate, i) => rate / (a.rate[i] ?? rate));
+    const [cq1, cq3] = quartiles(cpuRatios);
+    const [rq1, rq3] = quartiles(rateRatios);
+    console.log(
+      `  B / A: CPU per response ${median(cpuRatios).toFixed(3)} (IQR ${cq1.toFixed(3)}-${cq3.toFixed(3)}), req/s ${median(rateRatios).toFixed(3)} (IQR ${rq1.toFixed(3)}-${rq3.toFixed(3)})`,
+    );
+  } finally {
+    await Promise.all(sides.map((side) => side.server.kill()));
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const agent = await startBenchAgent();
+try {
+  const starters: [Starter, Starter] = [
+    await starterFrom(path.resolve(import.meta.dirname, '..')),
+    await starterFrom(otherDir),
+  ];
+  const wanted = values.targets.split(',');
+  for (const target of allTargets([0]).filter((t) => wanted.includes(t.key) && t.hookgate)) {
+    await compareTarget(target, starters, agent.url);
+  }
+} finally {
+  await agent.stop();
+}
