@@ -625,6 +625,75 @@ export function describeRuntimeStore(
         expect(rows.get(third)).toMatchObject({ state: 'done', reply: 'hi', ack: 0 });
       });
 
+      it('a heartbeat consumes only what it included: later events, other sessions and skipped events stay pending', async () => {
+        const add = (sessionKey: string, text: string) =>
+          store.addEvent({ sessionKey, text, source: 'wake', trusted: true });
+        await add(MAIN, 'm1');
+        await add('hook:other', 'o1');
+        await add(MAIN, 'm2');
+        await add(MAIN, 'm3');
+        const included = await store.pendingEvents(MAIN, 2);
+        expect(included.map((event) => event.text)).toEqual(['m1', 'm2']);
+        // Arrives while the heartbeat runs: not in its prompt, so not consumed by it.
+        await add(MAIN, 'm4');
+        const beat = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(beat, {
+          state: 'done',
+          events: included.map((event) => event.seq),
+          reply: 'HEARTBEAT_OK',
+          ack: true,
+        });
+        expect((await store.pendingEvents(MAIN, 10)).map((event) => event.text)).toEqual([
+          'm3',
+          'm4',
+        ]);
+        expect((await store.pendingEvents('hook:other', 10)).map((event) => event.text)).toEqual([
+          'o1',
+        ]);
+        expect(
+          (await store.events(MAIN, 10)).map((event) => [event.text, event.consumedBy]),
+        ).toEqual([
+          ['m4', null],
+          ['m3', null],
+          ['m2', beat],
+          ['m1', beat],
+        ]);
+        expect((await store.events('hook:other', 10)).map((event) => event.consumedBy)).toEqual([
+          null,
+        ]);
+
+        // Not the oldest pending ones (m3 skipped): exactly the listed events are consumed.
+        const [m3, m4] = await store.pendingEvents(MAIN, 10);
+        await add(MAIN, 'm5');
+        const [, , m5] = await store.pendingEvents(MAIN, 10);
+        const skipping = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(skipping, {
+          state: 'done',
+          events: [m4?.seq as number, m5?.seq as number],
+          reply: 'HEARTBEAT_OK',
+          ack: true,
+        });
+        expect((await store.pendingEvents(MAIN, 10)).map((event) => event.seq)).toEqual([m3?.seq]);
+
+        // Consumed twice: the first heartbeat keeps them.
+        const again = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(again, {
+          state: 'done',
+          events: included.map((event) => event.seq),
+          reply: 'HEARTBEAT_OK',
+          ack: true,
+        });
+        expect(
+          (await store.events(MAIN, 10)).map((event) => [event.text, event.consumedBy]),
+        ).toEqual([
+          ['m5', skipping],
+          ['m4', skipping],
+          ['m3', null],
+          ['m2', beat],
+          ['m1', beat],
+        ]);
+      });
+
       it('recoverHeartbeats fails the running ones (events stay pending) and returns their runner groups', async () => {
         await store.addEvent({ sessionKey: MAIN, text: 'e', source: 'wake', trusted: true });
         const [event] = await store.pendingEvents(MAIN, 10);

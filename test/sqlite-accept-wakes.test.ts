@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openStoreViews } from '../engine/store/backend.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
+import { SQLITE_SCHEMA_VERSION } from '../engine/store/sqlite/schema.ts';
 import { startTestServer, TOKEN, tempDir } from './helpers/hookgate.ts';
 import { waitFor } from './helpers/runtime.ts';
 import { runOf, storeOf } from './helpers/store-reads.ts';
@@ -142,6 +143,7 @@ describe('a store file from before the leaner actions table', () => {
       DROP TABLE actions;
       ALTER TABLE old_actions RENAME TO actions;
       CREATE INDEX actions_state ON actions (state, seq);
+      DROP TABLE event_consumption;
       PRAGMA user_version = 7;
     `);
     db.close();
@@ -154,7 +156,9 @@ describe('a store file from before the leaner actions table', () => {
     );
     const check = new DatabaseSync(path.join(dir, STORE_FILE), { readOnly: true });
     cleanups.push(() => check.close());
-    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 8 });
+    expect(check.prepare('PRAGMA user_version').get()).toEqual({
+      user_version: SQLITE_SCHEMA_VERSION,
+    });
     const indexes = check
       .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'actions'")
       .all()
@@ -323,14 +327,15 @@ describe('a store file from a newer hookgate', () => {
     await (await openSqliteStore(dir)).close();
     const file = path.join(dir, STORE_FILE);
     const db = new DatabaseSync(file);
-    db.exec('PRAGMA user_version = 9');
+    const newer = SQLITE_SCHEMA_VERSION + 1;
+    db.exec(`PRAGMA user_version = ${newer}`);
     db.close();
     await expect(openSqliteStore(dir)).rejects.toThrow(
-      /schema version 9; this hookgate reads version 8 \(use the hookgate that serves it\)/,
+      `schema version ${newer}; this hookgate reads version ${SQLITE_SCHEMA_VERSION} (use the hookgate that serves it)`,
     );
-    expect(() => SqliteRuntimeStore.open(dir)).toThrow(/schema version 9/);
+    expect(() => SqliteRuntimeStore.open(dir)).toThrow(`schema version ${newer}`);
     const check = new DatabaseSync(file, { readOnly: true });
-    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 9 });
+    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: newer });
     check.close();
   });
 });
@@ -346,7 +351,7 @@ describe('the command-line views', () => {
     db.exec('PRAGMA user_version = 7');
     db.close();
     await expect(openStoreViews(dir, { kind: 'sqlite' } as never)).rejects.toThrow(
-      /schema version 7; this hookgate reads version 8 \(start this hookgate once to migrate it\)/,
+      `schema version 7; this hookgate reads version ${SQLITE_SCHEMA_VERSION} (start this hookgate once to migrate it)`,
     );
     const check = new DatabaseSync(file, { readOnly: true });
     expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 7 });

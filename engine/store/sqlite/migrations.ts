@@ -234,4 +234,16 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX actions_open ON actions (state, seq) WHERE state <> 'done';
   ${HEAD_TRIGGERS}
   `,
+  // 9: a heartbeat consumes its events by recording the range it took (its events are always
+  // the oldest pending ones of the session) instead of rewriting every event row and moving it
+  // in the pending index. Rows consumed before keep their consumed_by.
+  `
+  CREATE TABLE IF NOT EXISTS event_consumption (
+    session_key TEXT NOT NULL,
+    last_seq INTEGER NOT NULL,
+    first_seq INTEGER NOT NULL,
+    heartbeat_id TEXT NOT NULL,
+    PRIMARY KEY (session_key, last_seq)
+  ) WITHOUT ROWID;
+  `,
 ];

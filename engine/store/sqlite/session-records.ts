@@ -16,6 +16,7 @@ import type {
   Turn,
   TurnOwner,
 } from '../../runtime/runtime-store.ts';
+import { consumeEvents, PENDING_EVENTS, SESSION_EVENTS } from './event-consumption.ts';
 
 export type Row = Record<string, string | number | null>;
 
@@ -85,17 +86,13 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Events no heartbeat has consumed yet, oldest first. */
   async pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]> {
-    const rows = this.statement(
-      'SELECT * FROM system_events WHERE session_key = ? AND consumed_by IS NULL ORDER BY seq LIMIT ?',
-    ).all(sessionKey, limit) as Row[];
+    const rows = this.statement(PENDING_EVENTS).all(sessionKey, limit) as Row[];
     return rows.map(toEvent);
   }
 
   /** Events of a session, newest first (pending and consumed). */
   async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {
-    const rows = this.statement(
-      'SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT ?',
-    ).all(sessionKey, limit) as Row[];
+    const rows = this.statement(SESSION_EVENTS).all(sessionKey, limit) as Row[];
     return rows.map(toEvent);
   }
 
@@ -173,12 +170,7 @@ export class SqliteSessionRecords implements SessionStore {
         result.error ?? null,
         id,
       );
-      if (result.state === 'done' && result.events.length > 0) {
-        // One statement for the batch (up to a heartbeat's maxEvents), not one per event.
-        this.statement(
-          'UPDATE system_events SET consumed_by = ? WHERE seq IN (SELECT value FROM json_each(?))',
-        ).run(id, JSON.stringify(result.events));
-      }
+      if (result.state === 'done') consumeEvents((sql) => this.statement(sql), id, result.events);
     });
   }
 

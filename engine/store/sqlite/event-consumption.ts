@@ -1,0 +1,70 @@
+/**
+ * Which system events a heartbeat consumed. A heartbeat takes the oldest
+ * pending events of its session, so what it consumes is a range: the range
+ * is recorded once (event_consumption) instead of rewriting every event row,
+ * and an event is pending while it is above its session's last range and
+ * was not marked one by one (rows consumed before the ranges existed, and
+ * any set that is not the oldest pending ones, are marked in consumed_by).
+ */
+import type { StatementSync } from 'node:sqlite';
+
+type Prepare = (sql: string) => StatementSync;
+
+const EVENT_COLUMNS = 'seq, session_key, text, source, action_id, trusted, created_at';
+
+/** The oldest pending events of a session (?1 session key, ?2 limit). */
+export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM system_events
+  WHERE session_key = ?1 AND consumed_by IS NULL
+    AND seq > COALESCE((SELECT MAX(last_seq) FROM event_consumption WHERE session_key = ?1), 0)
+  ORDER BY seq LIMIT ?2`;
+
+/** A session's events, newest first, with the heartbeat that consumed each (?1 key, ?2 limit). */
+export const SESSION_EVENTS = `SELECT ${EVENT_COLUMNS}, COALESCE(e.consumed_by,
+    (SELECT CASE WHEN c.first_seq <= e.seq THEN c.heartbeat_id END FROM event_consumption c
+      WHERE c.session_key = e.session_key AND c.last_seq >= e.seq ORDER BY c.last_seq LIMIT 1)
+  ) AS consumed_by
+  FROM system_events e WHERE e.session_key = ?1 ORDER BY e.seq DESC LIMIT ?2`;
+
+const SESSION_OF = 'SELECT session_key FROM system_events WHERE seq = ?';
+const LAST_CONSUMED =
+  'SELECT COALESCE(MAX(last_seq), 0) AS last FROM event_consumption WHERE session_key = ?';
+// How many pending events lie in the range, and how many of those the heartbeat listed: both
+// equal to the list's length means the list is exactly the range's pending events.
+const RANGE_COUNTS = `SELECT COUNT(*) AS pending, COALESCE(SUM(seq IN (SELECT value FROM json_each(?1))), 0) AS listed
+  FROM system_events WHERE session_key = ?2 AND consumed_by IS NULL AND seq > ?3 AND seq <= ?4`;
+const RECORD_RANGE =
+  'INSERT INTO event_consumption (session_key, last_seq, first_seq, heartbeat_id) VALUES (?, ?, ?, ?)';
+// Only events still pending: one inside a recorded range was consumed already.
+const MARK_EACH = `UPDATE system_events SET consumed_by = ?1
+  WHERE seq IN (SELECT value FROM json_each(?2)) AND consumed_by IS NULL
+    AND seq > COALESCE((SELECT MAX(last_seq) FROM event_consumption c
+      WHERE c.session_key = system_events.session_key), 0)`;
+
+/** Mark `seqs` consumed by heartbeat `id` (inside the caller's transaction). */
+export function consumeEvents(prepare: Prepare, id: string, seqs: readonly number[]): void {
+  if (seqs.length === 0) return;
+  const listed = JSON.stringify(seqs);
+  if (!recordRange(prepare, id, seqs, listed)) prepare(MARK_EACH).run(id, listed);
+}
+
+function recordRange(
+  prepare: Prepare,
+  id: string,
+  seqs: readonly number[],
+  listed: string,
+): boolean {
+  if (new Set(seqs).size !== seqs.length) return false;
+  const first = Math.min(...seqs);
+  const last = Math.max(...seqs);
+  const session = prepare(SESSION_OF).get(last) as { session_key: string } | undefined;
+  if (!session) return false;
+  const { last: consumed } = prepare(LAST_CONSUMED).get(session.session_key) as { last: number };
+  if (first <= consumed) return false;
+  const counts = prepare(RANGE_COUNTS).get(listed, session.session_key, consumed, last) as {
+    pending: number;
+    listed: number;
+  };
+  if (counts.pending !== seqs.length || counts.listed !== seqs.length) return false;
+  prepare(RECORD_RANGE).run(session.session_key, last, first, id);
+  return true;
+}
