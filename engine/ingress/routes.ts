@@ -5,7 +5,7 @@
  * both), where its delivery id comes from, which bodies it takes, and its
  * accept step. Nothing here is decided per request.
  */
-import { randomUUID, randomUUIDv7 } from 'node:crypto';
+import { randomUUIDv7 } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { AuthScheme, RouteAuth } from '../../schemas/auth.ts';
 import type { Config } from '../../schemas/config.ts';
@@ -72,8 +72,9 @@ export function routeContext(
     renderLimits: renderLimits(config.hooks),
     // Time-ordered: the store's id index grows at its end instead of anywhere.
     newId: randomUUIDv7,
-    // Fully random (122 bits): a session key must not be guessable from when it was made.
-    newSessionId: randomUUID,
+    // Time-ordered too (the indexes by session key, and session heads, grow at their end under
+    // a backlog); its 74 random bits keep it unguessable even to someone who knows when it was made.
+    newSessionId: randomUUIDv7,
     ...(extras.lastChannel && { lastChannel: extras.lastChannel }),
     ...(extras.transforms && { transforms: extras.transforms }),
   };
