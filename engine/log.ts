@@ -6,6 +6,17 @@ import { type Logger, pino } from 'pino';
 
 export type { Logger };
 
+const CENSOR = '[redacted]';
+
+/**
+ * The logger of the one line per request. That line carries only fields the request path sets
+ * (ids, status, codes, timings), so redacting its top-level names is the second line of defence
+ * there; the service logger's wildcard paths cost 3-5 µs per line, a few percent of a request.
+ */
+export function requestLineLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: { paths: ['token', 'authorization'], censor: CENSOR } });
+}
+
 /** Create the service logger writing JSON lines to a file descriptor (stdout by default). */
 export function createLogger(level: string, fd = 1): Logger {
   return pino(
@@ -21,7 +32,7 @@ export function createLogger(level: string, fd = 1): Logger {
           'headers.authorization',
           'headers["x-hookgate-token"]',
         ],
-        censor: '[redacted]',
+        censor: CENSOR,
       },
     },
     destination(fd),

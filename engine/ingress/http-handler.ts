@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asHookError, type HookError } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import { type Logger, requestLineLogger } from '../log.ts';
 import { requestFinished } from '../observe/events.ts';
 import { sendEmpty, sendError, sendJson, sendText } from '../respond.ts';
 import { type Answer, type Exchange, type NamedStage, newExchange, runStages } from './exchange.ts';
@@ -30,6 +30,7 @@ export function createRequestHandler(
   settings: HandlerSettings,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const { logger } = settings;
+  const lines = requestLineLogger(logger);
 
   function answer(res: ServerResponse, x: Exchange, result: Answer): void {
     if (settings.draining()) res.setHeader('connection', 'close');
@@ -74,7 +75,7 @@ export function createRequestHandler(
         const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
         x.log['durationMs'] = durationMs;
         if (x.timings) x.log['stages'] = x.timings;
-        logger.info(x.log, 'request');
+        lines.info(x.log, 'request');
         if (requestFinished.hasSubscribers) publishFinished(x, durationMs);
       });
   };
