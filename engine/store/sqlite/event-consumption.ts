@@ -7,10 +7,28 @@
  * any set that is not the oldest pending ones, are marked in consumed_by).
  */
 import type { StatementSync } from 'node:sqlite';
+import type { SystemEvent } from '../../runtime/runtime-store.ts';
 
 type Prepare = (sql: string) => StatementSync;
 
 const EVENT_COLUMNS = 'seq, session_key, text, source, action_id, trusted, created_at';
+
+type Cell = string | number | bigint | null | Uint8Array;
+
+/** An event from a row of PENDING_EVENTS or SESSION_EVENTS read as an array. */
+export function eventOf(row: unknown): SystemEvent {
+  const [seq, sessionKey, text, source, actionId, trusted, createdAt, consumedBy] = row as Cell[];
+  return {
+    seq: Number(seq),
+    sessionKey: sessionKey as string,
+    text: text as string,
+    source: source as string,
+    actionId: (actionId as string | null) ?? null,
+    trusted: Number(trusted) === 1,
+    createdAt: createdAt as string,
+    consumedBy: (consumedBy as string | null) ?? null,
+  };
+}
 
 /** The oldest pending events of a session (?1 session key, ?2 limit). */
 export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM system_events

@@ -16,30 +16,18 @@ import type {
   Turn,
   TurnOwner,
 } from '../../runtime/runtime-store.ts';
-import { consumeEvents, PENDING_EVENTS, SESSION_EVENTS } from './event-consumption.ts';
+import { consumeEvents, eventOf, PENDING_EVENTS, SESSION_EVENTS } from './event-consumption.ts';
 
 export type Row = Record<string, string | number | null>;
 
 /** The current time as stored (ISO 8601). */
 export const now = () => new Date().toISOString();
 
-function toEvent(row: Row): SystemEvent {
-  return {
-    seq: Number(row['seq']),
-    sessionKey: row['session_key'] as string,
-    text: row['text'] as string,
-    source: row['source'] as string,
-    actionId: (row['action_id'] as string | null) ?? null,
-    trusted: Number(row['trusted']) === 1,
-    createdAt: row['created_at'] as string,
-    consumedBy: (row['consumed_by'] as string | null) ?? null,
-  };
-}
-
 /** Session records over one connection; the runtime store adds the action lifecycle. */
 export class SqliteSessionRecords implements SessionStore {
   protected readonly db: DatabaseSync;
   private readonly statements = new Map<string, StatementSync>();
+  private readonly arrayStatements = new Map<string, StatementSync>();
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -51,6 +39,20 @@ export class SqliteSessionRecords implements SessionStore {
     if (!statement) {
       statement = this.db.prepare(sql);
       this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /**
+   * A statement whose rows come back as arrays, in the order of its columns: node:sqlite builds
+   * a row object about three times slower than an array (measured on the pending events).
+   */
+  protected arrays(sql: string): StatementSync {
+    let statement = this.arrayStatements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      statement.setReturnArrays(true);
+      this.arrayStatements.set(sql, statement);
     }
     return statement;
   }
@@ -86,14 +88,12 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Events no heartbeat has consumed yet, oldest first. */
   async pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]> {
-    const rows = this.statement(PENDING_EVENTS).all(sessionKey, limit) as Row[];
-    return rows.map(toEvent);
+    return this.arrays(PENDING_EVENTS).all(sessionKey, limit).map(eventOf);
   }
 
   /** Events of a session, newest first (pending and consumed). */
   async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {
-    const rows = this.statement(SESSION_EVENTS).all(sessionKey, limit) as Row[];
-    return rows.map(toEvent);
+    return this.arrays(SESSION_EVENTS).all(sessionKey, limit).map(eventOf);
   }
 
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
