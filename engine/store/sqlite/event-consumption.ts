@@ -6,18 +6,17 @@
  * was not marked one by one (rows consumed before the ranges existed, and
  * any set that is not the oldest pending ones, are marked in consumed_by).
  */
-import type { StatementSync } from 'node:sqlite';
+import type { SQLOutputValue, StatementSync } from 'node:sqlite';
 import type { SystemEvent } from '../../runtime/runtime-store.ts';
 
 type Prepare = (sql: string) => StatementSync;
 
 const EVENT_COLUMNS = 'seq, session_key, text, source, action_id, trusted, created_at';
 
-type Cell = string | number | bigint | null | Uint8Array;
-
 /** An event from a row of PENDING_EVENTS or SESSION_EVENTS read as an array. */
 export function eventOf(row: unknown): SystemEvent {
-  const [seq, sessionKey, text, source, actionId, trusted, createdAt, consumedBy] = row as Cell[];
+  const [seq, sessionKey, text, source, actionId, trusted, createdAt, consumedBy] =
+    row as SQLOutputValue[];
   return {
     seq: Number(seq),
     sessionKey: sessionKey as string,

@@ -6,6 +6,7 @@
  * crash-safe without an fsync per commit). One process owns the file, so it
  * always leads, and at its start every run left running is its to take over.
  */
+import type { SQLOutputValue } from 'node:sqlite';
 import type { Action } from '../../../schemas/action.ts';
 import type { ActionState } from '../../queue/action-store.ts';
 import type {
@@ -25,17 +26,20 @@ import {
 import { openDatabase } from './schema.ts';
 import { now, type Row, SqliteSessionRecords } from './session-records.ts';
 
-function toRun(row: Row): RunRow {
+/** A run from a row of RUN_COLUMNS read as an array. */
+function toRun(row: unknown): RunRow {
+  const [seq, id, state, attempts, nextAttemptAtMs, startedAt, finishedAt, outcome, action] =
+    row as SQLOutputValue[];
   return {
-    seq: Number(row['seq']),
-    id: row['id'] as string,
-    state: row['state'] as ActionState,
-    attempts: Number(row['attempts']),
-    nextAttemptAtMs: Number(row['next_attempt_at_ms']),
-    startedAt: (row['started_at'] as string | null) ?? null,
-    finishedAt: (row['finished_at'] as string | null) ?? null,
-    outcome: row['outcome'] ? (JSON.parse(row['outcome'] as string) as Outcome) : null,
-    action: JSON.parse(row['action'] as string) as Action,
+    seq: Number(seq),
+    id: id as string,
+    state: state as ActionState,
+    attempts: Number(attempts),
+    nextAttemptAtMs: Number(nextAttemptAtMs),
+    startedAt: (startedAt as string | null) ?? null,
+    finishedAt: (finishedAt as string | null) ?? null,
+    outcome: outcome ? (JSON.parse(outcome as string) as Outcome) : null,
+    action: JSON.parse(action as string) as Action,
   };
 }
 
@@ -170,11 +174,11 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   }
 
   private claimRow(id: string): RunRow | undefined {
-    const changed = this.statement(
-      "UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = ? WHERE id = ? AND state = 'queued'",
-    ).run(now(), id).changes;
-    if (Number(changed) === 0) return undefined;
-    const row = this.statement(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as Row;
+    // The claim and the read of the claimed row in one statement.
+    const row = this.arrays(
+      `UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = ? WHERE id = ? AND state = 'queued' RETURNING ${RUN_COLUMNS}`,
+    ).get(now(), id);
+    if (!row) return undefined;
     try {
       return toRun(row);
     } catch {
@@ -283,14 +287,12 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   async runs(limit: number, state?: ActionState): Promise<RunRow[]> {
     // A state other than done is read from its index (the term repeated so SQLite uses it).
     const rows = state
-      ? (this.statement(
+      ? this.arrays(
           state === 'done'
             ? `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC LIMIT ?`
             : `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? AND state <> 'done' ORDER BY seq DESC LIMIT ?`,
-        ).all(state, limit) as Row[])
-      : (this.statement(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC LIMIT ?`).all(
-          limit,
-        ) as Row[]);
+        ).all(state, limit)
+      : this.arrays(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC LIMIT ?`).all(limit);
     return rows.map(toRun);
   }
 
@@ -320,9 +322,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
 
   /** One run by id. */
   async run(id: string): Promise<RunRow | undefined> {
-    const row = this.statement(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id) as
-      | Row
-      | undefined;
+    const row = this.arrays(`SELECT ${RUN_COLUMNS} FROM actions WHERE id = ?`).get(id);
     return row ? toRun(row) : undefined;
   }
 
