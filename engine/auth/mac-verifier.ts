@@ -5,6 +5,7 @@
  * configured key against any presented signature. A scheme is its parse and
  * its content; the verifier is this one function.
  */
+import { createSecretKey } from 'node:crypto';
 import type { AuthScheme } from '../../schemas/auth.ts';
 import { type ContentParts, type DigestAlgorithm, matchingKey } from './digest-compare.ts';
 import { isRefusal, type Refusal } from './header-access.ts';
@@ -28,7 +29,7 @@ export function createMacVerifier<P extends ParsedMac>(
   secrets: readonly string[],
   spec: MacScheme<P>,
 ): Verifier {
-  const keys = secrets.map((secret) => Buffer.from(secret, 'utf8'));
+  const keys = secrets.map((secret) => createSecretKey(Buffer.from(secret, 'utf8')));
   // The stages pass the same header view and time to precheck and verify: parse once.
   const parsedOf = new WeakMap<HeaderValues, { nowSeconds: number; parsed: P | Refusal }>();
   const parse = (headers: HeaderValues, nowSeconds: number) => {

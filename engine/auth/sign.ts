@@ -4,7 +4,7 @@
  * be tried against a signed route through the very stages the server runs.
  * Never used on the request path.
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, type KeyObject, randomUUID } from 'node:crypto';
 import type { RouteAuth } from '../../schemas/auth.ts';
 import { compileSignedContent } from './signed-content.ts';
 import { decodeStandardWebhooksKey } from './standard-webhooks-keys.ts';
@@ -18,7 +18,7 @@ export function signatureHeaders(
 ): Record<string, string> | string {
   const secret = auth.secret ?? auth.secrets?.[0];
   if (secret === undefined) return 'the route has no secret to sign with';
-  const hex = (key: string | Buffer, ...parts: (string | Buffer)[]) => mac('sha256', key, parts);
+  const hex = (key: string | KeyObject, ...parts: (string | Buffer)[]) => mac('sha256', key, parts);
   const t = String(nowSeconds);
   switch (auth.scheme) {
     case 'token':
@@ -69,7 +69,11 @@ function signHmac(
   return out;
 }
 
-function mac(algorithm: string, key: string | Buffer, parts: readonly (string | Buffer)[]): Buffer {
+function mac(
+  algorithm: string,
+  key: string | KeyObject,
+  parts: readonly (string | Buffer)[],
+): Buffer {
   const hmac = createHmac(algorithm, key);
   for (const part of parts) hmac.update(part);
   return hmac.digest();

@@ -5,12 +5,12 @@
  * signatures. A `whsk_` key is a signing key and does not belong on the
  * receiving side at all.
  */
-import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
 import { decodeBase64Key } from './strict-decode.ts';
 
 /** A decoded key: what each presented signature version is checked with. */
 export type StandardWebhooksKey =
-  | { kind: 'hmac'; key: Buffer }
+  | { kind: 'hmac'; key: KeyObject }
   | { kind: 'ed25519'; key: KeyObject };
 
 // Below this a "key" is almost certainly a password typed where a generated secret belongs.
@@ -29,7 +29,7 @@ export function decodeStandardWebhooksKey(secret: string): StandardWebhooksKey |
   if (key.length < MIN_HMAC_KEY_BYTES) {
     return `a whsec_ secret decodes to at least ${MIN_HMAC_KEY_BYTES} bytes; this one is ${key.length}`;
   }
-  return { kind: 'hmac', key };
+  return { kind: 'hmac', key: createSecretKey(key) };
 }
 
 function decodePublicKey(text: string): StandardWebhooksKey | string {
