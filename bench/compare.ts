@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { startBenchAgent } from './agent-server.ts';
 import type { ServerProcess } from './child.ts';
 import { measure, type LoadSettings } from './load.ts';
+import { readOptions } from './options.ts';
 import { allTargets, type ServerSpec, type Target } from './targets.ts';
 import { serverSpec } from './target-spec.ts';
 
@@ -83,18 +84,7 @@ async function compareTarget(target: Target, starters: [Starter, Starter], agent
       dirs.push(dir);
       const spec = serverSpec(
         target,
-        {
-          ...load,
-          targets: null,
-          commitDelays: [0],
-          dataRoot: tmpdir(),
-          keep: false,
-          runtime: true,
-          cpuProfDir: null,
-          profile: false,
-          help: false,
-          agentUrl,
-        },
+        { ...readOptions([], {}), ...load, agentUrl },
         dir,
         undefined,
       );

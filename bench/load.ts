@@ -6,7 +6,7 @@
  * Several servers (instances sharing one store) are driven by one
  * autocannon run whose connections are dealt round-robin over their URLs.
  */
-import { createHistogram } from 'node:perf_hooks';
+import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { createHmac, randomUUID } from 'node:crypto';
 import autocannon, { type Result } from 'autocannon';
 import type { Target } from './targets.ts';
@@ -98,14 +98,17 @@ export async function warmUp(
   return result['2xx'];
 }
 
-/** Measure `target` on the servers at `urls` together; `warm2xx` is added to the 2xx total. */
+/**
+ * Measure `target` on the servers at `urls` together; `warm2xx` is added to the 2xx total.
+ * Latencies go into `histogram` when given (slices of one target share one).
+ */
 export async function measure(
   urls: readonly string[],
   target: Target,
   settings: LoadSettings,
   warm2xx: number,
+  histogram: RecordableHistogram = createHistogram(),
 ): Promise<LoadResult> {
-  const histogram = createHistogram();
   const instance = autocannon(options(urls, target, settings, settings.durationSeconds));
   instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => {
     histogram.record(Math.max(1, Math.round(ms * 1000)));
@@ -127,5 +130,37 @@ export async function measure(
     timeouts: result.timeouts,
     total2xx: result['2xx'] + warm2xx,
     seconds: result.duration,
+  };
+}
+
+/** Slices of one target's load as one result (their latencies were recorded in `histogram`). */
+export function mergeSlices(
+  slices: readonly LoadResult[],
+  histogram: RecordableHistogram,
+  warm2xx: number,
+): LoadResult {
+  const sum = (pick: (slice: LoadResult) => number) =>
+    slices.reduce((total, slice) => total + pick(slice), 0);
+  const statusCounts: Record<string, number> = {};
+  for (const slice of slices) {
+    for (const [status, n] of Object.entries(slice.statusCounts)) {
+      statusCounts[status] = (statusCounts[status] ?? 0) + n;
+    }
+  }
+  const seconds = sum((slice) => slice.seconds);
+  const responses = sum((slice) => slice.responses);
+  return {
+    reqPerSec: seconds > 0 ? responses / seconds : 0,
+    p50Ms: histogram.percentile(50) / 1000,
+    p99Ms: histogram.percentile(99) / 1000,
+    responses,
+    expected: sum((slice) => slice.expected),
+    unexpected: sum((slice) => slice.unexpected),
+    non2xx: sum((slice) => slice.non2xx),
+    statusCounts,
+    errors: sum((slice) => slice.errors),
+    timeouts: sum((slice) => slice.timeouts),
+    total2xx: sum((slice) => slice.total2xx) + warm2xx,
+    seconds: Math.round(seconds * 100) / 100,
   };
 }

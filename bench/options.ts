@@ -23,6 +23,11 @@ export type BenchOptions = LoadSettings & {
   cpuProfDir: string | null;
   /** Profile every server and print where its CPU went, by part of the request path. */
   profile: boolean;
+  /**
+   * Slices each hookgate target's measured time is cut into, each right after a slice of the
+   * baseline on a server kept up for the whole run; 1: one run, compared with the first row.
+   */
+  slices: number;
   help: boolean;
 };
 
@@ -42,6 +47,11 @@ export const USAGE = `npm run bench [-- options]
                      (BENCH_COMMIT_DELAYS, default 0)
   --data-root DIR    where temporary data dirs are made   (BENCH_DATA_ROOT, default the OS temp dir)
   --keep             keep the data dirs (stores, log file)
+  --slices N         cut each hookgate target's measured seconds into N slices, each right
+                     after an equal slice of the baseline (a server kept up for the run): its
+                     ratios are the medians of the per-slice ratios, so the machine's drift
+                     cancels out; 1 compares with the first baseline row instead
+                     (BENCH_SLICES, default 4)
   --runtime-off      run the hookgate targets without the runtime (ingress only; BENCH_RUNTIME=0);
                      default on, as hookgate serve runs (action worker, heartbeat, and an
                      agent runner over HTTP that the bench answers at once), except the
@@ -64,6 +74,7 @@ const FLAGS = {
   keep: { type: 'boolean' },
   'runtime-off': { type: 'boolean' },
   profile: { type: 'boolean' },
+  slices: { type: 'string' },
   'cpu-prof': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -101,6 +112,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOption
     runtime: !(values['runtime-off'] ?? env['BENCH_RUNTIME'] === '0'),
     cpuProfDir: values['cpu-prof'] ?? env['BENCH_CPU_PROF'] ?? null,
     profile: values.profile ?? false,
+    slices: integer('slices', values.slices ?? env['BENCH_SLICES'], 4, 1),
     help: values.help ?? false,
   };
 }

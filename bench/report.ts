@@ -30,6 +30,8 @@ export type Row = {
   load: LoadResult;
   /** req/s divided by the baseline's; undefined without a baseline run. */
   ratio: number | undefined;
+  /** Slices the ratios are medians over (each paired with a baseline slice); absent: one run. */
+  pairedSlices?: number;
   costs: RunCosts;
   /**
    * The baseline's server CPU per response divided by this target's: the req/s ratio of two
@@ -112,6 +114,9 @@ function costLines(row: Row): string[] {
   return lines;
 }
 
+const pairedText = (row: Row) =>
+  row.pairedSlices ? `; medians of ${row.pairedSlices} slices, each after a baseline slice` : '';
+
 /** The lines printed right after a target finished. */
 export function targetBlock(row: Row): string {
   const { load } = row;
@@ -119,7 +124,7 @@ export function targetBlock(row: Row): string {
     .map(([status, n]) => `${status} x ${fmt(n)}`)
     .join(', ');
   const lines = [
-    `  ${fmt(load.reqPerSec)} req/s (${ratioText(row.ratio)} baseline; CPU ratio ${ratioText(row.cpuRatio)}: baseline µs per response / this one's)  ` +
+    `  ${fmt(load.reqPerSec)} req/s (${ratioText(row.ratio)} baseline; CPU ratio ${ratioText(row.cpuRatio)}: baseline µs per response / this one's${pairedText(row)})  ` +
       `p50 ${ms(load.p50Ms)} ms  p99 ${ms(load.p99Ms)} ms`,
     `  responses ${fmt(load.responses)} in ${load.seconds} s: ${statuses || 'none'}; non-2xx ${fmt(load.non2xx)}, ` +
       `unexpected status ${fmt(load.unexpected)}, errors ${fmt(load.errors)} (timeouts ${fmt(load.timeouts)})`,

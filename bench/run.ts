@@ -12,12 +12,13 @@
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
+import { createHistogram } from 'node:perf_hooks';
 import path from 'node:path';
 import { startBenchAgent } from './agent-server.ts';
 import { type ServerProcess, startServerProcess } from './child.ts';
 import { stageLines } from './profile-stages.ts';
 import type { ServerSample } from './server.ts';
-import { measure, warmUp } from './load.ts';
+import { type LoadResult, measure, mergeSlices, warmUp } from './load.ts';
 import { type BenchOptions, readOptions, USAGE } from './options.ts';
 import {
   aimLines,
@@ -32,7 +33,7 @@ import {
 import { backgroundLoad, filesystemName } from './machine.ts';
 import { type BenchPostgres, startBenchPostgres } from './postgres-server.ts';
 import { countLines, countPostgresStore, countStoredActions } from './store-check.ts';
-import { AIMS, allTargets, BODY_BYTES, type Target } from './targets.ts';
+import { AIMS, allTargets, BASELINE_TARGET, BODY_BYTES, type Target } from './targets.ts';
 import { describeTarget, LOG_FILE, type RunOptions, serverSpec } from './target-spec.ts';
 
 /** The counters of several servers added up. */
@@ -95,12 +96,114 @@ function costsOf(
   };
 }
 
+const NO_SAMPLE: ServerSample = {
+  userMicros: 0,
+  systemMicros: 0,
+  childMicros: 0,
+  commits: 0,
+  commitMicros: 0,
+  heapUsed: 0,
+  external: 0,
+};
+
+function addDelta(sum: ServerSample, before: ServerSample, after: ServerSample): ServerSample {
+  return {
+    userMicros: sum.userMicros + after.userMicros - before.userMicros,
+    systemMicros: sum.systemMicros + after.systemMicros - before.systemMicros,
+    childMicros: sum.childMicros + Math.max(0, after.childMicros - before.childMicros),
+    commits: sum.commits + after.commits - before.commits,
+    commitMicros: sum.commitMicros + after.commitMicros - before.commitMicros,
+    heapUsed: after.heapUsed,
+    external: after.external,
+  };
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+type TargetRun = {
+  load: LoadResult;
+  /** How many times the measured load stopped (once per slice). */
+  stops: number;
+  costs: RunCosts;
+  postgresMicros: number;
+  /** Medians of the per-slice ratios to the paired baseline slices. */
+  pairedRatio?: number;
+  pairedCpuRatio?: number;
+};
+
+/**
+ * The measured load of one target: one run, or (with a pairing baseline server) slices, each
+ * right after an equal slice of the baseline, so both see the machine in the same state.
+ */
+async function measureTarget(
+  urls: readonly string[],
+  target: Target,
+  options: RunOptions,
+  warm2xx: number,
+  servers: readonly ServerProcess[],
+  database: BenchPostgres | undefined,
+  pairing: ServerProcess | undefined,
+): Promise<TargetRun> {
+  const slices = pairing ? options.slices : 1;
+  const slice = { ...options, durationSeconds: options.durationSeconds / slices };
+  const histogram = createHistogram();
+  const parts: LoadResult[] = [];
+  const ratios: number[] = [];
+  const cpuRatios: number[] = [];
+  let used = NO_SAMPLE;
+  let client = { user: 0, system: 0 };
+  let wallMicros = 0;
+  let postgresMicros = 0;
+  for (let i = 0; i < slices; i++) {
+    let base: { reqPerSec: number; micros: number } | undefined;
+    if (pairing) {
+      const before = await pairing.sample();
+      const load = await measure([pairing.url], BASELINE_TARGET, slice, 0);
+      const after = await pairing.sample();
+      const micros = costsOf(before, after, { user: 0, system: 0 }, 1, load.responses);
+      base = { reqPerSec: load.reqPerSec, micros: micros.serverMicrosPerResponse };
+    }
+    const before = await sampleAll(servers);
+    const postgresBefore = database?.cpuMicros() ?? 0;
+    const clientBefore = process.cpuUsage();
+    const startedAt = performance.now();
+    const load = await measure(urls, target, slice, 0, histogram);
+    wallMicros += (performance.now() - startedAt) * 1000;
+    const clientCpu = process.cpuUsage(clientBefore);
+    client = { user: client.user + clientCpu.user, system: client.system + clientCpu.system };
+    const after = await sampleAll(servers);
+    postgresMicros += (database?.cpuMicros() ?? 0) - postgresBefore;
+    used = addDelta(used, before, after);
+    parts.push(load);
+    if (base) {
+      const own = costsOf(before, after, clientCpu, 1, load.responses);
+      ratios.push(load.reqPerSec / base.reqPerSec);
+      cpuRatios.push(base.micros / own.serverMicrosPerResponse);
+    }
+  }
+  const load = mergeSlices(parts, histogram, warm2xx);
+  return {
+    load,
+    stops: slices,
+    costs: costsOf(NO_SAMPLE, used, client, wallMicros, load.responses),
+    postgresMicros,
+    ...(ratios.length > 0 && { pairedRatio: median(ratios), pairedCpuRatio: median(cpuRatios) }),
+  };
+}
+
 /** Run one target end to end: server up, warm-up, measured run, kill, checks. */
 async function benchTarget(
   target: Target,
   options: RunOptions,
   baseline: Row | undefined,
   postgres: BenchPostgres | undefined,
+  pairing: ServerProcess | undefined,
 ): Promise<Row> {
   const dataDir = target.hookgate
     ? mkdtempSync(path.join(options.dataRoot, `hookgate-bench-${target.key}-`))
@@ -115,16 +218,9 @@ async function benchTarget(
     await startServers(target, options, dataDir, postgresUrl, servers);
     const urls = servers.map((server) => server.url);
     const warm2xx = await warmUp(urls, target, options);
-    const before = await sampleAll(servers);
-    const postgresBefore = database?.cpuMicros() ?? 0;
-    const clientBefore = process.cpuUsage();
-    const startedAt = performance.now();
-    const load = await measure(urls, target, options, warm2xx);
-    const wallMicros = (performance.now() - startedAt) * 1000;
-    const clientCpu = process.cpuUsage(clientBefore);
-    const after = await sampleAll(servers);
-    const postgresMicros = (database?.cpuMicros() ?? 0) - postgresBefore;
-    const costs = costsOf(before, after, clientCpu, wallMicros, load.responses);
+    const paired = pairing && target.hookgate && options.slices > 1 ? pairing : undefined;
+    const run = await measureTarget(urls, target, options, warm2xx, servers, database, paired);
+    const { load, costs, postgresMicros } = run;
     // All at once: instances that die together leave the database only what they committed.
     await Promise.all(
       servers.map((server) => (profileDir(options) ? server.stop() : server.kill())),
@@ -132,13 +228,17 @@ async function benchTarget(
     const row: Row = {
       target,
       load,
-      ratio: baseline ? load.reqPerSec / baseline.load.reqPerSec : undefined,
+      ratio: run.pairedRatio ?? (baseline ? load.reqPerSec / baseline.load.reqPerSec : undefined),
       costs,
-      cpuRatio: baseline
-        ? baseline.costs.serverMicrosPerResponse / costs.serverMicrosPerResponse
-        : undefined,
-      // Each connection has at most `pipelining` requests unanswered when warm-up or run stops.
-      maxInFlight: 2 * options.connections * options.pipelining + load.errors,
+      cpuRatio:
+        run.pairedCpuRatio ??
+        (baseline
+          ? baseline.costs.serverMicrosPerResponse / costs.serverMicrosPerResponse
+          : undefined),
+      ...(run.pairedRatio !== undefined && { pairedSlices: options.slices }),
+      // Each connection has at most `pipelining` requests unanswered when the warm-up or a slice
+      // of the run stops.
+      maxInFlight: (run.stops + 1) * options.connections * options.pipelining + load.errors,
       instances: servers.length,
     };
     if (postgresUrl !== undefined) {
@@ -227,11 +327,16 @@ function stopOnSignal(stop: () => Promise<void>): () => void {
 
 function printHeader(options: BenchOptions, targets: readonly Target[]): void {
   const cpu = cpus();
-  const perTarget = options.warmupSeconds + options.durationSeconds;
+  // A sliced target's measured time is doubled by its baseline slices.
+  const paired = options.slices > 1 ? 2 : 1;
+  const perTarget = options.warmupSeconds + options.durationSeconds * paired;
   console.log(`hookgate bench: Node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? 'cpu'}`);
   console.log(
     `autocannon: ${options.connections} connections, pipelining ${options.pipelining}, ` +
       `${options.warmupSeconds} s warm-up + ${options.durationSeconds} s measured per target ` +
+      (options.slices > 1
+        ? `in ${options.slices} slices, each after an equal slice of the baseline, `
+        : '') +
       `(~${targets.length * perTarget} s in all); POST ${BODY_BYTES}-byte JSON bodies to 127.0.0.1`,
   );
   console.log(
@@ -295,14 +400,23 @@ async function runTargets(
   );
   const rows: Row[] = [];
   let baseline: Row | undefined;
-  for (const [i, target] of targets.entries()) {
-    console.log(
-      `\n[${i + 1}/${targets.length}] ${target.label} (${describeTarget(target, options)})`,
-    );
-    const row = await benchTarget(target, options, baseline, postgres);
-    if (target.key === 'baseline') baseline = row;
-    rows.push(row);
-    console.log(targetBlock(row));
+  // The baseline each sliced target's slices are paired with, up for the whole run.
+  const pairing =
+    options.slices > 1 && targets.some((target) => target.hookgate)
+      ? await startServerProcess({ kind: 'baseline' })
+      : undefined;
+  try {
+    for (const [i, target] of targets.entries()) {
+      console.log(
+        `\n[${i + 1}/${targets.length}] ${target.label} (${describeTarget(target, options)})`,
+      );
+      const row = await benchTarget(target, options, baseline, postgres, pairing);
+      if (target.key === 'baseline') baseline = row;
+      rows.push(row);
+      console.log(targetBlock(row));
+    }
+  } finally {
+    await pairing?.kill();
   }
   console.log(`\n${markdownTable(rows)}\n`);
   const drift = driftLine(rows);

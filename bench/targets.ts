@@ -166,6 +166,16 @@ const CI_BUILD_BODY = sizedBody(
   'log',
 );
 
+/** The raw node:http baseline, loaded with the /wake body. */
+export const BASELINE_TARGET: Target = {
+  key: 'baseline',
+  label: 'node:http baseline',
+  path: '/hooks/wake',
+  token: TOKEN,
+  body: WAKE_BODY,
+  expectStatus: 200,
+};
+
 /**
  * Every target, in run order; `commitDelays` beyond the first add /wake rows.
  * The baseline runs first and last, so drift in machine load shows.
@@ -174,7 +184,7 @@ export function allTargets(commitDelays: readonly number[]): Target[] {
   const [base = 0, ...sweep] = commitDelays;
   const wake = { path: '/hooks/wake', token: TOKEN, body: WAKE_BODY, expectStatus: 200 };
   return [
-    { key: 'baseline', label: 'node:http baseline', ...wake },
+    BASELINE_TARGET,
     {
       key: 'wake',
       label: 'hookgate /wake',
