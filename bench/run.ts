@@ -161,18 +161,20 @@ async function measureTarget(
   let wallMicros = 0;
   let postgresMicros = 0;
   for (let i = 0; i < slices; i++) {
-    let base: { reqPerSec: number; micros: number } | undefined;
-    if (pairing) {
-      const before = await pairing.sample();
-      const load = await measure([pairing.url], BASELINE_TARGET, slice, 0);
-      const after = await pairing.sample();
-      const micros = costsOf(before, after, { user: 0, system: 0 }, 1, load.responses);
-      base = { reqPerSec: load.reqPerSec, micros: micros.serverMicrosPerResponse };
-    }
+    // The target's counters start before its baseline slice: work it left running from its
+    // last slice (queued runs, heartbeats, the transform process) is its cost, not free.
     const before = await sampleAll(servers);
     const postgresBefore = database?.cpuMicros() ?? 0;
-    const clientBefore = process.cpuUsage();
     const startedAt = performance.now();
+    let base: { reqPerSec: number; micros: number } | undefined;
+    if (pairing) {
+      const baseBefore = await pairing.sample();
+      const load = await measure([pairing.url], BASELINE_TARGET, slice, 0);
+      const baseAfter = await pairing.sample();
+      const micros = costsOf(baseBefore, baseAfter, { user: 0, system: 0 }, 1, load.responses);
+      base = { reqPerSec: load.reqPerSec, micros: micros.serverMicrosPerResponse };
+    }
+    const clientBefore = process.cpuUsage();
     const load = await measure(urls, target, slice, 0, histogram);
     wallMicros += (performance.now() - startedAt) * 1000;
     const clientCpu = process.cpuUsage(clientBefore);
@@ -405,6 +407,8 @@ async function runTargets(
     options.slices > 1 && targets.some((target) => target.hookgate)
       ? await startServerProcess({ kind: 'baseline' })
       : undefined;
+  // Warm (JIT) before its first slice is compared with anything.
+  if (pairing) await warmUp([pairing.url], BASELINE_TARGET, options);
   try {
     for (const [i, target] of targets.entries()) {
       console.log(

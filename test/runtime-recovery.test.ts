@@ -216,9 +216,11 @@ describe('other interruptions', () => {
     expect(isRunning(beat.pid)).toBe(true);
 
     server = await serve(file);
+    // Pending: marked by no heartbeat, and inside no heartbeat's consumed range.
     expect(
       query(dataDir, 'SELECT consumed_by FROM system_events').map((row) => row['consumed_by']),
     ).toEqual([null]);
+    expect(query(dataDir, 'SELECT heartbeat_id FROM event_consumption')).toEqual([]);
     await waitFor(
       `the old heartbeat runner (pid ${beat.pid}) and its child (pid ${beat.childPid}) to be gone`,
       () => [beat.pid, beat.childPid as number].every((pid) => !isRunning(pid)),
