@@ -12,20 +12,12 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startBenchAgent } from './agent-server.ts';
 import type { ServerProcess } from './child.ts';
-import type { ServerSample } from './server.ts';
 import { measure, type LoadSettings } from './load.ts';
 import { readOptions } from './options.ts';
 import { allTargets, type ServerSpec, type Target } from './targets.ts';
 import { serverSpec } from './target-spec.ts';
 
-type Side = {
-  label: string;
-  server: ServerProcess;
-  cpu: number[];
-  rate: number[];
-  /** The slice whose CPU is still being counted. */
-  open?: { startMicros: number; responses: number };
-};
+type Side = { label: string; server: ServerProcess; cpu: number[]; rate: number[] };
 type Starter = (spec: ServerSpec) => Promise<ServerProcess>;
 
 const { values } = parseArgs({
@@ -69,25 +61,23 @@ const quartiles = (xs: number[]) => {
   return [at(0.25), at(0.75)] as const;
 };
 
-const cpuMicros = (sample: ServerSample) =>
-  sample.userMicros + sample.systemMicros + sample.childMicros;
-
 /**
- * One slice of a side's load. Its CPU is counted from this slice's start to its next slice's
- * start (`settle` closes the last): work left running (queued runs, heartbeats) is its cost.
+ * One slice of a side's load: its CPU per response over the slice. Where the runs lag behind
+ * acceptance (agent runs queued in a session), that counts the runs done during the slice, not
+ * the runs of its requests, and favours the side that accepts faster: read its req/s then.
  */
 async function slice(side: Side, target: Target): Promise<void> {
-  const start = await side.server.sample();
-  settle(side, start);
+  const before = await side.server.sample();
   const result = await measure([side.server.url], target, load, 0);
-  side.open = { startMicros: cpuMicros(start), responses: result.responses };
+  const after = await side.server.sample();
+  const micros =
+    after.userMicros -
+    before.userMicros +
+    after.systemMicros -
+    before.systemMicros +
+    Math.max(0, after.childMicros - before.childMicros);
+  side.cpu.push(micros / Math.max(1, result.responses));
   side.rate.push(result.reqPerSec);
-}
-
-function settle(side: Side, now: ServerSample): void {
-  if (!side.open) return;
-  side.cpu.push((cpuMicros(now) - side.open.startMicros) / Math.max(1, side.open.responses));
-  side.open = undefined;
 }
 
 async function compareTarget(target: Target, starters: [Starter, Starter], agentUrl: string) {
@@ -117,7 +107,6 @@ async function compareTarget(target: Target, starters: [Starter, Starter], agent
       const order = cycle % 2 === 0 ? [a, b] : [b, a];
       for (const side of order) await slice(side, target);
     }
-    for (const side of sides) settle(side, await side.server.sample());
     console.log(`\n${target.label}`);
     for (const side of sides) {
       console.log(
