@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/setup/compile-cache.ts'],
     pool: 'forks',
     execArgv: ['--no-node-snapshot'],
     // Bounds for hangs only, never timing assertions: on a loaded 2-core
