@@ -5,7 +5,7 @@
  * connection with short transactions.
  */
 import { randomUUIDv7 } from 'node:crypto';
-import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
 import type {
   DeliveryRecord,
   HeartbeatResult,
@@ -98,14 +98,14 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
   async history(owner: TurnOwner, limit: number): Promise<Turn[]> {
-    const rows = this.statement(
+    const rows = this.arrays(
       'SELECT role, text, run_id, created_at FROM session_turns WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC LIMIT ?',
-    ).all(owner.agentId, owner.sessionKey, owner.kind, limit) as Row[];
-    return rows.reverse().map((row) => ({
-      role: row['role'] as 'user' | 'assistant',
-      text: row['text'] as string,
-      runId: (row['run_id'] as string | null) ?? null,
-      createdAt: row['created_at'] as string,
+    ).all(owner.agentId, owner.sessionKey, owner.kind, limit) as unknown as SQLOutputValue[][];
+    return rows.reverse().map(([role, text, runId, createdAt]) => ({
+      role: role as 'user' | 'assistant',
+      text: text as string,
+      runId: (runId as string | null) ?? null,
+      createdAt: createdAt as string,
     }));
   }
 
