@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { openDatabase } from '../engine/store/sqlite/schema.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
+import { median } from './stats.ts';
 
 const BACKLOG = 100_000;
 const SESSIONS = 10_000;
@@ -105,8 +106,6 @@ function inserts(withHeads: boolean, keyOf: (i: number) => string): number {
   done();
   return (used.user + used.system) / n;
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1] ?? 0;
 
 tick();
 for (const [name, keyOf] of [

@@ -14,6 +14,7 @@ import { startBenchAgent } from './agent-server.ts';
 import type { ServerProcess } from './child.ts';
 import { measure, type LoadSettings } from './load.ts';
 import { readOptions } from './options.ts';
+import { median, quartiles } from './stats.ts';
 import { allTargets, type ServerSpec, type Target } from './targets.ts';
 import { serverSpec } from './target-spec.ts';
 
@@ -50,16 +51,6 @@ async function starterFrom(dir: string): Promise<Starter> {
   };
   return (spec) => child.startServerProcess(spec);
 }
-
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-};
-const quartiles = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-  return [at(0.25), at(0.75)] as const;
-};
 
 /**
  * One slice of a side's load: its CPU per response over the slice. Where the runs lag behind

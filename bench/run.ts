@@ -17,6 +17,7 @@ import path from 'node:path';
 import { startBenchAgent } from './agent-server.ts';
 import { type ServerProcess, startServerProcess } from './child.ts';
 import { stageLines } from './profile-stages.ts';
+import { median } from './stats.ts';
 import type { ServerSample } from './server.ts';
 import { type LoadResult, measure, mergeSlices, warmUp } from './load.ts';
 import { type BenchOptions, readOptions, USAGE } from './options.ts';
@@ -117,14 +118,6 @@ function addDelta(sum: ServerSample, before: ServerSample, after: ServerSample):
     external: after.external,
   };
 }
-
-const median = (values: readonly number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 
 type TargetRun = {
   load: LoadResult;
