@@ -46,6 +46,8 @@ function sampleAll(servers: readonly ServerProcess[]): Promise<ServerSample> {
       childMicros: sum.childMicros + one.childMicros,
       commits: sum.commits + one.commits,
       commitMicros: sum.commitMicros + one.commitMicros,
+      lifecycleCommits: sum.lifecycleCommits + one.lifecycleCommits,
+      lifecycleCommitMicros: sum.lifecycleCommitMicros + one.lifecycleCommitMicros,
       heapUsed: sum.heapUsed + one.heapUsed,
       external: sum.external + one.external,
     })),
@@ -84,6 +86,8 @@ function costsOf(
   const child = Math.max(0, after.childMicros - before.childMicros);
   const commits = after.commits - before.commits;
   const commitMicros = after.commitMicros - before.commitMicros;
+  const lifecycleCommits = after.lifecycleCommits - before.lifecycleCommits;
+  const lifecycleMicros = after.lifecycleCommitMicros - before.lifecycleCommitMicros;
   const perResponse = (micros: number) => (responses ? micros / responses : 0);
   return {
     serverCpuShare: (user + system + child) / wallMicros,
@@ -92,8 +96,10 @@ function costsOf(
     childMicrosPerResponse: perResponse(child),
     clientCpuShare: (clientCpu.user + clientCpu.system) / wallMicros,
     commits,
-    commitShare: commitMicros / wallMicros,
+    commitShare: (commitMicros + lifecycleMicros) / wallMicros,
     commitAvgMs: commits ? commitMicros / commits / 1000 : 0,
+    lifecycleCommits,
+    lifecycleCommitAvgMs: lifecycleCommits ? lifecycleMicros / lifecycleCommits / 1000 : 0,
   };
 }
 
@@ -103,6 +109,8 @@ const NO_SAMPLE: ServerSample = {
   childMicros: 0,
   commits: 0,
   commitMicros: 0,
+  lifecycleCommits: 0,
+  lifecycleCommitMicros: 0,
   heapUsed: 0,
   external: 0,
 };
@@ -114,6 +122,9 @@ function addDelta(sum: ServerSample, before: ServerSample, after: ServerSample):
     childMicros: sum.childMicros + Math.max(0, after.childMicros - before.childMicros),
     commits: sum.commits + after.commits - before.commits,
     commitMicros: sum.commitMicros + after.commitMicros - before.commitMicros,
+    lifecycleCommits: sum.lifecycleCommits + after.lifecycleCommits - before.lifecycleCommits,
+    lifecycleCommitMicros:
+      sum.lifecycleCommitMicros + after.lifecycleCommitMicros - before.lifecycleCommitMicros,
     heapUsed: after.heapUsed,
     external: after.external,
   };

@@ -15,8 +15,12 @@ export type ServerSample = {
   systemMicros: number;
   /** CPU time of the live processes this one started (the transform process). */
   childMicros: number;
+  /** Acceptance COMMITs (an fsync each) and the time inside them. */
   commits: number;
   commitMicros: number;
+  /** The runtime's COMMITs (no fsync) and the time inside them. */
+  lifecycleCommits: number;
+  lifecycleCommitMicros: number;
   /** V8's live heap and memory outside it (Buffers, SQLite and other native allocations), bytes. */
   heapUsed: number;
   external: number;
@@ -35,6 +39,8 @@ function sample(commits: CommitStats): ServerSample {
     childMicros: descendantCpuMicros(),
     commits: commits.commits,
     commitMicros: commits.micros,
+    lifecycleCommits: commits.lifecycleCommits,
+    lifecycleCommitMicros: commits.lifecycleMicros,
     heapUsed: process.memoryUsage().heapUsed,
     external: process.memoryUsage().external,
   };
@@ -43,7 +49,10 @@ function sample(commits: CommitStats): ServerSample {
 async function start(spec: ServerSpec): Promise<{ url: string; commits: CommitStats }> {
   if (spec.kind === 'baseline') {
     const { startBaseline } = await import('./baseline-server.ts');
-    return { url: await startBaseline(), commits: { commits: 0, micros: 0 } };
+    return {
+      url: await startBaseline(),
+      commits: { commits: 0, micros: 0, lifecycleCommits: 0, lifecycleMicros: 0 },
+    };
   }
   // The probe must wrap DatabaseSync before the store opens its connection.
   const commits = (await import('./commit-probe.ts')).installCommitProbe();

@@ -270,6 +270,38 @@ export function describeRuntimeStore(
         expect(await store.events(MAIN, 10)).toHaveLength(1);
       });
 
+      it('finish adds the run’s turns to history with its outcome; a lost run adds none', async () => {
+        const row = await claimOne();
+        const owner = { agentId: 'main', sessionKey: 'hook:fence', kind: 'agent' as const };
+        const turns = { owner, prompt: 'the prompt', reply: 'the reply' };
+        const stale = { id: row.id, attempts: row.attempts + 1 };
+        expect(
+          await store.finish(stale, 'done', { status: 'ok', reply: 'x' }, undefined, turns),
+        ).toBe(false);
+        expect(await store.history(owner, 10)).toEqual([]);
+
+        expect(
+          await store.finish(
+            claimOf(row),
+            'done',
+            { status: 'ok', reply: 'the reply' },
+            undefined,
+            turns,
+          ),
+        ).toBe(true);
+        expect(
+          (await store.history(owner, 10)).map(({ role, text, runId }) => ({ role, text, runId })),
+        ).toEqual([
+          { role: 'user', text: 'the prompt', runId: row.id },
+          { role: 'assistant', text: 'the reply', runId: row.id },
+        ]);
+        // Over: a second finish of the same claim adds nothing.
+        expect(
+          await store.finish(claimOf(row), 'done', { status: 'ok', reply: 'x' }, undefined, turns),
+        ).toBe(false);
+        expect(await store.history(owner, 10)).toHaveLength(2);
+      });
+
       it('finish ends runs failed or dead too', async () => {
         const failing = agentAction('hook:f');
         const dying = agentAction('hook:d');

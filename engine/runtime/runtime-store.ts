@@ -75,6 +75,9 @@ export type NewEvent = {
  */
 export type TurnOwner = { agentId: string; sessionKey: string; kind: 'agent' | 'heartbeat' };
 
+/** A run's prompt and its reply, for its agent's history in the session. */
+export type RunTurns = { owner: TurnOwner; prompt: string; reply: string };
+
 export type Turn = {
   role: 'user' | 'assistant';
   text: string;
@@ -141,12 +144,17 @@ export interface RunQueue {
   hasRunnable(): Promise<boolean>;
   /** Record the process group of a run's runner (ended when the run is taken over after a crash). */
   setRunnerGroup(claim: Claim, pgid: number | null): Promise<void>;
-  /** Final outcome, with the summary event it posts (one transaction). False: the run was lost. */
+  /**
+   * Final outcome, with the summary event it posts and the turns it adds to history, in one
+   * transaction: a crash leaves all of it or none, so a run done again never repeats its turns.
+   * False: the run was lost (nothing written).
+   */
   finish(
     claim: Claim,
     state: 'done' | 'failed' | 'dead',
     outcome: Outcome,
     event?: NewEvent,
+    turns?: RunTurns,
   ): Promise<boolean>;
   /** Save progress while a run goes on (e.g. parts already delivered). False: the run was lost. */
   saveOutcome(claim: Claim, outcome: Outcome): Promise<boolean>;

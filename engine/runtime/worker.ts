@@ -205,12 +205,11 @@ export function createActionWorker(deps: {
     // The turn's outcome; what becomes of its delivery is published on its own.
     ran(action, 'done', started);
     const ack = isAckOnly(result.reply, settings.ackToken);
-    await store.addTurns(
-      turnOwner(action),
-      action.id,
-      action.prompt ?? action.message,
-      result.reply,
-    );
+    const turns = {
+      owner: turnOwner(action),
+      prompt: action.prompt ?? action.message,
+      reply: result.reply,
+    };
     // Ack-only replies are never delivered.
     if (!action.deliver || ack) {
       await store.finish(
@@ -218,10 +217,12 @@ export function createActionWorker(deps: {
         'done',
         { status: 'ok', reply: result.reply, ack },
         summaryEvent(settings.mainKey, action, 'ok', result.reply),
+        turns,
       );
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
       return;
     }
+    await store.addTurns(turns.owner, action.id, turns.prompt, turns.reply);
     return deliverReply(row, action, result.reply);
   }
 

@@ -16,6 +16,7 @@ import type {
   NewEvent,
   Outcome,
   RunRow,
+  RunTurns,
   RuntimeStore,
 } from '../../runtime/runtime-store.ts';
 import {
@@ -25,7 +26,12 @@ import {
   wakeEvent,
 } from '../../runtime/stored-runs.ts';
 import { inTransaction } from './pool.ts';
-import { insertEvent, insertEvents, PostgresSessionRecords } from './session-records.ts';
+import {
+  insertEvent,
+  insertEvents,
+  insertTurns,
+  PostgresSessionRecords,
+} from './session-records.ts';
 import {
   ALL_HEADS,
   CLAIM,
@@ -232,6 +238,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     state: 'done' | 'failed' | 'dead',
     outcome: Outcome,
     event?: NewEvent,
+    turns?: RunTurns,
   ): Promise<boolean> {
     return inTransaction(this.pool, async (client) => {
       const { rowCount } = await client.query(
@@ -241,6 +248,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
         [claim.id, claim.attempts, this.owner, state, JSON.stringify(outcome)],
       );
       if (rowCount === 0) return false;
+      if (turns) await insertTurns(client, turns.owner, claim.id, turns.prompt, turns.reply);
       if (event) await insertEvent(client, event);
       return true;
     });

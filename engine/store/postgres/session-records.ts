@@ -67,6 +67,28 @@ export async function insertEvent(db: pg.Pool | pg.PoolClient, event: NewEvent):
   );
 }
 
+/** A run's prompt and its reply in an agent's history, in one statement. */
+export async function insertTurns(
+  db: pg.Pool | pg.PoolClient,
+  owner: TurnOwner,
+  runId: string,
+  prompt: string,
+  reply: string,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO session_turns (agent_id, session_key, kind, role, text, run_id, created_at)
+     VALUES ($1, $2, $3, 'user', $4, $6, now()), ($1, $2, $3, 'assistant', $5, $6, now())`,
+    [
+      owner.agentId,
+      storableText(owner.sessionKey),
+      owner.kind,
+      storableText(prompt),
+      storableText(reply),
+      runId,
+    ],
+  );
+}
+
 /** Append events in order, in one statement (inside the caller's transaction). */
 export async function insertEvents(db: pg.PoolClient, events: readonly NewEvent[]): Promise<void> {
   if (events.length === 0) return;
@@ -135,18 +157,7 @@ export class PostgresSessionRecords implements SessionStore {
   }
 
   async addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO session_turns (agent_id, session_key, kind, role, text, run_id, created_at)
-       VALUES ($1, $2, $3, 'user', $4, $6, now()), ($1, $2, $3, 'assistant', $5, $6, now())`,
-      [
-        owner.agentId,
-        storableText(owner.sessionKey),
-        owner.kind,
-        storableText(prompt),
-        storableText(reply),
-        runId,
-      ],
-    );
+    await insertTurns(this.pool, owner, runId, prompt, reply);
   }
 
   async claimHeartbeatTurns(agentId: string): Promise<void> {

@@ -15,6 +15,7 @@ import type {
   NewEvent,
   Outcome,
   RunRow,
+  RunTurns,
   RuntimeStore,
 } from '../../runtime/runtime-store.ts';
 import {
@@ -248,12 +249,14 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     state: 'done' | 'failed' | 'dead',
     outcome: Outcome,
     event?: NewEvent,
+    turns?: RunTurns,
   ): Promise<boolean> {
     return this.transaction(() => {
       const changed = this.statement(
         `UPDATE actions SET state = ?, outcome = ?, finished_at = ?, runner_pgid = NULL WHERE ${FENCE}`,
       ).run(state, JSON.stringify(outcome), now(), claim.id, claim.attempts).changes;
       if (Number(changed) === 0) return false;
+      if (turns) this.insertTurns(turns.owner, claim.id, turns.prompt, turns.reply);
       if (event) this.insertEvent(event);
       return true;
     });

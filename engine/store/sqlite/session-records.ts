@@ -111,13 +111,17 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Append a prompt and its reply to an agent's history in a session. */
   async addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): Promise<void> {
-    this.transaction(() => {
-      const insert = this.statement(
-        'INSERT INTO session_turns (agent_id, session_key, kind, role, text, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      );
-      insert.run(owner.agentId, owner.sessionKey, owner.kind, 'user', prompt, runId, now());
-      insert.run(owner.agentId, owner.sessionKey, owner.kind, 'assistant', reply, runId, now());
-    });
+    this.transaction(() => this.insertTurns(owner, runId, prompt, reply));
+  }
+
+  /** The two turns of a run, inside the caller's transaction. */
+  protected insertTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): void {
+    const insert = this.statement(
+      'INSERT INTO session_turns (agent_id, session_key, kind, role, text, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
+    const at = now();
+    insert.run(owner.agentId, owner.sessionKey, owner.kind, 'user', prompt, runId, at);
+    insert.run(owner.agentId, owner.sessionKey, owner.kind, 'assistant', reply, runId, at);
   }
 
   /** Heartbeat turns stored before history had an owner go to the agent that runs heartbeats. */
