@@ -3,8 +3,8 @@
  * checkout against another one (DIR, with its own node_modules), both up at
  * once and loaded in short alternating slices (ABBA order), so a change of a
  * few percent shows through the drift of a shared machine that separate runs
- * do not survive. Prints the median server CPU per response and req/s of
- * each side, and B's median per-slice ratio to A with its interquartile range.
+ * do not survive. Prints the median server CPU per response, req/s and p99
+ * latency of each side, and B's median per-slice ratio to A with its interquartile range.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +18,13 @@ import { median, quartiles } from './stats.ts';
 import { allTargets, type ServerSpec, type Target } from './targets.ts';
 import { serverSpec } from './target-spec.ts';
 
-type Side = { label: string; server: ServerProcess; cpu: number[]; rate: number[] };
+type Side = {
+  label: string;
+  server: ServerProcess;
+  cpu: number[];
+  rate: number[];
+  p99: number[];
+};
 type Starter = (spec: ServerSpec) => Promise<ServerProcess>;
 
 const { values } = parseArgs({
@@ -69,6 +75,7 @@ async function slice(side: Side, target: Target): Promise<void> {
     Math.max(0, after.childMicros - before.childMicros);
   side.cpu.push(micros / Math.max(1, result.responses));
   side.rate.push(result.reqPerSec);
+  side.p99.push(result.p99Ms);
 }
 
 async function compareTarget(target: Target, starters: [Starter, Starter], agentUrl: string) {
@@ -89,6 +96,7 @@ async function compareTarget(target: Target, starters: [Starter, Starter], agent
         server: await start(spec),
         cpu: [],
         rate: [],
+        p99: [],
       });
     }
     const [a, b] = sides as [Side, Side];
@@ -101,7 +109,7 @@ async function compareTarget(target: Target, starters: [Starter, Starter], agent
     console.log(`\n${target.label}`);
     for (const side of sides) {
       console.log(
-        `  ${side.label}: ${median(side.cpu).toFixed(1)} µs CPU/response, ${median(side.rate).toFixed(0)} req/s (medians of ${cycles} slices)`,
+        `  ${side.label}: ${median(side.cpu).toFixed(1)} µs CPU/response, ${median(side.rate).toFixed(0)} req/s, p99 ${median(side.p99).toFixed(2)} ms (medians of ${cycles} slices)`,
       );
     }
     const cpuRatios = b.cpu.map((cpu, i) => cpu / (a.cpu[i] ?? cpu));
