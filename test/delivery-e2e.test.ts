@@ -17,7 +17,13 @@ import type { RecordedRequest, StandIn, StandInReply } from './helpers/stand-in.
 import { startStandIn } from './helpers/stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { waitFor } from './helpers/runtime.ts';
-import { storeOf, summariesOf, waitForRun, watchDeliveries } from './helpers/store-reads.ts';
+import {
+  storeOf,
+  summariesOf,
+  turnsOf,
+  waitForRun,
+  watchDeliveries,
+} from './helpers/store-reads.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const NODE = realpathSync(path.join(ROOT, 'node_modules/.bin/node'));
@@ -377,6 +383,11 @@ for (const backend of storeBackends()) {
           );
           expect(done.outcome?.delivery?.state).toBe('skipped');
           expect(standIn.requests).toHaveLength(0);
+          // Written with the run's end, as nothing was delivered.
+          expect(await turnsOf(server, done)).toEqual([
+            { role: 'user', runId },
+            { role: 'assistant', runId },
+          ]);
         } finally {
           await server.stop();
           await standIn.close();
@@ -417,6 +428,11 @@ for (const backend of storeBackends()) {
             .filter((l) => l.includes(runId) && l.includes('"phase":"start"'));
           expect(turns).toHaveLength(1);
           expect(done.outcome?.delivery).toMatchObject({ state: 'sent', attempts: 2 });
+          // The turn's prompt and reply are in the session's history once, retry or not.
+          expect(await turnsOf(server, done)).toEqual([
+            { role: 'user', runId },
+            { role: 'assistant', runId },
+          ]);
         } finally {
           await server.stop();
           await standIn.close();

@@ -8,6 +8,7 @@
  * agent's records).
  */
 import { writeFileSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
@@ -225,6 +226,34 @@ describe('other interruptions', () => {
       `the old heartbeat runner (pid ${beat.pid}) and its child (pid ${beat.childPid}) to be gone`,
       () => [beat.pid, beat.childPid as number].every((pid) => !isRunning(pid)),
     );
+  });
+
+  it('a run whose end could not be written runs again after a restart, its turns in history once', async () => {
+    const { file, dataDir } = setup();
+    let server = await serve(file);
+    // The store refuses the run's summary event, so the transaction that ends the run fails
+    // after its turn went through (as a full disk would).
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    db.exec(`CREATE TRIGGER refuse_summary BEFORE INSERT ON system_events
+      WHEN NEW.source = 'hook-summary' BEGIN SELECT RAISE(ABORT, 'no room left'); END`);
+    const runId = await accept(server, { message: 'count once', name: 'Once' });
+    await waitFor('the run’s end to fail', () => server.stdout().includes('no room left'));
+    expect(recordsOf(runId, 'end')).toHaveLength(1);
+    expect(actionRow(dataDir, runId)?.state).toBe('running');
+    const turns = () =>
+      query(dataDir, 'SELECT role FROM session_turns WHERE run_id = ? ORDER BY seq', runId).map(
+        (row) => row['role'],
+      );
+    expect(turns()).toEqual([]);
+
+    db.exec('DROP TRIGGER refuse_summary');
+    db.close();
+    await sigkill(server);
+    server = await serve(file);
+    expect(await waitForFinal(dataDir, runId)).toMatchObject({ state: 'done', attempts: 2 });
+    expect(recordsOf(runId, 'end')).toHaveLength(2);
+    expect(turns()).toEqual(['user', 'assistant']);
+    expect(summaries(dataDir, runId)).toEqual(['Hook Once: done: count once']);
   });
 
   it('SIGTERM in the middle of a run: the runner is ended, the run is queued again without using an attempt, and completes after restart', async () => {

@@ -302,6 +302,26 @@ export function describeRuntimeStore(
         expect(await store.history(owner, 10)).toHaveLength(2);
       });
 
+      it('saveOutcome adds the turns it is given with the progress, once; a lost run adds none', async () => {
+        const row = await claimOne();
+        const owner = { agentId: 'main', sessionKey: 'hook:fence', kind: 'agent' as const };
+        const turns = { owner, prompt: 'the prompt', reply: 'the reply' };
+        const progress = { status: 'delivering' as const, reply: 'the reply' };
+        const stale = { id: row.id, attempts: row.attempts - 1 };
+        expect(await store.saveOutcome(stale, progress, turns)).toBe(false);
+        expect(await store.history(owner, 10)).toEqual([]);
+
+        expect(await store.saveOutcome(claimOf(row), progress, turns)).toBe(true);
+        expect(await store.saveOutcome(claimOf(row), progress)).toBe(true);
+        expect(await store.finish(claimOf(row), 'done', { status: 'ok', reply: 'the reply' })).toBe(
+          true,
+        );
+        expect((await store.history(owner, 10)).map((turn) => turn.text)).toEqual([
+          'the prompt',
+          'the reply',
+        ]);
+      });
+
       it('finish ends runs failed or dead too', async () => {
         const failing = agentAction('hook:f');
         const dying = agentAction('hook:d');

@@ -11,7 +11,7 @@ import type { Logger } from '../log.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import { type LastRoutePolicy, lastRouteAfter } from './last-route.ts';
 import { retryDelayMs, summaryText } from './replies.ts';
-import type { DeliveryProgress, Outcome, RunRow, RuntimeStore } from './runtime-store.ts';
+import type { DeliveryProgress, Outcome, RunRow, RunTurns, RuntimeStore } from './runtime-store.ts';
 import { recordDelivery } from './delivery-records.ts';
 
 /** The summary event of an agent run (wrapped: it carries the run's reply), with an optional note. */
@@ -56,10 +56,15 @@ export type DeliveryStepDeps = {
 export function createDeliveryStep(deps: DeliveryStepDeps) {
   const { store, adapters, heartbeat, logger, settings } = deps;
   /** Deliver a reply (resuming after the parts already sent); the summary follows the final outcome. */
+  /**
+   * `turns`: a fresh reply's turns, written with the first progress saved (or the end), so a
+   * crash before that runs the turn again without having kept its turns.
+   */
   return async function deliverReply(
     row: RunRow,
     action: AgentAction,
     reply: string,
+    turns?: RunTurns,
   ): Promise<void> {
     const previous = row.outcome?.delivery;
     const route = resolveRoute(
@@ -94,6 +99,8 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         partsSent: detail.partsSent,
         ...(detail.reason !== undefined && { error: detail.reason }),
       });
+    // The turns until the first saved progress has written them.
+    let unsaved = turns;
     const finishWith = async (
       state: 'done' | 'failed' | 'dead',
       delivery: DeliveryProgress,
@@ -104,6 +111,7 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         state,
         { status: 'ok', reply, delivery },
         summaryEvent(settings.mainKey, action, 'ok', reply, note),
+        unsaved,
       );
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
     };
@@ -143,12 +151,13 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       },
     });
     // The reply is kept before anything goes out: a crash from here on redoes only the delivery.
-    if (!(await store.saveOutcome(row, progress(previous?.partsSent ?? 0)))) {
+    if (!(await store.saveOutcome(row, progress(previous?.partsSent ?? 0), unsaved))) {
       // The run is no longer this claim's (its lease expired and another instance took it):
       // that instance delivers; sending here too would send the reply twice.
       logger.warn({ actionId: action.id }, 'run taken over elsewhere: its delivery is left to it');
       return;
     }
+    unsaved = undefined;
     const attempt = await sendParts(
       route,
       reply,

@@ -156,8 +156,11 @@ export interface RunQueue {
     event?: NewEvent,
     turns?: RunTurns,
   ): Promise<boolean>;
-  /** Save progress while a run goes on (e.g. parts already delivered). False: the run was lost. */
-  saveOutcome(claim: Claim, outcome: Outcome): Promise<boolean>;
+  /**
+   * Save progress while a run goes on (e.g. parts already delivered), with the turns the run
+   * adds to history when given (one transaction). False: the run was lost (nothing written).
+   */
+  saveOutcome(claim: Claim, outcome: Outcome, turns?: RunTurns): Promise<boolean>;
   /**
    * Back to the queue, to run again `delayMs` from now by the store's clock (every instance
    * agrees on it). `refundAttempt`: an attempt the instance's own shutdown interrupted.

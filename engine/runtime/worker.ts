@@ -222,8 +222,7 @@ export function createActionWorker(deps: {
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
       return;
     }
-    await store.addTurns(turns.owner, action.id, turns.prompt, turns.reply);
-    return deliverReply(row, action, result.reply);
+    return deliverReply(row, action, result.reply, turns);
   }
 
   // The default agent as the current configuration has it (a reload may change it).

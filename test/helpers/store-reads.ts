@@ -25,6 +25,17 @@ export function storeOf(hookgate: Pick<Hookgate, 'runtime'>): RuntimeStore {
   return store;
 }
 
+/** The history turns (role and the run they came from) of an agent run's session. */
+export async function turnsOf(
+  hookgate: Pick<Hookgate, 'runtime'>,
+  run: RunRow,
+): Promise<Array<{ role: string; runId: string | null }>> {
+  const { action } = run;
+  if (action.kind !== 'agent') throw new Error('a wake has no history of its own');
+  const owner = { agentId: action.agentId, sessionKey: action.sessionKey, kind: 'agent' as const };
+  return (await storeOf(hookgate).history(owner, ALL)).map(({ role, runId }) => ({ role, runId }));
+}
+
 /** One run as the store keeps it (undefined when it is not stored). */
 export function runOf(
   hookgate: Pick<Hookgate, 'runtime'>,

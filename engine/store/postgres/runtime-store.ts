@@ -254,14 +254,20 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     });
   }
 
-  async saveOutcome(claim: Claim, outcome: Outcome): Promise<boolean> {
-    const { rowCount } = await this.pool.query(`UPDATE actions SET outcome = $4 WHERE ${FENCE}`, [
-      claim.id,
-      claim.attempts,
-      this.owner,
-      JSON.stringify(outcome),
-    ]);
-    return rowCount !== 0;
+  async saveOutcome(claim: Claim, outcome: Outcome, turns?: RunTurns): Promise<boolean> {
+    const save = async (db: pg.Pool | pg.PoolClient) => {
+      const { rowCount } = await db.query(`UPDATE actions SET outcome = $4 WHERE ${FENCE}`, [
+        claim.id,
+        claim.attempts,
+        this.owner,
+        JSON.stringify(outcome),
+      ]);
+      if (rowCount === 0) return false;
+      if (turns) await insertTurns(db, turns.owner, claim.id, turns.prompt, turns.reply);
+      return true;
+    };
+    // One statement is atomic on its own; with the turns, a transaction.
+    return turns ? inTransaction(this.pool, save) : save(this.pool);
   }
 
   async requeue(

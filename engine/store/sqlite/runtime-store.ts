@@ -262,13 +262,19 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     });
   }
 
-  async saveOutcome(claim: Claim, outcome: Outcome): Promise<boolean> {
-    const changed = this.statement(`UPDATE actions SET outcome = ? WHERE ${FENCE}`).run(
-      JSON.stringify(outcome),
-      claim.id,
-      claim.attempts,
-    ).changes;
-    return Number(changed) > 0;
+  async saveOutcome(claim: Claim, outcome: Outcome, turns?: RunTurns): Promise<boolean> {
+    const save = () => {
+      const changed = this.statement(`UPDATE actions SET outcome = ? WHERE ${FENCE}`).run(
+        JSON.stringify(outcome),
+        claim.id,
+        claim.attempts,
+      ).changes;
+      if (Number(changed) === 0) return false;
+      if (turns) this.insertTurns(turns.owner, claim.id, turns.prompt, turns.reply);
+      return true;
+    };
+    // One statement is atomic on its own; with the turns, a transaction.
+    return turns ? this.transaction(save) : save();
   }
 
   async requeue(
