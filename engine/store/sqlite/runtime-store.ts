@@ -155,8 +155,8 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     const skip = new Set([...busy, ...this.runningSessions()]);
     const heads = this.dueHeads(Date.now(), room + skip.size);
     if (heads.length === 0) return [];
-    // Every claim of the pass in one transaction: one commit, not one per run.
-    return this.transaction(() => {
+    // Every claim of the pass in one transaction, with the turn's other writes.
+    return this.batched(() => {
       const claimed: RunRow[] = [];
       // Enough heads to fill the room past the skipped sessions' heads.
       for (const head of heads) {
@@ -237,6 +237,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   }
 
   async setRunnerGroup(claim: Claim, pgid: number | null): Promise<void> {
+    // Written at once, not batched: a crash right after the spawn must still find the group.
     this.statement(`UPDATE actions SET runner_pgid = ? WHERE ${FENCE}`).run(
       pgid,
       claim.id,
@@ -251,7 +252,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     event?: NewEvent,
     turns?: RunTurns,
   ): Promise<boolean> {
-    return this.transaction(() => {
+    return this.batched(() => {
       const changed = this.statement(
         `UPDATE actions SET state = ?, outcome = ?, finished_at = ?, runner_pgid = NULL WHERE ${FENCE}`,
       ).run(state, JSON.stringify(outcome), now(), claim.id, claim.attempts).changes;
@@ -273,8 +274,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
       if (turns) this.insertTurns(turns.owner, claim.id, turns.prompt, turns.reply);
       return true;
     };
-    // One statement is atomic on its own; with the turns, a transaction.
-    return turns ? this.transaction(save) : save();
+    return this.batched(save);
   }
 
   async requeue(
@@ -286,10 +286,12 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     // An attempt our own shutdown interrupted is given back: it says nothing about the work.
     const refund = options.refundAttempt ? 1 : 0;
     const at = delayMs > 0 ? Date.now() + delayMs : 0;
-    const changed = this.statement(
-      `UPDATE actions SET state = 'queued', next_attempt_at_ms = ?, outcome = ?, runner_pgid = NULL, attempts = MAX(0, attempts - ?) WHERE ${FENCE}`,
-    ).run(at, JSON.stringify(outcome), refund, claim.id, claim.attempts).changes;
-    return Number(changed) > 0;
+    return this.batched(() => {
+      const changed = this.statement(
+        `UPDATE actions SET state = 'queued', next_attempt_at_ms = ?, outcome = ?, runner_pgid = NULL, attempts = MAX(0, attempts - ?) WHERE ${FENCE}`,
+      ).run(at, JSON.stringify(outcome), refund, claim.id, claim.attempts).changes;
+      return Number(changed) > 0;
+    });
   }
 
   /** Runs (actions with their lifecycle), newest first, optionally in one state. */

@@ -2,7 +2,9 @@
  * The runtime's session records, the base of the runtime store: system
  * events of sessions, session history, heartbeat records, delivery records,
  * last routes, and control requests from the command line, over one SQLite
- * connection with short transactions.
+ * connection with short transactions. The writes of a run's lifecycle are
+ * batched: every one asked for in an event-loop turn goes into one
+ * transaction at the end of the turn, and each resolves after its COMMIT.
  */
 import { randomUUIDv7 } from 'node:crypto';
 import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
@@ -20,6 +22,13 @@ import { consumeEvents, eventOf, PENDING_EVENTS, SESSION_EVENTS } from './event-
 
 export type Row = Record<string, string | number | null>;
 
+/** A write waiting for the next batch. */
+type Batched = {
+  work: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+};
+
 /** The current time as stored (ISO 8601). */
 export const now = () => new Date().toISOString();
 
@@ -28,9 +37,61 @@ export class SqliteSessionRecords implements SessionStore {
   protected readonly db: DatabaseSync;
   private readonly statements = new Map<string, StatementSync>();
   private readonly arrayStatements = new Map<string, StatementSync>();
+  private batch: Batched[] = [];
+  private batchScheduled = false;
 
   constructor(db: DatabaseSync) {
     this.db = db;
+  }
+
+  /**
+   * Run `work` in the transaction of this event-loop turn's writes: one COMMIT for all of them,
+   * so the pages they share (the queue's indexes, the last page of the events and of the
+   * history) go to the WAL once, not once per write. Resolves after that COMMIT; a write that
+   * throws is undone alone (its savepoint) and rejects, the others stand. Nothing holds the
+   * write lock between turns: the acceptance writer never waits for this connection.
+   */
+  protected batched<T>(work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.batch.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.batchScheduled) return;
+      this.batchScheduled = true;
+      setImmediate(() => this.runBatch());
+    });
+  }
+
+  /** Write the waiting batch now (also before the connection closes). */
+  protected runBatch(): void {
+    this.batchScheduled = false;
+    const batch = this.batch;
+    this.batch = [];
+    if (batch.length === 0) return;
+    const settled: Array<() => void> = [];
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      // One write needs no savepoint: its failure ends the transaction, which holds only it.
+      const single = batch.length === 1;
+      for (const { work, resolve, reject } of batch) {
+        if (!single) this.db.exec('SAVEPOINT write');
+        try {
+          const value = work();
+          if (!single) this.db.exec('RELEASE write');
+          settled.push(() => resolve(value));
+        } catch (err) {
+          // An error that ended the whole transaction (I/O, a full disk): nothing of it is kept.
+          if (single || !this.db.isTransaction) throw err;
+          this.db.exec('ROLLBACK TO write');
+          this.db.exec('RELEASE write');
+          settled.push(() => reject(err));
+        }
+      }
+      this.db.exec('COMMIT');
+    } catch (err) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      for (const { reject } of batch) reject(err);
+      return;
+    }
+    for (const settle of settled) settle();
   }
 
   /** A statement prepared once per connection (preparing costs more than most runs of it). */
@@ -70,7 +131,7 @@ export class SqliteSessionRecords implements SessionStore {
   }
 
   async addEvent(event: NewEvent): Promise<void> {
-    this.insertEvent(event);
+    return this.batched(() => this.insertEvent(event));
   }
 
   protected insertEvent(event: NewEvent): void {
@@ -111,7 +172,7 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Append a prompt and its reply to an agent's history in a session. */
   async addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): Promise<void> {
-    this.transaction(() => this.insertTurns(owner, runId, prompt, reply));
+    return this.batched(() => this.insertTurns(owner, runId, prompt, reply));
   }
 
   /** The two turns of a run, inside the caller's transaction. */
@@ -135,9 +196,12 @@ export class SqliteSessionRecords implements SessionStore {
   async startHeartbeat(reason: string): Promise<string> {
     // Time-ordered, as the other record ids: the id index grows at its end.
     const id = randomUUIDv7();
-    this.statement(
-      "INSERT INTO heartbeats (id, reason, state, started_at) VALUES (?, ?, 'running', ?)",
-    ).run(id, reason, now());
+    const at = now();
+    await this.batched(() =>
+      this.statement(
+        "INSERT INTO heartbeats (id, reason, state, started_at) VALUES (?, ?, 'running', ?)",
+      ).run(id, reason, at),
+    );
     return id;
   }
 
@@ -163,7 +227,7 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Close a heartbeat record; on success mark the events it included as consumed. */
   async finishHeartbeat(id: string, result: HeartbeatResult): Promise<void> {
-    this.transaction(() => {
+    return this.batched(() => {
       this.statement(
         'UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ? WHERE id = ?',
       ).run(
@@ -294,6 +358,7 @@ export class SqliteSessionRecords implements SessionStore {
   }
 
   protected closeDatabase(): void {
+    this.runBatch();
     this.db.close();
   }
 }
