@@ -112,6 +112,13 @@ describe('batched lifecycle writes (SQLite)', () => {
     expect(committed('SELECT state FROM actions WHERE id = ?', a.id)).toEqual([{ state: 'done' }]);
   });
 
+  it('a write asked for after the close (a late timer) is refused, and the process goes on', async () => {
+    await store.close();
+    await expect(store.addEvent(event('too late', 'none'))).rejects.toThrow(/closed/);
+    store = SqliteRuntimeStore.open(dir);
+    expect(committed('SELECT text FROM system_events')).toEqual([]);
+  });
+
   it('closing the store writes what was waiting', async () => {
     const [a] = (await claimThree()) as [RunRow];
     const ending = store.finish(a, 'done', { status: 'ok', reply: 'a' }, event('a ended', a.id));

@@ -55,10 +55,10 @@ export type DeliveryStepDeps = {
 /** Create the delivery step of the worker. */
 export function createDeliveryStep(deps: DeliveryStepDeps) {
   const { store, adapters, heartbeat, logger, settings } = deps;
-  /** Deliver a reply (resuming after the parts already sent); the summary follows the final outcome. */
   /**
-   * `turns`: a fresh reply's turns, written with the first progress saved (or the end), so a
-   * crash before that runs the turn again without having kept its turns.
+   * Deliver a reply (resuming after the parts already sent); the summary follows the final
+   * outcome. `turns`: a fresh reply's turns, written with the first progress saved (or with the
+   * end), so a crash before that runs the turn again without having kept its turns.
    */
   return async function deliverReply(
     row: RunRow,

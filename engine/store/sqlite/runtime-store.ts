@@ -152,11 +152,11 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   }
 
   async claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]> {
-    const skip = new Set([...busy, ...this.runningSessions()]);
-    const heads = this.dueHeads(Date.now(), room + skip.size);
-    if (heads.length === 0) return [];
-    // Every claim of the pass in one transaction, with the turn's other writes.
+    // Every claim of the pass in one transaction, with the turn's other writes; the heads are
+    // read there too, after the writes asked for before this pass (a run's end moves its head).
     return this.batched(() => {
+      const skip = new Set([...busy, ...this.runningSessions()]);
+      const heads = this.dueHeads(Date.now(), room + skip.size);
       const claimed: RunRow[] = [];
       // Enough heads to fill the room past the skipped sessions' heads.
       for (const head of heads) {

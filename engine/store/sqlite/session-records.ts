@@ -39,6 +39,7 @@ export class SqliteSessionRecords implements SessionStore {
   private readonly arrayStatements = new Map<string, StatementSync>();
   private batch: Batched[] = [];
   private batchScheduled = false;
+  private closed = false;
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -52,6 +53,8 @@ export class SqliteSessionRecords implements SessionStore {
    * write lock between turns: the acceptance writer never waits for this connection.
    */
   protected batched<T>(work: () => T): Promise<T> {
+    // A write asked for after the close (a late timer) is refused, never run on a closed file.
+    if (this.closed) return Promise.reject(new Error('the runtime store is closed'));
     return new Promise<T>((resolve, reject) => {
       this.batch.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (this.batchScheduled) return;
@@ -87,7 +90,12 @@ export class SqliteSessionRecords implements SessionStore {
       }
       this.db.exec('COMMIT');
     } catch (err) {
-      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      // Runs from the event loop: whatever failed is the batch's answer, never an exception.
+      try {
+        if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      } catch {
+        // A broken connection: SQLite ends the transaction itself.
+      }
       for (const { reject } of batch) reject(err);
       return;
     }
@@ -359,6 +367,7 @@ export class SqliteSessionRecords implements SessionStore {
 
   protected closeDatabase(): void {
     this.runBatch();
+    this.closed = true;
     this.db.close();
   }
 }
