@@ -245,7 +245,7 @@ describe('the main session', () => {
 describe('session heads in an existing store', () => {
   /** Run SQL on the store file over a plain connection (no schema work). */
   function sql(dataDir: string, text: string): void {
-    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { timeout: 10_000 });
     try {
       db.exec(text);
     } finally {
@@ -255,7 +255,7 @@ describe('session heads in an existing store', () => {
 
   /** Store an action with the group writer's statement (a wake without a session key). */
   function insert(dataDir: string, sessionKey: string | null, id: string): string {
-    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { timeout: 10_000 });
     try {
       db.prepare(
         'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
@@ -458,7 +458,7 @@ describe('session heads follow every change', () => {
 describe('a worker pass that meets a row it cannot read', () => {
   /** Store an action row whose JSON no hook could have written (another process, a damaged file). */
   function insertUnreadable(dataDir: string, id: string, sessionKey: string | null): void {
-    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { timeout: 10_000 });
     try {
       db.prepare(
         'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',

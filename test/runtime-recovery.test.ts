@@ -233,7 +233,8 @@ describe('other interruptions', () => {
     let server = await serve(file);
     // The store refuses the run's summary event, so the transaction that ends the run fails
     // after its turn went through (as a full disk would).
-    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
+    // The server writes beside this connection: wait for its lock instead of failing at once.
+    const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { timeout: 10_000 });
     db.exec(`CREATE TRIGGER refuse_summary BEFORE INSERT ON system_events
       WHEN NEW.source = 'hook-summary' BEGIN SELECT RAISE(ABORT, 'no room left'); END`);
     const runId = await accept(server, { message: 'count once', name: 'Once' });

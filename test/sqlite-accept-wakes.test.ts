@@ -224,7 +224,7 @@ describe('a wake sent back by retry while wakes are applied at acceptance', () =
     const answer = await on.post('wake', { text: 'again please', mode: 'next-heartbeat' });
     const { id } = (await answer.json()) as { id: string };
     // As if it had died: its event gone, the action dead; then the operator retries it.
-    const db = new DatabaseSync(path.join(dir, STORE_FILE));
+    const db = new DatabaseSync(path.join(dir, STORE_FILE), { timeout: 10_000 });
     db.prepare('DELETE FROM system_events WHERE action_id = ?').run(id);
     db.prepare("UPDATE actions SET state = 'dead' WHERE id = ?").run(id);
     db.close();

@@ -158,7 +158,7 @@ export function storedMailState(dataDir: string): {
   cursor: string | undefined;
   mailIds: string[];
 } {
-  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { readOnly: true });
+  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { readOnly: true, timeout: 10_000 });
   try {
     const mailbox = db
       .prepare('SELECT cursor, last_push_at_ms FROM gmail_mailboxes WHERE account = ?')

@@ -89,7 +89,7 @@ export type Row = Record<string, SQLInputValue>;
 
 /** Rows of a query on the store of a data directory, over a read-only connection of its own. */
 export function query(dataDir: string, sql: string, ...params: SQLInputValue[]): Row[] {
-  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { readOnly: true });
+  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { readOnly: true, timeout: 10_000 });
   try {
     return db.prepare(sql).all(...params) as Row[];
   } finally {
