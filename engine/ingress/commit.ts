@@ -3,17 +3,23 @@
  * actions and their key are stored durably before the answer is written
  * (nothing accepted is lost). Nothing to store answers without a write.
  */
+import type { Accepted } from '../actions.ts';
 import type { Ledger } from '../dispatcher.ts';
 import { type Answer, type Exchange, had, type Stage } from './exchange.ts';
 import { replayAnswer } from './replay.ts';
 
 const NOTHING: Answer = Object.freeze({ kind: 'empty', status: 204 });
 
-/** The route's accept step over the envelope. */
-export async function accept(x: Exchange): Promise<undefined> {
-  const accepted = await had(x.route, 'route').accept(had(x.envelope, 'envelope'), (selection) => {
+/** The route's accept step over the envelope; synchronous unless the step is (a transform). */
+export function accept(x: Exchange): undefined | Promise<undefined> {
+  const step = had(x.route, 'route').accept(had(x.envelope, 'envelope'), (selection) => {
     x.selection = selection;
   });
+  if (step instanceof Promise) return step.then((accepted) => took(x, accepted));
+  return took(x, step);
+}
+
+function took(x: Exchange, accepted: Accepted): undefined {
   x.accepted = accepted;
   const patterns = accepted.actions.flatMap((action) => action.safety?.patterns ?? []);
   // Names of injection patterns found in the content (never the content).
