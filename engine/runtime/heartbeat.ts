@@ -3,8 +3,9 @@
  * pending system events (as `System:` lines) and the heartbeat prompt. It
  * runs on the schedule (interval or cron via node-cron, or off) and at once
  * when asked; requests that arrive while one runs or waits coalesce into one
- * more run. A reply that is only the ack token is recorded, not delivered.
- * Every event in the prompt is either written by hookgate from its config or
+ * more run, and a run that left events pending for want of room is followed
+ * by another at once. A reply that is only the ack token is recorded, not
+ * delivered. Every event in the prompt is either written by hookgate from its config or
  * wrapped as untrusted content; the history is the heartbeat's own turns.
  */
 import cron, { type ScheduledTask } from 'node-cron';
@@ -24,7 +25,7 @@ export type HeartbeatSettings = {
   prompt: string;
   ackToken: string;
   schedule: Schedule;
-  /** Most events one heartbeat includes (the rest wait for the next). */
+  /** Most events one heartbeat includes (the rest go in the heartbeat that follows at once). */
   maxEvents: number;
   /** The delivery retry policy (runtime.retry), as for agent runs. */
   retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
@@ -67,13 +68,14 @@ export function createHeartbeat(deps: {
   let timer: NodeJS.Timeout | undefined;
   let task: ScheduledTask | undefined;
 
-  async function runOnce(reason: string): Promise<void> {
+  /** One heartbeat; true when events it had no room for are still pending. */
+  async function runOnce(reason: string): Promise<boolean> {
     const agent = deps.agent();
     const owner: TurnOwner = { agentId: agent.id, sessionKey: settings.mainKey, kind: 'heartbeat' };
     if (!agent.runner) {
       // Said plainly, but once a minute: under load every wake would otherwise write a record.
       const now = Date.now();
-      if (now - lastNoRunner < 60_000) return;
+      if (now - lastNoRunner < 60_000) return false;
       lastNoRunner = now;
       const id = await store.startHeartbeat(reason);
       const events = await store.pendingEvents(settings.mainKey, settings.maxEvents);
@@ -84,10 +86,12 @@ export function createHeartbeat(deps: {
         error,
       });
       logger.warn({ heartbeatId: id, reason: error }, 'heartbeat failed');
-      return;
+      return false;
     }
     const id = await store.startHeartbeat(reason);
-    const events = await store.pendingEvents(settings.mainKey, settings.maxEvents);
+    // One more than a batch: whether events stay pending after this heartbeat.
+    const read = await store.pendingEvents(settings.mainKey, settings.maxEvents + 1);
+    const events = read.slice(0, settings.maxEvents);
     const history = await store.history(owner, 20);
     const seqs = events.map((event) => event.seq);
     const lines = events.map((event) => `System: ${event.text}`);
@@ -122,7 +126,7 @@ export function createHeartbeat(deps: {
         { heartbeatId: id, status: result.status, reason: result.reason },
         'heartbeat failed',
       );
-      return;
+      return false;
     }
     const ack = isAckOnly(result.reply, settings.ackToken);
     // An ack-only exchange says nothing needed attention: it stays in the heartbeat's record but
@@ -132,6 +136,7 @@ export function createHeartbeat(deps: {
     await store.finishHeartbeat(id, { state: 'done', events: seqs, reply: result.reply, ack });
     if (!ack) await deliver(id, result.reply);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
+    return read.length > events.length;
   }
 
   /** A heartbeat reply goes to the last route, once; a failure is noted in the main session. */
@@ -213,13 +218,17 @@ export function createHeartbeat(deps: {
   function launch(reason: string): void {
     waiting = false;
     running = runOnce(reason)
-      .catch((err: unknown) => logger.error({ err: (err as Error).message }, 'heartbeat crashed'))
-      .finally(() => {
+      .catch((err: unknown) => {
+        logger.error({ err: (err as Error).message }, 'heartbeat crashed');
+        return false;
+      })
+      .then((full) => {
         running = undefined;
-        if (again && !stopped) {
-          again = false;
-          requestNow('coalesced');
-        }
+        if (stopped) return;
+        // A wake that asked for a heartbeat now, behind a full batch of older events, gets the
+        // next one at once rather than at the next scheduled check.
+        if (again || full) requestNow(again ? 'coalesced' : 'backlog');
+        again = false;
       });
   }
 
