@@ -28,6 +28,11 @@ export type BenchOptions = LoadSettings & {
    * baseline on a server kept up for the whole run; 1: one run, compared with the first row.
    */
   slices: number;
+  /**
+   * Longest wait, in seconds, for a target's server to finish the runs and heartbeat events
+   * left queued when its load stopped (their CPU is charged to it); 0: no wait.
+   */
+  drainSeconds: number;
   help: boolean;
 };
 
@@ -58,6 +63,10 @@ export const USAGE = `npm run bench [-- options]
                      wake-ingress row
   --profile          profile each server (--cpu-prof into a temporary directory unless given)
                      and print where its CPU went per request, by part of the request path
+  --drain S          after a target's load, wait up to S seconds for its server to finish the
+                     agent runs and heartbeat events left queued (SQLite targets with the
+                     runtime on), and charge their CPU to it: the "with backlog" figures;
+                     0 skips the wait (BENCH_DRAIN, default 180)
   --cpu-prof DIR     write a .cpuprofile of each server process (and of the transform
                      process) into DIR; servers then exit on request instead of SIGKILL
                      (BENCH_CPU_PROF); summarise one with: node bench/profile-summary.ts FILE
@@ -76,6 +85,7 @@ const FLAGS = {
   profile: { type: 'boolean' },
   slices: { type: 'string' },
   'cpu-prof': { type: 'string' },
+  drain: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -113,6 +123,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOption
     cpuProfDir: values['cpu-prof'] ?? env['BENCH_CPU_PROF'] ?? null,
     profile: values.profile ?? false,
     slices: integer('slices', values.slices ?? env['BENCH_SLICES'], 4, 1),
+    drainSeconds: integer('drain', values.drain ?? env['BENCH_DRAIN'], 180, 0),
     help: values.help ?? false,
   };
 }

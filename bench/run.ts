@@ -15,6 +15,7 @@ import { cpus, tmpdir } from 'node:os';
 import { createHistogram } from 'node:perf_hooks';
 import path from 'node:path';
 import { startBenchAgent } from './agent-server.ts';
+import { drainBacklog } from './backlog.ts';
 import { type ServerProcess, startServerProcess } from './child.ts';
 import { stageLines } from './profile-stages.ts';
 import { median } from './stats.ts';
@@ -23,6 +24,7 @@ import { type LoadResult, measure, mergeSlices, warmUp } from './load.ts';
 import { type BenchOptions, readOptions, USAGE } from './options.ts';
 import {
   aimLines,
+  type BacklogCharge,
   clean,
   durability,
   driftLine,
@@ -35,7 +37,7 @@ import { backgroundLoad, filesystemName } from './machine.ts';
 import { type BenchPostgres, startBenchPostgres } from './postgres-server.ts';
 import { countLines, countPostgresStore, countStoredActions } from './store-check.ts';
 import { AIMS, allTargets, BASELINE_TARGET, BODY_BYTES, type Target } from './targets.ts';
-import { describeTarget, LOG_FILE, type RunOptions, serverSpec } from './target-spec.ts';
+import { describeTarget, LOG_FILE, type RunOptions, runtimeOn, serverSpec } from './target-spec.ts';
 
 /** The counters of several servers added up. */
 function sampleAll(servers: readonly ServerProcess[]): Promise<ServerSample> {
@@ -139,6 +141,10 @@ type TargetRun = {
   /** Medians of the per-slice ratios to the paired baseline slices. */
   pairedRatio?: number;
   pairedCpuRatio?: number;
+  /** The paired baseline's server CPU per response, median of its slices. */
+  baselineMicros?: number;
+  /** The server counters over every slice (each from the start of its baseline slice). */
+  used: ServerSample;
 };
 
 /**
@@ -160,6 +166,7 @@ async function measureTarget(
   const parts: LoadResult[] = [];
   const ratios: number[] = [];
   const cpuRatios: number[] = [];
+  const baseMicros: number[] = [];
   let used = NO_SAMPLE;
   let client = { user: 0, system: 0 };
   let wallMicros = 0;
@@ -191,6 +198,7 @@ async function measureTarget(
       const own = costsOf(before, after, clientCpu, 1, load.responses);
       ratios.push(load.reqPerSec / base.reqPerSec);
       cpuRatios.push(base.micros / own.serverMicrosPerResponse);
+      baseMicros.push(base.micros);
     }
   }
   const load = mergeSlices(parts, histogram, warm2xx);
@@ -199,7 +207,37 @@ async function measureTarget(
     stops: slices,
     costs: costsOf(NO_SAMPLE, used, client, wallMicros, load.responses),
     postgresMicros,
-    ...(ratios.length > 0 && { pairedRatio: median(ratios), pairedCpuRatio: median(cpuRatios) }),
+    used,
+    ...(ratios.length > 0 && {
+      pairedRatio: median(ratios),
+      pairedCpuRatio: median(cpuRatios),
+      baselineMicros: median(baseMicros),
+    }),
+  };
+}
+
+/**
+ * Wait for the servers to finish what the load left queued and charge its CPU to the target:
+ * its CPU per response with that backlog, and the ratio to the baseline's.
+ */
+async function chargeBacklog(
+  dataDir: string,
+  servers: readonly ServerProcess[],
+  run: TargetRun,
+  baselineMicros: number | undefined,
+  limitSeconds: number,
+): Promise<BacklogCharge> {
+  const before = await sampleAll(servers);
+  const drain = await drainBacklog(dataDir, limitSeconds);
+  const after = await sampleAll(servers);
+  const total = addDelta(run.used, before, after);
+  const micros = costsOf(NO_SAMPLE, total, { user: 0, system: 0 }, 1, run.load.responses);
+  const perResponse = micros.serverMicrosPerResponse;
+  return {
+    drain,
+    microsPerResponse: perResponse,
+    ...(baselineMicros !== undefined &&
+      perResponse > 0 && { cpuRatio: baselineMicros / perResponse }),
   };
 }
 
@@ -227,6 +265,19 @@ async function benchTarget(
     const paired = pairing && target.hookgate && options.slices > 1 ? pairing : undefined;
     const run = await measureTarget(urls, target, options, warm2xx, servers, database, paired);
     const { load, costs, postgresMicros } = run;
+    // Only a SQLite store can be read beside its server here; without the runtime nothing runs.
+    const drains =
+      dataDir && !database && !target.hookgate?.memoryStore && runtimeOn(target, options);
+    const backlog =
+      drains && options.drainSeconds > 0
+        ? await chargeBacklog(
+            dataDir,
+            servers,
+            run,
+            run.baselineMicros ?? baseline?.costs.serverMicrosPerResponse,
+            options.drainSeconds,
+          )
+        : undefined;
     // All at once: instances that die together leave the database only what they committed.
     await Promise.all(
       servers.map((server) => (profileDir(options) ? server.stop() : server.kill())),
@@ -242,6 +293,7 @@ async function benchTarget(
           ? baseline.costs.serverMicrosPerResponse / costs.serverMicrosPerResponse
           : undefined),
       ...(run.pairedRatio !== undefined && { pairedSlices: options.slices }),
+      ...(backlog && { backlog }),
       // Each connection has at most `pipelining` requests unanswered when the warm-up or a slice
       // of the run stops.
       maxInFlight: (run.stops + 1) * options.connections * options.pipelining + load.errors,

@@ -60,7 +60,8 @@ export function describeTarget(target: Target, options: BenchOptions): string {
   return parts.join(', ');
 }
 
-function runtimeOn(target: Target, options: BenchOptions): boolean {
+/** Whether the target runs the runtime (action worker, heartbeat), as `hookgate serve` does. */
+export function runtimeOn(target: Target, options: BenchOptions): boolean {
   return target.hookgate?.runtime ?? options.runtime;
 }
 
