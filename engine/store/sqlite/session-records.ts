@@ -260,6 +260,10 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Record a delivery's final outcome (sent, failed, skipped or dead) for the audit trail. */
   async recordDelivery(delivery: DeliveryRecord): Promise<string> {
+    return this.batched(() => this.insertDelivery(delivery));
+  }
+
+  private insertDelivery(delivery: DeliveryRecord): string {
     const id = randomUUIDv7();
     const at = now();
     this.statement(
@@ -300,9 +304,11 @@ export class SqliteSessionRecords implements SessionStore {
     onlyIfMissing = false,
   ): Promise<void> {
     const verb = onlyIfMissing ? 'INSERT OR IGNORE' : 'INSERT OR REPLACE';
-    this.statement(
-      `${verb} INTO routes (session_key, channel, recipient, updated_at) VALUES (?, ?, ?, ?)`,
-    ).run(sessionKey, channel, recipient, now());
+    await this.batched(() =>
+      this.statement(
+        `${verb} INTO routes (session_key, channel, recipient, updated_at) VALUES (?, ?, ?, ?)`,
+      ).run(sessionKey, channel, recipient, now()),
+    );
   }
 
   /** Ask the running server for something (e.g. an immediate heartbeat); returns its number. */
