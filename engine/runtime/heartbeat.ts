@@ -3,8 +3,8 @@
  * pending system events (as `System:` lines) and the heartbeat prompt. It
  * runs on the schedule (interval or cron via node-cron, or off) and at once
  * when asked; requests that arrive while one runs or waits coalesce into one
- * more run, and a run that left events pending for want of room is followed
- * by another at once. A reply that is only the ack token is recorded, not
+ * more run, and a run asked for now that left events pending for want of
+ * room is followed by another at once. A reply that is only the ack token is recorded, not
  * delivered. Every event in the prompt is either written by hookgate from its config or
  * wrapped as untrusted content; the history is the heartbeat's own turns.
  */
@@ -64,12 +64,20 @@ export function createHeartbeat(deps: {
   let lastNoRunner = Number.NEGATIVE_INFINITY;
   let waiting = false;
   let again = false;
+  // A request for a heartbeat now (not the schedule's) that no heartbeat has fully served yet.
+  let nowAsked = false;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let task: ScheduledTask | undefined;
 
-  /** One heartbeat; true when events it had no room for are still pending. */
+  /**
+   * One heartbeat; true when it was asked for now and events it had no room for are still
+   * pending (the event of the wake that asked may be among them).
+   */
   async function runOnce(reason: string): Promise<boolean> {
+    // Taken before the events are read: a request made after this point sets it again.
+    const servesNow = nowAsked;
+    nowAsked = false;
     const agent = deps.agent();
     const owner: TurnOwner = { agentId: agent.id, sessionKey: settings.mainKey, kind: 'heartbeat' };
     if (!agent.runner) {
@@ -136,7 +144,7 @@ export function createHeartbeat(deps: {
     await store.finishHeartbeat(id, { state: 'done', events: seqs, reply: result.reply, ack });
     if (!ack) await deliver(id, result.reply);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
-    return read.length > events.length;
+    return servesNow && read.length > events.length;
   }
 
   /** A heartbeat reply goes to the last route, once; a failure is noted in the main session. */
@@ -217,28 +225,32 @@ export function createHeartbeat(deps: {
 
   function launch(reason: string): void {
     waiting = false;
+    if (stopped) return;
     running = runOnce(reason)
       .catch((err: unknown) => {
         logger.error({ err: (err as Error).message }, 'heartbeat crashed');
         return false;
       })
-      .then((full) => {
+      .then((more) => {
         running = undefined;
-        if (stopped) return;
+        // Shutdown aborts the signal before it stops the heartbeat: no new turn starts then.
+        if (stopped || deps.signal.aborted) return;
         // A wake that asked for a heartbeat now, behind a full batch of older events, gets the
         // next one at once rather than at the next scheduled check.
-        if (again || full) requestNow(again ? 'coalesced' : 'backlog');
+        if (again || more) requestNow(again ? 'coalesced' : 'backlog');
         again = false;
       });
   }
 
   function requestNow(reason: string): void {
     if (stopped) return;
+    const scheduled = reason === 'periodic' || reason === 'cron';
     if (deps.leading && !deps.leading()) {
       // The leader runs its own schedule; what happened here (a wake) is handed to it.
-      if (reason !== 'periodic' && reason !== 'cron') deps.forward?.(reason);
+      if (!scheduled) deps.forward?.(reason);
       return;
     }
+    if (!scheduled) nowAsked = true;
     if (running) {
       again = true;
       return;

@@ -304,11 +304,10 @@ export class SqliteSessionRecords implements SessionStore {
     onlyIfMissing = false,
   ): Promise<void> {
     const verb = onlyIfMissing ? 'INSERT OR IGNORE' : 'INSERT OR REPLACE';
-    await this.batched(() =>
-      this.statement(
-        `${verb} INTO routes (session_key, channel, recipient, updated_at) VALUES (?, ?, ?, ?)`,
-      ).run(sessionKey, channel, recipient, now()),
-    );
+    // At once, not batched: the next delivery's read of the route must see it.
+    this.statement(
+      `${verb} INTO routes (session_key, channel, recipient, updated_at) VALUES (?, ?, ?, ?)`,
+    ).run(sessionKey, channel, recipient, now());
   }
 
   /** Ask the running server for something (e.g. an immediate heartbeat); returns its number. */
