@@ -128,6 +128,25 @@ describe('a killed instance', () => {
   });
 });
 
+describe('a run asked for once shutdown began', () => {
+  it('starts no process: a signal already aborted is an interrupted run, to be retried', async () => {
+    const dir = workDir();
+    const marker = path.join(dir, 'ran');
+    writeFileSync(path.join(dir, 'mark.sh'), `#!/bin/sh\ntouch ${JSON.stringify(marker)}\n`);
+    chmodSync(path.join(dir, 'mark.sh'), 0o755);
+    const controller = new AbortController();
+    controller.abort();
+    const spawned: number[] = [];
+    const result = await createCommandRunner({ argv: ['./mark.sh'], cwd: dir }).run(RUN, {
+      signal: controller.signal,
+      onSpawn: (pgid) => spawned.push(pgid),
+    });
+    expect(result).toEqual({ status: 'retry', reason: 'interrupted by shutdown' });
+    expect(spawned).toEqual([]);
+    expect(existsSync(marker)).toBe(false);
+  });
+});
+
 describe('what the runner sees is unchanged', () => {
   it('stdin is the run as one JSON line; the trimmed stdout is the reply', async () => {
     const dir = workDir();

@@ -80,6 +80,8 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
       // Missing or not executable: the work did not happen.
       const problem = await cannotExecute(file, options.cwd, env['PATH']);
       if (problem) return { status: 'retry', reason: `cannot run ${file}: ${problem}` };
+      // An abort listener added now would never fire: nothing is started once shutdown began.
+      if (hooks.signal?.aborted) return { status: 'retry', reason: 'interrupted by shutdown' };
       return new Promise((resolve) => {
         const child = spawnWatched(argv, { cwd: options.cwd, env }, settle);
         const maxBytes = options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
