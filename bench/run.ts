@@ -262,22 +262,27 @@ async function benchTarget(
     await startServers(target, options, dataDir, postgresUrl, servers);
     const urls = servers.map((server) => server.url);
     const warm2xx = await warmUp(urls, target, options);
+    // Only a SQLite store can be read beside its server here; without the runtime nothing runs.
+    const drains =
+      dataDir &&
+      !database &&
+      !target.hookgate?.memoryStore &&
+      runtimeOn(target, options) &&
+      options.drainSeconds > 0;
+    // The warm-up's runs are finished first: the backlog charged later is the measured load's.
+    if (drains) await drainBacklog(dataDir, options.drainSeconds);
     const paired = pairing && target.hookgate && options.slices > 1 ? pairing : undefined;
     const run = await measureTarget(urls, target, options, warm2xx, servers, database, paired);
     const { load, costs, postgresMicros } = run;
-    // Only a SQLite store can be read beside its server here; without the runtime nothing runs.
-    const drains =
-      dataDir && !database && !target.hookgate?.memoryStore && runtimeOn(target, options);
-    const backlog =
-      drains && options.drainSeconds > 0
-        ? await chargeBacklog(
-            dataDir,
-            servers,
-            run,
-            run.baselineMicros ?? baseline?.costs.serverMicrosPerResponse,
-            options.drainSeconds,
-          )
-        : undefined;
+    const backlog = drains
+      ? await chargeBacklog(
+          dataDir,
+          servers,
+          run,
+          run.baselineMicros ?? baseline?.costs.serverMicrosPerResponse,
+          options.drainSeconds,
+        )
+      : undefined;
     // All at once: instances that die together leave the database only what they committed.
     await Promise.all(
       servers.map((server) => (profileDir(options) ? server.stop() : server.kill())),
