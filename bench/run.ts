@@ -400,7 +400,7 @@ function printHeader(options: BenchOptions, targets: readonly Target[]): void {
       (options.slices > 1
         ? `in ${options.slices} slices, each after an equal slice of the baseline, `
         : '') +
-      `(~${targets.length * perTarget} s in all); POST ${BODY_BYTES}-byte JSON bodies to 127.0.0.1`,
+      `(~${targets.length * perTarget} s in all, plus the backlogs drained); POST ${BODY_BYTES}-byte JSON bodies to 127.0.0.1`,
   );
   console.log(
     'servers run in a child process each (the load generator has the other core; the transform ' +
@@ -408,7 +408,10 @@ function printHeader(options: BenchOptions, targets: readonly Target[]): void {
       `hookgate: runtime ${options.runtime ? 'on, as hookgate serve runs,' : 'off (ingress only)'} except where noted, ` +
       'real SQLite store (WAL, synchronous=FULL, group commit) in a fresh dir on ' +
       `${filesystemName(options.dataRoot)} (${options.dataRoot}); ` +
-      `after the load the server is ${options.cpuProfDir ? 'asked to exit (CPU profiling)' : 'SIGKILLed'} ` +
+      (options.drainSeconds > 0
+        ? `after the warm-up and after the load the server finishes the runs they left queued (up to ${options.drainSeconds} s; SQLite with the runtime on), then `
+        : 'after the load ') +
+      `the server is ${options.cpuProfDir ? 'asked to exit (CPU profiling)' : 'SIGKILLed'} ` +
       'and its store counted',
   );
   if (targets.some((target) => target.hookgate?.postgres)) {
