@@ -8,21 +8,22 @@
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { STORE_FILE } from '../engine/store/sqlite/action-store.ts';
+import { PENDING_COUNT } from '../engine/store/sqlite/event-consumption.ts';
 
 export type Backlog = { runs: number; events: number };
 
 const OPEN_RUNS = "SELECT count(*) AS n FROM actions WHERE state IN ('queued', 'running')";
-// Pending as a heartbeat reads them: not marked, and after the last range consumed.
-const PENDING_EVENTS = `SELECT count(*) AS n FROM system_events e
-  WHERE consumed_by IS NULL AND seq > COALESCE(
-    (SELECT MAX(last_seq) FROM event_consumption c WHERE c.session_key = e.session_key), 0)`;
+// The bench's servers keep the default main session, the one heartbeats consume.
+const MAIN_KEY = 'main';
 
 /** What is left to do in the SQLite store of `dataDir` (read beside the running server). */
 export function backlogOf(dataDir: string): Backlog {
   const db = new DatabaseSync(path.join(dataDir, STORE_FILE), { readOnly: true, timeout: 5_000 });
   try {
-    const count = (sql: string) => Number((db.prepare(sql).get() as { n: number }).n);
-    return { runs: count(OPEN_RUNS), events: count(PENDING_EVENTS) };
+    const count = (sql: string, ...args: string[]) =>
+      Number((db.prepare(sql).get(...args) as { n: number }).n);
+    // Pending as the heartbeat reads them: the store's own definition.
+    return { runs: count(OPEN_RUNS), events: count(PENDING_COUNT, MAIN_KEY) };
   } finally {
     db.close();
   }

@@ -270,7 +270,13 @@ async function benchTarget(
       runtimeOn(target, options) &&
       options.drainSeconds > 0;
     // The warm-up's runs are finished first: the backlog charged later is the measured load's.
-    if (drains) await drainBacklog(dataDir, options.drainSeconds);
+    if (drains) {
+      const warm = await drainBacklog(dataDir, options.drainSeconds);
+      if (warm.remaining.runs + warm.remaining.events > 0)
+        console.log(
+          `  warm-up backlog not finished in ${options.drainSeconds} s: the slices start with it queued`,
+        );
+    }
     const paired = pairing && target.hookgate && options.slices > 1 ? pairing : undefined;
     const run = await measureTarget(urls, target, options, warm2xx, servers, database, paired);
     const { load, costs, postgresMicros } = run;

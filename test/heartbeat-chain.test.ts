@@ -8,10 +8,10 @@
  */
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHeartbeat, type Heartbeat } from '../engine/runtime/heartbeat.ts';
+import type { Heartbeat } from '../engine/runtime/heartbeat.ts';
 import type { Runner, RunResult } from '../engine/runtime/runners/runner.ts';
-import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
-import { tempDir } from './helpers/hookgate.ts';
+import type { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
+import { testHeartbeat } from './helpers/heartbeat.ts';
 
 const BATCH = 10;
 const cleanups: Array<() => void> = [];
@@ -24,7 +24,6 @@ type Setup = {
   store: SqliteRuntimeStore;
   /** How many `System:` lines each heartbeat the runner got carried, in order. */
   sent: number[];
-  controller: AbortController;
 };
 
 /** A heartbeat over a fresh store holding `pending` events; `answer` is the runner's reply. */
@@ -32,14 +31,6 @@ async function setup(
   pending: number,
   answer: (call: number, controller: AbortController) => RunResult,
 ): Promise<Setup> {
-  const temp = tempDir();
-  const store = SqliteRuntimeStore.open(temp.dir);
-  cleanups.push(() => {
-    store.close();
-    temp.cleanup();
-  });
-  for (let i = 0; i < pending; i++)
-    await store.addEvent({ sessionKey: 'main', text: `event ${i}`, source: 'wake', trusted: true });
   const sent: number[] = [];
   const controller = new AbortController();
   const runner: Runner = {
@@ -48,23 +39,16 @@ async function setup(
       return answer(sent.length, controller);
     },
   };
-  const heartbeat = createHeartbeat({
-    store,
-    agent: () => ({ id: 'main', runner, workspace: temp.dir, model: undefined, timeoutSeconds: 5 }),
-    adapters: new Map(),
-    settings: {
-      mainKey: 'main',
-      prompt: 'Anything to do?',
-      ackToken: 'HEARTBEAT_OK',
-      schedule: { kind: 'off' },
-      maxEvents: BATCH,
-      retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
-      lastRoute: { pinned: false, ownerRoutes: [] },
-    },
+  const { heartbeat, store, close } = testHeartbeat({
+    runner,
     logger: pino({ level: 'silent' }),
+    maxEvents: BATCH,
     signal: controller.signal,
   });
-  return { heartbeat, store, sent, controller };
+  cleanups.push(close);
+  for (let i = 0; i < pending; i++)
+    await store.addEvent({ sessionKey: 'main', text: `event ${i}`, source: 'wake', trusted: true });
+  return { heartbeat, store, sent };
 }
 
 const ack = (): RunResult => ({ status: 'ok', reply: 'HEARTBEAT_OK' });

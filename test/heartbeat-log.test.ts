@@ -4,10 +4,8 @@
  */
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHeartbeat } from '../engine/runtime/heartbeat.ts';
 import type { Runner } from '../engine/runtime/runners/runner.ts';
-import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
-import { tempDir } from './helpers/hookgate.ts';
+import { testHeartbeat } from './helpers/heartbeat.ts';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -15,30 +13,10 @@ afterEach(() => {
 });
 
 async function beatOnce(runner: Runner | undefined): Promise<Array<Record<string, unknown>>> {
-  const temp = tempDir();
-  const store = SqliteRuntimeStore.open(temp.dir);
-  cleanups.push(() => {
-    store.close();
-    temp.cleanup();
-  });
   const lines: Array<Record<string, unknown>> = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  const heartbeat = createHeartbeat({
-    store,
-    agent: () => ({ id: 'main', runner, workspace: temp.dir, model: undefined, timeoutSeconds: 5 }),
-    adapters: new Map(),
-    settings: {
-      mainKey: 'main',
-      prompt: 'Anything to do?',
-      ackToken: 'HEARTBEAT_OK',
-      schedule: { kind: 'off' },
-      maxEvents: 10,
-      retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
-      lastRoute: { pinned: false, ownerRoutes: [] },
-    },
-    logger,
-    signal: new AbortController().signal,
-  });
+  const { heartbeat, close } = testHeartbeat({ runner, logger, maxEvents: 10 });
+  cleanups.push(close);
   heartbeat.requestNow('requested');
   await heartbeat.idle();
   return lines;

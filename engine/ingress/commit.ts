@@ -15,11 +15,12 @@ export function accept(x: Exchange): undefined | Promise<undefined> {
   const step = had(x.route, 'route').accept(had(x.envelope, 'envelope'), (selection) => {
     x.selection = selection;
   });
-  if (step instanceof Promise) return step.then((accepted) => took(x, accepted));
-  return took(x, step);
+  if (step instanceof Promise) return step.then((accepted) => keepAccepted(x, accepted));
+  return keepAccepted(x, step);
 }
 
-function took(x: Exchange, accepted: Accepted): undefined {
+/** The accepted actions on the exchange, and the names of injection patterns on its log line. */
+function keepAccepted(x: Exchange, accepted: Accepted): undefined {
   x.accepted = accepted;
   const patterns = accepted.actions.flatMap((action) => action.safety?.patterns ?? []);
   // Names of injection patterns found in the content (never the content).

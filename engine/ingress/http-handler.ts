@@ -66,34 +66,18 @@ export function createRequestHandler(
     x.log['status'] = 0;
     // Per-stage timings only when the log line will carry them (debug): none at info.
     const pipeline = settings.acquire();
-    function finished(): void {
-      for (const release of x.cleanup) release();
-      pipeline.release();
-      const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
-      x.log['durationMs'] = durationMs;
-      if (x.timings) x.log['stages'] = x.timings;
-      lines.info(x.log, 'request');
-      if (requestFinished.hasSubscribers) publishFinished(x, durationMs);
-    }
-    // One reaction per request: the answer or the refusal, then the same end either way.
-    runStages(pipeline.stages, x, logger.isLevelEnabled('debug')).then(
-      (result) => {
-        try {
-          answer(res, x, result);
-        } catch (err) {
-          fail(req, res, x, err);
-        } finally {
-          finished();
-        }
-      },
-      (err: unknown) => {
-        try {
-          fail(req, res, x, err);
-        } finally {
-          finished();
-        }
-      },
-    );
+    runStages(pipeline.stages, x, logger.isLevelEnabled('debug'))
+      .then((result) => answer(res, x, result))
+      .catch((err: unknown) => fail(req, res, x, err))
+      .finally(() => {
+        for (const release of x.cleanup) release();
+        pipeline.release();
+        const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
+        x.log['durationMs'] = durationMs;
+        if (x.timings) x.log['stages'] = x.timings;
+        lines.info(x.log, 'request');
+        if (requestFinished.hasSubscribers) publishFinished(x, durationMs);
+      });
   };
 }
 

@@ -4,9 +4,10 @@
  * runs on the schedule (interval or cron via node-cron, or off) and at once
  * when asked; requests that arrive while one runs or waits coalesce into one
  * more run, and a run asked for now that left events pending for want of
- * room is followed by another at once. A reply that is only the ack token is recorded, not
- * delivered. Every event in the prompt is either written by hookgate from its config or
- * wrapped as untrusted content; the history is the heartbeat's own turns.
+ * room is followed by another at once. A reply that is only the ack token is
+ * recorded, not delivered. Every event in the prompt is either written by
+ * hookgate from its config or wrapped as untrusted content; the history is
+ * the heartbeat's own turns.
  */
 import cron, { type ScheduledTask } from 'node-cron';
 import type { ChannelAdapter } from '../delivery/adapter.ts';

@@ -29,11 +29,17 @@ export function eventOf(row: unknown): SystemEvent {
   };
 }
 
+// A session's pending events (?1 session key): not marked, and above the session's last range.
+const PENDING = `session_key = ?1 AND consumed_by IS NULL
+    AND seq > COALESCE((SELECT MAX(last_seq) FROM event_consumption WHERE session_key = ?1), 0)`;
+
 /** The oldest pending events of a session (?1 session key, ?2 limit). */
 export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM system_events
-  WHERE session_key = ?1 AND consumed_by IS NULL
-    AND seq > COALESCE((SELECT MAX(last_seq) FROM event_consumption WHERE session_key = ?1), 0)
+  WHERE ${PENDING}
   ORDER BY seq LIMIT ?2`;
+
+/** How many events of a session are pending (?1 session key). */
+export const PENDING_COUNT = `SELECT count(*) AS n FROM system_events WHERE ${PENDING}`;
 
 /** A session's events, newest first, with the heartbeat that consumed each (?1 key, ?2 limit). */
 export const SESSION_EVENTS = `SELECT ${EVENT_COLUMNS}, COALESCE(e.consumed_by,

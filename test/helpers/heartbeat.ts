@@ -1,0 +1,50 @@
+/**
+ * A heartbeat on its own, over a real SQLite runtime store in a temporary
+ * directory, for tests of the heartbeat's rules: the default agent `main`
+ * with the given runner, the schedule off (runs only when asked), one
+ * delivery attempt, no channels.
+ */
+import type { Logger } from '../../engine/log.ts';
+import { createHeartbeat, type Heartbeat } from '../../engine/runtime/heartbeat.ts';
+import type { Runner } from '../../engine/runtime/runners/runner.ts';
+import { SqliteRuntimeStore } from '../../engine/store/sqlite/runtime-store.ts';
+import { tempDir } from './hookgate.ts';
+
+export type TestHeartbeat = { heartbeat: Heartbeat; store: SqliteRuntimeStore; close(): void };
+
+/** Start a heartbeat over a fresh store; `close` closes the store and removes the directory. */
+export function testHeartbeat(options: {
+  runner: Runner | undefined;
+  logger: Logger;
+  /** Most events one heartbeat includes. */
+  maxEvents: number;
+  signal?: AbortSignal;
+}): TestHeartbeat {
+  const temp = tempDir();
+  const store = SqliteRuntimeStore.open(temp.dir);
+  const { runner } = options;
+  const heartbeat = createHeartbeat({
+    store,
+    agent: () => ({ id: 'main', runner, workspace: temp.dir, model: undefined, timeoutSeconds: 5 }),
+    adapters: new Map(),
+    settings: {
+      mainKey: 'main',
+      prompt: 'Anything to do?',
+      ackToken: 'HEARTBEAT_OK',
+      schedule: { kind: 'off' },
+      maxEvents: options.maxEvents,
+      retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
+      lastRoute: { pinned: false, ownerRoutes: [] },
+    },
+    logger: options.logger,
+    signal: options.signal ?? new AbortController().signal,
+  });
+  return {
+    heartbeat,
+    store,
+    close() {
+      store.close();
+      temp.cleanup();
+    },
+  };
+}
