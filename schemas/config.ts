@@ -264,6 +264,9 @@ export const configSchema = {
                 'Heartbeat: review the system events above and act on anything that needs attention. If nothing needs attention, reply with exactly HEARTBEAT_OK.',
             },
             ackToken: { type: 'string', minLength: 1, default: 'HEARTBEAT_OK' },
+            // A heartbeat asked for now starts at once unless one started within this window;
+            // then it starts when the window ends, with every event asked for meanwhile.
+            coalesceMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 250 },
           },
         },
       },

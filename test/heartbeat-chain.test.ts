@@ -3,8 +3,10 @@
  * for now (a wake, a hook run, the operator) and it had no room for every
  * pending event. A scheduled check leaves the rest to the next check, a
  * failing agent is not asked again in a loop, and a shutdown starts no
- * further turn. The heartbeat over the real SQLite runtime store, with a
- * runner that records what it was sent.
+ * further turn. Requests for a heartbeat now within the coalescing window of
+ * the last one's start wait for its end and share one turn. The heartbeat
+ * over the real SQLite runtime store, with a runner that records what it
+ * was sent.
  */
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -24,17 +26,22 @@ type Setup = {
   store: SqliteRuntimeStore;
   /** How many `System:` lines each heartbeat the runner got carried, in order. */
   sent: number[];
+  /** When each heartbeat reached the runner (performance.now()). */
+  startedAt: number[];
 };
 
 /** A heartbeat over a fresh store holding `pending` events; `answer` is the runner's reply. */
 async function setup(
   pending: number,
-  answer: (call: number, controller: AbortController) => RunResult,
+  answer: (call: number, controller: AbortController) => RunResult | Promise<RunResult>,
+  coalesceMs = 0,
 ): Promise<Setup> {
   const sent: number[] = [];
+  const startedAt: number[] = [];
   const controller = new AbortController();
   const runner: Runner = {
     run: async (input) => {
+      startedAt.push(performance.now());
       sent.push(input.message.split('\n').filter((line) => line.startsWith('System:')).length);
       return answer(sent.length, controller);
     },
@@ -43,15 +50,22 @@ async function setup(
     runner,
     logger: pino({ level: 'silent' }),
     maxEvents: BATCH,
+    coalesceMs,
     signal: controller.signal,
   });
   cleanups.push(close);
   for (let i = 0; i < pending; i++)
     await store.addEvent({ sessionKey: 'main', text: `event ${i}`, source: 'wake', trusted: true });
-  return { heartbeat, store, sent };
+  return { heartbeat, store, sent, startedAt };
 }
 
 const ack = (): RunResult => ({ status: 'ok', reply: 'HEARTBEAT_OK' });
+const addEvents = async (store: SqliteRuntimeStore, count: number) => {
+  for (let i = 0; i < count; i++)
+    await store.addEvent({ sessionKey: 'main', text: `later ${i}`, source: 'wake', trusted: true });
+};
+// Longer than any test's timeout: a heartbeat that waited for it would fail the test.
+const NEVER = 60_000;
 const stillPending = async (store: SqliteRuntimeStore) =>
   (await store.pendingEvents('main', 1000)).length;
 
@@ -93,5 +107,85 @@ describe('a heartbeat followed by another at once', () => {
     await heartbeat.idle();
     await heartbeat.stop();
     expect(sent).toEqual([BATCH]);
+  });
+});
+
+describe('the coalescing window', () => {
+  it('a flood of requests for a heartbeat now after one started waits for the window and is one turn', async () => {
+    const window = 300;
+    const { heartbeat, store, sent, startedAt } = await setup(1, ack, window);
+    heartbeat.requestNow('wake');
+    await heartbeat.idle();
+    for (let i = 0; i < 5; i++) {
+      await addEvents(store, 1);
+      heartbeat.requestNow('hook');
+    }
+    await heartbeat.idle();
+    expect(sent).toEqual([1, 5]);
+    // A timer never fires early: the second turn began no sooner than the window's end.
+    expect((startedAt[1] ?? 0) - (startedAt[0] ?? 0)).toBeGreaterThanOrEqual(window - 1);
+    expect(await stillPending(store)).toBe(0);
+  });
+
+  it('the first request after a quiet spell starts at once', async () => {
+    const { heartbeat, sent } = await setup(2, ack, NEVER);
+    heartbeat.requestNow('wake');
+    await heartbeat.idle();
+    expect(sent).toEqual([2]);
+  });
+
+  it('requests made while a heartbeat runs get one more turn, after the window', async () => {
+    const window = 200;
+    const first = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    const { heartbeat, store, sent, startedAt } = await setup(
+      1,
+      async (call) => {
+        if (call === 1) {
+          first.resolve();
+          await release.promise;
+        }
+        return ack();
+      },
+      window,
+    );
+    heartbeat.requestNow('wake');
+    await first.promise;
+    await addEvents(store, 3);
+    for (let i = 0; i < 3; i++) heartbeat.requestNow('hook');
+    release.resolve();
+    await heartbeat.idle();
+    expect(sent).toEqual([1, 3]);
+    expect((startedAt[1] ?? 0) - (startedAt[0] ?? 0)).toBeGreaterThanOrEqual(window - 1);
+  });
+
+  it('a scheduled check is not held back by the window', async () => {
+    const { heartbeat, store, sent } = await setup(1, ack, NEVER);
+    heartbeat.requestNow('wake');
+    await heartbeat.idle();
+    await addEvents(store, 2);
+    heartbeat.requestNow('periodic');
+    await heartbeat.idle();
+    expect(sent).toEqual([1, 2]);
+  });
+
+  it('a backlog bigger than a batch is still followed at once, whatever the window', async () => {
+    const { heartbeat, store, sent } = await setup(2 * BATCH + 5, ack, NEVER);
+    heartbeat.requestNow('wake');
+    await heartbeat.idle();
+    expect(sent).toEqual([BATCH, BATCH, 5]);
+    expect(await stillPending(store)).toBe(0);
+  });
+
+  it('a heartbeat waiting for its window does not start after shutdown began', async () => {
+    const { heartbeat, store, sent } = await setup(1, ack, NEVER);
+    heartbeat.requestNow('wake');
+    await heartbeat.idle();
+    await addEvents(store, 1);
+    heartbeat.requestNow('wake');
+    await heartbeat.stop();
+    await heartbeat.idle();
+    expect(sent).toEqual([1]);
+    expect(await stillPending(store)).toBe(1);
   });
 });

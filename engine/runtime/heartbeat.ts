@@ -2,7 +2,8 @@
  * The heartbeat: the default agent's turn in the main session, fed with the
  * pending system events (as `System:` lines) and the heartbeat prompt. It
  * runs on the schedule (interval or cron via node-cron, or off) and at once
- * when asked; requests that arrive while one runs or waits coalesce into one
+ * when asked, at most one asked-for run per coalescing window (the first at
+ * once); requests that arrive while one runs or waits coalesce into one
  * more run, and a run asked for now that left events pending for want of
  * room is followed by another at once. A reply that is only the ack token is
  * recorded, not delivered. Every event in the prompt is either written by
@@ -25,6 +26,12 @@ export type HeartbeatSettings = {
   mainKey: string;
   prompt: string;
   ackToken: string;
+  /**
+   * A heartbeat asked for now within this long of the last one's start waits for the window's
+   * end (0: never waits). Each heartbeat is an agent turn: a flood of wakes and hook runs gets
+   * a few turns with many events each, not one turn per event.
+   */
+  coalesceMs: number;
   schedule: Schedule;
   /** Most events one heartbeat includes (the rest go in the heartbeat that follows at once). */
   maxEvents: number;
@@ -63,7 +70,12 @@ export function createHeartbeat(deps: {
   const { store, settings, logger } = deps;
   let running: Promise<void> | undefined;
   let lastNoRunner = Number.NEGATIVE_INFINITY;
+  // A launch is due (next turn, or at the end of the coalescing window); `launched` settles then.
   let waiting = false;
+  let launched: Promise<void> = Promise.resolve();
+  let launchedNow: () => void = () => undefined;
+  let delay: NodeJS.Timeout | undefined;
+  let lastStart = Number.NEGATIVE_INFINITY;
   let again = false;
   // A request for a heartbeat now (not the schedule's) that no heartbeat has fully served yet.
   let nowAsked = false;
@@ -226,7 +238,10 @@ export function createHeartbeat(deps: {
 
   function launch(reason: string): void {
     waiting = false;
+    delay = undefined;
+    launchedNow();
     if (stopped) return;
+    lastStart = performance.now();
     running = runOnce(reason)
       .catch((err: unknown) => {
         logger.error({ err: (err as Error).message }, 'heartbeat crashed');
@@ -238,7 +253,8 @@ export function createHeartbeat(deps: {
         if (stopped || deps.signal.aborted) return;
         // A wake that asked for a heartbeat now, behind a full batch of older events, gets the
         // next one at once rather than at the next scheduled check.
-        if (again || more) requestNow(again ? 'coalesced' : 'backlog');
+        // Requests that came while it ran wait for the window; events left for want of room do not.
+        if (again || more) requestNow(more ? 'backlog' : 'coalesced');
         again = false;
       });
   }
@@ -258,7 +274,14 @@ export function createHeartbeat(deps: {
     }
     if (waiting) return;
     waiting = true;
-    setImmediate(() => launch(reason));
+    ({ promise: launched, resolve: launchedNow } = Promise.withResolvers<void>());
+    // The schedule's checks and a backlog's next batch never wait for the window.
+    const wait =
+      scheduled || reason === 'backlog' ? 0 : lastStart + settings.coalesceMs - performance.now();
+    if (wait > 0) {
+      delay = setTimeout(() => launch(reason), wait);
+      delay.unref();
+    } else setImmediate(() => launch(reason));
   }
 
   return {
@@ -278,12 +301,17 @@ export function createHeartbeat(deps: {
       stopped = true;
       if (timer) clearInterval(timer);
       if (task) await task.destroy();
+      // A heartbeat waiting for its window does not start now (none starts once shutdown began).
+      if (delay) {
+        clearTimeout(delay);
+        delay = undefined;
+        waiting = false;
+        launchedNow();
+      }
       await running;
     },
     async idle() {
-      while (running || waiting) {
-        await (running ?? new Promise((resolve) => setImmediate(resolve)));
-      }
+      while (running || waiting) await (running ?? launched);
     },
   };
 }

@@ -144,6 +144,7 @@ export async function startRuntime(
       mainKey,
       prompt: config.runtime.heartbeat.prompt,
       ackToken: config.runtime.heartbeat.ackToken,
+      coalesceMs: config.runtime.heartbeat.coalesceMs,
       schedule: parseSchedule(config.runtime.heartbeat.every) ?? { kind: 'off' },
       maxEvents: 100,
       retry: config.runtime.retry,

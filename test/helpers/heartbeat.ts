@@ -18,6 +18,8 @@ export function testHeartbeat(options: {
   logger: Logger;
   /** Most events one heartbeat includes. */
   maxEvents: number;
+  /** The coalescing window (default 0: a heartbeat asked for starts at once). */
+  coalesceMs?: number;
   signal?: AbortSignal;
 }): TestHeartbeat {
   const temp = tempDir();
@@ -31,6 +33,7 @@ export function testHeartbeat(options: {
       mainKey: 'main',
       prompt: 'Anything to do?',
       ackToken: 'HEARTBEAT_OK',
+      coalesceMs: options.coalesceMs ?? 0,
       schedule: { kind: 'off' },
       maxEvents: options.maxEvents,
       retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
