@@ -19,6 +19,8 @@ export type RuntimeStoreEnv = {
   open(): Promise<RuntimeStore>;
   /** Store actions as the ingress accepts them (queued, in this order). */
   accept(actions: Action[]): Promise<void>;
+  /** The delivery records of a run or heartbeat (their states), read from the data directly. */
+  deliveryStates(sourceId: string): Promise<string[]>;
   cleanup(): Promise<void>;
 };
 
@@ -300,6 +302,35 @@ export function describeRuntimeStore(
           await store.finish(claimOf(row), 'done', { status: 'ok', reply: 'x' }, undefined, turns),
         ).toBe(false);
         expect(await store.history(owner, 10)).toHaveLength(2);
+      });
+
+      it('finish records the run’s delivery with its end; a lost run records none', async () => {
+        const row = await claimOne();
+        const delivery = {
+          source: 'agent' as const,
+          sourceId: row.id,
+          channel: 'slack',
+          recipient: 'U1',
+          text: 'the reply',
+          state: 'sent' as const,
+          attempts: 1,
+          parts: 1,
+          partsSent: 1,
+        };
+        const stale = { id: row.id, attempts: row.attempts + 1 };
+        const outcome = { status: 'ok' as const, reply: 'the reply' };
+        expect(await store.finish(stale, 'done', outcome, undefined, undefined, delivery)).toBe(
+          false,
+        );
+        expect(await env.deliveryStates(row.id)).toEqual([]);
+        expect(
+          await store.finish(claimOf(row), 'done', outcome, undefined, undefined, delivery),
+        ).toBe(true);
+        expect(await env.deliveryStates(row.id)).toEqual(['sent']);
+        expect(
+          await store.finish(claimOf(row), 'done', outcome, undefined, undefined, delivery),
+        ).toBe(false);
+        expect(await env.deliveryStates(row.id)).toEqual(['sent']);
       });
 
       it('saveOutcome adds the turns it is given with the progress, once; a lost run adds none', async () => {

@@ -3,6 +3,7 @@
  * is another instance (its own pool and lease owner) on one database, a
  * fresh database per test on a throwaway server of the file's own.
  */
+import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { type Backend, openBackend } from '../engine/store/backend.ts';
 import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
@@ -41,6 +42,19 @@ if (!skip) {
         async accept(actions) {
           const outcome = await accepting.actions.appendOrGet({ actions });
           if (!outcome.stored) throw new Error('the actions were not stored');
+        },
+        async deliveryStates(sourceId) {
+          const client = new pg.Client({ connectionString: url });
+          await client.connect();
+          try {
+            const { rows } = await client.query<{ state: string }>(
+              'SELECT state FROM deliveries WHERE source_id = $1 ORDER BY created_at',
+              [sourceId],
+            );
+            return rows.map((row) => row.state);
+          } finally {
+            await client.end();
+          }
         },
         async cleanup() {
           for (const opened of backends) await opened.close();

@@ -12,11 +12,16 @@ export async function recordDelivery(
   delivery: DeliveryRecord,
 ): Promise<string> {
   const id = await store.recordDelivery(delivery);
+  deliveryRecorded(delivery);
+  return id;
+}
+
+/** Publish a delivery's outcome once it is in the store (recorded alone or with its run's end). */
+export function deliveryRecorded(delivery: DeliveryRecord): void {
   if (deliveryFinished.hasSubscribers)
     deliveryFinished.publish({
       source: delivery.source,
       channel: delivery.channel,
       outcome: delivery.state,
     });
-  return id;
 }

@@ -1,8 +1,8 @@
 /**
  * Delivering an agent run's reply, as a step of the worker: route, send the
  * parts (resuming after those already sent), retry what did not go out by
- * the retry policy, record the delivery and the session's last route, and
- * post the run's summary once the delivery's outcome is final.
+ * the retry policy, record the session's last route, and once the
+ * delivery's outcome is final, record it with the run's end and summary.
  */
 import type { AgentAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
@@ -11,8 +11,15 @@ import type { Logger } from '../log.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import { type LastRoutePolicy, lastRouteAfter } from './last-route.ts';
 import { retryDelayMs, summaryText } from './replies.ts';
-import type { DeliveryProgress, Outcome, RunRow, RunTurns, RuntimeStore } from './runtime-store.ts';
-import { recordDelivery } from './delivery-records.ts';
+import type {
+  DeliveryProgress,
+  DeliveryRecord,
+  Outcome,
+  RunRow,
+  RunTurns,
+  RuntimeStore,
+} from './runtime-store.ts';
+import { deliveryRecorded, recordDelivery } from './delivery-records.ts';
 
 /** The summary event of an agent run (wrapped: it carries the run's reply), with an optional note. */
 export function summaryEvent(
@@ -77,6 +84,7 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       adapters,
     );
     const attempts = (previous?.attempts ?? 0) + 1;
+    // A delivery's final record, written with the run's end.
     const record = (
       state: 'sent' | 'failed' | 'skipped' | 'dead',
       detail: {
@@ -86,33 +94,37 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         partsSent: number;
         reason?: string;
       },
-    ) =>
-      recordDelivery(store, {
-        source: 'agent',
-        sourceId: action.id,
-        channel: detail.channel,
-        ...(detail.recipient !== undefined && { recipient: detail.recipient }),
-        text: reply,
-        state,
-        attempts,
-        parts: detail.parts,
-        partsSent: detail.partsSent,
-        ...(detail.reason !== undefined && { error: detail.reason }),
-      });
+    ): DeliveryRecord => ({
+      source: 'agent',
+      sourceId: action.id,
+      channel: detail.channel,
+      ...(detail.recipient !== undefined && { recipient: detail.recipient }),
+      text: reply,
+      state,
+      attempts,
+      parts: detail.parts,
+      partsSent: detail.partsSent,
+      ...(detail.reason !== undefined && { error: detail.reason }),
+    });
     // The turns until the first saved progress has written them.
     let unsaved = turns;
     const finishWith = async (
       state: 'done' | 'failed' | 'dead',
       delivery: DeliveryProgress,
+      recorded: DeliveryRecord,
       note?: string,
     ) => {
-      await store.finish(
+      const ended = await store.finish(
         row,
         state,
         { status: 'ok', reply, delivery },
         summaryEvent(settings.mainKey, action, 'ok', reply, note),
         unsaved,
+        recorded,
       );
+      // Taken over elsewhere (its lease expired): what this instance did is still on record.
+      if (ended) deliveryRecorded(recorded);
+      else await recordDelivery(store, recorded);
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
     };
     // An empty reply has nothing to deliver (and must not move the last route).
@@ -123,16 +135,16 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
           ? route
           : undefined;
     if (skipped) {
-      await record('skipped', {
-        channel: action.channel,
-        parts: 0,
-        partsSent: 0,
-        reason: skipped.skipped,
-      });
       logger.warn({ actionId: action.id, reason: skipped.skipped }, 'delivery skipped');
       await finishWith(
         'done',
         { state: 'skipped', reason: skipped.skipped, attempts },
+        record('skipped', {
+          channel: action.channel,
+          parts: 0,
+          partsSent: 0,
+          reason: skipped.skipped,
+        }),
         `delivery skipped: ${skipped.skipped}`,
       );
       return;
@@ -185,14 +197,17 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         await store.setRoute(settings.mainKey, moved.channel, moved.recipient);
         deps.routeMoved?.(moved.channel);
       }
-      await record('sent', detail);
-      await finishWith('done', {
-        state: 'sent',
-        ...target,
-        parts: attempt.parts,
-        partsSent: attempt.partsSent,
-        attempts,
-      });
+      await finishWith(
+        'done',
+        {
+          state: 'sent',
+          ...target,
+          parts: attempt.parts,
+          partsSent: attempt.partsSent,
+          attempts,
+        },
+        record('sent', detail),
+      );
       return;
     }
     const reason = attempt.reason ?? 'unknown';
@@ -219,11 +234,11 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       return;
     }
     const state = attempt.outcome === 'retry' ? 'dead' : 'failed';
-    await record(state, detail);
     logger.error({ actionId: action.id, channel: route.channel, reason }, 'delivery failed');
     await finishWith(
       state,
       { state, ...target, parts: attempt.parts, partsSent: attempt.partsSent, attempts, reason },
+      record(state, detail),
       `delivery ${state === 'dead' ? 'gave up' : 'failed'}: ${reason}`,
     );
   };

@@ -145,9 +145,10 @@ export interface RunQueue {
   /** Record the process group of a run's runner (ended when the run is taken over after a crash). */
   setRunnerGroup(claim: Claim, pgid: number | null): Promise<void>;
   /**
-   * Final outcome, with the summary event it posts and the turns it adds to history, in one
-   * transaction: a crash leaves all of it or none, so a run done again never repeats its turns.
-   * False: the run was lost (nothing written).
+   * Final outcome, with the summary event it posts, the turns it adds to history and its
+   * delivery's record, in one transaction: a crash leaves all of it or none, so a run done
+   * again never repeats its turns or its delivery's record. False: the run was lost (nothing
+   * written).
    */
   finish(
     claim: Claim,
@@ -155,6 +156,7 @@ export interface RunQueue {
     outcome: Outcome,
     event?: NewEvent,
     turns?: RunTurns,
+    delivery?: DeliveryRecord,
   ): Promise<boolean>;
   /**
    * Save progress while a run goes on (e.g. parts already delivered), with the turns the run

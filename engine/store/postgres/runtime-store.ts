@@ -12,6 +12,7 @@ import { testFaults } from '../../faults.ts';
 import type { ActionState } from '../../queue/action-store.ts';
 import type {
   Claim,
+  DeliveryRecord,
   Leadership,
   NewEvent,
   Outcome,
@@ -27,6 +28,7 @@ import {
 } from '../../runtime/stored-runs.ts';
 import { inTransaction } from './pool.ts';
 import {
+  insertDelivery,
   insertEvent,
   insertEvents,
   insertTurns,
@@ -239,6 +241,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     outcome: Outcome,
     event?: NewEvent,
     turns?: RunTurns,
+    delivery?: DeliveryRecord,
   ): Promise<boolean> {
     return inTransaction(this.pool, async (client) => {
       const { rowCount } = await client.query(
@@ -250,6 +253,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
       if (rowCount === 0) return false;
       if (turns) await insertTurns(client, turns.owner, claim.id, turns.prompt, turns.reply);
       if (event) await insertEvent(client, event);
+      if (delivery) await insertDelivery(client, delivery);
       return true;
     });
   }

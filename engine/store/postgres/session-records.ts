@@ -108,6 +108,33 @@ export async function insertEvents(db: pg.PoolClient, events: readonly NewEvent[
   );
 }
 
+/** Record a delivery's final outcome, on the pool or in the caller's transaction. */
+export async function insertDelivery(
+  db: pg.Pool | pg.PoolClient,
+  delivery: DeliveryRecord,
+): Promise<string> {
+  const id = randomUUID();
+  await db.query(
+    `INSERT INTO deliveries (id, source, source_id, channel, recipient, text, state, attempts,
+       error, parts, parts_sent, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), now())`,
+    [
+      id,
+      delivery.source,
+      delivery.sourceId,
+      delivery.channel,
+      delivery.recipient === undefined ? null : storableText(delivery.recipient),
+      storableText(delivery.text),
+      delivery.state,
+      delivery.attempts,
+      delivery.error === undefined ? null : storableText(delivery.error),
+      delivery.parts,
+      delivery.partsSent,
+    ],
+  );
+  return id;
+}
+
 /** Session records over a pool; the runtime store adds the action lifecycle. */
 export class PostgresSessionRecords implements SessionStore {
   protected readonly pool: pg.Pool;
@@ -250,26 +277,7 @@ export class PostgresSessionRecords implements SessionStore {
   }
 
   async recordDelivery(delivery: DeliveryRecord): Promise<string> {
-    const id = randomUUID();
-    await this.pool.query(
-      `INSERT INTO deliveries (id, source, source_id, channel, recipient, text, state, attempts,
-         error, parts, parts_sent, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), now())`,
-      [
-        id,
-        delivery.source,
-        delivery.sourceId,
-        delivery.channel,
-        delivery.recipient === undefined ? null : storableText(delivery.recipient),
-        storableText(delivery.text),
-        delivery.state,
-        delivery.attempts,
-        delivery.error === undefined ? null : storableText(delivery.error),
-        delivery.parts,
-        delivery.partsSent,
-      ],
-    );
-    return id;
+    return insertDelivery(this.pool, delivery);
   }
 
   async lastRoute(sessionKey: string): Promise<{ channel: string; recipient: string } | undefined> {

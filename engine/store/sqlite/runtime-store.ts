@@ -11,6 +11,7 @@ import type { Action } from '../../../schemas/action.ts';
 import type { ActionState } from '../../queue/action-store.ts';
 import type {
   Claim,
+  DeliveryRecord,
   Leadership,
   NewEvent,
   Outcome,
@@ -251,6 +252,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     outcome: Outcome,
     event?: NewEvent,
     turns?: RunTurns,
+    delivery?: DeliveryRecord,
   ): Promise<boolean> {
     return this.batched(() => {
       const changed = this.statement(
@@ -259,6 +261,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
       if (Number(changed) === 0) return false;
       if (turns) this.insertTurns(turns.owner, claim.id, turns.prompt, turns.reply);
       if (event) this.insertEvent(event);
+      if (delivery) this.insertDelivery(delivery);
       return true;
     });
   }

@@ -263,7 +263,7 @@ export class SqliteSessionRecords implements SessionStore {
     return this.batched(() => this.insertDelivery(delivery));
   }
 
-  private insertDelivery(delivery: DeliveryRecord): string {
+  protected insertDelivery(delivery: DeliveryRecord): string {
     const id = randomUUIDv7();
     const at = now();
     this.statement(
