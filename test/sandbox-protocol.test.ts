@@ -4,16 +4,17 @@
  * supervisor's engine-internal `entry` option): every malformed, oversized
  * or unexpected answer fails that call with transform_failed and restarts
  * that process, never the server; the next call is served by a new process.
- * Plus the pure pieces: the message check and the frame reader.
+ * Plus the pure pieces: the message check, the frame reader and writer.
  */
 import { openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { fc, test } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookError } from '../engine/errors.ts';
 import { createLogger } from '../engine/log.ts';
-import { encodeFrame, FrameReader } from '../engine/sandbox/frames.ts';
+import { encodeFrame, FrameReader, turnWriter } from '../engine/sandbox/frames.ts';
 import { checkMessage } from '../engine/sandbox/message-check.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
@@ -300,5 +301,48 @@ describe('the frame reader', () => {
     head.writeUInt32BE(101, 0);
     expect(reader.push(head).error).toBeDefined();
     expect(reader.push(Buffer.alloc(10)).error).toBeDefined();
+  });
+});
+
+describe('the frame writer', () => {
+  /** A sink recording each write the stream makes (one per system call on a pipe). */
+  function sink() {
+    const writes: Buffer[][] = [];
+    const stream = new Writable({
+      writev(chunks, done) {
+        writes.push(chunks.map(({ chunk }) => chunk as Buffer));
+        done();
+      },
+      write(chunk: Buffer, _encoding, done) {
+        writes.push([chunk]);
+        done();
+      },
+    });
+    return { stream, writes };
+  }
+  const decoded = (writes: Buffer[][]) =>
+    writes.map((chunks) =>
+      new FrameReader(1024).push(Buffer.concat(chunks)).frames.map((t) => JSON.parse(t)),
+    );
+
+  it('sends the calls written in one turn in one write, in order', async () => {
+    const { stream, writes } = sink();
+    const write = turnWriter(stream);
+    write({ n: 1 });
+    write({ n: 2 });
+    write({ n: 3 });
+    expect(writes).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(decoded(writes)).toEqual([[{ n: 1 }, { n: 2 }, { n: 3 }]]);
+  });
+
+  it('holds nothing past its turn: a later turn’s call is a write of its own', async () => {
+    const { stream, writes } = sink();
+    const write = turnWriter(stream);
+    write({ n: 1 });
+    await new Promise((resolve) => setImmediate(resolve));
+    write({ n: 2 });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(decoded(writes)).toEqual([[{ n: 1 }], [{ n: 2 }]]);
   });
 });

@@ -10,7 +10,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import type { Logger } from '../log.ts';
-import { encodeFrame, FrameReader } from './frames.ts';
+import { FrameReader, turnWriter } from './frames.ts';
 import { createLogBudget } from './log-budget.ts';
 import { checkMessage } from './message-check.ts';
 import type { FromSandbox, ToSandbox } from './protocol.ts';
@@ -113,6 +113,7 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     else child.kill('SIGKILL');
   });
   child.stdin?.on('error', () => undefined);
+  const write = child.stdin ? turnWriter(child.stdin) : undefined;
   watchStderr(child, logger);
   const onGone = (code: number | null, signal: NodeJS.Signals | null): void => {
     if (dead) return;
@@ -133,7 +134,7 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     pid: child.pid,
     send(message) {
       if (dead || refused || !child.stdin?.writable) return;
-      child.stdin.write(encodeFrame(message));
+      write?.(message);
     },
     kill() {
       if (!dead) child.kill('SIGKILL');
