@@ -266,7 +266,7 @@ export const configSchema = {
             ackToken: { type: 'string', minLength: 1, default: 'HEARTBEAT_OK' },
             // A heartbeat asked for now starts at once unless one started within this window;
             // then it starts when the window ends, with every event asked for meanwhile.
-            coalesceMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 250 },
+            coalesceMs: { type: 'integer', minimum: 0, maximum: 5_000, default: 250 },
           },
         },
       },

@@ -35,7 +35,8 @@ async function setup(
   pending: number,
   answer: (call: number, controller: AbortController) => RunResult | Promise<RunResult>,
   coalesceMs = 0,
-): Promise<Setup> {
+  lead: { leading?: () => boolean; forward?: (reason: string) => void } = {},
+): Promise<Setup & { controller: AbortController }> {
   const sent: number[] = [];
   const startedAt: number[] = [];
   const controller = new AbortController();
@@ -52,11 +53,12 @@ async function setup(
     maxEvents: BATCH,
     coalesceMs,
     signal: controller.signal,
+    ...lead,
   });
   cleanups.push(close);
   for (let i = 0; i < pending; i++)
     await store.addEvent({ sessionKey: 'main', text: `event ${i}`, source: 'wake', trusted: true });
-  return { heartbeat, store, sent, startedAt };
+  return { heartbeat, store, sent, startedAt, controller };
 }
 
 const ack = (): RunResult => ({ status: 'ok', reply: 'HEARTBEAT_OK' });
@@ -64,8 +66,14 @@ const addEvents = async (store: SqliteRuntimeStore, count: number) => {
   for (let i = 0; i < count; i++)
     await store.addEvent({ sessionKey: 'main', text: `later ${i}`, source: 'wake', trusted: true });
 };
-// Longer than any test's timeout: a heartbeat that waited for it would fail the test.
-const NEVER = 60_000;
+// Far longer than any test: a heartbeat that waited for it never starts within one.
+const NEVER = 3_600_000;
+/** Whether `promise` settles within `ms` (a heartbeat held by the window would not). */
+const settlesWithin = (promise: Promise<unknown>, ms: number) =>
+  Promise.race([
+    promise.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms)),
+  ]);
 const stillPending = async (store: SqliteRuntimeStore) =>
   (await store.pendingEvents('main', 1000)).length;
 
@@ -130,7 +138,7 @@ describe('the coalescing window', () => {
   it('the first request after a quiet spell starts at once', async () => {
     const { heartbeat, sent } = await setup(2, ack, NEVER);
     heartbeat.requestNow('wake');
-    await heartbeat.idle();
+    expect(await settlesWithin(heartbeat.idle(), 2_000)).toBe(true);
     expect(sent).toEqual([2]);
   });
 
@@ -165,14 +173,25 @@ describe('the coalescing window', () => {
     await heartbeat.idle();
     await addEvents(store, 2);
     heartbeat.requestNow('periodic');
+    expect(await settlesWithin(heartbeat.idle(), 2_000)).toBe(true);
+    expect(sent).toEqual([1, 2]);
+  });
+
+  it('a scheduled check starts at once a heartbeat that was waiting for the window', async () => {
+    const { heartbeat, store, sent } = await setup(1, ack, NEVER);
+    heartbeat.requestNow('wake');
     await heartbeat.idle();
+    await addEvents(store, 2);
+    heartbeat.requestNow('hook');
+    heartbeat.requestNow('periodic');
+    expect(await settlesWithin(heartbeat.idle(), 2_000)).toBe(true);
     expect(sent).toEqual([1, 2]);
   });
 
   it('a backlog bigger than a batch is still followed at once, whatever the window', async () => {
     const { heartbeat, store, sent } = await setup(2 * BATCH + 5, ack, NEVER);
     heartbeat.requestNow('wake');
-    await heartbeat.idle();
+    expect(await settlesWithin(heartbeat.idle(), 2_000)).toBe(true);
     expect(sent).toEqual([BATCH, BATCH, 5]);
     expect(await stillPending(store)).toBe(0);
   });
@@ -184,8 +203,40 @@ describe('the coalescing window', () => {
     await addEvents(store, 1);
     heartbeat.requestNow('wake');
     await heartbeat.stop();
+    expect(await settlesWithin(heartbeat.idle(), 2_000)).toBe(true);
+    expect(sent).toEqual([1]);
+    expect(await stillPending(store)).toBe(1);
+  });
+
+  it('a heartbeat waiting for its window does not start once the runtime’s signal is aborted', async () => {
+    const window = 200;
+    const { heartbeat, store, sent, controller } = await setup(1, ack, window);
+    heartbeat.requestNow('wake');
+    await heartbeat.idle();
+    await addEvents(store, 1);
+    heartbeat.requestNow('wake');
+    // Shutdown aborts the signal first and stops the heartbeat only after the worker drained.
+    controller.abort();
     await heartbeat.idle();
     expect(sent).toEqual([1]);
     expect(await stillPending(store)).toBe(1);
+  });
+
+  it('a heartbeat waiting for its window on an instance that lost the lead goes to the leader', async () => {
+    const window = 200;
+    let leads = true;
+    const forwarded: string[] = [];
+    const { heartbeat, store, sent } = await setup(1, ack, window, {
+      leading: () => leads,
+      forward: (reason) => forwarded.push(reason),
+    });
+    heartbeat.requestNow('wake');
+    await heartbeat.idle();
+    await addEvents(store, 1);
+    heartbeat.requestNow('hook');
+    leads = false;
+    await heartbeat.idle();
+    expect(sent).toEqual([1]);
+    expect(forwarded).toEqual(['hook']);
   });
 });

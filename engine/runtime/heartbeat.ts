@@ -1,26 +1,24 @@
 /**
  * The heartbeat: the default agent's turn in the main session, fed with the
  * pending system events (as `System:` lines) and the heartbeat prompt. It
- * runs on the schedule (interval or cron via node-cron, or off) and at once
- * when asked, at most one asked-for run per coalescing window (the first at
- * once); requests that arrive while one runs or waits coalesce into one
- * more run, and a run asked for now that left events pending for want of
- * room is followed by another at once. A reply that is only the ack token is
+ * runs on the schedule (interval or cron via node-cron, or off) and when
+ * asked: at once, or, within the coalescing window of the last one's start,
+ * at the window's end; requests that arrive while one runs or waits coalesce
+ * into one more run, and a run asked for now that left events pending for
+ * want of room is followed by another at once. A reply that is only the ack token is
  * recorded, not delivered. Every event in the prompt is either written by
  * hookgate from its config or wrapped as untrusted content; the history is
  * the heartbeat's own turns.
  */
 import cron, { type ScheduledTask } from 'node-cron';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
-import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
-import { wrapUntrusted } from '../safety.ts';
 import type { AgentSettings } from './agents.ts';
-import { type LastRoutePolicy, lastRouteAfter } from './last-route.ts';
-import { isAckOnly, retryDelayMs } from './replies.ts';
+import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
+import type { LastRoutePolicy } from './last-route.ts';
+import { isAckOnly } from './replies.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
 import type { Schedule } from './schedule.ts';
-import { recordDelivery } from './delivery-records.ts';
 
 export type HeartbeatSettings = {
   mainKey: string;
@@ -74,7 +72,7 @@ export function createHeartbeat(deps: {
   let waiting = false;
   let launched: Promise<void> = Promise.resolve();
   let launchedNow: () => void = () => undefined;
-  let delay: NodeJS.Timeout | undefined;
+  let windowTimer: NodeJS.Timeout | undefined;
   let lastStart = Number.NEGATIVE_INFINITY;
   let again = false;
   // A request for a heartbeat now (not the schedule's) that no heartbeat has fully served yet.
@@ -82,6 +80,15 @@ export function createHeartbeat(deps: {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let task: ScheduledTask | undefined;
+  const deliver = createHeartbeatDelivery({
+    store,
+    adapters: deps.adapters,
+    settings,
+    logger,
+    signal: deps.signal,
+    stopped: () => stopped,
+    ...(deps.routeMoved && { routeMoved: deps.routeMoved }),
+  });
 
   /**
    * One heartbeat; true when it was asked for now and events it had no room for are still
@@ -160,87 +167,17 @@ export function createHeartbeat(deps: {
     return servesNow && read.length > events.length;
   }
 
-  /** A heartbeat reply goes to the last route, once; a failure is noted in the main session. */
-  async function deliver(id: string, reply: string, attempts = 1, partsSent = 0): Promise<void> {
-    if (stopped) return;
-    const route = resolveRoute(
-      { channel: 'last', fallback: false },
-      await store.lastRoute(settings.mainKey),
-      deps.adapters,
-    );
-    const base = { source: 'heartbeat' as const, sourceId: id, text: reply, attempts };
-    if ('skipped' in route) {
-      const error = route.skipped;
-      await recordDelivery(store, {
-        ...base,
-        channel: 'last',
-        state: 'skipped',
-        parts: 0,
-        partsSent: 0,
-        error,
-      });
-      logger.warn({ heartbeatId: id, reason: error }, 'heartbeat delivery skipped');
-      return;
-    }
-    const attempt = await sendParts(route, reply, partsSent, () => undefined, deps.signal);
-    const target = {
-      channel: route.channel,
-      recipient: attempt.recipient,
-      parts: attempt.parts,
-      partsSent: attempt.partsSent,
-    };
-    if (attempt.outcome === 'sent') {
-      const delivered = { channel: route.channel, recipient: attempt.recipient };
-      const moved = lastRouteAfter(
-        settings.lastRoute,
-        { source: 'heartbeat', attempted: route, delivered },
-        await store.lastRoute(settings.mainKey),
-      );
-      if (moved) {
-        await store.setRoute(settings.mainKey, moved.channel, moved.recipient);
-        deps.routeMoved?.(moved.channel);
-      }
-      await recordDelivery(store, {
-        ...base,
-        ...target,
-        state: 'sent',
-        ...(attempt.reason !== undefined && { error: attempt.reason }),
-      });
-      return;
-    }
-    const reason = attempt.reason ?? 'unknown';
-    // What did not go out is tried again by the same policy as agent runs (in memory: a restart ends it).
-    if (attempt.outcome === 'retry' && attempts < settings.retry.maxAttempts && !stopped) {
-      const delay = retryDelayMs(attempts, settings.retry, attempt.retryAfterMs);
-      const again = () => {
-        deliver(id, reply, attempts + 1, attempt.partsSent).catch((err: unknown) =>
-          logger.error({ err: (err as Error).message }, 'heartbeat delivery crashed'),
-        );
-      };
-      setTimeout(again, delay).unref();
-      return;
-    }
-    await recordDelivery(store, {
-      ...base,
-      ...target,
-      state: attempt.outcome === 'retry' ? 'dead' : 'failed',
-      error: reason,
-    });
-    logger.warn({ heartbeatId: id, channel: route.channel, reason }, 'heartbeat delivery failed');
-    // The reason carries the product's answer: wrapped, as everything not written by hookgate.
-    await store.addEvent({
-      sessionKey: settings.mainKey,
-      text: `Heartbeat reply could not be delivered to ${route.channel}:\n${wrapUntrusted(reason.slice(0, 1000), 'Delivery error').text}`,
-      source: 'delivery',
-      trusted: false,
-    });
-  }
-
   function launch(reason: string): void {
     waiting = false;
-    delay = undefined;
+    windowTimer = undefined;
     launchedNow();
-    if (stopped) return;
+    // Shutdown aborts the signal before it stops the heartbeat: no new turn starts then.
+    if (stopped || deps.signal.aborted) return;
+    // The lead may have moved while this waited for its window: the new leader runs it.
+    if (deps.leading && !deps.leading()) {
+      if (nowAsked) deps.forward?.(reason);
+      return;
+    }
     lastStart = performance.now();
     running = runOnce(reason)
       .catch((err: unknown) => {
@@ -249,11 +186,10 @@ export function createHeartbeat(deps: {
       })
       .then((more) => {
         running = undefined;
-        // Shutdown aborts the signal before it stops the heartbeat: no new turn starts then.
         if (stopped || deps.signal.aborted) return;
         // A wake that asked for a heartbeat now, behind a full batch of older events, gets the
-        // next one at once rather than at the next scheduled check.
-        // Requests that came while it ran wait for the window; events left for want of room do not.
+        // next one at once rather than at the next scheduled check; requests that came while
+        // it ran wait for the window.
         if (again || more) requestNow(more ? 'backlog' : 'coalesced');
         again = false;
       });
@@ -272,15 +208,24 @@ export function createHeartbeat(deps: {
       again = true;
       return;
     }
-    if (waiting) return;
-    waiting = true;
-    ({ promise: launched, resolve: launchedNow } = Promise.withResolvers<void>());
     // The schedule's checks and a backlog's next batch never wait for the window.
     const wait =
       scheduled || reason === 'backlog' ? 0 : lastStart + settings.coalesceMs - performance.now();
+    if (waiting) {
+      // One waiting for the window starts now if this one may not wait.
+      if (wait <= 0 && windowTimer) {
+        clearTimeout(windowTimer);
+        windowTimer = undefined;
+        setImmediate(() => launch(reason));
+      }
+      return;
+    }
+    waiting = true;
+    ({ promise: launched, resolve: launchedNow } = Promise.withResolvers<void>());
     if (wait > 0) {
-      delay = setTimeout(() => launch(reason), wait);
-      delay.unref();
+      // Unref'd: a heartbeat waiting for its window does not keep the process alive.
+      windowTimer = setTimeout(() => launch(reason), wait);
+      windowTimer.unref();
     } else setImmediate(() => launch(reason));
   }
 
@@ -302,9 +247,9 @@ export function createHeartbeat(deps: {
       if (timer) clearInterval(timer);
       if (task) await task.destroy();
       // A heartbeat waiting for its window does not start now (none starts once shutdown began).
-      if (delay) {
-        clearTimeout(delay);
-        delay = undefined;
+      if (windowTimer) {
+        clearTimeout(windowTimer);
+        windowTimer = undefined;
         waiting = false;
         launchedNow();
       }

@@ -21,6 +21,9 @@ export function testHeartbeat(options: {
   /** The coalescing window (default 0: a heartbeat asked for starts at once). */
   coalesceMs?: number;
   signal?: AbortSignal;
+  /** Whether this instance leads (default: always), and where it hands requests when not. */
+  leading?: () => boolean;
+  forward?: (reason: string) => void;
 }): TestHeartbeat {
   const temp = tempDir();
   const store = SqliteRuntimeStore.open(temp.dir);
@@ -41,6 +44,8 @@ export function testHeartbeat(options: {
     },
     logger: options.logger,
     signal: options.signal ?? new AbortController().signal,
+    ...(options.leading && { leading: options.leading }),
+    ...(options.forward && { forward: options.forward }),
   });
   return {
     heartbeat,
