@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Accepted } from '../engine/actions.ts';
 import { createLedger, type KeyClaim } from '../engine/dispatcher.ts';
-import { HookError } from '../engine/errors.ts';
+import type { HookError } from '../engine/errors.ts';
 import type { Exchange } from '../engine/ingress/exchange.ts';
 import { replayAnswer } from '../engine/ingress/replay.ts';
 import type { ActionStore } from '../engine/queue/action-store.ts';
