@@ -205,7 +205,7 @@ describe('other interruptions', () => {
     const res = await postHook(
       server.url,
       'wake',
-      { text: 'SPAWN check the queue', mode: 'now' },
+      { text: 'SPAWN HOLD check the queue', mode: 'now' },
       { token: TOKEN },
     );
     expect(res.status).toBe(200);
@@ -226,6 +226,69 @@ describe('other interruptions', () => {
       `the old heartbeat runner (pid ${beat.pid}) and its child (pid ${beat.childPid}) to be gone`,
       () => [beat.pid, beat.childPid as number].every((pid) => !isRunning(pid)),
     );
+  });
+
+  it('a heartbeat asked for now that a SIGKILL cut short runs at the next start, with the events it missed', async () => {
+    const { file, dataDir } = setup();
+    let server = await serve(file);
+    const res = await postHook(
+      server.url,
+      'wake',
+      { text: 'HOLD check the deploy', mode: 'now' },
+      { token: TOKEN },
+    );
+    expect(res.status).toBe(200);
+    await waitFor('the heartbeat to start', () =>
+      readRecords(record).find((entry) => entry.kind === 'heartbeat'),
+    );
+    await sigkill(server);
+    // The next heartbeat's agent answers at once.
+    writeFileSync(`${record}.release`, '');
+
+    server = await serve(file);
+    const ended = await waitFor('a heartbeat to end after the restart', () =>
+      readRecords(record).find((entry) => entry.kind === 'heartbeat' && entry.phase === 'end'),
+    );
+    expect(ended.message).toContain('check the deploy');
+    await waitFor(
+      'the resumed heartbeat to be recorded done',
+      () => query(dataDir, "SELECT reason FROM heartbeats WHERE state = 'done'").length === 1,
+    );
+    expect(query(dataDir, "SELECT reason FROM heartbeats WHERE state = 'done'")).toEqual([
+      { reason: 'resumed' },
+    ]);
+  });
+
+  it('events that wait for the next heartbeat still wait after a restart: no heartbeat at start', async () => {
+    const { file } = setup();
+    let server = await serve(file);
+    const quiet = await postHook(
+      server.url,
+      'wake',
+      { text: 'quiet note', mode: 'next-heartbeat' },
+      { token: TOKEN },
+    );
+    expect(quiet.status).toBe(200);
+    await sigkill(server);
+
+    server = await serve(file);
+    // A heartbeat the start had asked for would run before this one, with the quiet note alone.
+    const marker = await postHook(
+      server.url,
+      'wake',
+      { text: 'marker now', mode: 'now' },
+      { token: TOKEN },
+    );
+    expect(marker.status).toBe(200);
+    await waitFor('the marker’s heartbeat to end', () =>
+      readRecords(record).find((entry) => entry.kind === 'heartbeat' && entry.phase === 'end'),
+    );
+    const beats = readRecords(record).filter(
+      (entry) => entry.kind === 'heartbeat' && entry.phase === 'start',
+    );
+    expect(beats).toHaveLength(1);
+    expect(beats[0]?.message).toContain('quiet note');
+    expect(beats[0]?.message).toContain('marker now');
   });
 
   it('a run whose end could not be written runs again after a restart, its turns in history once', async () => {

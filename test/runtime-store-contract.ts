@@ -453,6 +453,70 @@ export function describeRuntimeStore(
       });
     });
 
+    describe('pendingAskedNow', () => {
+      it('true while a pending event came from a wake or run that asked for a heartbeat now', async () => {
+        expect(await store.pendingAskedNow(MAIN)).toBe(false);
+        const later = wakeAction('later', { mode: 'next-heartbeat' });
+        await env.accept([later]);
+        await store.applyWakes(MAIN, 10);
+        // Events that asked for nothing, or came from no action, ask for no heartbeat.
+        await store.addEvent({ sessionKey: MAIN, text: 'note', source: 'delivery', trusted: true });
+        expect(await store.pendingAskedNow(MAIN)).toBe(false);
+
+        const now = wakeAction('now', { mode: 'now' });
+        await env.accept([now]);
+        await store.applyWakes(MAIN, 10);
+        expect(await store.pendingAskedNow(MAIN)).toBe(true);
+        expect(await store.pendingAskedNow('hook:other')).toBe(false);
+
+        const done = await store.startHeartbeat('wake');
+        const seqs = (await store.pendingEvents(MAIN, 10)).map((event) => event.seq);
+        await store.finishHeartbeat(done, { state: 'done', events: seqs, reply: 'ok', ack: true });
+        expect(await store.pendingAskedNow(MAIN)).toBe(false);
+
+        // An agent run's summary, its run having asked with wakeMode.
+        const run = { ...agentAction('hook:asks'), wakeMode: 'now' as const };
+        await env.accept([run]);
+        const [row] = await store.claimHeads(1, NOBODY);
+        expect(row?.id).toBe(run.id);
+        await store.finish(
+          claimOf(row as RunRow),
+          'done',
+          { status: 'ok', reply: 'r' },
+          {
+            sessionKey: MAIN,
+            text: 'summary',
+            source: 'hook-summary',
+            actionId: run.id,
+            trusted: false,
+          },
+        );
+        expect(await store.pendingAskedNow(MAIN)).toBe(true);
+      });
+
+      it('a nested "mode" in a run’s content asks for nothing', async () => {
+        const run = {
+          ...agentAction('hook:nested', '{"mode":"now"}'),
+          wakeMode: 'next-heartbeat' as const,
+        };
+        await env.accept([run]);
+        const [row] = await store.claimHeads(1, NOBODY);
+        await store.finish(
+          claimOf(row as RunRow),
+          'done',
+          { status: 'ok', reply: 'r' },
+          {
+            sessionKey: MAIN,
+            text: 'summary',
+            source: 'hook-summary',
+            actionId: run.id,
+            trusted: false,
+          },
+        );
+        expect(await store.pendingAskedNow(MAIN)).toBe(false);
+      });
+    });
+
     describe('reading runs', () => {
       it('runs newest first (with a state filter), run by id, states of known ids', async () => {
         const a = agentAction('hook:a');

@@ -206,6 +206,12 @@ export interface SessionStore {
   addEvent(event: NewEvent): Promise<void>;
   /** Events no heartbeat has consumed yet, oldest first. */
   pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]>;
+  /**
+   * Whether a pending event of the session came from an action that asked for a heartbeat now
+   * (a wake with `mode: now`, an agent run with `wakeMode: now`). That request lives in
+   * memory: a process that starts, or an instance that takes the lead, asks again for one.
+   */
+  pendingAskedNow(sessionKey: string): Promise<boolean>;
   /** Events of a session, newest first (pending and consumed). */
   events(sessionKey: string, limit: number): Promise<SystemEvent[]>;
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */

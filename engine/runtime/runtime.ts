@@ -106,6 +106,9 @@ export async function startRuntime(
   };
   let loop: LeadershipLoop | undefined;
   const leading = () => loop?.leading() ?? false;
+  // A heartbeat asked for now that the previous process (or leader) never ran: asked again once
+  // this instance leads.
+  let resume = false;
   // A wake here that asks for a heartbeat now reaches the leader through the store: at most one
   // request per leader poll, the last one deferred rather than dropped (a flood of wakes must not
   // write a request each; the leader coalesces them into one heartbeat anyway).
@@ -163,12 +166,21 @@ export async function startRuntime(
     // A new leader first ends what a dead leader's heartbeat left running.
     gained: async () => {
       for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
+      try {
+        if (!(await store.pendingAskedNow(mainKey))) return;
+      } catch (err) {
+        logger.warn({ err: (err as Error).message }, 'pending heartbeat requests not read');
+        return;
+      }
+      if (loop) heartbeat.requestNow('resumed');
+      else resume = true;
     },
     checked: async () => {
       lastChannel = (await store.lastRoute(mainKey))?.channel;
     },
     logger,
   });
+  if (resume) heartbeat.requestNow('resumed');
   const retentionMs = config.store.retentionDays * 24 * 60 * 60 * 1000;
   const pruneTimer = setInterval(() => {
     if (!leading()) return;

@@ -135,6 +135,16 @@ export async function insertDelivery(
   return id;
 }
 
+/** Whether a stored action's own fields ask for a heartbeat now. */
+function askedNow(json: string): boolean {
+  try {
+    const action = JSON.parse(json) as { mode?: unknown; wakeMode?: unknown } | null;
+    return action?.mode === 'now' || action?.wakeMode === 'now';
+  } catch {
+    return false;
+  }
+}
+
 /** Session records over a pool; the runtime store adds the action lifecycle. */
 export class PostgresSessionRecords implements SessionStore {
   protected readonly pool: pg.Pool;
@@ -154,6 +164,19 @@ export class PostgresSessionRecords implements SessionStore {
       [sessionKey, limit],
     );
     return rows.map(toEvent);
+  }
+
+  async pendingAskedNow(sessionKey: string): Promise<boolean> {
+    // Candidates by their text, then each one's own fields read: an action's text is JSON
+    // hookgate wrote, but a nested "mode" (in a payload) must not count, nor a damaged row.
+    const { rows } = await this.pool.query<{ action: string }>(
+      `SELECT a.action FROM system_events e JOIN actions a ON a.id = e.action_id
+       WHERE e.session_key = $1 AND e.consumed_by IS NULL
+         AND (a.action LIKE '%"mode":"now"%' OR a.action LIKE '%"wakeMode":"now"%')
+       LIMIT 100`,
+      [sessionKey],
+    );
+    return rows.some(({ action }) => askedNow(action));
   }
 
   async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {

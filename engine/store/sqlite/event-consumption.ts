@@ -38,6 +38,18 @@ export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM
   WHERE ${PENDING}
   ORDER BY seq LIMIT ?2`;
 
+/**
+ * Whether a pending event of a session (?1 session key) came from an action that asked for a
+ * heartbeat now: a wake's `mode` or an agent run's `wakeMode`, read from its stored JSON (a row
+ * that is not JSON asks for nothing).
+ */
+export const PENDING_ASKED_NOW = `SELECT 1 FROM system_events e CROSS JOIN actions a ON a.id = e.action_id
+  WHERE e.seq IN (SELECT seq FROM system_events WHERE ${PENDING})
+    AND CASE WHEN json_valid(a.action)
+      THEN coalesce(json_extract(a.action, '$.mode'), json_extract(a.action, '$.wakeMode')) = 'now'
+      ELSE 0 END
+  LIMIT 1`;
+
 /** How many events of a session are pending (?1 session key). */
 export const PENDING_COUNT = `SELECT count(*) AS n FROM system_events WHERE ${PENDING}`;
 

@@ -18,7 +18,13 @@ import type {
   Turn,
   TurnOwner,
 } from '../../runtime/runtime-store.ts';
-import { consumeEvents, eventOf, PENDING_EVENTS, SESSION_EVENTS } from './event-consumption.ts';
+import {
+  consumeEvents,
+  eventOf,
+  PENDING_ASKED_NOW,
+  PENDING_EVENTS,
+  SESSION_EVENTS,
+} from './event-consumption.ts';
 
 export type Row = Record<string, string | number | null>;
 
@@ -158,6 +164,10 @@ export class SqliteSessionRecords implements SessionStore {
   /** Events no heartbeat has consumed yet, oldest first. */
   async pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]> {
     return this.arrays(PENDING_EVENTS).all(sessionKey, limit).map(eventOf);
+  }
+
+  async pendingAskedNow(sessionKey: string): Promise<boolean> {
+    return this.statement(PENDING_ASKED_NOW).get(sessionKey) !== undefined;
   }
 
   /** Events of a session, newest first (pending and consumed). */
