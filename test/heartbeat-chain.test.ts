@@ -8,10 +8,13 @@
  * over the real SQLite runtime store, with a runner that records what it
  * was sent.
  */
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Heartbeat } from '../engine/runtime/heartbeat.ts';
 import type { Runner, RunResult } from '../engine/runtime/runners/runner.ts';
+import { STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import type { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { testHeartbeat } from './helpers/heartbeat.ts';
 
@@ -28,12 +31,18 @@ type Setup = {
   sent: number[];
   /** When each heartbeat reached the runner (performance.now()). */
   startedAt: number[];
+  /** The store's data directory. */
+  dir: string;
 };
 
 /** A heartbeat over a fresh store holding `pending` events; `answer` is the runner's reply. */
 async function setup(
   pending: number,
-  answer: (call: number, controller: AbortController) => RunResult | Promise<RunResult>,
+  answer: (
+    call: number,
+    controller: AbortController,
+    store: SqliteRuntimeStore,
+  ) => RunResult | Promise<RunResult>,
   coalesceMs = 0,
   lead: { leading?: () => boolean; forward?: (reason: string) => void } = {},
 ): Promise<Setup & { controller: AbortController }> {
@@ -44,10 +53,10 @@ async function setup(
     run: async (input) => {
       startedAt.push(performance.now());
       sent.push(input.message.split('\n').filter((line) => line.startsWith('System:')).length);
-      return answer(sent.length, controller);
+      return answer(sent.length, controller, opened.store);
     },
   };
-  const { heartbeat, store, close } = testHeartbeat({
+  const opened = testHeartbeat({
     runner,
     logger: pino({ level: 'silent' }),
     maxEvents: BATCH,
@@ -55,10 +64,11 @@ async function setup(
     signal: controller.signal,
     ...lead,
   });
+  const { heartbeat, store, dir, close } = opened;
   cleanups.push(close);
   for (let i = 0; i < pending; i++)
     await store.addEvent({ sessionKey: 'main', text: `event ${i}`, source: 'wake', trusted: true });
-  return { heartbeat, store, sent, startedAt, controller };
+  return { heartbeat, store, sent, startedAt, controller, dir };
 }
 
 const ack = (): RunResult => ({ status: 'ok', reply: 'HEARTBEAT_OK' });
@@ -238,5 +248,26 @@ describe('the coalescing window', () => {
     await heartbeat.idle();
     expect(sent).toEqual([1]);
     expect(forwarded).toEqual(['hook']);
+  });
+
+  it('a heartbeat failed by a new leader while it ran: its end changes nothing, its reply is not delivered', async () => {
+    const { heartbeat, store, sent, dir } = await setup(2, async (_call, _controller, runStore) => {
+      // Another instance took the lead meanwhile and failed this heartbeat.
+      await runStore.recoverHeartbeats();
+      return { status: 'ok', reply: 'Attention: the deploy failed.' };
+    });
+    heartbeat.requestNow('wake');
+    await heartbeat.idle();
+    expect(sent).toEqual([2]);
+    // Still pending, for the heartbeat the new leader runs; and no delivery was recorded.
+    expect(await stillPending(store)).toBe(2);
+    const db = new DatabaseSync(path.join(dir, STORE_FILE), { readOnly: true });
+    try {
+      expect(
+        db.prepare("SELECT count(*) AS n FROM deliveries WHERE source = 'heartbeat'").get(),
+      ).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
   });
 });

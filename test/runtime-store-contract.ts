@@ -462,6 +462,15 @@ export function describeRuntimeStore(
         // Events that asked for nothing, or came from no action, ask for no heartbeat.
         await store.addEvent({ sessionKey: MAIN, text: 'note', source: 'delivery', trusted: true });
         expect(await store.pendingAskedNow(MAIN)).toBe(false);
+        // Nor an event whose action is gone.
+        await store.addEvent({
+          sessionKey: MAIN,
+          text: 'orphan',
+          source: 'hook-summary',
+          actionId: 'no-such-action',
+          trusted: false,
+        });
+        expect(await store.pendingAskedNow(MAIN)).toBe(false);
 
         const now = wakeAction('now', { mode: 'now' });
         await env.accept([now]);
@@ -471,7 +480,14 @@ export function describeRuntimeStore(
 
         const done = await store.startHeartbeat('wake');
         const seqs = (await store.pendingEvents(MAIN, 10)).map((event) => event.seq);
-        await store.finishHeartbeat(done, { state: 'done', events: seqs, reply: 'ok', ack: true });
+        expect(
+          await store.finishHeartbeat(done, {
+            state: 'done',
+            events: seqs,
+            reply: 'ok',
+            ack: true,
+          }),
+        ).toBe(true);
         expect(await store.pendingAskedNow(MAIN)).toBe(false);
 
         // An agent run's summary, its run having asked with wakeMode.
@@ -864,6 +880,19 @@ export function describeRuntimeStore(
         expect(rows.get(done)).toMatchObject({ state: 'done', reply: 'ok' });
         expect(await store.pendingEvents(MAIN, 10)).toEqual([event]);
         expect(await store.recoverHeartbeats()).toEqual([]);
+        // Its own end, arriving late, changes nothing: the events stay for the next heartbeat.
+        expect(
+          await store.finishHeartbeat(ungrouped, {
+            state: 'done',
+            events: [(event as { seq: number }).seq],
+            reply: 'late',
+            ack: false,
+          }),
+        ).toBe(false);
+        expect(await store.pendingEvents(MAIN, 10)).toEqual([event]);
+        expect((await store.heartbeats(10)).find((row) => row.id === ungrouped)).toMatchObject({
+          state: 'failed',
+        });
       });
 
       it('recordDelivery returns a new id each time', async () => {

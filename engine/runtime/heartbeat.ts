@@ -161,7 +161,18 @@ export function createHeartbeat(deps: {
     // not in its history, which would otherwise send its (consumed) events with every later
     // heartbeat; under a flood of wakes that made up most of the CPU per wake.
     if (!ack) await store.addTurns(owner, id, message, result.reply);
-    await store.finishHeartbeat(id, { state: 'done', events: seqs, reply: result.reply, ack });
+    const finished = await store.finishHeartbeat(id, {
+      state: 'done',
+      events: seqs,
+      reply: result.reply,
+      ack,
+    });
+    // Failed meanwhile by the instance that took the lead: it runs the events again and
+    // delivers its own reply; delivering this one too would send the agent's answer twice.
+    if (!finished) {
+      logger.warn({ heartbeatId: id }, 'heartbeat taken over: its reply is not delivered');
+      return false;
+    }
     if (!ack) await deliver(id, result.reply);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
     return servesNow && read.length > events.length;
@@ -176,6 +187,7 @@ export function createHeartbeat(deps: {
     // The lead may have moved while this waited for its window: the new leader runs it.
     if (deps.leading && !deps.leading()) {
       if (nowAsked) deps.forward?.(reason);
+      nowAsked = false;
       return;
     }
     lastStart = performance.now();

@@ -20,7 +20,7 @@ export type LeadershipDeps = {
   /** How long a lead lasts without renewal. */
   leaseMs: number;
   everyMs: number;
-  /** Just became the leader: end what a previous leader's heartbeat left running. */
+  /** Just became the leader: take over what a previous leader's heartbeat left. */
   gained: () => Promise<void>;
   /** After each check (whatever its outcome). */
   checked?: () => Promise<void>;

@@ -85,6 +85,14 @@ export type Turn = {
   createdAt: string;
 };
 
+/**
+ * The pending events a start reads for a lost request for a heartbeat now: the oldest (a
+ * heartbeat's batch, taken by one a crash interrupted) and the newest (accepted just before
+ * the crash, their heartbeat waiting for its turn or its window); a backlog between them is not
+ * read, so a start stays quick whatever its size.
+ */
+export const ASKED_NOW_READ = { oldest: 100, newest: 5_000 } as const;
+
 /** A heartbeat record, as `hookgate heartbeats --json` prints it. */
 export type HeartbeatRow = {
   id: string;
@@ -207,9 +215,10 @@ export interface SessionStore {
   /** Events no heartbeat has consumed yet, oldest first. */
   pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]>;
   /**
-   * Whether a pending event of the session came from an action that asked for a heartbeat now
-   * (a wake with `mode: now`, an agent run with `wakeMode: now`). That request lives in
-   * memory: a process that starts, or an instance that takes the lead, asks again for one.
+   * Whether one of the session's oldest or newest pending events (ASKED_NOW_READ) came from an
+   * action that asked for a heartbeat now (a wake with `mode: now`, an agent run with
+   * `wakeMode: now`). That request lives in memory: a process that starts, or an instance that
+   * takes the lead, asks again for one.
    */
   pendingAskedNow(sessionKey: string): Promise<boolean>;
   /** Events of a session, newest first (pending and consumed). */
@@ -227,7 +236,7 @@ export interface SessionStore {
   /** Heartbeats left running by a previous leader are failed (their events stay pending); their runner groups. */
   recoverHeartbeats(): Promise<number[]>;
   /** Close a heartbeat record; on success mark the events it included as consumed. */
-  finishHeartbeat(id: string, result: HeartbeatResult): Promise<void>;
+  finishHeartbeat(id: string, result: HeartbeatResult): Promise<boolean>;
   /** Heartbeat records, newest first. */
   heartbeats(limit: number): Promise<HeartbeatRow[]>;
   /** Record a delivery's final outcome (sent, failed, skipped or dead); returns its id. */

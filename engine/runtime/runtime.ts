@@ -107,8 +107,19 @@ export async function startRuntime(
   let loop: LeadershipLoop | undefined;
   const leading = () => loop?.leading() ?? false;
   // A heartbeat asked for now that the previous process (or leader) never ran: asked again once
-  // this instance leads.
+  // this instance leads. Not awaited by the lead's check, whose renewal must not wait for it.
   let resume = false;
+  const resumeIfAsked = (): void => {
+    store.pendingAskedNow(mainKey).then(
+      (asked) => {
+        if (!asked) return;
+        if (loop) heartbeat.requestNow('resumed');
+        else resume = true;
+      },
+      (err: unknown) =>
+        logger.warn({ err: (err as Error).message }, 'pending heartbeat requests not read'),
+    );
+  };
   // A wake here that asks for a heartbeat now reaches the leader through the store: at most one
   // request per leader poll, the last one deferred rather than dropped (a flood of wakes must not
   // write a request each; the leader coalesces them into one heartbeat anyway).
@@ -163,17 +174,14 @@ export async function startRuntime(
     leadership: store.leadership,
     leaseMs: config.store.leaseSeconds * 1000,
     everyMs: LEAD_EVERY_MS,
-    // A new leader first ends what a dead leader's heartbeat left running.
+    // A new leader ends what a dead leader's heartbeat left running, then asks again for a
+    // heartbeat now that one asked for and never got.
     gained: async () => {
-      for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
       try {
-        if (!(await store.pendingAskedNow(mainKey))) return;
-      } catch (err) {
-        logger.warn({ err: (err as Error).message }, 'pending heartbeat requests not read');
-        return;
+        for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
+      } finally {
+        resumeIfAsked();
       }
-      if (loop) heartbeat.requestNow('resumed');
-      else resume = true;
     },
     checked: async () => {
       lastChannel = (await store.lastRoute(mainKey))?.channel;

@@ -19,7 +19,8 @@ export function encodeFrame(value: unknown): Buffer {
 /**
  * A writer of frames that sends those written in one event-loop turn in one write: under load
  * one system call (and one wake-up of the reading process) carries many calls, not one each.
- * The turn's frames leave before the next turn's I/O is polled. Not for a transform process's
+ * They leave in the loop's check phase (setImmediate): for calls made while reading requests,
+ * before the next poll for I/O. Not for a transform process's
  * answers: its calls run back to back in one turn, and an answer must not wait for the calls
  * after it.
  */

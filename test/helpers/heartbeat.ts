@@ -10,7 +10,13 @@ import type { Runner } from '../../engine/runtime/runners/runner.ts';
 import { SqliteRuntimeStore } from '../../engine/store/sqlite/runtime-store.ts';
 import { tempDir } from './hookgate.ts';
 
-export type TestHeartbeat = { heartbeat: Heartbeat; store: SqliteRuntimeStore; close(): void };
+export type TestHeartbeat = {
+  heartbeat: Heartbeat;
+  store: SqliteRuntimeStore;
+  /** The store's data directory. */
+  dir: string;
+  close(): void;
+};
 
 /** Start a heartbeat over a fresh store; `close` closes the store and removes the directory. */
 export function testHeartbeat(options: {
@@ -50,6 +56,7 @@ export function testHeartbeat(options: {
   return {
     heartbeat,
     store,
+    dir: temp.dir,
     close() {
       store.close();
       temp.cleanup();

@@ -7,15 +7,16 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import type {
-  DeliveryRecord,
-  HeartbeatResult,
-  HeartbeatRow,
-  NewEvent,
-  SessionStore,
-  SystemEvent,
-  Turn,
-  TurnOwner,
+import {
+  ASKED_NOW_READ,
+  type DeliveryRecord,
+  type HeartbeatResult,
+  type HeartbeatRow,
+  type NewEvent,
+  type SessionStore,
+  type SystemEvent,
+  type Turn,
+  type TurnOwner,
 } from '../../runtime/runtime-store.ts';
 import { inTransaction } from './pool.ts';
 import { isoTime } from './run-rows.ts';
@@ -135,16 +136,6 @@ export async function insertDelivery(
   return id;
 }
 
-/** Whether a stored action's own fields ask for a heartbeat now. */
-function askedNow(json: string): boolean {
-  try {
-    const action = JSON.parse(json) as { mode?: unknown; wakeMode?: unknown } | null;
-    return action?.mode === 'now' || action?.wakeMode === 'now';
-  } catch {
-    return false;
-  }
-}
-
 /** Session records over a pool; the runtime store adds the action lifecycle. */
 export class PostgresSessionRecords implements SessionStore {
   protected readonly pool: pg.Pool;
@@ -167,16 +158,20 @@ export class PostgresSessionRecords implements SessionStore {
   }
 
   async pendingAskedNow(sessionKey: string): Promise<boolean> {
-    // Candidates by their text, then each one's own fields read: an action's text is JSON
-    // hookgate wrote, but a nested "mode" (in a payload) must not count, nor a damaged row.
-    const { rows } = await this.pool.query<{ action: string }>(
-      `SELECT a.action FROM system_events e JOIN actions a ON a.id = e.action_id
-       WHERE e.session_key = $1 AND e.consumed_by IS NULL
-         AND (a.action LIKE '%"mode":"now"%' OR a.action LIKE '%"wakeMode":"now"%')
-       LIMIT 100`,
-      [sessionKey],
+    // As the SQLite store reads it: the stored action's text holds the field exactly.
+    const { rows } = await this.pool.query<{ asked: boolean }>(
+      `WITH read AS (
+         (SELECT action_id FROM system_events WHERE session_key = $1 AND consumed_by IS NULL
+          ORDER BY seq LIMIT $2)
+         UNION ALL
+         (SELECT action_id FROM system_events WHERE session_key = $1 AND consumed_by IS NULL
+          ORDER BY seq DESC LIMIT $3))
+       SELECT EXISTS (SELECT 1 FROM read JOIN actions a ON a.id = read.action_id
+         WHERE strpos(a.action, '"mode":"now"') > 0 OR strpos(a.action, '"wakeMode":"now"') > 0
+       ) AS asked`,
+      [sessionKey, ASKED_NOW_READ.oldest, ASKED_NOW_READ.newest],
     );
-    return rows.some(({ action }) => askedNow(action));
+    return rows[0]?.asked === true;
   }
 
   async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {
@@ -249,8 +244,8 @@ export class PostgresSessionRecords implements SessionStore {
     );
   }
 
-  async finishHeartbeat(id: string, result: HeartbeatResult): Promise<void> {
-    await inTransaction(this.pool, async (client) => {
+  async finishHeartbeat(id: string, result: HeartbeatResult): Promise<boolean> {
+    return inTransaction(this.pool, async (client) => {
       // Only a heartbeat still running: one a new leader failed (its leader was taken for dead)
       // keeps that record, and consumes nothing.
       const { rowCount } = await client.query(
@@ -271,6 +266,7 @@ export class PostgresSessionRecords implements SessionStore {
           [id, result.events],
         );
       }
+      return rowCount !== 0;
     });
   }
 

@@ -7,7 +7,7 @@
  * any set that is not the oldest pending ones, are marked in consumed_by).
  */
 import type { SQLOutputValue, StatementSync } from 'node:sqlite';
-import type { SystemEvent } from '../../runtime/runtime-store.ts';
+import { ASKED_NOW_READ, type SystemEvent } from '../../runtime/runtime-store.ts';
 
 type Prepare = (sql: string) => StatementSync;
 
@@ -39,15 +39,17 @@ export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM
   ORDER BY seq LIMIT ?2`;
 
 /**
- * Whether a pending event of a session (?1 session key) came from an action that asked for a
- * heartbeat now: a wake's `mode` or an agent run's `wakeMode`, read from its stored JSON (a row
- * that is not JSON asks for nothing).
+ * Whether an event among a session's oldest and newest pending ones (?1 session key) came from
+ * an action that asked for a heartbeat now. Those are where a lost request lies: the oldest are
+ * what an interrupted heartbeat had taken, the newest what was accepted just before a crash; the
+ * rest of a long backlog is not read. The stored action is JSON hookgate wrote, whose top-level
+ * keys its schema fixes and whose strings escape their quotes, so the text `"mode":"now"` (a
+ * wake) or `"wakeMode":"now"` (a run) in it is that field and nothing else.
  */
 export const PENDING_ASKED_NOW = `SELECT 1 FROM system_events e CROSS JOIN actions a ON a.id = e.action_id
-  WHERE e.seq IN (SELECT seq FROM system_events WHERE ${PENDING})
-    AND CASE WHEN json_valid(a.action)
-      THEN coalesce(json_extract(a.action, '$.mode'), json_extract(a.action, '$.wakeMode')) = 'now'
-      ELSE 0 END
+  WHERE (e.seq IN (SELECT seq FROM system_events WHERE ${PENDING} ORDER BY seq LIMIT ${ASKED_NOW_READ.oldest})
+    OR e.seq IN (SELECT seq FROM system_events WHERE ${PENDING} ORDER BY seq DESC LIMIT ${ASKED_NOW_READ.newest}))
+  AND (instr(a.action, '"mode":"now"') > 0 OR instr(a.action, '"wakeMode":"now"') > 0)
   LIMIT 1`;
 
 /** How many events of a session are pending (?1 session key). */

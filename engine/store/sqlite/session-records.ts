@@ -244,10 +244,11 @@ export class SqliteSessionRecords implements SessionStore {
   }
 
   /** Close a heartbeat record; on success mark the events it included as consumed. */
-  async finishHeartbeat(id: string, result: HeartbeatResult): Promise<void> {
+  async finishHeartbeat(id: string, result: HeartbeatResult): Promise<boolean> {
     return this.batched(() => {
-      this.statement(
-        'UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ? WHERE id = ?',
+      // Only a heartbeat still running: one a restart failed keeps that record.
+      const { changes } = this.statement(
+        "UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ? WHERE id = ? AND state = 'running'",
       ).run(
         result.state,
         now(),
@@ -257,7 +258,9 @@ export class SqliteSessionRecords implements SessionStore {
         result.error ?? null,
         id,
       );
+      if (Number(changes) === 0) return false;
       if (result.state === 'done') consumeEvents((sql) => this.statement(sql), id, result.events);
+      return true;
     });
   }
 
