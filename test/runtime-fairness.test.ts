@@ -216,6 +216,22 @@ describe('a backlog in one session', () => {
   });
 });
 
+describe('every slot taken', () => {
+  it("a session's next run waits for an older head of another session", async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url }, 1);
+    const a1 = await env.post('agent', { message: 'HOLD a1', sessionKey: 'hook:a', ...QUIET });
+    await waitFor('a1 to reach the agent', () => agent.calls.length === 1, WAIT_MS);
+    const b1 = await env.post('agent', { message: 'b1', sessionKey: 'hook:b', ...QUIET });
+    const a2 = await env.post('agent', { message: 'a2', sessionKey: 'hook:a', ...QUIET });
+    agent.release();
+    for (const id of [a1, b1, a2])
+      expect((await waitForFinal(env.dataDir, id, WAIT_MS)).state).toBe('done');
+    // The one slot went to the oldest head when a1 ended: b1's, not a2 after a1 in its session.
+    expect(agent.calls.map((call) => call.runId)).toEqual([a1, b1, a2]);
+  });
+});
+
 describe('the main session', () => {
   it('main-session wakes are not delayed by a backlog', async () => {
     const agent = await gateAgent();

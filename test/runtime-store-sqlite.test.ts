@@ -9,7 +9,10 @@ import type { ActionStore } from '../engine/queue/action-store.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { tempDir } from './helpers/hookgate.ts';
-import { describeRuntimeStore } from './runtime-store-contract.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunRow } from '../engine/runtime/runtime-store.ts';
+import type { Action } from '../schemas/action.ts';
+import { agentAction, describeRuntimeStore } from './runtime-store-contract.ts';
 
 describeRuntimeStore(
   'SQLite',
@@ -43,3 +46,54 @@ describeRuntimeStore(
   },
   { shared: false },
 );
+
+describe('claimNext (the SQLite store runs writes and claims in the order asked)', () => {
+  const opened: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const close of opened.splice(0)) await close();
+  });
+  async function store() {
+    const { dir, cleanup } = tempDir('hookgate-claim-next-');
+    const accepting = await openSqliteStore(dir);
+    const runtime = SqliteRuntimeStore.open(dir);
+    opened.push(async () => {
+      await runtime.close();
+      await accepting.close();
+      cleanup();
+    });
+    const accept = async (actions: Action[]) => {
+      const outcome = await accepting.appendOrGet({ actions });
+      if (!outcome.stored) throw new Error('not stored');
+    };
+    return { runtime, accept };
+  }
+  const claim = (row: RunRow) => ({ id: row.id, attempts: row.attempts });
+
+  it('claims the session’s next run in the transaction that ends its current one', async () => {
+    const { runtime, accept } = await store();
+    const [a1, a2, b1] = [agentAction('hook:a'), agentAction('hook:a'), agentAction('hook:b')];
+    await accept([a1, a2, b1]);
+    const [first] = await runtime.claimHeads(1, new Set());
+    expect(first?.id).toBe(a1.id);
+    const ended = runtime.finish(claim(first as RunRow), 'done', { status: 'ok' });
+    const next = runtime.claimNext('hook:a');
+    expect(await ended).toBe(true);
+    expect((await next)?.id).toBe(a2.id);
+    expect((await runtime.run(a2.id))?.state).toBe('running');
+    expect((await runtime.run(b1.id))?.state).toBe('queued');
+  });
+
+  it('claims nothing while the current run did not end, or when the next one waits for its backoff', async () => {
+    const { runtime, accept } = await store();
+    const [a1, a2] = [agentAction('hook:a'), agentAction('hook:a')];
+    await accept([a1, a2]);
+    const [first] = await runtime.claimHeads(1, new Set());
+    // Its end not written (or undone): the session's head is still the running run.
+    expect(await runtime.claimNext('hook:a')).toBeUndefined();
+    expect((await runtime.run(a2.id))?.state).toBe('queued');
+    // Sent back to wait: the head is due later.
+    await runtime.requeue(claim(first as RunRow), 600_000, { status: 'retrying', reason: 'x' });
+    expect(await runtime.claimNext('hook:a')).toBeUndefined();
+    expect(await runtime.claimNext('hook:none')).toBeUndefined();
+  });
+});

@@ -65,13 +65,15 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
   /**
    * Deliver a reply (resuming after the parts already sent); the summary follows the final
    * outcome. `turns`: a fresh reply's turns, written with the first progress saved (or with the
-   * end), so a crash before that runs the turn again without having kept its turns.
+   * end), so a crash before that runs the turn again without having kept its turns. `ended`
+   * is called once the run's last write (its end or its requeue) is asked.
    */
   return async function deliverReply(
     row: RunRow,
     action: AgentAction,
     reply: string,
     turns?: RunTurns,
+    ended: () => void = () => undefined,
   ): Promise<void> {
     const previous = row.outcome?.delivery;
     const route = resolveRoute(
@@ -114,7 +116,7 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       recorded: DeliveryRecord,
       note?: string,
     ) => {
-      const ended = await store.finish(
+      const finished = store.finish(
         row,
         state,
         { status: 'ok', reply, delivery },
@@ -122,8 +124,9 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         unsaved,
         recorded,
       );
+      ended();
       // Taken over elsewhere (its lease expired): what this instance did is still on record.
-      if (ended) deliveryRecorded(recorded);
+      if (await finished) deliveryRecorded(recorded);
       else await recordDelivery(store, recorded);
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
     };
@@ -213,7 +216,9 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
     const reason = attempt.reason ?? 'unknown';
     if (attempt.outcome === 'retry' && !deps.stopped() && attempts < settings.retry.maxAttempts) {
       const delay = retryDelayMs(attempts, settings.retry, attempt.retryAfterMs);
-      await store.requeue(row, delay, progress(attempt.partsSent, attempt.parts));
+      const requeued = store.requeue(row, delay, progress(attempt.partsSent, attempt.parts));
+      ended();
+      await requeued;
       logger.warn(
         {
           actionId: action.id,
@@ -228,9 +233,11 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       return;
     }
     if (attempt.outcome === 'retry' && deps.stopped()) {
-      await store.requeue(row, 0, progress(attempt.partsSent, attempt.parts), {
+      const requeued = store.requeue(row, 0, progress(attempt.partsSent, attempt.parts), {
         refundAttempt: true,
       });
+      ended();
+      await requeued;
       return;
     }
     const state = attempt.outcome === 'retry' ? 'dead' : 'failed';

@@ -141,6 +141,13 @@ export interface RunQueue {
    */
   claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]>;
   /**
+   * Where the store runs its writes and claims in the order asked (one connection): claim the
+   * session's next run, its head if queued and due, in the transaction of the writes asked
+   * before (the end of the session's current run). Undefined when there is none, or when the
+   * current run's end did not take (its head is still that run).
+   */
+  claimNext?(sessionKey: string): Promise<RunRow | undefined>;
+  /**
    * Apply up to `limit` queued wakes, oldest first, in one transaction: each appends its text to
    * `mainKey` as an event and is done. Returns how many were applied and their modes.
    */

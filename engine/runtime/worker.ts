@@ -88,6 +88,7 @@ export function createActionWorker(deps: {
     kick: () => kick(),
     ...(deps.routeMoved && { routeMoved: deps.routeMoved }),
   });
+  // The sessions this instance runs now (each one run after another in its slot).
   const busy = new Map<string, Promise<void>>();
   // The runs this instance is running, by action id: the leases it keeps.
   const running = new Map<string, Claim>();
@@ -130,17 +131,40 @@ export function createActionWorker(deps: {
     if (room <= 0) return;
     for (const claimed of await store.claimHeads(room, new Set(busy.keys()))) {
       const session = claimed.action.kind === 'agent' ? claimed.action.sessionKey : '';
-      running.set(claimed.id, { id: claimed.id, attempts: claimed.attempts });
-      const work = execute(claimed)
-        .catch((err: unknown) =>
-          logger.error({ actionId: claimed.id, err: (err as Error).message }, 'action crashed'),
-        )
-        .finally(() => {
-          running.delete(claimed.id);
-          busy.delete(session);
-          kick();
-        });
+      const work = runSession(session, claimed).finally(() => {
+        busy.delete(session);
+        kick();
+      });
       busy.set(session, work);
+    }
+  }
+
+  /**
+   * Run a session's claimed action, then, while it has more and no other session waits for a
+   * slot, its next one: claimed in the transaction that ends the one before (where the store
+   * allows), with no pass over every session's heads. With every slot taken, the slot goes
+   * back to the oldest head of any session, by the next pass.
+   */
+  async function runSession(session: string, first: RunRow): Promise<void> {
+    let row: RunRow | undefined = first;
+    while (row) {
+      const current: RunRow = row;
+      running.set(current.id, { id: current.id, attempts: current.attempts });
+      let next: Promise<RunRow | undefined> | undefined;
+      const ended = () => {
+        if (store.claimNext && session !== '' && !stopped && busy.size < settings.concurrency)
+          next = store.claimNext(session);
+      };
+      try {
+        await execute(current, ended);
+      } catch (err) {
+        logger.error({ actionId: current.id, err: (err as Error).message }, 'action crashed');
+      }
+      running.delete(current.id);
+      row = await next?.catch((err: unknown) => {
+        logger.error({ stage: 'next run', err: (err as Error).message }, 'worker pass failed');
+        return undefined;
+      });
     }
   }
 
@@ -168,32 +192,45 @@ export function createActionWorker(deps: {
     }
   }
 
-  async function execute(row: RunRow): Promise<void> {
+  /** Run an action; `ended` is called once its last write (end or requeue) is asked. */
+  async function execute(row: RunRow, ended: () => void): Promise<void> {
     const action: Action = row.action;
-    if (action.kind === 'wake') return executeWake(row, action);
-    return executeAgent(row, action);
+    if (action.kind === 'wake') return executeWake(row, action, ended);
+    return executeAgent(row, action, ended);
   }
 
-  async function executeWake(row: RunRow, action: WakeAction): Promise<void> {
-    await store.finish(row, 'done', { status: 'ok' }, wakeEvent(action, settings.mainKey));
+  /** Ask for a run's last write, then say so (the write is queued before anything follows). */
+  function lastWrite<T>(write: Promise<T>, ended: () => void): Promise<T> {
+    ended();
+    return write;
+  }
+
+  async function executeWake(row: RunRow, action: WakeAction, ended: () => void): Promise<void> {
+    await lastWrite(
+      store.finish(row, 'done', { status: 'ok' }, wakeEvent(action, settings.mainKey)),
+      ended,
+    );
     if (action.mode === 'now') heartbeat.requestNow('wake');
   }
 
-  async function executeAgent(row: RunRow, action: AgentAction): Promise<void> {
+  async function executeAgent(row: RunRow, action: AgentAction, ended: () => void): Promise<void> {
     // A turn that already ran and was waiting for its delivery: redo only the delivery.
     if (row.outcome?.status === 'delivering' && row.outcome.reply !== undefined) {
-      return deliverReply(row, action, row.outcome.reply);
+      return deliverReply(row, action, row.outcome.reply, undefined, ended);
     }
     const started = performance.now();
     const result = await runTurn(row, action);
-    if (result.status === 'retry') return retryOrGiveUp(row, action, result, started);
+    if (result.status === 'retry') return retryOrGiveUp(row, action, result, started, ended);
     if (result.status !== 'ok') {
       ran(action, result.status === 'timeout' ? 'timeout' : 'failed', started);
-      await store.finish(
-        row,
-        'failed',
-        { status: result.status, reason: result.reason },
-        summaryEvent(settings.mainKey, action, result.status, result.reason),
+      await lastWrite(
+        store.finish(
+          row,
+          'failed',
+          { status: result.status, reason: result.reason },
+          summaryEvent(settings.mainKey, action, result.status, result.reason),
+        ),
+        ended,
       );
       logger.warn(
         { actionId: action.id, status: result.status, reason: result.reason },
@@ -212,17 +249,20 @@ export function createActionWorker(deps: {
     };
     // Ack-only replies are never delivered.
     if (!action.deliver || ack) {
-      await store.finish(
-        row,
-        'done',
-        { status: 'ok', reply: result.reply, ack },
-        summaryEvent(settings.mainKey, action, 'ok', result.reply),
-        turns,
+      await lastWrite(
+        store.finish(
+          row,
+          'done',
+          { status: 'ok', reply: result.reply, ack },
+          summaryEvent(settings.mainKey, action, 'ok', result.reply),
+          turns,
+        ),
+        ended,
       );
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
       return;
     }
-    return deliverReply(row, action, result.reply, turns);
+    return deliverReply(row, action, result.reply, turns, ended);
   }
 
   // The default agent as the current configuration has it (a reload may change it).
@@ -291,22 +331,29 @@ export function createActionWorker(deps: {
     action: AgentAction,
     result: Extract<RunResult, { status: 'retry' }>,
     started: number,
+    ended: () => void,
   ): Promise<void> {
     // Interrupted by our own shutdown: back to the queue, not counted against the attempts.
     if (stopped) {
       ran(action, 'interrupted', started);
-      await store.requeue(
-        row,
-        0,
-        { status: 'retrying', reason: result.reason },
-        { refundAttempt: true },
+      await lastWrite(
+        store.requeue(
+          row,
+          0,
+          { status: 'retrying', reason: result.reason },
+          { refundAttempt: true },
+        ),
+        ended,
       );
       return;
     }
     if (row.attempts < settings.retry.maxAttempts) {
       ran(action, 'retry', started);
       const delay = retryDelayMs(row.attempts, settings.retry, result.retryAfterMs);
-      await store.requeue(row, delay, { status: 'retrying', reason: result.reason });
+      await lastWrite(
+        store.requeue(row, delay, { status: 'retrying', reason: result.reason }),
+        ended,
+      );
       logger.warn(
         {
           actionId: action.id,
@@ -321,11 +368,14 @@ export function createActionWorker(deps: {
     }
     ran(action, 'dead', started);
     const reason = `gave up after ${row.attempts} attempts: ${result.reason}`;
-    await store.finish(
-      row,
-      'dead',
-      { status: 'error', reason },
-      summaryEvent(settings.mainKey, action, 'error', reason),
+    await lastWrite(
+      store.finish(
+        row,
+        'dead',
+        { status: 'error', reason },
+        summaryEvent(settings.mainKey, action, 'error', reason),
+      ),
+      ended,
     );
     logger.error({ actionId: action.id, reason }, 'agent run is dead');
     if (action.wakeMode === 'now') heartbeat.requestNow('hook');

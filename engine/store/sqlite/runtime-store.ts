@@ -58,6 +58,10 @@ const DUE_HEADS = (due: string) =>
 const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
 const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
 
+// A session's head when it is queued and due (?2 now): its next run.
+const NEXT_HEAD = `SELECT a.id FROM session_heads h CROSS JOIN actions a ON a.seq = h.head_seq
+  WHERE h.lane = ?1 AND h.not_before_ms <= ?2 AND a.state = 'queued'`;
+
 // From the index of rows not done: only the running rows are read.
 const RUNNING_SESSIONS = `SELECT DISTINCT session_key FROM actions INDEXED BY actions_open
   WHERE state = 'running' AND state <> 'done' AND session_key IS NOT NULL`;
@@ -167,6 +171,15 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
         if (row) claimed.push(row);
       }
       return claimed;
+    });
+  }
+
+  async claimNext(sessionKey: string): Promise<RunRow | undefined> {
+    return this.batched(() => {
+      const head = this.arrays(NEXT_HEAD).get(sessionKey, Date.now()) as
+        | SQLOutputValue[]
+        | undefined;
+      return head ? this.claimRow(head[0] as string) : undefined;
     });
   }
 
