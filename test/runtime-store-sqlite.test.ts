@@ -96,4 +96,32 @@ describe('claimNext (the SQLite store runs writes and claims in the order asked)
     expect(await runtime.claimNext('hook:a')).toBeUndefined();
     expect(await runtime.claimNext('hook:none')).toBeUndefined();
   });
+
+  it('claims nothing while a run of the session runs, even behind an older run sent back', async () => {
+    const { runtime, accept } = await store();
+    const [a1, a2] = [agentAction('hook:a'), agentAction('hook:a')];
+    await accept([a1, a2]);
+    const [first] = await runtime.claimHeads(1, new Set());
+    await runtime.finish(claim(first as RunRow), 'dead', { status: 'error', reason: 'gave up' });
+    const [second] = await runtime.claimHeads(1, new Set());
+    expect(second?.id).toBe(a2.id);
+    // The operator sends the dead one back while a2 runs: it is the session's head again.
+    expect(await runtime.retryDead(a1.id)).toBe(true);
+    expect(await runtime.claimNext('hook:a')).toBeUndefined();
+    expect((await runtime.run(a1.id))?.state).toBe('queued');
+  });
+
+  it('claims nothing while an older head of another session waits: the pass gives it the slot', async () => {
+    const { runtime, accept } = await store();
+    const [a1, b1, a2] = [agentAction('hook:a'), agentAction('hook:b'), agentAction('hook:a')];
+    await accept([a1, b1, a2]);
+    const [first] = await runtime.claimHeads(1, new Set());
+    const ended = runtime.finish(claim(first as RunRow), 'done', { status: 'ok' });
+    const next = runtime.claimNext('hook:a');
+    expect(await ended).toBe(true);
+    expect(await next).toBeUndefined();
+    expect((await runtime.claimHeads(1, new Set())).map((row) => row.id)).toEqual([b1.id]);
+    // b1 runs now, so it no longer waits: a's next run may follow a's end.
+    expect((await runtime.claimNext('hook:a'))?.id).toBe(a2.id);
+  });
 });

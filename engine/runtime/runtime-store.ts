@@ -143,8 +143,9 @@ export interface RunQueue {
   /**
    * Where the store runs its writes and claims in the order asked (one connection): claim the
    * session's next run, its head if queued and due, in the transaction of the writes asked
-   * before (the end of the session's current run). Undefined when there is none, or when the
-   * current run's end did not take (its head is still that run).
+   * before (the end of the session's current run). Undefined when there is none, when an
+   * action of the session is still running (the current run's end did not take), or when an
+   * older head of another session waits (the pass gives the slot to the oldest head).
    */
   claimNext?(sessionKey: string): Promise<RunRow | undefined>;
   /**

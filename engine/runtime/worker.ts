@@ -140,10 +140,10 @@ export function createActionWorker(deps: {
   }
 
   /**
-   * Run a session's claimed action, then, while it has more and no other session waits for a
-   * slot, its next one: claimed in the transaction that ends the one before (where the store
-   * allows), with no pass over every session's heads. With every slot taken, the slot goes
-   * back to the oldest head of any session, by the next pass.
+   * Run a session's claimed action, then, while it has more and no older head of another
+   * session waits, its next one: claimed in the transaction that ends the one before (where
+   * the store allows), with no pass over every session's heads. Otherwise, and with every slot
+   * taken, the slot goes back to the oldest head of any session, by the next pass.
    */
   async function runSession(session: string, first: RunRow): Promise<void> {
     let row: RunRow | undefined = first;
@@ -152,8 +152,19 @@ export function createActionWorker(deps: {
       running.set(current.id, { id: current.id, attempts: current.attempts });
       let next: Promise<RunRow | undefined> | undefined;
       const ended = () => {
-        if (store.claimNext && session !== '' && !stopped && busy.size < settings.concurrency)
-          next = store.claimNext(session);
+        if (!store.claimNext || session === '' || stopped || busy.size >= settings.concurrency)
+          return;
+        next = store.claimNext(session).then(
+          (claimed) => {
+            // Its lease from the claim on, as a pass's claims.
+            if (claimed) running.set(claimed.id, { id: claimed.id, attempts: claimed.attempts });
+            return claimed;
+          },
+          (err: unknown) => {
+            logger.error({ stage: 'next run', err: (err as Error).message }, 'worker pass failed');
+            return undefined;
+          },
+        );
       };
       try {
         await execute(current, ended);
@@ -161,10 +172,7 @@ export function createActionWorker(deps: {
         logger.error({ actionId: current.id, err: (err as Error).message }, 'action crashed');
       }
       running.delete(current.id);
-      row = await next?.catch((err: unknown) => {
-        logger.error({ stage: 'next run', err: (err as Error).message }, 'worker pass failed');
-        return undefined;
-      });
+      row = await next;
     }
   }
 

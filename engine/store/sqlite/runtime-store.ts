@@ -58,9 +58,22 @@ const DUE_HEADS = (due: string) =>
 const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
 const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
 
-// A session's head when it is queued and due (?2 now): its next run.
+// Another session's head older than h, queued and due (?1 the session, ?2 now): it waits.
+const OLDER_WAITING = (
+  due: string,
+) => `EXISTS (SELECT 1 FROM session_heads o INDEXED BY session_heads_due
+    CROSS JOIN actions b ON b.seq = o.head_seq
+    WHERE ${due} AND o.head_seq < h.head_seq AND o.lane <> ?1 AND o.lane <> '' AND b.state = 'queued')`;
+// A session's head when it is queued and due (?2 now), nothing of the session runs (an older
+// run sent back by the retry command is not passed over while this one's end did not take;
+// read from the running rows only, never the session's backlog), and no older head of another
+// session waits: its next run, as the pass would pick it.
 const NEXT_HEAD = `SELECT a.id FROM session_heads h CROSS JOIN actions a ON a.seq = h.head_seq
-  WHERE h.lane = ?1 AND h.not_before_ms <= ?2 AND a.state = 'queued'`;
+  WHERE h.lane = ?1 AND h.not_before_ms <= ?2 AND a.state = 'queued'
+    AND NOT EXISTS (SELECT 1 FROM actions r INDEXED BY actions_open
+      WHERE r.state = 'running' AND r.state <> 'done' AND r.session_key = ?1)
+    AND NOT ${OLDER_WAITING('o.not_before_ms = 0')}
+    AND NOT ${OLDER_WAITING('o.not_before_ms > 0 AND o.not_before_ms <= ?2')}`;
 
 // From the index of rows not done: only the running rows are read.
 const RUNNING_SESSIONS = `SELECT DISTINCT session_key FROM actions INDEXED BY actions_open

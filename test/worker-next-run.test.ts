@@ -1,0 +1,109 @@
+/**
+ * A session's next run claimed with the end of the one before: only while
+ * no older head of another session waits, so the worker still starts the
+ * oldest heads first when a slot frees. The real action worker over the real
+ * SQLite store, with a runner the test holds and releases.
+ */
+import pino from 'pino';
+import { afterEach, expect, it } from 'vitest';
+import type { Runner, RunResult } from '../engine/runtime/runners/runner.ts';
+import { createActionWorker } from '../engine/runtime/worker.ts';
+import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
+import type { Action } from '../schemas/action.ts';
+import { tempDir } from './helpers/hookgate.ts';
+import { waitFor } from './helpers/runtime.ts';
+import { agentAction } from './runtime-store-contract.ts';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const OK: RunResult = { status: 'ok', reply: 'ok' };
+
+/** A worker with `concurrency` slots; runs whose message starts with HOLD wait for `release`. */
+async function setup(concurrency: number) {
+  const { dir, cleanup } = tempDir('hookgate-next-run-');
+  const accepting = await openSqliteStore(dir);
+  const store = SqliteRuntimeStore.open(dir);
+  const started: string[] = [];
+  const held = new Map<string, () => void>();
+  const runner: Runner = {
+    run(run) {
+      const message = run.message.replace('wrapped: ', '');
+      started.push(message);
+      if (!message.startsWith('HOLD')) return Promise.resolve(OK);
+      return new Promise((resolve) => held.set(message, () => resolve(OK)));
+    },
+  };
+  const worker = createActionWorker({
+    store,
+    agents: new Map([
+      ['main', { id: 'main', runner, workspace: dir, model: undefined, timeoutSeconds: 60 }],
+    ]),
+    adapters: new Map(),
+    heartbeat: {
+      requestNow: () => undefined,
+      start: () => undefined,
+      stop: async () => undefined,
+      idle: async () => undefined,
+    },
+    settings: {
+      mainKey: 'main',
+      concurrency,
+      ackToken: 'HEARTBEAT_OK',
+      retry: { maxAttempts: 5, baseDelayMs: 600_000, maxDelayMs: 600_000 },
+      defaultAgentId: 'main',
+      pollMs: 60_000,
+      historyTurns: 10,
+      lastRoute: { pinned: false, ownerRoutes: [] },
+    },
+    logger: pino({ level: 'silent' }),
+    controller: new AbortController(),
+  });
+  cleanups.push(async () => {
+    await worker.stop();
+    await store.close();
+    await accepting.close();
+    cleanup();
+  });
+  const accept = async (actions: Action[]) => {
+    const outcome = await accepting.appendOrGet({ actions });
+    if (!outcome.stored) throw new Error('not stored');
+    worker.kick();
+  };
+  const release = (message: string) => held.get(message)?.();
+  return { store, worker, started, held, accept, release };
+}
+
+it('a session whose run ends while a freed slot waits for its pass does not jump an older head', async () => {
+  const { store, worker, started, held, accept, release } = await setup(2);
+  const a1 = agentAction('hook:a', 'HOLD a1');
+  const x1 = agentAction('hook:x', 'HOLD x1');
+  await accept([a1, x1]);
+  await worker.start();
+  await waitFor('both held runs to start', () => held.size === 2);
+  await accept([
+    agentAction('hook:b', 'b1'),
+    agentAction('hook:c', 'c1'),
+    agentAction('hook:a', 'a2'),
+  ]);
+  // x1 ends, then a1 ends right after x1's end is stored, before the pass that x1's end asked
+  // for has given its slot to b1: a2 must not take a1's slot ahead of c1.
+  release('HOLD x1');
+  // Checked every event-loop turn: the window between x1's end and the next pass is one turn.
+  while ((await store.run(x1.id))?.state !== 'done') await new Promise(setImmediate);
+  release('HOLD a1');
+  await worker.idle();
+  expect(started).toEqual(['HOLD a1', 'HOLD x1', 'b1', 'c1', 'a2']);
+});
+
+it('with a slot free and no one waiting, a session runs its backlog in order, one at a time', async () => {
+  const { worker, started, accept } = await setup(2);
+  const runs = ['a1', 'a2', 'a3', 'a4'].map((message) => agentAction('hook:a', message));
+  await accept(runs);
+  await worker.start();
+  await worker.idle();
+  expect(started).toEqual(['a1', 'a2', 'a3', 'a4']);
+});
