@@ -95,6 +95,12 @@ async function accept(server: RunningServer, body: Record<string, unknown>): Pro
   return json.runId;
 }
 
+/** Accept a wake (its 200 checked). */
+async function wake(server: RunningServer, text: string, mode: 'now' | 'next-heartbeat') {
+  const res = await postHook(server.url, 'wake', { text, mode }, { token: TOKEN });
+  expect(res.status).toBe(200);
+}
+
 async function sigkill(server: RunningServer): Promise<void> {
   server.child.kill('SIGKILL');
   expect(await server.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
@@ -202,13 +208,7 @@ describe('other interruptions', () => {
   it('SIGKILL during a heartbeat: its runner process group (without its watchdog) is ended on restart and its events stay pending', async () => {
     const { file, dataDir } = setup();
     let server = await serve(file);
-    const res = await postHook(
-      server.url,
-      'wake',
-      { text: 'SPAWN HOLD check the queue', mode: 'now' },
-      { token: TOKEN },
-    );
-    expect(res.status).toBe(200);
+    await wake(server, 'SPAWN HOLD check the queue', 'now');
     const beat = await waitFor('the heartbeat runner to spawn its child', () =>
       readRecords(record).find((entry) => entry.kind === 'heartbeat' && entry.phase === 'spawned'),
     );
@@ -231,13 +231,7 @@ describe('other interruptions', () => {
   it('a heartbeat asked for now that a SIGKILL cut short runs at the next start, with the events it missed', async () => {
     const { file, dataDir } = setup();
     let server = await serve(file);
-    const res = await postHook(
-      server.url,
-      'wake',
-      { text: 'HOLD check the deploy', mode: 'now' },
-      { token: TOKEN },
-    );
-    expect(res.status).toBe(200);
+    await wake(server, 'HOLD check the deploy', 'now');
     await waitFor('the heartbeat to start', () =>
       readRecords(record).find((entry) => entry.kind === 'heartbeat'),
     );
@@ -262,24 +256,12 @@ describe('other interruptions', () => {
   it('events that wait for the next heartbeat still wait after a restart: no heartbeat at start', async () => {
     const { file } = setup();
     let server = await serve(file);
-    const quiet = await postHook(
-      server.url,
-      'wake',
-      { text: 'quiet note', mode: 'next-heartbeat' },
-      { token: TOKEN },
-    );
-    expect(quiet.status).toBe(200);
+    await wake(server, 'quiet note', 'next-heartbeat');
     await sigkill(server);
 
     server = await serve(file);
     // A heartbeat the start had asked for would run before this one, with the quiet note alone.
-    const marker = await postHook(
-      server.url,
-      'wake',
-      { text: 'marker now', mode: 'now' },
-      { token: TOKEN },
-    );
-    expect(marker.status).toBe(200);
+    await wake(server, 'marker now', 'now');
     await waitFor('the marker’s heartbeat to end', () =>
       readRecords(record).find((entry) => entry.kind === 'heartbeat' && entry.phase === 'end'),
     );

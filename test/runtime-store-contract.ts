@@ -454,6 +454,21 @@ export function describeRuntimeStore(
     });
 
     describe('pendingAskedNow', () => {
+      /** Accept and run `run`, its end posting its summary into the main session. */
+      async function runWithSummary(run: AgentAction): Promise<void> {
+        await env.accept([run]);
+        const [row] = await store.claimHeads(1, NOBODY);
+        expect(row?.id).toBe(run.id);
+        const summary = {
+          sessionKey: MAIN,
+          text: 'summary',
+          source: 'hook-summary',
+          actionId: run.id,
+          trusted: false,
+        };
+        await store.finish(claimOf(row as RunRow), 'done', { status: 'ok', reply: 'r' }, summary);
+      }
+
       it('true while a pending event came from a wake or run that asked for a heartbeat now', async () => {
         expect(await store.pendingAskedNow(MAIN)).toBe(false);
         const later = wakeAction('later', { mode: 'next-heartbeat' });
@@ -492,21 +507,7 @@ export function describeRuntimeStore(
 
         // An agent run's summary, its run having asked with wakeMode.
         const run = { ...agentAction('hook:asks'), wakeMode: 'now' as const };
-        await env.accept([run]);
-        const [row] = await store.claimHeads(1, NOBODY);
-        expect(row?.id).toBe(run.id);
-        await store.finish(
-          claimOf(row as RunRow),
-          'done',
-          { status: 'ok', reply: 'r' },
-          {
-            sessionKey: MAIN,
-            text: 'summary',
-            source: 'hook-summary',
-            actionId: run.id,
-            trusted: false,
-          },
-        );
+        await runWithSummary(run);
         expect(await store.pendingAskedNow(MAIN)).toBe(true);
       });
 
@@ -515,20 +516,7 @@ export function describeRuntimeStore(
           ...agentAction('hook:nested', '{"mode":"now"}'),
           wakeMode: 'next-heartbeat' as const,
         };
-        await env.accept([run]);
-        const [row] = await store.claimHeads(1, NOBODY);
-        await store.finish(
-          claimOf(row as RunRow),
-          'done',
-          { status: 'ok', reply: 'r' },
-          {
-            sessionKey: MAIN,
-            text: 'summary',
-            source: 'hook-summary',
-            actionId: run.id,
-            trusted: false,
-          },
-        );
+        await runWithSummary(run);
         expect(await store.pendingAskedNow(MAIN)).toBe(false);
       });
     });
