@@ -14,10 +14,9 @@ import { deliveryFinished } from '../engine/observe/events.ts';
 import type { Heartbeat } from '../engine/runtime/heartbeat.ts';
 import { createDeliveryStep } from '../engine/runtime/reply-delivery.ts';
 import type { RunRow } from '../engine/runtime/runtime-store.ts';
-import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
-import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
+import { STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import type { AgentAction } from '../schemas/action.ts';
-import { tempDir } from './helpers/hookgate.ts';
+import { openSqliteStores } from './helpers/sqlite-stores.ts';
 import { agentAction } from './runtime-store-contract.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -34,17 +33,11 @@ const NO_HEARTBEAT: Heartbeat = {
 
 /** A claimed agent run asking for delivery, the delivery step, and what a reader sees. */
 async function setup() {
-  const temp = tempDir('hookgate-delivery-record-');
-  const accepting = await openSqliteStore(temp.dir);
-  const store = SqliteRuntimeStore.open(temp.dir);
-  cleanups.push(async () => {
-    await store.close();
-    await accepting.close();
-    temp.cleanup();
-  });
+  const stores = await openSqliteStores('hookgate-delivery-record-');
+  const { dir, runtime: store } = stores;
+  cleanups.push(() => stores.close());
   const action: AgentAction = { ...agentAction('hook:record'), deliver: true };
-  const outcome = await accepting.appendOrGet({ actions: [action] });
-  if (!outcome.stored) throw new Error('not stored');
+  await stores.accept([action]);
   const [row] = await store.claimHeads(1, new Set());
   if (!row) throw new Error('not claimed');
   const deliver = createDeliveryStep({
@@ -68,7 +61,7 @@ async function setup() {
     deliveryFinished.unsubscribe(listener);
   });
   const records = () => {
-    const db = new DatabaseSync(path.join(temp.dir, STORE_FILE), { readOnly: true });
+    const db = new DatabaseSync(path.join(dir, STORE_FILE), { readOnly: true });
     try {
       return db
         .prepare('SELECT state FROM deliveries WHERE source_id = ?')

@@ -9,9 +9,9 @@ import type { ActionStore } from '../engine/queue/action-store.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { tempDir } from './helpers/hookgate.ts';
+import { openSqliteStores } from './helpers/sqlite-stores.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunRow } from '../engine/runtime/runtime-store.ts';
-import type { Action } from '../schemas/action.ts';
 import { agentAction, describeRuntimeStore } from './runtime-store-contract.ts';
 
 describeRuntimeStore(
@@ -53,19 +53,9 @@ describe('claimNext (the SQLite store runs writes and claims in the order asked)
     for (const close of opened.splice(0)) await close();
   });
   async function store() {
-    const { dir, cleanup } = tempDir('hookgate-claim-next-');
-    const accepting = await openSqliteStore(dir);
-    const runtime = SqliteRuntimeStore.open(dir);
-    opened.push(async () => {
-      await runtime.close();
-      await accepting.close();
-      cleanup();
-    });
-    const accept = async (actions: Action[]) => {
-      const outcome = await accepting.appendOrGet({ actions });
-      if (!outcome.stored) throw new Error('not stored');
-    };
-    return { runtime, accept };
+    const stores = await openSqliteStores('hookgate-claim-next-');
+    opened.push(() => stores.close());
+    return stores;
   }
   const claim = (row: RunRow) => ({ id: row.id, attempts: row.attempts });
 

@@ -8,10 +8,8 @@ import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import type { Runner, RunResult } from '../engine/runtime/runners/runner.ts';
 import { createActionWorker } from '../engine/runtime/worker.ts';
-import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
-import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import type { Action } from '../schemas/action.ts';
-import { tempDir } from './helpers/hookgate.ts';
+import { openSqliteStores } from './helpers/sqlite-stores.ts';
 import { waitFor } from './helpers/runtime.ts';
 import { agentAction } from './runtime-store-contract.ts';
 
@@ -24,9 +22,8 @@ const OK: RunResult = { status: 'ok', reply: 'ok' };
 
 /** A worker with `concurrency` slots; runs whose message starts with HOLD wait for `release`. */
 async function setup(concurrency: number) {
-  const { dir, cleanup } = tempDir('hookgate-next-run-');
-  const accepting = await openSqliteStore(dir);
-  const store = SqliteRuntimeStore.open(dir);
+  const stores = await openSqliteStores('hookgate-next-run-');
+  const { dir, runtime: store } = stores;
   const started: string[] = [];
   const held = new Map<string, () => void>();
   const runner: Runner = {
@@ -64,13 +61,10 @@ async function setup(concurrency: number) {
   });
   cleanups.push(async () => {
     await worker.stop();
-    await store.close();
-    await accepting.close();
-    cleanup();
+    await stores.close();
   });
   const accept = async (actions: Action[]) => {
-    const outcome = await accepting.appendOrGet({ actions });
-    if (!outcome.stored) throw new Error('not stored');
+    await stores.accept(actions);
     worker.kick();
   };
   const release = (message: string) => held.get(message)?.();

@@ -39,6 +39,15 @@ export function summaryEvent(
   };
 }
 
+/**
+ * Ask for a run's last write (its end or its requeue), then say so through `ended`: the write
+ * is queued first, so what `ended` asks for (the session's next run) comes after it.
+ */
+export function lastWrite<T>(write: Promise<T>, ended: () => void): Promise<T> {
+  ended();
+  return write;
+}
+
 /** What the delivery step needs from the worker. */
 export type DeliveryStepDeps = {
   store: RuntimeStore;
@@ -116,17 +125,19 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       recorded: DeliveryRecord,
       note?: string,
     ) => {
-      const finished = store.finish(
-        row,
-        state,
-        { status: 'ok', reply, delivery },
-        summaryEvent(settings.mainKey, action, 'ok', reply, note),
-        unsaved,
-        recorded,
+      const finished = await lastWrite(
+        store.finish(
+          row,
+          state,
+          { status: 'ok', reply, delivery },
+          summaryEvent(settings.mainKey, action, 'ok', reply, note),
+          unsaved,
+          recorded,
+        ),
+        ended,
       );
-      ended();
       // Taken over elsewhere (its lease expired): what this instance did is still on record.
-      if (await finished) deliveryRecorded(recorded);
+      if (finished) deliveryRecorded(recorded);
       else await recordDelivery(store, recorded);
       if (action.wakeMode === 'now') heartbeat.requestNow('hook');
     };
@@ -216,9 +227,7 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
     const reason = attempt.reason ?? 'unknown';
     if (attempt.outcome === 'retry' && !deps.stopped() && attempts < settings.retry.maxAttempts) {
       const delay = retryDelayMs(attempts, settings.retry, attempt.retryAfterMs);
-      const requeued = store.requeue(row, delay, progress(attempt.partsSent, attempt.parts));
-      ended();
-      await requeued;
+      await lastWrite(store.requeue(row, delay, progress(attempt.partsSent, attempt.parts)), ended);
       logger.warn(
         {
           actionId: action.id,
@@ -233,11 +242,10 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       return;
     }
     if (attempt.outcome === 'retry' && deps.stopped()) {
-      const requeued = store.requeue(row, 0, progress(attempt.partsSent, attempt.parts), {
-        refundAttempt: true,
-      });
-      ended();
-      await requeued;
+      await lastWrite(
+        store.requeue(row, 0, progress(attempt.partsSent, attempt.parts), { refundAttempt: true }),
+        ended,
+      );
       return;
     }
     const state = attempt.outcome === 'retry' ? 'dead' : 'failed';

@@ -19,7 +19,7 @@ import { type RunOutcome, runFinished } from '../observe/events.ts';
 import type { AgentSettings } from './agents.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import type { LastRoutePolicy } from './last-route.ts';
-import { createDeliveryStep, summaryEvent } from './reply-delivery.ts';
+import { createDeliveryStep, lastWrite, summaryEvent } from './reply-delivery.ts';
 import { isAckOnly, retryDelayMs } from './replies.ts';
 import { killGroup } from './runners/command.ts';
 import type { RunResult } from './runners/runner.ts';
@@ -152,6 +152,8 @@ export function createActionWorker(deps: {
       running.set(current.id, { id: current.id, attempts: current.attempts });
       let next: Promise<RunRow | undefined> | undefined;
       const ended = () => {
+        // The store decides whether an older head waits; with every slot taken one nearly always
+        // does, so the question is not even asked then.
         if (!store.claimNext || session === '' || stopped || busy.size >= settings.concurrency)
           return;
         next = store.claimNext(session).then(
@@ -205,12 +207,6 @@ export function createActionWorker(deps: {
     const action: Action = row.action;
     if (action.kind === 'wake') return executeWake(row, action, ended);
     return executeAgent(row, action, ended);
-  }
-
-  /** Ask for a run's last write, then say so (the write is queued before anything follows). */
-  function lastWrite<T>(write: Promise<T>, ended: () => void): Promise<T> {
-    ended();
-    return write;
   }
 
   async function executeWake(row: RunRow, action: WakeAction, ended: () => void): Promise<void> {
