@@ -11,7 +11,9 @@ const WHY = {
 const TOKEN_KEY = 'hookgate-admin-token';
 const MAX_ROWS = 1000;
 
-const state = { info: null, selected: null, filter: '', streamAbort: null, refetch: null };
+// `pane`: bumped by whatever changes the detail pane (a selection, a replay's result), so a
+// render started earlier, or a refresh a retry scheduled, never overwrites a later one.
+const state = { info: null, selected: null, filter: '', streamAbort: null, refetch: null, pane: 0 };
 
 /** An element with attributes and children; strings become text nodes. */
 function h(tag, attrs, ...children) {
@@ -204,10 +206,12 @@ async function startStream() {
 // ---- a request's detail ----
 
 async function select(id) {
+  const version = ++state.pane;
   state.selected = id;
   for (const tr of $('request-rows').children)
     tr.classList.toggle('selected', tr.dataset.id === id);
   const { status, body } = await api(`/api/requests/${encodeURIComponent(id)}`);
+  if (version !== state.pane) return;
   const pane = $('detail');
   if (status !== 200) {
     pane.replaceChildren(h('p', { class: 'error' }, 'This request is no longer in the journal.'));
@@ -279,7 +283,12 @@ function runBlock(actionId, run) {
         status === 200
           ? 'queued again'
           : (body?.error?.detail ?? body?.error?.message ?? 'refused');
-      if (status === 200) setTimeout(() => select(state.selected), 300);
+      const version = state.pane;
+      // Shown again shortly (the run queued), unless the pane changed meanwhile.
+      if (status === 200)
+        setTimeout(() => {
+          if (state.pane === version) select(state.selected);
+        }, 300);
       else button.disabled = false;
     });
     block.append(h('div', { class: 'actions-bar' }, button, note));
@@ -319,6 +328,8 @@ function payloadBlock(request) {
   const button = h('button', { type: 'button' }, 'Replay as a dry run');
   button.addEventListener('click', async () => {
     button.disabled = true;
+    // The result is what the user asked for: a refresh scheduled before must not wipe it.
+    state.pane++;
     const { status, body } = await post(`/api/requests/${encodeURIComponent(request.id)}/replay`);
     button.disabled = false;
     result.replaceChildren(
