@@ -6,20 +6,31 @@ import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ERRORS, type ErrorCode, type HookError } from './errors.ts';
 
-/** Send a JSON body that is already serialised. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+const NO_HEADERS: readonly string[] = Object.freeze([]);
+const CLOSE: readonly string[] = Object.freeze(['connection', 'close']);
+
+/**
+ * Send a JSON body that is already serialised. Headers go to Node as one flat name/value
+ * list: no header object is built and walked per response.
+ */
 export function sendJson(
   res: ServerResponse,
   status: number,
   body: string,
   requestId: string,
-  extra?: Readonly<Record<string, string>>,
+  extra: readonly string[] = NO_HEADERS,
 ): void {
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'x-request-id': requestId,
-    ...extra,
-  });
+  const head = [
+    'content-type',
+    JSON_TYPE,
+    'content-length',
+    String(Buffer.byteLength(body)),
+    'x-request-id',
+    requestId,
+  ];
+  for (let i = 0; i < extra.length; i++) head.push(extra[i] as string);
+  res.writeHead(status, head);
   res.end(body);
 }
 
@@ -45,6 +56,19 @@ export function sendEmpty(res: ServerResponse, status: number, requestId: string
   res.end();
 }
 
+// An error's own headers as a flat list, built once per error (shared refusals are sent many times).
+const errorHeads = new WeakMap<HookError, readonly string[]>();
+
+function headsOf(error: HookError): readonly string[] {
+  if (!error.headers) return NO_HEADERS;
+  let head = errorHeads.get(error);
+  if (!head) {
+    head = Object.freeze(Object.entries(error.headers).flat());
+    errorHeads.set(error, head);
+  }
+  return head;
+}
+
 /** Send an error; with `close`, the connection is closed after it (body left unread). */
 export function sendError(
   res: ServerResponse,
@@ -52,9 +76,8 @@ export function sendError(
   requestId: string,
   close: boolean,
 ): void {
-  const headers: Record<string, string> = { ...error.headers };
-  if (close) headers['connection'] = 'close';
-  sendJson(res, error.status, error.toJson(), requestId, headers);
+  const head = headsOf(error);
+  sendJson(res, error.status, error.toJson(), requestId, close ? [...head, ...CLOSE] : head);
 }
 
 /** Answer a request Node's HTTP parser refused (malformed, oversized headers, timeout) with JSON. */

@@ -328,6 +328,29 @@ describe('properties', () => {
     formish.map((s) => Buffer.from(s)),
   );
 
+  /** What bodyFormat answers: the format, or the refusal's code, message and details. */
+  function decision(contentType: string | undefined, forms: boolean): unknown {
+    try {
+      return bodyFormat(contentType, forms);
+    } catch (err) {
+      if (!(err instanceof HookError)) throw err;
+      return { code: err.code, message: err.message, details: err.details };
+    }
+  }
+
+  // Decisions are kept per header value and route kind, at most 64 of them: enough distinct
+  // values to restart the memo, and the same value asked for by both kinds of route.
+  test.prop([fc.array(fc.tuple(contentTypes, fc.boolean()), { maxLength: 150 })])(
+    'a Content-Type gets the same answer in any order, for either kind of route (kept decisions)',
+    (asked) => {
+      const inOrder = asked.map(([type, forms]) => decision(type, forms));
+      const reversed = [...asked].reverse().map(([type, forms]) => decision(type, forms));
+      expect(reversed.reverse()).toEqual(inOrder);
+      expect(decision(FORM, false)).toMatchObject({ code: 'unsupported_media_type' });
+      expect(decision(FORM, true)).toBe('form');
+    },
+  );
+
   test.prop([bodies, contentTypes, fc.boolean()])(
     'never throws anything but HookError',
     (body, contentType, forms) => {

@@ -24,10 +24,40 @@ const TEXT_TYPE = 'text/plain';
 // Labels the WHATWG Encoding Standard maps to UTF-8 that senders actually use.
 const UTF8_LABELS: ReadonlySet<string> = new Set(['utf-8', 'utf8']);
 
+// Senders repeat a handful of Content-Type values: each is parsed once, not per request. The
+// decision (a format, or the refusal) depends on the header and `forms` alone. A flood of distinct
+// values only restarts the memo: it never holds more than MEMO_LIMIT of them.
+const MEMO_LIMIT = 64;
+const decided: Record<'forms' | 'jsonOnly', Map<string, BodyFormat | HookError>> = {
+  forms: new Map(),
+  jsonOnly: new Map(),
+};
+
 /** The format a Content-Type header selects, or a 415 HookError if the route cannot take it. */
 export function bodyFormat(contentType: string | undefined, forms: boolean): BodyFormat {
   // No Content-Type at all: JSON, as hookgate has always read it.
   if (contentType === undefined) return 'json';
+  const memo = forms ? decided.forms : decided.jsonOnly;
+  let decision = memo.get(contentType);
+  if (decision === undefined) {
+    decision = decide(contentType, forms);
+    if (memo.size >= MEMO_LIMIT) memo.clear();
+    memo.set(contentType, decision);
+  }
+  if (decision instanceof HookError) throw decision;
+  return decision;
+}
+
+function decide(contentType: string, forms: boolean): BodyFormat | HookError {
+  try {
+    return formatFor(contentType, forms);
+  } catch (err) {
+    if (err instanceof HookError) return err;
+    throw err;
+  }
+}
+
+function formatFor(contentType: string, forms: boolean): BodyFormat {
   let media: MIMEType;
   try {
     media = new MIMEType(contentType);

@@ -23,7 +23,7 @@ export type HandlerSettings = {
 
 // Bodies up to this size are drained by Node after a refusal; larger or chunked ones close the connection.
 const DRAIN_LIMIT = 65_536;
-const REPLAYED = Object.freeze({ 'idempotent-replayed': 'true' });
+const REPLAYED: readonly string[] = Object.freeze(['idempotent-replayed', 'true']);
 
 /** Build the node:http request listener. */
 export function createRequestHandler(
