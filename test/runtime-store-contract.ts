@@ -10,7 +10,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fc, test } from '@fast-check/vitest';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ActionState } from '../engine/queue/action-store.ts';
-import type { Claim, RunRow, RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import {
+  ASKED_NOW_PAGE,
+  type Claim,
+  type RunRow,
+  type RuntimeStore,
+} from '../engine/runtime/runtime-store.ts';
 import type { Action, AgentAction, WakeAction } from '../schemas/action.ts';
 
 /** Stores over one set of data, and the ingress's way in. */
@@ -509,6 +514,32 @@ export function describeRuntimeStore(
         const run = { ...agentAction('hook:asks'), wakeMode: 'now' as const };
         await runWithSummary(run);
         expect(await store.pendingAskedNow(MAIN)).toBe(true);
+      });
+
+      /** Add `count` pending main-session events that came from no action (they ask for nothing). */
+      async function addNotes(count: number): Promise<void> {
+        for (let done = 0; done < count; done += 500) {
+          const notes = Array.from({ length: Math.min(500, count - done) }, (_, i) => ({
+            sessionKey: MAIN,
+            text: `note ${done + i}`,
+            source: 'delivery',
+            trusted: true,
+          }));
+          await Promise.all(notes.map((note) => store.addEvent(note)));
+        }
+      }
+
+      it('finds the one event that asked deep in a long backlog (neither oldest nor newest)', async () => {
+        await addNotes(199);
+        await env.accept([wakeAction('deep', { mode: 'now' })]);
+        await store.applyWakes(MAIN, 10);
+        // Several pages above it, more than a read of the newest 5,000 would see.
+        await addNotes(Math.max(5_100, 2 * ASKED_NOW_PAGE + 100));
+        expect(await store.pendingAskedNow(MAIN)).toBe(true);
+        // Read page by page, it stops once asked to.
+        const aborted = new AbortController();
+        aborted.abort();
+        expect(await store.pendingAskedNow(MAIN, aborted.signal)).toBe(false);
       });
 
       it('a nested "mode" in a run’s content asks for nothing', async () => {

@@ -86,12 +86,11 @@ export type Turn = {
 };
 
 /**
- * The pending events a start reads for a lost request for a heartbeat now: the oldest (a
- * heartbeat's batch, taken by one a crash interrupted) and the newest (accepted just before
- * the crash, their heartbeat waiting for its turn or its window); a backlog between them is not
- * read, so a start stays quick whatever its size.
+ * How many pending events a start reads at a time when it looks for a lost request for a
+ * heartbeat now: the whole backlog is read, newest first, a page per query with the event loop
+ * served between pages, and the read stops at the first event that asked.
  */
-export const ASKED_NOW_READ = { oldest: 100, newest: 5_000 } as const;
+export const ASKED_NOW_PAGE = 1_000;
 
 /** A heartbeat record, as `hookgate heartbeats --json` prints it. */
 export type HeartbeatRow = {
@@ -223,12 +222,13 @@ export interface SessionStore {
   /** Events no heartbeat has consumed yet, oldest first. */
   pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]>;
   /**
-   * Whether one of the session's oldest or newest pending events (ASKED_NOW_READ) came from an
-   * action that asked for a heartbeat now (a wake with `mode: now`, an agent run with
-   * `wakeMode: now`). That request lives in memory: a process that starts, or an instance that
-   * takes the lead, asks again for one.
+   * Whether a pending event of the session came from an action that asked for a heartbeat now
+   * (a wake with `mode: now`, an agent run with `wakeMode: now`). That request lives in memory:
+   * a process that starts, or an instance that takes the lead, asks again for one. Reads every
+   * pending event, newest first, ASKED_NOW_PAGE per query, the event loop served between them;
+   * false once `signal` aborts.
    */
-  pendingAskedNow(sessionKey: string): Promise<boolean>;
+  pendingAskedNow(sessionKey: string, signal?: AbortSignal): Promise<boolean>;
   /** Events of a session, newest first (pending and consumed). */
   events(sessionKey: string, limit: number): Promise<SystemEvent[]>;
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */

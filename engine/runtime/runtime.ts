@@ -110,7 +110,7 @@ export async function startRuntime(
   // this instance leads. Not awaited by the lead's check, whose renewal must not wait for it.
   let resume = false;
   const resumeIfAsked = (): void => {
-    store.pendingAskedNow(mainKey).then(
+    store.pendingAskedNow(mainKey, controller.signal).then(
       (asked) => {
         if (!asked) return;
         if (loop) heartbeat.requestNow('resumed');

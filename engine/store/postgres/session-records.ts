@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import {
-  ASKED_NOW_READ,
+  ASKED_NOW_PAGE,
   type DeliveryRecord,
   type HeartbeatResult,
   type HeartbeatRow,
@@ -157,21 +157,31 @@ export class PostgresSessionRecords implements SessionStore {
     return rows.map(toEvent);
   }
 
-  async pendingAskedNow(sessionKey: string): Promise<boolean> {
-    // As the SQLite store reads it: the stored action's text holds the field exactly.
-    const { rows } = await this.pool.query<{ asked: boolean }>(
-      `WITH read AS (
-         (SELECT action_id FROM system_events WHERE session_key = $1 AND consumed_by IS NULL
-          ORDER BY seq LIMIT $2)
-         UNION ALL
-         (SELECT action_id FROM system_events WHERE session_key = $1 AND consumed_by IS NULL
-          ORDER BY seq DESC LIMIT $3))
-       SELECT EXISTS (SELECT 1 FROM read JOIN actions a ON a.id = read.action_id
-         WHERE strpos(a.action, '"mode":"now"') > 0 OR strpos(a.action, '"wakeMode":"now"') > 0
-       ) AS asked`,
-      [sessionKey, ASKED_NOW_READ.oldest, ASKED_NOW_READ.newest],
-    );
-    return rows[0]?.asked === true;
+  async pendingAskedNow(sessionKey: string, signal?: AbortSignal): Promise<boolean> {
+    // As the SQLite store reads it: newest first, a page per query, the action's text holding
+    // the field exactly.
+    let below = Number.MAX_SAFE_INTEGER;
+    while (!signal?.aborted) {
+      const { rows } = await this.pool.query<{
+        lowest: string | null;
+        size: number;
+        asked: boolean;
+      }>(
+        `SELECT MIN(p.seq) AS lowest, COUNT(*)::int AS size,
+           COALESCE(BOOL_OR(strpos(a.action, '"mode":"now"') > 0
+             OR strpos(a.action, '"wakeMode":"now"') > 0), false) AS asked
+         FROM (SELECT seq, action_id FROM system_events
+               WHERE session_key = $1 AND consumed_by IS NULL AND seq < $2
+               ORDER BY seq DESC LIMIT $3) p
+         LEFT JOIN actions a ON a.id = p.action_id`,
+        [sessionKey, below, ASKED_NOW_PAGE],
+      );
+      const read = rows[0];
+      if (!read || read.asked) return read?.asked === true;
+      if (read.lowest === null || read.size < ASKED_NOW_PAGE) return false;
+      below = Number(read.lowest);
+    }
+    return false;
   }
 
   async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {

@@ -7,7 +7,7 @@
  * any set that is not the oldest pending ones, are marked in consumed_by).
  */
 import type { SQLOutputValue, StatementSync } from 'node:sqlite';
-import { ASKED_NOW_READ, type SystemEvent } from '../../runtime/runtime-store.ts';
+import type { SystemEvent } from '../../runtime/runtime-store.ts';
 
 type Prepare = (sql: string) => StatementSync;
 
@@ -39,18 +39,17 @@ export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM
   ORDER BY seq LIMIT ?2`;
 
 /**
- * Whether an event among a session's oldest and newest pending ones (?1 session key) came from
- * an action that asked for a heartbeat now. Those are where a lost request lies: the oldest are
- * what an interrupted heartbeat had taken, the newest what was accepted just before a crash; the
- * rest of a long backlog is not read. The stored action is JSON hookgate wrote, whose top-level
- * keys its schema fixes and whose strings escape their quotes, so the text `"mode":"now"` (a
- * wake) or `"wakeMode":"now"` (a run) in it is that field and nothing else.
+ * One page of a session's pending events, newest first below a seq (?1 session key, ?2 below,
+ * ?3 page size): its lowest seq (NULL when the page is empty), its size, and whether one of its
+ * events came from an action that asked for a heartbeat now. The stored action is JSON hookgate
+ * wrote, whose top-level keys its schema fixes and whose strings escape their quotes, so the
+ * text `"mode":"now"` (a wake) or `"wakeMode":"now"` (a run) in it is that field and nothing else.
  */
-export const PENDING_ASKED_NOW = `SELECT 1 FROM system_events e CROSS JOIN actions a ON a.id = e.action_id
-  WHERE (e.seq IN (SELECT seq FROM system_events WHERE ${PENDING} ORDER BY seq LIMIT ${ASKED_NOW_READ.oldest})
-    OR e.seq IN (SELECT seq FROM system_events WHERE ${PENDING} ORDER BY seq DESC LIMIT ${ASKED_NOW_READ.newest}))
-  AND (instr(a.action, '"mode":"now"') > 0 OR instr(a.action, '"wakeMode":"now"') > 0)
-  LIMIT 1`;
+export const PENDING_ASKED_NOW_PAGE = `SELECT MIN(p.seq) AS lowest, COUNT(*) AS size,
+    COALESCE(MAX(instr(a.action, '"mode":"now"') > 0 OR instr(a.action, '"wakeMode":"now"') > 0), 0) AS asked
+  FROM (SELECT seq, action_id FROM system_events WHERE ${PENDING} AND seq < ?2
+        ORDER BY seq DESC LIMIT ?3) p
+  LEFT JOIN actions a ON a.id = p.action_id`;
 
 /** How many events of a session are pending (?1 session key). */
 export const PENDING_COUNT = `SELECT count(*) AS n FROM system_events WHERE ${PENDING}`;

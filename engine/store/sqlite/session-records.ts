@@ -7,26 +7,31 @@
  * transaction at the end of the turn, and each resolves after its COMMIT.
  */
 import { randomUUIDv7 } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
-import type {
-  DeliveryRecord,
-  HeartbeatResult,
-  HeartbeatRow,
-  NewEvent,
-  SessionStore,
-  SystemEvent,
-  Turn,
-  TurnOwner,
+import {
+  ASKED_NOW_PAGE,
+  type DeliveryRecord,
+  type HeartbeatResult,
+  type HeartbeatRow,
+  type NewEvent,
+  type SessionStore,
+  type SystemEvent,
+  type Turn,
+  type TurnOwner,
 } from '../../runtime/runtime-store.ts';
 import {
   consumeEvents,
   eventOf,
-  PENDING_ASKED_NOW,
+  PENDING_ASKED_NOW_PAGE,
   PENDING_EVENTS,
   SESSION_EVENTS,
 } from './event-consumption.ts';
 
 export type Row = Record<string, string | number | null>;
+
+/** One page of pending events read for a lost request for a heartbeat now. */
+type AskedNowPage = { lowest: number | null; size: number; asked: number };
 
 /** A write waiting for the next batch. */
 type Batched = {
@@ -166,8 +171,18 @@ export class SqliteSessionRecords implements SessionStore {
     return this.arrays(PENDING_EVENTS).all(sessionKey, limit).map(eventOf);
   }
 
-  async pendingAskedNow(sessionKey: string): Promise<boolean> {
-    return this.statement(PENDING_ASKED_NOW).get(sessionKey) !== undefined;
+  async pendingAskedNow(sessionKey: string, signal?: AbortSignal): Promise<boolean> {
+    const page = this.statement(PENDING_ASKED_NOW_PAGE);
+    let below = Number.MAX_SAFE_INTEGER;
+    while (!signal?.aborted) {
+      const read = page.get(sessionKey, below, ASKED_NOW_PAGE) as AskedNowPage;
+      if (read.asked) return true;
+      if (read.lowest === null || read.size < ASKED_NOW_PAGE) return false;
+      below = read.lowest;
+      // A long backlog is read a page per turn of the event loop: requests are served meanwhile.
+      await nextTurn();
+    }
+    return false;
   }
 
   /** Events of a session, newest first (pending and consumed). */
