@@ -10,8 +10,9 @@ import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import { wrapUntrusted } from '../safety.ts';
 import { recordDelivery } from './delivery-records.ts';
-import { type LastRoutePolicy, lastRouteAfter } from './last-route.ts';
+import type { LastRoutePolicy } from './last-route.ts';
 import { retryDelayMs } from './replies.ts';
+import { moveLastRoute } from './route-moves.ts';
 import type { RuntimeStore } from './runtime-store.ts';
 
 export type HeartbeatDeliveryDeps = {
@@ -65,15 +66,7 @@ export function createHeartbeatDelivery(
     };
     if (attempt.outcome === 'sent') {
       const delivered = { channel: route.channel, recipient: attempt.recipient };
-      const moved = lastRouteAfter(
-        settings.lastRoute,
-        { source: 'heartbeat', attempted: route, delivered },
-        await store.lastRoute(settings.mainKey),
-      );
-      if (moved) {
-        await store.setRoute(settings.mainKey, moved.channel, moved.recipient);
-        deps.routeMoved?.(moved.channel);
-      }
+      await moveLastRoute(deps, { source: 'heartbeat', attempted: route, delivered });
       await recordDelivery(store, {
         ...base,
         ...target,

@@ -9,8 +9,9 @@ import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import type { Heartbeat } from './heartbeat.ts';
-import { type LastRoutePolicy, lastRouteAfter } from './last-route.ts';
+import type { LastRoutePolicy } from './last-route.ts';
 import { retryDelayMs, summaryText } from './replies.ts';
+import { moveLastRoute } from './route-moves.ts';
 import type {
   DeliveryProgress,
   DeliveryRecord,
@@ -202,15 +203,7 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       ...(attempt.reason !== undefined && { reason: attempt.reason }),
     };
     if (attempt.outcome === 'sent') {
-      const moved = lastRouteAfter(
-        settings.lastRoute,
-        { source: 'hook', attempted: route, delivered: target },
-        await store.lastRoute(settings.mainKey),
-      );
-      if (moved) {
-        await store.setRoute(settings.mainKey, moved.channel, moved.recipient);
-        deps.routeMoved?.(moved.channel);
-      }
+      await moveLastRoute(deps, { source: 'hook', attempted: route, delivered: target });
       await finishWith(
         'done',
         {
