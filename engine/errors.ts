@@ -89,6 +89,13 @@ export class HookError extends Error {
   }
 
   private serialised: string | undefined;
+  private headerList: readonly string[] | undefined;
+
+  /** The error's own headers as a flat name/value list, built once (as the body is). */
+  flatHeaders(): readonly string[] {
+    this.headerList ??= Object.freeze(this.headers ? Object.entries(this.headers).flat() : []);
+    return this.headerList;
+  }
 
   /** The JSON body a caller receives. */
   toBody(): {

@@ -12,7 +12,8 @@ const CLOSE: readonly string[] = Object.freeze(['connection', 'close']);
 
 /**
  * Send a JSON body that is already serialised. Headers go to Node as one flat name/value
- * list: no header object is built and walked per response.
+ * list: no header object is built and walked per response. `extra` never names the three
+ * headers set here (a list, unlike an object, would send such a header twice).
  */
 export function sendJson(
   res: ServerResponse,
@@ -56,19 +57,6 @@ export function sendEmpty(res: ServerResponse, status: number, requestId: string
   res.end();
 }
 
-// An error's own headers as a flat list, built once per error (shared refusals are sent many times).
-const errorHeads = new WeakMap<HookError, readonly string[]>();
-
-function headsOf(error: HookError): readonly string[] {
-  if (!error.headers) return NO_HEADERS;
-  let head = errorHeads.get(error);
-  if (!head) {
-    head = Object.freeze(Object.entries(error.headers).flat());
-    errorHeads.set(error, head);
-  }
-  return head;
-}
-
 /** Send an error; with `close`, the connection is closed after it (body left unread). */
 export function sendError(
   res: ServerResponse,
@@ -76,7 +64,7 @@ export function sendError(
   requestId: string,
   close: boolean,
 ): void {
-  const head = headsOf(error);
+  const head = error.flatHeaders();
   sendJson(res, error.status, error.toJson(), requestId, close ? [...head, ...CLOSE] : head);
 }
 

@@ -109,16 +109,25 @@ export async function startRuntime(
   // A heartbeat asked for now that the previous process (or leader) never ran: asked again once
   // this instance leads. Not awaited by the lead's check, whose renewal must not wait for it.
   let resume = false;
+  // One read at a time: a lead lost and gained again while a long backlog is read starts none.
+  let reading = false;
   const resumeIfAsked = (): void => {
-    store.pendingAskedNow(mainKey, controller.signal).then(
-      (asked) => {
-        if (!asked) return;
-        if (loop) heartbeat.requestNow('resumed');
-        else resume = true;
-      },
-      (err: unknown) =>
-        logger.warn({ err: (err as Error).message }, 'pending heartbeat requests not read'),
-    );
+    if (reading) return;
+    reading = true;
+    store
+      .pendingAskedNow(mainKey, controller.signal)
+      .then(
+        (asked) => {
+          if (!asked) return;
+          if (loop) heartbeat.requestNow('resumed');
+          else resume = true;
+        },
+        (err: unknown) =>
+          logger.warn({ err: (err as Error).message }, 'pending heartbeat requests not read'),
+      )
+      .finally(() => {
+        reading = false;
+      });
   };
   // A wake here that asks for a heartbeat now reaches the leader through the store: at most one
   // request per leader poll, the last one deferred rather than dropped (a flood of wakes must not
