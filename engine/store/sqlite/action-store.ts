@@ -29,6 +29,7 @@ import {
 } from './group-writer.ts';
 import { findKey, prepareKeyLookup } from './key-records.ts';
 import { openDatabase } from './schema.ts';
+import { boundLimit } from './bound-limit.ts';
 
 export { STORE_FILE } from './schema.ts';
 
@@ -71,7 +72,7 @@ export function readActions(dataDir: string, limit: number): StoredAction[] {
   }
 }
 
-const SELECT_ACTIONS = 'SELECT seq, state, attempts, action FROM actions ORDER BY seq DESC LIMIT ?';
+const SELECT_ACTIONS = `SELECT seq, state, attempts, action FROM actions ORDER BY seq DESC ${boundLimit()}`;
 
 function listFrom(statement: StatementSync, limit: number): StoredAction[] {
   const rows = statement.all(limit) as Array<Record<string, string | number>>;

@@ -8,6 +8,7 @@
  */
 import type { SQLOutputValue, StatementSync } from 'node:sqlite';
 import type { SystemEvent } from '../../runtime/runtime-store.ts';
+import { boundLimit } from './bound-limit.ts';
 
 type Prepare = (sql: string) => StatementSync;
 
@@ -36,7 +37,7 @@ const PENDING = `session_key = ?1 AND consumed_by IS NULL
 /** The oldest pending events of a session (?1 session key, ?2 limit). */
 export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM system_events
   WHERE ${PENDING}
-  ORDER BY seq LIMIT ?2`;
+  ORDER BY seq ${boundLimit('?2')}`;
 
 /**
  * One page of a session's pending events, newest first below a seq (?1 session key, ?2 below,
@@ -48,7 +49,7 @@ export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM
 export const PENDING_ASKED_NOW_PAGE = `SELECT MIN(p.seq) AS lowest, COUNT(*) AS size,
     COALESCE(MAX(instr(a.action, '"mode":"now"') > 0 OR instr(a.action, '"wakeMode":"now"') > 0), 0) AS asked
   FROM (SELECT seq, action_id FROM system_events WHERE ${PENDING} AND seq < ?2
-        ORDER BY seq DESC LIMIT ?3) p
+        ORDER BY seq DESC ${boundLimit('?3')}) p
   LEFT JOIN actions a ON a.id = p.action_id`;
 
 /** How many events of a session are pending (?1 session key). */
@@ -59,7 +60,7 @@ export const SESSION_EVENTS = `SELECT ${EVENT_COLUMNS}, COALESCE(e.consumed_by,
     (SELECT CASE WHEN c.first_seq <= e.seq THEN c.heartbeat_id END FROM event_consumption c
       WHERE c.session_key = e.session_key AND c.last_seq >= e.seq ORDER BY c.last_seq LIMIT 1)
   ) AS consumed_by
-  FROM system_events e WHERE e.session_key = ?1 ORDER BY e.seq DESC LIMIT ?2`;
+  FROM system_events e WHERE e.session_key = ?1 ORDER BY e.seq DESC ${boundLimit('?2')}`;
 
 const SESSION_OF = 'SELECT session_key FROM system_events WHERE seq = ?';
 const LAST_CONSUMED =

@@ -27,6 +27,7 @@ import {
 } from '../../runtime/stored-runs.ts';
 import { openDatabase } from './schema.ts';
 import { now, type Row, SqliteSessionRecords } from './session-records.ts';
+import { boundLimit } from './bound-limit.ts';
 
 /** A run from a row of RUN_COLUMNS read as an array. */
 function toRun(row: unknown): RunRow {
@@ -48,13 +49,13 @@ function toRun(row: unknown): RunRow {
 // The session's index, never the state index: a big backlog is all 'queued' too.
 const PENDING_WAKES = `SELECT id FROM actions INDEXED BY actions_session_pending
   WHERE session_key IS NULL AND state IN ('queued', 'running') AND state = 'queued'
-  ORDER BY seq LIMIT ?`;
+  ORDER BY seq ${boundLimit()}`;
 
 // Heads of agent sessions (not the wake lane '') that are queued, oldest head first.
 const DUE_HEADS = (due: string) =>
   `SELECT h.head_seq, h.lane, a.id FROM session_heads h INDEXED BY session_heads_due
    CROSS JOIN actions a ON a.seq = h.head_seq
-   WHERE ${due} AND h.lane <> '' AND a.state = 'queued' ORDER BY h.head_seq LIMIT ?`;
+   WHERE ${due} AND h.lane <> '' AND a.state = 'queued' ORDER BY h.head_seq ${boundLimit()}`;
 const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
 const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
 
@@ -329,10 +330,12 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     const rows = state
       ? this.arrays(
           state === 'done'
-            ? `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC LIMIT ?`
-            : `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? AND state <> 'done' ORDER BY seq DESC LIMIT ?`,
+            ? `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC ${boundLimit()}`
+            : `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? AND state <> 'done' ORDER BY seq DESC ${boundLimit()}`,
         ).all(state, limit)
-      : this.arrays(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC LIMIT ?`).all(limit);
+      : this.arrays(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC ${boundLimit()}`).all(
+          limit,
+        );
     return rows.map(toRun);
   }
 

@@ -27,6 +27,7 @@ import {
   PENDING_EVENTS,
   SESSION_EVENTS,
 } from './event-consumption.ts';
+import { boundLimit } from './bound-limit.ts';
 
 export type Row = Record<string, string | number | null>;
 
@@ -193,7 +194,7 @@ export class SqliteSessionRecords implements SessionStore {
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
   async history(owner: TurnOwner, limit: number): Promise<Turn[]> {
     const rows = this.arrays(
-      'SELECT role, text, run_id, created_at FROM session_turns WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC LIMIT ?',
+      `SELECT role, text, run_id, created_at FROM session_turns WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC ${boundLimit()}`,
     ).all(owner.agentId, owner.sessionKey, owner.kind, limit) as unknown as SQLOutputValue[][];
     return rows.reverse().map(([role, text, runId, createdAt]) => ({
       role: role as 'user' | 'assistant',
@@ -282,7 +283,7 @@ export class SqliteSessionRecords implements SessionStore {
   /** Heartbeat records, newest first (in the order they started when two share a millisecond). */
   async heartbeats(limit: number): Promise<HeartbeatRow[]> {
     return this.statement(
-      'SELECT * FROM heartbeats ORDER BY started_at DESC, rowid DESC LIMIT ?',
+      `SELECT * FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`,
     ).all(limit) as HeartbeatRow[];
   }
 
