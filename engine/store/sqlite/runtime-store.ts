@@ -83,6 +83,13 @@ const RUNNING_SESSIONS = `SELECT DISTINCT session_key FROM actions INDEXED BY ac
 const RUN_COLUMNS =
   'seq, id, state, attempts, next_attempt_at_ms, started_at, finished_at, outcome, action';
 
+// Runs newest first: all, done ones, or those in a state other than done (read from its
+// index: the term is repeated so SQLite uses it).
+const RUNS = `SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC ${boundLimit()}`;
+const RUNS_DONE = `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC ${boundLimit()}`;
+const RUNS_IN_STATE = `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? AND state <> 'done'
+  ORDER BY seq DESC ${boundLimit()}`;
+
 /** Where one process owns the store, it always leads. */
 const SOLE_LEADER: Leadership = {
   lead: () => Promise.resolve(true),
@@ -326,16 +333,9 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
 
   /** Runs (actions with their lifecycle), newest first, optionally in one state. */
   async runs(limit: number, state?: ActionState): Promise<RunRow[]> {
-    // A state other than done is read from its index (the term repeated so SQLite uses it).
     const rows = state
-      ? this.arrays(
-          state === 'done'
-            ? `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? ORDER BY seq DESC ${boundLimit()}`
-            : `SELECT ${RUN_COLUMNS} FROM actions WHERE state = ? AND state <> 'done' ORDER BY seq DESC ${boundLimit()}`,
-        ).all(state, limit)
-      : this.arrays(`SELECT ${RUN_COLUMNS} FROM actions ORDER BY seq DESC ${boundLimit()}`).all(
-          limit,
-        );
+      ? this.arrays(state === 'done' ? RUNS_DONE : RUNS_IN_STATE).all(state, limit)
+      : this.arrays(RUNS).all(limit);
     return rows.map(toRun);
   }
 

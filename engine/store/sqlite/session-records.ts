@@ -31,6 +31,11 @@ import { boundLimit } from './bound-limit.ts';
 
 export type Row = Record<string, string | number | null>;
 
+// The last turns of one agent's session, newest first (?: agent, session, kind, limit).
+const HISTORY = `SELECT role, text, run_id, created_at FROM session_turns
+  WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC ${boundLimit()}`;
+const HEARTBEATS = `SELECT * FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
+
 /** One page of pending events read for a lost request for a heartbeat now. */
 type AskedNowPage = { lowest: number | null; size: number; asked: number };
 
@@ -193,9 +198,12 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
   async history(owner: TurnOwner, limit: number): Promise<Turn[]> {
-    const rows = this.arrays(
-      `SELECT role, text, run_id, created_at FROM session_turns WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC ${boundLimit()}`,
-    ).all(owner.agentId, owner.sessionKey, owner.kind, limit) as unknown as SQLOutputValue[][];
+    const rows = this.arrays(HISTORY).all(
+      owner.agentId,
+      owner.sessionKey,
+      owner.kind,
+      limit,
+    ) as unknown as SQLOutputValue[][];
     return rows.reverse().map(([role, text, runId, createdAt]) => ({
       role: role as 'user' | 'assistant',
       text: text as string,
@@ -282,9 +290,7 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Heartbeat records, newest first (in the order they started when two share a millisecond). */
   async heartbeats(limit: number): Promise<HeartbeatRow[]> {
-    return this.statement(
-      `SELECT * FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`,
-    ).all(limit) as HeartbeatRow[];
+    return this.statement(HEARTBEATS).all(limit) as HeartbeatRow[];
   }
 
   /** Record a delivery's final outcome (sent, failed, skipped or dead) for the audit trail. */
