@@ -109,6 +109,18 @@ describe('runtime commands', () => {
     }
   });
 
+  it.each(['runs', 'events', 'heartbeats'])(
+    '%s refuses a --limit that is not a positive integer (-1 listed everything)',
+    async (command) => {
+      for (const limit of ['-1', '0', '2.5', 'ten']) {
+        const result = await hookgate([command, `--limit=${limit}`]);
+        expect(result.code).toBe(2);
+        expect(result.stderr).toContain(`hookgate ${command}: --limit must be a positive integer`);
+        expect(result.stdout).toBe('');
+      }
+    },
+  );
+
   it('runs: lists runs newest first with state, attempts and outcome; --state filters', async () => {
     runs['ok'] = await post('agent', {
       message: 'list me',

@@ -11,13 +11,18 @@ import { jsonLine, terminalText } from './terminal-text.ts';
 
 export type ListFlags = StoreFlags & { json?: boolean; limit?: string };
 
+/** A listing command's --limit (20 when absent), or undefined once it said why it refuses it. */
+export function listLimit(command: string, raw: string | undefined): number | undefined {
+  const limit = raw === undefined ? 20 : Number(raw);
+  if (Number.isInteger(limit) && limit >= 1) return limit;
+  process.stderr.write(`hookgate ${command}: --limit must be a positive integer\n`);
+  return undefined;
+}
+
 /** Print the accepted actions; returns the exit status. */
 export async function listActions(flags: ListFlags, out: (line: string) => void): Promise<number> {
-  const limit = flags.limit === undefined ? 20 : Number(flags.limit);
-  if (!Number.isInteger(limit) || limit < 1) {
-    process.stderr.write('hookgate actions: --limit must be a positive integer\n');
-    return 2;
-  }
+  const limit = listLimit('actions', flags.limit);
+  if (limit === undefined) return 2;
   const at = storeLocation(flags, process.env, process.cwd());
   const say = (line: string) => out(terminalText(line));
   const views = await openStoreViews(at.dataDir, at.store);

@@ -8,7 +8,7 @@ import type { ActionState } from '../queue/action-store.ts';
 import type { RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
 import { openStoreViews } from '../store/backend.ts';
 import { wrappedContent } from '../safety.ts';
-import type { ListFlags } from './list-actions.ts';
+import { type ListFlags, listLimit } from './list-actions.ts';
 import { type StoreLocation, storeLocation } from './store-location.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';
 
@@ -80,11 +80,10 @@ export async function runs(flags: ListFlags & { state?: string }, out: Out): Pro
     process.stderr.write(`hookgate runs: --state must be one of ${STATES.join(', ')}\n`);
     return 2;
   }
+  const limit = listLimit('runs', flags.limit);
+  if (limit === undefined) return 2;
   return withStore(flags, out, async (store, _at, say) => {
-    const rows = await store.runs(
-      Number(flags.limit ?? 20),
-      flags.state as ActionState | undefined,
-    );
+    const rows = await store.runs(limit, flags.state as ActionState | undefined);
     for (const row of rows) {
       if (flags.json) {
         out(jsonLine(row));
@@ -103,9 +102,11 @@ export async function runs(flags: ListFlags & { state?: string }, out: Out): Pro
 }
 
 /** `events [--session KEY] [--json] [--limit N]`: system events of a session, newest first. */
-export function events(flags: ListFlags & { session?: string }, out: Out): Promise<number> {
+export async function events(flags: ListFlags & { session?: string }, out: Out): Promise<number> {
+  const limit = listLimit('events', flags.limit);
+  if (limit === undefined) return 2;
   return withStore(flags, out, async (store, at, say) => {
-    const rows = await store.events(flags.session ?? at.mainKey, Number(flags.limit ?? 20));
+    const rows = await store.events(flags.session ?? at.mainKey, limit);
     for (const event of rows) {
       if (flags.json) out(jsonLine(event));
       else {
@@ -120,9 +121,11 @@ export function events(flags: ListFlags & { session?: string }, out: Out): Promi
 }
 
 /** `heartbeats [--json] [--limit N]`: heartbeat records, newest first, with why one failed. */
-export function heartbeats(flags: ListFlags, out: Out): Promise<number> {
+export async function heartbeats(flags: ListFlags, out: Out): Promise<number> {
+  const limit = listLimit('heartbeats', flags.limit);
+  if (limit === undefined) return 2;
   return withStore(flags, out, async (store, _at, say) => {
-    const rows = await store.heartbeats(Number(flags.limit ?? 20));
+    const rows = await store.heartbeats(limit);
     for (const row of rows) {
       if (flags.json) {
         out(jsonLine(row));
