@@ -250,7 +250,7 @@ describe('the coalescing window', () => {
     expect(forwarded).toEqual(['hook']);
   });
 
-  it('a heartbeat failed by a new leader while it ran: its end changes nothing, its reply is not delivered', async () => {
+  it('a heartbeat failed by a new leader while it ran: its end changes nothing, its reply is not delivered nor kept in history', async () => {
     const { heartbeat, store, sent, dir } = await setup(2, async (_call, _controller, runStore) => {
       // Another instance took the lead meanwhile and failed this heartbeat.
       await runStore.recoverHeartbeats();
@@ -261,6 +261,10 @@ describe('the coalescing window', () => {
     expect(sent).toEqual([2]);
     // Still pending, for the heartbeat the new leader runs; and no delivery was recorded.
     expect(await stillPending(store)).toBe(2);
+    // Nor in the heartbeat's history: the new leader's heartbeat must not read it as answered.
+    expect(
+      await store.history({ agentId: 'main', sessionKey: 'main', kind: 'heartbeat' }, 10),
+    ).toEqual([]);
     const db = new DatabaseSync(path.join(dir, STORE_FILE), { readOnly: true });
     try {
       expect(

@@ -915,6 +915,34 @@ export function describeRuntimeStore(
         });
       });
 
+      it('a heartbeat end keeps its turns in history only when it takes', async () => {
+        const owner = { agentId: 'main', sessionKey: MAIN, kind: 'heartbeat' as const };
+        const taken = await store.startHeartbeat('wake');
+        expect(await store.recoverHeartbeats()).toEqual([]);
+        // Failed by the new leader: the late end adds nothing to history.
+        const late = { owner, prompt: 'System: late', reply: 'late reply' };
+        expect(
+          await store.finishHeartbeat(taken, {
+            state: 'done',
+            events: [],
+            reply: 'x',
+            turns: late,
+          }),
+        ).toBe(false);
+        expect(await store.history(owner, 10)).toEqual([]);
+        const fresh = await store.startHeartbeat('wake');
+        const turns = { owner, prompt: 'System: now', reply: 'now reply' };
+        expect(
+          await store.finishHeartbeat(fresh, { state: 'done', events: [], reply: 'x', turns }),
+        ).toBe(true);
+        expect(
+          (await store.history(owner, 10)).map((turn) => [turn.role, turn.text, turn.runId]),
+        ).toEqual([
+          ['user', 'System: now', fresh],
+          ['assistant', 'now reply', fresh],
+        ]);
+      });
+
       it('recordDelivery returns a new id each time', async () => {
         const delivery = {
           source: 'agent' as const,

@@ -160,15 +160,16 @@ export function createHeartbeat(deps: {
     // An ack-only exchange says nothing needed attention: it stays in the heartbeat's record but
     // not in its history, which would otherwise send its (consumed) events with every later
     // heartbeat; under a flood of wakes that made up most of the CPU per wake.
-    if (!ack) await store.addTurns(owner, id, message, result.reply);
     const finished = await store.finishHeartbeat(id, {
       state: 'done',
       events: seqs,
       reply: result.reply,
       ack,
+      ...(!ack && { turns: { owner, prompt: message, reply: result.reply } }),
     });
     // Failed meanwhile by the instance that took the lead: it runs the events again and
-    // delivers its own reply; delivering this one too would send the agent's answer twice.
+    // delivers its own reply; delivering this one too would send the agent's answer twice, and
+    // keeping its turns would tell the next heartbeat that it was answered.
     if (!finished) {
       logger.warn({ heartbeatId: id }, 'heartbeat taken over: its reply is not delivered');
       return false;

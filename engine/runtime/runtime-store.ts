@@ -129,6 +129,8 @@ export type HeartbeatResult = {
   reply?: string;
   ack?: boolean;
   error?: string;
+  /** Its prompt and reply for the heartbeat's history: written only with an end that takes. */
+  turns?: RunTurns;
 };
 
 /** The action queue and the run lifecycle. */

@@ -257,7 +257,7 @@ export class PostgresSessionRecords implements SessionStore {
   async finishHeartbeat(id: string, result: HeartbeatResult): Promise<boolean> {
     return inTransaction(this.pool, async (client) => {
       // Only a heartbeat still running: one a new leader failed (its leader was taken for dead)
-      // keeps that record, and consumes nothing.
+      // keeps that record, consumes nothing and adds nothing to history.
       const { rowCount } = await client.query(
         `UPDATE heartbeats SET state = $2, finished_at = now(), events = $3, reply = $4, ack = $5,
            error = $6 WHERE id = $1 AND state = 'running'`,
@@ -270,13 +270,16 @@ export class PostgresSessionRecords implements SessionStore {
           result.error === undefined ? null : storableText(result.error),
         ],
       );
-      if (rowCount !== 0 && result.state === 'done' && result.events.length > 0) {
+      if (rowCount === 0) return false;
+      if (result.state === 'done' && result.events.length > 0) {
         await client.query(
           'UPDATE system_events SET consumed_by = $1 WHERE seq = ANY($2::bigint[]) AND consumed_by IS NULL',
           [id, result.events],
         );
       }
-      return rowCount !== 0;
+      const turns = result.turns;
+      if (turns) await insertTurns(client, turns.owner, id, turns.prompt, turns.reply);
+      return true;
     });
   }
 

@@ -267,7 +267,7 @@ export class SqliteSessionRecords implements SessionStore {
     });
   }
 
-  /** Close a heartbeat record; on success mark the events it included as consumed. */
+  /** Close a heartbeat record; on success mark the events it included as consumed, keep its turns. */
   async finishHeartbeat(id: string, result: HeartbeatResult): Promise<boolean> {
     return this.batched(() => {
       // Only a heartbeat still running: one a restart failed keeps that record.
@@ -284,6 +284,8 @@ export class SqliteSessionRecords implements SessionStore {
       );
       if (Number(changes) === 0) return false;
       if (result.state === 'done') consumeEvents((sql) => this.statement(sql), id, result.events);
+      const turns = result.turns;
+      if (turns) this.insertTurns(turns.owner, id, turns.prompt, turns.reply);
       return true;
     });
   }
