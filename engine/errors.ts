@@ -84,7 +84,8 @@ export class HookError extends Error {
     this.name = 'HookError';
     this.code = code;
     this.status = ERRORS[code].status;
-    this.headers = options?.headers;
+    // Frozen copies, as details: the header list built from them once must not go stale.
+    this.headers = options?.headers && Object.freeze({ ...options.headers });
     this.details = options?.details && Object.freeze({ ...options.details });
   }
 

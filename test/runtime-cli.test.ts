@@ -112,7 +112,7 @@ describe('runtime commands', () => {
   it.each(['runs', 'events', 'heartbeats'])(
     '%s refuses a --limit that is not a positive integer (-1 listed everything)',
     async (command) => {
-      for (const limit of ['-1', '0', '2.5', 'ten']) {
+      for (const limit of ['-1', '0', '2.5', 'ten', '1e20', '0x2', '', '99999999999999999999']) {
         const result = await hookgate([command, `--limit=${limit}`]);
         expect(result.code).toBe(2);
         expect(result.stderr).toContain(`hookgate ${command}: --limit must be a positive integer`);

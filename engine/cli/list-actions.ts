@@ -13,8 +13,9 @@ export type ListFlags = StoreFlags & { json?: boolean; limit?: string };
 
 /** A listing command's --limit (20 when absent), or undefined once it said why it refuses it. */
 export function listLimit(command: string, raw: string | undefined): number | undefined {
-  const limit = raw === undefined ? 20 : Number(raw);
-  if (Number.isInteger(limit) && limit >= 1) return limit;
+  // Digits only: Number() also takes 1e20, 0x2 and blanks, which the store then refuses.
+  const limit = raw === undefined ? 20 : /^[1-9][0-9]*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (Number.isSafeInteger(limit)) return limit;
   process.stderr.write(`hookgate ${command}: --limit must be a positive integer\n`);
   return undefined;
 }
