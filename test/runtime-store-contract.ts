@@ -543,6 +543,11 @@ export function describeRuntimeStore(
         expect(await read).toBe(false);
       });
 
+      it('a run whose content holds a NUL escape is still read (it asked for now)', async () => {
+        await runWithSummary({ ...agentAction('hook:nul', 'a\u0000b'), wakeMode: 'now' as const });
+        expect(await store.pendingAskedNow(MAIN)).toBe(true);
+      });
+
       it('a nested "mode" in a run’s content asks for nothing', async () => {
         const run = {
           ...agentAction('hook:nested', '{"mode":"now"}'),

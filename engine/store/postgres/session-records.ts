@@ -158,8 +158,8 @@ export class PostgresSessionRecords implements SessionStore {
   }
 
   async pendingAskedNow(sessionKey: string, signal?: AbortSignal): Promise<boolean> {
-    // As the SQLite store reads it: newest first, a page per query, the action's text holding
-    // the field exactly.
+    // As the SQLite store reads it (and why as text): newest first, a page per query, the
+    // action's text holding the field exactly.
     let below = Number.MAX_SAFE_INTEGER;
     while (!signal?.aborted) {
       const { rows } = await this.pool.query<{

@@ -42,9 +42,12 @@ export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM
 /**
  * One page of a session's pending events, newest first below a seq (?1 session key, ?2 below,
  * ?3 page size): its lowest seq (NULL when the page is empty), its size, and whether one of its
- * events came from an action that asked for a heartbeat now. The stored action is JSON hookgate
- * wrote, whose top-level keys its schema fixes and whose strings escape their quotes, so the
- * text `"mode":"now"` (a wake) or `"wakeMode":"now"` (a run) in it is that field and nothing else.
+ * events came from an action that asked for a heartbeat now. The stored action is JSON that
+ * hookgate's code built (engine/actions.ts names every key, nested ones too) and JSON.stringify
+ * wrote (every quote inside a string escaped), so the text `"mode":"now"` (a wake) or
+ * `"wakeMode":"now"` (a run) in it is that field and nothing else. Matched as text, not parsed:
+ * PostgreSQL's JSON types refuse the `\u0000` escape a payload can carry, and a failed read
+ * would leave a lost heartbeat request to the schedule.
  */
 export const PENDING_ASKED_NOW_PAGE = `SELECT MIN(p.seq) AS lowest, COUNT(*) AS size,
     COALESCE(MAX(instr(a.action, '"mode":"now"') > 0 OR instr(a.action, '"wakeMode":"now"') > 0), 0) AS asked
