@@ -278,12 +278,13 @@ function runBlock(actionId, run) {
     const button = h('button', { type: 'button', class: 'retry' }, 'Retry');
     button.addEventListener('click', async () => {
       button.disabled = true;
+      // The pane as it is now: a selection made during the post is not refreshed over.
+      const version = state.pane;
       const { status, body } = await post(`/api/runs/${encodeURIComponent(actionId)}/retry`);
       note.textContent =
         status === 200
           ? 'queued again'
           : (body?.error?.detail ?? body?.error?.message ?? 'refused');
-      const version = state.pane;
       // Shown again shortly (the run queued), unless the pane changed meanwhile.
       if (status === 200)
         setTimeout(() => {
@@ -328,8 +329,9 @@ function payloadBlock(request) {
   const button = h('button', { type: 'button' }, 'Replay as a dry run');
   button.addEventListener('click', async () => {
     button.disabled = true;
-    // The result is what the user asked for: a refresh scheduled before must not wipe it.
-    state.pane++;
+    // The result is what the user asked for: a refresh of this request scheduled before must
+    // not wipe it. Another request being selected meanwhile still shows (it was asked later).
+    if (state.selected === request.id) state.pane++;
     const { status, body } = await post(`/api/requests/${encodeURIComponent(request.id)}/replay`);
     button.disabled = false;
     result.replaceChildren(
