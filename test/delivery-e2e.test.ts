@@ -153,14 +153,18 @@ function channelSettings(base: string, only?: string[]) {
   return Object.fromEntries(Object.entries(all).filter(([id]) => !only || only.includes(id)));
 }
 
+/** The store and data directory a server started on, for starting another over them. */
+type Place = { store: Record<string, unknown> | undefined; temp: ReturnType<typeof tempDir> };
+
 async function startWith(
   backend: Backend,
   standIn: StandIn,
   extra: Record<string, unknown> = {},
   only?: string[],
+  place?: Place,
 ) {
-  const store = await backend.store();
-  const temp = tempDir();
+  const store = place ? place.store : await backend.store();
+  const temp = place?.temp ?? tempDir();
   const record = path.join(temp.dir, 'record.jsonl');
   const { hooks, ...rest } = extra as { hooks?: Record<string, unknown> };
   const server = await startTestServer(
@@ -181,7 +185,7 @@ async function startWith(
     },
     { runtime: true, dataDir: temp.dir },
   );
-  return { server, record, temp };
+  return { server, record, temp, place: { store, temp } };
 }
 
 for (const backend of storeBackends()) {
@@ -505,6 +509,71 @@ for (const backend of storeBackends()) {
           await server.stop();
           await standIn.close();
           temp.cleanup();
+        }
+      });
+
+      it('a heartbeat reply waiting for its retry is delivered after a restart', async () => {
+        let up = false;
+        const standIn = await startStandIn((req) =>
+          up ? success(req) : { status: 503, body: { ok: false, error: 'service_unavailable' } },
+        );
+        const settings = {
+          session: { defaultRoute: { channel: 'slack', to: 'C0999999999' } },
+          // The retry waits longer than the server runs: only the store can carry it over.
+          runtime: {
+            heartbeat: { every: 'off' },
+            retry: { maxAttempts: 4, baseDelayMs: 1500, maxDelayMs: 1500 },
+          },
+        };
+        const first = await startWith(backend, standIn, settings, ['slack']);
+        let second: Awaited<ReturnType<typeof startWith>> | undefined;
+        try {
+          const deliveries = watchDeliveries();
+          expect((await first.server.post('wake', { text: 'URGENT: disk full' })).status).toBe(200);
+          await waitFor('the first attempt', () => standIn.requests.length === 1);
+          await first.server.stop();
+          expect(deliveries).toEqual([]);
+          up = true;
+          second = await startWith(backend, standIn, settings, ['slack'], first.place);
+          await waitFor('the heartbeat delivery', () => deliveries.length > 0);
+          expect(deliveries).toEqual([{ source: 'heartbeat', channel: 'slack', outcome: 'sent' }]);
+          expect(standIn.requests).toHaveLength(2);
+          expect((standIn.requests[1]?.json as { text?: string } | undefined)?.text).toBe(
+            'Attention: an urgent event came in.',
+          );
+        } finally {
+          await second?.server.stop();
+          await standIn.close();
+          first.temp.cleanup();
+        }
+      });
+
+      it('a heartbeat reply whose send a shutdown interrupted is sent at the next start', async () => {
+        // The first send hangs until the server gives up on it (its shutdown).
+        const standIn = await startStandIn((req) =>
+          standIn.requests.length === 1 ? { ...success(req), delayMs: 20_000 } : success(req),
+        );
+        const settings = { session: { defaultRoute: { channel: 'slack', to: 'C0999999999' } } };
+        const first = await startWith(backend, standIn, settings, ['slack']);
+        let second: Awaited<ReturnType<typeof startWith>> | undefined;
+        try {
+          const deliveries = watchDeliveries();
+          expect((await first.server.post('wake', { text: 'URGENT: disk full' })).status).toBe(200);
+          await waitFor('the first send', () => standIn.requests.length === 1);
+          await first.server.stop();
+          expect(deliveries).toEqual([]);
+          second = await startWith(backend, standIn, settings, ['slack'], first.place);
+          await waitFor('the heartbeat delivery', () => deliveries.length > 0);
+          expect(deliveries).toEqual([{ source: 'heartbeat', channel: 'slack', outcome: 'sent' }]);
+          const texts = standIn.requests.map((r) => (r.json as { text?: string }).text);
+          expect(texts).toEqual([
+            'Attention: an urgent event came in.',
+            'Attention: an urgent event came in.',
+          ]);
+        } finally {
+          await second?.server.stop();
+          await standIn.close();
+          first.temp.cleanup();
         }
       });
 

@@ -140,8 +140,10 @@ describe('the coalescing window', () => {
     }
     await heartbeat.idle();
     expect(sent).toEqual([1, 5]);
-    // A timer never fires early: the second turn began no sooner than the window's end.
-    expect((startedAt[1] ?? 0) - (startedAt[0] ?? 0)).toBeGreaterThanOrEqual(window - 1);
+    // The second turn began at the window's end, not at once. The runner sees each start after
+    // the heartbeat's own store reads, slower the first time (statements prepared then), and a
+    // timer's millisecond rounding can fire it a little early: a few ms of slack, not the window.
+    expect((startedAt[1] ?? 0) - (startedAt[0] ?? 0)).toBeGreaterThanOrEqual(window - 20);
     expect(await stillPending(store)).toBe(0);
   });
 
@@ -174,7 +176,7 @@ describe('the coalescing window', () => {
     release.resolve();
     await heartbeat.idle();
     expect(sent).toEqual([1, 3]);
-    expect((startedAt[1] ?? 0) - (startedAt[0] ?? 0)).toBeGreaterThanOrEqual(window - 1);
+    expect((startedAt[1] ?? 0) - (startedAt[0] ?? 0)).toBeGreaterThanOrEqual(window - 20);
   });
 
   it('a scheduled check is not held back by the window', async () => {

@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ActionState } from '../engine/queue/action-store.ts';
 import {
   ASKED_NOW_PAGE,
+  type HeartbeatDeliveryClaim,
   type Claim,
   type RunRow,
   type RuntimeStore,
@@ -918,6 +919,143 @@ export function describeRuntimeStore(
         expect((await store.heartbeats(10)).find((row) => row.id === ungrouped)).toMatchObject({
           state: 'failed',
         });
+      });
+
+      it('a heartbeat reply to deliver stays in the store until its delivery ends, one attempt at a time', async () => {
+        const acked = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(acked, { state: 'done', events: [], reply: 'OK', ack: true });
+        const beat = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(beat, {
+          state: 'done',
+          events: [],
+          reply: 'Disk full on web-1',
+          ack: false,
+          deliver: true,
+        });
+        // Only the reply to deliver, due at once.
+        expect(await store.pendingHeartbeatDeliveries(10)).toEqual([{ id: beat, dueAtMs: 0 }]);
+        const first = await store.claimHeartbeatDelivery(beat, Date.now());
+        expect(first).toEqual({ id: beat, reply: 'Disk full on web-1', attempts: 1, partsSent: 0 });
+        // One attempt in flight at a time.
+        expect(await store.claimHeartbeatDelivery(beat, Date.now())).toBeUndefined();
+        expect(await store.saveHeartbeatDelivery(first as HeartbeatDeliveryClaim, 1)).toBe(true);
+        // Retried later: not due before its time, then the next attempt resumes after the parts sent.
+        const later = Date.now() + 60_000;
+        expect(
+          await store.saveHeartbeatDelivery(first as HeartbeatDeliveryClaim, 1, { atMs: later }),
+        ).toBe(true);
+        expect(await store.pendingHeartbeatDeliveries(10)).toEqual([{ id: beat, dueAtMs: later }]);
+        expect(await store.claimHeartbeatDelivery(beat, Date.now())).toBeUndefined();
+        const second = await store.claimHeartbeatDelivery(beat, later);
+        expect(second).toEqual({
+          id: beat,
+          reply: 'Disk full on web-1',
+          attempts: 2,
+          partsSent: 1,
+        });
+        // The first attempt's late writes change nothing.
+        expect(await store.saveHeartbeatDelivery(first as HeartbeatDeliveryClaim, 0)).toBe(false);
+        const record = {
+          source: 'heartbeat' as const,
+          sourceId: beat,
+          channel: 'slack',
+          text: 'Disk full on web-1',
+          state: 'failed' as const,
+          attempts: 2,
+          parts: 2,
+          partsSent: 1,
+          error: 'channel_not_found',
+        };
+        const note = {
+          sessionKey: MAIN,
+          text: 'Heartbeat reply could not be delivered to slack',
+          source: 'delivery',
+          trusted: false,
+        };
+        expect(
+          await store.endHeartbeatDelivery(first as HeartbeatDeliveryClaim, record, note),
+        ).toBe(false);
+        expect(await store.events(MAIN, 10)).toEqual([]);
+        expect(
+          await store.endHeartbeatDelivery(second as HeartbeatDeliveryClaim, record, note),
+        ).toBe(true);
+        expect((await store.events(MAIN, 10)).map((event) => event.text)).toEqual([note.text]);
+        // Over: nothing pending, no attempt, no second end.
+        expect(await store.pendingHeartbeatDeliveries(10)).toEqual([]);
+        expect(await store.claimHeartbeatDelivery(beat, later)).toBeUndefined();
+        expect(
+          await store.endHeartbeatDelivery(second as HeartbeatDeliveryClaim, record, note),
+        ).toBe(false);
+        expect(await store.events(MAIN, 10)).toHaveLength(1);
+      });
+
+      it('an attempt in flight when its instance died is due again after recoverHeartbeats; a refunded one keeps its count', async () => {
+        const beat = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(beat, {
+          state: 'done',
+          events: [],
+          reply: 'r',
+          ack: false,
+          deliver: true,
+        });
+        const dead = (await store.claimHeartbeatDelivery(
+          beat,
+          Date.now(),
+        )) as HeartbeatDeliveryClaim;
+        expect(dead.attempts).toBe(1);
+        expect(await store.recoverHeartbeats()).toEqual([]);
+        const next = (await store.claimHeartbeatDelivery(
+          beat,
+          Date.now(),
+        )) as HeartbeatDeliveryClaim;
+        expect(next).toMatchObject({ attempts: 2, partsSent: 0 });
+        // The dead attempt cannot write over the one that replaced it.
+        expect(await store.saveHeartbeatDelivery(dead, 1, { atMs: 0 })).toBe(false);
+        // Interrupted by shutdown: due now, the attempt not counted.
+        expect(await store.saveHeartbeatDelivery(next, 0, { atMs: 0, refund: true })).toBe(true);
+        expect(await store.claimHeartbeatDelivery(beat, Date.now())).toMatchObject({ attempts: 2 });
+      });
+
+      it('a failed heartbeat, or one whose end did not take, leaves nothing to deliver', async () => {
+        const failed = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(failed, {
+          state: 'failed',
+          events: [],
+          error: 'x',
+          deliver: true,
+        });
+        const taken = await store.startHeartbeat('wake');
+        await store.recoverHeartbeats();
+        expect(
+          await store.finishHeartbeat(taken, {
+            state: 'done',
+            events: [],
+            reply: 'late',
+            ack: false,
+            deliver: true,
+          }),
+        ).toBe(false);
+        expect(await store.pendingHeartbeatDeliveries(10)).toEqual([]);
+      });
+
+      it('pendingHeartbeatDeliveries pages after an id', async () => {
+        const ids: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          const beat = await store.startHeartbeat('wake');
+          await store.finishHeartbeat(beat, {
+            state: 'done',
+            events: [],
+            reply: `r${i}`,
+            ack: false,
+            deliver: true,
+          });
+          ids.push(beat);
+        }
+        const sorted = [...ids].sort();
+        const first = await store.pendingHeartbeatDeliveries(2);
+        expect(first.map((row) => row.id)).toEqual(sorted.slice(0, 2));
+        const rest = await store.pendingHeartbeatDeliveries(10, first[1]?.id);
+        expect(rest.map((row) => row.id)).toEqual(sorted.slice(2));
       });
 
       it('a heartbeat end keeps its turns in history only when it takes', async () => {

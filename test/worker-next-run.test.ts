@@ -45,6 +45,7 @@ async function setup(concurrency: number) {
       start: () => undefined,
       stop: async () => undefined,
       idle: async () => undefined,
+      resumeDeliveries: async () => undefined,
     },
     settings: {
       mainKey: 'main',

@@ -47,6 +47,8 @@ export type Heartbeat = {
   stop(): Promise<void>;
   /** Resolves when no heartbeat is running or waiting (for tests and shutdown). */
   idle(): Promise<void>;
+  /** Schedule the replies the store still has to deliver (at start, or when the lead is gained). */
+  resumeDeliveries(): Promise<void>;
 };
 
 /** Create the heartbeat of the main session. */
@@ -80,13 +82,14 @@ export function createHeartbeat(deps: {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let task: ScheduledTask | undefined;
-  const deliver = createHeartbeatDelivery({
+  const delivery = createHeartbeatDelivery({
     store,
     adapters: deps.adapters,
     settings,
     logger,
     signal: deps.signal,
     stopped: () => stopped,
+    ...(deps.leading && { leading: deps.leading }),
     ...(deps.routeMoved && { routeMoved: deps.routeMoved }),
   });
 
@@ -165,7 +168,7 @@ export function createHeartbeat(deps: {
       events: seqs,
       reply: result.reply,
       ack,
-      ...(!ack && { turns: { owner, prompt: message, reply: result.reply } }),
+      ...(!ack && { turns: { owner, prompt: message, reply: result.reply }, deliver: true }),
     });
     // Failed meanwhile by the instance that took the lead: it runs the events again and
     // delivers its own reply; delivering this one too would send the agent's answer twice, and
@@ -174,7 +177,7 @@ export function createHeartbeat(deps: {
       logger.warn({ heartbeatId: id }, 'heartbeat taken over: its reply is not delivered');
       return false;
     }
-    if (!ack) await deliver(id, result.reply);
+    if (!ack) await delivery.deliver(id);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
     return servesNow && read.length > events.length;
   }
@@ -257,6 +260,7 @@ export function createHeartbeat(deps: {
     },
     async stop() {
       stopped = true;
+      delivery.stop();
       if (timer) clearInterval(timer);
       if (task) await task.destroy();
       // A heartbeat waiting for its window does not start now (none starts once shutdown began).
@@ -271,5 +275,6 @@ export function createHeartbeat(deps: {
     async idle() {
       while (running || waiting) await (running ?? launched);
     },
+    resumeDeliveries: () => delivery.resume(),
   };
 }

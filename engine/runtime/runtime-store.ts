@@ -131,6 +131,22 @@ export type HeartbeatResult = {
   error?: string;
   /** Its prompt and reply for the heartbeat's history: written only with an end that takes. */
   turns?: RunTurns;
+  /** The reply is to be delivered: recorded as due with the end, so a restart still sends it. */
+  deliver?: boolean;
+};
+
+/** A heartbeat reply still to be delivered: its next attempt may start at `dueAtMs`. */
+export type PendingHeartbeatDelivery = { id: string; dueAtMs: number };
+
+/**
+ * One attempt at delivering a heartbeat's reply, as its claim left it: the attempt number
+ * fences every later write, so an instance whose attempt was taken over changes nothing.
+ */
+export type HeartbeatDeliveryClaim = {
+  id: string;
+  reply: string;
+  attempts: number;
+  partsSent: number;
 };
 
 /** The action queue and the run lifecycle. */
@@ -243,12 +259,42 @@ export interface SessionStore {
   startHeartbeat(reason: string): Promise<string>;
   /** Record the process group of a heartbeat's runner. */
   setHeartbeatGroup(id: string, pgid: number | null): Promise<void>;
-  /** Heartbeats left running by a previous leader are failed (their events stay pending); their runner groups. */
+  /**
+   * Heartbeats left running by a previous leader are failed (their events stay pending), and
+   * reply deliveries it had in flight become due again; returns the runner groups.
+   */
   recoverHeartbeats(): Promise<number[]>;
   /** Close a heartbeat record; on success mark the events it included as consumed. */
   finishHeartbeat(id: string, result: HeartbeatResult): Promise<boolean>;
   /** Heartbeat records, newest first. */
   heartbeats(limit: number): Promise<HeartbeatRow[]>;
+  /** Heartbeat replies still to be delivered, in the order of their ids, after `afterId` if given. */
+  pendingHeartbeatDeliveries(limit: number, afterId?: string): Promise<PendingHeartbeatDelivery[]>;
+  /**
+   * Start the next attempt at delivering a heartbeat's reply: only when it is due at `nowMs`
+   * and no attempt is in flight (undefined otherwise, or when it is over).
+   */
+  claimHeartbeatDelivery(id: string, nowMs: number): Promise<HeartbeatDeliveryClaim | undefined>;
+  /**
+   * Keep an attempt's progress: the parts sent so far; with `retryAtMs` the attempt ends and the
+   * next is due then (`refund`: the attempt did not count, as when shutdown interrupted it).
+   * False when the attempt is no longer this claim's.
+   */
+  saveHeartbeatDelivery(
+    claim: HeartbeatDeliveryClaim,
+    partsSent: number,
+    retry?: { atMs: number; refund?: boolean },
+  ): Promise<boolean>;
+  /**
+   * End a heartbeat reply's delivery with its final record and, for a failure, the main
+   * session's note of it, in one transaction; false (nothing written) when the attempt is no
+   * longer this claim's.
+   */
+  endHeartbeatDelivery(
+    claim: HeartbeatDeliveryClaim,
+    record: DeliveryRecord,
+    note?: NewEvent,
+  ): Promise<boolean>;
   /** Record a delivery's final outcome (sent, failed, skipped or dead); returns its id. */
   recordDelivery(delivery: DeliveryRecord): Promise<string>;
   /** The session's last route (channel and recipient), if any. */

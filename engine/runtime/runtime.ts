@@ -159,6 +159,14 @@ export async function startRuntime(
     deferred = undefined;
     forward();
   }
+  let deliveriesWaiting = false;
+  const resumeDeliveries = (): void => {
+    heartbeat
+      .resumeDeliveries()
+      .catch((err: unknown) =>
+        logger.warn({ err: (err as Error).message }, 'heartbeat deliveries not resumed'),
+      );
+  };
   const heartbeat = createHeartbeat({
     store,
     agent: defaultAgent,
@@ -188,6 +196,10 @@ export async function startRuntime(
     gained: async () => {
       try {
         for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
+        // Heartbeat replies still to deliver (a restart, or the old leader's retries): sent
+        // once this instance reports the lead (the first gain comes before the loop returns).
+        if (loop) resumeDeliveries();
+        else deliveriesWaiting = true;
       } finally {
         resumeIfAsked();
       }
@@ -198,6 +210,7 @@ export async function startRuntime(
     logger,
   });
   if (resume) heartbeat.requestNow('resumed');
+  if (deliveriesWaiting) resumeDeliveries();
   const retentionMs = config.store.retentionDays * 24 * 60 * 60 * 1000;
   const pruneTimer = setInterval(() => {
     if (!leading()) return;

@@ -10,9 +10,11 @@ import type pg from 'pg';
 import {
   ASKED_NOW_PAGE,
   type DeliveryRecord,
+  type HeartbeatDeliveryClaim,
   type HeartbeatResult,
   type HeartbeatRow,
   type NewEvent,
+  type PendingHeartbeatDelivery,
   type SessionStore,
   type SystemEvent,
   type Turn,
@@ -248,6 +250,11 @@ export class PostgresSessionRecords implements SessionStore {
          finished_at = now()
        WHERE state = 'running' RETURNING runner_host, runner_pgid`,
     );
+    // A reply delivery in flight was the previous leader's: due again (its writes are fenced).
+    await this.pool.query(
+      `UPDATE heartbeats SET delivery_sending = false
+       WHERE delivery_sending AND delivery_due_ms IS NOT NULL`,
+    );
     // A process group is only this host's to end.
     return rows.flatMap((row) =>
       row.runner_pgid !== null && row.runner_host === hostname() ? [row.runner_pgid] : [],
@@ -260,7 +267,7 @@ export class PostgresSessionRecords implements SessionStore {
       // keeps that record, consumes nothing and adds nothing to history.
       const { rowCount } = await client.query(
         `UPDATE heartbeats SET state = $2, finished_at = now(), events = $3, reply = $4, ack = $5,
-           error = $6 WHERE id = $1 AND state = 'running'`,
+           error = $6, delivery_due_ms = $7 WHERE id = $1 AND state = 'running'`,
         [
           id,
           result.state,
@@ -268,6 +275,8 @@ export class PostgresSessionRecords implements SessionStore {
           result.reply === undefined ? null : storableText(result.reply),
           result.ack ?? null,
           result.error === undefined ? null : storableText(result.error),
+          // Due at once: the first attempt follows the end.
+          result.state === 'done' && result.deliver ? 0 : null,
         ],
       );
       if (rowCount === 0) return false;
@@ -279,6 +288,82 @@ export class PostgresSessionRecords implements SessionStore {
       }
       const turns = result.turns;
       if (turns) await insertTurns(client, turns.owner, id, turns.prompt, turns.reply);
+      return true;
+    });
+  }
+
+  async pendingHeartbeatDeliveries(
+    limit: number,
+    afterId = '',
+  ): Promise<PendingHeartbeatDelivery[]> {
+    const { rows } = await this.pool.query<{ id: string; delivery_due_ms: string }>(
+      `SELECT id, delivery_due_ms FROM heartbeats
+       WHERE delivery_due_ms IS NOT NULL AND id > $1 ORDER BY id LIMIT $2`,
+      [afterId, limit],
+    );
+    return rows.map((row) => ({ id: row.id, dueAtMs: Number(row.delivery_due_ms) }));
+  }
+
+  async claimHeartbeatDelivery(
+    id: string,
+    nowMs: number,
+  ): Promise<HeartbeatDeliveryClaim | undefined> {
+    // The next attempt: due, none in flight; its number fences the attempt's later writes.
+    const { rows } = await this.pool.query<{
+      reply: string | null;
+      delivery_attempts: number;
+      delivery_parts_sent: number;
+    }>(
+      `UPDATE heartbeats SET delivery_sending = true, delivery_attempts = delivery_attempts + 1
+       WHERE id = $1 AND delivery_due_ms IS NOT NULL AND delivery_due_ms <= $2
+         AND NOT delivery_sending
+       RETURNING reply, delivery_attempts, delivery_parts_sent`,
+      [id, nowMs],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return {
+      id,
+      reply: row.reply ?? '',
+      attempts: row.delivery_attempts,
+      partsSent: row.delivery_parts_sent,
+    };
+  }
+
+  async saveHeartbeatDelivery(
+    claim: HeartbeatDeliveryClaim,
+    partsSent: number,
+    retry?: { atMs: number; refund?: boolean },
+  ): Promise<boolean> {
+    const { rowCount } = retry
+      ? await this.pool.query(
+          `UPDATE heartbeats SET delivery_parts_sent = $3, delivery_sending = false,
+             delivery_due_ms = $4, delivery_attempts = delivery_attempts - $5
+           WHERE id = $1 AND delivery_attempts = $2 AND delivery_sending`,
+          [claim.id, claim.attempts, partsSent, retry.atMs, retry.refund ? 1 : 0],
+        )
+      : await this.pool.query(
+          `UPDATE heartbeats SET delivery_parts_sent = $3
+           WHERE id = $1 AND delivery_attempts = $2 AND delivery_sending`,
+          [claim.id, claim.attempts, partsSent],
+        );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async endHeartbeatDelivery(
+    claim: HeartbeatDeliveryClaim,
+    record: DeliveryRecord,
+    note?: NewEvent,
+  ): Promise<boolean> {
+    return inTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE heartbeats SET delivery_due_ms = NULL, delivery_sending = false
+         WHERE id = $1 AND delivery_attempts = $2 AND delivery_sending`,
+        [claim.id, claim.attempts],
+      );
+      if (rowCount === 0) return false;
+      await insertDelivery(client, record);
+      if (note) await insertEvent(client, note);
       return true;
     });
   }

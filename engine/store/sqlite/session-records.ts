@@ -12,9 +12,11 @@ import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
 import {
   ASKED_NOW_PAGE,
   type DeliveryRecord,
+  type HeartbeatDeliveryClaim,
   type HeartbeatResult,
   type HeartbeatRow,
   type NewEvent,
+  type PendingHeartbeatDelivery,
   type SessionStore,
   type SystemEvent,
   type Turn,
@@ -34,7 +36,27 @@ export type Row = Record<string, string | number | null>;
 // The last turns of one agent's session, newest first (?: agent, session, kind, limit).
 const HISTORY = `SELECT role, text, run_id, created_at FROM session_turns
   WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC ${boundLimit()}`;
-const HEARTBEATS = `SELECT * FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
+const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, reply, ack, error, runner_pgid
+  FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
+
+const PENDING_DELIVERIES = `SELECT id, delivery_due_ms FROM heartbeats
+  WHERE delivery_due_ms IS NOT NULL AND id > ? ORDER BY id ${boundLimit()}`;
+
+// The next attempt: due, none in flight; its number fences the attempt's later writes.
+const CLAIM_DELIVERY = `UPDATE heartbeats
+  SET delivery_sending = 1, delivery_attempts = delivery_attempts + 1
+  WHERE id = ? AND delivery_due_ms IS NOT NULL AND delivery_due_ms <= ? AND delivery_sending = 0
+  RETURNING reply, delivery_attempts, delivery_parts_sent`;
+
+const SAVE_DELIVERY = `UPDATE heartbeats SET delivery_parts_sent = ?
+  WHERE id = ? AND delivery_attempts = ? AND delivery_sending = 1`;
+
+const RETRY_DELIVERY = `UPDATE heartbeats SET delivery_parts_sent = ?, delivery_sending = 0,
+    delivery_due_ms = ?, delivery_attempts = delivery_attempts - ?
+  WHERE id = ? AND delivery_attempts = ? AND delivery_sending = 1`;
+
+const END_DELIVERY = `UPDATE heartbeats SET delivery_due_ms = NULL, delivery_sending = 0
+  WHERE id = ? AND delivery_attempts = ? AND delivery_sending = 1`;
 
 /** One page of pending events read for a lost request for a heartbeat now. */
 type AskedNowPage = { lowest: number | null; size: number; asked: number };
@@ -261,6 +283,10 @@ export class SqliteSessionRecords implements SessionStore {
       this.statement(
         "UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'",
       ).run(now());
+      // An attempt in flight died with its process: the delivery is due again (at once).
+      this.statement(
+        'UPDATE heartbeats SET delivery_sending = 0 WHERE delivery_sending = 1 AND delivery_due_ms IS NOT NULL',
+      ).run();
       return rows.flatMap((row) =>
         row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])],
       );
@@ -272,7 +298,7 @@ export class SqliteSessionRecords implements SessionStore {
     return this.batched(() => {
       // Only a heartbeat still running: one a restart failed keeps that record.
       const { changes } = this.statement(
-        "UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ? WHERE id = ? AND state = 'running'",
+        "UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ?, delivery_due_ms = ? WHERE id = ? AND state = 'running'",
       ).run(
         result.state,
         now(),
@@ -280,6 +306,8 @@ export class SqliteSessionRecords implements SessionStore {
         result.reply ?? null,
         result.ack === undefined ? null : result.ack ? 1 : 0,
         result.error ?? null,
+        // Due at once: the first attempt follows the end.
+        result.state === 'done' && result.deliver ? 0 : null,
         id,
       );
       if (Number(changes) === 0) return false;
@@ -293,6 +321,69 @@ export class SqliteSessionRecords implements SessionStore {
   /** Heartbeat records, newest first (in the order they started when two share a millisecond). */
   async heartbeats(limit: number): Promise<HeartbeatRow[]> {
     return this.statement(HEARTBEATS).all(limit) as HeartbeatRow[];
+  }
+
+  /** Heartbeat replies still to be delivered, in the order of their ids. */
+  async pendingHeartbeatDeliveries(
+    limit: number,
+    afterId = '',
+  ): Promise<PendingHeartbeatDelivery[]> {
+    return (
+      this.arrays(PENDING_DELIVERIES).all(afterId, limit) as unknown as SQLOutputValue[][]
+    ).map(([id, due]) => ({ id: id as string, dueAtMs: Number(due) }));
+  }
+
+  /** Start the next attempt at a heartbeat reply's delivery, if it is due and none is in flight. */
+  async claimHeartbeatDelivery(
+    id: string,
+    nowMs: number,
+  ): Promise<HeartbeatDeliveryClaim | undefined> {
+    const row = await this.batched(
+      () => this.arrays(CLAIM_DELIVERY).get(id, nowMs) as SQLOutputValue[] | undefined,
+    );
+    if (!row) return undefined;
+    const [reply, attempts, partsSent] = row;
+    return {
+      id,
+      reply: (reply as string | null) ?? '',
+      attempts: Number(attempts),
+      partsSent: Number(partsSent),
+    };
+  }
+
+  /** Keep an attempt's progress, or end it with the next attempt due at `retry.atMs`. */
+  async saveHeartbeatDelivery(
+    claim: HeartbeatDeliveryClaim,
+    partsSent: number,
+    retry?: { atMs: number; refund?: boolean },
+  ): Promise<boolean> {
+    return this.batched(() => {
+      const { changes } = retry
+        ? this.statement(RETRY_DELIVERY).run(
+            partsSent,
+            retry.atMs,
+            retry.refund ? 1 : 0,
+            claim.id,
+            claim.attempts,
+          )
+        : this.statement(SAVE_DELIVERY).run(partsSent, claim.id, claim.attempts);
+      return Number(changes) > 0;
+    });
+  }
+
+  /** End a heartbeat reply's delivery with its record (and a failure's note), fenced by the attempt. */
+  async endHeartbeatDelivery(
+    claim: HeartbeatDeliveryClaim,
+    record: DeliveryRecord,
+    note?: NewEvent,
+  ): Promise<boolean> {
+    return this.batched(() => {
+      const { changes } = this.statement(END_DELIVERY).run(claim.id, claim.attempts);
+      if (Number(changes) === 0) return false;
+      this.insertDelivery(record);
+      if (note) this.insertEvent(note);
+      return true;
+    });
   }
 
   /** Record a delivery's final outcome (sent, failed, skipped or dead) for the audit trail. */
