@@ -8,7 +8,8 @@ import { ERRORS, type ErrorCode, type HookError } from './errors.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const NO_HEADERS: readonly string[] = Object.freeze([]);
-const CLOSE: readonly string[] = Object.freeze(['connection', 'close']);
+/** The header that closes the connection after the response (a list's extra, as sendJson takes). */
+export const CLOSE: readonly string[] = Object.freeze(['connection', 'close']);
 
 /**
  * Send a JSON body that is already serialised. Headers go to Node as one flat name/value
@@ -41,19 +42,30 @@ export function sendText(
   status: number,
   body: string,
   requestId: string,
+  extra: readonly string[] = NO_HEADERS,
 ): void {
-  res.writeHead(status, {
-    'content-type': 'text/plain; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'x-content-type-options': 'nosniff',
-    'x-request-id': requestId,
-  });
+  res.writeHead(status, [
+    'content-type',
+    'text/plain; charset=utf-8',
+    'content-length',
+    String(Buffer.byteLength(body)),
+    'x-content-type-options',
+    'nosniff',
+    'x-request-id',
+    requestId,
+    ...extra,
+  ]);
   res.end(body);
 }
 
 /** Send a status without a body (204). */
-export function sendEmpty(res: ServerResponse, status: number, requestId: string): void {
-  res.writeHead(status, { 'x-request-id': requestId });
+export function sendEmpty(
+  res: ServerResponse,
+  status: number,
+  requestId: string,
+  extra: readonly string[] = NO_HEADERS,
+): void {
+  res.writeHead(status, ['x-request-id', requestId, ...extra]);
   res.end();
 }
 

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asHookError, type HookError } from '../errors.ts';
 import { type Logger, requestLineLogger } from '../log.ts';
 import { requestFinished } from '../observe/events.ts';
-import { sendEmpty, sendError, sendJson, sendText } from '../respond.ts';
+import { CLOSE, sendEmpty, sendError, sendJson, sendText } from '../respond.ts';
 import { type Answer, type Exchange, type NamedStage, newExchange, runStages } from './exchange.ts';
 import { expectsContinue, headerValues, httpSource } from './request-source.ts';
 
@@ -24,6 +24,7 @@ export type HandlerSettings = {
 // Bodies up to this size are drained by Node after a refusal; larger or chunked ones close the connection.
 const DRAIN_LIMIT = 65_536;
 const REPLAYED: readonly string[] = Object.freeze(['idempotent-replayed', 'true']);
+const REPLAYED_CLOSE: readonly string[] = Object.freeze([...REPLAYED, ...CLOSE]);
 
 /** Build the node:http request listener. */
 export function createRequestHandler(
@@ -33,11 +34,17 @@ export function createRequestHandler(
   const lines = requestLineLogger(logger);
 
   function answer(res: ServerResponse, x: Exchange, result: Answer): void {
-    if (settings.draining()) res.setHeader('connection', 'close');
+    // Shutdown began: no further keep-alive request on this connection.
+    const close = settings.draining();
     x.log['status'] = result.status;
-    if (result.kind === 'empty') sendEmpty(res, 204, x.id);
-    else if (result.kind === 'text') sendText(res, result.status, result.body, x.id);
-    else sendJson(res, result.status, result.body, x.id, result.replayed ? REPLAYED : undefined);
+    if (result.kind === 'empty') sendEmpty(res, 204, x.id, close ? CLOSE : undefined);
+    else if (result.kind === 'text')
+      sendText(res, result.status, result.body, x.id, close ? CLOSE : undefined);
+    else {
+      let extra = result.replayed ? REPLAYED : undefined;
+      if (close) extra = extra ? REPLAYED_CLOSE : CLOSE;
+      sendJson(res, result.status, result.body, x.id, extra);
+    }
   }
 
   function fail(req: IncomingMessage, res: ServerResponse, x: Exchange, err: unknown): void {
@@ -53,8 +60,7 @@ export function createRequestHandler(
       res.destroy();
       return;
     }
-    if (settings.draining()) res.setHeader('connection', 'close');
-    sendError(res, error, x.id, mustClose(req, error));
+    sendError(res, error, x.id, settings.draining() || mustClose(req, error));
   }
 
   return function handleRequest(req, res) {
