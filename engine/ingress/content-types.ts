@@ -40,7 +40,7 @@ export function bodyFormat(contentType: string | undefined, forms: boolean): Bod
   const memo = forms ? decided.forms : decided.jsonOnly;
   let decision = memo.get(contentType);
   if (decision === undefined) {
-    decision = decide(contentType, forms);
+    decision = decideBodyFormat(contentType, forms);
     if (memo.size >= MEMO_LIMIT) memo.clear();
     memo.set(contentType, decision);
   }
@@ -48,7 +48,8 @@ export function bodyFormat(contentType: string | undefined, forms: boolean): Bod
   return decision;
 }
 
-function decide(contentType: string, forms: boolean): BodyFormat | HookError {
+/** The decision for one Content-Type value, made afresh (what bodyFormat keeps): pure. */
+export function decideBodyFormat(contentType: string, forms: boolean): BodyFormat | HookError {
   try {
     return formatFor(contentType, forms);
   } catch (err) {
