@@ -29,7 +29,7 @@ const NO_HEARTBEAT: Heartbeat = {
   start: () => undefined,
   stop: async () => undefined,
   idle: async () => undefined,
-  resumeDeliveries: async () => undefined,
+  sweepDeliveries: async () => undefined,
 };
 
 /** A claimed agent run asking for delivery, the delivery step, and what a reader sees. */

@@ -100,6 +100,10 @@ const ids = (rows: readonly RunRow[]) => rows.map((row) => row.id);
 const claimOf = (row: RunRow): Claim => ({ id: row.id, attempts: row.attempts });
 
 /** Register the shared suite for a runtime store factory. */
+/** A delivery claim's lease in the contract's tests. */
+const LEASE = 30_000;
+type Claimed = HeartbeatDeliveryClaim;
+
 export function describeRuntimeStore(
   name: string,
   factory: () => Promise<RuntimeStoreEnv>,
@@ -933,28 +937,40 @@ export function describeRuntimeStore(
           deliver: true,
         });
         // Only the reply to deliver, due at once.
-        expect(await store.pendingHeartbeatDeliveries(10)).toEqual([{ id: beat, dueAtMs: 0 }]);
-        const first = await store.claimHeartbeatDelivery(beat, Date.now());
-        expect(first).toEqual({ id: beat, reply: 'Disk full on web-1', attempts: 1, partsSent: 0 });
+        expect(await store.pendingHeartbeatDeliveries(10)).toEqual([
+          { id: beat, dueAtMs: 0, claimedAtMs: null },
+        ]);
+        const at = Date.now();
+        const first = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
+        expect(first).toMatchObject({
+          id: beat,
+          reply: 'Disk full on web-1',
+          attempts: 1,
+          partsSent: 0,
+        });
+        expect(await store.pendingHeartbeatDeliveries(10)).toEqual([
+          { id: beat, dueAtMs: 0, claimedAtMs: at },
+        ]);
         // One attempt in flight at a time.
-        expect(await store.claimHeartbeatDelivery(beat, Date.now())).toBeUndefined();
-        expect(await store.saveHeartbeatDelivery(first as HeartbeatDeliveryClaim, 1)).toBe(true);
+        expect(await store.claimHeartbeatDelivery(beat, at + 1, at + 1 - LEASE)).toBeUndefined();
+        expect(await store.saveHeartbeatDelivery(first, 1)).toBe(true);
         // Retried later: not due before its time, then the next attempt resumes after the parts sent.
-        const later = Date.now() + 60_000;
-        expect(
-          await store.saveHeartbeatDelivery(first as HeartbeatDeliveryClaim, 1, { atMs: later }),
-        ).toBe(true);
-        expect(await store.pendingHeartbeatDeliveries(10)).toEqual([{ id: beat, dueAtMs: later }]);
-        expect(await store.claimHeartbeatDelivery(beat, Date.now())).toBeUndefined();
-        const second = await store.claimHeartbeatDelivery(beat, later);
-        expect(second).toEqual({
+        const later = at + 60_000;
+        expect(await store.saveHeartbeatDelivery(first, 1, { atMs: later })).toBe(true);
+        expect(await store.pendingHeartbeatDeliveries(10)).toEqual([
+          { id: beat, dueAtMs: later, claimedAtMs: null },
+        ]);
+        expect(await store.claimHeartbeatDelivery(beat, later - 1, 0)).toBeUndefined();
+        const second = (await store.claimHeartbeatDelivery(beat, later, later - LEASE)) as Claimed;
+        expect(second).toMatchObject({
           id: beat,
           reply: 'Disk full on web-1',
           attempts: 2,
           partsSent: 1,
         });
+        expect(second.claim).toBeGreaterThan(first.claim);
         // The first attempt's late writes change nothing.
-        expect(await store.saveHeartbeatDelivery(first as HeartbeatDeliveryClaim, 0)).toBe(false);
+        expect(await store.saveHeartbeatDelivery(first, 0)).toBe(false);
         const record = {
           source: 'heartbeat' as const,
           sourceId: beat,
@@ -972,24 +988,20 @@ export function describeRuntimeStore(
           source: 'delivery',
           trusted: false,
         };
-        expect(
-          await store.endHeartbeatDelivery(first as HeartbeatDeliveryClaim, record, note),
-        ).toBe(false);
+        expect(await store.endHeartbeatDelivery(first, record, note)).toBe(false);
         expect(await store.events(MAIN, 10)).toEqual([]);
-        expect(
-          await store.endHeartbeatDelivery(second as HeartbeatDeliveryClaim, record, note),
-        ).toBe(true);
+        expect(await store.endHeartbeatDelivery(second, record, note)).toBe(true);
         expect((await store.events(MAIN, 10)).map((event) => event.text)).toEqual([note.text]);
         // Over: nothing pending, no attempt, no second end.
         expect(await store.pendingHeartbeatDeliveries(10)).toEqual([]);
-        expect(await store.claimHeartbeatDelivery(beat, later)).toBeUndefined();
         expect(
-          await store.endHeartbeatDelivery(second as HeartbeatDeliveryClaim, record, note),
-        ).toBe(false);
+          await store.claimHeartbeatDelivery(beat, later + LEASE * 2, later + LEASE),
+        ).toBeUndefined();
+        expect(await store.endHeartbeatDelivery(second, record, note)).toBe(false);
         expect(await store.events(MAIN, 10)).toHaveLength(1);
       });
 
-      it('an attempt in flight when its instance died is due again after recoverHeartbeats; a refunded one keeps its count', async () => {
+      it('an attempt in flight past its lease, or left by a dead instance (recoverHeartbeats), is taken over; its writes are refused after', async () => {
         const beat = await store.startHeartbeat('wake');
         await store.finishHeartbeat(beat, {
           state: 'done',
@@ -998,22 +1010,37 @@ export function describeRuntimeStore(
           ack: false,
           deliver: true,
         });
-        const dead = (await store.claimHeartbeatDelivery(
-          beat,
-          Date.now(),
-        )) as HeartbeatDeliveryClaim;
-        expect(dead.attempts).toBe(1);
+        const at = Date.now();
+        const dead = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
+        // Within its lease it is its instance's; past it, another may take it.
+        expect(await store.claimHeartbeatDelivery(beat, at + LEASE, at)).toBeUndefined();
+        const stale = (await store.claimHeartbeatDelivery(beat, at + LEASE + 1, at + 1)) as Claimed;
+        expect(stale).toMatchObject({ attempts: 2 });
+        expect(await store.saveHeartbeatDelivery(dead, 1)).toBe(false);
+        // After a crash the new leader need not wait for the lease.
         expect(await store.recoverHeartbeats()).toEqual([]);
-        const next = (await store.claimHeartbeatDelivery(
-          beat,
-          Date.now(),
-        )) as HeartbeatDeliveryClaim;
-        expect(next).toMatchObject({ attempts: 2, partsSent: 0 });
-        // The dead attempt cannot write over the one that replaced it.
-        expect(await store.saveHeartbeatDelivery(dead, 1, { atMs: 0 })).toBe(false);
-        // Interrupted by shutdown: due now, the attempt not counted.
-        expect(await store.saveHeartbeatDelivery(next, 0, { atMs: 0, refund: true })).toBe(true);
-        expect(await store.claimHeartbeatDelivery(beat, Date.now())).toMatchObject({ attempts: 2 });
+        const next = (await store.claimHeartbeatDelivery(beat, at + LEASE + 2, 0)) as Claimed;
+        expect(next).toMatchObject({ attempts: 3, partsSent: 0 });
+        expect(await store.saveHeartbeatDelivery(stale, 1, { atMs: 0 })).toBe(false);
+      });
+
+      it('an attempt shutdown interrupted is due at once and does not count; the claim number still grows', async () => {
+        const beat = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(beat, {
+          state: 'done',
+          events: [],
+          reply: 'r',
+          ack: false,
+          deliver: true,
+        });
+        const at = Date.now();
+        const first = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
+        expect(await store.saveHeartbeatDelivery(first, 0, { atMs: at, refund: true })).toBe(true);
+        const again = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
+        expect(again.attempts).toBe(1);
+        expect(again.claim).toBeGreaterThan(first.claim);
+        // The refunded attempt's number is not given out again: its late writes are refused.
+        expect(await store.saveHeartbeatDelivery(first, 1)).toBe(false);
       });
 
       it('a failed heartbeat, or one whose end did not take, leaves nothing to deliver', async () => {

@@ -33,7 +33,8 @@ describe('a store file from before consumption ranges', () => {
       DROP TABLE event_consumption;
       DROP INDEX heartbeats_delivery_pending;
       ALTER TABLE heartbeats DROP COLUMN delivery_due_ms;
-      ALTER TABLE heartbeats DROP COLUMN delivery_sending;
+      ALTER TABLE heartbeats DROP COLUMN delivery_claimed_ms;
+      ALTER TABLE heartbeats DROP COLUMN delivery_claim;
       ALTER TABLE heartbeats DROP COLUMN delivery_attempts;
       ALTER TABLE heartbeats DROP COLUMN delivery_parts_sent;
       PRAGMA user_version = 8;

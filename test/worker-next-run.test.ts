@@ -45,7 +45,7 @@ async function setup(concurrency: number) {
       start: () => undefined,
       stop: async () => undefined,
       idle: async () => undefined,
-      resumeDeliveries: async () => undefined,
+      sweepDeliveries: async () => undefined,
     },
     settings: {
       mainKey: 'main',

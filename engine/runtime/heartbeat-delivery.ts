@@ -2,17 +2,20 @@
  * Delivering heartbeat replies: to the main session's last route, once,
  * what did not go out retried by the runtime's retry policy. The delivery
  * lives in the store until it is over (the heartbeat's end records it as due,
- * each attempt is claimed, its parts kept as they go out), so a restart or a
- * new leader resumes it; only the leading instance sends. The outcome is
- * recorded, the last route moved where the policy lets a heartbeat move it,
- * and a failure noted in the main session (the product's reason wrapped, as
- * everything hookgate did not write).
+ * each attempt is claimed under a lease, its parts kept as they go out), so a
+ * restart or a new leader resumes it; only the leading instance sends. Timers
+ * start each retry on time; the leader's sweep (after each lead check, while
+ * this instance knows of replies still due) catches whatever a timer missed:
+ * an attempt that threw, one claimed by an instance that died or lost the lead.
+ * The outcome is recorded, the last route moved where the policy lets a
+ * heartbeat move it, and a failure noted in the main session (the product's
+ * reason wrapped, as everything hookgate did not write).
  */
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import { wrapUntrusted } from '../safety.ts';
-import { deliveryRecorded } from './delivery-records.ts';
+import { deliveryRecorded, recordDelivery } from './delivery-records.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 import { retryDelayMs } from './replies.ts';
 import { moveLastRoute } from './route-moves.ts';
@@ -23,8 +26,10 @@ import type {
   RuntimeStore,
 } from './runtime-store.ts';
 
-/** How many pending deliveries a resume reads per query. */
-const RESUME_PAGE = 500;
+/** How many pending deliveries a sweep reads per query. */
+const SWEEP_PAGE = 500;
+/** setTimeout's longest delay: a later time is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export type HeartbeatDeliveryDeps = {
   store: RuntimeStore;
@@ -33,6 +38,8 @@ export type HeartbeatDeliveryDeps = {
     mainKey: string;
     retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
     lastRoute: LastRoutePolicy;
+    /** How long an attempt in flight is its instance's: after that another may take it over. */
+    leaseMs: number;
   };
   logger: Logger;
   signal: AbortSignal;
@@ -47,10 +54,13 @@ export type HeartbeatDeliveryDeps = {
 export type HeartbeatDelivery = {
   /** Deliver the reply of a heartbeat whose end recorded it as due; resolves after the first attempt. */
   deliver(id: string): Promise<void>;
-  /** Schedule every reply the store still has to deliver (at start, or when the lead is gained). */
-  resume(): Promise<void>;
-  /** Cancel the scheduled retries (they stay due in the store). */
-  stop(): void;
+  /**
+   * Schedule every reply the store still has to deliver. Called when the lead is gained (always
+   * reads) and after each lead check (reads only while this instance knows of replies still due).
+   */
+  sweep(always?: boolean): Promise<void>;
+  /** Cancel the timers (the replies stay due in the store); resolves when no attempt is running. */
+  stop(): Promise<void>;
 };
 
 /** Create the delivery of heartbeat replies. */
@@ -58,30 +68,75 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
   const { store, settings, logger } = deps;
   // Shutdown aborts the signal first, then stops the heartbeat: either means no new attempt.
   const halted = () => deps.stopped() || deps.signal.aborted;
-  // One timer per reply waiting for its next attempt, so a resume never schedules one twice.
+  // One timer per reply waiting for its next attempt.
   const timers = new Map<string, NodeJS.Timeout>();
+  const running = new Set<Promise<void>>();
+  // Whether the store may hold replies this instance has to deliver: the sweep reads only then,
+  // so an idle leader with nothing to deliver adds no query to its lead checks.
+  let outstanding = false;
+  let sweeping: Promise<void> | undefined;
 
-  function schedule(id: string, atMs: number): void {
-    if (halted() || timers.has(id)) return;
+  /** Try the reply at `atMs` (an attempt's own retry replaces a timer a sweep set). */
+  function schedule(id: string, atMs: number, replace = false): void {
+    if (halted()) return;
+    const existing = timers.get(id);
+    if (existing) {
+      if (!replace) return;
+      clearTimeout(existing);
+    }
     const timer = setTimeout(
       () => {
         timers.delete(id);
-        attempt(id).catch((err: unknown) =>
-          logger.error({ err: (err as Error).message }, 'heartbeat delivery crashed'),
-        );
+        // Timers round to the millisecond and may fire just before the wall-clock time.
+        if (Date.now() < atMs) schedule(id, atMs);
+        else void run(id);
       },
-      Math.max(0, atMs - Date.now()),
+      Math.min(MAX_TIMER_MS, Math.max(0, atMs - Date.now())),
     );
     timer.unref();
     timers.set(id, timer);
   }
 
-  async function attempt(id: string): Promise<void> {
+  /** One attempt, tracked so shutdown waits for it; never rejects. */
+  function run(id: string): Promise<void> {
+    const attempt = attemptOnce(id)
+      .catch((err: unknown) => {
+        outstanding = true;
+        logger.error(
+          { heartbeatId: id, err: (err as Error).message },
+          'heartbeat delivery crashed',
+        );
+      })
+      .finally(() => running.delete(attempt));
+    running.add(attempt);
+    return attempt;
+  }
+
+  async function attemptOnce(id: string): Promise<void> {
     // The leader delivers; one that lost the lead leaves the reply due for the next leader.
     if (halted() || (deps.leading && !deps.leading())) return;
-    const claim = await store.claimHeartbeatDelivery(id, Date.now());
+    const now = Date.now();
+    const claim = await store.claimHeartbeatDelivery(id, now, now - settings.leaseMs);
     // Not due, in flight elsewhere, or over.
     if (!claim) return;
+    let sent = claim.partsSent;
+    try {
+      await send(claim, (parts) => {
+        sent = parts;
+      });
+    } catch (err) {
+      // Handed back for a later attempt (this one counted); if even that fails, the claim's
+      // lease runs out and a sweep takes it over.
+      outstanding = true;
+      const atMs = Date.now() + settings.retry.baseDelayMs;
+      if (await store.saveHeartbeatDelivery(claim, sent, { atMs }).catch(() => false))
+        schedule(id, atMs, true);
+      throw err;
+    }
+  }
+
+  async function send(claim: HeartbeatDeliveryClaim, progress: (sent: number) => void) {
+    const id = claim.id;
     const route = resolveRoute(
       { channel: 'last', fallback: false },
       await store.lastRoute(settings.mainKey),
@@ -113,6 +168,7 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       claim.reply,
       claim.partsSent,
       async (sent) => {
+        progress(sent);
         if (!(await store.saveHeartbeatDelivery(claim, sent))) lost.abort();
       },
       AbortSignal.any([deps.signal, lost.signal]),
@@ -152,7 +208,9 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       const atMs = Math.ceil(
         Date.now() + retryDelayMs(claim.attempts, settings.retry, result.retryAfterMs),
       );
-      if (await store.saveHeartbeatDelivery(claim, result.partsSent, { atMs })) schedule(id, atMs);
+      outstanding = true;
+      if (await store.saveHeartbeatDelivery(claim, result.partsSent, { atMs }))
+        schedule(id, atMs, true);
       return;
     }
     await end(
@@ -169,26 +227,51 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     logger.warn({ heartbeatId: id, channel: route.channel, reason }, 'heartbeat delivery failed');
   }
 
-  /** The final record (and a failure's note), if the attempt is still this instance's. */
+  /** The final record (and a failure's note); taken over elsewhere, what this one did is still on record. */
   async function end(claim: HeartbeatDeliveryClaim, record: DeliveryRecord, note?: NewEvent) {
     if (await store.endHeartbeatDelivery(claim, record, note)) deliveryRecorded(record);
-    else logger.warn({ heartbeatId: claim.id }, 'heartbeat delivery taken over: not recorded here');
+    else {
+      logger.warn({ heartbeatId: claim.id }, 'heartbeat delivery taken over: recorded apart');
+      await recordDelivery(store, record);
+    }
+  }
+
+  async function readPending(): Promise<void> {
+    let after: string | undefined;
+    let found = 0;
+    for (;;) {
+      const page = await store.pendingHeartbeatDeliveries(SWEEP_PAGE, after);
+      found += page.length;
+      for (const { id, dueAtMs, claimedAtMs } of page) {
+        // One in flight is tried again once its lease ran out (the claim refuses it before).
+        schedule(
+          id,
+          claimedAtMs === null ? dueAtMs : Math.max(dueAtMs, claimedAtMs + settings.leaseMs),
+        );
+      }
+      if (page.length < SWEEP_PAGE) break;
+      after = page[page.length - 1]?.id;
+    }
+    if (found === 0) outstanding = false;
   }
 
   return {
-    deliver: attempt,
-    async resume() {
-      let after: string | undefined;
-      for (;;) {
-        const page = await store.pendingHeartbeatDeliveries(RESUME_PAGE, after);
-        for (const pending of page) schedule(pending.id, pending.dueAtMs);
-        if (page.length < RESUME_PAGE) return;
-        after = page[page.length - 1]?.id;
-      }
+    deliver(id) {
+      outstanding = true;
+      return run(id);
     },
-    stop() {
+    sweep(always = false) {
+      if (always) outstanding = true;
+      if (!outstanding || halted() || sweeping) return sweeping ?? Promise.resolve();
+      sweeping = readPending().finally(() => {
+        sweeping = undefined;
+      });
+      return sweeping;
+    },
+    async stop() {
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
+      await Promise.all(running);
     },
   };
 }

@@ -37,6 +37,8 @@ export type HeartbeatSettings = {
   retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
   /** Who may move the last route (the heartbeat keeps it, following a moved chat). */
   lastRoute: LastRoutePolicy;
+  /** How long a reply's delivery attempt is its instance's before another may take it over. */
+  leaseMs: number;
 };
 
 export type Heartbeat = {
@@ -47,8 +49,11 @@ export type Heartbeat = {
   stop(): Promise<void>;
   /** Resolves when no heartbeat is running or waiting (for tests and shutdown). */
   idle(): Promise<void>;
-  /** Schedule the replies the store still has to deliver (at start, or when the lead is gained). */
-  resumeDeliveries(): Promise<void>;
+  /**
+   * Schedule the replies the store still has to deliver: `always` when the lead is gained; else
+   * (after each lead check) only while this instance knows of replies still due.
+   */
+  sweepDeliveries(always?: boolean): Promise<void>;
 };
 
 /** Create the heartbeat of the main session. */
@@ -260,7 +265,6 @@ export function createHeartbeat(deps: {
     },
     async stop() {
       stopped = true;
-      delivery.stop();
       if (timer) clearInterval(timer);
       if (task) await task.destroy();
       // A heartbeat waiting for its window does not start now (none starts once shutdown began).
@@ -271,10 +275,11 @@ export function createHeartbeat(deps: {
         launchedNow();
       }
       await running;
+      await delivery.stop();
     },
     async idle() {
       while (running || waiting) await (running ?? launched);
     },
-    resumeDeliveries: () => delivery.resume(),
+    sweepDeliveries: (always) => delivery.sweep(always),
   };
 }

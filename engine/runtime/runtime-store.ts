@@ -135,16 +135,21 @@ export type HeartbeatResult = {
   deliver?: boolean;
 };
 
-/** A heartbeat reply still to be delivered: its next attempt may start at `dueAtMs`. */
-export type PendingHeartbeatDelivery = { id: string; dueAtMs: number };
+/**
+ * A heartbeat reply still to be delivered: its next attempt may start at `dueAtMs`; one in
+ * flight was claimed at `claimedAtMs` (null when none is).
+ */
+export type PendingHeartbeatDelivery = { id: string; dueAtMs: number; claimedAtMs: number | null };
 
 /**
- * One attempt at delivering a heartbeat's reply, as its claim left it: the attempt number
- * fences every later write, so an instance whose attempt was taken over changes nothing.
+ * One attempt at delivering a heartbeat's reply, as its claim left it: `claim` (a number that
+ * only grows) fences every later write, so an instance whose attempt was taken over changes
+ * nothing; `attempts` counts the attempts that count (a refunded one does not).
  */
 export type HeartbeatDeliveryClaim = {
   id: string;
   reply: string;
+  claim: number;
   attempts: number;
   partsSent: number;
 };
@@ -272,9 +277,14 @@ export interface SessionStore {
   pendingHeartbeatDeliveries(limit: number, afterId?: string): Promise<PendingHeartbeatDelivery[]>;
   /**
    * Start the next attempt at delivering a heartbeat's reply: only when it is due at `nowMs`
-   * and no attempt is in flight (undefined otherwise, or when it is over).
+   * and no attempt is in flight, or the one in flight was claimed before `staleBeforeMs` (its
+   * instance is taken for dead); undefined otherwise, or when the delivery is over.
    */
-  claimHeartbeatDelivery(id: string, nowMs: number): Promise<HeartbeatDeliveryClaim | undefined>;
+  claimHeartbeatDelivery(
+    id: string,
+    nowMs: number,
+    staleBeforeMs: number,
+  ): Promise<HeartbeatDeliveryClaim | undefined>;
   /**
    * Keep an attempt's progress: the parts sent so far; with `retryAtMs` the attempt ends and the
    * next is due then (`refund`: the attempt did not count, as when shutdown interrupted it).

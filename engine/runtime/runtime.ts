@@ -160,11 +160,11 @@ export async function startRuntime(
     forward();
   }
   let deliveriesWaiting = false;
-  const resumeDeliveries = (): void => {
+  const sweepDeliveries = (always: boolean): void => {
     heartbeat
-      .resumeDeliveries()
+      .sweepDeliveries(always)
       .catch((err: unknown) =>
-        logger.warn({ err: (err as Error).message }, 'heartbeat deliveries not resumed'),
+        logger.warn({ err: (err as Error).message }, 'heartbeat deliveries not read'),
       );
   };
   const heartbeat = createHeartbeat({
@@ -180,6 +180,7 @@ export async function startRuntime(
       maxEvents: 100,
       retry: config.runtime.retry,
       lastRoute,
+      leaseMs: config.store.leaseSeconds * 1000,
     },
     logger,
     signal: controller.signal,
@@ -198,19 +199,21 @@ export async function startRuntime(
         for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
         // Heartbeat replies still to deliver (a restart, or the old leader's retries): sent
         // once this instance reports the lead (the first gain comes before the loop returns).
-        if (loop) resumeDeliveries();
+        if (loop) sweepDeliveries(true);
         else deliveriesWaiting = true;
       } finally {
         resumeIfAsked();
       }
     },
     checked: async () => {
+      // What a timer missed (an attempt that threw, one an instance left in flight) is found here.
+      if (leading()) sweepDeliveries(false);
       lastChannel = (await store.lastRoute(mainKey))?.channel;
     },
     logger,
   });
   if (resume) heartbeat.requestNow('resumed');
-  if (deliveriesWaiting) resumeDeliveries();
+  if (deliveriesWaiting) sweepDeliveries(true);
   const retentionMs = config.store.retentionDays * 24 * 60 * 60 * 1000;
   const pruneTimer = setInterval(() => {
     if (!leading()) return;

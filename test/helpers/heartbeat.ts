@@ -47,6 +47,7 @@ export function testHeartbeat(options: {
       maxEvents: options.maxEvents,
       retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
       lastRoute: { pinned: false, ownerRoutes: [] },
+      leaseMs: 30_000,
     },
     logger: options.logger,
     signal: options.signal ?? new AbortController().signal,

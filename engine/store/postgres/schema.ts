@@ -157,10 +157,12 @@ const MIGRATIONS: readonly string[] = [
   `,
   // 3: a heartbeat reply's delivery kept in the store until it is over (it lived in memory, so
   // a restart or a new leader lost it during its retries): when its next attempt is due (NULL:
-  // nothing to deliver), whether one is in flight, the attempts made and the parts already sent.
+  // nothing to deliver), when the attempt in flight was claimed (NULL: none), the claim's
+  // fencing number, the attempts that counted and the parts already sent.
   `
   ALTER TABLE heartbeats ADD COLUMN delivery_due_ms bigint;
-  ALTER TABLE heartbeats ADD COLUMN delivery_sending boolean NOT NULL DEFAULT false;
+  ALTER TABLE heartbeats ADD COLUMN delivery_claimed_ms bigint;
+  ALTER TABLE heartbeats ADD COLUMN delivery_claim integer NOT NULL DEFAULT 0;
   ALTER TABLE heartbeats ADD COLUMN delivery_attempts integer NOT NULL DEFAULT 0;
   ALTER TABLE heartbeats ADD COLUMN delivery_parts_sent integer NOT NULL DEFAULT 0;
   CREATE INDEX heartbeats_delivery_pending ON heartbeats (id) WHERE delivery_due_ms IS NOT NULL;

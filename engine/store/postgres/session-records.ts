@@ -47,6 +47,9 @@ function toEvent(row: EventRecord): SystemEvent {
   };
 }
 
+// A heartbeat delivery attempt's own row ($1 id, $2 claim): still claimed, and by this claim.
+const THIS_CLAIM = 'id = $1 AND delivery_claim = $2 AND delivery_claimed_ms IS NOT NULL';
+
 /**
  * Text as PostgreSQL stores it: a text column cannot hold NUL, which request content may carry
  * (SQLite stores it). It becomes U+FFFD, the replacement character, rather than failing the run.
@@ -252,8 +255,8 @@ export class PostgresSessionRecords implements SessionStore {
     );
     // A reply delivery in flight was the previous leader's: due again (its writes are fenced).
     await this.pool.query(
-      `UPDATE heartbeats SET delivery_sending = false
-       WHERE delivery_sending AND delivery_due_ms IS NOT NULL`,
+      `UPDATE heartbeats SET delivery_claimed_ms = NULL
+       WHERE delivery_claimed_ms IS NOT NULL AND delivery_due_ms IS NOT NULL`,
     );
     // A process group is only this host's to end.
     return rows.flatMap((row) =>
@@ -296,35 +299,48 @@ export class PostgresSessionRecords implements SessionStore {
     limit: number,
     afterId = '',
   ): Promise<PendingHeartbeatDelivery[]> {
-    const { rows } = await this.pool.query<{ id: string; delivery_due_ms: string }>(
-      `SELECT id, delivery_due_ms FROM heartbeats
+    const { rows } = await this.pool.query<{
+      id: string;
+      delivery_due_ms: string;
+      delivery_claimed_ms: string | null;
+    }>(
+      `SELECT id, delivery_due_ms, delivery_claimed_ms FROM heartbeats
        WHERE delivery_due_ms IS NOT NULL AND id > $1 ORDER BY id LIMIT $2`,
       [afterId, limit],
     );
-    return rows.map((row) => ({ id: row.id, dueAtMs: Number(row.delivery_due_ms) }));
+    return rows.map((row) => ({
+      id: row.id,
+      dueAtMs: Number(row.delivery_due_ms),
+      claimedAtMs: row.delivery_claimed_ms === null ? null : Number(row.delivery_claimed_ms),
+    }));
   }
 
   async claimHeartbeatDelivery(
     id: string,
     nowMs: number,
+    staleBeforeMs: number,
   ): Promise<HeartbeatDeliveryClaim | undefined> {
-    // The next attempt: due, none in flight; its number fences the attempt's later writes.
+    // The next attempt: due, none in flight (or one taken for dead); its claim number fences
+    // the attempt's later writes.
     const { rows } = await this.pool.query<{
       reply: string | null;
+      delivery_claim: number;
       delivery_attempts: number;
       delivery_parts_sent: number;
     }>(
-      `UPDATE heartbeats SET delivery_sending = true, delivery_attempts = delivery_attempts + 1
+      `UPDATE heartbeats SET delivery_claimed_ms = $2, delivery_claim = delivery_claim + 1,
+         delivery_attempts = delivery_attempts + 1
        WHERE id = $1 AND delivery_due_ms IS NOT NULL AND delivery_due_ms <= $2
-         AND NOT delivery_sending
-       RETURNING reply, delivery_attempts, delivery_parts_sent`,
-      [id, nowMs],
+         AND (delivery_claimed_ms IS NULL OR delivery_claimed_ms < $3)
+       RETURNING reply, delivery_claim, delivery_attempts, delivery_parts_sent`,
+      [id, nowMs, staleBeforeMs],
     );
     const row = rows[0];
     if (!row) return undefined;
     return {
       id,
       reply: row.reply ?? '',
+      claim: row.delivery_claim,
       attempts: row.delivery_attempts,
       partsSent: row.delivery_parts_sent,
     };
@@ -337,15 +353,14 @@ export class PostgresSessionRecords implements SessionStore {
   ): Promise<boolean> {
     const { rowCount } = retry
       ? await this.pool.query(
-          `UPDATE heartbeats SET delivery_parts_sent = $3, delivery_sending = false,
+          `UPDATE heartbeats SET delivery_parts_sent = $3, delivery_claimed_ms = NULL,
              delivery_due_ms = $4, delivery_attempts = delivery_attempts - $5
-           WHERE id = $1 AND delivery_attempts = $2 AND delivery_sending`,
-          [claim.id, claim.attempts, partsSent, retry.atMs, retry.refund ? 1 : 0],
+           WHERE ${THIS_CLAIM}`,
+          [claim.id, claim.claim, partsSent, retry.atMs, retry.refund ? 1 : 0],
         )
       : await this.pool.query(
-          `UPDATE heartbeats SET delivery_parts_sent = $3
-           WHERE id = $1 AND delivery_attempts = $2 AND delivery_sending`,
-          [claim.id, claim.attempts, partsSent],
+          `UPDATE heartbeats SET delivery_parts_sent = $3 WHERE ${THIS_CLAIM}`,
+          [claim.id, claim.claim, partsSent],
         );
     return (rowCount ?? 0) > 0;
   }
@@ -357,9 +372,9 @@ export class PostgresSessionRecords implements SessionStore {
   ): Promise<boolean> {
     return inTransaction(this.pool, async (client) => {
       const { rowCount } = await client.query(
-        `UPDATE heartbeats SET delivery_due_ms = NULL, delivery_sending = false
-         WHERE id = $1 AND delivery_attempts = $2 AND delivery_sending`,
-        [claim.id, claim.attempts],
+        `UPDATE heartbeats SET delivery_due_ms = NULL, delivery_claimed_ms = NULL
+         WHERE ${THIS_CLAIM}`,
+        [claim.id, claim.claim],
       );
       if (rowCount === 0) return false;
       await insertDelivery(client, record);

@@ -39,24 +39,29 @@ const HISTORY = `SELECT role, text, run_id, created_at FROM session_turns
 const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, reply, ack, error, runner_pgid
   FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
 
-const PENDING_DELIVERIES = `SELECT id, delivery_due_ms FROM heartbeats
+const PENDING_DELIVERIES = `SELECT id, delivery_due_ms, delivery_claimed_ms FROM heartbeats
   WHERE delivery_due_ms IS NOT NULL AND id > ? ORDER BY id ${boundLimit()}`;
 
-// The next attempt: due, none in flight; its number fences the attempt's later writes.
+// The next attempt: due, none in flight (or one taken for dead); its claim number fences the
+// attempt's later writes.
 const CLAIM_DELIVERY = `UPDATE heartbeats
-  SET delivery_sending = 1, delivery_attempts = delivery_attempts + 1
-  WHERE id = ? AND delivery_due_ms IS NOT NULL AND delivery_due_ms <= ? AND delivery_sending = 0
-  RETURNING reply, delivery_attempts, delivery_parts_sent`;
+  SET delivery_claimed_ms = ?1, delivery_claim = delivery_claim + 1,
+    delivery_attempts = delivery_attempts + 1
+  WHERE id = ?3 AND delivery_due_ms IS NOT NULL AND delivery_due_ms <= ?1
+    AND (delivery_claimed_ms IS NULL OR delivery_claimed_ms < ?2)
+  RETURNING reply, delivery_claim, delivery_attempts, delivery_parts_sent`;
 
-const SAVE_DELIVERY = `UPDATE heartbeats SET delivery_parts_sent = ?
-  WHERE id = ? AND delivery_attempts = ? AND delivery_sending = 1`;
+// An attempt's own row: still claimed, and by this claim.
+const THIS_CLAIM = 'id = ? AND delivery_claim = ? AND delivery_claimed_ms IS NOT NULL';
 
-const RETRY_DELIVERY = `UPDATE heartbeats SET delivery_parts_sent = ?, delivery_sending = 0,
+const SAVE_DELIVERY = `UPDATE heartbeats SET delivery_parts_sent = ? WHERE ${THIS_CLAIM}`;
+
+const RETRY_DELIVERY = `UPDATE heartbeats SET delivery_parts_sent = ?, delivery_claimed_ms = NULL,
     delivery_due_ms = ?, delivery_attempts = delivery_attempts - ?
-  WHERE id = ? AND delivery_attempts = ? AND delivery_sending = 1`;
+  WHERE ${THIS_CLAIM}`;
 
-const END_DELIVERY = `UPDATE heartbeats SET delivery_due_ms = NULL, delivery_sending = 0
-  WHERE id = ? AND delivery_attempts = ? AND delivery_sending = 1`;
+const END_DELIVERY = `UPDATE heartbeats SET delivery_due_ms = NULL, delivery_claimed_ms = NULL
+  WHERE ${THIS_CLAIM}`;
 
 /** One page of pending events read for a lost request for a heartbeat now. */
 type AskedNowPage = { lowest: number | null; size: number; asked: number };
@@ -285,7 +290,7 @@ export class SqliteSessionRecords implements SessionStore {
       ).run(now());
       // An attempt in flight died with its process: the delivery is due again (at once).
       this.statement(
-        'UPDATE heartbeats SET delivery_sending = 0 WHERE delivery_sending = 1 AND delivery_due_ms IS NOT NULL',
+        'UPDATE heartbeats SET delivery_claimed_ms = NULL WHERE delivery_claimed_ms IS NOT NULL AND delivery_due_ms IS NOT NULL',
       ).run();
       return rows.flatMap((row) =>
         row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])],
@@ -330,22 +335,29 @@ export class SqliteSessionRecords implements SessionStore {
   ): Promise<PendingHeartbeatDelivery[]> {
     return (
       this.arrays(PENDING_DELIVERIES).all(afterId, limit) as unknown as SQLOutputValue[][]
-    ).map(([id, due]) => ({ id: id as string, dueAtMs: Number(due) }));
+    ).map(([id, due, claimed]) => ({
+      id: id as string,
+      dueAtMs: Number(due),
+      claimedAtMs: claimed === null ? null : Number(claimed),
+    }));
   }
 
   /** Start the next attempt at a heartbeat reply's delivery, if it is due and none is in flight. */
   async claimHeartbeatDelivery(
     id: string,
     nowMs: number,
+    staleBeforeMs: number,
   ): Promise<HeartbeatDeliveryClaim | undefined> {
     const row = await this.batched(
-      () => this.arrays(CLAIM_DELIVERY).get(id, nowMs) as SQLOutputValue[] | undefined,
+      () =>
+        this.arrays(CLAIM_DELIVERY).get(nowMs, staleBeforeMs, id) as SQLOutputValue[] | undefined,
     );
     if (!row) return undefined;
-    const [reply, attempts, partsSent] = row;
+    const [reply, claim, attempts, partsSent] = row;
     return {
       id,
       reply: (reply as string | null) ?? '',
+      claim: Number(claim),
       attempts: Number(attempts),
       partsSent: Number(partsSent),
     };
@@ -364,9 +376,9 @@ export class SqliteSessionRecords implements SessionStore {
             retry.atMs,
             retry.refund ? 1 : 0,
             claim.id,
-            claim.attempts,
+            claim.claim,
           )
-        : this.statement(SAVE_DELIVERY).run(partsSent, claim.id, claim.attempts);
+        : this.statement(SAVE_DELIVERY).run(partsSent, claim.id, claim.claim);
       return Number(changes) > 0;
     });
   }
@@ -378,7 +390,7 @@ export class SqliteSessionRecords implements SessionStore {
     note?: NewEvent,
   ): Promise<boolean> {
     return this.batched(() => {
-      const { changes } = this.statement(END_DELIVERY).run(claim.id, claim.attempts);
+      const { changes } = this.statement(END_DELIVERY).run(claim.id, claim.claim);
       if (Number(changes) === 0) return false;
       this.insertDelivery(record);
       if (note) this.insertEvent(note);
