@@ -77,6 +77,15 @@ export async function sendParts(
   const said = (reason?: string) =>
     [reason, moved].filter((part) => part !== undefined).join('; ') || undefined;
   for (let i = partsSent; i < parts.length; i++) {
+    // Stopped (shutdown, or the attempt taken over): no part is started, none can duplicate.
+    if (signal?.aborted)
+      return {
+        outcome: 'retry',
+        recipient,
+        parts: parts.length,
+        partsSent: i,
+        reason: said('interrupted before this part was sent') as string,
+      };
     const result = await route.adapter.send(recipient, parts[i] as string, signal);
     const at = { recipient, parts: parts.length, partsSent: i };
     if (result.status === 'retry') {

@@ -1,0 +1,170 @@
+/**
+ * Heartbeat reply delivery over the real SQLite store with a stand-in
+ * channel adapter: what a timer or an attempt can miss is still delivered
+ * (an attempt that failed inside hookgate, a timer that fired a little
+ * early, an attempt another instance left in flight), only the leader sends,
+ * and a taken-over attempt sends no further part.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ChannelAdapter } from '../engine/delivery/adapter.ts';
+import { createLogger } from '../engine/log.ts';
+import { createHeartbeatDelivery } from '../engine/runtime/heartbeat-delivery.ts';
+import { compileLastRoutePolicy } from '../engine/runtime/last-route.ts';
+import type { RuntimeStore } from '../engine/runtime/runtime-store.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
+import { tempDir } from './helpers/hookgate.ts';
+import { waitFor } from './helpers/runtime.ts';
+
+const MAIN = 'agent:main:main';
+const LEASE = 30_000;
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+type Send = (to: string, text: string) => Promise<{ status: 'sent' | 'retry'; reason?: string }>;
+
+function slack(send: Send): ReadonlyMap<string, ChannelAdapter> {
+  const adapter = { id: 'slack', maxLength: 4000, checkRecipient: () => null, send };
+  return new Map([['slack', adapter as unknown as ChannelAdapter]]);
+}
+
+async function setup(
+  send: Send,
+  options: { store?: (real: RuntimeStore) => RuntimeStore; leading?: () => boolean } = {},
+) {
+  const temp = tempDir('hookgate-hb-delivery-');
+  const real = SqliteRuntimeStore.open(temp.dir);
+  await real.setRoute(MAIN, 'slack', 'C0123456789');
+  const adapters = slack(send);
+  const delivery = createHeartbeatDelivery({
+    store: options.store ? options.store(real) : real,
+    adapters,
+    settings: {
+      mainKey: MAIN,
+      retry: { maxAttempts: 5, baseDelayMs: 20, maxDelayMs: 40 },
+      lastRoute: compileLastRoutePolicy({ pinLastRoute: false, ownerRoutes: [] }, adapters),
+      leaseMs: LEASE,
+    },
+    logger: createLogger('silent'),
+    signal: new AbortController().signal,
+    stopped: () => false,
+    ...(options.leading && { leading: options.leading }),
+  });
+  cleanups.push(async () => {
+    await delivery.stop();
+    await real.close();
+    temp.cleanup();
+  });
+  /** A finished heartbeat whose reply is due. */
+  const due = async (reply: string) => {
+    const id = await real.startHeartbeat('wake');
+    await real.finishHeartbeat(id, { state: 'done', events: [], reply, ack: false, deliver: true });
+    return id;
+  };
+  return { store: real, delivery, due };
+}
+
+describe('heartbeat reply delivery', () => {
+  it('an attempt that fails inside hookgate (a store error after its claim) is handed back and delivered later', async () => {
+    const sent: string[] = [];
+    let failOnce = true;
+    const { store, delivery, due } = await setup(
+      async (_to, text) => {
+        sent.push(text);
+        return { status: 'sent' };
+      },
+      {
+        store: (real) =>
+          new Proxy(real, {
+            get(target, key) {
+              if (key === 'lastRoute' && failOnce)
+                return async () => {
+                  failOnce = false;
+                  throw new Error('SQLITE_BUSY: database is locked');
+                };
+              const value = Reflect.get(target, key);
+              return typeof value === 'function' ? value.bind(target) : value;
+            },
+          }),
+      },
+    );
+    const id = await due('Disk full on web-1');
+    await delivery.deliver(id);
+    await waitFor('the reply', () => sent.length === 1);
+    expect(sent).toEqual(['Disk full on web-1']);
+    await waitFor('the delivery to end', async () =>
+      (await store.pendingHeartbeatDeliveries(10)).length === 0 ? true : undefined,
+    );
+  });
+
+  it('every retried reply goes out, however its timer rounds (none left due)', async () => {
+    const tries = new Map<string, number>();
+    const { store, delivery, due } = await setup(async (_to, text) => {
+      const n = (tries.get(text) ?? 0) + 1;
+      tries.set(text, n);
+      return n === 1 ? { status: 'retry', reason: '503' } : { status: 'sent' };
+    });
+    for (let i = 0; i < 60; i++) await delivery.deliver(await due(`reply ${i}`));
+    await waitFor('every reply to go out', async () =>
+      (await store.pendingHeartbeatDeliveries(100)).length === 0 ? true : undefined,
+    );
+    expect([...tries.values()].every((n) => n === 2)).toBe(true);
+    expect(tries.size).toBe(60);
+  });
+
+  it('a reply an instance left in flight is taken over once its lease ran out, found by the sweep', async () => {
+    const sent: string[] = [];
+    const { store, delivery, due } = await setup(async (_to, text) => {
+      sent.push(text);
+      return { status: 'sent' };
+    });
+    const id = await due('left behind');
+    // Another instance claimed it a lease ago and died (no restart here to recover it).
+    const then = Date.now() - LEASE - 1;
+    expect(await store.claimHeartbeatDelivery(id, then, then - LEASE)).toBeDefined();
+    await delivery.sweep(true);
+    await waitFor('the reply', () => sent.length === 1);
+    expect(sent).toEqual(['left behind']);
+  });
+
+  it('an instance that does not lead sends nothing and leaves the reply due', async () => {
+    const sent: string[] = [];
+    const { store, delivery, due } = await setup(
+      async (_to, text) => {
+        sent.push(text);
+        return { status: 'sent' };
+      },
+      { leading: () => false },
+    );
+    const id = await due('for the leader');
+    await delivery.deliver(id);
+    await delivery.sweep(true);
+    expect(sent).toEqual([]);
+    expect(await store.pendingHeartbeatDeliveries(10)).toEqual([
+      { id, dueAtMs: 0, claimedAtMs: null },
+    ]);
+  });
+
+  it('an attempt taken over mid-send sends no further part', async () => {
+    const sent: string[] = [];
+    let taken = false;
+    let store: RuntimeStore | undefined;
+    let beat = '';
+    const long = `${'a'.repeat(3990)} ${'b'.repeat(3990)} ${'c'.repeat(3990)}`;
+    const setupResult = await setup(async (_to, text) => {
+      sent.push(text.slice(0, 1));
+      // After the first part, another instance takes the attempt over (its lease ran out).
+      if (!taken && store) {
+        taken = true;
+        const later = Date.now() + LEASE + 1;
+        await store.claimHeartbeatDelivery(beat, later, later - LEASE);
+      }
+      return { status: 'sent' };
+    });
+    store = setupResult.store;
+    beat = await setupResult.due(long);
+    await setupResult.delivery.deliver(beat);
+    expect(sent).toEqual(['a']);
+  });
+});
