@@ -24,45 +24,60 @@ afterEach(async () => {
 
 type Send = (to: string, text: string) => Promise<{ status: 'sent' | 'retry'; reason?: string }>;
 
-function slack(send: Send): ReadonlyMap<string, ChannelAdapter> {
-  const adapter = { id: 'slack', maxLength: 4000, checkRecipient: () => null, send };
+function slack(send: Send, maxLength = 4000): ReadonlyMap<string, ChannelAdapter> {
+  const adapter = { id: 'slack', maxLength, checkRecipient: () => null, send };
   return new Map([['slack', adapter as unknown as ChannelAdapter]]);
 }
 
 async function setup(
   send: Send,
-  options: { store?: (real: RuntimeStore) => RuntimeStore; leading?: () => boolean } = {},
+  options: {
+    store?: (real: RuntimeStore) => RuntimeStore;
+    leading?: () => boolean;
+    leaseMs?: number;
+    maxLength?: number;
+  } = {},
 ) {
   const temp = tempDir('hookgate-hb-delivery-');
   const real = SqliteRuntimeStore.open(temp.dir);
   await real.setRoute(MAIN, 'slack', 'C0123456789');
-  const adapters = slack(send);
-  const delivery = createHeartbeatDelivery({
-    store: options.store ? options.store(real) : real,
-    adapters,
-    settings: {
-      mainKey: MAIN,
-      retry: { maxAttempts: 5, baseDelayMs: 20, maxDelayMs: 40 },
-      lastRoute: compileLastRoutePolicy({ pinLastRoute: false, ownerRoutes: [] }, adapters),
-      leaseMs: LEASE,
-    },
-    logger: createLogger('silent'),
-    signal: new AbortController().signal,
-    stopped: () => false,
-    ...(options.leading && { leading: options.leading }),
-  });
+  const adapters = slack(send, options.maxLength);
+  /** A delivery over this store, as an instance runs it (a second one stands for another instance). */
+  const instance = () =>
+    createHeartbeatDelivery({
+      store: options.store ? options.store(real) : real,
+      adapters,
+      settings: {
+        mainKey: MAIN,
+        retry: { maxAttempts: 5, baseDelayMs: 20, maxDelayMs: 40 },
+        lastRoute: compileLastRoutePolicy({ pinLastRoute: false, ownerRoutes: [] }, adapters),
+        leaseMs: options.leaseMs ?? LEASE,
+      },
+      logger: createLogger('silent'),
+      signal: new AbortController().signal,
+      stopped: () => false,
+      ...(options.leading && { leading: options.leading }),
+    });
+  const delivery = instance();
+  const others: Array<ReturnType<typeof instance>> = [];
   cleanups.push(async () => {
+    for (const other of others) await other.stop();
     await delivery.stop();
     await real.close();
     temp.cleanup();
   });
+  const another = () => {
+    const other = instance();
+    others.push(other);
+    return other;
+  };
   /** A finished heartbeat whose reply is due. */
   const due = async (reply: string) => {
     const id = await real.startHeartbeat('wake');
     await real.finishHeartbeat(id, { state: 'done', events: [], reply, ack: false, deliver: true });
     return id;
   };
-  return { store: real, delivery, due };
+  return { store: real, delivery, due, another };
 }
 
 describe('heartbeat reply delivery', () => {
@@ -144,6 +159,32 @@ describe('heartbeat reply delivery', () => {
     expect(await store.pendingHeartbeatDeliveries(10)).toEqual([
       { id, dueAtMs: 0, claimedAtMs: null },
     ]);
+  });
+
+  it('a send longer than the lease (one slow part) stays with its attempt: neither this instance nor another sends a part twice', async () => {
+    const sent: string[] = [];
+    const { store, delivery, due, another } = await setup(
+      async (_to, text) => {
+        await new Promise((resolve) => setTimeout(resolve, text.startsWith('c') ? 700 : 20));
+        sent.push(text.slice(0, 1));
+        return { status: 'sent' };
+      },
+      { leaseMs: 300, maxLength: 100 },
+    );
+    // The lead checks, much more often than the real ones; a second instance sweeps the same
+    // store as a new leader would (the lease renewals keep the attempt from it).
+    const other = another();
+    const checks = setInterval(() => {
+      void delivery.sweep();
+      void other.sweep(true);
+    }, 25);
+    cleanups.push(() => clearInterval(checks));
+    const reply = ['a', 'b', 'c', 'd', 'e', 'f'].map((c) => c.repeat(90)).join(' ');
+    await delivery.deliver(await due(reply));
+    await waitFor('the delivery to end', async () =>
+      (await store.pendingHeartbeatDeliveries(10)).length === 0 ? true : undefined,
+    );
+    expect(sent.join('')).toBe('abcdef');
   });
 
   it('an attempt taken over mid-send sends no further part', async () => {

@@ -1013,8 +1013,8 @@ export function describeRuntimeStore(
         const at = Date.now();
         const dead = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
         // Within its lease it is its instance's; past it, another may take it.
-        expect(await store.claimHeartbeatDelivery(beat, at + LEASE, at)).toBeUndefined();
-        const stale = (await store.claimHeartbeatDelivery(beat, at + LEASE + 1, at + 1)) as Claimed;
+        expect(await store.claimHeartbeatDelivery(beat, at + LEASE - 1, at - 1)).toBeUndefined();
+        const stale = (await store.claimHeartbeatDelivery(beat, at + LEASE, at)) as Claimed;
         expect(stale).toMatchObject({ attempts: 2 });
         expect(await store.saveHeartbeatDelivery(dead, 1)).toBe(false);
         // After a crash the new leader need not wait for the lease.
@@ -1022,6 +1022,25 @@ export function describeRuntimeStore(
         const next = (await store.claimHeartbeatDelivery(beat, at + LEASE + 2, 0)) as Claimed;
         expect(next).toMatchObject({ attempts: 3, partsSent: 0 });
         expect(await store.saveHeartbeatDelivery(stale, 1, { atMs: 0 })).toBe(false);
+      });
+
+      it('an attempt that keeps its progress renews its lease', async () => {
+        const beat = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(beat, {
+          state: 'done',
+          events: [],
+          reply: 'r',
+          ack: false,
+          deliver: true,
+        });
+        const at = Date.now() - 10 * LEASE;
+        const claim = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
+        const before = Date.now();
+        expect(await store.saveHeartbeatDelivery(claim, 1)).toBe(true);
+        const [row] = await store.pendingHeartbeatDeliveries(10);
+        expect(row?.claimedAtMs).toBeGreaterThanOrEqual(before);
+        // Its first claim is long past the lease; its progress is not.
+        expect(await store.claimHeartbeatDelivery(beat, before, before - LEASE)).toBeUndefined();
       });
 
       it('an attempt shutdown interrupted is due at once and does not count; the claim number still grows', async () => {

@@ -31,12 +31,6 @@ describe('a store file from before consumption ranges', () => {
       INSERT INTO heartbeats (id, reason, state, started_at, events) VALUES ('hb-old', 'wake', 'done', '2026-01-01T00:00:00.000Z', 2);
       UPDATE system_events SET consumed_by = 'hb-old' WHERE text IN ('old1', 'old2');
       DROP TABLE event_consumption;
-      DROP INDEX heartbeats_delivery_pending;
-      ALTER TABLE heartbeats DROP COLUMN delivery_due_ms;
-      ALTER TABLE heartbeats DROP COLUMN delivery_claimed_ms;
-      ALTER TABLE heartbeats DROP COLUMN delivery_claim;
-      ALTER TABLE heartbeats DROP COLUMN delivery_attempts;
-      ALTER TABLE heartbeats DROP COLUMN delivery_parts_sent;
       PRAGMA user_version = 8;
     `);
     db.close();

@@ -70,11 +70,20 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
   const halted = () => deps.stopped() || deps.signal.aborted;
   // One timer per reply waiting for its next attempt.
   const timers = new Map<string, NodeJS.Timeout>();
-  const running = new Set<Promise<void>>();
+  // The attempts running here, by reply: never a second one, and shutdown waits for them.
+  const running = new Map<string, Promise<void>>();
   // Whether the store may hold replies this instance has to deliver: the sweep reads only then,
-  // so an idle leader with nothing to deliver adds no query to its lead checks.
-  let outstanding = false;
+  // so an idle leader with nothing to deliver adds no query to its lead checks. True at first:
+  // a previous process may have left some. `marks` counts every time it is set, so a read that
+  // began before one does not clear it.
+  let outstanding = true;
+  let marks = 0;
+  const mark = () => {
+    outstanding = true;
+    marks++;
+  };
   let sweeping: Promise<void> | undefined;
+  let sweepAgain = false;
 
   /** Try the reply at `atMs` (an attempt's own retry replaces a timer a sweep set). */
   function schedule(id: string, atMs: number, replace = false): void {
@@ -97,18 +106,20 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     timers.set(id, timer);
   }
 
-  /** One attempt, tracked so shutdown waits for it; never rejects. */
+  /** One attempt at a time per reply, tracked so shutdown waits for it; never rejects. */
   function run(id: string): Promise<void> {
+    const current = running.get(id);
+    if (current) return current;
     const attempt = attemptOnce(id)
       .catch((err: unknown) => {
-        outstanding = true;
+        mark();
         logger.error(
           { heartbeatId: id, err: (err as Error).message },
           'heartbeat delivery crashed',
         );
       })
-      .finally(() => running.delete(attempt));
-    running.add(attempt);
+      .finally(() => running.delete(id));
+    running.set(id, attempt);
     return attempt;
   }
 
@@ -120,22 +131,81 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     // Not due, in flight elsewhere, or over.
     if (!claim) return;
     let sent = claim.partsSent;
-    try {
-      await send(claim, (parts) => {
-        sent = parts;
+    // A write refused means another instance took the attempt over: no more parts.
+    const lost = new AbortController();
+    // One write at a time, in order: a renewal never lands after a later part's progress.
+    let writes = Promise.resolve();
+    const keep = (parts: number): Promise<void> => {
+      sent = parts;
+      writes = writes.then(async () => {
+        if (!(await store.saveHeartbeatDelivery(claim, parts))) lost.abort();
       });
+      return writes;
+    };
+    // A part can take longer than the lease (an adapter's timeout): the lease is renewed meanwhile.
+    const renewal = setInterval(() => {
+      keep(sent).catch(() => undefined);
+    }, settings.leaseMs / 3);
+    renewal.unref();
+    try {
+      await send(claim, keep, lost);
     } catch (err) {
-      // Handed back for a later attempt (this one counted); if even that fails, the claim's
-      // lease runs out and a sweep takes it over.
-      outstanding = true;
-      const atMs = Date.now() + settings.retry.baseDelayMs;
-      if (await store.saveHeartbeatDelivery(claim, sent, { atMs }).catch(() => false))
-        schedule(id, atMs, true);
+      mark();
+      await handBack(claim, sent, (err as Error).message);
       throw err;
+    } finally {
+      clearInterval(renewal);
     }
   }
 
-  async function send(claim: HeartbeatDeliveryClaim, progress: (sent: number) => void) {
+  /**
+   * After an attempt failed inside hookgate: tried again after the base delay, or, its attempts
+   * spent, given up with the failure noted. If even that write fails, the claim's lease runs
+   * out and a sweep takes it over.
+   */
+  async function handBack(claim: HeartbeatDeliveryClaim, sent: number, reason: string) {
+    try {
+      if (claim.attempts < settings.retry.maxAttempts) {
+        const atMs = Date.now() + settings.retry.baseDelayMs;
+        if (await store.saveHeartbeatDelivery(claim, sent, { atMs }))
+          schedule(claim.id, atMs, true);
+        return;
+      }
+      const base = { source: 'heartbeat' as const, sourceId: claim.id, text: claim.reply };
+      await end(
+        claim,
+        {
+          ...base,
+          channel: 'last',
+          state: 'dead',
+          attempts: claim.attempts,
+          parts: 0,
+          partsSent: sent,
+          error: reason,
+        },
+        failureNote('last', reason),
+      );
+    } catch {
+      // Left to the lease and the sweep.
+    }
+  }
+
+  /** The main session's note of a reply that could not be delivered. */
+  function failureNote(channel: string, reason: string): NewEvent {
+    return {
+      sessionKey: settings.mainKey,
+      // The reason carries the product's answer: wrapped, as everything not written by hookgate.
+      text: `Heartbeat reply could not be delivered to ${channel}:\n${wrapUntrusted(reason.slice(0, 1000), 'Delivery error').text}`,
+      source: 'delivery',
+      trusted: false,
+    };
+  }
+
+  async function send(
+    claim: HeartbeatDeliveryClaim,
+    keep: (sent: number) => Promise<void>,
+    lost: AbortController,
+  ) {
     const id = claim.id;
     const route = resolveRoute(
       { channel: 'last', fallback: false },
@@ -161,16 +231,11 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       logger.warn({ heartbeatId: id, reason: error }, 'heartbeat delivery skipped');
       return;
     }
-    // A write refused mid-send means another instance took the attempt over: no more parts.
-    const lost = new AbortController();
     const result = await sendParts(
       route,
       claim.reply,
       claim.partsSent,
-      async (sent) => {
-        progress(sent);
-        if (!(await store.saveHeartbeatDelivery(claim, sent))) lost.abort();
-      },
+      keep,
       AbortSignal.any([deps.signal, lost.signal]),
     );
     const target = {
@@ -208,7 +273,7 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       const atMs = Math.ceil(
         Date.now() + retryDelayMs(claim.attempts, settings.retry, result.retryAfterMs),
       );
-      outstanding = true;
+      mark();
       if (await store.saveHeartbeatDelivery(claim, result.partsSent, { atMs }))
         schedule(id, atMs, true);
       return;
@@ -216,13 +281,7 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     await end(
       claim,
       { ...base, ...target, state: result.outcome === 'retry' ? 'dead' : 'failed', error: reason },
-      {
-        sessionKey: settings.mainKey,
-        // The reason carries the product's answer: wrapped, as everything not written by hookgate.
-        text: `Heartbeat reply could not be delivered to ${route.channel}:\n${wrapUntrusted(reason.slice(0, 1000), 'Delivery error').text}`,
-        source: 'delivery',
-        trusted: false,
-      },
+      failureNote(route.channel, reason),
     );
     logger.warn({ heartbeatId: id, channel: route.channel, reason }, 'heartbeat delivery failed');
   }
@@ -237,41 +296,57 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
   }
 
   async function readPending(): Promise<void> {
+    const marked = marks;
     let after: string | undefined;
     let found = 0;
     for (;;) {
       const page = await store.pendingHeartbeatDeliveries(SWEEP_PAGE, after);
       found += page.length;
       for (const { id, dueAtMs, claimedAtMs } of page) {
-        // One in flight is tried again once its lease ran out (the claim refuses it before).
+        // Running here: its own retry schedules it. One in flight elsewhere is tried once its
+        // lease ran out (the claim refuses it before).
+        if (running.has(id)) continue;
         schedule(
           id,
-          claimedAtMs === null ? dueAtMs : Math.max(dueAtMs, claimedAtMs + settings.leaseMs),
+          claimedAtMs === null ? dueAtMs : Math.max(dueAtMs, claimedAtMs + settings.leaseMs + 1),
         );
       }
       if (page.length < SWEEP_PAGE) break;
       after = page[page.length - 1]?.id;
     }
-    if (found === 0) outstanding = false;
+    if (found === 0 && marks === marked) outstanding = false;
+  }
+
+  function sweep(always = false): Promise<void> {
+    if (always) mark();
+    if (halted()) return Promise.resolve();
+    if (sweeping) {
+      // A read asked for while one runs may need rows written after that one began.
+      if (always) sweepAgain = true;
+      return sweeping;
+    }
+    if (!outstanding) return Promise.resolve();
+    sweeping = readPending().finally(() => {
+      sweeping = undefined;
+      if (sweepAgain) {
+        sweepAgain = false;
+        void sweep().catch(() => undefined);
+      }
+    });
+    return sweeping;
   }
 
   return {
     deliver(id) {
-      outstanding = true;
+      mark();
       return run(id);
     },
-    sweep(always = false) {
-      if (always) outstanding = true;
-      if (!outstanding || halted() || sweeping) return sweeping ?? Promise.resolve();
-      sweeping = readPending().finally(() => {
-        sweeping = undefined;
-      });
-      return sweeping;
-    },
+    sweep,
     async stop() {
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
-      await Promise.all(running);
+      await sweeping?.catch(() => undefined);
+      await Promise.all(running.values());
     },
   };
 }

@@ -277,8 +277,9 @@ export interface SessionStore {
   pendingHeartbeatDeliveries(limit: number, afterId?: string): Promise<PendingHeartbeatDelivery[]>;
   /**
    * Start the next attempt at delivering a heartbeat's reply: only when it is due at `nowMs`
-   * and no attempt is in flight, or the one in flight was claimed before `staleBeforeMs` (its
-   * instance is taken for dead); undefined otherwise, or when the delivery is over.
+   * and no attempt is in flight, or the one in flight was claimed (or last kept its progress) at
+   * or before `staleBeforeMs` (its instance is taken for dead); undefined otherwise, or when the
+   * delivery is over.
    */
   claimHeartbeatDelivery(
     id: string,
@@ -286,9 +287,9 @@ export interface SessionStore {
     staleBeforeMs: number,
   ): Promise<HeartbeatDeliveryClaim | undefined>;
   /**
-   * Keep an attempt's progress: the parts sent so far; with `retryAtMs` the attempt ends and the
-   * next is due then (`refund`: the attempt did not count, as when shutdown interrupted it).
-   * False when the attempt is no longer this claim's.
+   * Keep an attempt's progress: the parts sent so far, its lease renewed from now; with `retry`
+   * the attempt ends and the next is due at `retry.atMs` (`refund`: the attempt did not count,
+   * as when shutdown interrupted it). False when the attempt is no longer this claim's.
    */
   saveHeartbeatDelivery(
     claim: HeartbeatDeliveryClaim,

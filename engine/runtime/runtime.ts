@@ -197,11 +197,11 @@ export async function startRuntime(
     gained: async () => {
       try {
         for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
+      } finally {
         // Heartbeat replies still to deliver (a restart, or the old leader's retries): sent
         // once this instance reports the lead (the first gain comes before the loop returns).
         if (loop) sweepDeliveries(true);
         else deliveriesWaiting = true;
-      } finally {
         resumeIfAsked();
       }
     },

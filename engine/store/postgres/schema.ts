@@ -156,16 +156,19 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX auth_failures_locked ON auth_failures (locked_until) WHERE locked_until IS NOT NULL;
   `,
   // 3: a heartbeat reply's delivery kept in the store until it is over (it lived in memory, so
-  // a restart or a new leader lost it during its retries): when its next attempt is due (NULL:
-  // nothing to deliver), when the attempt in flight was claimed (NULL: none), the claim's
-  // fencing number, the attempts that counted and the parts already sent.
+  // a restart or a new leader lost it during its retries): a row per reply still to deliver,
+  // with when its next attempt is due, when the attempt in flight was claimed or last kept its
+  // progress (NULL: none), the claim's fencing number, the attempts that counted and the parts
+  // already sent.
   `
-  ALTER TABLE heartbeats ADD COLUMN delivery_due_ms bigint;
-  ALTER TABLE heartbeats ADD COLUMN delivery_claimed_ms bigint;
-  ALTER TABLE heartbeats ADD COLUMN delivery_claim integer NOT NULL DEFAULT 0;
-  ALTER TABLE heartbeats ADD COLUMN delivery_attempts integer NOT NULL DEFAULT 0;
-  ALTER TABLE heartbeats ADD COLUMN delivery_parts_sent integer NOT NULL DEFAULT 0;
-  CREATE INDEX heartbeats_delivery_pending ON heartbeats (id) WHERE delivery_due_ms IS NOT NULL;
+  CREATE TABLE heartbeat_deliveries (
+    heartbeat_id text PRIMARY KEY,
+    due_ms bigint NOT NULL,
+    claimed_ms bigint,
+    claim integer NOT NULL DEFAULT 0,
+    attempts integer NOT NULL DEFAULT 0,
+    parts_sent integer NOT NULL DEFAULT 0
+  );
   `,
 ];
 

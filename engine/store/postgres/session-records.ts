@@ -48,7 +48,7 @@ function toEvent(row: EventRecord): SystemEvent {
 }
 
 // A heartbeat delivery attempt's own row ($1 id, $2 claim): still claimed, and by this claim.
-const THIS_CLAIM = 'id = $1 AND delivery_claim = $2 AND delivery_claimed_ms IS NOT NULL';
+const THIS_CLAIM = 'heartbeat_id = $1 AND claim = $2 AND claimed_ms IS NOT NULL';
 
 /**
  * Text as PostgreSQL stores it: a text column cannot hold NUL, which request content may carry
@@ -255,8 +255,7 @@ export class PostgresSessionRecords implements SessionStore {
     );
     // A reply delivery in flight was the previous leader's: due again (its writes are fenced).
     await this.pool.query(
-      `UPDATE heartbeats SET delivery_claimed_ms = NULL
-       WHERE delivery_claimed_ms IS NOT NULL AND delivery_due_ms IS NOT NULL`,
+      'UPDATE heartbeat_deliveries SET claimed_ms = NULL WHERE claimed_ms IS NOT NULL',
     );
     // A process group is only this host's to end.
     return rows.flatMap((row) =>
@@ -270,7 +269,7 @@ export class PostgresSessionRecords implements SessionStore {
       // keeps that record, consumes nothing and adds nothing to history.
       const { rowCount } = await client.query(
         `UPDATE heartbeats SET state = $2, finished_at = now(), events = $3, reply = $4, ack = $5,
-           error = $6, delivery_due_ms = $7 WHERE id = $1 AND state = 'running'`,
+           error = $6 WHERE id = $1 AND state = 'running'`,
         [
           id,
           result.state,
@@ -278,11 +277,15 @@ export class PostgresSessionRecords implements SessionStore {
           result.reply === undefined ? null : storableText(result.reply),
           result.ack ?? null,
           result.error === undefined ? null : storableText(result.error),
-          // Due at once: the first attempt follows the end.
-          result.state === 'done' && result.deliver ? 0 : null,
         ],
       );
       if (rowCount === 0) return false;
+      // Due at once: the first attempt follows the end.
+      if (result.state === 'done' && result.deliver)
+        await client.query(
+          'INSERT INTO heartbeat_deliveries (heartbeat_id, due_ms) VALUES ($1, 0)',
+          [id],
+        );
       if (result.state === 'done' && result.events.length > 0) {
         await client.query(
           'UPDATE system_events SET consumed_by = $1 WHERE seq = ANY($2::bigint[]) AND consumed_by IS NULL',
@@ -300,18 +303,18 @@ export class PostgresSessionRecords implements SessionStore {
     afterId = '',
   ): Promise<PendingHeartbeatDelivery[]> {
     const { rows } = await this.pool.query<{
-      id: string;
-      delivery_due_ms: string;
-      delivery_claimed_ms: string | null;
+      heartbeat_id: string;
+      due_ms: string;
+      claimed_ms: string | null;
     }>(
-      `SELECT id, delivery_due_ms, delivery_claimed_ms FROM heartbeats
-       WHERE delivery_due_ms IS NOT NULL AND id > $1 ORDER BY id LIMIT $2`,
+      `SELECT heartbeat_id, due_ms, claimed_ms FROM heartbeat_deliveries
+       WHERE heartbeat_id > $1 ORDER BY heartbeat_id LIMIT $2`,
       [afterId, limit],
     );
     return rows.map((row) => ({
-      id: row.id,
-      dueAtMs: Number(row.delivery_due_ms),
-      claimedAtMs: row.delivery_claimed_ms === null ? null : Number(row.delivery_claimed_ms),
+      id: row.heartbeat_id,
+      dueAtMs: Number(row.due_ms),
+      claimedAtMs: row.claimed_ms === null ? null : Number(row.claimed_ms),
     }));
   }
 
@@ -324,15 +327,16 @@ export class PostgresSessionRecords implements SessionStore {
     // the attempt's later writes.
     const { rows } = await this.pool.query<{
       reply: string | null;
-      delivery_claim: number;
-      delivery_attempts: number;
-      delivery_parts_sent: number;
+      claim: number;
+      attempts: number;
+      parts_sent: number;
     }>(
-      `UPDATE heartbeats SET delivery_claimed_ms = $2, delivery_claim = delivery_claim + 1,
-         delivery_attempts = delivery_attempts + 1
-       WHERE id = $1 AND delivery_due_ms IS NOT NULL AND delivery_due_ms <= $2
-         AND (delivery_claimed_ms IS NULL OR delivery_claimed_ms < $3)
-       RETURNING reply, delivery_claim, delivery_attempts, delivery_parts_sent`,
+      `UPDATE heartbeat_deliveries d SET claimed_ms = $2, claim = d.claim + 1,
+         attempts = d.attempts + 1
+       FROM heartbeats h
+       WHERE d.heartbeat_id = $1 AND h.id = d.heartbeat_id AND d.due_ms <= $2
+         AND (d.claimed_ms IS NULL OR d.claimed_ms <= $3)
+       RETURNING h.reply, d.claim, d.attempts, d.parts_sent`,
       [id, nowMs, staleBeforeMs],
     );
     const row = rows[0];
@@ -340,9 +344,9 @@ export class PostgresSessionRecords implements SessionStore {
     return {
       id,
       reply: row.reply ?? '',
-      claim: row.delivery_claim,
-      attempts: row.delivery_attempts,
-      partsSent: row.delivery_parts_sent,
+      claim: row.claim,
+      attempts: row.attempts,
+      partsSent: row.parts_sent,
     };
   }
 
@@ -353,14 +357,15 @@ export class PostgresSessionRecords implements SessionStore {
   ): Promise<boolean> {
     const { rowCount } = retry
       ? await this.pool.query(
-          `UPDATE heartbeats SET delivery_parts_sent = $3, delivery_claimed_ms = NULL,
-             delivery_due_ms = $4, delivery_attempts = delivery_attempts - $5
+          `UPDATE heartbeat_deliveries SET parts_sent = $3, claimed_ms = NULL, due_ms = $4,
+             attempts = attempts - $5
            WHERE ${THIS_CLAIM}`,
           [claim.id, claim.claim, partsSent, retry.atMs, retry.refund ? 1 : 0],
         )
-      : await this.pool.query(
-          `UPDATE heartbeats SET delivery_parts_sent = $3 WHERE ${THIS_CLAIM}`,
-          [claim.id, claim.claim, partsSent],
+      : // Progress renews the attempt's lease (the instance's clock, as the claim's).
+        await this.pool.query(
+          `UPDATE heartbeat_deliveries SET parts_sent = $3, claimed_ms = $4 WHERE ${THIS_CLAIM}`,
+          [claim.id, claim.claim, partsSent, Date.now()],
         );
     return (rowCount ?? 0) > 0;
   }
@@ -372,8 +377,7 @@ export class PostgresSessionRecords implements SessionStore {
   ): Promise<boolean> {
     return inTransaction(this.pool, async (client) => {
       const { rowCount } = await client.query(
-        `UPDATE heartbeats SET delivery_due_ms = NULL, delivery_claimed_ms = NULL
-         WHERE ${THIS_CLAIM}`,
+        `DELETE FROM heartbeat_deliveries WHERE ${THIS_CLAIM}`,
         [claim.id, claim.claim],
       );
       if (rowCount === 0) return false;

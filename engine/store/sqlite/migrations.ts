@@ -247,15 +247,17 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   `,
   // 10: a heartbeat reply's delivery kept in the store until it is over (it lived in memory, so
-  // a restart during its retries lost it): when its next attempt is due (NULL: nothing to
-  // deliver), when the attempt in flight was claimed (NULL: none), the claim's fencing number,
-  // the attempts that counted and the parts already sent.
+  // a restart during its retries lost it): a row per reply still to deliver, with when its next
+  // attempt is due, when the attempt in flight was claimed or last kept its progress (NULL:
+  // none), the claim's fencing number, the attempts that counted and the parts already sent.
   `
-  ALTER TABLE heartbeats ADD COLUMN delivery_due_ms INTEGER;
-  ALTER TABLE heartbeats ADD COLUMN delivery_claimed_ms INTEGER;
-  ALTER TABLE heartbeats ADD COLUMN delivery_claim INTEGER NOT NULL DEFAULT 0;
-  ALTER TABLE heartbeats ADD COLUMN delivery_attempts INTEGER NOT NULL DEFAULT 0;
-  ALTER TABLE heartbeats ADD COLUMN delivery_parts_sent INTEGER NOT NULL DEFAULT 0;
-  CREATE INDEX heartbeats_delivery_pending ON heartbeats (id) WHERE delivery_due_ms IS NOT NULL;
+  CREATE TABLE IF NOT EXISTS heartbeat_deliveries (
+    heartbeat_id TEXT PRIMARY KEY,
+    due_ms INTEGER NOT NULL,
+    claimed_ms INTEGER,
+    claim INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    parts_sent INTEGER NOT NULL DEFAULT 0
+  ) WITHOUT ROWID;
   `,
 ];

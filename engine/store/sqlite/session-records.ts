@@ -39,29 +39,28 @@ const HISTORY = `SELECT role, text, run_id, created_at FROM session_turns
 const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, reply, ack, error, runner_pgid
   FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
 
-const PENDING_DELIVERIES = `SELECT id, delivery_due_ms, delivery_claimed_ms FROM heartbeats
-  WHERE delivery_due_ms IS NOT NULL AND id > ? ORDER BY id ${boundLimit()}`;
+const PENDING_DELIVERIES = `SELECT heartbeat_id, due_ms, claimed_ms FROM heartbeat_deliveries
+  WHERE heartbeat_id > ? ORDER BY heartbeat_id ${boundLimit()}`;
 
 // The next attempt: due, none in flight (or one taken for dead); its claim number fences the
 // attempt's later writes.
-const CLAIM_DELIVERY = `UPDATE heartbeats
-  SET delivery_claimed_ms = ?1, delivery_claim = delivery_claim + 1,
-    delivery_attempts = delivery_attempts + 1
-  WHERE id = ?3 AND delivery_due_ms IS NOT NULL AND delivery_due_ms <= ?1
-    AND (delivery_claimed_ms IS NULL OR delivery_claimed_ms < ?2)
-  RETURNING reply, delivery_claim, delivery_attempts, delivery_parts_sent`;
+const CLAIM_DELIVERY = `UPDATE heartbeat_deliveries
+  SET claimed_ms = ?1, claim = claim + 1, attempts = attempts + 1
+  WHERE heartbeat_id = ?3 AND due_ms <= ?1 AND (claimed_ms IS NULL OR claimed_ms <= ?2)
+  RETURNING claim, attempts, parts_sent`;
 
 // An attempt's own row: still claimed, and by this claim.
-const THIS_CLAIM = 'id = ? AND delivery_claim = ? AND delivery_claimed_ms IS NOT NULL';
+const THIS_CLAIM = 'heartbeat_id = ? AND claim = ? AND claimed_ms IS NOT NULL';
 
-const SAVE_DELIVERY = `UPDATE heartbeats SET delivery_parts_sent = ? WHERE ${THIS_CLAIM}`;
-
-const RETRY_DELIVERY = `UPDATE heartbeats SET delivery_parts_sent = ?, delivery_claimed_ms = NULL,
-    delivery_due_ms = ?, delivery_attempts = delivery_attempts - ?
+// Progress renews the attempt's lease: a long send stays its instance's while it goes on.
+const SAVE_DELIVERY = `UPDATE heartbeat_deliveries SET parts_sent = ?, claimed_ms = ?
   WHERE ${THIS_CLAIM}`;
 
-const END_DELIVERY = `UPDATE heartbeats SET delivery_due_ms = NULL, delivery_claimed_ms = NULL
+const RETRY_DELIVERY = `UPDATE heartbeat_deliveries SET parts_sent = ?, claimed_ms = NULL,
+    due_ms = ?, attempts = attempts - ?
   WHERE ${THIS_CLAIM}`;
+
+const END_DELIVERY = `DELETE FROM heartbeat_deliveries WHERE ${THIS_CLAIM}`;
 
 /** One page of pending events read for a lost request for a heartbeat now. */
 type AskedNowPage = { lowest: number | null; size: number; asked: number };
@@ -290,7 +289,7 @@ export class SqliteSessionRecords implements SessionStore {
       ).run(now());
       // An attempt in flight died with its process: the delivery is due again (at once).
       this.statement(
-        'UPDATE heartbeats SET delivery_claimed_ms = NULL WHERE delivery_claimed_ms IS NOT NULL AND delivery_due_ms IS NOT NULL',
+        'UPDATE heartbeat_deliveries SET claimed_ms = NULL WHERE claimed_ms IS NOT NULL',
       ).run();
       return rows.flatMap((row) =>
         row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])],
@@ -303,7 +302,7 @@ export class SqliteSessionRecords implements SessionStore {
     return this.batched(() => {
       // Only a heartbeat still running: one a restart failed keeps that record.
       const { changes } = this.statement(
-        "UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ?, delivery_due_ms = ? WHERE id = ? AND state = 'running'",
+        "UPDATE heartbeats SET state = ?, finished_at = ?, events = ?, reply = ?, ack = ?, error = ? WHERE id = ? AND state = 'running'",
       ).run(
         result.state,
         now(),
@@ -311,11 +310,14 @@ export class SqliteSessionRecords implements SessionStore {
         result.reply ?? null,
         result.ack === undefined ? null : result.ack ? 1 : 0,
         result.error ?? null,
-        // Due at once: the first attempt follows the end.
-        result.state === 'done' && result.deliver ? 0 : null,
         id,
       );
       if (Number(changes) === 0) return false;
+      // Due at once: the first attempt follows the end.
+      if (result.state === 'done' && result.deliver)
+        this.statement('INSERT INTO heartbeat_deliveries (heartbeat_id, due_ms) VALUES (?, 0)').run(
+          id,
+        );
       if (result.state === 'done') consumeEvents((sql) => this.statement(sql), id, result.events);
       const turns = result.turns;
       if (turns) this.insertTurns(turns.owner, id, turns.prompt, turns.reply);
@@ -348,12 +350,18 @@ export class SqliteSessionRecords implements SessionStore {
     nowMs: number,
     staleBeforeMs: number,
   ): Promise<HeartbeatDeliveryClaim | undefined> {
-    const row = await this.batched(
-      () =>
-        this.arrays(CLAIM_DELIVERY).get(nowMs, staleBeforeMs, id) as SQLOutputValue[] | undefined,
-    );
-    if (!row) return undefined;
-    const [reply, claim, attempts, partsSent] = row;
+    const claimed = await this.batched(() => {
+      const row = this.arrays(CLAIM_DELIVERY).get(nowMs, staleBeforeMs, id) as
+        | SQLOutputValue[]
+        | undefined;
+      if (!row) return undefined;
+      const reply = this.arrays('SELECT reply FROM heartbeats WHERE id = ?').get(id) as
+        | SQLOutputValue[]
+        | undefined;
+      return [...row, reply?.[0] ?? null];
+    });
+    if (!claimed) return undefined;
+    const [claim, attempts, partsSent, reply] = claimed;
     return {
       id,
       reply: (reply as string | null) ?? '',
@@ -363,7 +371,7 @@ export class SqliteSessionRecords implements SessionStore {
     };
   }
 
-  /** Keep an attempt's progress, or end it with the next attempt due at `retry.atMs`. */
+  /** Keep an attempt's progress (its lease renewed), or end it with the next attempt due at `retry.atMs`. */
   async saveHeartbeatDelivery(
     claim: HeartbeatDeliveryClaim,
     partsSent: number,
@@ -378,7 +386,7 @@ export class SqliteSessionRecords implements SessionStore {
             claim.id,
             claim.claim,
           )
-        : this.statement(SAVE_DELIVERY).run(partsSent, claim.id, claim.claim);
+        : this.statement(SAVE_DELIVERY).run(partsSent, Date.now(), claim.id, claim.claim);
       return Number(changes) > 0;
     });
   }
