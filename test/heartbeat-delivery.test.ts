@@ -113,6 +113,32 @@ describe('heartbeat reply delivery', () => {
     );
   });
 
+  it('an attempt that always fails inside hookgate is retried up to maxAttempts, then given up with a note in the main session', async () => {
+    let routeReads = 0;
+    const { store, delivery, due } = await setup(async () => ({ status: 'sent' }), {
+      store: (real) =>
+        new Proxy(real, {
+          get(target, key) {
+            if (key === 'lastRoute')
+              return async () => {
+                routeReads++;
+                throw new Error('disk I/O error');
+              };
+            const value = Reflect.get(target, key);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        }),
+    });
+    await delivery.deliver(await due('never delivered'));
+    await waitFor('the delivery to be given up', async () =>
+      (await store.pendingHeartbeatDeliveries(10)).length === 0 ? true : undefined,
+    );
+    expect(routeReads).toBe(5);
+    const [note] = await store.events(MAIN, 10);
+    expect(note?.text).toContain('Heartbeat reply could not be delivered');
+    expect(note?.text).toContain('disk I/O error');
+  });
+
   it('every retried reply goes out, however its timer rounds (none left due)', async () => {
     const tries = new Map<string, number>();
     const { store, delivery, due } = await setup(async (_to, text) => {
