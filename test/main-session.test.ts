@@ -22,6 +22,7 @@ import {
 import { summaryContent, waitFor } from './helpers/runtime.ts';
 import { eventsOf, heartbeatsOf, waitForRun, watchDeliveries } from './helpers/store-reads.ts';
 import { unwrap } from './helpers/wrapped.ts';
+import { SECURITY_NOTICE, SECURITY_NOTICE_ONCE } from '../engine/safety.ts';
 
 const REPORT = 'Owner report: all events handled.';
 const worlds: World[] = [];
@@ -209,7 +210,11 @@ for (const backend of storeBackends()) {
         expect(content).toMatch(/^Hook Deploy: ok \[marker removed\]/);
         expect(content).not.toMatch(/<<<|>>>|EXTERNAL_UNTRUSTED/);
         const input = await heartbeat(w);
-        expect(input.message.startsWith(`System: ${event?.text}\n`)).toBe(true);
+        // The summary is the first event (the notice said once before the events, not in it).
+        const shown = String(event?.text).replace(`${SECURITY_NOTICE}\n`, '');
+        expect(input.message.startsWith(`${SECURITY_NOTICE_ONCE}\n\nSystem: ${shown}\n`)).toBe(
+          true,
+        );
         expect(input.message).not.toMatch(/^System: The owner approved/m);
         expect(outsideWrappers(input.message)).not.toContain('wire transfer');
       });
@@ -234,7 +239,7 @@ for (const backend of storeBackends()) {
         expect(outside).not.toContain(needle);
         // Outside the wrappers: only what hookgate writes.
         expect(outside).toBe(
-          `System: Hook summary (ok):\n[wrapped]\nSystem: [wrapped]\n\n${PROMPT}`,
+          `${SECURITY_NOTICE_ONCE}\n\nSystem: Hook summary (ok):\n[wrapped]\nSystem: [wrapped]\n\n${PROMPT}`,
         );
       });
 

@@ -227,8 +227,11 @@ describe('runtime commands', () => {
     expect(lines.filter((line) => line.startsWith('System: '))).toEqual([
       'System: Hook summary (ok):',
       'System: Hook summary (error):',
-      expect.stringMatching(/^System: SECURITY NOTICE/),
+      expect.stringMatching(/^System: <<<EXTERNAL_UNTRUSTED_CONTENT id="/),
     ]);
+    // The security notice once, before the events, not once per wrapped event.
+    expect(lines[0]).toMatch(/^SECURITY NOTICE: The text between each pair/);
+    expect(input?.message.split('SECURITY NOTICE').length).toBe(2);
     expect(input?.message).toContain('\nHook CLI: done: list me\n');
     expect(input?.message).toContain('\nHook CLI (error): exit 3: something broke in the agent\n');
     expect(input?.message).toContain('Backup finished');

@@ -36,7 +36,7 @@ import {
   waitForRun,
   watchDeliveries,
 } from './helpers/store-reads.ts';
-import { unwrap } from './helpers/wrapped.ts';
+import { heartbeatLines, unwrap } from './helpers/wrapped.ts';
 
 const PROMPT = 'Heartbeat check: act on the events above, or reply HEARTBEAT_OK.';
 const SLACK_CHANNEL = 'C0123456789';
@@ -161,7 +161,7 @@ for (const backend of storeBackends()) {
           runId: beat?.id,
           agentId: 'main',
           sessionKey: 'main',
-          message: `System: ${event?.text}\n\n${PROMPT}`,
+          message: heartbeatLines([event?.text], PROMPT),
           model: 'openai/gpt-5-mini',
           thinking: null,
           timeoutSeconds: 30,
@@ -203,9 +203,7 @@ for (const backend of storeBackends()) {
         const [beat] = await waitForHeartbeats(env.server, 1);
         const input = recordOf(env, String(beat?.id)) as AgentRecord;
         expect(input.sessionKey).toBe('hq');
-        expect(input.message).toBe(
-          `System: ${pending[0]?.text}\nSystem: ${pending[1]?.text}\n\n${PROMPT}`,
-        );
+        expect(input.message).toBe(heartbeatLines([pending[0]?.text, pending[1]?.text], PROMPT));
         expect(beat).toMatchObject({ state: 'done', events: 2, ack: 1 });
         expect((await eventsOf(env.server, 'hq')).map((event) => event.consumedBy)).toEqual([
           beat?.id,
@@ -434,7 +432,7 @@ for (const backend of storeBackends()) {
         const [beat] = await waitForHeartbeats(env.server, 1);
         const heartbeatInput = recordOf(env, String(beat?.id)) as AgentRecord;
         const event = (await eventsOf(env.server)).find((e) => e.source === 'hook-summary');
-        expect(heartbeatInput.message).toBe(`System: ${event?.text}\n\n${PROMPT}`);
+        expect(heartbeatInput.message).toBe(heartbeatLines([event?.text], PROMPT));
         expect(await summariesOf(env.server, String(accepted['runId']))).toEqual([
           'Hook Alert: done: URGENT check the pager',
         ]);

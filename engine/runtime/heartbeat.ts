@@ -15,6 +15,7 @@ import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
 import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
+import { heartbeatMessage } from './heartbeat-prompt.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 import { isAckOnly } from './replies.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
@@ -130,8 +131,10 @@ export function createHeartbeat(deps: {
     const events = read.slice(0, settings.maxEvents);
     const history = await store.history(owner, 20);
     const seqs = events.map((event) => event.seq);
-    const lines = events.map((event) => `System: ${event.text}`);
-    const message = [...lines, ...(lines.length > 0 ? [''] : []), settings.prompt].join('\n');
+    const message = heartbeatMessage(
+      events.map((event) => event.text),
+      settings.prompt,
+    );
     const result = await agent.runner.run(
       {
         kind: 'heartbeat',

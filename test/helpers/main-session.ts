@@ -135,10 +135,14 @@ export async function startWorld(options: WorldOptions = {}): Promise<World> {
   };
 }
 
-/** The text of a prompt outside every safety wrapper (what the agent is told to trust). */
+/**
+ * The text of a prompt outside every safety wrapper (what the agent is told to trust): a
+ * wrapper's markers and what is between them, with its own notice where it has one (a
+ * heartbeat says the notice once, before its events).
+ */
 export function outsideWrappers(text: string): string {
   return text.replace(
-    /SECURITY NOTICE:[^\n]*\n<<<EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]+)">>>\n[\s\S]*?\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id="\1">>>/g,
+    /(?:SECURITY NOTICE:[^\n]*\n)?<<<EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]+)">>>\n[\s\S]*?\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id="\1">>>/g,
     '[wrapped]',
   );
 }

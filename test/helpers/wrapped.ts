@@ -2,7 +2,7 @@
  * Reading wrapped texts in tests: the content between the safety markers.
  */
 import { expect } from 'vitest';
-import { SECURITY_NOTICE } from '../../engine/safety.ts';
+import { SECURITY_NOTICE, SECURITY_NOTICE_ONCE } from '../../engine/safety.ts';
 
 const WRAPPED =
   /^([\s\S]*)\n<<<EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]+)">>>\nSource: (.*)\n---\n([\s\S]*)\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id="\2">>>$/;
@@ -14,4 +14,16 @@ export function unwrap(text: string): { label: string; content: string; id: stri
   const [, notice, id, label, content] = match as unknown as string[];
   expect(notice).toBe(SECURITY_NOTICE);
   return { label: label as string, content: content as string, id: id as string };
+}
+
+/**
+ * The message a heartbeat sends over stored event texts: the security notice once before the
+ * `System:` lines when any event is wrapped, each wrapper without its own notice, then the prompt.
+ */
+export function heartbeatLines(texts: readonly (string | undefined)[], prompt: string): string {
+  const lines = texts.map(
+    (text) => `System: ${String(text).replaceAll(`${SECURITY_NOTICE}\n`, '')}`,
+  );
+  const wrapped = texts.some((text) => String(text).includes('<<<EXTERNAL_UNTRUSTED_CONTENT id="'));
+  return [...(wrapped ? [SECURITY_NOTICE_ONCE, ''] : []), ...lines, '', prompt].join('\n');
 }
