@@ -27,6 +27,14 @@ type Side = {
 };
 type Starter = (spec: ServerSpec) => Promise<ServerProcess>;
 
+const USAGE = `npm run bench:compare -- --against DIR [options]
+
+  --against DIR      the other checkout (with its own node_modules), loaded as side B
+  --targets LIST     comma-separated bench targets (default wake; see npm run bench -- --help)
+  --cycles N         ABBA cycles of one slice per side each (default 6)
+  --slice S          seconds per slice (default 2)
+  --connections N    autocannon connections (default 32)`;
+
 const { values } = parseArgs({
   options: {
     against: { type: 'string' },
@@ -34,12 +42,15 @@ const { values } = parseArgs({
     cycles: { type: 'string', default: '6' },
     slice: { type: 'string', default: '2' },
     connections: { type: 'string', default: '32' },
+    help: { type: 'boolean', short: 'h' },
   },
 });
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
 if (!values.against) {
-  console.error(
-    'usage: npm run bench:compare -- --against DIR [--targets wake,agent] [--cycles N] [--slice S]',
-  );
+  console.error(`usage: ${USAGE}`);
   process.exit(2);
 }
 const otherDir = path.resolve(values.against);
