@@ -37,17 +37,21 @@ export const SECURITY_NOTICE_ONCE =
 const NOTICE_BEFORE_MARKER = `${SECURITY_NOTICE}\n<<<${START_MARKER} id="`;
 
 /**
- * Texts to gather into one prompt, each wrapper's own notice taken out (every wrapper keeps its
- * markers), and whether any wrapper is among them: then the prompt says SECURITY_NOTICE_ONCE
- * before them all. Marker-like text inside wrapped content was neutralised at wrapping, so a
- * notice followed by a start marker is always a wrapper's own.
+ * Texts to gather into one prompt, the wrappers of each untrusted one without their own notice
+ * (every wrapper keeps its markers), and whether any text has a wrapper: then the prompt says
+ * SECURITY_NOTICE_ONCE before them all. In an untrusted text, marker-like content was
+ * neutralised at wrapping, so a notice followed by a start marker is a wrapper's own; a trusted
+ * text (a mapping with allowUnsafeExternalContent, hookgate's own notes) is kept as it is.
  */
-export function withoutOwnNotices(texts: readonly string[]): { texts: string[]; wrapped: boolean } {
+export function withoutOwnNotices(texts: readonly { text: string; trusted: boolean }[]): {
+  texts: string[];
+  wrapped: boolean;
+} {
   let wrapped = false;
-  const out = texts.map((text) => {
+  const out = texts.map(({ text, trusted }) => {
     if (!text.includes(`<<<${START_MARKER} id="`)) return text;
     wrapped = true;
-    return text.includes(NOTICE_BEFORE_MARKER)
+    return !trusted && text.includes(NOTICE_BEFORE_MARKER)
       ? text.replaceAll(NOTICE_BEFORE_MARKER, `<<<${START_MARKER} id="`)
       : text;
   });

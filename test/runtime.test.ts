@@ -37,6 +37,7 @@ import {
   watchDeliveries,
 } from './helpers/store-reads.ts';
 import { heartbeatLines, unwrap } from './helpers/wrapped.ts';
+import type { SystemEvent } from '../engine/runtime/runtime-store.ts';
 
 const PROMPT = 'Heartbeat check: act on the events above, or reply HEARTBEAT_OK.';
 const SLACK_CHANNEL = 'C0123456789';
@@ -161,7 +162,7 @@ for (const backend of storeBackends()) {
           runId: beat?.id,
           agentId: 'main',
           sessionKey: 'main',
-          message: heartbeatLines([event?.text], PROMPT),
+          message: heartbeatLines([event as SystemEvent], PROMPT),
           model: 'openai/gpt-5-mini',
           thinking: null,
           timeoutSeconds: 30,
@@ -203,7 +204,7 @@ for (const backend of storeBackends()) {
         const [beat] = await waitForHeartbeats(env.server, 1);
         const input = recordOf(env, String(beat?.id)) as AgentRecord;
         expect(input.sessionKey).toBe('hq');
-        expect(input.message).toBe(heartbeatLines([pending[0]?.text, pending[1]?.text], PROMPT));
+        expect(input.message).toBe(heartbeatLines(pending, PROMPT));
         expect(beat).toMatchObject({ state: 'done', events: 2, ack: 1 });
         expect((await eventsOf(env.server, 'hq')).map((event) => event.consumedBy)).toEqual([
           beat?.id,
@@ -244,6 +245,13 @@ for (const backend of storeBackends()) {
         for (let i = 0; i < 5; i++) heartbeat?.requestNow('test');
         await env.post('wake', { text: 'first extra', mode: 'now' });
         await env.post('wake', { text: 'second extra', mode: 'now' });
+        // On PostgreSQL the worker applies wakes after acceptance: both events are in the main
+        // session before the held heartbeat ends (a loaded machine applied one too late).
+        await waitFor('both wake events', async () =>
+          (await eventsOf(env.server)).filter((event) => event.text.includes('extra')).length === 2
+            ? true
+            : undefined,
+        );
         writeFileSync(`${env.record}.release`, '');
 
         const rows = await waitForHeartbeats(env.server, 2);
@@ -432,7 +440,7 @@ for (const backend of storeBackends()) {
         const [beat] = await waitForHeartbeats(env.server, 1);
         const heartbeatInput = recordOf(env, String(beat?.id)) as AgentRecord;
         const event = (await eventsOf(env.server)).find((e) => e.source === 'hook-summary');
-        expect(heartbeatInput.message).toBe(heartbeatLines([event?.text], PROMPT));
+        expect(heartbeatInput.message).toBe(heartbeatLines([event as SystemEvent], PROMPT));
         expect(await summariesOf(env.server, String(accepted['runId']))).toEqual([
           'Hook Alert: done: URGENT check the pager',
         ]);

@@ -7,9 +7,12 @@
  */
 import { SECURITY_NOTICE_ONCE, withoutOwnNotices } from '../safety.ts';
 
-/** The message of a heartbeat over these event texts (oldest first). */
-export function heartbeatMessage(eventTexts: readonly string[], prompt: string): string {
-  const { texts, wrapped } = withoutOwnNotices(eventTexts);
+/** The message of a heartbeat over these events (oldest first). */
+export function heartbeatMessage(
+  events: readonly { text: string; trusted: boolean }[],
+  prompt: string,
+): string {
+  const { texts, wrapped } = withoutOwnNotices(events);
   const lines = texts.map((text) => `System: ${text}`);
   return [
     ...(wrapped ? [SECURITY_NOTICE_ONCE, ''] : []),

@@ -131,10 +131,7 @@ export function createHeartbeat(deps: {
     const events = read.slice(0, settings.maxEvents);
     const history = await store.history(owner, 20);
     const seqs = events.map((event) => event.seq);
-    const message = heartbeatMessage(
-      events.map((event) => event.text),
-      settings.prompt,
-    );
+    const message = heartbeatMessage(events, settings.prompt);
     const result = await agent.runner.run(
       {
         kind: 'heartbeat',

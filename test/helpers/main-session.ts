@@ -5,6 +5,7 @@
  * the test decides. Records what each agent was given and what each chat got.
  */
 import { expect } from 'vitest';
+import { SECURITY_NOTICE_ONCE } from '../../engine/safety.ts';
 import { startTestServer, type TestServer, tempDir } from './hookgate.ts';
 import { type Exchange, query, type Row, type Stub, type StubReply, startStub } from './runtime.ts';
 import { storeOf } from './store-reads.ts';
@@ -136,13 +137,21 @@ export async function startWorld(options: WorldOptions = {}): Promise<World> {
 }
 
 /**
- * The text of a prompt outside every safety wrapper (what the agent is told to trust): a
- * wrapper's markers and what is between them, with its own notice where it has one (a
- * heartbeat says the notice once, before its events).
+ * The text of a prompt outside every safety wrapper (what the agent is told to trust): each
+ * marker pair (a 16-hex id, the same at both ends) and what is between them, with the wrapper's
+ * own notice line where it has one. A heartbeat says the notice once, before its events: a
+ * wrapper without its own notice is asserted to come after that one.
  */
 export function outsideWrappers(text: string): string {
   return text.replace(
-    /(?:SECURITY NOTICE:[^\n]*\n)?<<<EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]+)">>>\n[\s\S]*?\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id="\1">>>/g,
-    '[wrapped]',
+    /(?:^(SECURITY NOTICE: The text between the markers below [^\n]*\n))?<<<EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]{16})">>>\n[\s\S]*?\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id="\2">>>/gm,
+    (_block, ownNotice: string | undefined) => {
+      if (ownNotice === undefined)
+        expect(
+          text.startsWith(SECURITY_NOTICE_ONCE),
+          'a wrapper without the notice before it',
+        ).toBe(true);
+      return '[wrapped]';
+    },
   );
 }

@@ -17,13 +17,19 @@ export function unwrap(text: string): { label: string; content: string; id: stri
 }
 
 /**
- * The message a heartbeat sends over stored event texts: the security notice once before the
- * `System:` lines when any event is wrapped, each wrapper without its own notice, then the prompt.
+ * The message a heartbeat sends over stored events: the security notice once before the
+ * `System:` lines when any event has a wrapper, each wrapped event's wrappers without their own
+ * notice (a raw, trusted event is shown as stored), then the prompt.
  */
-export function heartbeatLines(texts: readonly (string | undefined)[], prompt: string): string {
-  const lines = texts.map(
-    (text) => `System: ${String(text).replaceAll(`${SECURITY_NOTICE}\n`, '')}`,
+export function heartbeatLines(
+  events: readonly { text: string; trusted: boolean }[],
+  prompt: string,
+): string {
+  const start = '<<<EXTERNAL_UNTRUSTED_CONTENT id="';
+  const lines = events.map(
+    ({ text, trusted }) =>
+      `System: ${trusted ? text : text.replaceAll(`${SECURITY_NOTICE}\n${start}`, start)}`,
   );
-  const wrapped = texts.some((text) => String(text).includes('<<<EXTERNAL_UNTRUSTED_CONTENT id="'));
+  const wrapped = events.some(({ text }) => text.includes(start));
   return [...(wrapped ? [SECURITY_NOTICE_ONCE, ''] : []), ...lines, '', prompt].join('\n');
 }
