@@ -100,6 +100,19 @@ const ids = (rows: readonly RunRow[]) => rows.map((row) => row.id);
 const claimOf = (row: RunRow): Claim => ({ id: row.id, attempts: row.attempts });
 
 /** Register the shared suite for a runtime store factory. */
+/** A finished heartbeat whose reply is to be delivered; returns its id. */
+async function replyToDeliver(store: RuntimeStore, reply = 'r'): Promise<string> {
+  const beat = await store.startHeartbeat('wake');
+  await store.finishHeartbeat(beat, {
+    state: 'done',
+    events: [],
+    reply,
+    ack: false,
+    deliver: true,
+  });
+  return beat;
+}
+
 /** A delivery claim's lease in the contract's tests. */
 const LEASE = 30_000;
 type Claimed = HeartbeatDeliveryClaim;
@@ -1002,14 +1015,7 @@ export function describeRuntimeStore(
       });
 
       it('an attempt in flight past its lease, or left by a dead instance (recoverHeartbeats), is taken over; its writes are refused after', async () => {
-        const beat = await store.startHeartbeat('wake');
-        await store.finishHeartbeat(beat, {
-          state: 'done',
-          events: [],
-          reply: 'r',
-          ack: false,
-          deliver: true,
-        });
+        const beat = await replyToDeliver(store);
         const at = Date.now();
         const dead = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
         // Within its lease it is its instance's; past it, another may take it.
@@ -1025,14 +1031,7 @@ export function describeRuntimeStore(
       });
 
       it('an attempt that keeps its progress renews its lease', async () => {
-        const beat = await store.startHeartbeat('wake');
-        await store.finishHeartbeat(beat, {
-          state: 'done',
-          events: [],
-          reply: 'r',
-          ack: false,
-          deliver: true,
-        });
+        const beat = await replyToDeliver(store);
         const at = Date.now() - 10 * LEASE;
         const claim = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
         const before = Date.now();
@@ -1044,14 +1043,7 @@ export function describeRuntimeStore(
       });
 
       it('an attempt shutdown interrupted is due at once and does not count; the claim number still grows', async () => {
-        const beat = await store.startHeartbeat('wake');
-        await store.finishHeartbeat(beat, {
-          state: 'done',
-          events: [],
-          reply: 'r',
-          ack: false,
-          deliver: true,
-        });
+        const beat = await replyToDeliver(store);
         const at = Date.now();
         const first = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
         expect(await store.saveHeartbeatDelivery(first, 0, { atMs: at, refund: true })).toBe(true);
@@ -1087,14 +1079,7 @@ export function describeRuntimeStore(
       it('pendingHeartbeatDeliveries pages after an id', async () => {
         const ids: string[] = [];
         for (let i = 0; i < 5; i++) {
-          const beat = await store.startHeartbeat('wake');
-          await store.finishHeartbeat(beat, {
-            state: 'done',
-            events: [],
-            reply: `r${i}`,
-            ack: false,
-            deliver: true,
-          });
+          const beat = await replyToDeliver(store, `r${i}`);
           ids.push(beat);
         }
         const sorted = [...ids].sort();

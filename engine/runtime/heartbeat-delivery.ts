@@ -16,6 +16,7 @@ import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import { wrapUntrusted } from '../safety.ts';
 import { deliveryRecorded, recordDelivery } from './delivery-records.ts';
+import { createDueWork } from './due-work.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 import { retryDelayMs } from './replies.ts';
 import { moveLastRoute } from './route-moves.ts';
@@ -25,11 +26,6 @@ import type {
   NewEvent,
   RuntimeStore,
 } from './runtime-store.ts';
-
-/** How many pending deliveries a sweep reads per query. */
-const SWEEP_PAGE = 500;
-/** setTimeout's longest delay: a later time is waited for in steps. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export type HeartbeatDeliveryDeps = {
   store: RuntimeStore;
@@ -68,60 +64,22 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
   const { store, settings, logger } = deps;
   // Shutdown aborts the signal first, then stops the heartbeat: either means no new attempt.
   const halted = () => deps.stopped() || deps.signal.aborted;
-  // One timer per reply waiting for its next attempt.
-  const timers = new Map<string, NodeJS.Timeout>();
-  // The attempts running here, by reply: never a second one, and shutdown waits for them.
-  const running = new Map<string, Promise<void>>();
-  // Whether the store may hold replies this instance has to deliver: the sweep reads only then,
-  // so an idle leader with nothing to deliver adds no query to its lead checks. True at first:
-  // a previous process may have left some. `marks` counts every time it is set, so a read that
-  // began before one does not clear it.
-  let outstanding = true;
-  let marks = 0;
-  const mark = () => {
-    outstanding = true;
-    marks++;
-  };
-  let sweeping: Promise<void> | undefined;
-  let sweepAgain = false;
-
-  /** Try the reply at `atMs` (an attempt's own retry replaces a timer a sweep set). */
-  function schedule(id: string, atMs: number, replace = false): void {
-    if (halted()) return;
-    const existing = timers.get(id);
-    if (existing) {
-      if (!replace) return;
-      clearTimeout(existing);
-    }
-    const timer = setTimeout(
-      () => {
-        timers.delete(id);
-        // Timers round to the millisecond and may fire just before the wall-clock time.
-        if (Date.now() < atMs) schedule(id, atMs);
-        else void run(id);
-      },
-      Math.min(MAX_TIMER_MS, Math.max(0, atMs - Date.now())),
-    );
-    timer.unref();
-    timers.set(id, timer);
-  }
-
-  /** One attempt at a time per reply, tracked so shutdown waits for it; never rejects. */
-  function run(id: string): Promise<void> {
-    const current = running.get(id);
-    if (current) return current;
-    const attempt = attemptOnce(id)
-      .catch((err: unknown) => {
-        mark();
-        logger.error(
-          { heartbeatId: id, err: (err as Error).message },
-          'heartbeat delivery crashed',
-        );
-      })
-      .finally(() => running.delete(id));
-    running.set(id, attempt);
-    return attempt;
-  }
+  // Each reply on a timer for its next attempt, found again by the leader's sweeps.
+  const work = createDueWork({
+    attempt: attemptOnce,
+    async pending(limit, after) {
+      const page = await store.pendingHeartbeatDeliveries(limit, after);
+      // One in flight elsewhere is tried once its lease ran out (the claim refuses it before).
+      return page.map(({ id, dueAtMs, claimedAtMs }) => ({
+        id,
+        atMs:
+          claimedAtMs === null ? dueAtMs : Math.max(dueAtMs, claimedAtMs + settings.leaseMs + 1),
+      }));
+    },
+    halted,
+    failed: (id, err) =>
+      logger.error({ heartbeatId: id, err: (err as Error).message }, 'heartbeat delivery crashed'),
+  });
 
   async function attemptOnce(id: string): Promise<void> {
     // The leader delivers; one that lost the lead leaves the reply due for the next leader.
@@ -150,7 +108,7 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     try {
       await send(claim, keep, lost);
     } catch (err) {
-      mark();
+      work.mark();
       await handBack(claim, sent, (err as Error).message);
       throw err;
     } finally {
@@ -167,8 +125,7 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     try {
       if (claim.attempts < settings.retry.maxAttempts) {
         const atMs = Date.now() + settings.retry.baseDelayMs;
-        if (await store.saveHeartbeatDelivery(claim, sent, { atMs }))
-          schedule(claim.id, atMs, true);
+        if (await store.saveHeartbeatDelivery(claim, sent, { atMs })) work.at(claim.id, atMs, true);
         return;
       }
       const base = { source: 'heartbeat' as const, sourceId: claim.id, text: claim.reply };
@@ -273,9 +230,9 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       const atMs = Math.ceil(
         Date.now() + retryDelayMs(claim.attempts, settings.retry, result.retryAfterMs),
       );
-      mark();
+      work.mark();
       if (await store.saveHeartbeatDelivery(claim, result.partsSent, { atMs }))
-        schedule(id, atMs, true);
+        work.at(id, atMs, true);
       return;
     }
     await end(
@@ -295,58 +252,12 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     }
   }
 
-  async function readPending(): Promise<void> {
-    const marked = marks;
-    let after: string | undefined;
-    let found = 0;
-    for (;;) {
-      const page = await store.pendingHeartbeatDeliveries(SWEEP_PAGE, after);
-      found += page.length;
-      for (const { id, dueAtMs, claimedAtMs } of page) {
-        // Running here: its own retry schedules it. One in flight elsewhere is tried once its
-        // lease ran out (the claim refuses it before).
-        if (running.has(id)) continue;
-        schedule(
-          id,
-          claimedAtMs === null ? dueAtMs : Math.max(dueAtMs, claimedAtMs + settings.leaseMs + 1),
-        );
-      }
-      if (page.length < SWEEP_PAGE) break;
-      after = page[page.length - 1]?.id;
-    }
-    if (found === 0 && marks === marked) outstanding = false;
-  }
-
-  function sweep(always = false): Promise<void> {
-    if (always) mark();
-    if (halted()) return Promise.resolve();
-    if (sweeping) {
-      // A read asked for while one runs may need rows written after that one began.
-      if (always) sweepAgain = true;
-      return sweeping;
-    }
-    if (!outstanding) return Promise.resolve();
-    sweeping = readPending().finally(() => {
-      sweeping = undefined;
-      if (sweepAgain) {
-        sweepAgain = false;
-        void sweep().catch(() => undefined);
-      }
-    });
-    return sweeping;
-  }
-
   return {
     deliver(id) {
-      mark();
-      return run(id);
+      work.mark();
+      return work.run(id);
     },
-    sweep,
-    async stop() {
-      for (const timer of timers.values()) clearTimeout(timer);
-      timers.clear();
-      await sweeping?.catch(() => undefined);
-      await Promise.all(running.values());
-    },
+    sweep: (always) => work.sweep(always),
+    stop: () => work.stop(),
   };
 }

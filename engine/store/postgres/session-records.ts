@@ -20,6 +20,14 @@ import {
   type Turn,
   type TurnOwner,
 } from '../../runtime/runtime-store.ts';
+import {
+  claimDelivery,
+  endDelivery,
+  pendingDeliveries,
+  QUEUE_DELIVERY,
+  RECOVER_DELIVERIES,
+  saveDelivery,
+} from './heartbeat-deliveries.ts';
 import { inTransaction } from './pool.ts';
 import { isoTime } from './run-rows.ts';
 
@@ -46,9 +54,6 @@ function toEvent(row: EventRecord): SystemEvent {
     consumedBy: row.consumed_by,
   };
 }
-
-// A heartbeat delivery attempt's own row ($1 id, $2 claim): still claimed, and by this claim.
-const THIS_CLAIM = 'heartbeat_id = $1 AND claim = $2 AND claimed_ms IS NOT NULL';
 
 /**
  * Text as PostgreSQL stores it: a text column cannot hold NUL, which request content may carry
@@ -254,9 +259,7 @@ export class PostgresSessionRecords implements SessionStore {
        WHERE state = 'running' RETURNING runner_host, runner_pgid`,
     );
     // A reply delivery in flight was the previous leader's: due again (its writes are fenced).
-    await this.pool.query(
-      'UPDATE heartbeat_deliveries SET claimed_ms = NULL WHERE claimed_ms IS NOT NULL',
-    );
+    await this.pool.query(RECOVER_DELIVERIES);
     // A process group is only this host's to end.
     return rows.flatMap((row) =>
       row.runner_pgid !== null && row.runner_host === hostname() ? [row.runner_pgid] : [],
@@ -281,11 +284,7 @@ export class PostgresSessionRecords implements SessionStore {
       );
       if (rowCount === 0) return false;
       // Due at once: the first attempt follows the end.
-      if (result.state === 'done' && result.deliver)
-        await client.query(
-          'INSERT INTO heartbeat_deliveries (heartbeat_id, due_ms) VALUES ($1, 0)',
-          [id],
-        );
+      if (result.state === 'done' && result.deliver) await client.query(QUEUE_DELIVERY, [id]);
       if (result.state === 'done' && result.events.length > 0) {
         await client.query(
           'UPDATE system_events SET consumed_by = $1 WHERE seq = ANY($2::bigint[]) AND consumed_by IS NULL',
@@ -302,20 +301,7 @@ export class PostgresSessionRecords implements SessionStore {
     limit: number,
     afterId = '',
   ): Promise<PendingHeartbeatDelivery[]> {
-    const { rows } = await this.pool.query<{
-      heartbeat_id: string;
-      due_ms: string;
-      claimed_ms: string | null;
-    }>(
-      `SELECT heartbeat_id, due_ms, claimed_ms FROM heartbeat_deliveries
-       WHERE heartbeat_id > $1 ORDER BY heartbeat_id LIMIT $2`,
-      [afterId, limit],
-    );
-    return rows.map((row) => ({
-      id: row.heartbeat_id,
-      dueAtMs: Number(row.due_ms),
-      claimedAtMs: row.claimed_ms === null ? null : Number(row.claimed_ms),
-    }));
+    return pendingDeliveries(this.pool, limit, afterId);
   }
 
   async claimHeartbeatDelivery(
@@ -323,31 +309,7 @@ export class PostgresSessionRecords implements SessionStore {
     nowMs: number,
     staleBeforeMs: number,
   ): Promise<HeartbeatDeliveryClaim | undefined> {
-    // The next attempt: due, none in flight (or one taken for dead); its claim number fences
-    // the attempt's later writes.
-    const { rows } = await this.pool.query<{
-      reply: string | null;
-      claim: number;
-      attempts: number;
-      parts_sent: number;
-    }>(
-      `UPDATE heartbeat_deliveries d SET claimed_ms = $2, claim = d.claim + 1,
-         attempts = d.attempts + 1
-       FROM heartbeats h
-       WHERE d.heartbeat_id = $1 AND h.id = d.heartbeat_id AND d.due_ms <= $2
-         AND (d.claimed_ms IS NULL OR d.claimed_ms <= $3)
-       RETURNING h.reply, d.claim, d.attempts, d.parts_sent`,
-      [id, nowMs, staleBeforeMs],
-    );
-    const row = rows[0];
-    if (!row) return undefined;
-    return {
-      id,
-      reply: row.reply ?? '',
-      claim: row.claim,
-      attempts: row.attempts,
-      partsSent: row.parts_sent,
-    };
+    return claimDelivery(this.pool, id, nowMs, staleBeforeMs);
   }
 
   async saveHeartbeatDelivery(
@@ -355,19 +317,7 @@ export class PostgresSessionRecords implements SessionStore {
     partsSent: number,
     retry?: { atMs: number; refund?: boolean },
   ): Promise<boolean> {
-    const { rowCount } = retry
-      ? await this.pool.query(
-          `UPDATE heartbeat_deliveries SET parts_sent = $3, claimed_ms = NULL, due_ms = $4,
-             attempts = attempts - $5
-           WHERE ${THIS_CLAIM}`,
-          [claim.id, claim.claim, partsSent, retry.atMs, retry.refund ? 1 : 0],
-        )
-      : // Progress renews the attempt's lease (the instance's clock, as the claim's).
-        await this.pool.query(
-          `UPDATE heartbeat_deliveries SET parts_sent = $3, claimed_ms = $4 WHERE ${THIS_CLAIM}`,
-          [claim.id, claim.claim, partsSent, Date.now()],
-        );
-    return (rowCount ?? 0) > 0;
+    return saveDelivery(this.pool, claim, partsSent, retry);
   }
 
   async endHeartbeatDelivery(
@@ -376,11 +326,7 @@ export class PostgresSessionRecords implements SessionStore {
     note?: NewEvent,
   ): Promise<boolean> {
     return inTransaction(this.pool, async (client) => {
-      const { rowCount } = await client.query(
-        `DELETE FROM heartbeat_deliveries WHERE ${THIS_CLAIM}`,
-        [claim.id, claim.claim],
-      );
-      if (rowCount === 0) return false;
+      if (!(await endDelivery(client, claim))) return false;
       await insertDelivery(client, record);
       if (note) await insertEvent(client, note);
       return true;

@@ -30,6 +30,14 @@ import {
   SESSION_EVENTS,
 } from './event-consumption.ts';
 import { boundLimit } from './bound-limit.ts';
+import {
+  claimDelivery,
+  endDelivery,
+  pendingDeliveries,
+  QUEUE_DELIVERY,
+  RECOVER_DELIVERIES,
+  saveDelivery,
+} from './heartbeat-deliveries.ts';
 
 export type Row = Record<string, string | number | null>;
 
@@ -38,29 +46,6 @@ const HISTORY = `SELECT role, text, run_id, created_at FROM session_turns
   WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC ${boundLimit()}`;
 const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, reply, ack, error, runner_pgid
   FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
-
-const PENDING_DELIVERIES = `SELECT heartbeat_id, due_ms, claimed_ms FROM heartbeat_deliveries
-  WHERE heartbeat_id > ? ORDER BY heartbeat_id ${boundLimit()}`;
-
-// The next attempt: due, none in flight (or one taken for dead); its claim number fences the
-// attempt's later writes.
-const CLAIM_DELIVERY = `UPDATE heartbeat_deliveries
-  SET claimed_ms = ?1, claim = claim + 1, attempts = attempts + 1
-  WHERE heartbeat_id = ?3 AND due_ms <= ?1 AND (claimed_ms IS NULL OR claimed_ms <= ?2)
-  RETURNING claim, attempts, parts_sent`;
-
-// An attempt's own row: still claimed, and by this claim.
-const THIS_CLAIM = 'heartbeat_id = ? AND claim = ? AND claimed_ms IS NOT NULL';
-
-// Progress renews the attempt's lease: a long send stays its instance's while it goes on.
-const SAVE_DELIVERY = `UPDATE heartbeat_deliveries SET parts_sent = ?, claimed_ms = ?
-  WHERE ${THIS_CLAIM}`;
-
-const RETRY_DELIVERY = `UPDATE heartbeat_deliveries SET parts_sent = ?, claimed_ms = NULL,
-    due_ms = ?, attempts = attempts - ?
-  WHERE ${THIS_CLAIM}`;
-
-const END_DELIVERY = `DELETE FROM heartbeat_deliveries WHERE ${THIS_CLAIM}`;
 
 /** One page of pending events read for a lost request for a heartbeat now. */
 type AskedNowPage = { lowest: number | null; size: number; asked: number };
@@ -288,9 +273,7 @@ export class SqliteSessionRecords implements SessionStore {
         "UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'",
       ).run(now());
       // An attempt in flight died with its process: the delivery is due again (at once).
-      this.statement(
-        'UPDATE heartbeat_deliveries SET claimed_ms = NULL WHERE claimed_ms IS NOT NULL',
-      ).run();
+      this.statement(RECOVER_DELIVERIES).run();
       return rows.flatMap((row) =>
         row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])],
       );
@@ -314,10 +297,7 @@ export class SqliteSessionRecords implements SessionStore {
       );
       if (Number(changes) === 0) return false;
       // Due at once: the first attempt follows the end.
-      if (result.state === 'done' && result.deliver)
-        this.statement('INSERT INTO heartbeat_deliveries (heartbeat_id, due_ms) VALUES (?, 0)').run(
-          id,
-        );
+      if (result.state === 'done' && result.deliver) this.statement(QUEUE_DELIVERY).run(id);
       if (result.state === 'done') consumeEvents((sql) => this.statement(sql), id, result.events);
       const turns = result.turns;
       if (turns) this.insertTurns(turns.owner, id, turns.prompt, turns.reply);
@@ -335,13 +315,7 @@ export class SqliteSessionRecords implements SessionStore {
     limit: number,
     afterId = '',
   ): Promise<PendingHeartbeatDelivery[]> {
-    return (
-      this.arrays(PENDING_DELIVERIES).all(afterId, limit) as unknown as SQLOutputValue[][]
-    ).map(([id, due, claimed]) => ({
-      id: id as string,
-      dueAtMs: Number(due),
-      claimedAtMs: claimed === null ? null : Number(claimed),
-    }));
+    return pendingDeliveries((sql) => this.arrays(sql), limit, afterId);
   }
 
   /** Start the next attempt at a heartbeat reply's delivery, if it is due and none is in flight. */
@@ -350,25 +324,7 @@ export class SqliteSessionRecords implements SessionStore {
     nowMs: number,
     staleBeforeMs: number,
   ): Promise<HeartbeatDeliveryClaim | undefined> {
-    const claimed = await this.batched(() => {
-      const row = this.arrays(CLAIM_DELIVERY).get(nowMs, staleBeforeMs, id) as
-        | SQLOutputValue[]
-        | undefined;
-      if (!row) return undefined;
-      const reply = this.arrays('SELECT reply FROM heartbeats WHERE id = ?').get(id) as
-        | SQLOutputValue[]
-        | undefined;
-      return [...row, reply?.[0] ?? null];
-    });
-    if (!claimed) return undefined;
-    const [claim, attempts, partsSent, reply] = claimed;
-    return {
-      id,
-      reply: (reply as string | null) ?? '',
-      claim: Number(claim),
-      attempts: Number(attempts),
-      partsSent: Number(partsSent),
-    };
+    return this.batched(() => claimDelivery((sql) => this.arrays(sql), id, nowMs, staleBeforeMs));
   }
 
   /** Keep an attempt's progress (its lease renewed), or end it with the next attempt due at `retry.atMs`. */
@@ -377,18 +333,7 @@ export class SqliteSessionRecords implements SessionStore {
     partsSent: number,
     retry?: { atMs: number; refund?: boolean },
   ): Promise<boolean> {
-    return this.batched(() => {
-      const { changes } = retry
-        ? this.statement(RETRY_DELIVERY).run(
-            partsSent,
-            retry.atMs,
-            retry.refund ? 1 : 0,
-            claim.id,
-            claim.claim,
-          )
-        : this.statement(SAVE_DELIVERY).run(partsSent, Date.now(), claim.id, claim.claim);
-      return Number(changes) > 0;
-    });
+    return this.batched(() => saveDelivery((sql) => this.statement(sql), claim, partsSent, retry));
   }
 
   /** End a heartbeat reply's delivery with its record (and a failure's note), fenced by the attempt. */
@@ -398,8 +343,7 @@ export class SqliteSessionRecords implements SessionStore {
     note?: NewEvent,
   ): Promise<boolean> {
     return this.batched(() => {
-      const { changes } = this.statement(END_DELIVERY).run(claim.id, claim.claim);
-      if (Number(changes) === 0) return false;
+      if (!endDelivery((sql) => this.statement(sql), claim)) return false;
       this.insertDelivery(record);
       if (note) this.insertEvent(note);
       return true;
