@@ -89,14 +89,17 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     // Not due, in flight elsewhere, or over.
     if (!claim) return;
     let sent = claim.partsSent;
+    // Where this attempt's parts go, kept with its progress: a later attempt sends the rest there.
+    let target: { channel: string; recipient: string } | undefined;
     // A write refused means another instance took the attempt over: no more parts.
     const lost = new AbortController();
     // One write at a time, in order: a renewal never lands after a later part's progress.
     let writes = Promise.resolve();
-    const keep = (parts: number): Promise<void> => {
+    const keep = (parts: number, to = target): Promise<void> => {
       sent = parts;
+      target = to;
       writes = writes.then(async () => {
-        if (!(await store.saveHeartbeatDelivery(claim, parts))) lost.abort();
+        if (!(await store.saveHeartbeatDelivery(claim, parts, undefined, to))) lost.abort();
       });
       return writes;
     };
@@ -160,12 +163,16 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
 
   async function send(
     claim: HeartbeatDeliveryClaim,
-    keep: (sent: number) => Promise<void>,
+    keep: (sent: number, to?: { channel: string; recipient: string }) => Promise<void>,
     lost: AbortController,
   ) {
     const id = claim.id;
+    // The rest of a reply goes where its first parts went, whatever the last route is now.
+    const resumed = claim.partsSent > 0 ? claim.target : null;
     const route = resolveRoute(
-      { channel: 'last', fallback: false },
+      resumed
+        ? { channel: resumed.channel, to: resumed.recipient, fallback: false }
+        : { channel: 'last', fallback: false },
       await store.lastRoute(settings.mainKey),
       deps.adapters,
     );
@@ -188,11 +195,12 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       logger.warn({ heartbeatId: id, reason: error }, 'heartbeat delivery skipped');
       return;
     }
+    const to = { channel: route.channel, recipient: route.recipient };
     const result = await sendParts(
       route,
       claim.reply,
       claim.partsSent,
-      keep,
+      (sent) => keep(sent, to),
       AbortSignal.any([deps.signal, lost.signal]),
     );
     const target = {
@@ -231,7 +239,9 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
         Date.now() + retryDelayMs(claim.attempts, settings.retry, result.retryAfterMs),
       );
       work.mark();
-      if (await store.saveHeartbeatDelivery(claim, result.partsSent, { atMs }))
+      // The product may have moved the chat: the rest goes to the new id.
+      const moved = { channel: route.channel, recipient: result.recipient };
+      if (await store.saveHeartbeatDelivery(claim, result.partsSent, { atMs }, moved))
         work.at(id, atMs, true);
       return;
     }

@@ -86,8 +86,15 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
     ended: () => void = () => undefined,
   ): Promise<void> {
     const previous = row.outcome?.delivery;
+    // The rest of a reply goes where its first parts went, whatever the last route is now.
+    const resumed =
+      (previous?.partsSent ?? 0) > 0 &&
+      previous?.channel !== undefined &&
+      previous.recipient !== undefined
+        ? { channel: previous.channel, to: previous.recipient, fallback: false }
+        : undefined;
     const route = resolveRoute(
-      {
+      resumed ?? {
         channel: action.channel,
         ...(action.to !== undefined && { to: action.to }),
         fallback: action.mappingId !== undefined,

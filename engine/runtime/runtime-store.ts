@@ -152,6 +152,8 @@ export type HeartbeatDeliveryClaim = {
   claim: number;
   attempts: number;
   partsSent: number;
+  /** Where the parts already sent went: the rest follow them there. */
+  target: { channel: string; recipient: string } | null;
 };
 
 /** The action queue and the run lifecycle. */
@@ -287,7 +289,8 @@ export interface SessionStore {
     staleBeforeMs: number,
   ): Promise<HeartbeatDeliveryClaim | undefined>;
   /**
-   * Keep an attempt's progress: the parts sent so far, its lease renewed from now; with `retry`
+   * Keep an attempt's progress: the parts sent so far (and where they went), its lease renewed
+   * from now; with `retry`
    * the attempt ends and the next is due at `retry.atMs` (`refund`: the attempt did not count,
    * as when shutdown interrupted it). False when the attempt is no longer this claim's.
    */
@@ -295,6 +298,7 @@ export interface SessionStore {
     claim: HeartbeatDeliveryClaim,
     partsSent: number,
     retry?: { atMs: number; refund?: boolean },
+    target?: { channel: string; recipient: string },
   ): Promise<boolean>;
   /**
    * End a heartbeat reply's delivery with its final record and, for a failure, the main

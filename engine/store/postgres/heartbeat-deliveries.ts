@@ -62,13 +62,15 @@ export async function claimDelivery(
     claim: number;
     attempts: number;
     parts_sent: number;
+    channel: string | null;
+    recipient: string | null;
   }>(
     `UPDATE heartbeat_deliveries d SET claimed_ms = $2, claim = d.claim + 1,
        attempts = d.attempts + 1
      FROM heartbeats h
      WHERE d.heartbeat_id = $1 AND h.id = d.heartbeat_id AND d.due_ms <= $2
        AND (d.claimed_ms IS NULL OR d.claimed_ms <= $3)
-     RETURNING h.reply, d.claim, d.attempts, d.parts_sent`,
+     RETURNING h.reply, d.claim, d.attempts, d.parts_sent, d.channel, d.recipient`,
     [id, nowMs, staleBeforeMs],
   );
   const row = rows[0];
@@ -79,6 +81,10 @@ export async function claimDelivery(
     claim: row.claim,
     attempts: row.attempts,
     partsSent: row.parts_sent,
+    target:
+      row.channel === null || row.recipient === null
+        ? null
+        : { channel: row.channel, recipient: row.recipient },
   };
 }
 
@@ -88,17 +94,23 @@ export async function saveDelivery(
   claim: HeartbeatDeliveryClaim,
   partsSent: number,
   retry?: { atMs: number; refund?: boolean },
+  target?: { channel: string; recipient: string },
 ): Promise<boolean> {
+  const channel = target?.channel ?? null;
+  const recipient = target?.recipient ?? null;
   const { rowCount } = retry
     ? await db.query(
         `UPDATE heartbeat_deliveries SET parts_sent = $3, claimed_ms = NULL, due_ms = $4,
-           attempts = attempts - $5
+           attempts = attempts - $5, channel = COALESCE($6, channel),
+           recipient = COALESCE($7, recipient)
          WHERE ${THIS_CLAIM}`,
-        [claim.id, claim.claim, partsSent, retry.atMs, retry.refund ? 1 : 0],
+        [claim.id, claim.claim, partsSent, retry.atMs, retry.refund ? 1 : 0, channel, recipient],
       )
     : await db.query(
-        `UPDATE heartbeat_deliveries SET parts_sent = $3, claimed_ms = $4 WHERE ${THIS_CLAIM}`,
-        [claim.id, claim.claim, partsSent, Date.now()],
+        `UPDATE heartbeat_deliveries SET parts_sent = $3, claimed_ms = $4,
+           channel = COALESCE($5, channel), recipient = COALESCE($6, recipient)
+         WHERE ${THIS_CLAIM}`,
+        [claim.id, claim.claim, partsSent, Date.now(), channel, recipient],
       );
   return (rowCount ?? 0) > 0;
 }

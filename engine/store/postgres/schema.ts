@@ -158,8 +158,8 @@ const MIGRATIONS: readonly string[] = [
   // 3: a heartbeat reply's delivery kept in the store until it is over (it lived in memory, so
   // a restart or a new leader lost it during its retries): a row per reply still to deliver,
   // with when its next attempt is due, when the attempt in flight was claimed or last kept its
-  // progress (NULL: none), the claim's fencing number, the attempts that counted and the parts
-  // already sent.
+  // progress (NULL: none), the claim's fencing number, the attempts that counted, the parts
+  // already sent and where they went.
   `
   CREATE TABLE heartbeat_deliveries (
     heartbeat_id text PRIMARY KEY,
@@ -167,7 +167,9 @@ const MIGRATIONS: readonly string[] = [
     claimed_ms bigint,
     claim integer NOT NULL DEFAULT 0,
     attempts integer NOT NULL DEFAULT 0,
-    parts_sent integer NOT NULL DEFAULT 0
+    parts_sent integer NOT NULL DEFAULT 0,
+    channel text,
+    recipient text
   );
   `,
 ];

@@ -316,8 +316,9 @@ export class PostgresSessionRecords implements SessionStore {
     claim: HeartbeatDeliveryClaim,
     partsSent: number,
     retry?: { atMs: number; refund?: boolean },
+    target?: { channel: string; recipient: string },
   ): Promise<boolean> {
-    return saveDelivery(this.pool, claim, partsSent, retry);
+    return saveDelivery(this.pool, claim, partsSent, retry, target);
   }
 
   async endHeartbeatDelivery(

@@ -31,16 +31,19 @@ const PENDING = `SELECT heartbeat_id, due_ms, claimed_ms FROM heartbeat_deliveri
 const CLAIM = `UPDATE heartbeat_deliveries
   SET claimed_ms = ?1, claim = claim + 1, attempts = attempts + 1
   WHERE heartbeat_id = ?3 AND due_ms <= ?1 AND (claimed_ms IS NULL OR claimed_ms <= ?2)
-  RETURNING claim, attempts, parts_sent`;
+  RETURNING claim, attempts, parts_sent, channel, recipient`;
 
 // An attempt's own row: still claimed, and by this claim.
 const THIS_CLAIM = 'heartbeat_id = ? AND claim = ? AND claimed_ms IS NOT NULL';
 
 // Progress renews the attempt's lease: a long send stays its instance's while it goes on.
-const SAVE = `UPDATE heartbeat_deliveries SET parts_sent = ?, claimed_ms = ? WHERE ${THIS_CLAIM}`;
+const SAVE = `UPDATE heartbeat_deliveries SET parts_sent = ?, claimed_ms = ?,
+    channel = COALESCE(?, channel), recipient = COALESCE(?, recipient)
+  WHERE ${THIS_CLAIM}`;
 
 const RETRY = `UPDATE heartbeat_deliveries SET parts_sent = ?, claimed_ms = NULL,
-    due_ms = ?, attempts = attempts - ?
+    due_ms = ?, attempts = attempts - ?,
+    channel = COALESCE(?, channel), recipient = COALESCE(?, recipient)
   WHERE ${THIS_CLAIM}`;
 
 const END = `DELETE FROM heartbeat_deliveries WHERE ${THIS_CLAIM}`;
@@ -69,7 +72,7 @@ export function claimDelivery(
 ): HeartbeatDeliveryClaim | undefined {
   const row = arrays(CLAIM).get(nowMs, staleBeforeMs, id) as SQLOutputValue[] | undefined;
   if (!row) return undefined;
-  const [claim, attempts, partsSent] = row;
+  const [claim, attempts, partsSent, channel, recipient] = row;
   const reply = arrays('SELECT reply FROM heartbeats WHERE id = ?').get(id) as
     | SQLOutputValue[]
     | undefined;
@@ -79,6 +82,10 @@ export function claimDelivery(
     claim: Number(claim),
     attempts: Number(attempts),
     partsSent: Number(partsSent),
+    target:
+      channel === null || recipient === null
+        ? null
+        : { channel: channel as string, recipient: recipient as string },
   };
 }
 
@@ -88,10 +95,21 @@ export function saveDelivery(
   claim: HeartbeatDeliveryClaim,
   partsSent: number,
   retry?: { atMs: number; refund?: boolean },
+  target?: { channel: string; recipient: string },
 ): boolean {
+  const channel = target?.channel ?? null;
+  const recipient = target?.recipient ?? null;
   const { changes } = retry
-    ? prepare(RETRY).run(partsSent, retry.atMs, retry.refund ? 1 : 0, claim.id, claim.claim)
-    : prepare(SAVE).run(partsSent, Date.now(), claim.id, claim.claim);
+    ? prepare(RETRY).run(
+        partsSent,
+        retry.atMs,
+        retry.refund ? 1 : 0,
+        channel,
+        recipient,
+        claim.id,
+        claim.claim,
+      )
+    : prepare(SAVE).run(partsSent, Date.now(), channel, recipient, claim.id, claim.claim);
   return Number(changes) > 0;
 }
 

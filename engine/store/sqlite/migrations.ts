@@ -249,7 +249,8 @@ export const MIGRATIONS: readonly string[] = [
   // 10: a heartbeat reply's delivery kept in the store until it is over (it lived in memory, so
   // a restart during its retries lost it): a row per reply still to deliver, with when its next
   // attempt is due, when the attempt in flight was claimed or last kept its progress (NULL:
-  // none), the claim's fencing number, the attempts that counted and the parts already sent.
+  // none), the claim's fencing number, the attempts that counted, the parts already sent and
+  // where they went.
   `
   CREATE TABLE IF NOT EXISTS heartbeat_deliveries (
     heartbeat_id TEXT PRIMARY KEY,
@@ -257,7 +258,9 @@ export const MIGRATIONS: readonly string[] = [
     claimed_ms INTEGER,
     claim INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
-    parts_sent INTEGER NOT NULL DEFAULT 0
+    parts_sent INTEGER NOT NULL DEFAULT 0,
+    channel TEXT,
+    recipient TEXT
   ) WITHOUT ROWID;
   `,
 ];

@@ -332,8 +332,11 @@ export class SqliteSessionRecords implements SessionStore {
     claim: HeartbeatDeliveryClaim,
     partsSent: number,
     retry?: { atMs: number; refund?: boolean },
+    target?: { channel: string; recipient: string },
   ): Promise<boolean> {
-    return this.batched(() => saveDelivery((sql) => this.statement(sql), claim, partsSent, retry));
+    return this.batched(() =>
+      saveDelivery((sql) => this.statement(sql), claim, partsSent, retry, target),
+    );
   }
 
   /** End a heartbeat reply's delivery with its record (and a failure's note), fenced by the attempt. */
