@@ -11,11 +11,11 @@ import { DatabaseSync } from 'node:sqlite';
 import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { deliveryFinished } from '../engine/observe/events.ts';
-import type { Heartbeat } from '../engine/runtime/heartbeat.ts';
 import { createDeliveryStep } from '../engine/runtime/reply-delivery.ts';
 import type { RunRow } from '../engine/runtime/runtime-store.ts';
 import { STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import type { AgentAction } from '../schemas/action.ts';
+import { NO_HEARTBEAT } from './helpers/heartbeat.ts';
 import { openSqliteStores } from './helpers/sqlite-stores.ts';
 import { agentAction } from './runtime-store-contract.ts';
 
@@ -23,14 +23,6 @@ const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
-
-const NO_HEARTBEAT: Heartbeat = {
-  requestNow: () => undefined,
-  start: () => undefined,
-  stop: async () => undefined,
-  idle: async () => undefined,
-  sweepDeliveries: async () => undefined,
-};
 
 /** A claimed agent run asking for delivery, the delivery step, and what a reader sees. */
 async function setup() {

@@ -11,10 +11,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ChannelAdapter } from '../engine/delivery/adapter.ts';
 import { createLogger } from '../engine/log.ts';
 import { createHeartbeatDelivery } from '../engine/runtime/heartbeat-delivery.ts';
-import type { Heartbeat } from '../engine/runtime/heartbeat.ts';
 import { compileLastRoutePolicy } from '../engine/runtime/last-route.ts';
 import { createDeliveryStep } from '../engine/runtime/reply-delivery.ts';
 import type { AgentAction } from '../schemas/action.ts';
+import { NO_HEARTBEAT } from './helpers/heartbeat.ts';
 import { waitFor } from './helpers/runtime.ts';
 import { openSqliteStores } from './helpers/sqlite-stores.ts';
 import { agentAction } from './runtime-store-contract.ts';
@@ -61,13 +61,6 @@ describe('a reply resumed after the last route moved', () => {
     const { sent, adapters } = standIn();
     const action: AgentAction = { ...agentAction('hook:resume'), deliver: true };
     await accept([action]);
-    const NO_HEARTBEAT: Heartbeat = {
-      requestNow: () => undefined,
-      start: () => undefined,
-      stop: async () => undefined,
-      idle: async () => undefined,
-      sweepDeliveries: async () => undefined,
-    };
     const deliver = createDeliveryStep({
       store,
       adapters,

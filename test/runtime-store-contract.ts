@@ -966,10 +966,12 @@ export function describeRuntimeStore(
         ]);
         // One attempt in flight at a time.
         expect(await store.claimHeartbeatDelivery(beat, at + 1, at + 1 - LEASE)).toBeUndefined();
-        expect(await store.saveHeartbeatDelivery(first, 1)).toBe(true);
+        expect(await store.saveHeartbeatDelivery(first, { partsSent: 1 })).toBe(true);
         // Retried later: not due before its time, then the next attempt resumes after the parts sent.
         const later = at + 60_000;
-        expect(await store.saveHeartbeatDelivery(first, 1, { atMs: later })).toBe(true);
+        expect(await store.saveHeartbeatDelivery(first, { partsSent: 1 }, { atMs: later })).toBe(
+          true,
+        );
         expect(await store.pendingHeartbeatDeliveries(10)).toEqual([
           { id: beat, dueAtMs: later, claimedAtMs: null },
         ]);
@@ -983,7 +985,7 @@ export function describeRuntimeStore(
         });
         expect(second.claim).toBeGreaterThan(first.claim);
         // The first attempt's late writes change nothing.
-        expect(await store.saveHeartbeatDelivery(first, 0)).toBe(false);
+        expect(await store.saveHeartbeatDelivery(first, { partsSent: 0 })).toBe(false);
         const record = {
           source: 'heartbeat' as const,
           sourceId: beat,
@@ -1022,12 +1024,12 @@ export function describeRuntimeStore(
         expect(await store.claimHeartbeatDelivery(beat, at + LEASE - 1, at - 1)).toBeUndefined();
         const stale = (await store.claimHeartbeatDelivery(beat, at + LEASE, at)) as Claimed;
         expect(stale).toMatchObject({ attempts: 2 });
-        expect(await store.saveHeartbeatDelivery(dead, 1)).toBe(false);
+        expect(await store.saveHeartbeatDelivery(dead, { partsSent: 1 })).toBe(false);
         // After a crash the new leader need not wait for the lease.
         expect(await store.recoverHeartbeats()).toEqual([]);
         const next = (await store.claimHeartbeatDelivery(beat, at + LEASE + 2, 0)) as Claimed;
         expect(next).toMatchObject({ attempts: 3, partsSent: 0 });
-        expect(await store.saveHeartbeatDelivery(stale, 1, { atMs: 0 })).toBe(false);
+        expect(await store.saveHeartbeatDelivery(stale, { partsSent: 1 }, { atMs: 0 })).toBe(false);
       });
 
       it('an attempt that keeps its progress renews its lease', async () => {
@@ -1035,7 +1037,7 @@ export function describeRuntimeStore(
         const at = Date.now() - 10 * LEASE;
         const claim = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
         const before = Date.now();
-        expect(await store.saveHeartbeatDelivery(claim, 1)).toBe(true);
+        expect(await store.saveHeartbeatDelivery(claim, { partsSent: 1 })).toBe(true);
         const [row] = await store.pendingHeartbeatDeliveries(10);
         expect(row?.claimedAtMs).toBeGreaterThanOrEqual(before);
         // Its first claim is long past the lease; its progress is not.
@@ -1046,12 +1048,14 @@ export function describeRuntimeStore(
         const beat = await replyToDeliver(store);
         const at = Date.now();
         const first = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
-        expect(await store.saveHeartbeatDelivery(first, 0, { atMs: at, refund: true })).toBe(true);
+        expect(
+          await store.saveHeartbeatDelivery(first, { partsSent: 0 }, { atMs: at, refund: true }),
+        ).toBe(true);
         const again = (await store.claimHeartbeatDelivery(beat, at, at - LEASE)) as Claimed;
         expect(again.attempts).toBe(1);
         expect(again.claim).toBeGreaterThan(first.claim);
         // The refunded attempt's number is not given out again: its late writes are refused.
-        expect(await store.saveHeartbeatDelivery(first, 1)).toBe(false);
+        expect(await store.saveHeartbeatDelivery(first, { partsSent: 1 })).toBe(false);
       });
 
       it('a failed heartbeat, or one whose end did not take, leaves nothing to deliver', async () => {

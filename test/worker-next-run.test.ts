@@ -9,6 +9,7 @@ import { afterEach, expect, it } from 'vitest';
 import type { Runner, RunResult } from '../engine/runtime/runners/runner.ts';
 import { createActionWorker } from '../engine/runtime/worker.ts';
 import type { Action } from '../schemas/action.ts';
+import { NO_HEARTBEAT } from './helpers/heartbeat.ts';
 import { openSqliteStores } from './helpers/sqlite-stores.ts';
 import { waitFor } from './helpers/runtime.ts';
 import { agentAction } from './runtime-store-contract.ts';
@@ -40,13 +41,7 @@ async function setup(concurrency: number) {
       ['main', { id: 'main', runner, workspace: dir, model: undefined, timeoutSeconds: 60 }],
     ]),
     adapters: new Map(),
-    heartbeat: {
-      requestNow: () => undefined,
-      start: () => undefined,
-      stop: async () => undefined,
-      idle: async () => undefined,
-      sweepDeliveries: async () => undefined,
-    },
+    heartbeat: NO_HEARTBEAT,
     settings: {
       mainKey: 'main',
       concurrency,

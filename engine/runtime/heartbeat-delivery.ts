@@ -21,6 +21,7 @@ import type { LastRoutePolicy } from './last-route.ts';
 import { retryDelayMs } from './replies.ts';
 import { moveLastRoute } from './route-moves.ts';
 import type {
+  DeliveryPartsSent,
   DeliveryRecord,
   HeartbeatDeliveryClaim,
   NewEvent,
@@ -88,31 +89,29 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     const claim = await store.claimHeartbeatDelivery(id, now, now - settings.leaseMs);
     // Not due, in flight elsewhere, or over.
     if (!claim) return;
-    let sent = claim.partsSent;
-    // Where this attempt's parts go, kept with its progress: a later attempt sends the rest there.
-    let target: { channel: string; recipient: string } | undefined;
+    // How far this attempt got (and where its parts go): a later attempt sends the rest there.
+    let progress: DeliveryPartsSent = { partsSent: claim.partsSent };
     // A write refused means another instance took the attempt over: no more parts.
     const lost = new AbortController();
     // One write at a time, in order: a renewal never lands after a later part's progress.
     let writes = Promise.resolve();
-    const keep = (parts: number, to = target): Promise<void> => {
-      sent = parts;
-      target = to;
+    const keep = (next: DeliveryPartsSent): Promise<void> => {
+      progress = next;
       writes = writes.then(async () => {
-        if (!(await store.saveHeartbeatDelivery(claim, parts, undefined, to))) lost.abort();
+        if (!(await store.saveHeartbeatDelivery(claim, next))) lost.abort();
       });
       return writes;
     };
     // A part can take longer than the lease (an adapter's timeout): the lease is renewed meanwhile.
     const renewal = setInterval(() => {
-      keep(sent).catch(() => undefined);
+      keep(progress).catch(() => undefined);
     }, settings.leaseMs / 3);
     renewal.unref();
     try {
       await send(claim, keep, lost);
     } catch (err) {
       work.mark();
-      await handBack(claim, sent, (err as Error).message);
+      await handBack(claim, progress.partsSent, (err as Error).message);
       throw err;
     } finally {
       clearInterval(renewal);
@@ -128,17 +127,16 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     try {
       if (claim.attempts < settings.retry.maxAttempts) {
         const atMs = Date.now() + settings.retry.baseDelayMs;
-        if (await store.saveHeartbeatDelivery(claim, sent, { atMs })) work.at(claim.id, atMs, true);
+        if (await store.saveHeartbeatDelivery(claim, { partsSent: sent }, { atMs }))
+          work.at(claim.id, atMs, true);
         return;
       }
-      const base = { source: 'heartbeat' as const, sourceId: claim.id, text: claim.reply };
       await end(
         claim,
         {
-          ...base,
+          ...recordOf(claim),
           channel: 'last',
           state: 'dead',
-          attempts: claim.attempts,
           parts: 0,
           partsSent: sent,
           error: reason,
@@ -148,6 +146,16 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     } catch {
       // Left to the lease and the sweep.
     }
+  }
+
+  /** What every delivery record of this attempt says. */
+  function recordOf(claim: HeartbeatDeliveryClaim) {
+    return {
+      source: 'heartbeat' as const,
+      sourceId: claim.id,
+      text: claim.reply,
+      attempts: claim.attempts,
+    };
   }
 
   /** The main session's note of a reply that could not be delivered. */
@@ -163,7 +171,7 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
 
   async function send(
     claim: HeartbeatDeliveryClaim,
-    keep: (sent: number, to?: { channel: string; recipient: string }) => Promise<void>,
+    keep: (progress: DeliveryPartsSent) => Promise<void>,
     lost: AbortController,
   ) {
     const id = claim.id;
@@ -176,12 +184,7 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       await store.lastRoute(settings.mainKey),
       deps.adapters,
     );
-    const base = {
-      source: 'heartbeat' as const,
-      sourceId: id,
-      text: claim.reply,
-      attempts: claim.attempts,
-    };
+    const base = recordOf(claim);
     if ('skipped' in route) {
       const error = route.skipped;
       await end(claim, {
@@ -200,7 +203,7 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       route,
       claim.reply,
       claim.partsSent,
-      (sent) => keep(sent, to),
+      (partsSent) => keep({ partsSent, target: to }),
       AbortSignal.any([deps.signal, lost.signal]),
     );
     const target = {
@@ -227,10 +230,11 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     const reason = result.reason ?? 'unknown';
     if (result.outcome === 'retry' && halted()) {
       // Interrupted by shutdown: due again at once for the next start, the attempt not counted.
-      await store.saveHeartbeatDelivery(claim, result.partsSent, {
-        atMs: Date.now(),
-        refund: true,
-      });
+      await store.saveHeartbeatDelivery(
+        claim,
+        { partsSent: result.partsSent },
+        { atMs: Date.now(), refund: true },
+      );
       return;
     }
     if (result.outcome === 'retry' && claim.attempts < settings.retry.maxAttempts) {
@@ -241,7 +245,13 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       work.mark();
       // The product may have moved the chat: the rest goes to the new id.
       const moved = { channel: route.channel, recipient: result.recipient };
-      if (await store.saveHeartbeatDelivery(claim, result.partsSent, { atMs }, moved))
+      if (
+        await store.saveHeartbeatDelivery(
+          claim,
+          { partsSent: result.partsSent, target: moved },
+          { atMs },
+        )
+      )
         work.at(id, atMs, true);
       return;
     }

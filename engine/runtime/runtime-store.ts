@@ -141,6 +141,12 @@ export type HeartbeatResult = {
  */
 export type PendingHeartbeatDelivery = { id: string; dueAtMs: number; claimedAtMs: number | null };
 
+/** How far a heartbeat reply's delivery got: the parts sent, and where they went once known. */
+export type DeliveryPartsSent = {
+  partsSent: number;
+  target?: { channel: string; recipient: string };
+};
+
 /**
  * One attempt at delivering a heartbeat's reply, as its claim left it: `claim` (a number that
  * only grows) fences every later write, so an instance whose attempt was taken over changes
@@ -296,9 +302,8 @@ export interface SessionStore {
    */
   saveHeartbeatDelivery(
     claim: HeartbeatDeliveryClaim,
-    partsSent: number,
+    progress: DeliveryPartsSent,
     retry?: { atMs: number; refund?: boolean },
-    target?: { channel: string; recipient: string },
   ): Promise<boolean>;
   /**
    * End a heartbeat reply's delivery with its final record and, for a failure, the main

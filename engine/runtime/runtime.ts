@@ -108,7 +108,6 @@ export async function startRuntime(
   const leading = () => loop?.leading() ?? false;
   // A heartbeat asked for now that the previous process (or leader) never ran: asked again once
   // this instance leads. Not awaited by the lead's check, whose renewal must not wait for it.
-  let resume = false;
   // One read at a time: a lead lost and gained again while a long backlog is read starts none.
   let reading = false;
   const resumeIfAsked = (): void => {
@@ -118,9 +117,7 @@ export async function startRuntime(
       .pendingAskedNow(mainKey, controller.signal)
       .then(
         (asked) => {
-          if (!asked) return;
-          if (loop) heartbeat.requestNow('resumed');
-          else resume = true;
+          if (asked) heartbeat.requestNow('resumed');
         },
         (err: unknown) =>
           logger.warn({ err: (err as Error).message }, 'pending heartbeat requests not read'),
@@ -159,13 +156,20 @@ export async function startRuntime(
     deferred = undefined;
     forward();
   }
-  let deliveriesWaiting = false;
   const sweepDeliveries = (always: boolean): void => {
     heartbeat
       .sweepDeliveries(always)
       .catch((err: unknown) =>
         logger.warn({ err: (err as Error).message }, 'heartbeat deliveries not read'),
       );
+  };
+  // What a new leader takes over once it can say it leads: the heartbeat replies still to
+  // deliver (a restart, or the old leader's retries) and a lost request for a heartbeat now. The
+  // first gain comes before the leadership loop is returned: it is taken over right after.
+  let gainedFirst = false;
+  const takeOver = (): void => {
+    sweepDeliveries(true);
+    resumeIfAsked();
   };
   const heartbeat = createHeartbeat({
     store,
@@ -198,11 +202,8 @@ export async function startRuntime(
       try {
         for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
       } finally {
-        // Heartbeat replies still to deliver (a restart, or the old leader's retries): sent
-        // once this instance reports the lead (the first gain comes before the loop returns).
-        if (loop) sweepDeliveries(true);
-        else deliveriesWaiting = true;
-        resumeIfAsked();
+        if (loop) takeOver();
+        else gainedFirst = true;
       }
     },
     checked: async () => {
@@ -212,8 +213,7 @@ export async function startRuntime(
     },
     logger,
   });
-  if (resume) heartbeat.requestNow('resumed');
-  if (deliveriesWaiting) sweepDeliveries(true);
+  if (gainedFirst) takeOver();
   const retentionMs = config.store.retentionDays * 24 * 60 * 60 * 1000;
   const pruneTimer = setInterval(() => {
     if (!leading()) return;

@@ -8,6 +8,7 @@
  */
 import type pg from 'pg';
 import type {
+  DeliveryPartsSent,
   HeartbeatDeliveryClaim,
   PendingHeartbeatDelivery,
 } from '../../runtime/runtime-store.ts';
@@ -92,9 +93,8 @@ export async function claimDelivery(
 export async function saveDelivery(
   db: Db,
   claim: HeartbeatDeliveryClaim,
-  partsSent: number,
+  { partsSent, target }: DeliveryPartsSent,
   retry?: { atMs: number; refund?: boolean },
-  target?: { channel: string; recipient: string },
 ): Promise<boolean> {
   const channel = target?.channel ?? null;
   const recipient = target?.recipient ?? null;

@@ -9,6 +9,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import {
   ASKED_NOW_PAGE,
+  type DeliveryPartsSent,
   type DeliveryRecord,
   type HeartbeatDeliveryClaim,
   type HeartbeatResult,
@@ -314,11 +315,10 @@ export class PostgresSessionRecords implements SessionStore {
 
   async saveHeartbeatDelivery(
     claim: HeartbeatDeliveryClaim,
-    partsSent: number,
+    progress: DeliveryPartsSent,
     retry?: { atMs: number; refund?: boolean },
-    target?: { channel: string; recipient: string },
   ): Promise<boolean> {
-    return saveDelivery(this.pool, claim, partsSent, retry, target);
+    return saveDelivery(this.pool, claim, progress, retry);
   }
 
   async endHeartbeatDelivery(

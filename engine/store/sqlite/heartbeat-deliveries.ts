@@ -8,6 +8,7 @@
  */
 import type { SQLOutputValue, StatementSync } from 'node:sqlite';
 import type {
+  DeliveryPartsSent,
   HeartbeatDeliveryClaim,
   PendingHeartbeatDelivery,
 } from '../../runtime/runtime-store.ts';
@@ -93,9 +94,8 @@ export function claimDelivery(
 export function saveDelivery(
   prepare: Prepare,
   claim: HeartbeatDeliveryClaim,
-  partsSent: number,
+  { partsSent, target }: DeliveryPartsSent,
   retry?: { atMs: number; refund?: boolean },
-  target?: { channel: string; recipient: string },
 ): boolean {
   const channel = target?.channel ?? null;
   const recipient = target?.recipient ?? null;

@@ -11,6 +11,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { DatabaseSync, SQLOutputValue, StatementSync } from 'node:sqlite';
 import {
   ASKED_NOW_PAGE,
+  type DeliveryPartsSent,
   type DeliveryRecord,
   type HeartbeatDeliveryClaim,
   type HeartbeatResult,
@@ -330,13 +331,10 @@ export class SqliteSessionRecords implements SessionStore {
   /** Keep an attempt's progress (its lease renewed), or end it with the next attempt due at `retry.atMs`. */
   async saveHeartbeatDelivery(
     claim: HeartbeatDeliveryClaim,
-    partsSent: number,
+    progress: DeliveryPartsSent,
     retry?: { atMs: number; refund?: boolean },
-    target?: { channel: string; recipient: string },
   ): Promise<boolean> {
-    return this.batched(() =>
-      saveDelivery((sql) => this.statement(sql), claim, partsSent, retry, target),
-    );
+    return this.batched(() => saveDelivery((sql) => this.statement(sql), claim, progress, retry));
   }
 
   /** End a heartbeat reply's delivery with its record (and a failure's note), fenced by the attempt. */
