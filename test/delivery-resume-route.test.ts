@@ -15,7 +15,7 @@ import { compileLastRoutePolicy } from '../engine/runtime/last-route.ts';
 import { createDeliveryStep } from '../engine/runtime/reply-delivery.ts';
 import type { AgentAction } from '../schemas/action.ts';
 import { NO_HEARTBEAT } from './helpers/heartbeat.ts';
-import { waitFor } from './helpers/runtime.ts';
+import { query, waitFor } from './helpers/runtime.ts';
 import { openSqliteStores } from './helpers/sqlite-stores.ts';
 import { agentAction } from './runtime-store-contract.ts';
 
@@ -28,8 +28,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** A slack stand-in recording (recipient, first letter); part `b` is refused once. */
-function standIn() {
+/**
+ * A slack stand-in recording (recipient, first letter); part `b` is refused once. With `moved`,
+ * the first part answers that the chat moved there, and `atB` runs before part `b` is looked at.
+ */
+function standIn(options: { moved?: string; atB?: () => Promise<void> } = {}) {
   const sent: Array<[string, string]> = [];
   let refused = false;
   const adapter = {
@@ -38,10 +41,13 @@ function standIn() {
     checkRecipient: () => null,
     async send(to: string, text: string) {
       if (text.startsWith('b') && !refused) {
+        await options.atB?.();
         refused = true;
         return { status: 'retry' as const, reason: 'rate limited' };
       }
       sent.push([to, text.slice(0, 1)]);
+      if (text.startsWith('a') && options.moved)
+        return { status: 'sent' as const, movedTo: options.moved };
       return { status: 'sent' as const };
     },
   };
@@ -128,5 +134,78 @@ describe('a reply resumed after the last route moved', () => {
       [FIRST, 'b'],
       [FIRST, 'c'],
     ]);
+  });
+
+  it('progress kept after a part remembers a chat the product moved (a crash then resumes there)', async () => {
+    const { accept, runtime: store, dir } = await stores();
+    const NEW = 'C0555555555';
+    const seen: Array<string | undefined> = [];
+    const action: AgentAction = { ...agentAction('hook:moved'), deliver: true };
+    await accept([action]);
+    const { adapters } = standIn({
+      moved: NEW,
+      // What a crash at this point would leave in the store.
+      atB: async () => {
+        seen.push((await store.run(action.id))?.outcome?.delivery?.recipient);
+      },
+    });
+    const deliver = createDeliveryStep({
+      store,
+      adapters,
+      heartbeat: NO_HEARTBEAT,
+      logger: pino({ level: 'silent' }),
+      settings: {
+        mainKey: 'main',
+        retry: { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 1 },
+        lastRoute: compileLastRoutePolicy({ pinLastRoute: false, ownerRoutes: [] }, adapters),
+      },
+      signal: new AbortController().signal,
+      stopped: () => false,
+      kick: () => undefined,
+    });
+    const [row] = await store.claimHeads(1, new Set());
+    if (!row) throw new Error('not claimed');
+    await deliver(row, action, REPLY);
+    expect(seen).toEqual([NEW]);
+
+    // The same for a heartbeat reply (a second stand-in: its part b is refused once too).
+    const heartbeatSeen: Array<string | undefined> = [];
+    const second = standIn({
+      moved: NEW,
+      atB: async () => {
+        heartbeatSeen.push(
+          query(dir, 'SELECT recipient FROM heartbeat_deliveries')[0]?.['recipient'] as
+            | string
+            | undefined,
+        );
+      },
+    });
+    const delivery = createHeartbeatDelivery({
+      store,
+      adapters: second.adapters,
+      settings: {
+        mainKey: 'main',
+        retry: { maxAttempts: 5, baseDelayMs: 60_000, maxDelayMs: 60_000 },
+        lastRoute: compileLastRoutePolicy(
+          { pinLastRoute: false, ownerRoutes: [] },
+          second.adapters,
+        ),
+        leaseMs: 30_000,
+      },
+      logger: createLogger('silent'),
+      signal: new AbortController().signal,
+      stopped: () => false,
+    });
+    cleanups.push(() => delivery.stop());
+    const beat = await store.startHeartbeat('wake');
+    await store.finishHeartbeat(beat, {
+      state: 'done',
+      events: [],
+      reply: REPLY,
+      ack: false,
+      deliver: true,
+    });
+    await delivery.deliver(beat);
+    expect(heartbeatSeen).toEqual([NEW]);
   });
 });

@@ -137,4 +137,28 @@ describe('due work', () => {
     expect(t.ran).toEqual([]);
     await t.work.stop();
   });
+
+  it('starts a bounded number of runs at once when many pieces are due, and runs them all', async () => {
+    let running = 0;
+    let peak = 0;
+    let done = 0;
+    const pieces = Array.from({ length: 40 }, (_, i) => ({ id: `p${i}`, atMs: 0 }));
+    const work = createDueWork({
+      async attempt() {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        running--;
+        done++;
+      },
+      pending: async (limit) => pieces.splice(0, limit),
+      halted: () => false,
+      failed: () => undefined,
+    });
+    await work.sweep();
+    await waitFor('every piece to run', () => done === 40);
+    await work.stop();
+    expect(peak).toBeGreaterThan(1);
+    expect(peak).toBeLessThanOrEqual(8);
+  });
 });

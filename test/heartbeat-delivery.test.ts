@@ -213,6 +213,52 @@ describe('heartbeat reply delivery', () => {
     expect(sent.join('')).toBe('abcdef');
   });
 
+  it('a lease renewal that fails does not fail the progress of the parts after it', async () => {
+    const sent: string[] = [];
+    let failNext = false;
+    let claims = 0;
+    const { store, delivery, due } = await setup(
+      async (_to, text) => {
+        // A slow first part: a renewal falls inside it, and that renewal fails.
+        if (text.startsWith('a')) {
+          failNext = true;
+          await waitFor('a renewal', () => !failNext);
+        }
+        sent.push(text.slice(0, 1));
+        return { status: 'sent' };
+      },
+      {
+        leaseMs: 150,
+        maxLength: 100,
+        store: (real) =>
+          new Proxy(real, {
+            get(target, key) {
+              if (key === 'claimHeartbeatDelivery') claims++;
+              if (key === 'saveHeartbeatDelivery')
+                return async (...args: Parameters<RuntimeStore['saveHeartbeatDelivery']>) => {
+                  if (failNext) {
+                    failNext = false;
+                    throw new Error('connection reset');
+                  }
+                  return target.saveHeartbeatDelivery(...args);
+                };
+              const value = Reflect.get(target, key);
+              return typeof value === 'function' ? value.bind(target) : value;
+            },
+          }),
+      },
+    );
+    const reply = ['a', 'b', 'c'].map((c) => c.repeat(90)).join(' ');
+    await delivery.deliver(await due(reply));
+    await waitFor('the delivery to end', async () =>
+      (await store.pendingHeartbeatDeliveries(10)).length === 0 ? true : undefined,
+    );
+    expect(sent).toEqual(['a', 'b', 'c']);
+    expect(await store.events(MAIN, 10)).toEqual([]);
+    // In one attempt: the failed renewal cost no retry.
+    expect(claims).toBe(1);
+  });
+
   it('an attempt taken over mid-send sends no further part', async () => {
     const sent: string[] = [];
     let taken = false;

@@ -62,12 +62,15 @@ export type Attempt = {
   retryAfterMs?: number;
 };
 
-/** Send the parts of `text` from `partsSent` on; `onPart` persists progress after each part. */
+/**
+ * Send the parts of `text` from `partsSent` on; `onPart` persists progress after each part, with
+ * the recipient it went to (the product may have moved the chat).
+ */
 export async function sendParts(
   route: Route,
   text: string,
   partsSent: number,
-  onPart: (partsSent: number) => void | Promise<void>,
+  onPart: (partsSent: number, recipient: string) => void | Promise<void>,
   signal?: AbortSignal,
 ): Promise<Attempt> {
   const parts = capParts(splitMessage(text, route.adapter.maxLength), route.adapter.maxLength);
@@ -102,7 +105,7 @@ export async function sendParts(
       moved = `the chat moved from ${recipient} to ${result.movedTo}; update the recipient`;
       recipient = result.movedTo;
     }
-    await onPart(i + 1);
+    await onPart(i + 1, recipient);
   }
   const reason = said();
   return {

@@ -11,6 +11,13 @@
 const SWEEP_PAGE = 500;
 /** setTimeout's longest delay: a later time is waited for in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * Most runs a timer starts at once: a sweep after a restart or a change of leader can find many
+ * pieces due, and each is a claim, a read and a send to a product that rate-limits. A timer
+ * that finds them all busy tries again a little later.
+ */
+const MAX_RUNNING = 8;
+const BUSY_WAIT_MS = 100;
 
 export type DueWorkDeps = {
   /** Do the piece (a no-op when it is not due or not this instance's); may reject. */
@@ -65,6 +72,7 @@ export function createDueWork(deps: DueWorkDeps): DueWork {
         timers.delete(id);
         // Timers round to the millisecond and may fire just before the wall-clock time.
         if (Date.now() < atMs) at(id, atMs);
+        else if (running.size >= MAX_RUNNING && !running.has(id)) at(id, Date.now() + BUSY_WAIT_MS);
         else void run(id);
       },
       Math.min(MAX_TIMER_MS, Math.max(0, atMs - Date.now())),

@@ -93,14 +93,18 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     let progress: DeliveryPartsSent = { partsSent: claim.partsSent };
     // A write refused means another instance took the attempt over: no more parts.
     const lost = new AbortController();
-    // One write at a time, in order: a renewal never lands after a later part's progress.
+    // One write at a time, in order: a renewal never lands after a later part's progress. Each
+    // waits for the one before however it ended: a renewal that failed must not fail the parts'.
     let writes = Promise.resolve();
     const keep = (next: DeliveryPartsSent): Promise<void> => {
       progress = next;
-      writes = writes.then(async () => {
-        if (!(await store.saveHeartbeatDelivery(claim, next))) lost.abort();
-      });
-      return writes;
+      const write = writes
+        .catch(() => undefined)
+        .then(async () => {
+          if (!(await store.saveHeartbeatDelivery(claim, next))) lost.abort();
+        });
+      writes = write;
+      return write;
     };
     // A part can take longer than the lease (an adapter's timeout): the lease is renewed meanwhile.
     const renewal = setInterval(() => {
@@ -198,12 +202,12 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       logger.warn({ heartbeatId: id, reason: error }, 'heartbeat delivery skipped');
       return;
     }
-    const to = { channel: route.channel, recipient: route.recipient };
     const result = await sendParts(
       route,
       claim.reply,
       claim.partsSent,
-      (partsSent) => keep({ partsSent, target: to }),
+      // The recipient the parts went to, a chat the product moved included.
+      (partsSent, recipient) => keep({ partsSent, target: { channel: route.channel, recipient } }),
       AbortSignal.any([deps.signal, lost.signal]),
     );
     const target = {

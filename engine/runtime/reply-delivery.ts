@@ -196,7 +196,9 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
       route,
       reply,
       previous?.partsSent ?? 0,
-      async (sent) => {
+      async (sent, recipient) => {
+        // A chat the product moved: a resumed delivery sends the rest to the new id.
+        target.recipient = recipient;
         await store.saveOutcome(row, progress(sent));
       },
       deps.signal,
