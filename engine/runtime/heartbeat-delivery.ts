@@ -12,14 +12,12 @@
  * reason wrapped, as everything hookgate did not write).
  */
 import type { ChannelAdapter } from '../delivery/adapter.ts';
-import { resolveRoute, sendParts } from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import { wrapUntrusted } from '../safety.ts';
+import { attemptDelivery, type DeliveryLedger } from './delivery-attempt.ts';
 import { deliveryRecorded, recordDelivery } from './delivery-records.ts';
 import { createDueWork } from './due-work.ts';
 import type { LastRoutePolicy } from './last-route.ts';
-import { retryDelayMs } from './replies.ts';
-import { moveLastRoute } from './route-moves.ts';
 import type {
   DeliveryPartsSent,
   DeliveryRecord,
@@ -173,98 +171,54 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     };
   }
 
+  /** The attempt, with the heartbeat's delivery row as its ledger. */
   async function send(
     claim: HeartbeatDeliveryClaim,
     keep: (progress: DeliveryPartsSent) => Promise<void>,
     lost: AbortController,
   ) {
-    const id = claim.id;
-    // The rest of a reply goes where its first parts went, whatever the last route is now.
-    const resumed = claim.partsSent > 0 ? claim.target : null;
-    const route = resolveRoute(
-      resumed
-        ? { channel: resumed.channel, to: resumed.recipient, fallback: false }
-        : { channel: 'last', fallback: false },
-      await store.lastRoute(settings.mainKey),
-      deps.adapters,
-    );
-    const base = recordOf(claim);
-    if ('skipped' in route) {
-      const error = route.skipped;
-      await end(claim, {
-        ...base,
-        channel: 'last',
-        state: 'skipped',
-        parts: 0,
-        partsSent: 0,
-        error,
-      });
-      logger.warn({ heartbeatId: id, reason: error }, 'heartbeat delivery skipped');
-      return;
-    }
-    const result = await sendParts(
-      route,
-      claim.reply,
-      claim.partsSent,
-      // The recipient the parts went to, a chat the product moved included.
-      (partsSent, recipient) => keep({ partsSent, target: { channel: route.channel, recipient } }),
-      AbortSignal.any([deps.signal, lost.signal]),
-    );
-    const target = {
-      channel: route.channel,
-      recipient: result.recipient,
-      parts: result.parts,
-      partsSent: result.partsSent,
-    };
-    if (lost.signal.aborted) {
-      logger.warn({ heartbeatId: id }, 'heartbeat delivery taken over: no more parts sent');
-      return;
-    }
-    if (result.outcome === 'sent') {
-      const delivered = { channel: route.channel, recipient: result.recipient };
-      await moveLastRoute(deps, { source: 'heartbeat', attempted: route, delivered });
-      await end(claim, {
-        ...base,
-        ...target,
-        state: 'sent',
-        ...(result.reason !== undefined && { error: result.reason }),
-      });
-      return;
-    }
-    const reason = result.reason ?? 'unknown';
-    if (result.outcome === 'retry' && halted()) {
-      // Interrupted by shutdown: due again at once for the next start, the attempt not counted.
-      await store.saveHeartbeatDelivery(
-        claim,
-        { partsSent: result.partsSent },
-        { atMs: Date.now(), refund: true },
-      );
-      return;
-    }
-    if (result.outcome === 'retry' && claim.attempts < settings.retry.maxAttempts) {
-      // Whole milliseconds: the delay has jitter, and PostgreSQL keeps the time as bigint.
-      const atMs = Math.ceil(
-        Date.now() + retryDelayMs(claim.attempts, settings.retry, result.retryAfterMs),
-      );
-      work.mark();
-      // The product may have moved the chat: the rest goes to the new id.
-      const moved = { channel: route.channel, recipient: result.recipient };
-      if (
+    const ledger: DeliveryLedger = {
+      progress: ({ partsSent, target }) => keep({ partsSent, target }),
+      lost: () => lost.signal.aborted,
+      async retry({ partsSent, target }, delayMs) {
+        // Whole milliseconds: the delay has jitter, and PostgreSQL keeps the time as bigint.
+        const atMs = Math.ceil(Date.now() + delayMs);
+        work.mark();
+        if (await store.saveHeartbeatDelivery(claim, { partsSent, target }, { atMs }))
+          work.at(claim.id, atMs, true);
+      },
+      async refund({ partsSent, target }) {
+        // Due again at once for the next start, the attempt not counted.
         await store.saveHeartbeatDelivery(
           claim,
-          { partsSent: result.partsSent, target: moved },
-          { atMs },
-        )
-      )
-        work.at(id, atMs, true);
-      return;
-    }
-    await end(
-      claim,
-      { ...base, ...target, state: result.outcome === 'retry' ? 'dead' : 'failed', error: reason },
-      failureNote(route.channel, reason),
+          { partsSent, target },
+          { atMs: Date.now(), refund: true },
+        );
+      },
+      end: (record) =>
+        end(
+          claim,
+          record,
+          record.state === 'failed' || record.state === 'dead'
+            ? failureNote(record.channel, record.error ?? 'unknown')
+            : undefined,
+        ),
+    };
+    await attemptDelivery(
+      deps,
+      {
+        source: 'heartbeat',
+        sourceId: claim.id,
+        reply: claim.reply,
+        request: { channel: 'last', fallback: false },
+        attempts: claim.attempts,
+        partsSent: claim.partsSent,
+        ...(claim.target && { target: claim.target }),
+        signal: AbortSignal.any([deps.signal, lost.signal]),
+        halted,
+      },
+      ledger,
     );
-    logger.warn({ heartbeatId: id, channel: route.channel, reason }, 'heartbeat delivery failed');
   }
 
   /** The final record (and a failure's note); taken over elsewhere, what this one did is still on record. */

@@ -1,0 +1,163 @@
+/**
+ * One attempt at delivering a reply, an agent run's or a heartbeat's alike:
+ * the route (the rest of a reply goes where its first parts went), the parts
+ * sent from where the last attempt stopped, the last route moved after a
+ * success, and what comes next decided by one retry policy: sent, tried
+ * again later, handed back at shutdown, or over (failed, or dead once its
+ * attempts are spent). Where a delivery's state lives between attempts (the
+ * run's row, the heartbeat's delivery row) is its ledger's business.
+ */
+import type { ChannelAdapter } from '../delivery/adapter.ts';
+import { type DeliveryRequest, resolveRoute, sendParts } from '../delivery/deliver.ts';
+import type { Logger } from '../log.ts';
+import type { LastRoutePolicy } from './last-route.ts';
+import { retryDelayMs } from './replies.ts';
+import { moveLastRoute } from './route-moves.ts';
+import type { DeliveryRecord, RuntimeStore } from './runtime-store.ts';
+
+/** Where a reply's parts go. */
+export type DeliveryTarget = { channel: string; recipient: string };
+
+/** How far a delivery got: the parts sent, where they went, and (once known) how many in all. */
+export type DeliveryStep = { partsSent: number; target: DeliveryTarget; parts?: number };
+
+/** Keeps a delivery's state between attempts. */
+export type DeliveryLedger = {
+  /** Before the first part goes out; false: the delivery is no longer this attempt's. */
+  begin?(step: DeliveryStep): Promise<boolean>;
+  /** After each part that went out. */
+  progress(step: DeliveryStep): Promise<void>;
+  /** True once another instance took the delivery over: no end is written here. */
+  lost?(): boolean;
+  /** Not all parts went out: tried again after `delayMs`. */
+  retry(step: DeliveryStep, delayMs: number): Promise<void>;
+  /** Interrupted by shutdown: due again at once, this attempt not counted. */
+  refund(step: DeliveryStep): Promise<void>;
+  /** Over: sent, skipped, failed or dead, as recorded. */
+  end(record: DeliveryRecord): Promise<void>;
+};
+
+/** What an attempt needs from the runtime. */
+export type DeliveryAttemptDeps = {
+  store: Pick<RuntimeStore, 'lastRoute' | 'setRoute'>;
+  adapters: ReadonlyMap<string, ChannelAdapter>;
+  logger: Logger;
+  settings: {
+    mainKey: string;
+    retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+    lastRoute: LastRoutePolicy;
+  };
+  /** Told when a delivery moved the main session's last route. */
+  routeMoved?: (channel: string) => void;
+};
+
+/** One reply's delivery as this attempt finds it. */
+export type DeliveryJob = {
+  /** Whose reply: the last-route policy and the record tell them apart. */
+  source: 'hook' | 'heartbeat';
+  /** The run's or the heartbeat's id. */
+  sourceId: string;
+  reply: string;
+  /** Where the reply asks to go. */
+  request: DeliveryRequest;
+  /** This attempt's number (1 for the first). */
+  attempts: number;
+  /** Parts an earlier attempt sent, and where they went. */
+  partsSent: number;
+  target?: DeliveryTarget;
+  /** Ends the sending (shutdown, or the delivery taken over). */
+  signal: AbortSignal;
+  /** True once the runtime is stopping: a delivery cut short is handed back, not retried. */
+  halted: () => boolean;
+};
+
+/** Make one attempt at `job`'s delivery, its state kept by `ledger`. */
+export async function attemptDelivery(
+  deps: DeliveryAttemptDeps,
+  job: DeliveryJob,
+  ledger: DeliveryLedger,
+): Promise<void> {
+  const { logger, settings } = deps;
+  const ids = job.source === 'hook' ? { actionId: job.sourceId } : { heartbeatId: job.sourceId };
+  const what = job.source === 'hook' ? 'delivery' : 'heartbeat delivery';
+  const record = (
+    state: DeliveryRecord['state'],
+    step: { channel: string; recipient?: string; parts: number; partsSent: number },
+    reason?: string,
+  ): DeliveryRecord => ({
+    source: job.source === 'hook' ? 'agent' : 'heartbeat',
+    sourceId: job.sourceId,
+    channel: step.channel,
+    ...(step.recipient !== undefined && { recipient: step.recipient }),
+    text: job.reply,
+    state,
+    attempts: job.attempts,
+    parts: step.parts,
+    partsSent: step.partsSent,
+    ...(reason !== undefined && { error: reason }),
+  });
+  // The rest of a reply goes where its first parts went, whatever the last route is now.
+  const resumed = job.partsSent > 0 ? job.target : undefined;
+  const route = resolveRoute(
+    resumed ? { channel: resumed.channel, to: resumed.recipient, fallback: false } : job.request,
+    await deps.store.lastRoute(settings.mainKey),
+    deps.adapters,
+  );
+  // An empty reply has nothing to deliver (and must not move the last route).
+  const skipped =
+    job.reply.trim() === '' ? 'the reply is empty' : 'skipped' in route ? route.skipped : undefined;
+  if (skipped !== undefined) {
+    logger.warn({ ...ids, reason: skipped }, `${what} skipped`);
+    const nothing = { channel: job.request.channel, parts: 0, partsSent: 0 };
+    await ledger.end(record('skipped', nothing, skipped));
+    return;
+  }
+  if ('skipped' in route) return;
+  const target: DeliveryTarget = { channel: route.channel, recipient: route.recipient };
+  if (ledger.begin && !(await ledger.begin({ partsSent: job.partsSent, target }))) return;
+  const sent = await sendParts(
+    route,
+    job.reply,
+    job.partsSent,
+    (partsSent, recipient) => {
+      // A chat the product moved: what is kept from here on (and resumed to) is the new id.
+      target.recipient = recipient;
+      return ledger.progress({ partsSent, target: { ...target } });
+    },
+    job.signal,
+  );
+  target.recipient = sent.recipient;
+  const step = { partsSent: sent.partsSent, target, parts: sent.parts };
+  if (ledger.lost?.()) {
+    logger.warn(ids, `${what} taken over: no more parts sent`);
+    return;
+  }
+  const detail = { ...target, parts: sent.parts, partsSent: sent.partsSent };
+  if (sent.outcome === 'sent') {
+    await moveLastRoute(deps, { source: job.source, attempted: route, delivered: target });
+    await ledger.end(record('sent', detail, sent.reason));
+    return;
+  }
+  const reason = sent.reason ?? 'unknown';
+  if (sent.outcome === 'retry' && job.halted()) {
+    await ledger.refund(step);
+    return;
+  }
+  if (sent.outcome === 'retry' && job.attempts < settings.retry.maxAttempts) {
+    const delayMs = retryDelayMs(job.attempts, settings.retry, sent.retryAfterMs);
+    await ledger.retry(step, delayMs);
+    logger.warn(
+      {
+        ...ids,
+        channel: route.channel,
+        attempt: job.attempts,
+        delayMs: Math.round(delayMs),
+        reason,
+      },
+      `${what} will be retried`,
+    );
+    return;
+  }
+  logger.error({ ...ids, channel: route.channel, reason }, `${what} failed`);
+  await ledger.end(record(sent.outcome === 'retry' ? 'dead' : 'failed', detail, reason));
+}
