@@ -13,7 +13,7 @@ import {
   attemptDelivery,
   type DeliveryJob,
   type DeliveryLedger,
-  type DeliveryStep,
+  type SentParts,
 } from '../engine/runtime/delivery-attempt.ts';
 import { compileLastRoutePolicy } from '../engine/runtime/last-route.ts';
 import type { DeliveryRecord } from '../engine/runtime/runtime-store.ts';
@@ -53,8 +53,8 @@ function product(answers: SendResult[] = []) {
 /** A ledger that records each step it is told, in order. */
 function recorder(options: { begin?: boolean; lost?: boolean } = {}) {
   const told: Array<
-    | { step: 'begin' | 'progress' | 'refund'; at: DeliveryStep }
-    | { step: 'retry'; at: DeliveryStep; delayMs: number }
+    | { step: 'begin' | 'progress' | 'refund'; at: SentParts }
+    | { step: 'retry'; at: SentParts; delayMs: number }
     | { step: 'end'; record: DeliveryRecord }
   > = [];
   const ledger: DeliveryLedger = {
@@ -68,6 +68,7 @@ function recorder(options: { begin?: boolean; lost?: boolean } = {}) {
     lost: () => options.lost ?? false,
     async retry(at, delayMs) {
       told.push({ step: 'retry', at: structuredClone(at), delayMs });
+      return true;
     },
     async refund(at) {
       told.push({ step: 'refund', at: structuredClone(at) });

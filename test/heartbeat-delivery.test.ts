@@ -13,7 +13,7 @@ import { compileLastRoutePolicy } from '../engine/runtime/last-route.ts';
 import type { RuntimeStore } from '../engine/runtime/runtime-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { tempDir } from './helpers/hookgate.ts';
-import { waitFor } from './helpers/runtime.ts';
+import { query, waitFor } from './helpers/runtime.ts';
 
 const MAIN = 'agent:main:main';
 const LEASE = 30_000;
@@ -77,10 +77,25 @@ async function setup(
     await real.finishHeartbeat(id, { state: 'done', events: [], reply, ack: false, deliver: true });
     return id;
   };
-  return { store: real, delivery, due, another };
+  return { store: real, delivery, due, another, dir: temp.dir };
 }
 
 describe('heartbeat reply delivery', () => {
+  it('an empty reply is recorded as skipped, with the reason, and nothing is sent', async () => {
+    const sent: string[] = [];
+    const { store, delivery, due, dir } = await setup(async (_to, text) => {
+      sent.push(text);
+      return { status: 'sent' };
+    });
+    const id = await due('');
+    await delivery.deliver(id);
+    expect(sent).toEqual([]);
+    expect(
+      query(dir, 'SELECT state, channel, error FROM deliveries WHERE source_id = ?', id),
+    ).toEqual([{ state: 'skipped', channel: 'last', error: 'the reply is empty' }]);
+    expect(await store.pendingHeartbeatDeliveries(10)).toEqual([]);
+  });
+
   it('an attempt that fails inside hookgate (a store error after its claim) is handed back and delivered later', async () => {
     const sent: string[] = [];
     let failOnce = true;

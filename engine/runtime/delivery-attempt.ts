@@ -19,21 +19,28 @@ import type { DeliveryRecord, RuntimeStore } from './runtime-store.ts';
 export type DeliveryTarget = { channel: string; recipient: string };
 
 /** How far a delivery got: the parts sent, where they went, and (once known) how many in all. */
-export type DeliveryStep = { partsSent: number; target: DeliveryTarget; parts?: number };
+export type SentParts = { partsSent: number; target: DeliveryTarget; parts?: number };
 
-/** Keeps a delivery's state between attempts. */
+/**
+ * Keeps a delivery's state between attempts (a run's row, a heartbeat's delivery row). Each
+ * write is refused (false) once the delivery is no longer this attempt's: another instance
+ * took it over.
+ */
 export type DeliveryLedger = {
-  /** Before the first part goes out; false: the delivery is no longer this attempt's. */
-  begin?(step: DeliveryStep): Promise<boolean>;
-  /** After each part that went out. */
-  progress(step: DeliveryStep): Promise<void>;
-  /** True once another instance took the delivery over: no end is written here. */
+  /** Before the first part goes out: false stops the attempt before it sends anything. */
+  begin?(sent: SentParts): Promise<boolean>;
+  /** After each part that went out (a chat the product moved is the new target). */
+  progress(sent: SentParts): Promise<void>;
+  /** Asked once the parts stop: true when the delivery was taken over meanwhile (nothing more is written). */
   lost?(): boolean;
-  /** Not all parts went out: tried again after `delayMs`. */
-  retry(step: DeliveryStep, delayMs: number): Promise<void>;
+  /** Not all parts went out: store the next attempt as due in `delayMs` and see that it starts then. */
+  retry(sent: SentParts, delayMs: number): Promise<boolean>;
   /** Interrupted by shutdown: due again at once, this attempt not counted. */
-  refund(step: DeliveryStep): Promise<void>;
-  /** Over: sent, skipped, failed or dead, as recorded. */
+  refund(sent: SentParts): Promise<void>;
+  /**
+   * Over: sent, skipped (with the reason in `error`), failed or dead (the reason in `error`).
+   * The record is all a ledger needs to write the end (a run derives its outcome and note from it).
+   */
   end(record: DeliveryRecord): Promise<void>;
 };
 
@@ -82,18 +89,18 @@ export async function attemptDelivery(
   const what = job.source === 'hook' ? 'delivery' : 'heartbeat delivery';
   const record = (
     state: DeliveryRecord['state'],
-    step: { channel: string; recipient?: string; parts: number; partsSent: number },
+    where: { channel: string; recipient?: string; parts: number; partsSent: number },
     reason?: string,
   ): DeliveryRecord => ({
     source: job.source === 'hook' ? 'agent' : 'heartbeat',
     sourceId: job.sourceId,
-    channel: step.channel,
-    ...(step.recipient !== undefined && { recipient: step.recipient }),
+    channel: where.channel,
+    ...(where.recipient !== undefined && { recipient: where.recipient }),
     text: job.reply,
     state,
     attempts: job.attempts,
-    parts: step.parts,
-    partsSent: step.partsSent,
+    parts: where.parts,
+    partsSent: where.partsSent,
     ...(reason !== undefined && { error: reason }),
   });
   // The rest of a reply goes where its first parts went, whatever the last route is now.
@@ -112,6 +119,7 @@ export async function attemptDelivery(
     await ledger.end(record('skipped', nothing, skipped));
     return;
   }
+  // Only narrows the type: a route that was skipped ended above.
   if ('skipped' in route) return;
   const target: DeliveryTarget = { channel: route.channel, recipient: route.recipient };
   if (ledger.begin && !(await ledger.begin({ partsSent: job.partsSent, target }))) return;
@@ -127,7 +135,11 @@ export async function attemptDelivery(
     job.signal,
   );
   target.recipient = sent.recipient;
-  const step = { partsSent: sent.partsSent, target, parts: sent.parts };
+  const reached: SentParts = {
+    partsSent: sent.partsSent,
+    target: { ...target },
+    parts: sent.parts,
+  };
   if (ledger.lost?.()) {
     logger.warn(ids, `${what} taken over: no more parts sent`);
     return;
@@ -140,12 +152,15 @@ export async function attemptDelivery(
   }
   const reason = sent.reason ?? 'unknown';
   if (sent.outcome === 'retry' && job.halted()) {
-    await ledger.refund(step);
+    await ledger.refund(reached);
     return;
   }
   if (sent.outcome === 'retry' && job.attempts < settings.retry.maxAttempts) {
     const delayMs = retryDelayMs(job.attempts, settings.retry, sent.retryAfterMs);
-    await ledger.retry(step, delayMs);
+    if (!(await ledger.retry(reached, delayMs))) {
+      logger.warn(ids, `${what} taken over: its retry is left to the instance that has it`);
+      return;
+    }
     logger.warn(
       {
         ...ids,

@@ -184,8 +184,10 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
         // Whole milliseconds: the delay has jitter, and PostgreSQL keeps the time as bigint.
         const atMs = Math.ceil(Date.now() + delayMs);
         work.mark();
-        if (await store.saveHeartbeatDelivery(claim, { partsSent, target }, { atMs }))
-          work.at(claim.id, atMs, true);
+        if (!(await store.saveHeartbeatDelivery(claim, { partsSent, target }, { atMs })))
+          return false;
+        work.at(claim.id, atMs, true);
+        return true;
       },
       async refund({ partsSent, target }) {
         // Due again at once for the next start, the attempt not counted.

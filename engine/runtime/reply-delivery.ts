@@ -7,7 +7,7 @@
 import type { AgentAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
-import { attemptDelivery, type DeliveryLedger, type DeliveryStep } from './delivery-attempt.ts';
+import { attemptDelivery, type DeliveryLedger, type SentParts } from './delivery-attempt.ts';
 import { deliveryRecorded, recordDelivery } from './delivery-records.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import type { LastRoutePolicy } from './last-route.ts';
@@ -88,23 +88,23 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
     const attempts = (previous?.attempts ?? 0) + 1;
     // The turns until the first saved progress has written them.
     let unsaved = turns;
-    const progress = (step: DeliveryStep): Outcome => ({
+    const progress = (sent: SentParts): Outcome => ({
       status: 'delivering',
       reply,
       delivery: {
         state: 'pending',
-        ...step.target,
-        partsSent: step.partsSent,
+        ...sent.target,
+        partsSent: sent.partsSent,
         attempts,
-        ...(step.parts !== undefined && { parts: step.parts }),
+        ...(sent.parts !== undefined && { parts: sent.parts }),
       },
     });
     // The run's state is its row: progress in its outcome, a retry as its requeue, the end with
     // its summary (and the turns, if no progress wrote them).
     const ledger: DeliveryLedger = {
-      async begin(step) {
+      async begin(sent) {
         // The reply is kept before anything goes out: a crash from here on redoes only the delivery.
-        if (await store.saveOutcome(row, progress(step), unsaved)) {
+        if (await store.saveOutcome(row, progress(sent), unsaved)) {
           unsaved = undefined;
           return true;
         }
@@ -116,15 +116,16 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         );
         return false;
       },
-      async progress(step) {
-        await store.saveOutcome(row, progress(step));
+      async progress(sent) {
+        await store.saveOutcome(row, progress(sent));
       },
-      async retry(step, delayMs) {
-        await lastWrite(store.requeue(row, delayMs, progress(step)), ended);
+      async retry(sent, delayMs) {
+        if (!(await lastWrite(store.requeue(row, delayMs, progress(sent)), ended))) return false;
         setTimeout(deps.kick, delayMs + 5).unref();
+        return true;
       },
-      async refund(step) {
-        await lastWrite(store.requeue(row, 0, progress(step), { refundAttempt: true }), ended);
+      async refund(sent) {
+        await lastWrite(store.requeue(row, 0, progress(sent), { refundAttempt: true }), ended);
       },
       async end(recorded) {
         const state =
