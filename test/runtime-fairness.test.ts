@@ -11,6 +11,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { openDatabase } from '../engine/store/sqlite/schema.ts';
 import type { Claim } from '../engine/runtime/runtime-store.ts';
+import { ringDoorbell } from '../engine/store/sqlite/doorbell.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { fc, test } from '@fast-check/vitest';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -496,13 +497,15 @@ describe('a worker pass that meets a row it cannot read', () => {
     const env = await boot({ kind: 'http', url: agent.url });
     insertUnreadable(env.dataDir, 'bad-wake', null);
     insertUnreadable(env.dataDir, 'bad-head', 'hook:bad');
+    // Written behind the server's back: rung as the command line does after its writes.
+    ringDoorbell(env.dataDir);
 
     const wake = await env.post('wake', { text: 'after the bad wake', mode: 'next-heartbeat' });
     const run = await env.post('agent', { message: 'hello', sessionKey: 'hook:other', ...QUIET });
     expect((await waitForFinal(env.dataDir, wake, WAIT_MS)).state).toBe('done');
     expect((await waitForFinal(env.dataDir, run, WAIT_MS)).state).toBe('done');
     await waitFor('the unreadable rows to end', () => env.state('bad-head') === 'dead', WAIT_MS);
-    // A wake queued behind the server's back is found at the worker's poll.
+    // The wake queued behind the server's back is found once the doorbell rang.
     await waitFor('the unreadable wake to end', () => env.state('bad-wake') === 'dead', WAIT_MS);
     expect(env.state('bad-wake')).toBe('dead');
     // The server still answers.

@@ -188,6 +188,12 @@ export interface RunQueue {
   ): Promise<{ applied: number; modes: Array<'now' | 'next-heartbeat'> }>;
   /** Whether a wake is pending or a session's head may run now. */
   hasRunnable(): Promise<boolean>;
+  /**
+   * When the next head still waiting for its backoff becomes due (ms since the epoch), or null.
+   * Only where the runtime does not poll (`watchOutside`): a run requeued with a delay by an
+   * earlier process has no timer of this one.
+   */
+  nextDueAtMs?(): Promise<number | null>;
   /** Record the process group of a run's runner (ended when the run is taken over after a crash). */
   setRunnerGroup(claim: Claim, pgid: number | null): Promise<void>;
   /**
@@ -328,6 +334,13 @@ export interface SessionStore {
   ): Promise<void>;
   /** Ask the running server for something (a heartbeat now, a reload); returns its number. */
   request(kind: string): Promise<number>;
+  /**
+   * Where one process owns the store: `listener` hears of each change another process (the
+   * command line) made and announced (a request, a run sent back); returns the stop. Throws
+   * when changes cannot be watched. Absent where other instances write unannounced: there the
+   * runtime polls.
+   */
+  watchOutside?(listener: () => void, onError: (err: Error) => void): () => void;
   /** True once a running server has taken the request. */
   requestTaken(seq: number): Promise<boolean>;
   /** Take back a request nobody took (so a later start does not act on it); false if taken. */

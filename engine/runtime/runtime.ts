@@ -209,7 +209,8 @@ export async function startRuntime(
     checked: async () => {
       // What a timer missed (an attempt that threw, one an instance left in flight) is found here.
       if (leading()) sweepDeliveries(false);
-      lastChannel = (await store.lastRoute(mainKey))?.channel;
+      // Another instance's delivery may have moved it; where none can, this process knows.
+      if (!store.watchOutside) lastChannel = (await store.lastRoute(mainKey))?.channel;
     },
     logger,
   });

@@ -32,7 +32,10 @@ export type WorkerSettings = {
   ackToken: string;
   retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
   defaultAgentId: string;
-  /** How often the store is polled for due retries, other instances' work and requests. */
+  /**
+   * How often the store is polled for due retries, other instances' work and requests, where it
+   * does not announce changes (`watchOutside`).
+   */
   pollMs: number;
   historyTurns: number;
   /** Who may move the main session's last route (a hook's delivery never does). */
@@ -41,6 +44,8 @@ export type WorkerSettings = {
 
 // Wakes applied per transaction (more wait for the next pass, so one pass stays short).
 const WAKE_BATCH = 500;
+// Node fires a longer timer at once: a later due time is looked at again after this long.
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export type ActionWorker = {
   /** Take over what a previous process left running, then start taking work. */
@@ -98,6 +103,9 @@ export function createActionWorker(deps: {
   let stopped = false;
   let wakesEveryPass = true;
   let poll: NodeJS.Timeout | undefined;
+  let unwatch: (() => void) | undefined;
+  let dueTimer: NodeJS.Timeout | undefined;
+  let dueAtMs = Number.POSITIVE_INFINITY;
 
   /**
    * Claim what may run now: the head of each session, oldest head first, up to the free
@@ -129,7 +137,8 @@ export function createActionWorker(deps: {
   async function startHeads(): Promise<void> {
     const room = settings.concurrency - busy.size;
     if (room <= 0) return;
-    for (const claimed of await store.claimHeads(room, new Set(busy.keys()))) {
+    const claims = await store.claimHeads(room, new Set(busy.keys()));
+    for (const claimed of claims) {
       const session = claimed.action.kind === 'agent' ? claimed.action.sessionKey : '';
       const work = runSession(session, claimed).finally(() => {
         busy.delete(session);
@@ -137,6 +146,57 @@ export function createActionWorker(deps: {
       });
       busy.set(session, work);
     }
+    if (claims.length < room) await armNextDue();
+  }
+
+  /**
+   * Where nothing polls the store: a timer for the next head still waiting for its backoff (one
+   * requeued with a delay by an earlier process has no timer of this one).
+   */
+  async function armNextDue(): Promise<void> {
+    if (poll || !store.nextDueAtMs) return;
+    const at = await store.nextDueAtMs();
+    if (at === null || at >= dueAtMs || stopped) return;
+    clearTimeout(dueTimer);
+    dueAtMs = at;
+    dueTimer = setTimeout(
+      () => {
+        dueAtMs = Number.POSITIVE_INFINITY;
+        kick();
+      },
+      Math.min(Math.max(0, at - Date.now()) + 5, MAX_TIMER_MS),
+    );
+    dueTimer.unref();
+  }
+
+  /** Look at the store when another process says it changed it, or, where it cannot, on a timer. */
+  function watchStore(): void {
+    if (store.watchOutside) {
+      try {
+        unwatch = store.watchOutside(
+          () => void tick(),
+          (err) => {
+            logger.warn({ err: err.message }, 'store changes no longer watched: polling instead');
+            unwatch?.();
+            unwatch = undefined;
+            startPolling();
+          },
+        );
+        return;
+      } catch (err) {
+        logger.warn(
+          { err: (err as Error).message },
+          'store changes cannot be watched: polling instead',
+        );
+      }
+    }
+    startPolling();
+  }
+
+  function startPolling(): void {
+    if (poll || stopped) return;
+    poll = setInterval(() => void tick(), settings.pollMs);
+    poll.unref();
   }
 
   /**
@@ -411,8 +471,7 @@ export function createActionWorker(deps: {
         if (pgid !== null) killGroup(pgid);
         logger.warn({ actionId: id }, 'resuming an action interrupted by a restart');
       }
-      poll = setInterval(() => void tick(), settings.pollMs);
-      poll.unref();
+      watchStore();
       kick();
     },
     kick,
@@ -422,6 +481,8 @@ export function createActionWorker(deps: {
     async stop() {
       stopped = true;
       if (poll) clearInterval(poll);
+      unwatch?.();
+      clearTimeout(dueTimer);
       deps.controller.abort();
       await pumping;
       await Promise.allSettled(busy.values());

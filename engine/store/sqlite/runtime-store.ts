@@ -28,6 +28,7 @@ import {
 import { openDatabase } from './schema.ts';
 import { now, type Row, SqliteSessionRecords } from './session-records.ts';
 import { boundLimit } from './bound-limit.ts';
+import { ringDoorbell } from './doorbell.ts';
 
 /** A run from a row of RUN_COLUMNS read as an array. */
 function toRun(row: unknown): RunRow {
@@ -111,7 +112,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     // Lifecycle writes: NORMAL (no fsync per commit in WAL) keeps them cheap and still survives
     // a process crash (SIGKILL). Acceptance stays FULL on its own connection.
     db.exec('PRAGMA synchronous = NORMAL');
-    return new SqliteRuntimeStore(db);
+    return new SqliteRuntimeStore(db, dataDir);
   }
 
   /** One process owns the file: actions left running go back to the queue; their runner groups. */
@@ -167,6 +168,13 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   private runningSessions(): Set<string> {
     const rows = this.statement(RUNNING_SESSIONS).all() as Row[];
     return new Set(rows.map((row) => row['session_key'] as string));
+  }
+
+  async nextDueAtMs(): Promise<number | null> {
+    const row = this.statement(
+      'SELECT MIN(not_before_ms) AS at FROM session_heads WHERE not_before_ms > ?',
+    ).get(Date.now()) as { at: number | null };
+    return row.at === null ? null : Number(row.at);
   }
 
   async hasRunnable(): Promise<boolean> {
@@ -386,7 +394,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   async retryDead(id: string, options: { failed?: boolean } = {}): Promise<boolean> {
     // Never `done`: a turn that succeeded is not run twice.
     const states = options.failed ? "('dead', 'failed')" : "('dead')";
-    return this.transaction(() => {
+    const sent = this.transaction(() => {
       const row = this.statement(
         `SELECT outcome FROM actions WHERE id = ? AND state IN ${states}`,
       ).get(id) as Row | undefined;
@@ -399,6 +407,8 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
       ).run(kept ? JSON.stringify(kept) : null, id);
       return true;
     });
+    if (sent) ringDoorbell(this.dataDir);
+    return sent;
   }
 
   /** The embedded store keeps every run (as it always has): `hookgate runs` shows them all. */

@@ -31,6 +31,7 @@ import {
   SESSION_EVENTS,
 } from './event-consumption.ts';
 import { boundLimit } from './bound-limit.ts';
+import { ringDoorbell, watchDoorbell } from './doorbell.ts';
 import {
   claimDelivery,
   endDelivery,
@@ -69,9 +70,12 @@ export class SqliteSessionRecords implements SessionStore {
   private batch: Batched[] = [];
   private batchScheduled = false;
   private closed = false;
+  /** The data directory: its doorbell tells a running server of a change made here. */
+  protected readonly dataDir: string;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, dataDir: string) {
     this.db = db;
+    this.dataDir = dataDir;
   }
 
   /**
@@ -408,7 +412,13 @@ export class SqliteSessionRecords implements SessionStore {
     const result = this.statement(
       'INSERT INTO control_requests (kind, created_at) VALUES (?, ?)',
     ).run(kind, now());
+    ringDoorbell(this.dataDir);
     return Number(result.lastInsertRowid);
+  }
+
+  /** Call `listener` when another process rang the doorbell after a change (see doorbell.ts). */
+  watchOutside(listener: () => void, onError: (err: Error) => void): () => void {
+    return watchDoorbell(this.dataDir, listener, onError);
   }
 
   /** True once a running server has taken the request. */
