@@ -492,6 +492,19 @@ describe('a worker pass that meets a row it cannot read', () => {
     }
   }
 
+  it('a run behind an unreadable head is claimed in the same pass, with one slot', async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url }, 1);
+    // The worker's looks at start are over before the row appears.
+    await env.server.runtime?.worker.idle();
+    insertUnreadable(env.dataDir, 'bad-first', 'hook:bad');
+    // The only look for work is this acceptance's: the pass that ends the unreadable head must
+    // read the heads again and claim this run.
+    const run = await env.post('agent', { message: 'hello', sessionKey: 'hook:good', ...QUIET });
+    expect((await waitForFinal(env.dataDir, run, WAIT_MS)).state).toBe('done');
+    expect(env.state('bad-first')).toBe('dead');
+  });
+
   it('an unreadable wake and an unreadable session head end dead; later wakes and sessions still run', async () => {
     const agent = await gateAgent();
     const env = await boot({ kind: 'http', url: agent.url });

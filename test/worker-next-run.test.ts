@@ -4,14 +4,12 @@
  * oldest heads first when a slot frees. The real action worker over the real
  * SQLite store, with a runner the test holds and releases.
  */
-import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import type { Runner, RunResult } from '../engine/runtime/runners/runner.ts';
-import { createActionWorker } from '../engine/runtime/worker.ts';
 import type { Action } from '../schemas/action.ts';
-import { NO_HEARTBEAT } from './helpers/heartbeat.ts';
 import { openSqliteStores } from './helpers/sqlite-stores.ts';
 import { waitFor } from './helpers/runtime.ts';
+import { testWorker } from './helpers/worker.ts';
 import { agentAction } from './runtime-store-contract.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -35,26 +33,7 @@ async function setup(concurrency: number) {
       return new Promise((resolve) => held.set(message, () => resolve(OK)));
     },
   };
-  const worker = createActionWorker({
-    store,
-    agents: new Map([
-      ['main', { id: 'main', runner, workspace: dir, model: undefined, timeoutSeconds: 60 }],
-    ]),
-    adapters: new Map(),
-    heartbeat: NO_HEARTBEAT,
-    settings: {
-      mainKey: 'main',
-      concurrency,
-      ackToken: 'HEARTBEAT_OK',
-      retry: { maxAttempts: 5, baseDelayMs: 600_000, maxDelayMs: 600_000 },
-      defaultAgentId: 'main',
-      pollMs: 60_000,
-      historyTurns: 10,
-      lastRoute: { pinned: false, ownerRoutes: [] },
-    },
-    logger: pino({ level: 'silent' }),
-    controller: new AbortController(),
-  });
+  const worker = testWorker(store, runner, { workspace: dir, concurrency, pollMs: 60_000 });
   cleanups.push(async () => {
     await worker.stop();
     await stores.close();

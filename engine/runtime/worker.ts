@@ -24,6 +24,7 @@ import { isAckOnly, retryDelayMs } from './replies.ts';
 import { killGroup } from './runners/command.ts';
 import type { RunResult } from './runners/runner.ts';
 import type { Claim, RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
+import { startStoreWatch, type StoreWatch } from './store-watch.ts';
 import { wakeEvent } from './stored-runs.ts';
 
 export type WorkerSettings = {
@@ -44,8 +45,6 @@ export type WorkerSettings = {
 
 // Wakes applied per transaction (more wait for the next pass, so one pass stays short).
 const WAKE_BATCH = 500;
-// Node fires a longer timer at once: a later due time is looked at again after this long.
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export type ActionWorker = {
   /** Take over what a previous process left running, then start taking work. */
@@ -54,7 +53,7 @@ export type ActionWorker = {
   kick(): void;
   /**
    * The store now applies wakes as it accepts them: queued ones (wakes sent back by `retry`)
-   * are looked for at the poll only, not at every pass.
+   * are looked for when the store is looked at (a ring, a poll), not at every pass.
    */
   wakesApplied(): void;
   /** Stop taking work; running turns are interrupted and go back to the queue. */
@@ -102,10 +101,8 @@ export function createActionWorker(deps: {
   let scheduled = false;
   let stopped = false;
   let wakesEveryPass = true;
-  let poll: NodeJS.Timeout | undefined;
-  let unwatch: (() => void) | undefined;
-  let dueTimer: NodeJS.Timeout | undefined;
-  let dueAtMs = Number.POSITIVE_INFINITY;
+  // When the store is looked at for work this process did not start (from start() on).
+  let watch: StoreWatch | undefined;
 
   /**
    * Claim what may run now: the head of each session, oldest head first, up to the free
@@ -116,21 +113,26 @@ export function createActionWorker(deps: {
     scheduled = false;
     if (stopped) return;
     // A pass that throws (a busy or full disk, a lost connection, a row it cannot read) is logged
-    // and tried again at the next poll: it never ends the process, and wakes failing never hold
-    // back the heads.
-    if (wakesEveryPass) {
-      await guarded('wakes', async () => {
+    // and tried again later (store-watch.ts): it never ends the process, and wakes failing never
+    // hold back the heads.
+    const wakes =
+      !wakesEveryPass ||
+      (await guarded('wakes', async () => {
         if (await applyWakes()) kick();
-      });
-    }
-    await guarded('session heads', startHeads);
+      }));
+    const heads = await guarded('session heads', startHeads);
+    if (wakes && heads) watch?.succeeded();
   }
 
-  async function guarded(stage: string, pass: () => Promise<void>): Promise<void> {
+  /** Run one stage of a pass or a look; false (logged, and looked at again later) when it threw. */
+  async function guarded(stage: string, pass: () => Promise<void>): Promise<boolean> {
     try {
       await pass();
+      return true;
     } catch (err) {
       logger.error({ stage, err: (err as Error).message }, 'worker pass failed');
+      watch?.failed();
+      return false;
     }
   }
 
@@ -146,57 +148,7 @@ export function createActionWorker(deps: {
       });
       busy.set(session, work);
     }
-    if (claims.length < room) await armNextDue();
-  }
-
-  /**
-   * Where nothing polls the store: a timer for the next head still waiting for its backoff (one
-   * requeued with a delay by an earlier process has no timer of this one).
-   */
-  async function armNextDue(): Promise<void> {
-    if (poll || !store.nextDueAtMs) return;
-    const at = await store.nextDueAtMs();
-    if (at === null || at >= dueAtMs || stopped) return;
-    clearTimeout(dueTimer);
-    dueAtMs = at;
-    dueTimer = setTimeout(
-      () => {
-        dueAtMs = Number.POSITIVE_INFINITY;
-        kick();
-      },
-      Math.min(Math.max(0, at - Date.now()) + 5, MAX_TIMER_MS),
-    );
-    dueTimer.unref();
-  }
-
-  /** Look at the store when another process says it changed it, or, where it cannot, on a timer. */
-  function watchStore(): void {
-    if (store.watchOutside) {
-      try {
-        unwatch = store.watchOutside(
-          () => void tick(),
-          (err) => {
-            logger.warn({ err: err.message }, 'store changes no longer watched: polling instead');
-            unwatch?.();
-            unwatch = undefined;
-            startPolling();
-          },
-        );
-        return;
-      } catch (err) {
-        logger.warn(
-          { err: (err as Error).message },
-          'store changes cannot be watched: polling instead',
-        );
-      }
-    }
-    startPolling();
-  }
-
-  function startPolling(): void {
-    if (poll || stopped) return;
-    poll = setInterval(() => void tick(), settings.pollMs);
-    poll.unref();
+    if (claims.length < room) await watch?.roomLeft();
   }
 
   /**
@@ -445,19 +397,23 @@ export function createActionWorker(deps: {
     if (action.wakeMode === 'now') heartbeat.requestNow('hook');
   }
 
-  // The poll's upkeep, one at a time: leases kept, requests taken.
+  // A look at the store (a ring, a poll, a retry after a failure), one at a time: leases kept,
+  // requests taken, wakes applied where acceptance does not, then a pass.
   let ticking = false;
   async function tick(): Promise<void> {
     if (ticking) return;
     ticking = true;
     try {
-      if (running.size > 0) await guarded('leases', () => store.renewLeases([...running.values()]));
-      await guarded('requests', handleRequests);
-      if (!wakesEveryPass) {
-        await guarded('wakes', async () => {
+      const leases =
+        running.size === 0 ||
+        (await guarded('leases', () => store.renewLeases([...running.values()])));
+      const requests = await guarded('requests', handleRequests);
+      const wakes =
+        wakesEveryPass ||
+        (await guarded('wakes', async () => {
           while (await applyWakes()) if (stopped) return;
-        });
-      }
+        }));
+      if (leases && requests && wakes) watch?.succeeded();
     } finally {
       ticking = false;
     }
@@ -471,8 +427,15 @@ export function createActionWorker(deps: {
         if (pgid !== null) killGroup(pgid);
         logger.warn({ actionId: id }, 'resuming an action interrupted by a restart');
       }
-      watchStore();
-      kick();
+      watch = startStoreWatch({
+        store,
+        pollMs: settings.pollMs,
+        look: () => void tick(),
+        pass: kick,
+        logger,
+      });
+      // Requests written before the watch began (a command run while this process started).
+      void tick();
     },
     kick,
     wakesApplied() {
@@ -480,9 +443,7 @@ export function createActionWorker(deps: {
     },
     async stop() {
       stopped = true;
-      if (poll) clearInterval(poll);
-      unwatch?.();
-      clearTimeout(dueTimer);
+      watch?.stop();
       deps.controller.abort();
       await pumping;
       await Promise.allSettled(busy.values());

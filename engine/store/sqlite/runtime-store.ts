@@ -190,14 +190,24 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     // read there too, after the writes asked for before this pass (a run's end moves its head).
     return this.batched(() => {
       const skip = new Set([...busy, ...this.runningSessions()]);
-      const heads = this.dueHeads(Date.now(), room + skip.size);
       const claimed: RunRow[] = [];
-      // Enough heads to fill the room past the skipped sessions' heads.
-      for (const head of heads) {
-        if (claimed.length >= room) break;
-        if (skip.has(head.sessionKey)) continue;
-        const row = this.claimRow(head.id);
-        if (row) claimed.push(row);
+      // A head that could not be read ends dead and its session's next one is its head: the heads
+      // are read again while the room is not filled (nothing else may look again soon). Each
+      // read again follows one that ended a row for good, so the reads end.
+      for (;;) {
+        let ended = false;
+        // Enough heads to fill the room past the skipped sessions' heads.
+        for (const head of this.dueHeads(Date.now(), room - claimed.length + skip.size)) {
+          if (claimed.length >= room) break;
+          if (skip.has(head.sessionKey)) continue;
+          const row = this.claimOrEnd(head.id);
+          if (row === 'ended') ended = true;
+          else if (row) {
+            claimed.push(row);
+            skip.add(head.sessionKey);
+          }
+        }
+        if (!ended || claimed.length >= room) break;
       }
       return claimed;
     });
@@ -218,6 +228,12 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   }
 
   private claimRow(id: string): RunRow | undefined {
+    const row = this.claimOrEnd(id);
+    return row === 'ended' ? undefined : row;
+  }
+
+  /** The claim; 'ended' when the row could not be read and ended dead instead. */
+  private claimOrEnd(id: string): RunRow | 'ended' | undefined {
     // The claim and the read of the claimed row in one statement.
     const row = this.arrays(
       `UPDATE actions SET state = 'running', attempts = attempts + 1, started_at = ? WHERE id = ? AND state = 'queued' RETURNING ${RUN_COLUMNS}`,
@@ -231,7 +247,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
       this.statement(
         "UPDATE actions SET state = 'dead', outcome = ?, finished_at = ? WHERE id = ?",
       ).run(JSON.stringify(UNREADABLE_OUTCOME), now(), id);
-      return undefined;
+      return 'ended';
     }
   }
 
