@@ -474,23 +474,59 @@ describe('session heads follow every change', () => {
 
 describe('a worker pass that meets a row it cannot read', () => {
   /** Store an action row whose JSON no hook could have written (another process, a damaged file). */
-  function insertUnreadable(dataDir: string, id: string, sessionKey: string | null): void {
+  function insertUnreadable(
+    dataDir: string,
+    id: string,
+    sessionKey: string | null,
+    action = '{not json',
+  ): void {
     const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { timeout: 10_000 });
     try {
       db.prepare(
         'INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(
-        id,
-        sessionKey ? 'agent' : 'wake',
-        'x',
-        sessionKey,
-        new Date().toISOString(),
-        '{not json',
-      );
+      ).run(id, sessionKey ? 'agent' : 'wake', 'x', sessionKey, new Date().toISOString(), action);
     } finally {
       db.close();
     }
   }
+
+  it('stored JSON that is not an action (null, a list, an agent run without its session) ends dead; nothing is left running', async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url }, 2);
+    await env.server.runtime?.worker.idle();
+    insertUnreadable(env.dataDir, 'null-action', 'hook:a', 'null');
+    insertUnreadable(env.dataDir, 'list-action', 'hook:b', '[1, 2]');
+    insertUnreadable(env.dataDir, 'no-session', 'hook:c', '{"kind":"agent","message":"hi"}');
+    const later = await env.post('agent', { message: 'hello', sessionKey: 'hook:a', ...QUIET });
+    const other = await env.post('agent', { message: 'hello', sessionKey: 'hook:d', ...QUIET });
+    expect((await waitForFinal(env.dataDir, later, WAIT_MS)).state).toBe('done');
+    expect((await waitForFinal(env.dataDir, other, WAIT_MS)).state).toBe('done');
+    for (const id of ['null-action', 'list-action', 'no-session'])
+      await waitFor(`${id} to end`, () => env.state(id) === 'dead', WAIT_MS);
+  });
+
+  it('a store full of unreadable heads is ended in bounded passes, and the run behind them still runs', async () => {
+    const agent = await gateAgent();
+    const env = await boot({ kind: 'http', url: agent.url }, 1);
+    await env.server.runtime?.worker.idle();
+    const db = new DatabaseSync(path.join(env.dataDir, 'hookgate.db'), { timeout: 10_000 });
+    const insert = db.prepare(
+      "INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES (?, 'agent', 'x', ?, ?, '{not json')",
+    );
+    db.exec('BEGIN');
+    for (let i = 0; i < 1_000; i++)
+      insert.run(`bad-${i}`, `hook:bad-${i % 7}`, new Date().toISOString());
+    db.exec('COMMIT');
+    db.close();
+    // The only look for work is this acceptance's: the passes after it continue by themselves.
+    const run = await env.post('agent', { message: 'hello', sessionKey: 'hook:good', ...QUIET });
+    expect((await waitForFinal(env.dataDir, run, WAIT_MS)).state).toBe('done');
+    const [left] = query(
+      env.dataDir,
+      "SELECT count(*) AS n FROM actions WHERE id LIKE 'bad-%' AND state <> 'dead'",
+    );
+    expect(left?.['n']).toBe(0);
+  });
 
   it('a run behind an unreadable head is claimed in the same pass, with one slot', async () => {
     const agent = await gateAgent();

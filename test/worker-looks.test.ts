@@ -100,8 +100,8 @@ describe('looking again after a failure', () => {
     /** Fail (twice: one look is due either way); the look comes after exactly `ms`. */
     const failedLookAfter = (ms: number) => {
       const before = looks;
-      watch.failed();
-      watch.failed();
+      watch.failed('session heads');
+      watch.failed('session heads');
       vi.advanceTimersByTime(ms - 1);
       expect(looks).toBe(before);
       vi.advanceTimersByTime(1);
@@ -110,14 +110,17 @@ describe('looking again after a failure', () => {
     failedLookAfter(40);
     failedLookAfter(80);
     failedLookAfter(160);
-    watch.succeeded();
+    // Another stage going through does not end the failing one's growing delay.
+    watch.succeeded('requests');
+    failedLookAfter(320);
+    watch.succeeded('session heads');
     failedLookAfter(40);
     // Capped: a store that keeps failing is looked at every 30 s.
     for (const ms of [80, 160, 320, 640, 1_280, 2_560, 5_120, 10_240, 20_480, 30_000, 30_000])
       failedLookAfter(ms);
     watch.stop();
-    watch.failed();
+    watch.failed('session heads');
     vi.advanceTimersByTime(60_000);
-    expect(looks).toBe(15);
+    expect(looks).toBe(16);
   });
 });

@@ -189,9 +189,10 @@ export interface RunQueue {
   /** Whether a wake is pending or a session's head may run now. */
   hasRunnable(): Promise<boolean>;
   /**
-   * When the next head still waiting for its backoff becomes due (ms since the epoch), or null.
-   * Only where the runtime does not poll (`watchOutside`): a run requeued with a delay by an
-   * earlier process has no timer of this one.
+   * When the runtime should next look for runs it has no timer for (ms since the epoch), or null:
+   * the next head still waiting for its backoff (a run requeued with a delay by an earlier
+   * process), or now when the last claim pass left due heads unread (it ends unreadable rows in
+   * bounded steps). Only where the runtime does not poll (`watchOutside`).
    */
   nextDueAtMs?(): Promise<number | null>;
   /** Record the process group of a run's runner (ended when the run is taken over after a crash). */

@@ -23,10 +23,10 @@ export type StoreWatchDeps = {
 export type StoreWatch = {
   /** A pass left room: arm a timer for the next head still waiting for its backoff. */
   roomLeft(): Promise<void>;
-  /** A look failed: look again later (where nothing polls). */
-  failed(): void;
-  /** Every stage of a look went through: the delay after a failure starts over. */
-  succeeded(): void;
+  /** A stage of a look or a pass failed: look again later (where nothing polls). */
+  failed(stage: string): void;
+  /** A stage went through: once every stage that failed has, the delay starts over. */
+  succeeded(stage: string): void;
   stop(): void;
 };
 
@@ -44,6 +44,8 @@ export function startStoreWatch(deps: StoreWatchDeps): StoreWatch {
   let dueAtMs = Number.POSITIVE_INFINITY;
   let retryTimer: NodeJS.Timeout | undefined;
   let retryMs = 0;
+  // The stages whose last run failed: a look's own stages may go through while its pass fails.
+  const failing = new Set<string>();
   let stopped = false;
 
   function startPolling(): void {
@@ -85,7 +87,8 @@ export function startStoreWatch(deps: StoreWatchDeps): StoreWatch {
       );
       dueTimer.unref();
     },
-    failed() {
+    failed(stage) {
+      failing.add(stage);
       if (poll || stopped || retryTimer) return;
       retryMs = Math.min(Math.max(deps.pollMs, retryMs * 2), MAX_RETRY_MS);
       retryTimer = setTimeout(() => {
@@ -94,8 +97,8 @@ export function startStoreWatch(deps: StoreWatchDeps): StoreWatch {
       }, retryMs);
       retryTimer.unref();
     },
-    succeeded() {
-      if (!retryTimer) retryMs = 0;
+    succeeded(stage) {
+      if (failing.delete(stage) && failing.size === 0) retryMs = 0;
     },
     stop() {
       stopped = true;

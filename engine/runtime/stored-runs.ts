@@ -11,6 +11,17 @@ export type WakeAction = Extract<Action, { kind: 'wake' }>;
 /** The outcome of a row no hook could have written (another process, a damaged file). */
 export const UNREADABLE_OUTCOME: Outcome = { status: 'error', reason: 'unreadable action' };
 
+/**
+ * Whether a stored action has the shape a run needs (what every hook writes): an object whose
+ * kind is `wake`, or `agent` with its session key. Anything else (another writer, damage) is
+ * ended as unreadable rather than claimed.
+ */
+export function isRunnableAction(value: unknown): value is Action {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const { kind, sessionKey } = value as { kind?: unknown; sessionKey?: unknown };
+  return kind === 'wake' || (kind === 'agent' && typeof sessionKey === 'string');
+}
+
 /** What applying a wake appends to the main session: its text as the agent gets it (wrapped when untrusted). */
 export function wakeEvent(wake: WakeAction, mainKey: string): NewEvent {
   return {

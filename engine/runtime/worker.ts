@@ -12,7 +12,7 @@
  * Every write about a run is fenced by its claim: an instance that lost a
  * run to another changes nothing.
  */
-import type { Action, AgentAction, WakeAction } from '../../schemas/action.ts';
+import type { AgentAction, WakeAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
 import { type RunOutcome, runFinished } from '../observe/events.ts';
@@ -25,7 +25,7 @@ import { killGroup } from './runners/command.ts';
 import type { RunResult } from './runners/runner.ts';
 import type { Claim, RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
 import { startStoreWatch, type StoreWatch } from './store-watch.ts';
-import { wakeEvent } from './stored-runs.ts';
+import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.ts';
 
 export type WorkerSettings = {
   mainKey: string;
@@ -115,24 +115,22 @@ export function createActionWorker(deps: {
     // A pass that throws (a busy or full disk, a lost connection, a row it cannot read) is logged
     // and tried again later (store-watch.ts): it never ends the process, and wakes failing never
     // hold back the heads.
-    const wakes =
-      !wakesEveryPass ||
-      (await guarded('wakes', async () => {
+    if (wakesEveryPass) {
+      await guarded('wakes', async () => {
         if (await applyWakes()) kick();
-      }));
-    const heads = await guarded('session heads', startHeads);
-    if (wakes && heads) watch?.succeeded();
+      });
+    }
+    await guarded('session heads', startHeads);
   }
 
-  /** Run one stage of a pass or a look; false (logged, and looked at again later) when it threw. */
-  async function guarded(stage: string, pass: () => Promise<void>): Promise<boolean> {
+  /** Run one stage of a pass or a look; one that throws is logged and looked at again later. */
+  async function guarded(stage: string, pass: () => Promise<void>): Promise<void> {
     try {
       await pass();
-      return true;
+      watch?.succeeded(stage);
     } catch (err) {
       logger.error({ stage, err: (err as Error).message }, 'worker pass failed');
-      watch?.failed();
-      return false;
+      watch?.failed(stage);
     }
   }
 
@@ -141,7 +139,9 @@ export function createActionWorker(deps: {
     if (room <= 0) return;
     const claims = await store.claimHeads(room, new Set(busy.keys()));
     for (const claimed of claims) {
-      const session = claimed.action.kind === 'agent' ? claimed.action.sessionKey : '';
+      const action: unknown = claimed.action;
+      // A row that holds no action a run can take is ended by execute(), in the wake lane.
+      const session = isRunnableAction(action) && action.kind === 'agent' ? action.sessionKey : '';
       const work = runSession(session, claimed).finally(() => {
         busy.delete(session);
         kick();
@@ -216,7 +216,13 @@ export function createActionWorker(deps: {
 
   /** Run an action; `ended` is called once its last write (end or requeue) is asked. */
   async function execute(row: RunRow, ended: () => void): Promise<void> {
-    const action: Action = row.action;
+    const action: unknown = row.action;
+    if (!isRunnableAction(action)) {
+      // Parseable, but not what any hook writes (another writer, damage): it ends, alone.
+      logger.warn({ actionId: row.id }, 'stored action cannot be run: ended dead');
+      await lastWrite(store.finish(row, 'dead', UNREADABLE_OUTCOME), ended);
+      return;
+    }
     if (action.kind === 'wake') return executeWake(row, action, ended);
     return executeAgent(row, action, ended);
   }
@@ -404,16 +410,14 @@ export function createActionWorker(deps: {
     if (ticking) return;
     ticking = true;
     try {
-      const leases =
-        running.size === 0 ||
-        (await guarded('leases', () => store.renewLeases([...running.values()])));
-      const requests = await guarded('requests', handleRequests);
-      const wakes =
-        wakesEveryPass ||
-        (await guarded('wakes', async () => {
+      if (running.size > 0) await guarded('leases', () => store.renewLeases([...running.values()]));
+      else watch?.succeeded('leases');
+      await guarded('requests', handleRequests);
+      if (!wakesEveryPass) {
+        await guarded('wakes', async () => {
           while (await applyWakes()) if (stopped) return;
-        }));
-      if (leases && requests && wakes) watch?.succeeded();
+        });
+      }
     } finally {
       ticking = false;
     }

@@ -97,12 +97,17 @@ const SOLE_LEADER: Leadership = {
   resign: () => Promise.resolve(),
 };
 
+// Unreadable heads one claim pass ends at most (each is a write inside the pass's transaction).
+const MAX_ENDED_PER_PASS = 200;
+
 // A claimed run is written to only while it is still this claim's attempt.
 const FENCE = "id = ? AND state = 'running' AND attempts = ?";
 
 /** The runtime store over one SQLite connection. */
 export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeStore {
   readonly leadership = SOLE_LEADER;
+  // The last claim pass stopped at its bound of unreadable heads with due heads left unread.
+  private headsLeft = false;
   /**
    * Open the store in a data directory: schema created and migrated if needed, or, with
    * `migrate: false` (the command-line views), the file as it is.
@@ -171,6 +176,8 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   }
 
   async nextDueAtMs(): Promise<number | null> {
+    // The last pass stopped ending unreadable heads before it read them all: look again now.
+    if (this.headsLeft) return Date.now();
     const row = this.statement(
       'SELECT MIN(not_before_ms) AS at FROM session_heads WHERE not_before_ms > ?',
     ).get(Date.now()) as { at: number | null };
@@ -192,22 +199,29 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
       const skip = new Set([...busy, ...this.runningSessions()]);
       const claimed: RunRow[] = [];
       // A head that could not be read ends dead and its session's next one is its head: the heads
-      // are read again while the room is not filled (nothing else may look again soon). Each
-      // read again follows one that ended a row for good, so the reads end.
+      // are read again while the room is not filled (nothing else may look again soon), up to a
+      // bound per pass, so a file full of such rows never holds the write lock for long.
+      let ended = 0;
+      this.headsLeft = false;
       for (;;) {
-        let ended = false;
+        const before = ended;
         // Enough heads to fill the room past the skipped sessions' heads.
         for (const head of this.dueHeads(Date.now(), room - claimed.length + skip.size)) {
           if (claimed.length >= room) break;
           if (skip.has(head.sessionKey)) continue;
           const row = this.claimOrEnd(head.id);
-          if (row === 'ended') ended = true;
+          if (row === 'ended') ended++;
           else if (row) {
             claimed.push(row);
             skip.add(head.sessionKey);
           }
         }
-        if (!ended || claimed.length >= room) break;
+        if (ended === before || claimed.length >= room) break;
+        if (ended >= MAX_ENDED_PER_PASS) {
+          // The next look comes at once (nextDueAtMs).
+          this.headsLeft = true;
+          break;
+        }
       }
       return claimed;
     });
