@@ -10,37 +10,22 @@
  * running are resumed (at once where one process owns the store, after their
  * lease where instances share it) and their old runner processes are ended.
  * Every write about a run is fenced by its claim: an instance that lost a
- * run to another changes nothing.
+ * run to another changes nothing. One run's work is run-step.ts; when the
+ * store is looked at for work this process did not start, store-watch.ts.
  */
-import type { AgentAction, WakeAction } from '../../schemas/action.ts';
-import type { ChannelAdapter } from '../delivery/adapter.ts';
-import type { Logger } from '../log.ts';
-import { type RunOutcome, runFinished } from '../observe/events.ts';
-import type { AgentSettings } from './agents.ts';
-import type { Heartbeat } from './heartbeat.ts';
-import type { LastRoutePolicy } from './last-route.ts';
-import { createDeliveryStep, lastWrite, summaryEvent } from './reply-delivery.ts';
-import { isAckOnly, retryDelayMs } from './replies.ts';
 import { killGroup } from './runners/command.ts';
-import type { RunResult } from './runners/runner.ts';
-import type { Claim, RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
+import type { Claim, RunRow } from './runtime-store.ts';
+import { createRunStep, type RunSettings, type RunStepDeps } from './run-step.ts';
 import { startStoreWatch, type StoreWatch } from './store-watch.ts';
-import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.ts';
+import { isRunnableAction } from './stored-runs.ts';
 
-export type WorkerSettings = {
-  mainKey: string;
+export type WorkerSettings = RunSettings & {
   concurrency: number;
-  ackToken: string;
-  retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
-  defaultAgentId: string;
   /**
    * How often the store is polled for due retries, other instances' work and requests, where it
    * does not announce changes (`watchOutside`).
    */
   pollMs: number;
-  historyTurns: number;
-  /** Who may move the main session's last route (a hook's delivery never does). */
-  lastRoute: LastRoutePolicy;
 };
 
 // Wakes applied per transaction (more wait for the next pass, so one pass stays short).
@@ -62,35 +47,23 @@ export type ActionWorker = {
   idle(): Promise<void>;
 };
 
-/** Create the worker over the runtime store. */
-export function createActionWorker(deps: {
-  store: RuntimeStore;
-  agents: ReadonlyMap<string, AgentSettings>;
-  adapters: ReadonlyMap<string, ChannelAdapter>;
-  heartbeat: Heartbeat;
+/** What the worker needs: what a run needs (run-step.ts), its own settings and requests. */
+export type WorkerDeps = Omit<RunStepDeps, 'settings' | 'stopped' | 'kick'> & {
   settings: WorkerSettings;
-  logger: Logger;
-  controller: AbortController;
-  /** The current default agent, when a reload may change it (else settings.defaultAgentId). */
-  defaultAgentId?: () => string;
   /** Other operator requests (a reload); the handler answers them in the store. */
   onRequest?: (kind: string, seq: number) => void;
   /** Whether this instance leads (takes operator requests); always where one process owns the store. */
   leading?: () => boolean;
-  /** Told when a delivery moved the main session's last route. */
-  routeMoved?: (channel: string) => void;
-}): ActionWorker {
-  const { store, agents, adapters, heartbeat, settings, logger } = deps;
-  const deliverReply = createDeliveryStep({
-    store,
-    adapters,
-    heartbeat,
-    logger,
-    settings,
-    signal: deps.controller.signal,
+};
+
+/** Create the worker over the runtime store. */
+export function createActionWorker(deps: WorkerDeps): ActionWorker {
+  const { store, heartbeat, settings, logger } = deps;
+  // One run's work: its turn, its reply's delivery, its end or retry.
+  const execute = createRunStep({
+    ...deps,
     stopped: () => stopped,
     kick: () => kick(),
-    ...(deps.routeMoved && { routeMoved: deps.routeMoved }),
   });
   // The sessions this instance runs now (each one run after another in its slot).
   const busy = new Map<string, Promise<void>>();
@@ -212,195 +185,6 @@ export function createActionWorker(deps: {
       if (kind === 'heartbeat') heartbeat.requestNow('requested');
       else deps.onRequest?.(kind, seq);
     }
-  }
-
-  /** Run an action; `ended` is called once its last write (end or requeue) is asked. */
-  async function execute(row: RunRow, ended: () => void): Promise<void> {
-    const action: unknown = row.action;
-    if (!isRunnableAction(action)) {
-      // Parseable, but not what any hook writes (another writer, damage): it ends, alone.
-      logger.warn({ actionId: row.id }, 'stored action cannot be run: ended dead');
-      await lastWrite(store.finish(row, 'dead', UNREADABLE_OUTCOME), ended);
-      return;
-    }
-    if (action.kind === 'wake') return executeWake(row, action, ended);
-    return executeAgent(row, action, ended);
-  }
-
-  async function executeWake(row: RunRow, action: WakeAction, ended: () => void): Promise<void> {
-    await lastWrite(
-      store.finish(row, 'done', { status: 'ok' }, wakeEvent(action, settings.mainKey)),
-      ended,
-    );
-    if (action.mode === 'now') heartbeat.requestNow('wake');
-  }
-
-  async function executeAgent(row: RunRow, action: AgentAction, ended: () => void): Promise<void> {
-    // A turn that already ran and was waiting for its delivery: redo only the delivery.
-    if (row.outcome?.status === 'delivering' && row.outcome.reply !== undefined) {
-      return deliverReply(row, action, row.outcome.reply, undefined, ended);
-    }
-    const started = performance.now();
-    const result = await runTurn(row, action);
-    if (result.status === 'retry') return retryOrGiveUp(row, action, result, started, ended);
-    if (result.status !== 'ok') {
-      ran(action, result.status === 'timeout' ? 'timeout' : 'failed', started);
-      await lastWrite(
-        store.finish(
-          row,
-          'failed',
-          { status: result.status, reason: result.reason },
-          summaryEvent(settings.mainKey, action, result.status, result.reason),
-        ),
-        ended,
-      );
-      logger.warn(
-        { actionId: action.id, status: result.status, reason: result.reason },
-        'agent run failed',
-      );
-      if (action.wakeMode === 'now') heartbeat.requestNow('hook');
-      return;
-    }
-    // The turn's outcome; what becomes of its delivery is published on its own.
-    ran(action, 'done', started);
-    const ack = isAckOnly(result.reply, settings.ackToken);
-    const turns = {
-      owner: turnOwner(action),
-      prompt: action.prompt ?? action.message,
-      reply: result.reply,
-    };
-    // Ack-only replies are never delivered.
-    if (!action.deliver || ack) {
-      await lastWrite(
-        store.finish(
-          row,
-          'done',
-          { status: 'ok', reply: result.reply, ack },
-          summaryEvent(settings.mainKey, action, 'ok', result.reply),
-          turns,
-        ),
-        ended,
-      );
-      if (action.wakeMode === 'now') heartbeat.requestNow('hook');
-      return;
-    }
-    return deliverReply(row, action, result.reply, turns, ended);
-  }
-
-  // The default agent as the current configuration has it (a reload may change it).
-  const agentFor = (action: AgentAction) =>
-    agents.get(action.agentId) ?? agents.get(deps.defaultAgentId?.() ?? settings.defaultAgentId);
-
-  function ran(action: AgentAction, outcome: RunOutcome, started: number): void {
-    if (!runFinished.hasSubscribers) return;
-    const agentId = agentFor(action)?.id ?? action.agentId;
-    runFinished.publish({ agentId, outcome, durationMs: performance.now() - started });
-  }
-
-  /** History belongs to the agent that runs the turn and the session key, never the key alone. */
-  const turnOwner = (action: AgentAction): TurnOwner => ({
-    agentId: agentFor(action)?.id ?? action.agentId,
-    sessionKey: action.sessionKey,
-    kind: 'agent',
-  });
-
-  async function runTurn(row: RunRow, action: AgentAction): Promise<RunResult> {
-    const agent = agentFor(action);
-    if (!agent?.runner) {
-      return {
-        status: 'error',
-        reason: `no runner is configured for agent "${action.agentId}" (agents.defaults.runner)`,
-      };
-    }
-    return agent.runner.run(
-      {
-        kind: 'agent',
-        runId: action.id,
-        agentId: action.agentId,
-        sessionKey: action.sessionKey,
-        message: action.prompt ?? action.message,
-        model: action.model ?? agent.model ?? null,
-        thinking: action.thinking ?? null,
-        timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
-        history: (await store.history(turnOwner(action), settings.historyTurns)).map(
-          ({ role, text }) => ({ role, text }),
-        ),
-        origin: {
-          hook: action.hook,
-          ...(action.mappingId !== undefined && { mappingId: action.mappingId }),
-          untrusted: action.untrusted,
-          ...(action.verification && { verification: action.verification }),
-        },
-      },
-      {
-        signal: deps.controller.signal,
-        onSpawn: (pgid) => {
-          store
-            .setRunnerGroup(row, pgid)
-            .catch((err: unknown) =>
-              logger.error(
-                { actionId: action.id, err: (err as Error).message },
-                'runner not recorded',
-              ),
-            );
-        },
-      },
-    );
-  }
-
-  async function retryOrGiveUp(
-    row: RunRow,
-    action: AgentAction,
-    result: Extract<RunResult, { status: 'retry' }>,
-    started: number,
-    ended: () => void,
-  ): Promise<void> {
-    // Interrupted by our own shutdown: back to the queue, not counted against the attempts.
-    if (stopped) {
-      ran(action, 'interrupted', started);
-      await lastWrite(
-        store.requeue(
-          row,
-          0,
-          { status: 'retrying', reason: result.reason },
-          { refundAttempt: true },
-        ),
-        ended,
-      );
-      return;
-    }
-    if (row.attempts < settings.retry.maxAttempts) {
-      ran(action, 'retry', started);
-      const delay = retryDelayMs(row.attempts, settings.retry, result.retryAfterMs);
-      await lastWrite(
-        store.requeue(row, delay, { status: 'retrying', reason: result.reason }),
-        ended,
-      );
-      logger.warn(
-        {
-          actionId: action.id,
-          attempt: row.attempts,
-          delayMs: Math.round(delay),
-          reason: result.reason,
-        },
-        'agent run will be retried',
-      );
-      setTimeout(kick, delay + 5).unref();
-      return;
-    }
-    ran(action, 'dead', started);
-    const reason = `gave up after ${row.attempts} attempts: ${result.reason}`;
-    await lastWrite(
-      store.finish(
-        row,
-        'dead',
-        { status: 'error', reason },
-        summaryEvent(settings.mainKey, action, 'error', reason),
-      ),
-      ended,
-    );
-    logger.error({ actionId: action.id, reason }, 'agent run is dead');
-    if (action.wakeMode === 'now') heartbeat.requestNow('hook');
   }
 
   // A look at the store (a ring, a poll, a retry after a failure), one at a time: leases kept,

@@ -1,0 +1,256 @@
+/**
+ * One run, as the worker's step: a wake appends its event; an agent action
+ * runs one turn through its agent's runner (with that agent's history in
+ * the session), then ends with its summary in the main session, or hands
+ * its reply to delivery, or (a turn that did not happen) goes back to the
+ * queue by the retry policy. A row that holds no action a run can take ends
+ * dead. Every write is fenced by the run's claim.
+ */
+import type { AgentAction, WakeAction } from '../../schemas/action.ts';
+import type { ChannelAdapter } from '../delivery/adapter.ts';
+import type { Logger } from '../log.ts';
+import { type RunOutcome, runFinished } from '../observe/events.ts';
+import type { AgentSettings } from './agents.ts';
+import type { Heartbeat } from './heartbeat.ts';
+import { createDeliveryStep, lastWrite, summaryEvent } from './reply-delivery.ts';
+import { isAckOnly, retryDelayMs } from './replies.ts';
+import type { RunResult } from './runners/runner.ts';
+import type { RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
+import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.ts';
+import type { LastRoutePolicy } from './last-route.ts';
+
+/** What a run needs of the runtime's settings. */
+export type RunSettings = {
+  mainKey: string;
+  ackToken: string;
+  retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+  defaultAgentId: string;
+  historyTurns: number;
+  /** Who may move the main session's last route (a hook's delivery never does). */
+  lastRoute: LastRoutePolicy;
+};
+
+export type RunStepDeps = {
+  store: RuntimeStore;
+  agents: ReadonlyMap<string, AgentSettings>;
+  adapters: ReadonlyMap<string, ChannelAdapter>;
+  heartbeat: Heartbeat;
+  settings: RunSettings;
+  logger: Logger;
+  controller: AbortController;
+  /** The current default agent, when a reload may change it (else settings.defaultAgentId). */
+  defaultAgentId?: () => string;
+  /** Told when a delivery moved the main session's last route. */
+  routeMoved?: (channel: string) => void;
+  /** True once the worker is stopping (an interrupted run goes back to the queue, not counted). */
+  stopped: () => boolean;
+  /** Look for work again (after a retry delay). */
+  kick: () => void;
+};
+
+/** Create the step; it runs a claimed row and calls `ended` once the run's last write is asked. */
+export function createRunStep(deps: RunStepDeps) {
+  const { store, agents, adapters, heartbeat, settings, logger } = deps;
+  const deliverReply = createDeliveryStep({
+    store,
+    adapters,
+    heartbeat,
+    logger,
+    settings,
+    signal: deps.controller.signal,
+    stopped: deps.stopped,
+    kick: deps.kick,
+    ...(deps.routeMoved && { routeMoved: deps.routeMoved }),
+  });
+
+  /** Run an action; `ended` is called once its last write (end or requeue) is asked. */
+  async function execute(row: RunRow, ended: () => void): Promise<void> {
+    const action: unknown = row.action;
+    if (!isRunnableAction(action)) {
+      // Parseable, but not what any hook writes (another writer, damage): it ends, alone.
+      logger.warn({ actionId: row.id }, 'stored action cannot be run: ended dead');
+      await lastWrite(store.finish(row, 'dead', UNREADABLE_OUTCOME), ended);
+      return;
+    }
+    if (action.kind === 'wake') return executeWake(row, action, ended);
+    return executeAgent(row, action, ended);
+  }
+
+  async function executeWake(row: RunRow, action: WakeAction, ended: () => void): Promise<void> {
+    await lastWrite(
+      store.finish(row, 'done', { status: 'ok' }, wakeEvent(action, settings.mainKey)),
+      ended,
+    );
+    if (action.mode === 'now') heartbeat.requestNow('wake');
+  }
+
+  async function executeAgent(row: RunRow, action: AgentAction, ended: () => void): Promise<void> {
+    // A turn that already ran and was waiting for its delivery: redo only the delivery.
+    if (row.outcome?.status === 'delivering' && row.outcome.reply !== undefined) {
+      return deliverReply(row, action, row.outcome.reply, undefined, ended);
+    }
+    const started = performance.now();
+    const result = await runTurn(row, action);
+    if (result.status === 'retry') return retryOrGiveUp(row, action, result, started, ended);
+    if (result.status !== 'ok') {
+      ran(action, result.status === 'timeout' ? 'timeout' : 'failed', started);
+      await lastWrite(
+        store.finish(
+          row,
+          'failed',
+          { status: result.status, reason: result.reason },
+          summaryEvent(settings.mainKey, action, result.status, result.reason),
+        ),
+        ended,
+      );
+      logger.warn(
+        { actionId: action.id, status: result.status, reason: result.reason },
+        'agent run failed',
+      );
+      if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+      return;
+    }
+    // The turn's outcome; what becomes of its delivery is published on its own.
+    ran(action, 'done', started);
+    const ack = isAckOnly(result.reply, settings.ackToken);
+    const turns = {
+      owner: turnOwner(action),
+      prompt: action.prompt ?? action.message,
+      reply: result.reply,
+    };
+    // Ack-only replies are never delivered.
+    if (!action.deliver || ack) {
+      await lastWrite(
+        store.finish(
+          row,
+          'done',
+          { status: 'ok', reply: result.reply, ack },
+          summaryEvent(settings.mainKey, action, 'ok', result.reply),
+          turns,
+        ),
+        ended,
+      );
+      if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+      return;
+    }
+    return deliverReply(row, action, result.reply, turns, ended);
+  }
+
+  // The default agent as the current configuration has it (a reload may change it).
+  const agentFor = (action: AgentAction) =>
+    agents.get(action.agentId) ?? agents.get(deps.defaultAgentId?.() ?? settings.defaultAgentId);
+
+  function ran(action: AgentAction, outcome: RunOutcome, started: number): void {
+    if (!runFinished.hasSubscribers) return;
+    const agentId = agentFor(action)?.id ?? action.agentId;
+    runFinished.publish({ agentId, outcome, durationMs: performance.now() - started });
+  }
+
+  /** History belongs to the agent that runs the turn and the session key, never the key alone. */
+  const turnOwner = (action: AgentAction): TurnOwner => ({
+    agentId: agentFor(action)?.id ?? action.agentId,
+    sessionKey: action.sessionKey,
+    kind: 'agent',
+  });
+
+  async function runTurn(row: RunRow, action: AgentAction): Promise<RunResult> {
+    const agent = agentFor(action);
+    if (!agent?.runner) {
+      return {
+        status: 'error',
+        reason: `no runner is configured for agent "${action.agentId}" (agents.defaults.runner)`,
+      };
+    }
+    return agent.runner.run(
+      {
+        kind: 'agent',
+        runId: action.id,
+        agentId: action.agentId,
+        sessionKey: action.sessionKey,
+        message: action.prompt ?? action.message,
+        model: action.model ?? agent.model ?? null,
+        thinking: action.thinking ?? null,
+        timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
+        history: (await store.history(turnOwner(action), settings.historyTurns)).map(
+          ({ role, text }) => ({ role, text }),
+        ),
+        origin: {
+          hook: action.hook,
+          ...(action.mappingId !== undefined && { mappingId: action.mappingId }),
+          untrusted: action.untrusted,
+          ...(action.verification && { verification: action.verification }),
+        },
+      },
+      {
+        signal: deps.controller.signal,
+        onSpawn: (pgid) => {
+          store
+            .setRunnerGroup(row, pgid)
+            .catch((err: unknown) =>
+              logger.error(
+                { actionId: action.id, err: (err as Error).message },
+                'runner not recorded',
+              ),
+            );
+        },
+      },
+    );
+  }
+
+  async function retryOrGiveUp(
+    row: RunRow,
+    action: AgentAction,
+    result: Extract<RunResult, { status: 'retry' }>,
+    started: number,
+    ended: () => void,
+  ): Promise<void> {
+    // Interrupted by our own shutdown: back to the queue, not counted against the attempts.
+    if (deps.stopped()) {
+      ran(action, 'interrupted', started);
+      await lastWrite(
+        store.requeue(
+          row,
+          0,
+          { status: 'retrying', reason: result.reason },
+          { refundAttempt: true },
+        ),
+        ended,
+      );
+      return;
+    }
+    if (row.attempts < settings.retry.maxAttempts) {
+      ran(action, 'retry', started);
+      const delay = retryDelayMs(row.attempts, settings.retry, result.retryAfterMs);
+      await lastWrite(
+        store.requeue(row, delay, { status: 'retrying', reason: result.reason }),
+        ended,
+      );
+      logger.warn(
+        {
+          actionId: action.id,
+          attempt: row.attempts,
+          delayMs: Math.round(delay),
+          reason: result.reason,
+        },
+        'agent run will be retried',
+      );
+      setTimeout(deps.kick, delay + 5).unref();
+      return;
+    }
+    ran(action, 'dead', started);
+    const reason = `gave up after ${row.attempts} attempts: ${result.reason}`;
+    await lastWrite(
+      store.finish(
+        row,
+        'dead',
+        { status: 'error', reason },
+        summaryEvent(settings.mainKey, action, 'error', reason),
+      ),
+      ended,
+    );
+    logger.error({ actionId: action.id, reason }, 'agent run is dead');
+    if (action.wakeMode === 'now') heartbeat.requestNow('hook');
+  }
+
+  return execute;
+}
