@@ -7,11 +7,11 @@
  * with strace (the idle test is skipped, with its reason, where there is none).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
-import { ringDoorbell } from '../engine/store/sqlite/doorbell.ts';
+import { DOORBELL_FILE, ringDoorbell } from '../engine/store/sqlite/doorbell.ts';
 import {
   postHook,
   runHookgate,
@@ -29,8 +29,15 @@ const temp = useProcessFixtures();
 const STORE_CALLS = 'fcntl,pread64,pwrite64,fsync,fdatasync';
 const strace = spawnSync('strace', ['-V']).status === 0 ? 'strace' : undefined;
 
-/** The store system calls `pid` (all its threads) makes during `ms`, as strace lists them. */
-async function storeCallsDuring(pid: number, ms: number): Promise<string[]> {
+/**
+ * The store system calls `pid` (all its threads) makes during `ms`, as strace lists them;
+ * `meanwhile` runs once the tracing has begun.
+ */
+async function storeCallsDuring(
+  pid: number,
+  ms: number,
+  meanwhile: () => Promise<void> = async () => undefined,
+): Promise<string[]> {
   const out = path.join(temp(), 'strace.txt');
   const tracer = spawn('strace', [
     '-f',
@@ -42,7 +49,13 @@ async function storeCallsDuring(pid: number, ms: number): Promise<string[]> {
     String(pid),
   ]);
   const exited = new Promise((resolve) => tracer.once('exit', resolve));
-  await sleep(ms);
+  // The window starts once strace has attached (it says so on stderr).
+  let said = '';
+  tracer.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    said += chunk;
+  });
+  await waitFor('strace to attach', () => said.includes('attached'), 10_000);
+  await Promise.all([sleep(ms), meanwhile()]);
   tracer.kill('SIGINT');
   await exited;
   return readFileSync(out, 'utf8')
@@ -77,11 +90,11 @@ describe('an idle server and its store', () => {
       // The observation window: a read of the store on a timer (twice a second before) shows here.
       expect(await storeCallsDuring(pid, 3_000)).toEqual([]);
       // The tracing sees store calls where there are some: an accepted request makes them.
-      const calls = storeCallsDuring(pid, 1_500);
-      await sleep(300);
-      const accepted = await postHook(server.url, 'wake', { text: 'hello' }, { token: TOKEN });
-      expect(accepted.status).toBe(200);
-      expect((await calls).length).toBeGreaterThan(0);
+      const calls = await storeCallsDuring(pid, 1_500, async () => {
+        const accepted = await postHook(server.url, 'wake', { text: 'hello' }, { token: TOKEN });
+        expect(accepted.status).toBe(200);
+      });
+      expect(calls.length).toBeGreaterThan(0);
     },
   );
 
@@ -135,11 +148,14 @@ describe('an idle server and its store', () => {
       first.child.kill('SIGKILL');
       await first.exited;
       // Due soon after the next start, which has no timer of its own for it.
-      const dueAt = Date.now() + 2_000;
+      // Far enough ahead that the server is up before it (checked below).
+      const dueAt = Date.now() + 5_000;
       const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'));
       db.prepare("UPDATE actions SET next_attempt_at_ms = ? WHERE kind = 'agent'").run(dueAt);
       db.close();
       await serve(dataDir, agent.url);
+      // Up before the due time: only the timer it armed at start can run the run now.
+      expect(Date.now()).toBeLessThan(dueAt);
       await waitFor(
         'the waiting run to be done',
         () =>
@@ -159,5 +175,14 @@ describe('an idle server and its store', () => {
   it('ringing a data directory no server watches is harmless', () => {
     expect(ringDoorbell(temp())).toBe(true);
     expect(ringDoorbell(path.join(temp(), 'missing'))).toBe(false);
+  });
+
+  it('a bell planted as a link (a data directory others can write) is not rung through', () => {
+    const dir = temp();
+    const target = path.join(dir, 'precious.txt');
+    writeFileSync(target, 'keep me');
+    symlinkSync(target, path.join(dir, DOORBELL_FILE));
+    expect(ringDoorbell(dir)).toBe(false);
+    expect(readFileSync(target, 'utf8')).toBe('keep me');
   });
 });

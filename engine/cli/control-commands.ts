@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ListFlags } from './list-actions.ts';
 import { openStore } from './runtime-commands.ts';
 
-// The server looks for requests every 500 ms; a loaded machine gets ample slack.
+// The server looks at once when the store's doorbell rings (every 500 ms where it polls); a
+// loaded machine gets ample slack.
 const PICKUP_WAIT_MS = 5_000;
 const PICKUP_POLL_MS = 100;
 

@@ -9,8 +9,8 @@ import type { ListFlags } from './list-actions.ts';
 import { openStore } from './runtime-commands.ts';
 import { terminalText } from './terminal-text.ts';
 
-// The server looks for requests every 500 ms; a reload starts transform processes, so its
-// answer may take longer than the pick-up.
+// The server looks at once when the store's doorbell rings (every 500 ms where it polls); a
+// reload starts transform processes, so its answer may take longer than the pick-up.
 const PICKUP_WAIT_MS = 5_000;
 const ANSWER_WAIT_MS = 60_000;
 const POLL_MS = 100;

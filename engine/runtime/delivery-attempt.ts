@@ -22,9 +22,9 @@ export type DeliveryTarget = { channel: string; recipient: string };
 export type SentParts = { partsSent: number; target: DeliveryTarget; parts?: number };
 
 /**
- * Keeps a delivery's state between attempts (a run's row, a heartbeat's delivery row). Each
- * write is refused (false) once the delivery is no longer this attempt's: another instance
- * took it over.
+ * Keeps a delivery's state between attempts (a run's row, a heartbeat's delivery row). `begin`
+ * and `retry` answer false once the delivery is no longer this attempt's (another instance took
+ * it over); the other writes are fenced by the ledger itself.
  */
 export type DeliveryLedger = {
   /** Before the first part goes out: false stops the attempt before it sends anything. */

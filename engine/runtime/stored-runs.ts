@@ -14,7 +14,7 @@ export const UNREADABLE_OUTCOME: Outcome = { status: 'error', reason: 'unreadabl
 /**
  * Whether a stored action has the shape a run needs (what every hook writes): an object whose
  * kind is `wake`, or `agent` with its session key. Anything else (another writer, damage) is
- * ended as unreadable rather than claimed.
+ * ended as unreadable once claimed, instead of run.
  */
 export function isRunnableAction(value: unknown): value is Action {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;

@@ -23,7 +23,8 @@ export type WorkerSettings = RunSettings & {
   concurrency: number;
   /**
    * How often the store is polled for due retries, other instances' work and requests, where it
-   * does not announce changes (`watchOutside`).
+   * does not announce changes (`watchOutside`); where it does, the first delay before a look that
+   * failed is tried again.
    */
   pollMs: number;
 };
@@ -113,8 +114,12 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
     const claims = await store.claimHeads(room, new Set(busy.keys()));
     for (const claimed of claims) {
       const action: unknown = claimed.action;
-      // A row that holds no action a run can take is ended by execute(), in the wake lane.
-      const session = isRunnableAction(action) && action.kind === 'agent' ? action.sessionKey : '';
+      // A row that holds no action a run can take is ended by execute(), in a slot of its own.
+      const session = !isRunnableAction(action)
+        ? `unreadable:${claimed.id}`
+        : action.kind === 'agent'
+          ? action.sessionKey
+          : '';
       const work = runSession(session, claimed).finally(() => {
         busy.delete(session);
         kick();

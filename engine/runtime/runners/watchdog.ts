@@ -25,8 +25,9 @@
  *   hit a reused pgid.
  * - The runner gets no fd 3 (`3<&-`), and `sh` would export PWD: it is put
  *   back as the bounded environment has it.
- * - The watchdog ignores HUP, INT, QUIT and TERM: a runner that ends its
- *   group politely (`trap 'kill 0' EXIT`) does not end the watch.
+ * - The watchdog ignores HUP, INT, QUIT and TERM from its start (the leader
+ *   ignores them while it forks it): a runner that ends its group politely
+ *   (`trap 'kill 0' EXIT`), even at once, does not end the watch.
  * Not covered: a runner that leaves the group (`setsid`), or a watchdog
  * killed on its own; then only the embedded store's next start ends the recorded group.
  */
@@ -35,8 +36,13 @@ import { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 
 // $1 is '' (no PWD in the environment) or '=<value>'; the runner's argv follows.
+// The polite signals are ignored before the watchdog is forked, so it has them ignored from its
+// first instant: a runner that signals its group at once cannot end it before its own trap ran.
+// The runner gets them back (`trap -`) before its exec.
 const LEADER = [
-  "( (trap '' HUP INT QUIT TERM; read -r _ <&3 || kill -s KILL 0) & ) </dev/null >/dev/null 2>&1",
+  "trap '' HUP INT QUIT TERM",
+  "( (read -r _ <&3 || kill -s KILL 0) & ) </dev/null >/dev/null 2>&1",
+  'trap - HUP INT QUIT TERM',
   "case $1 in '') unset PWD ;; *) PWD=${1#=}; export PWD ;; esac",
   'shift',
   'exec "$@" 3<&-',

@@ -7,17 +7,45 @@
  * file itself is watched, not the data directory, whose store files change
  * with every commit.
  */
-import { closeSync, type FSWatcher, openSync, watch, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  type FSWatcher,
+  fstatSync,
+  openSync,
+  watch,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 
 export const DOORBELL_FILE = 'hookgate.doorbell';
 // Like the store's files: only its owner rings.
 const OWNER_ONLY = 0o600;
 
+// Never through a link, and never anything but a plain file: in a data directory others can
+// write to, a link planted there must not make a ring write over another file.
+const OPEN_BELL = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW;
+
+/** Open the bell (created when missing): a plain file, not a link; throws otherwise. */
+function openBell(file: string): number {
+  const fd = openSync(file, OPEN_BELL, OWNER_ONLY);
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new Error(`${file} is not a plain file`);
+  }
+  return fd;
+}
+
 /** Tell a server watching `dataDir` to look at the store; false when the bell could not be rung. */
 export function ringDoorbell(dataDir: string): boolean {
   try {
-    writeFileSync(path.join(dataDir, DOORBELL_FILE), `${Date.now()}\n`, { mode: OWNER_ONLY });
+    const fd = openBell(path.join(dataDir, DOORBELL_FILE));
+    try {
+      // Written in place (no truncation): any write is a ring.
+      writeSync(fd, `${Date.now()}\n`, 0);
+    } finally {
+      closeSync(fd);
+    }
     return true;
   } catch {
     return false;
@@ -38,7 +66,7 @@ export function watchDoorbell(
   let watcher: FSWatcher | undefined;
   let stopped = false;
   const start = (): void => {
-    closeSync(openSync(file, 'a', OWNER_ONLY));
+    closeSync(openBell(file));
     watcher = watch(file, { persistent: false }, (event) => {
       // The file was replaced or removed: watch the one at the path now.
       if (event === 'rename') restart();

@@ -455,8 +455,9 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Requests not yet handled; marks them handled. */
   async takeRequests(): Promise<Array<{ seq: number; kind: string }>> {
-    // Looked for twice a second: a plain read first, so an idle poll never waits for the write
-    // lock (another process holding it would hold this event loop up to the busy timeout).
+    // Looked for at every look at the store (a ring, a poll): a plain read first, so a look that
+    // finds nothing never waits for the write lock (another process holding it would hold this
+    // event loop up to the busy timeout).
     const waiting = this.statement(
       'SELECT 1 FROM control_requests WHERE handled_at IS NULL LIMIT 1',
     ).get();
