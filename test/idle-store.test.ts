@@ -12,6 +12,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { DOORBELL_FILE, ringDoorbell } from '../engine/store/sqlite/doorbell.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import {
   postHook,
   runHookgate,
@@ -175,6 +176,20 @@ describe('an idle server and its store', () => {
   it('ringing a data directory no server watches is harmless', () => {
     expect(ringDoorbell(temp())).toBe(true);
     expect(ringDoorbell(path.join(temp(), 'missing'))).toBe(false);
+  });
+
+  it('a request whose bell cannot be rung is refused with the reason and not left behind', async () => {
+    const dir = temp();
+    const store = SqliteRuntimeStore.open(dir);
+    try {
+      symlinkSync(path.join(dir, 'elsewhere'), path.join(dir, DOORBELL_FILE));
+      await expect(store.request('heartbeat')).rejects.toThrow(
+        /the running server cannot be told of the request: its doorbell: .*ELOOP/,
+      );
+      expect(query(dir, 'SELECT seq FROM control_requests')).toEqual([]);
+    } finally {
+      await store.close();
+    }
   });
 
   it('a bell planted as a link (a data directory others can write) is not rung through', () => {

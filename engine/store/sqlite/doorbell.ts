@@ -38,6 +38,11 @@ function openBell(file: string): number {
 
 /** Tell a server watching `dataDir` to look at the store; false when the bell could not be rung. */
 export function ringDoorbell(dataDir: string): boolean {
+  return whyNotRung(dataDir) === undefined;
+}
+
+/** Ring; undefined when rung, else why not (for the command that must say so). */
+export function whyNotRung(dataDir: string): string | undefined {
   try {
     const fd = openBell(path.join(dataDir, DOORBELL_FILE));
     try {
@@ -46,9 +51,9 @@ export function ringDoorbell(dataDir: string): boolean {
     } finally {
       closeSync(fd);
     }
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
   }
 }
 

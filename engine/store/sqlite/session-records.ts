@@ -31,7 +31,7 @@ import {
   SESSION_EVENTS,
 } from './event-consumption.ts';
 import { boundLimit } from './bound-limit.ts';
-import { ringDoorbell, watchDoorbell } from './doorbell.ts';
+import { watchDoorbell, whyNotRung } from './doorbell.ts';
 import {
   claimDelivery,
   endDelivery,
@@ -412,8 +412,14 @@ export class SqliteSessionRecords implements SessionStore {
     const result = this.statement(
       'INSERT INTO control_requests (kind, created_at) VALUES (?, ?)',
     ).run(kind, now());
-    ringDoorbell(this.dataDir);
-    return Number(result.lastInsertRowid);
+    const seq = Number(result.lastInsertRowid);
+    const why = whyNotRung(this.dataDir);
+    if (why !== undefined) {
+      // A request the server is never told of would wait for whatever makes it look next.
+      this.statement('DELETE FROM control_requests WHERE seq = ?').run(seq);
+      throw new Error(`the running server cannot be told of the request: its doorbell: ${why}`);
+    }
+    return seq;
   }
 
   /** Call `listener` when another process rang the doorbell after a change (see doorbell.ts). */
