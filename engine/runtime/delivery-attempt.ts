@@ -8,7 +8,13 @@
  * run's row, the heartbeat's delivery row) is its ledger's business.
  */
 import type { ChannelAdapter } from '../delivery/adapter.ts';
-import { type DeliveryRequest, resolveRoute, sendParts } from '../delivery/deliver.ts';
+import {
+  type Attempt,
+  type DeliveryRequest,
+  type Route,
+  resolveRoute,
+  sendParts,
+} from '../delivery/deliver.ts';
 import type { Logger } from '../log.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 import { retryDelayMs } from './replies.ts';
@@ -84,39 +90,15 @@ export async function attemptDelivery(
   job: DeliveryJob,
   ledger: DeliveryLedger,
 ): Promise<void> {
-  const { logger, settings } = deps;
-  const ids = job.source === 'hook' ? { actionId: job.sourceId } : { heartbeatId: job.sourceId };
-  const what = job.source === 'hook' ? 'delivery' : 'heartbeat delivery';
-  const record = (
-    state: DeliveryRecord['state'],
-    where: { channel: string; recipient?: string; parts: number; partsSent: number },
-    reason?: string,
-  ): DeliveryRecord => ({
-    source: job.source === 'hook' ? 'agent' : 'heartbeat',
-    sourceId: job.sourceId,
-    channel: where.channel,
-    ...(where.recipient !== undefined && { recipient: where.recipient }),
-    text: job.reply,
-    state,
-    attempts: job.attempts,
-    parts: where.parts,
-    partsSent: where.partsSent,
-    ...(reason !== undefined && { error: reason }),
-  });
-  // The rest of a reply goes where its first parts went, whatever the last route is now.
-  const resumed = job.partsSent > 0 ? job.target : undefined;
-  const route = resolveRoute(
-    resumed ? { channel: resumed.channel, to: resumed.recipient, fallback: false } : job.request,
-    await deps.store.lastRoute(settings.mainKey),
-    deps.adapters,
-  );
+  const log = logLines(deps.logger, job);
+  const route = await routeOf(deps, job);
   // An empty reply has nothing to deliver (and must not move the last route).
   const skipped =
     job.reply.trim() === '' ? 'the reply is empty' : 'skipped' in route ? route.skipped : undefined;
   if (skipped !== undefined) {
-    logger.warn({ ...ids, reason: skipped }, `${what} skipped`);
+    log.warn({ reason: skipped }, 'skipped');
     const nothing = { channel: job.request.channel, parts: 0, partsSent: 0 };
-    await ledger.end(record('skipped', nothing, skipped));
+    await ledger.end(recordOf(job, 'skipped', nothing, skipped));
     return;
   }
   // Only narrows the type: a route that was skipped ended above.
@@ -135,44 +117,91 @@ export async function attemptDelivery(
     job.signal,
   );
   target.recipient = sent.recipient;
+  if (ledger.lost?.()) {
+    log.warn({}, 'taken over: no more parts sent');
+    return;
+  }
+  await next(deps, job, ledger, { route, target, sent });
+}
+
+/** After the parts stopped: sent, retried, handed back at shutdown, failed or given up. */
+async function next(
+  deps: DeliveryAttemptDeps,
+  job: DeliveryJob,
+  ledger: DeliveryLedger,
+  { route, target, sent }: { route: Route; target: DeliveryTarget; sent: Attempt },
+): Promise<void> {
+  const log = logLines(deps.logger, job);
+  const { retry } = deps.settings;
+  const detail = { ...target, parts: sent.parts, partsSent: sent.partsSent };
+  if (sent.outcome === 'sent') {
+    await moveLastRoute(deps, { source: job.source, attempted: route, delivered: target });
+    await ledger.end(recordOf(job, 'sent', detail, sent.reason));
+    return;
+  }
+  const reason = sent.reason ?? 'unknown';
   const reached: SentParts = {
     partsSent: sent.partsSent,
     target: { ...target },
     parts: sent.parts,
   };
-  if (ledger.lost?.()) {
-    logger.warn(ids, `${what} taken over: no more parts sent`);
-    return;
-  }
-  const detail = { ...target, parts: sent.parts, partsSent: sent.partsSent };
-  if (sent.outcome === 'sent') {
-    await moveLastRoute(deps, { source: job.source, attempted: route, delivered: target });
-    await ledger.end(record('sent', detail, sent.reason));
-    return;
-  }
-  const reason = sent.reason ?? 'unknown';
   if (sent.outcome === 'retry' && job.halted()) {
     await ledger.refund(reached);
     return;
   }
-  if (sent.outcome === 'retry' && job.attempts < settings.retry.maxAttempts) {
-    const delayMs = retryDelayMs(job.attempts, settings.retry, sent.retryAfterMs);
-    if (!(await ledger.retry(reached, delayMs))) {
-      logger.warn(ids, `${what} taken over: its retry is left to the instance that has it`);
-      return;
+  if (sent.outcome === 'retry' && job.attempts < retry.maxAttempts) {
+    const delayMs = retryDelayMs(job.attempts, retry, sent.retryAfterMs);
+    if (!(await ledger.retry(reached, delayMs)))
+      log.warn({}, 'taken over: its retry is left to the instance that has it');
+    else {
+      const at = { channel: route.channel, attempt: job.attempts, reason };
+      log.warn({ ...at, delayMs: Math.round(delayMs) }, 'will be retried');
     }
-    logger.warn(
-      {
-        ...ids,
-        channel: route.channel,
-        attempt: job.attempts,
-        delayMs: Math.round(delayMs),
-        reason,
-      },
-      `${what} will be retried`,
-    );
     return;
   }
-  logger.error({ ...ids, channel: route.channel, reason }, `${what} failed`);
-  await ledger.end(record(sent.outcome === 'retry' ? 'dead' : 'failed', detail, reason));
+  log.error({ channel: route.channel, reason }, 'failed');
+  await ledger.end(recordOf(job, sent.outcome === 'retry' ? 'dead' : 'failed', detail, reason));
+}
+
+/** Where the reply goes: the rest of a reply where its first parts went, else where it asks. */
+async function routeOf(deps: DeliveryAttemptDeps, job: DeliveryJob) {
+  const resumed = job.partsSent > 0 ? job.target : undefined;
+  return resolveRoute(
+    resumed ? { channel: resumed.channel, to: resumed.recipient, fallback: false } : job.request,
+    await deps.store.lastRoute(deps.settings.mainKey),
+    deps.adapters,
+  );
+}
+
+/** The delivery's record once it is over. */
+function recordOf(
+  job: DeliveryJob,
+  state: DeliveryRecord['state'],
+  where: { channel: string; recipient?: string; parts: number; partsSent: number },
+  reason?: string,
+): DeliveryRecord {
+  return {
+    source: job.source === 'hook' ? 'agent' : 'heartbeat',
+    sourceId: job.sourceId,
+    channel: where.channel,
+    ...(where.recipient !== undefined && { recipient: where.recipient }),
+    text: job.reply,
+    state,
+    attempts: job.attempts,
+    parts: where.parts,
+    partsSent: where.partsSent,
+    ...(reason !== undefined && { error: reason }),
+  };
+}
+
+/** The attempt's log lines, named and keyed by whose reply it is. */
+function logLines(logger: Logger, job: DeliveryJob) {
+  const ids = job.source === 'hook' ? { actionId: job.sourceId } : { heartbeatId: job.sourceId };
+  const what = job.source === 'hook' ? 'delivery' : 'heartbeat delivery';
+  return {
+    warn: (fields: Record<string, unknown>, msg: string) =>
+      logger.warn({ ...ids, ...fields }, `${what} ${msg}`),
+    error: (fields: Record<string, unknown>, msg: string) =>
+      logger.error({ ...ids, ...fields }, `${what} ${msg}`),
+  };
 }
