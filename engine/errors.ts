@@ -80,7 +80,15 @@ export class HookError extends Error {
       details?: Record<string, unknown>;
     },
   ) {
-    super(message ?? ERRORS[code].message, { cause: options?.cause });
+    // An answer to a caller, not a fault: its stack is never logged or sent, and capturing one
+    // walks the whole stack on every refusal (a locked-out flood built one per request).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(message ?? ERRORS[code].message, { cause: options?.cause });
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
     this.name = 'HookError';
     this.code = code;
     this.status = ERRORS[code].status;

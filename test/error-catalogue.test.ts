@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERRORS, HookError } from '../engine/errors.ts';
+import { rateLimited } from '../engine/ingress/admit.ts';
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
@@ -31,6 +32,23 @@ describe('error catalogue', () => {
       ok: false,
       error: { code: 'rate_limited', message: ERRORS.rate_limited.message },
     });
+  });
+
+  it('captures no stack (a refusal is an answer, not a fault) and leaves the stack limit as it was', () => {
+    const limit = Error.stackTraceLimit;
+    const error = new HookError('invalid_payload', 'a refusal built per request');
+    expect(error.stack ?? '').not.toMatch(/\n\s+at /);
+    expect(Error.stackTraceLimit).toBe(limit);
+    // Other errors keep their stacks.
+    expect(new Error('a fault').stack).toMatch(/\n\s+at /);
+  });
+
+  it('says each lock its own seconds (the last 429 is reused only for the same seconds)', () => {
+    const header = (seconds: number) => rateLimited(seconds).flatHeaders();
+    expect(header(5)).toEqual(['retry-after', '5']);
+    expect(rateLimited(5)).toBe(rateLimited(5));
+    expect(header(7)).toEqual(['retry-after', '7']);
+    expect(header(5)).toEqual(['retry-after', '5']);
   });
 
   it('is frozen', () => {

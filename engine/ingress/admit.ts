@@ -102,9 +102,16 @@ export function methodNotAllowed(): HookError {
   return METHOD_NOT_ALLOWED;
 }
 
+// The last 429 built: a locked-out flood asks for the same seconds many times in a row.
+let lastRateLimited: { seconds: number; error: HookError } | undefined;
+
 /** 429 for an address that is locked out, with the seconds until the lock ends. */
 export function rateLimited(retryAfterSeconds: number): HookError {
-  return new HookError('rate_limited', undefined, {
-    headers: { 'retry-after': String(retryAfterSeconds) },
-  });
+  if (lastRateLimited?.seconds !== retryAfterSeconds) {
+    const error = new HookError('rate_limited', undefined, {
+      headers: { 'retry-after': String(retryAfterSeconds) },
+    });
+    lastRateLimited = { seconds: retryAfterSeconds, error };
+  }
+  return lastRateLimited.error;
 }
