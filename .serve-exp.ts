@@ -1,0 +1,13 @@
+import { resolveConfig } from '/work/main/engine/config.ts';
+import { startHookgate } from '/work/main/engine/hookgate.ts';
+import { createLogger } from '/work/main/engine/log.ts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+const dir = process.env.DIR ?? mkdtempSync('/tmp/exp/d-');
+const runtimeOn = process.argv[2] === 'on';
+const raw = { server: { host: '127.0.0.1', port: 0, maxConnectionsPerAddress: 10000 }, hooks: { enabled: true, token: 'tok-'.padEnd(40,'x'), authRateLimit: { maxFailures: Number(process.env.MAXF ?? 1000000000) } }, ...(process.env.AGENT && { agents: { defaults: { runner: { kind: 'http', url: process.env.AGENT } } } }) };
+const loaded = resolveConfig(raw, { baseDir: dir, dataDir: dir, env: {} });
+const { createMemoryStore } = await import('/work/main/bench/memory-store.ts');
+const hg = await startHookgate(loaded, { logger: createLogger('silent'), runtime: runtimeOn, ...(process.env.MEM && { store: createMemoryStore() }) });
+writeFileSync('/tmp/exp/url', hg.url);
+console.log(hg.url, process.pid);
+process.on('SIGINT', () => process.exit(0));
