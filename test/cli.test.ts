@@ -3,6 +3,7 @@
  * real HTTP on 127.0.0.1 (serve, config errors, config lookup, quickstart,
  * signals, the actions command).
  */
+import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -301,7 +302,40 @@ describe('quickstart', () => {
     expect(server.stderr()).not.toContain(token);
     expect(existsSync(path.join(cwd, 'data', 'hookgate.db'))).toBe(true);
   });
+
+  it.skipIf(!hasCurl())(
+    'the printed curl example works as pasted into a shell with HOOKGATE_TOKEN set',
+    async () => {
+      const cwd = temp();
+      const token = `quick-env-${randomUUID()}`;
+      const server = await startServer(['--port', '0'], { cwd, env: { HOOKGATE_TOKEN: token } });
+      await server.waitForStdout(/curl .*\n/);
+      const curl = server
+        .stdout()
+        .split('\n')
+        .find((line) => line.includes('curl '));
+      const answer = await new Promise<string>((resolve, reject) =>
+        execFile(
+          'sh',
+          ['-c', (curl as string).trim()],
+          { env: { ...process.env, HOOKGATE_TOKEN: token } },
+          (err, stdout) => (err ? reject(err) : resolve(stdout)),
+        ),
+      );
+      await stop(server);
+      expect(JSON.parse(answer)).toMatchObject({ ok: true });
+    },
+  );
 });
+
+function hasCurl(): boolean {
+  try {
+    execFileSync('curl', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Resolves once a new TCP connection to the port is refused (the server stopped accepting). */
 async function waitUntilRefused(port: number, timeoutMs = 5_000): Promise<void> {

@@ -99,7 +99,8 @@ function printQuickstart(hooksUrl: string, generatedToken: string | undefined): 
       ? `Hook token (generated for this run; set HOOKGATE_TOKEN to keep one): ${generatedToken}`
       : 'Hook token: the value of HOOKGATE_TOKEN.',
     'Try it:',
-    `  curl -sS -X POST ${hooksUrl}/wake -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '{"text":"hello from curl"}'`,
+    // Double quotes: the shell expands $HOOKGATE_TOKEN there (in single quotes it sent the name).
+    `  curl -sS -X POST ${hooksUrl}/wake -H "Authorization: Bearer ${token}" -H 'Content-Type: application/json' -d '{"text":"hello from curl"}'`,
     '',
   ];
   process.stdout.write(lines.join('\n'));
