@@ -80,11 +80,7 @@ export function openDatabase(
     readOnly: options.readOnly ?? false,
   });
   db.exec('PRAGMA busy_timeout = 5000');
-  // Savepoint journals (the runtime's batch undoes one write alone) and sorts stay in memory:
-  // past 64 KiB SQLite spilled them to a file in /var/tmp (open, write, unlink, close per batch),
-  // which put request text outside the data directory and cost about 5% of a run's CPU.
-  db.exec('PRAGMA temp_store = MEMORY');
-  if (options.readOnly) return db;
+  if (options.readOnly) return tempInMemory(db);
   db.exec('PRAGMA journal_mode = WAL');
   // FULL: a committed (and so answered) action survives power loss, not only a crash.
   db.exec('PRAGMA synchronous = FULL');
@@ -100,5 +96,16 @@ export function openDatabase(
       throw err;
     }
   }
+  // Only after the migrations: an index one builds sorts the whole table, which may spill.
+  return tempInMemory(db);
+}
+
+/**
+ * Savepoint journals (the runtime's batch undoes one write alone) and sorts kept in memory:
+ * past 64 KiB SQLite spilled them to an unnamed file in /var/tmp (open, write, unlink, close
+ * per batch), which put request text outside the data directory and cost about 5% of a run.
+ */
+function tempInMemory(db: DatabaseSync): DatabaseSync {
+  db.exec('PRAGMA temp_store = MEMORY');
   return db;
 }
