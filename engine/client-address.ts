@@ -4,14 +4,10 @@
  */
 import { BlockList, isIP } from 'node:net';
 
-/**
- * Resolves a request's client address from its socket peer and X-Forwarded-For. The header is
- * read through `forwardedFor` only when the peer is a trusted proxy: reading any header makes
- * node:http build the request's whole header object, which a refused request never needs.
- */
+/** Resolves a request's client address from its socket peer and X-Forwarded-For. */
 export type ClientAddressResolver = (
   peer: string | undefined,
-  forwardedFor: () => string | undefined,
+  forwardedFor: string | undefined,
 ) => string;
 
 /** Build a resolver trusting X-Forwarded-For only from the given addresses or CIDR ranges. */
@@ -24,11 +20,9 @@ export function createClientAddressResolver(
     const family = isIP(address);
     return family !== 0 && trusted.check(address, family === 6 ? 'ipv6' : 'ipv4');
   };
-  return function resolveClientAddress(peer, readForwardedFor) {
+  return function resolveClientAddress(peer, forwardedFor) {
     const address = normaliseAddress(peer ?? '');
-    if (trustedProxies.length === 0 || !isTrusted(address)) return address;
-    const forwardedFor = readForwardedFor();
-    if (!forwardedFor) return address;
+    if (trustedProxies.length === 0 || !forwardedFor || !isTrusted(address)) return address;
     // Walk from the right: the first hop we do not trust is the client.
     const hops = forwardedFor.split(',').map((hop) => normaliseAddress(hop.trim()));
     for (let i = hops.length - 1; i >= 0; i--) {

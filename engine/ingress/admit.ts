@@ -76,10 +76,11 @@ export function createAdmit({ enabled, hooksPath, limiter, resolveClient }: Admi
     x.pathname = pathname;
     x.query = q < 0 ? '' : url.slice(q + 1);
     x.hook = pathname.slice(prefix.length);
-    x.client = resolveClient(x.source.remoteAddress, () => {
-      const forwarded = x.source.headers['x-forwarded-for'];
-      return Array.isArray(forwarded) ? forwarded.join(',') : forwarded;
-    });
+    const forwarded = x.source.headers['x-forwarded-for'];
+    x.client = resolveClient(
+      x.source.remoteAddress,
+      Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
+    );
     x.limiterKey = limiterKey(x.client);
     x.log['hook'] = x.hook;
     x.log['client'] = x.client;
