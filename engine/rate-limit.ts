@@ -39,8 +39,10 @@ export interface AuthFailureLimiter {
   /**
    * Count a failed authentication; the failure that reaches `maxFailures` starts the lock.
    * Once settled, `lockedFor` answers the address's lock here, also one another instance started.
+   * A limiter that counts in memory has counted on return and returns nothing (a refusal then
+   * waits for no promise); a shared one returns its write.
    */
-  recordFailure(client: string, nowMs: number): Promise<void>;
+  recordFailure(client: string, nowMs: number): Promise<void> | undefined;
   /**
    * Whether this instance counted a failure for the address that no lock or reset has cleared
    * (a local answer). Callers reset only then, so a successful authentication writes nothing
@@ -63,27 +65,31 @@ export function reportingStoreErrors(
   logger: Pick<Logger, 'warn' | 'info'>,
 ): AuthFailureLimiter {
   let down = false;
+  function reachable(): void {
+    if (!down) return;
+    down = false;
+    logger.info('failed-auth limiter store reachable again');
+  }
   function settle(write: Promise<void>): Promise<void> {
-    return write.then(
-      () => {
-        if (!down) return;
-        down = false;
-        logger.info('failed-auth limiter store reachable again');
-      },
-      (err: unknown) => {
-        if (down) return;
-        down = true;
-        logger.warn(
-          { err: err instanceof Error ? err.message : String(err) },
-          'failed-auth limiter store unreachable: failures go uncounted until it answers',
-        );
-      },
-    );
+    return write.then(reachable, (err: unknown) => {
+      if (down) return;
+      down = true;
+      logger.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'failed-auth limiter store unreachable: failures go uncounted until it answers',
+      );
+    });
   }
   return {
     lockedFor: (client, nowMs) => limiter.lockedFor(client, nowMs),
     hasFailures: (client) => limiter.hasFailures(client),
-    recordFailure: (client, nowMs) => settle(limiter.recordFailure(client, nowMs)),
+    recordFailure(client, nowMs) {
+      const write = limiter.recordFailure(client, nowMs);
+      if (write) return settle(write);
+      // Counted at once: as good a sign as a write that resolved.
+      reachable();
+      return undefined;
+    },
     reset: (client) => settle(limiter.reset(client)),
     close: () => limiter.close(),
   };
@@ -118,9 +124,8 @@ export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLim
 
   return {
     lockedFor,
-    // Async only to fit the interface: the maps change before the promise is returned.
-    async recordFailure(client, nowMs) {
-      if (lockedFor(client, nowMs) > 0) return;
+    recordFailure(client, nowMs) {
+      if (lockedFor(client, nowMs) > 0) return undefined;
       const entry = counting.get(client);
       const next: Window =
         !entry || nowMs - entry.start >= windowMs
@@ -128,12 +133,13 @@ export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLim
           : { start: entry.start, count: entry.count + 1 };
       if (next.count < settings.maxFailures) {
         bounded(counting, client, next);
-        return;
+        return undefined;
       }
       counting.delete(client);
       bounded(locked, client, nowMs + lockoutMs);
       if (authLocked.hasSubscribers)
         authLocked.publish({ lockoutSeconds: settings.lockoutSeconds });
+      return undefined;
     },
     hasFailures(client) {
       return counting.has(client);

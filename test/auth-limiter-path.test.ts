@@ -90,13 +90,15 @@ function capturedLog() {
   return { logger, lines };
 }
 
+/** The refusal a stage settled with: returned (at once or later), or thrown. */
 async function refusal(step: unknown): Promise<HookError> {
+  let settled: unknown;
   try {
-    await step;
+    settled = await step;
   } catch (err) {
-    if (err instanceof HookError) return err;
-    throw err;
+    settled = err;
   }
+  if (settled instanceof HookError) return settled;
   throw new Error('the stage did not refuse');
 }
 

@@ -2,6 +2,7 @@
  * End-to-end: the guard stage over real HTTP (path, method, token carriers,
  * token in query, failed-auth rate limit).
  */
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
 import { rawExchange, rawPost } from './helpers/raw-http.ts';
@@ -221,7 +222,11 @@ describe('two token carriers at once', () => {
   afterAll(() => server.stop());
 
   it('accepts the same token in both carriers', async () => {
-    const res = await server.post('wake', { text: 'x' }, { headers: { 'x-hookgate-token': TOKEN } });
+    const res = await server.post(
+      'wake',
+      { text: 'x' },
+      { headers: { 'x-hookgate-token': TOKEN } },
+    );
     expect(res.status).toBe(200);
   });
 
@@ -308,5 +313,50 @@ describe('Expect: 100-continue', () => {
   it('an authenticated sender gets 100 Continue, then 200 for its body', async () => {
     const answer = await rawExchange(server.url, head(TOKEN), '{"text":"x"}');
     expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+  });
+});
+
+describe('a refusal answered before its body arrives', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.stop());
+
+  const request = (token: string, body: string) =>
+    `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+
+  /** One connection: the refused request's head, its body only after the 401, then a good request. */
+  function refusedThenAccepted(): Promise<string> {
+    const { hostname, port } = new URL(server.url);
+    const body = JSON.stringify({ text: 'after the refusal' });
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      let seen = '';
+      let sentRest = false;
+      socket.setEncoding('utf8');
+      socket.on('error', reject);
+      socket.on('close', () => resolve(seen));
+      socket.on('data', (chunk: string) => {
+        seen += chunk;
+        if (!sentRest && seen.includes('\r\n\r\n{') && seen.includes('}')) {
+          sentRest = true;
+          socket.write(body + request(TOKEN, body) + body);
+        }
+        if ((seen.match(/HTTP\/1\.1 /g) ?? []).length === 2 && seen.endsWith('}')) socket.end();
+      });
+      socket.write(request('wrong', body));
+    });
+  }
+
+  it('the 401 comes before the body is sent, and the connection then serves the next request', async () => {
+    const answers = await refusedThenAccepted();
+    const [first, second] = answers.split(/(?=HTTP\/1\.1 )/);
+    expect(first).toMatch(/^HTTP\/1\.1 401 /);
+    expect(first).toContain('"code":"unauthorized"');
+    expect(second).toMatch(/^HTTP\/1\.1 200 /);
+    // The refused body was read and dropped, not taken for the next request.
+    expect(second).toContain('"ok":true');
   });
 });

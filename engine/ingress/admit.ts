@@ -72,7 +72,7 @@ export function createAdmit({ enabled, hooksPath, limiter, resolveClient }: Admi
     const url = x.source.url;
     const q = url.indexOf('?');
     const pathname = q < 0 ? url : url.slice(0, q);
-    if (!enabled || !pathname.startsWith(prefix)) throw NOT_FOUND;
+    if (!enabled || !pathname.startsWith(prefix)) return NOT_FOUND;
     x.pathname = pathname;
     x.query = q < 0 ? '' : url.slice(q + 1);
     x.hook = pathname.slice(prefix.length);
@@ -87,12 +87,12 @@ export function createAdmit({ enabled, hooksPath, limiter, resolveClient }: Admi
     // A locked address is refused before its credentials are looked at: a right guess
     // must not be told apart from a wrong one while the lock lasts.
     const lockedFor = limiter.lockedFor(x.limiterKey, x.arrivedAtMs);
-    if (lockedFor > 0) throw rateLimited(lockedFor);
+    if (lockedFor > 0) return rateLimited(lockedFor);
     // After the lock: a locked address gets 429 for every request to a hook, whatever its method.
     const method = x.source.method;
-    if (method !== 'POST' && method !== 'GET') throw METHOD_NOT_ALLOWED;
+    if (method !== 'POST' && method !== 'GET') return METHOD_NOT_ALLOWED;
     // Refused before authentication, and not counted as a failure (spec 5.3).
-    if (queryCarriesToken(x.query)) throw TOKEN_IN_QUERY;
+    if (queryCarriesToken(x.query)) return TOKEN_IN_QUERY;
     return undefined;
   };
 }

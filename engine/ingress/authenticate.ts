@@ -29,23 +29,22 @@ export type AuthenticateSettings = {
 };
 
 /** Count a failure for the client, then refuse with the generic 401 (only failures wait on the count). */
-export async function refuseAuth(
+export function refuseAuth(
   x: Exchange,
   limiter: AuthFailureLimiter,
   failure: AuthFailure | 'token',
-): Promise<never> {
+): HookError | Promise<HookError> {
   const counted = limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
   x.log['authFailure'] = failure;
   if (authFailed.hasSubscribers && !x.preview)
     authFailed.publish({ route: x.route?.name ?? '', failure });
   // Counted before the answer: a guesser who waits for each 401 meets the lock on the next try.
-  await counted;
-  throw UNAUTHORIZED;
+  return counted ? counted.then(() => UNAUTHORIZED) : UNAUTHORIZED;
 }
 
 /** The stage before the body: hook token and the signature scheme's header checks. */
 export function createAuthenticateHeaders({ limiter, tokenMatches }: AuthenticateSettings): Stage {
-  function afterToken(x: Exchange, gate: RouteGate): undefined | Promise<never> {
+  function afterToken(x: Exchange, gate: RouteGate): undefined | HookError | Promise<HookError> {
     if (gate.verifier) {
       const failure = gate.verifier.precheck(x.headers, seconds(x.arrivedAtMs));
       if (failure) return refuseAuth(x, limiter, failure);
@@ -77,7 +76,7 @@ export function createAuthenticateBody({ limiter }: Pick<AuthenticateSettings, '
     if (!gate.verifier) return undefined;
     // Again after the upload: guesses sent side by side while the lock began get no MAC work.
     const lockedFor = limiter.lockedFor(x.limiterKey, Date.now());
-    if (lockedFor > 0) throw rateLimited(lockedFor);
+    if (lockedFor > 0) return rateLimited(lockedFor);
     const result = gate.verifier.verify(x.headers, had(x.raw, 'raw'), seconds(x.arrivedAtMs));
     if (typeof result === 'string') return refuseAuth(x, limiter, result);
     // No reset of the failure count: a valid signature proves a captured request, not a secret,

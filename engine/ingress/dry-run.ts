@@ -12,7 +12,7 @@ import { signatureHeaders } from '../auth/sign.ts';
 import type { CompiledMapping } from '../mappings.ts';
 import type { Ledger } from '../dispatcher.ts';
 import type { Verification } from '../envelope.ts';
-import { asHookError } from '../errors.ts';
+import { asHookError, HookError } from '../errors.ts';
 import { createMemoryLimiter } from '../rate-limit.ts';
 import { type Exchange, newExchange, runStages } from './exchange.ts';
 import { headerValues, type RequestSource } from './request-source.ts';
@@ -75,6 +75,7 @@ export async function dryRun(
   x.preview = true;
   try {
     const answer = await runStages(stages, x);
+    if (answer instanceof HookError) return refused(x, answer);
     const response =
       answer.kind === 'empty'
         ? null
@@ -83,15 +84,18 @@ export async function dryRun(
           : JSON.parse(answer.body);
     return { status: answer.status, ...seen(x), actions: x.accepted?.actions ?? [], response };
   } catch (err) {
-    const error = asHookError(err);
-    return {
-      status: error.status,
-      ...seen(x),
-      actions: [],
-      response: null,
-      error: { code: error.code, message: error.message },
-    };
+    return refused(x, asHookError(err));
   }
+}
+
+function refused(x: Exchange, error: HookError): DryRunResult {
+  return {
+    status: error.status,
+    ...seen(x),
+    actions: [],
+    response: null,
+    error: { code: error.code, message: error.message },
+  };
 }
 
 /** The request as the stages read it, from the command line's file and flags. */

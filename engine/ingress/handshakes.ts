@@ -20,7 +20,7 @@ export function createSubscribe(limiter: AuthFailureLimiter): Stage {
   return function subscribe(x: Exchange) {
     if (x.source.method !== 'GET') return undefined;
     const { gate } = had(x.route, 'route');
-    if (!gate.verifyToken) throw methodNotAllowed();
+    if (!gate.verifyToken) return methodNotAllowed();
     const query = parseQuery(x.query);
     const token = query['hub.verify_token'];
     if (query['hub.mode'] !== 'subscribe' || token === undefined || !gate.verifyToken(token)) {
@@ -36,14 +36,16 @@ export function createSubscribe(limiter: AuthFailureLimiter): Stage {
   };
 }
 
-/** Count the failure, then answer 403 (only failures wait on the count). */
-async function refuseVerifyToken(x: Exchange, limiter: AuthFailureLimiter): Promise<never> {
+/** Count the failure, then refuse with 403 (only failures wait on the count). */
+function refuseVerifyToken(
+  x: Exchange,
+  limiter: AuthFailureLimiter,
+): HookError | Promise<HookError> {
   const counted = limiter.recordFailure(x.limiterKey, x.arrivedAtMs);
   x.log['authFailure'] = 'verify_token';
   if (authFailed.hasSubscribers && !x.preview)
     authFailed.publish({ route: x.route?.name ?? '', failure: 'verify_token' });
-  await counted;
-  throw MISMATCH;
+  return counted ? counted.then(() => MISMATCH) : MISMATCH;
 }
 
 /** Slack's url_verification and ssl_check, once the request is verified and parsed. */

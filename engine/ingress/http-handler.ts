@@ -3,11 +3,18 @@
  * answer (or the refusal as one JSON error), and log one line per request.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { asHookError, type HookError } from '../errors.ts';
+import { asHookError, HookError } from '../errors.ts';
 import { type Logger, requestLineLogger } from '../log.ts';
 import { requestFinished } from '../observe/events.ts';
 import { CLOSE, sendEmpty, sendError, sendJson, sendText } from '../respond.ts';
-import { type Answer, type Exchange, type NamedStage, newExchange, runStages } from './exchange.ts';
+import {
+  type Answer,
+  type Exchange,
+  type NamedStage,
+  newExchange,
+  type Outcome,
+  runStages,
+} from './exchange.ts';
 import { expectsContinue, headerValues, httpSource } from './request-source.ts';
 
 /** The stages a request runs, held until it is answered (a reload retires them after). */
@@ -81,25 +88,33 @@ export function createRequestHandler(
       lines.info(x.log, 'request');
       if (requestFinished.hasSubscribers) publishFinished(x, durationMs);
     }
-    // One reaction per request rather than then/catch/finally (three promises and their ticks).
-    runStages(pipeline.stages, x, logger.isLevelEnabled('debug')).then(
-      (result) => {
-        try {
-          answer(res, x, result);
-        } catch (err) {
-          fail(req, res, x, err);
-        } finally {
-          finish();
-        }
-      },
-      (err: unknown) => {
-        try {
-          fail(req, res, x, err);
-        } finally {
-          finish();
-        }
-      },
-    );
+    function settle(result: Outcome): void {
+      try {
+        if (result instanceof HookError) fail(req, res, x, result);
+        else answer(res, x, result);
+      } catch (err) {
+        fail(req, res, x, err);
+      } finally {
+        finish();
+      }
+    }
+    function failed(err: unknown): void {
+      try {
+        fail(req, res, x, err);
+      } finally {
+        finish();
+      }
+    }
+    let outcome: Outcome | Promise<Outcome>;
+    try {
+      outcome = runStages(pipeline.stages, x, logger.isLevelEnabled('debug'));
+    } catch (err) {
+      failed(err);
+      return;
+    }
+    // Settled without waiting (a refusal before the body): answered now, no promise made.
+    if (outcome instanceof Promise) outcome.then(settle, failed);
+    else settle(outcome);
   };
 }
 

@@ -36,7 +36,7 @@ export function createStages(settings: StageSettings): readonly NamedStage[] {
   function pickRoute(x: Exchange) {
     x.route = routes.find(x.hook);
     if (x.source.method !== 'POST' && !had(x.route, 'route').gate.verifyToken) {
-      throw methodNotAllowed();
+      return methodNotAllowed();
     }
     return undefined;
   }
