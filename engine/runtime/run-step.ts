@@ -19,6 +19,12 @@ import type { RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
 import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 
+// A turn not started because the run's lease may have lapsed: nothing is written for it.
+const LEASE_LAPSED: RunResult = Object.freeze({
+  status: 'retry',
+  reason: 'its lease may have lapsed before the turn',
+});
+
 /** What a run needs of the runtime's settings. */
 export type RunSettings = {
   mainKey: string;
@@ -91,6 +97,12 @@ export function createRunStep(deps: RunStepDeps) {
     }
     const started = performance.now();
     const result = await runTurn(row, action);
+    if (result === LEASE_LAPSED) {
+      // Another instance runs it now, or claims it once the lease has expired: any write of
+      // this one would be refused by the claim's fence.
+      logger.warn({ actionId: action.id }, 'agent run not started: its lease may have lapsed');
+      return;
+    }
     if (result.status === 'retry') return retryOrGiveUp(row, action, result, started, ended);
     if (result.status !== 'ok') {
       ran(action, result.status === 'timeout' ? 'timeout' : 'failed', started);
@@ -161,6 +173,10 @@ export function createRunStep(deps: RunStepDeps) {
         reason: `no runner is configured for agent "${action.agentId}" (agents.defaults.runner)`,
       };
     }
+    const history = await store.history(turnOwner(action), settings.historyTurns);
+    // Another instance may have taken the run over while this one waited (a stalled process, a
+    // store down for longer than the lease): its turn must not start beside theirs.
+    if (store.holdsLease && !store.holdsLease(row)) return LEASE_LAPSED;
     return agent.runner.run(
       {
         kind: 'agent',
@@ -171,9 +187,7 @@ export function createRunStep(deps: RunStepDeps) {
         model: action.model ?? agent.model ?? null,
         thinking: action.thinking ?? null,
         timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
-        history: (await store.history(turnOwner(action), settings.historyTurns)).map(
-          ({ role, text }) => ({ role, text }),
-        ),
+        history: history.map(({ role, text }) => ({ role, text })),
         origin: {
           hook: action.hook,
           ...(action.mappingId !== undefined && { mappingId: action.mappingId }),

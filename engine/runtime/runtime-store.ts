@@ -233,6 +233,13 @@ export interface RunQueue {
    */
   renewLeases(running: readonly Claim[]): Promise<void>;
   /**
+   * Where instances share the store: whether this instance's lease on a run it claimed surely
+   * still holds, by this process's own clock from when the claim, or the last renewal that kept
+   * it, was sent (a stalled process, or a store down for longer than the lease, may have lost
+   * the run to another instance meanwhile). Absent where one process owns the store.
+   */
+  holdsLease?(claim: Claim): boolean;
+  /**
    * At start: runs a previous process left running that this process takes over, with their
    * runner process groups (to end before running them again).
    */

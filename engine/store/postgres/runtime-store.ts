@@ -72,6 +72,8 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   private readonly leaseMs: number;
   private readonly host = hostname();
   private renewedAt = 0;
+  // When the statement that last set each claimed run's lease was sent (performance.now()).
+  private readonly leasedAt = new Map<string, number>();
 
   constructor(pool: pg.Pool, options: PostgresRuntimeOptions) {
     super(pool);
@@ -142,6 +144,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
 
   private async claimFrom(heads: string, params: unknown[]): Promise<RunRow[]> {
     let rows: RunRecord[];
+    const sent = performance.now();
     try {
       rows = (await this.pool.query<RunRecord>(CLAIM(heads), params)).rows;
     } catch (err) {
@@ -153,8 +156,10 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     const runs: RunRow[] = [];
     for (const row of rows.sort((a, b) => Number(a.seq) - Number(b.seq))) {
       const run = readRun(row);
-      if (run) runs.push(run);
-      else await this.endUnreadable(row.id);
+      if (run) {
+        this.leasedAt.set(run.id, sent);
+        runs.push(run);
+      } else await this.endUnreadable(row.id);
     }
     return runs;
   }
@@ -300,19 +305,32 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   }
 
   async renewLeases(running: readonly Claim[]): Promise<void> {
+    const ids = new Set(running.map((run) => run.id));
+    for (const id of this.leasedAt.keys()) if (!ids.has(id)) this.leasedAt.delete(id);
     // A third of the lease is plenty of margin; more often would only add writes.
     if (running.length === 0 || Date.now() - this.renewedAt < this.leaseMs / 3) return;
     const asked = Date.now();
+    const sent = performance.now();
     // Only the claims still running here: a run whose end could not be written (the database
     // was down) is no longer run by anyone, and its lease must expire for it to be taken over.
-    await this.pool.query(
+    const { rows } = await this.pool.query<{ id: string }>(
       `UPDATE actions SET lease_until = now() + $2 * interval '1 millisecond'
        WHERE lease_owner = $1 AND state = 'running'
-         AND (id, attempts) IN (SELECT * FROM unnest($3::text[], $4::int[]))`,
+         AND (id, attempts) IN (SELECT * FROM unnest($3::text[], $4::int[]))
+       RETURNING id`,
       [this.owner, this.leaseMs, running.map((run) => run.id), running.map((run) => run.attempts)],
     );
+    // Only what the statement kept: a run another instance took over is not this one's again.
+    for (const { id } of rows) this.leasedAt.set(id, sent);
     // Only a renewal that went through counts: after a failure the next tick tries again.
     this.renewedAt = asked;
+  }
+
+  holdsLease(claim: Claim): boolean {
+    const from = this.leasedAt.get(claim.id);
+    // The database set the lease's end after this process sent the statement, so this clock
+    // reaches the end first; a tenth of the lease covers the steps between the check and the turn.
+    return from !== undefined && performance.now() - from < this.leaseMs * 0.9;
   }
 
   /**

@@ -1,0 +1,155 @@
+/**
+ * An instance that stalls (or loses the database) for longer than a run's
+ * lease may find, when it goes on, that another instance took the run over:
+ * it must not start the turn beside theirs. Two workers on one PostgreSQL
+ * database; the first claims a run, then waits on its history read with its
+ * renewals failing while the lease runs out; the second takes the run over
+ * and starts its turn; then the first goes on.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runner } from '../engine/runtime/runners/runner.ts';
+import type { Claim, Turn, TurnOwner } from '../engine/runtime/runtime-store.ts';
+import { closePool, openPool } from '../engine/store/postgres/pool.ts';
+import { PostgresRuntimeStore } from '../engine/store/postgres/runtime-store.ts';
+import { migratePostgres } from '../engine/store/postgres/schema.ts';
+import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
+import { testWorker } from './helpers/worker.ts';
+
+const skip = skipPostgres();
+const LEASE_MS = 1_000;
+
+type Deferred = { promise: Promise<void>; resolve: () => void };
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** A store whose history read waits for the test, and whose renewals fail until then. */
+class StalledStore extends PostgresRuntimeStore {
+  readonly historyAsked = deferred();
+  readonly goOn = deferred();
+  private cutOff = true;
+  override async history(owner: TurnOwner, limit: number): Promise<Turn[]> {
+    this.historyAsked.resolve();
+    await this.goOn.promise;
+    this.cutOff = false;
+    return super.history(owner, limit);
+  }
+  override async renewLeases(running: readonly Claim[]): Promise<void> {
+    if (this.cutOff) throw new Error('the database cannot be reached');
+    return super.renewLeases(running);
+  }
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const AGENT_ACTION = JSON.stringify({
+  kind: 'agent',
+  id: 'run-1',
+  hook: 'agent',
+  sessionKey: 'hook:a',
+  agentId: 'main',
+  message: 'one turn',
+  name: 'Lease',
+  wakeMode: 'next-heartbeat',
+  deliver: false,
+  untrusted: false,
+});
+
+describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () => {
+  let server: PostgresServer;
+  beforeAll(async () => {
+    server = await startPostgres();
+  }, 180_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('is not started by the stalled instance once another instance took it over', async () => {
+    const url = await server.createDatabase();
+    const poolA = openPool({ url, poolSize: 3 });
+    const poolB = openPool({ url, poolSize: 3 });
+    const started: string[] = [];
+    const releaseB = deferred();
+    const runner = (name: string, hold: Promise<void>): Runner => ({
+      async run() {
+        started.push(name);
+        await hold;
+        return { status: 'ok', reply: `${name} answered` };
+      },
+    });
+    const storeA = new StalledStore(poolA, { owner: 'instance-a', leaseMs: LEASE_MS });
+    const storeB = new PostgresRuntimeStore(poolB, { owner: 'instance-b', leaseMs: LEASE_MS });
+    const options = { workspace: '/tmp', concurrency: 1, pollMs: 50 };
+    const a = testWorker(storeA, runner('a', Promise.resolve()), options);
+    const b = testWorker(storeB, runner('b', releaseB.promise), options);
+    try {
+      await migratePostgres(poolA);
+      await poolA.query(
+        `INSERT INTO actions (id, kind, hook, session_key, received_at, action)
+         VALUES ('run-1', 'agent', 'agent', 'hook:a', now(), $1)`,
+        [AGENT_ACTION],
+      );
+      await a.start();
+      a.kick();
+      await storeA.historyAsked.promise;
+      // The first instance holds the run and cannot renew it; the second takes it once it lapses.
+      await b.start();
+      await until('the second instance to start the turn', () => started.includes('b'));
+      storeA.goOn.resolve();
+      await a.idle();
+      expect(started).toEqual(['b']);
+      releaseB.resolve();
+      await b.idle();
+      const { rows } = await poolA.query<{ state: string; outcome: string }>(
+        "SELECT state, outcome FROM actions WHERE id = 'run-1'",
+      );
+      expect(rows[0]?.state).toBe('done');
+      expect(JSON.parse(rows[0]?.outcome ?? '{}').reply).toBe('b answered');
+      expect(started).toEqual(['b']);
+    } finally {
+      releaseB.resolve();
+      await a.stop();
+      await b.stop();
+      await closePool(poolA);
+      await closePool(poolB);
+    }
+  }, 120_000);
+
+  it('a claim holds its lease for less than the lease, and a renewal keeps only runs still its own', async () => {
+    const url = await server.createDatabase();
+    const pool = openPool({ url, poolSize: 3 });
+    try {
+      await migratePostgres(pool);
+      await pool.query(
+        `INSERT INTO actions (id, kind, hook, session_key, received_at, action)
+         VALUES ('run-1', 'agent', 'agent', 'hook:a', now(), $1)`,
+        [AGENT_ACTION],
+      );
+      const first = new PostgresRuntimeStore(pool, { owner: 'instance-a', leaseMs: 300 });
+      const second = new PostgresRuntimeStore(pool, { owner: 'instance-b', leaseMs: 60_000 });
+      const [claim] = await first.claimHeads(1, new Set());
+      if (!claim) throw new Error('nothing claimed');
+      expect(first.holdsLease(claim)).toBe(true);
+      await until('the lease to lapse', () => !first.holdsLease(claim));
+      await until('the second instance to take the run over', async () => {
+        const [taken] = await second.claimHeads(1, new Set());
+        return taken?.id === 'run-1';
+      });
+      // The first instance's renewal finds the run another's: it does not hold it again.
+      await first.renewLeases([claim]);
+      expect(first.holdsLease(claim)).toBe(false);
+    } finally {
+      await closePool(pool);
+    }
+  }, 120_000);
+});
