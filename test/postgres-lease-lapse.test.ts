@@ -125,6 +125,56 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     }
   }, 120_000);
 
+  it('goes back to the queue at once, its attempt given back, when nobody took it over', async () => {
+    const url = await server.createDatabase();
+    const pool = openPool({ url, poolSize: 3 });
+    const started: string[] = [];
+    const store = new StalledStore(pool, { owner: 'instance-a', leaseMs: LEASE_MS });
+    const worker = testWorker(
+      store,
+      {
+        async run() {
+          started.push('a');
+          return { status: 'ok', reply: 'a answered' };
+        },
+      },
+      { workspace: '/tmp', concurrency: 1, pollMs: 50 },
+    );
+    try {
+      await migratePostgres(pool);
+      await pool.query(
+        `INSERT INTO actions (id, kind, hook, session_key, received_at, action)
+         VALUES ('run-1', 'agent', 'agent', 'hook:a', now(), $1)`,
+        [AGENT_ACTION],
+      );
+      await worker.start();
+      worker.kick();
+      await store.historyAsked.promise;
+      await until('the lease to run out', async () => {
+        const { rows } = await pool.query<{ lapsed: boolean }>(
+          "SELECT lease_until < now() AS lapsed FROM actions WHERE id = 'run-1'",
+        );
+        return rows[0]?.lapsed === true;
+      });
+      store.goOn.resolve();
+      await until('the run to end', async () => {
+        const { rows } = await pool.query<{ state: string }>(
+          "SELECT state FROM actions WHERE id = 'run-1'",
+        );
+        return rows[0]?.state === 'done';
+      });
+      const { rows } = await pool.query<{ attempts: number }>(
+        "SELECT attempts FROM actions WHERE id = 'run-1'",
+      );
+      // Given up once, requeued with its attempt refunded, then claimed and run: one attempt.
+      expect(rows[0]?.attempts).toBe(1);
+      expect(started).toEqual(['a']);
+    } finally {
+      await worker.stop();
+      await closePool(pool);
+    }
+  }, 120_000);
+
   it('a claim holds its lease for less than the lease, and a renewal keeps only runs still its own', async () => {
     const url = await server.createDatabase();
     const pool = openPool({ url, poolSize: 3 });
@@ -140,6 +190,12 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
       const [claim] = await first.claimHeads(1, new Set());
       if (!claim) throw new Error('nothing claimed');
       expect(first.holdsLease(claim)).toBe(true);
+      // A renewal that does not list the claim yet (the worker learns of a claim only when the
+      // claim pass returns) keeps it held.
+      await first.renewLeases([]);
+      expect(first.holdsLease(claim)).toBe(true);
+      // Another attempt of the run is another claim.
+      expect(first.holdsLease({ id: claim.id, attempts: claim.attempts + 1 })).toBe(false);
       await until('the lease to lapse', () => !first.holdsLease(claim));
       await until('the second instance to take the run over', async () => {
         const [taken] = await second.claimHeads(1, new Set());

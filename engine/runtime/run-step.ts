@@ -19,11 +19,9 @@ import type { RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
 import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 
-// A turn not started because the run's lease may have lapsed: nothing is written for it.
-const LEASE_LAPSED: RunResult = Object.freeze({
-  status: 'retry',
-  reason: 'its lease may have lapsed before the turn',
-});
+// A turn not started because the run's lease may have lapsed (it goes back to the queue).
+const LEASE_LAPSED_REASON = 'its lease may have lapsed before the turn';
+const LEASE_LAPSED: RunResult = Object.freeze({ status: 'retry', reason: LEASE_LAPSED_REASON });
 
 /** What a run needs of the runtime's settings. */
 export type RunSettings = {
@@ -98,9 +96,18 @@ export function createRunStep(deps: RunStepDeps) {
     const started = performance.now();
     const result = await runTurn(row, action);
     if (result === LEASE_LAPSED) {
-      // Another instance runs it now, or claims it once the lease has expired: any write of
-      // this one would be refused by the claim's fence.
       logger.warn({ actionId: action.id }, 'agent run not started: its lease may have lapsed');
+      // Back to the queue at once with its attempt given back while it is still this instance's;
+      // the claim's fence refuses the write if another instance has taken the run over.
+      await lastWrite(
+        store.requeue(
+          row,
+          0,
+          { status: 'retrying', reason: LEASE_LAPSED_REASON },
+          { refundAttempt: true },
+        ),
+        ended,
+      );
       return;
     }
     if (result.status === 'retry') return retryOrGiveUp(row, action, result, started, ended);

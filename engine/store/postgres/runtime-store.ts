@@ -65,6 +65,11 @@ const PRUNE_BATCH = 1000;
 
 const COUNT_STATES = 'SELECT state, count(*)::int AS n FROM actions GROUP BY state';
 
+/** A claim's key among this instance's leases: a later attempt of the run is another claim. */
+function claimKey(claim: Claim): string {
+  return `${claim.id}#${claim.attempts}`;
+}
+
 /** The runtime store over a pool the caller owns (several stores of one process may share it). */
 export class PostgresRuntimeStore extends PostgresSessionRecords implements RuntimeStore {
   readonly leadership: Leadership;
@@ -72,7 +77,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   private readonly leaseMs: number;
   private readonly host = hostname();
   private renewedAt = 0;
-  // When the statement that last set each claimed run's lease was sent (performance.now()).
+  // When the statement that last set each claim's lease was sent (performance.now()), by claim.
   private readonly leasedAt = new Map<string, number>();
 
   constructor(pool: pg.Pool, options: PostgresRuntimeOptions) {
@@ -154,10 +159,11 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
       throw err;
     }
     const runs: RunRow[] = [];
+    this.forgetLapsed(sent);
     for (const row of rows.sort((a, b) => Number(a.seq) - Number(b.seq))) {
       const run = readRun(row);
       if (run) {
-        this.leasedAt.set(run.id, sent);
+        this.leasedAt.set(claimKey(run), sent);
         runs.push(run);
       } else await this.endUnreadable(row.id);
     }
@@ -305,32 +311,36 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   }
 
   async renewLeases(running: readonly Claim[]): Promise<void> {
-    const ids = new Set(running.map((run) => run.id));
-    for (const id of this.leasedAt.keys()) if (!ids.has(id)) this.leasedAt.delete(id);
     // A third of the lease is plenty of margin; more often would only add writes.
     if (running.length === 0 || Date.now() - this.renewedAt < this.leaseMs / 3) return;
     const asked = Date.now();
     const sent = performance.now();
     // Only the claims still running here: a run whose end could not be written (the database
     // was down) is no longer run by anyone, and its lease must expire for it to be taken over.
-    const { rows } = await this.pool.query<{ id: string }>(
+    const { rows } = await this.pool.query<Claim>(
       `UPDATE actions SET lease_until = now() + $2 * interval '1 millisecond'
        WHERE lease_owner = $1 AND state = 'running'
          AND (id, attempts) IN (SELECT * FROM unnest($3::text[], $4::int[]))
-       RETURNING id`,
+       RETURNING id, attempts`,
       [this.owner, this.leaseMs, running.map((run) => run.id), running.map((run) => run.attempts)],
     );
     // Only what the statement kept: a run another instance took over is not this one's again.
-    for (const { id } of rows) this.leasedAt.set(id, sent);
+    for (const claim of rows) this.leasedAt.set(claimKey(claim), sent);
     // Only a renewal that went through counts: after a failure the next tick tries again.
     this.renewedAt = asked;
   }
 
   holdsLease(claim: Claim): boolean {
-    const from = this.leasedAt.get(claim.id);
+    const from = this.leasedAt.get(claimKey(claim));
     // The database set the lease's end after this process sent the statement, so this clock
     // reaches the end first; a tenth of the lease covers the steps between the check and the turn.
     return from !== undefined && performance.now() - from < this.leaseMs * 0.9;
+  }
+
+  /** Forget leases that have run out by this clock (they answer false anyway): one lease's claims stay. */
+  private forgetLapsed(nowMs: number): void {
+    for (const [key, from] of this.leasedAt)
+      if (nowMs - from >= this.leaseMs) this.leasedAt.delete(key);
   }
 
   /**
