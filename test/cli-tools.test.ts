@@ -94,6 +94,9 @@ describe('hookgate test', () => {
     expect(stdout).toContain('github-other: not tried');
     expect(stdout).toContain('session key: hook:github:1296269 (mapping)');
     expect(stdout).toContain('Push to octocat/hello-world by octocat');
+    // The action reads as indented JSON, a line per field, not one escaped line.
+    expect(stdout).toMatch(/^Action 1 \(agent\):\n\{\n {2}"kind": "agent",\n/m);
+    expect(stdout).not.toContain('\\x0a');
   });
 
   it('says which condition failed', () => {

@@ -104,7 +104,8 @@ function describe(name: string, base: string, result: DryRunResult): string[] {
   lines.push(`Result: 200 ${JSON.stringify(result.response)}`);
   for (const [i, action] of result.actions.entries()) {
     lines.push(`Action ${i + 1} (${action.kind}):`);
-    lines.push(JSON.stringify(action, null, 2));
+    // One output line per JSON line: a line break inside a value is already escaped by JSON.
+    lines.push(...JSON.stringify(action, null, 2).split('\n'));
     lines.push('Policy decisions:');
     if (action.kind === 'agent') {
       lines.push(`  agent: ${action.agentId}`);
