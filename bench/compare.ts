@@ -5,6 +5,9 @@
  * few percent shows through the drift of a shared machine that separate runs
  * do not survive. Prints the median server CPU per response, req/s and p99
  * latency of each side, and B's median per-slice ratio to A with its interquartile range.
+ * The targets (their bodies, hooks and settings) come from this checkout for both sides; each
+ * side's server, from engine/ to bench/server.ts, from its own. A slice counts a side's CPU
+ * during its load only.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,7 +32,8 @@ type Starter = (spec: ServerSpec) => Promise<ServerProcess>;
 
 const USAGE = `npm run bench:compare -- --against DIR [options]
 
-  --against DIR      the other checkout (with its own node_modules), loaded as side B
+  --against DIR      the other checkout (with its own node_modules), loaded as side B; the
+                     targets and their settings are this checkout's, the server code each side's
   --targets LIST     comma-separated bench targets (default wake; see npm run bench -- --help)
   --cycles N         ABBA cycles of one slice per side each (default 6)
   --slice S          seconds per slice (default 2)
