@@ -6,6 +6,7 @@
  * renewals failing while the lease runs out; the second takes the run over
  * and starts its turn; then the first goes on.
  */
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runner } from '../engine/runtime/runners/runner.ts';
 import type { Claim, Turn, TurnOwner } from '../engine/runtime/runtime-store.ts';
@@ -65,6 +66,16 @@ const AGENT_ACTION = JSON.stringify({
   untrusted: false,
 });
 
+/** A fresh schema holding one queued agent run, `run-1` of session `hook:a`. */
+async function queueOneRun(pool: pg.Pool): Promise<void> {
+  await migratePostgres(pool);
+  await pool.query(
+    `INSERT INTO actions (id, kind, hook, session_key, received_at, action)
+     VALUES ('run-1', 'agent', 'agent', 'hook:a', now(), $1)`,
+    [AGENT_ACTION],
+  );
+}
+
 describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () => {
   let server: PostgresServer;
   beforeAll(async () => {
@@ -93,12 +104,7 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     const a = testWorker(storeA, runner('a', Promise.resolve()), options);
     const b = testWorker(storeB, runner('b', releaseB.promise), options);
     try {
-      await migratePostgres(poolA);
-      await poolA.query(
-        `INSERT INTO actions (id, kind, hook, session_key, received_at, action)
-         VALUES ('run-1', 'agent', 'agent', 'hook:a', now(), $1)`,
-        [AGENT_ACTION],
-      );
+      await queueOneRun(poolA);
       await a.start();
       a.kick();
       await storeA.historyAsked.promise;
@@ -141,12 +147,7 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
       { workspace: '/tmp', concurrency: 1, pollMs: 50 },
     );
     try {
-      await migratePostgres(pool);
-      await pool.query(
-        `INSERT INTO actions (id, kind, hook, session_key, received_at, action)
-         VALUES ('run-1', 'agent', 'agent', 'hook:a', now(), $1)`,
-        [AGENT_ACTION],
-      );
+      await queueOneRun(pool);
       await worker.start();
       worker.kick();
       await store.historyAsked.promise;
@@ -179,12 +180,7 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     const url = await server.createDatabase();
     const pool = openPool({ url, poolSize: 3 });
     try {
-      await migratePostgres(pool);
-      await pool.query(
-        `INSERT INTO actions (id, kind, hook, session_key, received_at, action)
-         VALUES ('run-1', 'agent', 'agent', 'hook:a', now(), $1)`,
-        [AGENT_ACTION],
-      );
+      await queueOneRun(pool);
       const first = new PostgresRuntimeStore(pool, { owner: 'instance-a', leaseMs: 300 });
       const second = new PostgresRuntimeStore(pool, { owner: 'instance-b', leaseMs: 60_000 });
       const [claim] = await first.claimHeads(1, new Set());

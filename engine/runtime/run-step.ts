@@ -20,8 +20,8 @@ import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.t
 import type { LastRoutePolicy } from './last-route.ts';
 
 // A turn not started because the run's lease may have lapsed (it goes back to the queue).
+const LEASE_LAPSED = Symbol('lease lapsed');
 const LEASE_LAPSED_REASON = 'its lease may have lapsed before the turn';
-const LEASE_LAPSED: RunResult = Object.freeze({ status: 'retry', reason: LEASE_LAPSED_REASON });
 
 /** What a run needs of the runtime's settings. */
 export type RunSettings = {
@@ -172,7 +172,10 @@ export function createRunStep(deps: RunStepDeps) {
     kind: 'agent',
   });
 
-  async function runTurn(row: RunRow, action: AgentAction): Promise<RunResult> {
+  async function runTurn(
+    row: RunRow,
+    action: AgentAction,
+  ): Promise<RunResult | typeof LEASE_LAPSED> {
     const agent = agentFor(action);
     if (!agent?.runner) {
       return {

@@ -254,6 +254,8 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     turns?: RunTurns,
     delivery?: DeliveryRecord,
   ): Promise<boolean> {
+    // Ended here, whether the fence let the end through or not: no longer a lease this instance keeps.
+    this.leasedAt.delete(claimKey(claim));
     return inTransaction(this.pool, async (client) => {
       const { rowCount } = await client.query(
         `UPDATE actions SET state = $4, outcome = $5, finished_at = now(), lease_owner = NULL,
@@ -291,6 +293,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     outcome: Outcome,
     options: { refundAttempt?: boolean } = {},
   ): Promise<boolean> {
+    this.leasedAt.delete(claimKey(claim));
     const { rowCount } = await this.pool.query(
       `UPDATE actions SET state = 'queued', outcome = $4,
          next_attempt_at = CASE WHEN $5::float8 > 0 THEN now() + $5 * interval '1 millisecond'
@@ -337,7 +340,11 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     return from !== undefined && performance.now() - from < this.leaseMs * 0.9;
   }
 
-  /** Forget leases that have run out by this clock (they answer false anyway): one lease's claims stay. */
+  /**
+   * Forget leases that have run out by this clock (they answer false anyway): those of runs
+   * whose end never reached the database. A run ended here is forgotten at its end, so this
+   * walks only the runs in flight.
+   */
   private forgetLapsed(nowMs: number): void {
     for (const [key, from] of this.leasedAt)
       if (nowMs - from >= this.leaseMs) this.leasedAt.delete(key);
