@@ -74,9 +74,21 @@ export function wrapUntrusted(
     ? [...new Set([...detectInjection(content, shape), ...detectInjection(content, shape.tagged)])]
     : detectInjection(content, shape);
   const { text: safeContent, count } = neutraliseMarkers(content, shape);
+  return { text: enclose(safeContent, source, id), id, neutralised: count, patterns };
+}
+
+/**
+ * The text `wrapUntrusted(content, source, id)` gave, built again from the same parts (a stored
+ * action keeps those rather than the wrapped text). Pure.
+ */
+export function rewrap(content: string, source: string, id: string): string {
+  return enclose(neutraliseMarkers(content).text, source, id);
+}
+
+function enclose(safeContent: string, source: string, id: string): string {
   // Any line break (U+2028/2029 and NEL too) would start a new line under the marker.
   const safeSource = neutraliseMarkers(source.replace(/[\r\n\u2028\u2029\u0085]+/g, ' ')).text;
-  const text = [
+  return [
     SECURITY_NOTICE,
     `<<<${START_MARKER} id="${id}">>>`,
     `Source: ${safeSource}`,
@@ -84,7 +96,6 @@ export function wrapUntrusted(
     safeContent,
     `<<<${END_MARKER} id="${id}">>>`,
   ].join('\n');
-  return { text, id, neutralised: count, patterns };
 }
 
 /** The content of a wrapped text (for display), or the text itself when it is not wrapped. */

@@ -5,10 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionStore } from '../engine/queue/action-store.ts';
+import { wrapUntrusted } from '../engine/safety.ts';
 import type { Action } from '../schemas/action.ts';
 
-/** A valid wake action with a fresh id. */
+/** A valid wake action with a fresh id, wrapped as the /wake trigger wraps it. */
 export function sampleAction(text = 'hello'): Action {
+  const wrapped = wrapUntrusted(text, 'Webhook');
   return {
     kind: 'wake',
     id: randomUUID(),
@@ -17,6 +19,13 @@ export function sampleAction(text = 'hello'): Action {
     client: '127.0.0.1',
     requestId: randomUUID(),
     untrusted: true,
+    prompt: wrapped.text,
+    safety: {
+      wrapperId: wrapped.id,
+      label: 'Webhook',
+      patterns: wrapped.patterns,
+      neutralised: wrapped.neutralised,
+    },
     text,
     mode: 'now',
   };

@@ -4,6 +4,7 @@
  * retried run keeps of its outcome. Pure.
  */
 import type { Action } from '../../schemas/action.ts';
+import { restoredAction } from '../store/stored-action.ts';
 import type { NewEvent, Outcome } from './runtime-store.ts';
 
 export type WakeAction = Extract<Action, { kind: 'wake' }>;
@@ -36,7 +37,7 @@ export function wakeEvent(wake: WakeAction, mainKey: string): NewEvent {
 /** A stored wake, or undefined when the text does not hold one. */
 export function readWake(json: string): WakeAction | undefined {
   try {
-    const action = JSON.parse(json) as WakeAction | null;
+    const action = restoredAction(JSON.parse(json) as WakeAction | null);
     return action?.kind === 'wake' && typeof action.text === 'string' ? action : undefined;
   } catch {
     return undefined;

@@ -19,6 +19,7 @@ import type {
 } from '../../queue/action-store.ts';
 import { closePool, inTransaction, openPool, type PostgresSettings } from './pool.ts';
 import { migratePostgres } from './schema.ts';
+import { parseStoredAction } from '../stored-action.ts';
 
 // Two batches in flight: one committing (waiting for its WAL flush) while the next one fills.
 const MAX_IN_FLIGHT = 2;
@@ -274,7 +275,7 @@ class PostgresActionStore implements ActionStore {
       seq: Number(row.seq),
       state: row.state,
       attempts: row.attempts,
-      action: JSON.parse(row.action) as Action,
+      action: parseStoredAction(row.action),
     }));
   }
 

@@ -6,6 +6,7 @@
 import type { Action } from '../../../schemas/action.ts';
 import type { ActionState } from '../../queue/action-store.ts';
 import type { Outcome, RunRow } from '../../runtime/runtime-store.ts';
+import { restoredAction } from '../stored-action.ts';
 
 /** The columns a run is read from (the action as JSON text, whatever its column type). */
 export const RUN_COLUMNS = [
@@ -48,7 +49,9 @@ function epochMs(value: RunRecord['next_attempt_at']): number {
 /** The run, or undefined when the row holds no readable action (another writer, damage). */
 export function readRun(row: RunRecord): RunRow | undefined {
   try {
-    const action = (typeof row.action === 'string' ? JSON.parse(row.action) : row.action) as Action;
+    const action = restoredAction(
+      (typeof row.action === 'string' ? JSON.parse(row.action) : row.action) as Action,
+    );
     if (action === null || typeof action !== 'object' || typeof action.kind !== 'string')
       return undefined;
     return {

@@ -9,7 +9,6 @@
  * lock another thread holds. Reads use a connection of their own.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { Action } from '../../../schemas/action.ts';
 import type {
   AcceptedRecord,
   ActionState,
@@ -19,6 +18,7 @@ import type {
   StoredAction,
 } from '../../queue/action-store.ts';
 import { prepareDataDir } from './data-dir.ts';
+import { parseStoredAction, storedActionJson } from '../stored-action.ts';
 import { type WakeAction, wakeEvent } from '../../runtime/stored-runs.ts';
 import {
   type GroupWriter,
@@ -80,7 +80,7 @@ function listFrom(statement: StatementSync, limit: number): StoredAction[] {
     seq: Number(row['seq']),
     state: row['state'] as ActionState,
     attempts: Number(row['attempts']),
-    action: JSON.parse(row['action'] as string) as Action,
+    action: parseStoredAction(row['action'] as string),
   }));
 }
 
@@ -92,7 +92,7 @@ function toItem({ actions, idempotency }: AcceptedRecord, wakeSession: string | 
       hook: action.hook,
       sessionKey: action.kind === 'agent' ? action.sessionKey : null,
       receivedAt: action.receivedAt,
-      json: JSON.stringify(action),
+      json: storedActionJson(action),
       ...(action.kind === 'wake' &&
         wakeSession !== null && { event: appliedWake(action, wakeSession) }),
     })),

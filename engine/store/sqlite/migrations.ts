@@ -263,4 +263,8 @@ export const MIGRATIONS: readonly string[] = [
     recipient TEXT
   ) WITHOUT ROWID;
   `,
+  // 11: no table changes. New rows keep an action without its wrapped prompt (rebuilt from its
+  // text and wrapper when read, engine/store/stored-action.ts); a hookgate before this version
+  // would take such an action for a trusted one, so the version makes it refuse the file.
+  '-- actions without their wrapped prompt',
 ];

@@ -7,7 +7,6 @@
  * always leads, and at its start every run left running is its to take over.
  */
 import type { SQLOutputValue } from 'node:sqlite';
-import type { Action } from '../../../schemas/action.ts';
 import type { ActionState } from '../../queue/action-store.ts';
 import type {
   Claim,
@@ -29,6 +28,7 @@ import { openDatabase } from './schema.ts';
 import { now, type Row, SqliteSessionRecords } from './session-records.ts';
 import { boundLimit } from './bound-limit.ts';
 import { ringDoorbell } from './doorbell.ts';
+import { parseStoredAction } from '../stored-action.ts';
 
 /** A run from a row of RUN_COLUMNS read as an array. */
 function toRun(row: unknown): RunRow {
@@ -43,7 +43,7 @@ function toRun(row: unknown): RunRow {
     startedAt: (startedAt as string | null) ?? null,
     finishedAt: (finishedAt as string | null) ?? null,
     outcome: outcome ? (JSON.parse(outcome as string) as Outcome) : null,
-    action: JSON.parse(action as string) as Action,
+    action: parseStoredAction(action as string),
   };
 }
 
