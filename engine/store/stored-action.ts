@@ -2,9 +2,10 @@
  * An action as a store row keeps it. The wrapped prompt is left out: it is
  * the request's text under the security notice and the wrapper's markers,
  * which the text, the wrapper's id and its label (all kept) build again
- * exactly. It was about 40% of a wake's row and a third of the bytes a wake
- * wrote; what the agent was given stays stored word for word where the
- * agent read it (a wake's event, a run's turn in its session's history).
+ * exactly, as long as the wrapper's code is the same (after an upgrade that
+ * changed it, a queued action gets the new wrapping). It was about 40% of a
+ * wake's row and a third of the bytes a wake wrote; a wake's event and a
+ * finished run's turns keep the text the agent was given word for word.
  * Pure.
  */
 import type { Action } from '../../schemas/action.ts';
@@ -22,13 +23,13 @@ export function storedActionJson(action: Action): string {
 
 /**
  * A row's parsed action with its wrapped prompt back. An untrusted action whose row lacks the
- * wrapper's parts (another writer, damage) is wrapped afresh rather than given to the agent as
- * it is. Anything that is not an untrusted action without a prompt is returned unchanged.
+ * wrapper's parts or holds a prompt that is no string (another writer, damage) is wrapped afresh
+ * rather than given to the agent as it is. Anything that is not an untrusted action without a prompt is returned unchanged.
  */
 export function restoredAction<T>(value: T): T {
   if (value === null || typeof value !== 'object') return value;
   const action = value as Record<string, unknown>;
-  if (action['untrusted'] !== true || action['prompt'] !== undefined) return value;
+  if (action['untrusted'] !== true || typeof action['prompt'] === 'string') return value;
   const content = action['kind'] === 'agent' ? action['message'] : action['text'];
   if (typeof content !== 'string') return value;
   const safety = action['safety'] as { wrapperId?: unknown; label?: unknown } | undefined;
