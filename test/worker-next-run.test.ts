@@ -76,3 +76,31 @@ it('with a slot free and no one waiting, a session runs its backlog in order, on
   await worker.idle();
   expect(started).toEqual(['a1', 'a2', 'a3', 'a4']);
 });
+
+it('with every slot taken, a run that ends hands its slot to the oldest waiting head in the transaction of its end', async () => {
+  const { store, worker, started, held, accept, release } = await setup(1);
+  const x1 = agentAction('hook:x', 'HOLD x1');
+  const b1 = agentAction('hook:b', 'b1');
+  await accept([x1, b1, agentAction('hook:c', 'c1')]);
+  await worker.start();
+  await waitFor('the held run to start', () => held.size === 1);
+  release('HOLD x1');
+  // Checked every event-loop turn: from the moment x1's end is stored, b1 is claimed.
+  while ((await store.run(x1.id))?.state !== 'done') await new Promise(setImmediate);
+  expect((await store.run(b1.id))?.state).not.toBe('queued');
+  await worker.idle();
+  expect(started).toEqual(['HOLD x1', 'b1', 'c1']);
+});
+
+it("with every slot taken, a session's own next run takes the slot when it is the oldest head", async () => {
+  const { worker, started, accept } = await setup(1);
+  await accept([
+    agentAction('hook:a', 'a1'),
+    agentAction('hook:a', 'a2'),
+    agentAction('hook:b', 'b1'),
+    agentAction('hook:a', 'a3'),
+  ]);
+  await worker.start();
+  await worker.idle();
+  expect(started).toEqual(['a1', 'a2', 'b1', 'a3']);
+});

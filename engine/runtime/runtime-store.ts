@@ -179,6 +179,13 @@ export interface RunQueue {
    */
   claimNext?(sessionKey: string): Promise<RunRow | undefined>;
   /**
+   * Where the store runs its writes and claims in the order asked (one connection): claimHeads
+   * in the transaction of the writes asked before (the end of a run), so the pages both touch
+   * are written once. Absent elsewhere: a claim asked with an end could run before it and take
+   * over the very run being ended (its lease lapsed).
+   */
+  claimHeadsAfterEnd?(room: number, busy: ReadonlySet<string>): Promise<RunRow[]>;
+  /**
    * Apply up to `limit` queued wakes, oldest first, in one transaction: each appends its text to
    * `mainKey` as an event and is done. Returns how many were applied and their modes.
    */

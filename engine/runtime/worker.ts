@@ -112,28 +112,42 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
     const room = settings.concurrency - busy.size;
     if (room <= 0) return;
     const claims = await store.claimHeads(room, new Set(busy.keys()));
-    for (const claimed of claims) {
-      const action: unknown = claimed.action;
-      // A row that holds no action a run can take is ended by execute(), in a slot of its own.
-      const session = !isRunnableAction(action)
-        ? `unreadable:${claimed.id}`
-        : action.kind === 'agent'
-          ? action.sessionKey
-          : '';
-      const work = runSession(session, claimed).finally(() => {
-        busy.delete(session);
-        kick();
-      });
-      busy.set(session, work);
-    }
+    for (const claimed of claims) startSlot(claimed);
     if (claims.length < room) await watch?.roomLeft();
+  }
+
+  /** The slot a claimed row runs in: its session's. */
+  function slotOf(claimed: RunRow): string {
+    const action: unknown = claimed.action;
+    // A row that holds no action a run can take is ended by execute(), in a slot of its own.
+    if (!isRunnableAction(action)) return `unreadable:${claimed.id}`;
+    return action.kind === 'agent' ? action.sessionKey : '';
+  }
+
+  /** Run a claimed head in a slot of its own. */
+  function startSlot(claimed: RunRow): void {
+    const session = slotOf(claimed);
+    const work = runSession(session, claimed).finally(() => {
+      busy.delete(session);
+      kick();
+    });
+    busy.set(session, work);
+  }
+
+  /** A claim made with a run's end: its lease from the claim on, as a pass's claims. */
+  function leased<T extends RunRow | undefined>(claimed: T): T {
+    if (claimed) running.set(claimed.id, { id: claimed.id, attempts: claimed.attempts });
+    return claimed;
   }
 
   /**
    * Run a session's claimed action, then, while it has more and no older head of another
    * session waits, its next one: claimed in the transaction that ends the one before (where
-   * the store allows), with no pass over every session's heads. Otherwise, and with every slot
-   * taken, the slot goes back to the oldest head of any session, by the next pass.
+   * the store allows), with no pass over every session's heads. With every slot taken, the
+   * slot goes to the oldest head of a session not running elsewhere (this one's next run
+   * included), claimed in that same transaction where the store allows: the pages both writes
+   * touch (the queue's index, the actions around the oldest ones) go to the log once.
+   * Otherwise the next pass gives the slot, and fills any room left.
    */
   async function runSession(session: string, first: RunRow): Promise<void> {
     let row: RunRow | undefined = first;
@@ -141,22 +155,26 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
       const current: RunRow = row;
       running.set(current.id, { id: current.id, attempts: current.attempts });
       let next: Promise<RunRow | undefined> | undefined;
+      let handedOver: Promise<RunRow[]> | undefined;
+      const failed = (err: unknown) => {
+        logger.error({ stage: 'next run', err: (err as Error).message }, 'worker pass failed');
+        return undefined;
+      };
       const ended = () => {
-        // The store decides whether an older head waits; with every slot taken one nearly always
-        // does, so the question is not even asked then.
-        if (!store.claimNext || session === '' || stopped || busy.size >= settings.concurrency)
+        if (stopped) return;
+        if (busy.size >= settings.concurrency) {
+          if (!store.claimHeadsAfterEnd) return;
+          // The oldest head of a session that no other slot runs: this one's run has ended.
+          const others = new Set(busy.keys());
+          others.delete(session);
+          handedOver = store
+            .claimHeadsAfterEnd(1, others)
+            .then((claims) => claims.map(leased), (err: unknown) => failed(err) ?? []);
           return;
-        next = store.claimNext(session).then(
-          (claimed) => {
-            // Its lease from the claim on, as a pass's claims.
-            if (claimed) running.set(claimed.id, { id: claimed.id, attempts: claimed.attempts });
-            return claimed;
-          },
-          (err: unknown) => {
-            logger.error({ stage: 'next run', err: (err as Error).message }, 'worker pass failed');
-            return undefined;
-          },
-        );
+        }
+        // The store decides whether an older head of another session waits.
+        if (!store.claimNext || session === '') return;
+        next = store.claimNext(session).then(leased, failed);
       };
       try {
         await execute(current, ended);
@@ -164,7 +182,12 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
         logger.error({ actionId: current.id, err: (err as Error).message }, 'action crashed');
       }
       running.delete(current.id);
-      row = await next;
+      let own: RunRow | undefined;
+      for (const claimed of (await handedOver) ?? []) {
+        if (slotOf(claimed) === session) own = claimed;
+        else startSlot(claimed);
+      }
+      row = own ?? (await next);
     }
   }
 
@@ -239,7 +262,8 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
       watch?.stop();
       deps.controller.abort();
       await pumping;
-      await Promise.allSettled(busy.values());
+      // A slot handed over with a run's end may start while the others finish.
+      while (busy.size > 0) await Promise.allSettled(busy.values());
     },
     async idle() {
       for (;;) {

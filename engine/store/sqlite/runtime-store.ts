@@ -227,6 +227,11 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
     });
   }
 
+  claimHeadsAfterEnd(room: number, busy: ReadonlySet<string>): Promise<RunRow[]> {
+    // The pass's claims are batched already: asked after an end, they run in its transaction.
+    return this.claimHeads(room, busy);
+  }
+
   async claimNext(sessionKey: string): Promise<RunRow | undefined> {
     return this.batched(() => {
       const head = this.arrays(NEXT_HEAD).get(sessionKey, Date.now()) as
