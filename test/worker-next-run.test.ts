@@ -4,6 +4,8 @@
  * oldest heads first when a slot frees. The real action worker over the real
  * SQLite store, with a runner the test holds and releases.
  */
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, expect, it } from 'vitest';
 import type { Runner, RunResult } from '../engine/runtime/runners/runner.ts';
 import type { Action } from '../schemas/action.ts';
@@ -43,7 +45,7 @@ async function setup(concurrency: number) {
     worker.kick();
   };
   const release = (message: string) => held.get(message)?.();
-  return { store, worker, started, held, accept, release };
+  return { dir, store, worker, started, held, accept, release };
 }
 
 it('a session whose run ends while a freed slot waits for its pass does not jump an older head', async () => {
@@ -103,4 +105,46 @@ it("with every slot taken, a session's own next run takes the slot when it is th
   await worker.start();
   await worker.idle();
   expect(started).toEqual(['a1', 'a2', 'b1', 'a3']);
+});
+
+it("a row no run can take, handed a slot at another run's end, leaves the next choice to the pass", async () => {
+  const { dir, store, worker, started, held, accept, release } = await setup(1);
+  await accept([agentAction('hook:a', 'HOLD a1')]);
+  // Another program's row in session z, between a1 and a2: an agent action without its session.
+  const db = new DatabaseSync(path.join(dir, 'hookgate.db'));
+  db.prepare(
+    "INSERT INTO actions (id, kind, hook, session_key, received_at, action) VALUES ('bad', 'agent', 'x', 'hook:z', ?, '{\"kind\":\"agent\"}')",
+  ).run(new Date().toISOString());
+  db.close();
+  await accept([agentAction('hook:a', 'a2'), agentAction('hook:b', 'b1')]);
+  await worker.start();
+  await waitFor('the held run to start', () => held.size === 1);
+  release('HOLD a1');
+  await worker.idle();
+  // a2 was the oldest head once the bad row had ended: it goes before b1.
+  expect(started).toEqual(['HOLD a1', 'a2', 'b1']);
+  expect((await store.run('bad'))?.state).toBe('dead');
+});
+
+it('a run claimed with an end while the worker stops is given back unstarted, its attempt refunded', async () => {
+  const { store, worker, started, held, accept, release } = await setup(1);
+  const x1 = agentAction('hook:x', 'HOLD x1');
+  const b1 = agentAction('hook:b', 'b1');
+  await accept([x1, b1]);
+  // The worker stops right after the hand-over's claim is made, before it sees the claim.
+  let stopping: Promise<void> | undefined;
+  const claim = store.claimHeadsAfterEnd.bind(store);
+  store.claimHeadsAfterEnd = async (room, busy) => {
+    const claims = await claim(room, busy);
+    stopping = worker.stop();
+    return claims;
+  };
+  await worker.start();
+  await waitFor('the held run to start', () => held.size === 1);
+  release('HOLD x1');
+  await waitFor('the worker to stop', () => stopping !== undefined);
+  await stopping;
+  expect(started).toEqual(['HOLD x1']);
+  expect(await store.run(b1.id)).toMatchObject({ state: 'queued', attempts: 0 });
+  expect((await store.run(x1.id))?.state).toBe('done');
 });

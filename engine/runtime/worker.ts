@@ -14,7 +14,7 @@
  * store is looked at for work this process did not start, store-watch.ts.
  */
 import { killGroup } from './runners/command.ts';
-import type { Claim, RunRow } from './runtime-store.ts';
+import type { Claim, Outcome, RunRow } from './runtime-store.ts';
 import { createRunStep, type RunSettings, type RunStepDeps } from './run-step.ts';
 import { startStoreWatch, type StoreWatch } from './store-watch.ts';
 import { isRunnableAction } from './stored-runs.ts';
@@ -27,6 +27,12 @@ export type WorkerSettings = RunSettings & {
    * failed is tried again.
    */
   pollMs: number;
+};
+
+// What a claimed run that never started keeps as its outcome when given back (none before).
+const NOT_STARTED: Outcome = {
+  status: 'retrying',
+  reason: 'the server stopped before the run started',
 };
 
 // Wakes applied per transaction (more wait for the next pass, so one pass stays short).
@@ -124,14 +130,28 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
     return action.kind === 'agent' ? action.sessionKey : '';
   }
 
-  /** Run a claimed head in a slot of its own. */
+  /** Run a claimed head in a slot of its own (or give it back when the worker has stopped). */
   function startSlot(claimed: RunRow): void {
     const session = slotOf(claimed);
-    const work = runSession(session, claimed).finally(() => {
+    const work = (stopped ? giveBack(claimed) : runSession(session, claimed)).finally(() => {
       busy.delete(session);
       kick();
     });
     busy.set(session, work);
+  }
+
+  /**
+   * A run claimed while the worker stopped goes back to the queue unstarted, its attempt given
+   * back and its outcome kept (a reply still to deliver stays one).
+   */
+  async function giveBack(claimed: RunRow): Promise<void> {
+    running.delete(claimed.id);
+    try {
+      await store.requeue(claimed, 0, claimed.outcome ?? NOT_STARTED, { refundAttempt: true });
+    } catch (err) {
+      // Left running: after a restart (or its lease, where instances share the store) it runs.
+      logger.error({ actionId: claimed.id, err: (err as Error).message }, 'claim not given back');
+    }
   }
 
   /** A claim made with a run's end: its lease from the claim on, as a pass's claims. */
@@ -163,13 +183,20 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
       const ended = () => {
         if (stopped) return;
         if (busy.size >= settings.concurrency) {
-          if (!store.claimHeadsAfterEnd) return;
+          // A slot whose first run ended before the slot was even registered (a row no run can
+          // take, ended at once) leaves the choice to the pass: the slot that handed it over
+          // still counts as busy, and its session's next run may be the oldest head.
+          if (!store.claimHeadsAfterEnd || !busy.has(session)) return;
           // The oldest head of a session that no other slot runs: this one's run has ended.
           const others = new Set(busy.keys());
           others.delete(session);
-          handedOver = store
-            .claimHeadsAfterEnd(1, others)
-            .then((claims) => claims.map(leased), (err: unknown) => failed(err) ?? []);
+          handedOver = store.claimHeadsAfterEnd(1, others).then(
+            (claims) => claims.map(leased),
+            (err: unknown) => {
+              failed(err);
+              return [];
+            },
+          );
           return;
         }
         // The store decides whether an older head of another session waits.
@@ -188,6 +215,10 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
         else startSlot(claimed);
       }
       row = own ?? (await next);
+      if (row && stopped) {
+        await giveBack(row);
+        return;
+      }
     }
   }
 
