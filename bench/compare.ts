@@ -7,13 +7,15 @@
  * latency of each side, and B's median per-slice ratio to A with its interquartile range.
  * The targets (their bodies, hooks and settings) come from this checkout for both sides; each
  * side's server, from engine/ to bench/server.ts, from its own. A slice counts a side's CPU
- * during its load only.
+ * during its load only, or with `--drain S` also while it finishes the agent runs and heartbeat
+ * events its load left queued (SQLite, runtime on): what an accepted request costs with its run.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startBenchAgent } from './agent-server.ts';
+import { drainBacklog } from './backlog.ts';
 import type { ServerProcess } from './child.ts';
 import { measure, type LoadSettings } from './load.ts';
 import { readOptions } from './options.ts';
@@ -24,6 +26,8 @@ import { serverSpec } from './target-spec.ts';
 type Side = {
   label: string;
   server: ServerProcess;
+  /** The data directory to drain after each slice; undefined: no drain. */
+  drainDir: string | undefined;
   cpu: number[];
   rate: number[];
   p99: number[];
@@ -37,7 +41,10 @@ const USAGE = `npm run bench:compare -- --against DIR [options]
   --targets LIST     comma-separated bench targets (default wake; see npm run bench -- --help)
   --cycles N         ABBA cycles of one slice per side each (default 6)
   --slice S          seconds per slice (default 2)
-  --connections N    autocannon connections (default 32)`;
+  --connections N    autocannon connections (default 32)
+  --drain S          after each slice, wait up to S seconds for that side to finish the agent
+                     runs and heartbeat events its load left queued and count their CPU too
+                     (SQLite targets with the runtime on; default 0: the load's CPU only)`;
 
 const { values } = parseArgs({
   options: {
@@ -46,6 +53,7 @@ const { values } = parseArgs({
     cycles: { type: 'string', default: '6' },
     slice: { type: 'string', default: '2' },
     connections: { type: 'string', default: '32' },
+    drain: { type: 'string', default: '0' },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -59,6 +67,7 @@ if (!values.against) {
 }
 const otherDir = path.resolve(values.against);
 const cycles = Number(values.cycles);
+const drainSeconds = Number(values.drain);
 const load: LoadSettings = {
   connections: Number(values.connections),
   durationSeconds: Number(values.slice),
@@ -81,6 +90,11 @@ async function starterFrom(dir: string): Promise<Starter> {
 async function slice(side: Side, target: Target): Promise<void> {
   const before = await side.server.sample();
   const result = await measure([side.server.url], target, load, 0);
+  if (side.drainDir) {
+    const drain = await drainBacklog(side.drainDir, drainSeconds);
+    if (drain.remaining.runs + drain.remaining.events > 0)
+      console.warn(`  ${side.label}: backlog not finished within ${drainSeconds} s`);
+  }
   const after = await side.server.sample();
   const micros =
     after.userMicros -
@@ -106,9 +120,16 @@ async function compareTarget(target: Target, starters: [Starter, Starter], agent
         dir,
         undefined,
       );
+      const drains =
+        drainSeconds > 0 &&
+        spec.kind === 'hookgate' &&
+        spec.runtime &&
+        spec.postgresUrl === undefined &&
+        !spec.memoryStore;
       sides.push({
         label: i === 0 ? 'A (this checkout)' : `B (${otherDir})`,
         server: await start(spec),
+        drainDir: drains ? dir : undefined,
         cpu: [],
         rate: [],
         p99: [],
@@ -117,6 +138,7 @@ async function compareTarget(target: Target, starters: [Starter, Starter], agent
     const [a, b] = sides as [Side, Side];
     await measure([a.server.url], target, { ...load, durationSeconds: 1 }, 0);
     await measure([b.server.url], target, { ...load, durationSeconds: 1 }, 0);
+    for (const side of sides) if (side.drainDir) await drainBacklog(side.drainDir, drainSeconds);
     for (let cycle = 0; cycle < cycles; cycle++) {
       const order = cycle % 2 === 0 ? [a, b] : [b, a];
       for (const side of order) await slice(side, target);
@@ -124,7 +146,7 @@ async function compareTarget(target: Target, starters: [Starter, Starter], agent
     console.log(`\n${target.label}`);
     for (const side of sides) {
       console.log(
-        `  ${side.label}: ${median(side.cpu).toFixed(1)} µs CPU/response, ${median(side.rate).toFixed(0)} req/s, p99 ${median(side.p99).toFixed(2)} ms (medians of ${cycles} slices)`,
+        `  ${side.label}: ${median(side.cpu).toFixed(1)} µs CPU/response${side.drainDir ? ' with its backlog' : ''}, ${median(side.rate).toFixed(0)} req/s, p99 ${median(side.p99).toFixed(2)} ms (medians of ${cycles} slices)`,
       );
     }
     const cpuRatios = b.cpu.map((cpu, i) => cpu / (a.cpu[i] ?? cpu));
