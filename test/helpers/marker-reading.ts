@@ -41,15 +41,31 @@ for (const [char, reads] of [
   READS_AS.set(char as string, reads as string);
 }
 
+// Enclosed letters with no compatibility form (negative circled, negative squared, regional
+// indicators): each reads as its letter.
+for (const first of [0x1f150, 0x1f170, 0x1f1e6]) {
+  for (let i = 0; i < 26; i++)
+    READS_AS.set(String.fromCodePoint(first + i), String.fromCharCode(65 + i));
+}
+
+/**
+ * What a character outside the lists reads as: its compatibility form where that holds a Latin
+ * letter (🄐, parenthesised A, reads as A: a visible letter, never nothing), else itself.
+ */
+function compatibleLetter(char: string): string {
+  const letters = char.normalize('NFKD').match(/[A-Za-z]/g);
+  return letters ? letters.join('').toUpperCase() : char;
+}
+
 /** The text as a reader sees it: letters (l, I, 1, | alike), brackets, other letters as `*`. */
 export function reading(text: string): string {
   let out = '';
   for (const char of text) {
     if (/\p{Default_Ignorable_Code_Point}|\p{M}/u.test(char)) continue;
     const ascii = /^[\x20-\x7e]$/.test(char) ? char.toUpperCase() : undefined;
-    const reads = READS_AS.get(char) ?? ascii ?? char;
+    const reads = READS_AS.get(char) ?? ascii ?? compatibleLetter(char);
     if (/^[<>]+$/.test(reads)) out += reads;
-    else if (/^[A-Z01|]$/.test(reads)) out += reads.replace(/[I1|]/, 'L').replace('0', 'O');
+    else if (/^[A-Z01|]+$/.test(reads)) out += reads.replace(/[I1|]/g, 'L').replaceAll('0', 'O');
     else if (/[\p{L}\p{N}]/u.test(reads)) out += '*';
   }
   return out;
