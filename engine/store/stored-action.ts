@@ -11,6 +11,9 @@
 import type { Action } from '../../schemas/action.ts';
 import { rewrap, wrapUntrusted } from '../safety.ts';
 
+/** What newWrapperId draws: the only ids a rebuilt wrapper takes from a row. */
+const WRAPPER_ID = /^[0-9a-f]{16}$/;
+
 /** The label a rebuilt wrapper carries when a row lost its own. */
 const FALLBACK_LABEL = 'Webhook';
 
@@ -23,8 +26,10 @@ export function storedActionJson(action: Action): string {
 
 /**
  * A row's parsed action with its wrapped prompt back. An untrusted action whose row lacks the
- * wrapper's parts or holds a prompt that is no string (another writer, damage) is wrapped afresh
- * rather than given to the agent as it is. Anything that is not an untrusted action without a prompt is returned unchanged.
+ * wrapper's parts, holds an id no wrapper has (it goes inside the markers, so it could close
+ * them) or a prompt that is no string (another writer, damage) is wrapped afresh rather than
+ * given to the agent as it is. Anything that is not an untrusted action without a prompt is
+ * returned unchanged.
  */
 export function restoredAction<T>(value: T): T {
   if (value === null || typeof value !== 'object') return value;
@@ -35,7 +40,7 @@ export function restoredAction<T>(value: T): T {
   const safety = action['safety'] as { wrapperId?: unknown; label?: unknown } | undefined;
   const { wrapperId, label } = safety ?? {};
   action['prompt'] =
-    typeof wrapperId === 'string' && typeof label === 'string'
+    typeof wrapperId === 'string' && WRAPPER_ID.test(wrapperId) && typeof label === 'string'
       ? rewrap(content, label, wrapperId)
       : wrapUntrusted(content, FALLBACK_LABEL).text;
   return value;
