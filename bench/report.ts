@@ -34,6 +34,8 @@ export type BacklogCharge = {
   drain: Drain;
   /** Server CPU per response over the slices and the drain together. */
   microsPerResponse: number;
+  /** The runtime's COMMITs during the drain and the time inside them. */
+  commits: { count: number; micros: number };
   /** The baseline's server CPU per response divided by `microsPerResponse`. */
   cpuRatio?: number;
 };
@@ -165,7 +167,7 @@ const backlogText = ({ runs, events }: { runs: number; events: number }) =>
 const unfinishedBacklog = ({ drain }: BacklogCharge) =>
   drain.remaining.runs + drain.remaining.events > 0;
 
-function backlogLine({ drain, microsPerResponse, cpuRatio }: BacklogCharge): string {
+function backlogLine({ drain, microsPerResponse, cpuRatio, commits }: BacklogCharge): string {
   if (drain.left.runs + drain.left.events === 0)
     return '  backlog: no agent run or heartbeat event was left when the load stopped';
   const finished =
@@ -174,7 +176,11 @@ function backlogLine({ drain, microsPerResponse, cpuRatio }: BacklogCharge): str
       : `the wait ended after ${drain.seconds.toFixed(1)} s with ${backlogText(drain.remaining)} left (their CPU not counted)`;
   return (
     `  backlog: ${backlogText(drain.left)} were left when the load stopped; ${finished}; ` +
-    `with them ${microsPerResponse.toFixed(1)} µs of server CPU per response (CPU ratio ${ratioText(cpuRatio)})`
+    `with them ${microsPerResponse.toFixed(1)} µs of server CPU per response (CPU ratio ${ratioText(cpuRatio)}); ` +
+    `the runtime's COMMITs during the drain: ${commits.count.toLocaleString('en-US')}` +
+    (commits.count > 0
+      ? `, ${(drain.left.runs / commits.count).toFixed(2)} runs each, ${(commits.micros / commits.count / 1000).toFixed(3)} ms each`
+      : '')
   );
 }
 

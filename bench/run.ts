@@ -236,6 +236,10 @@ async function chargeBacklog(
   return {
     drain,
     microsPerResponse: perResponse,
+    commits: {
+      count: after.lifecycleCommits - before.lifecycleCommits,
+      micros: after.lifecycleCommitMicros - before.lifecycleCommitMicros,
+    },
     ...(baselineMicros !== undefined &&
       perResponse > 0 && { cpuRatio: baselineMicros / perResponse }),
   };
