@@ -58,6 +58,20 @@ export function withoutOwnNotices(texts: readonly { text: string; trusted: boole
   return { texts: out, wrapped };
 }
 
+/** A wrapper's text without its own notice (it leads the text); any other text as it is. */
+export function withoutOwnNotice(text: string): string {
+  return text.startsWith(NOTICE_BEFORE_MARKER) ? text.slice(SECURITY_NOTICE.length + 1) : text;
+}
+
+/**
+ * A text withoutOwnNotice left, its notice back: a text that starts at a start marker gets the
+ * notice wrapUntrusted puts before it (only a wrapper's text starts so: in content, marker-like
+ * text is neutralised); any other text as it is.
+ */
+export function withOwnNotice(text: string): string {
+  return text.startsWith(`<<<${START_MARKER} id="`) ? `${SECURITY_NOTICE}\n${text}` : text;
+}
+
 /** The result of wrapping: the text for the agent and what was found in the content. */
 export type Wrapped = { text: string; id: string; neutralised: number; patterns: string[] };
 

@@ -8,6 +8,7 @@
  */
 import type { SQLOutputValue, StatementSync } from 'node:sqlite';
 import type { SystemEvent } from '../../runtime/runtime-store.ts';
+import { restoredEventText } from '../stored-event.ts';
 import { boundLimit } from './bound-limit.ts';
 
 type Prepare = (sql: string) => StatementSync;
@@ -18,13 +19,14 @@ const EVENT_COLUMNS = 'seq, session_key, text, source, action_id, trusted, creat
 export function eventOf(row: unknown): SystemEvent {
   const [seq, sessionKey, text, source, actionId, trusted, createdAt, consumedBy] =
     row as SQLOutputValue[];
+  const isTrusted = Number(trusted) === 1;
   return {
     seq: Number(seq),
     sessionKey: sessionKey as string,
-    text: text as string,
+    text: restoredEventText(text as string, isTrusted),
     source: source as string,
     actionId: (actionId as string | null) ?? null,
-    trusted: Number(trusted) === 1,
+    trusted: isTrusted,
     createdAt: createdAt as string,
     consumedBy: (consumedBy as string | null) ?? null,
   };

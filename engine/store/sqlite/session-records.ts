@@ -30,6 +30,7 @@ import {
   PENDING_EVENTS,
   SESSION_EVENTS,
 } from './event-consumption.ts';
+import { storedEventText } from '../stored-event.ts';
 import { boundLimit } from './bound-limit.ts';
 import { watchDoorbell, whyNotRung } from './doorbell.ts';
 import {
@@ -180,7 +181,7 @@ export class SqliteSessionRecords implements SessionStore {
       'INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at) VALUES (?, ?, ?, ?, ?, ?)',
     ).run(
       event.sessionKey,
-      event.text,
+      storedEventText(event.text, event.trusted),
       event.source,
       event.actionId ?? null,
       event.trusted ? 1 : 0,

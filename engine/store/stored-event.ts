@@ -1,0 +1,22 @@
+/**
+ * A system event's text as a store row keeps it. An untrusted event's text
+ * is a wrapper's (the security notice, the markers, the text between them);
+ * the row leaves the notice out, since it is the same for every event and a
+ * prompt that gathers events (a heartbeat's) says it once for all of them.
+ * It was about half of a wake's event row. Read back, the text is what was
+ * written, notice included. A trusted text is kept as it is. Pure.
+ */
+import { withOwnNotice, withoutOwnNotice } from '../safety.ts';
+
+/** The text an event's row keeps. */
+export function storedEventText(text: string, trusted: boolean): string {
+  return trusted ? text : withoutOwnNotice(text);
+}
+
+/**
+ * The event's text from its row: an untrusted text without its notice gets it back (rows that
+ * kept theirs, written before, read as they are).
+ */
+export function restoredEventText(text: string, trusted: boolean): string {
+  return trusted ? text : withOwnNotice(text);
+}
