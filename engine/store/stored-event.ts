@@ -4,7 +4,11 @@
  * the row leaves the notice out, since it is the same for every event and a
  * prompt that gathers events (a heartbeat's) says it once for all of them.
  * It was about half of a wake's event row. Read back, the text is what was
- * written, notice included. A trusted text is kept as it is. Pure.
+ * written, notice included (as long as the notice's words are the same: after
+ * an upgrade that changes them, such a row is read with the new ones). A
+ * trusted text is kept as it is. The SQLite store keeps rows so; PostgreSQL
+ * rows keep the notice, since instances of two versions may share a database
+ * during an upgrade, and its readers put it back only where it is missing. Pure.
  */
 import { withOwnNotice, withoutOwnNotice } from '../safety.ts';
 

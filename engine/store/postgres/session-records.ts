@@ -29,7 +29,7 @@ import {
   RECOVER_DELIVERIES,
   saveDelivery,
 } from './heartbeat-deliveries.ts';
-import { restoredEventText, storedEventText } from '../stored-event.ts';
+import { restoredEventText } from '../stored-event.ts';
 import { inTransaction } from './pool.ts';
 import { isoTime } from './run-rows.ts';
 
@@ -72,7 +72,7 @@ export async function insertEvent(db: pg.Pool | pg.PoolClient, event: NewEvent):
      VALUES ($1, $2, $3, $4, $5, now())`,
     [
       storableText(event.sessionKey),
-      storableText(storedEventText(event.text, event.trusted)),
+      storableText(event.text),
       event.source,
       event.actionId ?? null,
       event.trusted,
@@ -113,7 +113,7 @@ export async function insertEvents(db: pg.PoolClient, events: readonly NewEvent[
      ORDER BY n`,
     [
       events.map((event) => storableText(event.sessionKey)),
-      events.map((event) => storableText(storedEventText(event.text, event.trusted))),
+      events.map((event) => storableText(event.text)),
       events.map((event) => event.source),
       events.map((event) => event.actionId ?? null),
       events.map((event) => event.trusted),

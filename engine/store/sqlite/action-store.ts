@@ -20,7 +20,6 @@ import type {
 import { prepareDataDir } from './data-dir.ts';
 import { parseStoredAction, storedActionJson } from '../stored-action.ts';
 import { type WakeAction, wakeEvent } from '../../runtime/stored-runs.ts';
-import { storedEventText } from '../stored-event.ts';
 import {
   type GroupWriter,
   openGroupWriter,
@@ -103,7 +102,7 @@ function toItem({ actions, idempotency }: AcceptedRecord, wakeSession: string | 
 
 function appliedWake(wake: WakeAction, mainKey: string): WakeEvent {
   const { sessionKey, text, trusted } = wakeEvent(wake, mainKey);
-  return { sessionKey, text: storedEventText(text, trusted), trusted, at: new Date().toISOString() };
+  return { sessionKey, text, trusted, at: new Date().toISOString() };
 }
 
 /** The SQLite action store. */

@@ -7,6 +7,7 @@
  * connection makes the check and the insert one step.
  */
 import type { DatabaseSync } from 'node:sqlite';
+import { storedEventText } from '../stored-event.ts';
 import { findKey, prepareKeyLookup } from './key-records.ts';
 import { openDatabase } from './schema.ts';
 
@@ -103,7 +104,13 @@ function createGroupWriter(db: DatabaseSync): GroupWriter {
       event.at,
       DONE_OUTCOME,
     );
-    insertEvent.run(event.sessionKey, event.text, row.id, event.trusted ? 1 : 0, event.at);
+    insertEvent.run(
+      event.sessionKey,
+      storedEventText(event.text, event.trusted),
+      row.id,
+      event.trusted ? 1 : 0,
+      event.at,
+    );
   }
 
   function insertRows(item: WriteItem): void {

@@ -267,4 +267,8 @@ export const MIGRATIONS: readonly string[] = [
   // text and wrapper when read, engine/store/stored-action.ts); a hookgate before this version
   // would take such an action for a trusted one, so the version makes it refuse the file.
   '-- actions without their wrapped prompt',
+  // 12: no table changes. New untrusted events leave out their wrapper's notice (put back when
+  // read, engine/store/stored-event.ts); a hookgate before this version would show them
+  // without it, so the version makes it refuse the file.
+  '-- events without their wrapper\'s notice',
 ];
