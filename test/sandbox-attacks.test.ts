@@ -21,6 +21,7 @@ import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
 import { createLogger } from '../engine/log.ts';
 import type { AgentAction } from '../schemas/action.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { readLogLines } from './helpers/log-lines.ts';
 import { unwrap } from './helpers/wrapped.ts';
 
 const BOMB = 'export default () => ({ message: String(new Array(1e9).fill(0).length) });';
@@ -114,11 +115,7 @@ async function startServer(
     root,
     dir: temp.dir,
     post,
-    logLines: () =>
-      readFileSync(logFile, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as Record<string, unknown>),
+    logLines: () => readLogLines(logFile),
     logBytes: () => statSync(logFile).size,
     async content(body) {
       const rows = await hookgate.store.listActions({ limit: 1000 });
@@ -351,17 +348,22 @@ describe('deadlines and process count', () => {
 
   it('a burst of slow but honest calls queued in one process is not counted late', async () => {
     // 25 calls of 100 ms each in one process: 2.5 s in all, past the 1.5 s deadline, yet each
-    // call runs well within it once its turn comes.
+    // call runs well within it once its turn comes. The isolate's own limit is far above one
+    // call (a loaded machine can hold its thread off the CPU for a while): only the deadline
+    // of queued calls is under test.
     const server = await startServer(
       {
         slow: "export default () => { const end = Date.now() + 100; while (Date.now() < end); return { message: 'slow' }; };",
       },
-      { deadlineMs: 1500, processes: 1 },
+      { deadlineMs: 1500, cpuTimeoutMs: 1000, processes: 1 },
     );
     try {
       const [before] = childPids();
       const results = await Promise.all(Array.from({ length: 25 }, () => server.post('slow')));
-      expect(results.map((r) => r.status)).toEqual(Array.from({ length: 25 }, () => 200));
+      // A failed call shows its code.
+      expect(results.map((r) => (r.status === 200 ? 200 : `${r.status} ${codeOf(r.body)}`))).toEqual(
+        Array.from({ length: 25 }, () => 200),
+      );
       const missed = server.logLines().filter((l) => /missed its deadline/.test(String(l['msg'])));
       expect(missed).toHaveLength(0);
       expect(childPids()).toEqual([before]);

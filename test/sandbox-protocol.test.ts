@@ -18,6 +18,7 @@ import { encodeFrame, FrameReader, turnWriter } from '../engine/sandbox/frames.t
 import { checkMessage } from '../engine/sandbox/message-check.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
+import { readLogLines } from './helpers/log-lines.ts';
 
 const LYING_CHILD = fileURLToPath(new URL('./fixtures/sandbox/lying-child.mjs', import.meta.url));
 const SETTINGS = {
@@ -62,11 +63,7 @@ describe('a lying transform process', () => {
   const temp = tempDir();
   const logFile = path.join(temp.dir, 'service.log');
   let supervisor: TransformSupervisor;
-  const logLines = () =>
-    readFileSync(logFile, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const logLines = () => readLogLines(logFile);
 
   beforeAll(async () => {
     supervisor = createSupervisor(

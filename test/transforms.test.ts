@@ -2,7 +2,7 @@
  * End-to-end: sandboxed transforms over real HTTP, with a real transform
  * process. Every return shape, JS and TS modules, and one test per attack.
  */
-import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../engine/config.ts';
@@ -10,6 +10,7 @@ import { startHookgate } from '../engine/hookgate.ts';
 import { createLogger } from '../engine/log.ts';
 import type { AgentAction, WakeAction } from '../schemas/action.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { readLogLines } from './helpers/log-lines.ts';
 import { unwrap } from './helpers/wrapped.ts';
 
 const MODULES: Record<string, string> = {
@@ -172,10 +173,7 @@ describe('transforms', () => {
         sessionKeySource: 'generated',
       });
       await new Promise((r) => setTimeout(r, 100));
-      const lines = readFileSync(logFile, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l));
+      const lines = readLogLines(logFile);
       expect(lines).toContainEqual(
         expect.objectContaining({ mappingId: 'digest', console: true, msg: 'digest for 7' }),
       );
@@ -357,10 +355,7 @@ describe('transforms', () => {
     it('console output is rate-limited per mapping', async () => {
       await post('chatty', {});
       await new Promise((r) => setTimeout(r, 100));
-      const lines = readFileSync(logFile, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l));
+      const lines = readLogLines(logFile);
       expect(lines.filter((l) => l.mappingId === 'chatty' && l.console)).toHaveLength(5);
     });
   });
