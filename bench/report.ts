@@ -177,9 +177,9 @@ function backlogLine({ drain, microsPerResponse, cpuRatio, commits }: BacklogCha
   return (
     `  backlog: ${backlogText(drain.left)} were left when the load stopped; ${finished}; ` +
     `with them ${microsPerResponse.toFixed(1)} µs of server CPU per response (CPU ratio ${ratioText(cpuRatio)}); ` +
-    `the runtime's COMMITs during the drain: ${commits.count.toLocaleString('en-US')}` +
+    `the runtime's COMMITs during the drain (heartbeats' included): ${commits.count.toLocaleString('en-US')}` +
     (commits.count > 0
-      ? `, ${(drain.left.runs / commits.count).toFixed(2)} runs each, ${(commits.micros / commits.count / 1000).toFixed(3)} ms each`
+      ? `, ${((drain.left.runs - drain.remaining.runs) / commits.count).toFixed(2)} runs finished per COMMIT, ${(commits.micros / commits.count / 1000).toFixed(3)} ms each`
       : '')
   );
 }

@@ -4,7 +4,7 @@
  */
 import { mkdirSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../engine/config.ts';
 import { startHookgate } from '../engine/hookgate.ts';
 import { createLogger } from '../engine/log.ts';
@@ -83,6 +83,14 @@ describe('transforms', () => {
   const logFile = path.join(temp.dir, 'service.log');
   let url: string;
   let close: () => Promise<void>;
+  let logger: ReturnType<typeof createLogger>;
+  /** The log's lines once what the logger holds is written (it writes asynchronously). */
+  const flushedLines = async () => {
+    await new Promise<void>((resolve, reject) =>
+      logger.flush((err) => (err ? reject(err) : resolve())),
+    );
+    return readLogLines(logFile);
+  };
 
   const post = async (hook: string, payload: unknown) => {
     const res = await fetch(`${url}/hooks/${hook}`, {
@@ -148,8 +156,9 @@ describe('transforms', () => {
       },
     };
     const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
+    logger = createLogger('info', openSync(logFile, 'a'));
     const hookgate = await startHookgate(loaded, {
-      logger: createLogger('info', openSync(logFile, 'a')),
+      logger,
       runtime: false,
     });
     url = hookgate.url;
@@ -172,10 +181,11 @@ describe('transforms', () => {
         mappingId: 'digest',
         sessionKeySource: 'generated',
       });
-      await new Promise((r) => setTimeout(r, 100));
-      const lines = readLogLines(logFile);
-      expect(lines).toContainEqual(
-        expect.objectContaining({ mappingId: 'digest', console: true, msg: 'digest for 7' }),
+      // The console line comes from the transform process beside the answer: wait for it.
+      await vi.waitFor(async () =>
+        expect(await flushedLines()).toContainEqual(
+          expect.objectContaining({ mappingId: 'digest', console: true, msg: 'digest for 7' }),
+        ),
       );
     });
 
@@ -354,9 +364,11 @@ describe('transforms', () => {
 
     it('console output is rate-limited per mapping', async () => {
       await post('chatty', {});
-      await new Promise((r) => setTimeout(r, 100));
-      const lines = readLogLines(logFile);
-      expect(lines.filter((l) => l.mappingId === 'chatty' && l.console)).toHaveLength(5);
+      const chatty = async () =>
+        (await flushedLines()).filter((l) => l['mappingId'] === 'chatty' && l['console']);
+      // The five allowed lines arrive beside the answer; none past them follows.
+      await vi.waitFor(async () => expect((await chatty()).length).toBeGreaterThanOrEqual(5));
+      expect(await chatty()).toHaveLength(5);
     });
   });
 

@@ -10,7 +10,16 @@
  * rows keep the notice, since instances of two versions may share a database
  * during an upgrade, and its readers put it back only where it is missing. Pure.
  */
-import { withOwnNotice, withoutOwnNotice } from '../safety.ts';
+import {
+  isBareWrapper,
+  START_MARKER,
+  withOwnNotice,
+  withoutOwnNotice,
+  wrapUntrusted,
+} from '../safety.ts';
+
+/** The label a row wrapped afresh carries. */
+const FALLBACK_LABEL = 'Webhook';
 
 /** The text an event's row keeps. */
 export function storedEventText(text: string, trusted: boolean): string {
@@ -19,8 +28,11 @@ export function storedEventText(text: string, trusted: boolean): string {
 
 /**
  * The event's text from its row: an untrusted text without its notice gets it back (rows that
- * kept theirs, written before, read as they are).
+ * kept theirs, written before, read as they are). An untrusted row that starts at a start marker
+ * but is not one whole wrapper (another writer's, a damaged file) could carry text past its end
+ * marker, outside the markers: it is wrapped afresh, whole, never given back as it is.
  */
 export function restoredEventText(text: string, trusted: boolean): string {
-  return trusted ? text : withOwnNotice(text);
+  if (trusted || !text.startsWith(`<<<${START_MARKER} id="`)) return text;
+  return isBareWrapper(text) ? withOwnNotice(text) : wrapUntrusted(text, FALLBACK_LABEL).text;
 }

@@ -44,6 +44,7 @@ type EventRecord = {
   consumed_by: string | null;
 };
 
+/** An event from its row; a wrapper's notice put back where a row lacks it (another writer). */
 function toEvent(row: EventRecord): SystemEvent {
   return {
     seq: Number(row.seq),
@@ -65,7 +66,11 @@ export function storableText(text: string): string {
   return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
 }
 
-/** Append a system event on a connection (inside the caller's transaction). */
+/**
+ * Append a system event on a connection (inside the caller's transaction). The text is kept
+ * whole, notice included, unlike the SQLite store's rows: an instance of an earlier version
+ * sharing the database during an upgrade reads these rows too.
+ */
 export async function insertEvent(db: pg.Pool | pg.PoolClient, event: NewEvent): Promise<void> {
   await db.query(
     `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at)
