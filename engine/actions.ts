@@ -16,7 +16,7 @@ import {
   resolveModel,
   resolveSessionKey,
 } from './policy.ts';
-import { wrapUntrusted } from './safety.ts';
+import { DEFAULT_LABEL, wrapUntrusted } from './safety.ts';
 
 /** Actions ready for durable acceptance, with the 200 body; `response: null` answers 204. */
 export type Accepted = {
@@ -51,7 +51,7 @@ export type Provenance = {
 export const DIRECT: Provenance = Object.freeze({
   sessionKeySource: 'request',
   wrap: true,
-  label: 'Webhook',
+  label: DEFAULT_LABEL,
 });
 
 function origin(envelope: Envelope, id: string, provenance: Provenance) {

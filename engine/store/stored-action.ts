@@ -9,13 +9,7 @@
  * Pure.
  */
 import type { Action } from '../../schemas/action.ts';
-import { rewrap, wrapUntrusted } from '../safety.ts';
-
-/** What newWrapperId draws: the only ids a rebuilt wrapper takes from a row. */
-const WRAPPER_ID = /^[0-9a-f]{16}$/;
-
-/** The label a rebuilt wrapper carries when a row lost its own. */
-const FALLBACK_LABEL = 'Webhook';
+import { DEFAULT_LABEL, isWrapperId, rewrap, wrapUntrusted } from '../safety.ts';
 
 /** The row's JSON of an action built by engine/actions.ts: without its wrapped prompt. */
 export function storedActionJson(action: Action): string {
@@ -40,9 +34,9 @@ export function restoredAction<T>(value: T): T {
   const safety = action['safety'] as { wrapperId?: unknown; label?: unknown } | undefined;
   const { wrapperId, label } = safety ?? {};
   action['prompt'] =
-    typeof wrapperId === 'string' && WRAPPER_ID.test(wrapperId) && typeof label === 'string'
+    typeof wrapperId === 'string' && isWrapperId(wrapperId) && typeof label === 'string'
       ? rewrap(content, label, wrapperId)
-      : wrapUntrusted(content, FALLBACK_LABEL).text;
+      : wrapUntrusted(content, DEFAULT_LABEL).text;
   return value;
 }
 

@@ -11,15 +11,13 @@
  * during an upgrade, and its readers put it back only where it is missing. Pure.
  */
 import {
+  DEFAULT_LABEL,
   isBareWrapper,
+  SECURITY_NOTICE,
   START_MARKER,
-  withOwnNotice,
   withoutOwnNotice,
   wrapUntrusted,
 } from '../safety.ts';
-
-/** The label a row wrapped afresh carries. */
-const FALLBACK_LABEL = 'Webhook';
 
 /** The text an event's row keeps. */
 export function storedEventText(text: string, trusted: boolean): string {
@@ -27,12 +25,16 @@ export function storedEventText(text: string, trusted: boolean): string {
 }
 
 /**
- * The event's text from its row: an untrusted text without its notice gets it back (rows that
- * kept theirs, written before, read as they are). An untrusted row that starts at a start marker
- * but is not one whole wrapper (another writer's, a damaged file) could carry text past its end
- * marker, outside the markers: it is wrapped afresh, whole, never given back as it is.
+ * The event's text from its row: an untrusted wrapper without its notice gets it back; one that
+ * kept it (written before, or to PostgreSQL) is read as it is. Either must be one whole wrapper:
+ * a row that starts as a wrapper but is not one (another writer's, a damaged file) could carry
+ * text past its end marker, outside the markers, so it is wrapped afresh, whole. Any other text
+ * (hookgate's own words before a wrapper, as in a run's summary) is read as it is.
  */
 export function restoredEventText(text: string, trusted: boolean): string {
-  if (trusted || !text.startsWith(`<<<${START_MARKER} id="`)) return text;
-  return isBareWrapper(text) ? withOwnNotice(text) : wrapUntrusted(text, FALLBACK_LABEL).text;
+  if (trusted) return text;
+  const bare = withoutOwnNotice(text);
+  if (!bare.startsWith(`<<<${START_MARKER} id="`)) return text;
+  if (!isBareWrapper(bare)) return wrapUntrusted(text, DEFAULT_LABEL).text;
+  return bare === text ? `${SECURITY_NOTICE}\n${text}` : text;
 }
