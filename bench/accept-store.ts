@@ -23,10 +23,12 @@ import {
   STORE_FILE,
 } from '../engine/store/sqlite/action-store.ts';
 import type { Action } from '../schemas/action.ts';
+import { framePages, framesIn } from './wal-frames.ts';
 
 const GROUPS = Number(process.argv[2] ?? 200);
 const WARM_GROUPS = 20;
-const FRAME_HEADER = 24;
+// The store's pages (SQLite's default).
+const PAGE_SIZE = 4096;
 // The bench's /wake text: its 221-byte body less the JSON around it.
 const TEXT = 'x'.repeat(183);
 
@@ -61,7 +63,6 @@ async function measure(size: number): Promise<void> {
     store.applyWakesOnAccept('main');
     for (let i = 0; i < WARM_GROUPS; i++) await group(store, size);
     const wal = path.join(dir, `${STORE_FILE}-wal`);
-    const pageSize = 4096;
     const walBefore = statSync(wal).size;
     const cpu = process.cpuUsage();
     for (let i = 0; i < GROUPS; i++) await group(store, size);
@@ -71,7 +72,7 @@ async function measure(size: number): Promise<void> {
     console.log(
       `${size} wakes per group: ${((used.user + used.system) / wakes).toFixed(1)} µs CPU per wake ` +
         `(${(used.system / wakes).toFixed(1)} kernel), ` +
-        `${(written / (pageSize + FRAME_HEADER) / GROUPS).toFixed(1)} WAL frames per group, ` +
+        `${(framesIn(written, PAGE_SIZE) / GROUPS).toFixed(1)} WAL frames per group, ` +
         `${(written / wakes / 1024).toFixed(2)} KB written per wake`,
     );
     if (size === 24) {
@@ -79,12 +80,7 @@ async function measure(size: number): Promise<void> {
       await group(store, size);
       const bytes = readFileSync(wal).subarray(before);
       const reader = new DatabaseSync(path.join(dir, STORE_FILE), { readOnly: true });
-      const name = reader.prepare('SELECT name FROM dbstat WHERE pageno = ?');
-      const pages: string[] = [];
-      for (let at = 0; at + FRAME_HEADER + pageSize <= bytes.length; at += FRAME_HEADER + pageSize) {
-        const page = bytes.readUInt32BE(at);
-        pages.push(`${(name.get(page) as { name: string } | undefined)?.name ?? 'page'}#${page}`);
-      }
+      const pages = framePages(bytes, PAGE_SIZE, reader);
       reader.close();
       console.log(`  the pages of one such group's transaction: ${pages.join(', ')}`);
     }

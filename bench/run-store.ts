@@ -19,11 +19,10 @@ import { wrapUntrusted } from '../engine/safety.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import type { Action } from '../schemas/action.ts';
+import { framePages, framesIn, WAL_HEADER } from './wal-frames.ts';
 
 const QUEUED = Number(process.argv[2] ?? 20_000);
 const RUNS = Number(process.argv[3] ?? 3_000);
-const FRAME_HEADER = 24;
-const WAL_HEADER = 32;
 const TEXT = 'x'.repeat(150);
 
 function agentAction(): Action {
@@ -105,7 +104,7 @@ async function measure(perTransaction: number): Promise<void> {
     const used = process.cpuUsage(cpu);
     const written = statSync(wal).size - walBefore;
     console.log(
-      `${perTransaction} run(s) per transaction: ${(written / (pageSize + FRAME_HEADER) / transactions).toFixed(1)} frames each, ` +
+      `${perTransaction} run(s) per transaction: ${(framesIn(written, pageSize) / transactions).toFixed(1)} frames each, ` +
         `${(written / runs / 1024).toFixed(1)} KB written per run, ` +
         `${((used.user + used.system) / runs).toFixed(0)} µs CPU per run (${(used.system / runs).toFixed(0)} kernel)`,
     );
@@ -113,12 +112,7 @@ async function measure(perTransaction: number): Promise<void> {
       db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
       await endAndClaim(store, rows);
       const bytes = readFileSync(wal);
-      const name = db.prepare('SELECT name FROM dbstat WHERE pageno = ?');
-      const pages: string[] = [];
-      for (let at = WAL_HEADER; at + FRAME_HEADER + pageSize <= bytes.length; at += FRAME_HEADER + pageSize) {
-        const page = bytes.readUInt32BE(at);
-        pages.push((name.get(page) as { name: string } | undefined)?.name ?? `page ${page}`);
-      }
+      const pages = framePages(bytes.subarray(WAL_HEADER), pageSize, db);
       console.log(`  the pages of one such transaction: ${pages.join(', ')}`);
     }
     await store.close();
