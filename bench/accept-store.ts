@@ -5,9 +5,9 @@
  * groups of 8, 16, 24 and 32 wakes each (one group per event-loop turn, as
  * the server's requests make them) are committed: CPU per wake (user +
  * kernel; the COMMIT's fsync wait is not CPU), WAL frames per group and KB
- * written per wake, then the pages one group's transaction writes, by table
- * or index. The bench prints the server's own group size ("actions each" on
- * its store line); this shows what that size costs. The store's checkpoint
+ * written per wake, then the frames a group writes by table or index. The
+ * bench prints the server's own group size ("actions each" on its store
+ * line); this shows what that size costs. The store's checkpoint
  * threshold (10,000 pages) is above what a size's run writes, so the WAL's
  * growth is what was written.
  */
@@ -27,6 +27,7 @@ import { framePages, framesIn } from './wal-frames.ts';
 
 const GROUPS = Number(process.argv[2] ?? 200);
 const WARM_GROUPS = 20;
+const SAMPLED_GROUPS = 40;
 // The store's pages (SQLite's default).
 const PAGE_SIZE = 4096;
 // The bench's /wake text: its 221-byte body less the JSON around it.
@@ -77,12 +78,20 @@ async function measure(size: number): Promise<void> {
     );
     if (size === 24) {
       const before = statSync(wal).size;
-      await group(store, size);
-      const bytes = readFileSync(wal).subarray(before);
+      for (let i = 0; i < SAMPLED_GROUPS; i++) await group(store, size);
       const reader = new DatabaseSync(path.join(dir, STORE_FILE), { readOnly: true });
-      const pages = framePages(bytes, PAGE_SIZE, reader);
+      const pages = framePages(readFileSync(wal).subarray(before), PAGE_SIZE, reader);
       reader.close();
-      console.log(`  the pages of one such group's transaction: ${pages.join(', ')}`);
+      const frames = new Map<string, number>();
+      for (const page of pages) {
+        const owner = page.slice(0, page.lastIndexOf('#'));
+        frames.set(owner, (frames.get(owner) ?? 0) + 1);
+      }
+      const byOwner = [...frames].sort((a, b) => b[1] - a[1]);
+      console.log(
+        `  frames per group by table or index (${SAMPLED_GROUPS} groups): ` +
+          byOwner.map(([owner, n]) => `${owner} ${(n / SAMPLED_GROUPS).toFixed(1)}`).join(', '),
+      );
     }
     await store.close();
   } finally {
