@@ -1,15 +1,15 @@
 /**
  * What the SQLite store's acceptance costs per /wake, apart from the server:
- * `node bench/accept-store.ts [GROUPS]`. Through the real store (group
+ * `npx node bench/accept-store.ts [GROUPS]`. Through the real store (group
  * writer, wakes applied at acceptance as `hookgate serve` does), GROUPS
  * groups of 8, 16, 24 and 32 wakes each (one group per event-loop turn, as
  * the server's requests make them) are committed: CPU per wake (user +
- * kernel; the COMMIT's fsync wait is not CPU), WAL frames per group and KB
- * written per wake, then the frames a group writes by table or index. The
- * bench prints the server's own group size ("actions each" on its store
- * line); this shows what that size costs. The store's checkpoint
- * threshold (10,000 pages) is above what a size's run writes, so the WAL's
- * growth is what was written.
+ * kernel, the commits' alone; the fsync's wait is not CPU), WAL frames per
+ * group and KB written per wake, then the frames a group writes by table or
+ * index. The bench prints the server's own group size ("actions each" on its store
+ * line); this shows what that size costs. The WAL's growth is what was
+ * written as long as no checkpoint restarted it (its salts change then: the
+ * probe stops and says so; fewer GROUPS stay under the store's threshold).
  */
 import { randomUUIDv7 } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -23,16 +23,13 @@ import {
   STORE_FILE,
 } from '../engine/store/sqlite/action-store.ts';
 import type { Action } from '../schemas/action.ts';
-import { framePages, framesIn } from './wal-frames.ts';
+import { countFrames, readFrames, readPageSize, readSalts } from './wal-frames.ts';
 
 const GROUPS = Number(process.argv[2] ?? 200);
 const WARM_GROUPS = 20;
 const SAMPLED_GROUPS = 40;
-// The store's pages (SQLite's default).
-const PAGE_SIZE = 4096;
 // The bench's /wake text: its 221-byte body less the JSON around it.
 const TEXT = 'x'.repeat(183);
-
 // Wrapped once: the wrapper's work is the request path's, not the store's.
 const WRAPPER_ID = wrapUntrusted(TEXT, 'Webhook').id;
 
@@ -52,9 +49,31 @@ function wakeAction(): Action {
   } as Action;
 }
 
-/** One group: `size` appends in one event-loop turn, each its own request. */
-function group(store: SqliteActionStore, size: number): Promise<unknown> {
-  return Promise.all(Array.from({ length: size }, () => store.appendOrGet({ actions: [wakeAction()] })));
+/**
+ * Commit `count` groups of `size` wakes, each group's appends in one event-loop turn, each its
+ * own request; the CPU taken by the commits alone. A group's actions are built just before it,
+ * as the server's requests make them (node's UUIDv7 ids are ordered only to the millisecond:
+ * built all at once, thousands would share one and land all over the id index).
+ */
+async function commit(store: SqliteActionStore, count: number, size: number): Promise<number> {
+  let micros = 0;
+  for (let i = 0; i < count; i++) {
+    const wakes = Array.from({ length: size }, wakeAction);
+    const before = process.cpuUsage();
+    await Promise.all(wakes.map((wake) => store.appendOrGet({ actions: [wake] })));
+    const used = process.cpuUsage(before);
+    micros += used.user + used.system;
+  }
+  return micros;
+}
+
+/** The WAL's bytes, failing when a checkpoint restarted it since `salts` were read. */
+function readWal(file: string, salts: string): Buffer {
+  const wal = readFileSync(file);
+  if (readSalts(wal) !== salts) {
+    throw new Error('the store checkpointed its WAL during the measurement: run with fewer GROUPS');
+  }
+  return wal;
 }
 
 async function measure(size: number): Promise<void> {
@@ -62,35 +81,31 @@ async function measure(size: number): Promise<void> {
   try {
     const store = await openSqliteStore(dir);
     store.applyWakesOnAccept('main');
-    for (let i = 0; i < WARM_GROUPS; i++) await group(store, size);
-    const wal = path.join(dir, `${STORE_FILE}-wal`);
-    const walBefore = statSync(wal).size;
-    const cpu = process.cpuUsage();
-    for (let i = 0; i < GROUPS; i++) await group(store, size);
-    const used = process.cpuUsage(cpu);
-    const written = statSync(wal).size - walBefore;
+    await commit(store, WARM_GROUPS, size);
+    const file = path.join(dir, `${STORE_FILE}-wal`);
+    const start = readFileSync(file);
+    const pageSize = readPageSize(start);
+    const salts = readSalts(start);
+    const micros = await commit(store, GROUPS, size);
+    const written = readWal(file, salts).length - start.length;
     const wakes = GROUPS * size;
     console.log(
-      `${size} wakes per group: ${((used.user + used.system) / wakes).toFixed(1)} µs CPU per wake ` +
-        `(${(used.system / wakes).toFixed(1)} kernel), ` +
-        `${(framesIn(written, PAGE_SIZE) / GROUPS).toFixed(1)} WAL frames per group, ` +
+      `${size} wakes per group: ${(micros / wakes).toFixed(1)} µs CPU per wake, ` +
+        `${(countFrames(written, pageSize) / GROUPS).toFixed(1)} WAL frames per group, ` +
         `${(written / wakes / 1024).toFixed(2)} KB written per wake`,
     );
     if (size === 24) {
-      const before = statSync(wal).size;
-      for (let i = 0; i < SAMPLED_GROUPS; i++) await group(store, size);
+      const before = statSync(file).size;
+      await commit(store, SAMPLED_GROUPS, size);
       const reader = new DatabaseSync(path.join(dir, STORE_FILE), { readOnly: true });
-      const pages = framePages(readFileSync(wal).subarray(before), PAGE_SIZE, reader);
+      const frames = readFrames(readWal(file, salts).subarray(before), pageSize, reader);
       reader.close();
-      const frames = new Map<string, number>();
-      for (const page of pages) {
-        const owner = page.slice(0, page.lastIndexOf('#'));
-        frames.set(owner, (frames.get(owner) ?? 0) + 1);
-      }
-      const byOwner = [...frames].sort((a, b) => b[1] - a[1]);
+      const perOwner = new Map<string, number>();
+      for (const { owner } of frames) perOwner.set(owner, (perOwner.get(owner) ?? 0) + 1);
+      const largestFirst = [...perOwner].sort((a, b) => b[1] - a[1]);
       console.log(
         `  frames per group by table or index (${SAMPLED_GROUPS} groups): ` +
-          byOwner.map(([owner, n]) => `${owner} ${(n / SAMPLED_GROUPS).toFixed(1)}`).join(', '),
+          largestFirst.map(([owner, n]) => `${owner} ${(n / SAMPLED_GROUPS).toFixed(1)}`).join(', '),
       );
     }
     await store.close();
@@ -99,4 +114,9 @@ async function measure(size: number): Promise<void> {
   }
 }
 
-for (const size of [8, 16, 24, 32]) await measure(size);
+try {
+  for (const size of [8, 16, 24, 32]) await measure(size);
+} catch (err) {
+  console.error(`accept-store: ${(err as Error).message}`);
+  process.exitCode = 1;
+}

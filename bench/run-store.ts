@@ -1,6 +1,6 @@
 /**
  * What the SQLite runtime store writes per agent run, apart from the server:
- * `node bench/run-store.ts [QUEUED] [RUNS]`. With QUEUED /agent actions
+ * `npx node bench/run-store.ts [QUEUED] [RUNS]`. With QUEUED /agent actions
  * queued (each its own session, as the bench's /agent target makes them),
  * runs end one transaction at a time, each with the claim of the next (as the
  * worker's hand-off does), for 1, 2, 4 and 8 runs per transaction: WAL frames
@@ -19,7 +19,7 @@ import { wrapUntrusted } from '../engine/safety.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import type { Action } from '../schemas/action.ts';
-import { framePages, framesIn, WAL_HEADER } from './wal-frames.ts';
+import { countFrames, readFrames, WAL_HEADER } from './wal-frames.ts';
 
 const QUEUED = Number(process.argv[2] ?? 20_000);
 const RUNS = Number(process.argv[3] ?? 3_000);
@@ -104,7 +104,7 @@ async function measure(perTransaction: number): Promise<void> {
     const used = process.cpuUsage(cpu);
     const written = statSync(wal).size - walBefore;
     console.log(
-      `${perTransaction} run(s) per transaction: ${(framesIn(written, pageSize) / transactions).toFixed(1)} frames each, ` +
+      `${perTransaction} run(s) per transaction: ${(countFrames(written, pageSize) / transactions).toFixed(1)} frames each, ` +
         `${(written / runs / 1024).toFixed(1)} KB written per run, ` +
         `${((used.user + used.system) / runs).toFixed(0)} µs CPU per run (${(used.system / runs).toFixed(0)} kernel)`,
     );
@@ -112,8 +112,10 @@ async function measure(perTransaction: number): Promise<void> {
       db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
       await endAndClaim(store, rows);
       const bytes = readFileSync(wal);
-      const pages = framePages(bytes.subarray(WAL_HEADER), pageSize, db);
-      console.log(`  the pages of one such transaction: ${pages.join(', ')}`);
+      const frames = readFrames(bytes.subarray(WAL_HEADER), pageSize, db);
+      console.log(
+        `  the pages of one such transaction: ${frames.map(({ owner, page }) => `${owner}#${page}`).join(', ')}`,
+      );
     }
     await store.close();
   } finally {
