@@ -1,53 +1,19 @@
-/**
- * What the SQLite store's acceptance costs per /wake, apart from the server:
- * `npx node bench/accept-store.ts [GROUPS]`. Through the real store (group
- * writer, wakes applied at acceptance as `hookgate serve` does), GROUPS
- * groups of 8, 16, 24 and 32 wakes each (one group per event-loop turn, as
- * the server's requests make them) are committed: CPU per wake (user +
- * kernel, the commits' alone; the fsync's wait is not CPU), WAL frames per
- * group and KB written per wake, then the frames a group writes by table or
- * index. The bench prints the server's own group size ("actions each" on its store
- * line); this shows what that size costs. The WAL's growth is what was
- * written as long as no checkpoint restarted it (its salts change then: the
- * probe stops and says so; fewer GROUPS stay under the store's threshold).
- */
-import { randomUUIDv7 } from 'node:crypto';
+
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { wrapUntrusted } from '../engine/safety.ts';
 import {
   openSqliteStore,
   type SqliteActionStore,
   STORE_FILE,
 } from '../engine/store/sqlite/action-store.ts';
-import type { Action } from '../schemas/action.ts';
+import { probeWake } from './probe-actions.ts';
 import { countFrames, readFrames, readPageSize, readSalts } from './wal-frames.ts';
 
 const GROUPS = Number(process.argv[2] ?? 200);
 const WARM_GROUPS = 20;
 const SAMPLED_GROUPS = 40;
-// The bench's /wake text: its 221-byte body less the JSON around it.
-const TEXT = 'x'.repeat(183);
-// Wrapped once: the wrapper's work is the request path's, not the store's.
-const WRAPPER_ID = wrapUntrusted(TEXT, 'Webhook').id;
-
-function wakeAction(): Action {
-  return {
-    kind: 'wake',
-    id: randomUUIDv7(),
-    hook: 'wake',
-    receivedAt: new Date().toISOString(),
-    client: '127.0.0.1',
-    requestId: randomUUIDv7(),
-    untrusted: true,
-    verification: { scheme: 'token' },
-    safety: { wrapperId: WRAPPER_ID, label: 'Webhook', patterns: [], neutralised: 0 },
-    text: TEXT,
-    mode: 'now',
-  } as Action;
-}
 
 /**
  * Commit `count` groups of `size` wakes, each group's appends in one event-loop turn, each its
@@ -58,7 +24,7 @@ function wakeAction(): Action {
 async function commit(store: SqliteActionStore, count: number, size: number): Promise<number> {
   let micros = 0;
   for (let i = 0; i < count; i++) {
-    const wakes = Array.from({ length: size }, wakeAction);
+    const wakes = Array.from({ length: size }, probeWake);
     const before = process.cpuUsage();
     await Promise.all(wakes.map((wake) => store.appendOrGet({ actions: [wake] })));
     const used = process.cpuUsage(before);

@@ -1,59 +1,23 @@
-/**
- * What the SQLite runtime store writes per agent run, apart from the server:
- * `npx node bench/run-store.ts [QUEUED] [RUNS]`. With QUEUED /agent actions
- * queued (each its own session, as the bench's /agent target makes them),
- * runs end one transaction at a time, each with the claim of the next (as the
- * worker's hand-off does), for 1, 2, 4 and 8 runs per transaction: WAL frames
- * per transaction, KB written per run and CPU per run (user + kernel), then
- * the pages one transaction of one run writes, by table or index. It turns
- * the checkpoints of the store's own connection off (reached through a cast:
- * a probe, not an interface) so that the WAL's growth is what was written.
- */
-import { randomUUIDv7 } from 'node:crypto';
+
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import type { RunRow } from '../engine/runtime/runtime-store.ts';
-import { wrapUntrusted } from '../engine/safety.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import type { Action } from '../schemas/action.ts';
+import { probeAgent } from './probe-actions.ts';
 import { countFrames, readFrames, WAL_HEADER } from './wal-frames.ts';
 
 const QUEUED = Number(process.argv[2] ?? 20_000);
 const RUNS = Number(process.argv[3] ?? 3_000);
-const TEXT = 'x'.repeat(150);
-
-function agentAction(): Action {
-  const wrapped = wrapUntrusted(TEXT, 'Webhook');
-  return {
-    kind: 'agent',
-    id: randomUUIDv7(),
-    hook: 'agent',
-    receivedAt: new Date().toISOString(),
-    client: '127.0.0.1',
-    requestId: randomUUIDv7(),
-    untrusted: true,
-    verification: { scheme: 'token' },
-    safety: { wrapperId: wrapped.id, label: 'Webhook', patterns: [], neutralised: 0 },
-    prompt: wrapped.text,
-    message: TEXT,
-    name: 'Bench',
-    agentId: 'main',
-    sessionKey: `hook:${randomUUIDv7()}`,
-    sessionKeySource: 'generated',
-    wakeMode: 'next-heartbeat',
-    deliver: false,
-    channel: 'last',
-  } as Action;
-}
 
 /** A store with QUEUED actions and a WAL that is never checkpointed (its growth is measured). */
 async function queuedStore(dir: string): Promise<{ store: SqliteRuntimeStore; db: DatabaseSync }> {
   const accepting = await openSqliteStore(dir);
   for (let at = 0; at < QUEUED; at += 20) {
-    await accepting.appendOrGet({ actions: Array.from({ length: 20 }, agentAction) });
+    await accepting.appendOrGet({ actions: Array.from({ length: 20 }, probeAgent) });
   }
   await accepting.close();
   const store = SqliteRuntimeStore.open(dir);

@@ -96,8 +96,8 @@ export function sizedBody(fields: Record<string, unknown>, field: string): strin
   return JSON.stringify({ ...fields, [field]: 'x'.repeat(padding) });
 }
 
-const WAKE_BODY = sizedBody({ text: '', mode: 'now' }, 'text');
-const AGENT_BODY = sizedBody(
+export const WAKE_BODY = sizedBody({ text: '', mode: 'now' }, 'text');
+export const AGENT_BODY = sizedBody(
   { message: '', name: 'GitHub', wakeMode: 'now', deliver: false, timeoutSeconds: 120 },
   'message',
 );
