@@ -1,4 +1,17 @@
-
+/**
+ * What the SQLite store's acceptance costs per /wake, apart from the server:
+ * `npx node bench/accept-store.ts [GROUPS]`. Through the real store (group
+ * writer, wakes applied at acceptance as `hookgate serve` does), GROUPS
+ * groups of 8, 16, 24 and 32 wakes each (the bench's /wake body through the
+ * server's builder; one group per event-loop turn, as the server's requests
+ * make them) are committed: CPU per wake (user + kernel, the commits' alone;
+ * the fsync's wait is not CPU), WAL frames per group and KB written per wake,
+ * then the frames a group writes by table or index. The bench prints the
+ * server's own group size ("actions each" on its store line); this shows
+ * what that size costs. The WAL's growth is what was
+ * written as long as no checkpoint restarted it (its salts change then: the
+ * probe stops and says so; fewer GROUPS stay under the store's threshold).
+ */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

@@ -1,4 +1,14 @@
-
+/**
+ * What the SQLite runtime store writes per agent run, apart from the server:
+ * `npx node bench/run-store.ts [QUEUED] [RUNS]`. With QUEUED /agent actions
+ * queued (each its own session, as the bench's /agent target makes them),
+ * runs end one transaction at a time, each with the claim of the next (as the
+ * worker's hand-off does), for 1, 2, 4 and 8 runs per transaction: WAL frames
+ * per transaction, KB written per run and CPU per run (user + kernel), then
+ * the pages one transaction of one run writes, by table or index. It turns
+ * the checkpoints of the store's own connection off (reached through a cast:
+ * a probe, not an interface) so that the WAL's growth is what was written.
+ */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
