@@ -20,6 +20,7 @@ import { lookupOwn, toEvaluatorData } from './evaluator-data.ts';
 import { publicHeaders } from './headers.ts';
 import { accountAction, refusal, renderFields, templateContext } from './mapped-fields.ts';
 import { RenderBudget, type RenderLimits } from './render-budget.ts';
+import type { Validator } from './validation.ts';
 import type { CompiledMapping } from './mappings.ts';
 import type { RuleData } from './rules.ts';
 import type { TransformSupervisor } from './sandbox/supervisor.ts';
@@ -185,13 +186,13 @@ function buildFrom(
 
 function valid<T>(
   mapping: CompiledMapping,
-  check: (value: unknown) => { ok: true; value: T } | { ok: false; field: string; message: string },
+  check: Validator<T>,
   fields: unknown,
   code: 'invalid_payload' | 'transform_invalid_output' = 'invalid_payload',
 ): T {
   const result = check(fields);
   if (result.ok) return result.value;
-  const empty = ['is required', 'must not be empty', 'must not be blank'].includes(result.message);
-  const what = empty ? 'rendered empty' : result.message;
+  // Fields come from templates here: an absent or blank one is a template that rendered empty.
+  const what = result.empty ? 'rendered empty' : result.message;
   throw refusal(mapping, code, `${result.field}: ${what}`);
 }

@@ -4,10 +4,14 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 
-/** Validates in place; returns the typed value or a message naming the first bad field. */
-export type Validator<T> = (
-  value: unknown,
-) => { ok: true; value: T } | { ok: false; field: string; message: string };
+/**
+ * Why a value failed: the first bad field, a readable message, and whether the field was
+ * absent, empty or blank (`empty`), which callers word in their own terms.
+ */
+export type Invalid = { ok: false; field: string; message: string; empty: boolean };
+
+/** Validates in place; returns the typed value or what is wrong with the first bad field. */
+export type Validator<T> = (value: unknown) => { ok: true; value: T } | Invalid;
 
 type Options = { useDefaults?: boolean; unknownLabel?: string };
 
@@ -33,7 +37,7 @@ export function compileValidator<T>(schema: object, options: Options = {}): Vali
   return function check(value) {
     if (validate(value)) return { ok: true, value: value as T };
     const error = validate.errors?.[0];
-    if (!error) return { ok: false, field: '', message: 'invalid' };
+    if (!error) return { ok: false, field: '', message: 'invalid', empty: false };
     return describe(error, unknownLabel);
   };
 }
@@ -52,46 +56,44 @@ export function joinPath(base: string, key: string): string {
   return base ? `${base}.${key}` : key;
 }
 
-function describe(
-  error: ErrorObject,
-  unknownLabel: string,
-): { ok: false; field: string; message: string } {
+function describe(error: ErrorObject, unknownLabel: string): Invalid {
+  const invalid = (field: string, message: string, empty = false): Invalid => ({
+    ok: false,
+    field,
+    message,
+    empty,
+  });
   const at = dottedPath(error.instancePath);
   const params = error.params as Record<string, unknown>;
   // Errors inside propertyNames concern a key, not a value.
   if (error.propertyName !== undefined) {
     const allowed = error.keyword === 'enum' ? (params['allowedValues'] as unknown[]) : undefined;
     const hint = allowed ? ` (one of ${allowed.join(', ')})` : '';
-    return { ok: false, field: joinPath(at, error.propertyName), message: `unknown name${hint}` };
+    return invalid(joinPath(at, error.propertyName), `unknown name${hint}`);
   }
   switch (error.keyword) {
     case 'required': {
       const field = joinPath(at, String(params['missingProperty']));
-      return { ok: false, field, message: 'is required' };
+      return invalid(field, 'is required', true);
     }
     case 'additionalProperties': {
       const field = joinPath(at, String(params['additionalProperty']));
-      return { ok: false, field, message: unknownLabel };
+      return invalid(field, unknownLabel);
     }
     case 'propertyNames':
-      return {
-        ok: false,
-        field: joinPath(at, String(params['propertyName'])),
-        message: 'unknown name',
-      };
+      return invalid(joinPath(at, String(params['propertyName'])), 'unknown name');
     case 'enum': {
       const allowed = (params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v));
-      return { ok: false, field: at, message: `must be one of ${allowed.join(', ')}` };
+      return invalid(at, `must be one of ${allowed.join(', ')}`);
     }
     case 'const':
-      return { ok: false, field: at, message: `must be ${JSON.stringify(params['allowedValue'])}` };
+      return invalid(at, `must be ${JSON.stringify(params['allowedValue'])}`);
     case 'pattern':
-      if (params['pattern'] === '\\S')
-        return { ok: false, field: at, message: 'must not be blank' };
-      return { ok: false, field: at, message: `must match ${String(params['pattern'])}` };
+      if (params['pattern'] === '\\S') return invalid(at, 'must not be blank', true);
+      return invalid(at, `must match ${String(params['pattern'])}`);
     case 'minLength':
-      return { ok: false, field: at, message: 'must not be empty' };
+      return invalid(at, 'must not be empty', true);
     default:
-      return { ok: false, field: at, message: error.message ?? 'is invalid' };
+      return invalid(at, error.message ?? 'is invalid');
   }
 }

@@ -310,22 +310,29 @@ describe('mapped hooks', () => {
     },
   );
 
-  it('refuses an empty rendered message with 400 naming the mapping', async () => {
-    const empty = await startTestServer({
-      hooks: {
-        mappings: [{ id: 'echo', match: { path: 'echo' }, templates: { message: '{{text}}' } }],
-      },
-    });
-    try {
-      const res = await send(empty, 'echo', { text: '   ' });
-      expect(res.status).toBe(400);
-      expect(res.body?.error?.code).toBe('invalid_payload');
-      expect(res.body?.error?.message).toContain('echo');
-      expect(await count(empty)).toBe(0);
-    } finally {
-      await empty.stop();
-    }
-  });
+  it.each([
+    ['blank', '   '],
+    ['empty', ''],
+  ])(
+    'refuses a %s rendered message with 400 naming the mapping and the field',
+    async (_name, text) => {
+      const empty = await startTestServer({
+        hooks: {
+          mappings: [{ id: 'echo', match: { path: 'echo' }, templates: { message: '{{text}}' } }],
+        },
+      });
+      try {
+        const res = await send(empty, 'echo', { text });
+        expect(res.status).toBe(400);
+        expect(res.body?.error?.code).toBe('invalid_payload');
+        expect(res.body?.error?.message).toContain('echo');
+        expect(res.body?.error?.message).toContain('message: rendered empty');
+        expect(await count(empty)).toBe(0);
+      } finally {
+        await empty.stop();
+      }
+    },
+  );
 
   it('does not wrap the text of a mapping with allowUnsafeExternalContent', async () => {
     const { body } = await send(server, 'internal', {});
