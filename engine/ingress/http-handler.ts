@@ -39,6 +39,9 @@ export function createRequestHandler(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const { logger } = settings;
   const lines = requestLineLogger(logger);
+  const inCheckPhase = turnBatch((err) =>
+    logger.error({ err: (err as Error)?.message }, 'answering a request failed'),
+  );
 
   function answer(res: ServerResponse, x: Exchange, result: Answer): void {
     // Shutdown began: no further keep-alive request on this connection.
@@ -112,9 +115,39 @@ export function createRequestHandler(
       failed(err);
       return;
     }
-    // Settled without waiting (a refusal before the body): answered now, no promise made.
     if (outcome instanceof Promise) outcome.then(settle, failed);
-    else settle(outcome);
+    else {
+      // Settled without waiting (a refusal before the body): no promise made, and answered with
+      // the turn's other answers rather than alone (turnBatch).
+      const settled = outcome;
+      inCheckPhase(() => settle(settled));
+    }
+  };
+}
+
+/**
+ * Run tasks in the event loop's check phase, all those of one turn together. Refusals written
+ * back to back after the turn's reads (as the store's group commit answers accepted requests)
+ * cost about a fifth less CPU each under a flood than one write from each request's own
+ * callback (README, Performance); the wait is the rest of the current turn. A task that
+ * throws is reported and does not keep the others from running.
+ */
+function turnBatch(onError: (err: unknown) => void): (task: () => void) => void {
+  let tasks: Array<() => void> = [];
+  const runAll = () => {
+    const due = tasks;
+    tasks = [];
+    for (const task of due) {
+      try {
+        task();
+      } catch (err) {
+        onError(err);
+      }
+    }
+  };
+  return (task) => {
+    if (tasks.length === 0) setImmediate(runAll);
+    tasks.push(task);
   };
 }
 

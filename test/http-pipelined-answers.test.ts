@@ -1,0 +1,82 @@
+/**
+ * Requests pipelined on one keep-alive connection, refusals among them: a
+ * refusal settled before the body is answered with the rest of its
+ * event-loop turn rather than from its own callback, so these check that
+ * every request still gets its own answer, in the order sent, and that only
+ * the accepted one is stored.
+ */
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
+
+const BODY = '{"text":"pipelined"}';
+
+function post(path: string, token: string, close = false): string {
+  return (
+    `POST ${path} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${token}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${BODY.length}\r\n` +
+    `${close ? 'Connection: close\r\n' : ''}\r\n${BODY}`
+  );
+}
+
+/** Write all requests in one write on a fresh connection; the whole answer once the server closes. */
+function exchange(url: string, requests: string[]): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(requests.join('')));
+    const parts: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => parts.push(chunk));
+    socket.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    socket.on('error', reject);
+  });
+}
+
+/** The answers' status codes and bodies, in the order they came. */
+function answers(text: string): Array<{ status: number; body: string }> {
+  const out: Array<{ status: number; body: string }> = [];
+  let at = 0;
+  while (at < text.length) {
+    const head = text.indexOf('\r\n\r\n', at);
+    if (head < 0) break;
+    const lines = text.slice(at, head).split('\r\n');
+    const status = Number(lines[0]?.split(' ')[1]);
+    const length = Number(
+      lines.find((line) => line.toLowerCase().startsWith('content-length:'))?.split(':')[1] ?? 0,
+    );
+    out.push({ status, body: text.slice(head + 4, head + 4 + length) });
+    at = head + 4 + length;
+  }
+  return out;
+}
+
+describe('requests pipelined on one connection', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    // Far from the lockout: every wrong token here is a 401, never a 429.
+    server = await startTestServer({ hooks: { authRateLimit: { maxFailures: 1_000 } } });
+  });
+  afterAll(() => server.stop());
+
+  it('refusals and an accepted request are each answered, in the order sent', async () => {
+    const text = await exchange(server.url, [
+      post('/hooks/wake', 'wrong-token'),
+      post('/hooks/nowhere', TOKEN),
+      post('/hooks/wake', TOKEN),
+      post('/hooks/wake', 'wrong-token', true),
+    ]);
+    const got = answers(text);
+    expect(got.map((a) => a.status)).toEqual([401, 404, 200, 401]);
+    expect(JSON.parse(got[0]?.body ?? '{}').error.code).toBe('unauthorized');
+    expect(JSON.parse(got[1]?.body ?? '{}').error.code).toBe('unknown_hook');
+    const accepted = JSON.parse(got[2]?.body ?? '{}') as { id: string };
+    const stored = await server.store.listActions({ limit: 10 });
+    expect(stored.map((row) => row.action.id)).toEqual([accepted.id]);
+  });
+
+  it('fifty refusals sent at once get fifty 401s', async () => {
+    const requests = Array.from({ length: 50 }, (_, i) => post('/hooks/wake', 'bad', i === 49));
+    const got = answers(await exchange(server.url, requests));
+    expect(got).toHaveLength(50);
+    expect(got.every((a) => a.status === 401)).toBe(true);
+  });
+});
