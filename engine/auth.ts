@@ -1,9 +1,10 @@
 /**
  * Token authentication from the request headers alone (spec 5), in constant
- * time. Both sides are hashed to 32 bytes first: timingSafeEqual throws on
- * unequal lengths, and hashing hides the token's length.
+ * time: a token of the wrong length costs the same one comparison of the
+ * expected token's length as one of the right length, so the time taken
+ * tells neither the expected token's bytes nor its length.
  */
-import { hash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 
 /** Header carrying the token when Authorization is not used. */
 export const TOKEN_HEADER = 'x-hookgate-token';
@@ -53,15 +54,16 @@ function bearerToken(authorization: string): string | undefined {
 
 /** Build a constant-time checker for one expected token. */
 export function createTokenCheck(expected: string): (presented: PresentedToken) => boolean {
-  const expectedDigest = digest(expected);
+  const expectedBytes = Buffer.from(expected, 'utf8');
   return function tokenMatches(presented) {
     if (presented.kind !== 'token' || presented.token === '') return false;
-    return timingSafeEqual(digest(presented.token), expectedDigest);
+    const bytes = Buffer.from(presented.token, 'utf8');
+    // Length check before timingSafeEqual (it throws on unequal lengths); the wrong length still
+    // pays one comparison of the expected length. Hashing both sides instead cost 0.5 µs more.
+    if (bytes.length !== expectedBytes.length) {
+      timingSafeEqual(expectedBytes, expectedBytes);
+      return false;
+    }
+    return timingSafeEqual(bytes, expectedBytes);
   };
-}
-
-// One-shot, as hex then decoded: node:crypto's 'buffer' output costs about 1.6 µs against 0.5
-// for hex plus the decode (a Hash object about 1.9); this runs on every request that brings a token.
-function digest(value: string): Buffer {
-  return Buffer.from(hash('sha256', value), 'hex');
 }

@@ -59,3 +59,38 @@ describe('token in the query', () => {
     expect(queryCarriesToken(q)).toBe(false);
   });
 });
+
+describe('createTokenCheck', () => {
+  const unicode = createTokenCheck('tökén-ünïcode-🔑-0123456789');
+  it.each([
+    ['the token', TOKEN, true],
+    ['one character short', TOKEN.slice(0, -1), false],
+    ['one character more', `${TOKEN}x`, false],
+    ['its first half', TOKEN.slice(0, TOKEN.length / 2), false],
+    ['the same length, last character changed', `${TOKEN.slice(0, -1)}#`, false],
+    ['upper case', TOKEN.toUpperCase(), false],
+  ])('%s -> %s', (_name, token, expected) => {
+    expect(matches({ kind: 'token', token })).toBe(expected);
+  });
+
+  it.each([
+    ['the token', 'tökén-ünïcode-🔑-0123456789', true],
+    // Same number of UTF-16 units, fewer UTF-8 bytes: lengths are compared as bytes.
+    ['ASCII look-alike of the same length', 'token-unicode-XX-0123456789', false],
+  ])('a non-ASCII token: %s -> %s', (_name, token, expected) => {
+    expect(unicode({ kind: 'token', token })).toBe(expected);
+  });
+
+  it.each([
+    ['absent', { kind: 'absent' } as const],
+    ['conflicting carriers', { kind: 'conflict' } as const],
+    ['an empty token', { kind: 'token', token: '' } as const],
+  ])('%s never matches', (_name, presented) => {
+    expect(matches(presented)).toBe(false);
+  });
+
+  test.prop([fc.string({ maxLength: 80 })])('any other string is refused', (token) => {
+    fc.pre(token !== TOKEN);
+    expect(matches({ kind: 'token', token })).toBe(false);
+  });
+});
