@@ -61,7 +61,6 @@ describe('token in the query', () => {
 });
 
 describe('createTokenCheck', () => {
-  const unicode = createTokenCheck('tökén-ünïcode-🔑-0123456789');
   it.each([
     ['the token', TOKEN, true],
     ['one character short', TOKEN.slice(0, -1), false],
@@ -73,12 +72,12 @@ describe('createTokenCheck', () => {
     expect(matches({ kind: 'token', token })).toBe(expected);
   });
 
-  it.each([
-    ['the token', 'tökén-ünïcode-🔑-0123456789', true],
-    // Same number of UTF-16 units, fewer UTF-8 bytes: lengths are compared as bytes.
-    ['ASCII look-alike of the same length', 'token-unicode-XX-0123456789', false],
-  ])('a non-ASCII token: %s -> %s', (_name, token, expected) => {
-    expect(unicode({ kind: 'token', token })).toBe(expected);
+  it('a token of as many characters but more bytes (Latin-1 from the header) is refused', () => {
+    // node:http reads header values as Latin-1: each of these is two bytes in UTF-8, so the
+    // lengths differ in bytes though not in characters, and the check must not throw.
+    const latin = `${TOKEN.slice(0, -2)}éé`;
+    expect(latin.length).toBe(TOKEN.length);
+    expect(matches({ kind: 'token', token: latin })).toBe(false);
   });
 
   it.each([

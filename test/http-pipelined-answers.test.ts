@@ -79,4 +79,52 @@ describe('requests pipelined on one connection', () => {
     expect(got).toHaveLength(50);
     expect(got.every((a) => a.status === 401)).toBe(true);
   });
+
+  it('a pipelined flood of refusals on one connection is not answered in one event-loop turn', async () => {
+    // Held answers are not written yet, so node:http would not pause the socket: without a
+    // bound on them, one connection's burst of refusals was answered as one batch of thousands.
+    let inTurn = 0;
+    let most = 0;
+    let running = true;
+    const count = () => {
+      inTurn++;
+    };
+    server.server.on('request', count);
+    (function tick() {
+      most = Math.max(most, inTurn);
+      inTurn = 0;
+      if (running) setImmediate(tick);
+    })();
+    try {
+      const n = 50_000;
+      const one =
+        'POST /hooks/wake HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer bad\r\nContent-Length: 0\r\n\r\n';
+      const last = one.replace('Host: a\r\n', 'Host: a\r\nConnection: close\r\n');
+      const text = await exchange(server.url, [one.repeat(n - 1), last]);
+      // 401s, then 429s once the address is locked: every request answered.
+      expect(text.match(/HTTP\/1\.1 4(01|29) /g)?.length).toBe(n);
+      expect(most).toBeLessThan(4_000);
+    } finally {
+      running = false;
+      server.server.off('request', count);
+    }
+  });
+});
+
+describe('a refusal settled before shutdown began', () => {
+  it('keeps the connection for the request pipelined behind it, which is answered and stored', async () => {
+    const server = await startTestServer({});
+    let closing: Promise<void> | undefined;
+    // Shutdown begins in the turn the requests arrive, after the refusal was settled.
+    server.server.once('request', () => {
+      closing = server.stop();
+    });
+    const text = await exchange(server.url, [
+      post('/hooks/wake', 'wrong-token'),
+      post('/hooks/wake', TOKEN),
+    ]);
+    await closing;
+    const got = answers(text);
+    expect(got.map((a) => a.status)).toEqual([401, 200]);
+  });
 });

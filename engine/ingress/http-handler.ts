@@ -43,9 +43,8 @@ export function createRequestHandler(
     logger.error({ err: (err as Error)?.message }, 'answering a request failed'),
   );
 
-  function answer(res: ServerResponse, x: Exchange, result: Answer): void {
-    // Shutdown began: no further keep-alive request on this connection.
-    const close = settings.draining();
+  // `close`: shutdown had begun when the request was settled: no further keep-alive request.
+  function answer(res: ServerResponse, x: Exchange, result: Answer, close: boolean): void {
     x.log['status'] = result.status;
     if (result.kind === 'empty') sendEmpty(res, 204, x.id, close ? CLOSE : undefined);
     else if (result.kind === 'text')
@@ -57,7 +56,13 @@ export function createRequestHandler(
     }
   }
 
-  function fail(req: IncomingMessage, res: ServerResponse, x: Exchange, err: unknown): void {
+  function fail(
+    req: IncomingMessage,
+    res: ServerResponse,
+    x: Exchange,
+    err: unknown,
+    draining: boolean,
+  ): void {
     const error = asHookError(err);
     x.log['status'] = error.status;
     x.log['code'] = error.code;
@@ -70,7 +75,7 @@ export function createRequestHandler(
       res.destroy();
       return;
     }
-    sendError(res, error, x.id, settings.draining() || mustClose(req, error));
+    sendError(res, error, x.id, draining || mustClose(req, error));
   }
 
   return function handleRequest(req, res) {
@@ -91,19 +96,22 @@ export function createRequestHandler(
       lines.info(x.log, 'request');
       if (requestFinished.hasSubscribers) publishFinished(x, durationMs);
     }
-    function settle(result: Outcome): void {
+    // Whether shutdown had begun is read when the request is settled, not when a deferred
+    // answer leaves: a refusal closing the connection then would drop the answers of requests
+    // pipelined behind it, which may already be stored.
+    function settle(result: Outcome, draining = settings.draining()): void {
       try {
-        if (result instanceof HookError) fail(req, res, x, result);
-        else answer(res, x, result);
+        if (result instanceof HookError) fail(req, res, x, result, draining);
+        else answer(res, x, result, draining);
       } catch (err) {
-        fail(req, res, x, err);
+        fail(req, res, x, err, draining);
       } finally {
         finish();
       }
     }
     function failed(err: unknown): void {
       try {
-        fail(req, res, x, err);
+        fail(req, res, x, err, settings.draining());
       } finally {
         finish();
       }
@@ -120,32 +128,48 @@ export function createRequestHandler(
       // Settled without waiting (a refusal before the body): no promise made, and answered with
       // the turn's other answers rather than alone (turnBatch).
       const settled = outcome;
-      inCheckPhase(() => settle(settled));
+      const draining = settings.draining();
+      inCheckPhase(() => settle(settled, draining));
     }
   };
 }
 
+// Answers held for one check phase at most; past this the rest of the turn's are sent at once.
+// Held answers are not yet written, so node:http does not pause a socket that pipelines
+// refusals: without a bound, one connection's burst of them was answered as one batch of
+// tens of thousands (a stall of most of a second); written, they pause it as before.
+const MAX_HELD_ANSWERS = 128;
+
 /**
- * Run tasks in the event loop's check phase, all those of one turn together. Refusals written
- * back to back after the turn's reads (as the store's group commit answers accepted requests)
- * cost about a fifth less CPU each under a flood than one write from each request's own
- * callback (README, Performance); the wait is the rest of the current turn. A task that
- * throws is reported and does not keep the others from running.
+ * Run tasks in the event loop's check phase, all those of one turn together (at most
+ * MAX_HELD_ANSWERS; any more run at once). Refusals written back to back after the turn's
+ * reads (as the store's group commit answers accepted requests) cost about a fifth less CPU
+ * each under a flood than one write from each request's own callback (README, Performance).
+ * A task that throws is reported and does not keep the others from running.
  */
 function turnBatch(onError: (err: unknown) => void): (task: () => void) => void {
   let tasks: Array<() => void> = [];
-  const runAll = () => {
-    const due = tasks;
-    tasks = [];
-    for (const task of due) {
+  const run = (task: () => void) => {
+    try {
+      task();
+    } catch (err) {
       try {
-        task();
-      } catch (err) {
         onError(err);
+      } catch {
+        // Even the report failed: the other answers still go out.
       }
     }
   };
+  const runAll = () => {
+    const due = tasks;
+    tasks = [];
+    for (const task of due) run(task);
+  };
   return (task) => {
+    if (tasks.length >= MAX_HELD_ANSWERS) {
+      run(task);
+      return;
+    }
     if (tasks.length === 0) setImmediate(runAll);
     tasks.push(task);
   };
