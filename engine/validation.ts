@@ -3,6 +3,7 @@
  * ajv's errors turned into one readable line naming the offending field.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { HEADER_TOKEN_PATTERN } from '../schemas/config.ts';
 
 /**
  * Why a value failed: the first bad field, a readable message, and whether the field was
@@ -90,6 +91,11 @@ function describe(error: ErrorObject, unknownLabel: string): Invalid {
       return invalid(at, `must be ${JSON.stringify(params['allowedValue'])}`);
     case 'pattern':
       if (params['pattern'] === '\\S') return invalid(at, 'must not be blank', true);
+      if (params['pattern'] === HEADER_TOKEN_PATTERN)
+        return invalid(
+          at,
+          'must be visible ASCII characters (inner spaces allowed): a request presents it in an HTTP header',
+        );
       return invalid(at, `must match ${String(params['pattern'])}`);
     case 'minLength':
       return invalid(at, 'must not be empty', true);

@@ -25,6 +25,10 @@ export const CHANNEL_IDS = [
 export type ChannelId = (typeof CHANNEL_IDS)[number];
 
 const nonEmpty = { type: 'string', minLength: 1, pattern: '\\S' } as const;
+// A token a request presents in a header: node:http reads header values as Latin-1 and trims
+// them, so a token outside visible ASCII, or with spaces at either end, could never match.
+export const HEADER_TOKEN_PATTERN = '^[\\x21-\\x7e](?:[\\x20-\\x7e]*[\\x21-\\x7e])?$';
+const headerToken = { type: 'string', minLength: 1, pattern: HEADER_TOKEN_PATTERN } as const;
 
 const serverSchema = {
   type: 'object',
@@ -83,7 +87,7 @@ const hooksSchema = {
   default: {},
   properties: {
     enabled: { type: 'boolean', default: false },
-    token: nonEmpty,
+    token: headerToken,
     path: { type: 'string', default: '/hooks' },
     maxBodyBytes: { type: 'integer', minimum: 1, default: 262_144 },
     maxJsonDepth: { type: 'integer', minimum: 1, maximum: 1000, default: 64 },
@@ -325,7 +329,7 @@ export const configSchema = {
         // 0 picks a free port (printed as `admin listening on http://HOST:PORT`).
         port: { type: 'integer', minimum: 0, maximum: 65535 },
         // Sent as `Authorization: Bearer`; required when host is beyond loopback.
-        token: nonEmpty,
+        token: headerToken,
         // The console shows request bodies only when this keeps them (escaped, in memory).
         keepPayloads: { type: 'boolean', default: false },
         // Requests the console remembers (newest first; older ones drop out).

@@ -75,6 +75,21 @@ describe('refusals name the offending path', () => {
     ['wrong type', enabled({ maxBodyBytes: 'big' }), 'hooks.maxBodyBytes'],
     ['empty token', { hooks: { enabled: true, token: '' } }, 'hooks.token'],
     [
+      'a non-ASCII token (headers are read as Latin-1: it could never match)',
+      enabled({ token: 'tökén-0123456789' }),
+      'hooks.token: must be visible ASCII',
+    ],
+    [
+      'a token ending in a space (header values are trimmed)',
+      enabled({ token: 'token-0123456789 ' }),
+      'hooks.token: must be visible ASCII',
+    ],
+    [
+      'a non-ASCII admin token',
+      { admin: { port: 0, token: 'admin-tökén-0123' } },
+      'admin.token: must be visible ASCII',
+    ],
+    [
       'default key outside the prefixes',
       enabled({ defaultSessionKey: 'main', allowedSessionKeyPrefixes: ['hook:'] }),
       'hooks.defaultSessionKey',
@@ -236,5 +251,11 @@ describe('${VAR} inside YAML flow mappings', () => {
     const file = path.join(temp.dir, 'literal.yaml');
     writeFileSync(file, 'hooks:\n  enabled: true\n  token: t\n  defaultSessionKey: "hook:$${x}"\n');
     expect(loadConfigFile(file, {}).config.hooks.defaultSessionKey).toBe('hook:${x}');
+  });
+});
+
+describe('tokens a request can present', () => {
+  it.each(['t0ken', 'a b c', '~!#$%&*+-./:;<=>?@[]^_`{|}'])('accepts %j', (token) => {
+    expect(resolveConfig(enabled({ token }), base).config.hooks.token).toBe(token);
   });
 });
