@@ -16,6 +16,20 @@ export type Validator<T> = (value: unknown) => { ok: true; value: T } | Invalid;
 
 type Options = { useDefaults?: boolean; unknownLabel?: string };
 
+// The schemas' shared patterns said in words (any other pattern is quoted as it is); `empty`:
+// the failure means nothing was given.
+const PATTERN_WORDS: ReadonlyMap<string, { message: string; empty: boolean }> = new Map([
+  ['\\S', { message: 'must not be blank', empty: true }],
+  [
+    HEADER_TOKEN_PATTERN,
+    {
+      message:
+        'must be visible ASCII characters (inner spaces allowed): a request presents it in an HTTP header',
+      empty: false,
+    },
+  ],
+]);
+
 const ajvPlain = new Ajv({
   allErrors: false,
   strict: true,
@@ -89,14 +103,11 @@ function describe(error: ErrorObject, unknownLabel: string): Invalid {
     }
     case 'const':
       return invalid(at, `must be ${JSON.stringify(params['allowedValue'])}`);
-    case 'pattern':
-      if (params['pattern'] === '\\S') return invalid(at, 'must not be blank', true);
-      if (params['pattern'] === HEADER_TOKEN_PATTERN)
-        return invalid(
-          at,
-          'must be visible ASCII characters (inner spaces allowed): a request presents it in an HTTP header',
-        );
+    case 'pattern': {
+      const words = PATTERN_WORDS.get(String(params['pattern']));
+      if (words) return invalid(at, words.message, words.empty);
       return invalid(at, `must match ${String(params['pattern'])}`);
+    }
     case 'minLength':
       return invalid(at, 'must not be empty', true);
     default:
