@@ -56,9 +56,10 @@ async function restart(standIn: GmailStandInOptions, api: Partial<GmailApiOption
 describe('watch and stop', () => {
   it('watch sends the topic and labels and returns the history id and expiration', async () => {
     const result = await gmail.watch({ topicName: 'projects/p/topics/t', labelIds: ['INBOX'] });
+    expect(google.watchExpirations).toHaveLength(1);
     expect(result).toEqual({
       kind: 'ok',
-      value: { historyId: google.historyId(), expirationMs: 1_760_000_000_000 + 7 * 86_400_000 },
+      value: { historyId: google.historyId(), expirationMs: google.watchExpirations[0] },
     });
     expect(google.watches).toEqual([{ topicName: 'projects/p/topics/t', labelIds: ['INBOX'] }]);
     expect(google.calls[0]).toMatchObject({ method: 'POST', path: `${USER_PATH}/watch` });

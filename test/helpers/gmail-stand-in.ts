@@ -91,6 +91,7 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
   const calls: GmailCall[] = [];
   const tokenForms: URLSearchParams[] = [];
   const watches: unknown[] = [];
+  const watchExpirations: number[] = [];
 
   const grant = (form: URLSearchParams): RawReply => {
     tokenForms.push(form);
@@ -125,7 +126,10 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
     const [, , op, messageId] = match;
     if (op === 'watch' && req.method === 'POST') {
       watches.push(raw ? JSON.parse(raw) : undefined);
-      const expiration = 1_760_000_000_000 + 7 * 86_400_000;
+      // As Gmail does: seven days from now. A fixed date lapses, and then every upkeep
+      // tick renews the watch, taking scripted answers meant for a sync.
+      const expiration = Date.now() + 7 * 86_400_000;
+      watchExpirations.push(expiration);
       return json(200, { historyId: String(mailbox.historyId()), expiration: String(expiration) });
     }
     if (op === 'stop' && req.method === 'POST') {
@@ -217,6 +221,8 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
     tokenForms,
     /** The bodies of users.watch calls. */
     watches,
+    /** The expiry (ms) each users.watch answer gave, in order. */
+    watchExpirations,
     /** How many access tokens were granted. */
     refreshes: () => state.refreshes,
     stops: () => state.stops,
