@@ -43,10 +43,12 @@ export const USAGE = `npm run bench [-- options]
   --warmup S         warm-up seconds per target           (BENCH_WARMUP, default 2)
   --connections N    autocannon connections               (BENCH_CONNECTIONS, default 32)
   --pipelining N     requests in flight per connection    (BENCH_PIPELINING, default 1)
-  --targets LIST     comma-separated keys: baseline, wake, agent, mapped, github-signed, transform,
-                     unauthorized, wake-log, wake-ingress, wake-memory, wake-pg, wake-pg-3,
-                     wake-delay-N, baseline-again (BENCH_TARGETS, default all); wake-pg and
-                     wake-pg-3 start a throwaway PostgreSQL server (skipped without one)
+  --targets LIST     comma-separated keys: baseline, durable-reference, wake, agent, mapped,
+                     github-signed, transform, unauthorized, wake-log, wake-ingress, wake-memory,
+                     wake-pg, wake-pg-3, wake-delay-N, baseline-again (BENCH_TARGETS, default
+                     all); wake-pg and wake-pg-3 start a throwaway PostgreSQL server (skipped
+                     without one); durable-reference is node:http with one durable SQLite row
+                     per request and no hookgate code: what durability alone costs
   --commit-delays L  runtime.commitDelayMs values; the first applies to every hookgate
                      target, each further one adds a /wake row, e.g. 0,1,2 for the sweep
                      (BENCH_COMMIT_DELAYS, default 0)

@@ -264,6 +264,27 @@ export function driftLine(rows: readonly Row[]): string | undefined {
 }
 
 /** One line per target with an aim: is it met? */
+/**
+ * The durable reference's row read as a ceiling: its ratios to the baseline, and each durable
+ * hookgate target's req/s as a fraction of the reference's (none without a reference row).
+ */
+export function referenceLines(rows: readonly Row[]): string[] {
+  const reference = rows.find((row) => row.target.reference);
+  if (!reference?.ratio) return [];
+  const lines = [
+    `ceiling: the durable reference (node:http + one SQLite row, no hookgate) at ` +
+      `${ratioText(reference.ratio)} baseline, CPU ratio ${ratioText(reference.cpuRatio)}: ` +
+      'what durability alone leaves of the baseline on this machine',
+  ];
+  for (const row of rows) {
+    if (!row.target.hookgate || row.target.expectStatus >= 300 || row.ratio === undefined) continue;
+    lines.push(
+      `  ${row.target.label}: ${(row.ratio / reference.ratio).toFixed(2)} of the reference's req/s`,
+    );
+  }
+  return lines;
+}
+
 export function aimLines(rows: readonly Row[]): string[] {
   return rows.flatMap((row) => {
     const aim = row.target.aim;

@@ -24,6 +24,7 @@ import { type LoadResult, measure, mergeSlices, warmUp } from './load.ts';
 import { type BenchOptions, readOptions, USAGE } from './options.ts';
 import {
   aimLines,
+  referenceLines,
   type BacklogCharge,
   clean,
   durability,
@@ -35,7 +36,12 @@ import {
 } from './report.ts';
 import { backgroundLoad, filesystemName } from './machine.ts';
 import { type BenchPostgres, startBenchPostgres } from './postgres-server.ts';
-import { countLines, countPostgresStore, countStoredActions } from './store-check.ts';
+import {
+  countLines,
+  countPostgresStore,
+  countReferenceRows,
+  countStoredActions,
+} from './store-check.ts';
 import { AIMS, allTargets, BASELINE_TARGET, BODY_BYTES, type Target } from './targets.ts';
 import { describeTarget, LOG_FILE, type RunOptions, runtimeOn, serverSpec } from './target-spec.ts';
 
@@ -253,9 +259,10 @@ async function benchTarget(
   postgres: BenchPostgres | undefined,
   pairing: ServerProcess | undefined,
 ): Promise<Row> {
-  const dataDir = target.hookgate
-    ? mkdtempSync(path.join(options.dataRoot, `hookgate-bench-${target.key}-`))
-    : undefined;
+  const dataDir =
+    target.hookgate || target.reference
+      ? mkdtempSync(path.join(options.dataRoot, `hookgate-bench-${target.key}-`))
+      : undefined;
   const servers: ServerProcess[] = [];
   try {
     const database = target.hookgate?.postgres ? postgres : undefined;
@@ -268,6 +275,7 @@ async function benchTarget(
     const warm2xx = await warmUp(urls, target, options);
     // Only a SQLite store can be read beside its server here; without the runtime nothing runs.
     const drains =
+      target.hookgate &&
       dataDir &&
       !database &&
       !target.hookgate?.memoryStore &&
@@ -281,7 +289,8 @@ async function benchTarget(
           `  warm-up backlog not finished in ${options.drainSeconds} s: the slices start with it queued`,
         );
     }
-    const paired = pairing && target.hookgate && options.slices > 1 ? pairing : undefined;
+    const paired =
+      pairing && (target.hookgate || target.reference) && options.slices > 1 ? pairing : undefined;
     const run = await measureTarget(urls, target, options, warm2xx, servers, database, paired);
     const { load, costs, postgresMicros } = run;
     const backlog = drains
@@ -319,6 +328,8 @@ async function benchTarget(
       row.stored = counts.actions;
       row.postgresCommits = counts.commits;
       if (load.responses) row.postgresMicrosPerResponse = postgresMicros / load.responses;
+    } else if (dataDir && target.reference) {
+      row.stored = countReferenceRows(dataDir);
     } else if (dataDir && !target.hookgate?.memoryStore) {
       row.stored = countStoredActions(dataDir);
     }
@@ -478,7 +489,7 @@ async function runTargets(
   let baseline: Row | undefined;
   // The baseline each sliced target's slices are paired with, up for the whole run.
   const pairing =
-    options.slices > 1 && targets.some((target) => target.hookgate)
+    options.slices > 1 && targets.some((target) => target.hookgate || target.reference)
       ? await startServerProcess({ kind: 'baseline' })
       : undefined;
   // Warm (JIT) before its first slice is compared with anything.
@@ -505,6 +516,7 @@ async function runTargets(
       `${AIMS.signed}, transform ${AIMS.transform}, refusals ${AIMS.refusal}), every 200 durable`,
   );
   for (const line of aimLines(rows)) console.log(line);
+  for (const line of referenceLines(rows)) console.log(line);
   const broken = rows.filter((row) => !clean(row) || durability(row)?.ok === false);
   for (const row of broken)
     console.log(`FAILED: ${row.target.label}: unexpected answers or lost actions`);

@@ -1,6 +1,6 @@
 /**
  * Child-process entry of the benchmark: starts one server on 127.0.0.1
- * (the raw node:http baseline or hookgate, described by a JSON ServerSpec in
+ * (the raw node:http baseline, the durable reference or hookgate, described by a JSON ServerSpec in
  * argv[2]), reports its URL over IPC, and answers sample requests (CPU
  * time, its own and its child processes', store commits) until the parent
  * kills it. The baseline process loads no hookgate code.
@@ -51,6 +51,13 @@ async function start(spec: ServerSpec): Promise<{ url: string; commits: CommitSt
     const { startBaseline } = await import('./baseline-server.ts');
     return {
       url: await startBaseline(),
+      commits: { commits: 0, micros: 0, lifecycleCommits: 0, lifecycleMicros: 0 },
+    };
+  }
+  if (spec.kind === 'durable-reference') {
+    const { startDurableReference } = await import('./durable-reference-server.ts');
+    return {
+      url: await startDurableReference(spec.dataDir),
       commits: { commits: 0, micros: 0, lifecycleCommits: 0, lifecycleMicros: 0 },
     };
   }

@@ -9,6 +9,18 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { STORE_FILE } from '../engine/store/sqlite/action-store.ts';
+import { REFERENCE_FILE, REFERENCE_TABLE } from './durable-reference-server.ts';
+
+/** Number of rows the durable reference server committed in `dataDir`. */
+export function countReferenceRows(dataDir: string): number {
+  const db = new DatabaseSync(path.join(dataDir, REFERENCE_FILE));
+  try {
+    const row = db.prepare(`SELECT count(*) AS n FROM ${REFERENCE_TABLE}`).get() as { n: number };
+    return Number(row.n);
+  } finally {
+    db.close();
+  }
+}
 
 /** Number of rows in the `actions` table of the store in `dataDir`. */
 export function countStoredActions(dataDir: string): number {

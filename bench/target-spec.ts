@@ -16,6 +16,13 @@ export type RunOptions = BenchOptions & { agentUrl?: string; profileTemp?: strin
 /** A target's setup, as one line of the report. */
 export function describeTarget(target: Target, options: BenchOptions): string {
   const variant = target.hookgate;
+  if (target.reference) {
+    return (
+      'raw node:http: read body, JSON.parse, the body appended as one row (integer key, text) ' +
+      "to node:sqlite (WAL, synchronous=FULL), a turn's rows in one transaction committed in " +
+      "the check phase, 200 after the COMMIT: what durability alone costs, hookgate's ceiling"
+    );
+  }
   if (!variant) return 'raw node:http: read body, JSON.parse, 200 {"ok":true}';
   const parts: string[] = [];
   if (variant.transformFiles) {
@@ -72,6 +79,7 @@ export function serverSpec(
   dataDir: string | undefined,
   postgresUrl: string | undefined,
 ): ServerSpec {
+  if (target.reference && dataDir) return { kind: 'durable-reference', dataDir };
   const variant = target.hookgate;
   if (!variant || !dataDir) return { kind: 'baseline' };
   const runtime = runtimeOn(target, options);

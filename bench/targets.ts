@@ -16,6 +16,8 @@ export const BODY_BYTES = 221;
 /** How the child process should start its server. */
 export type ServerSpec =
   | { kind: 'baseline' }
+  /** The durable reference: node:http and one SQLite row per request, no hookgate. */
+  | { kind: 'durable-reference'; dataDir: string }
   | {
       kind: 'hookgate';
       dataDir: string;
@@ -58,8 +60,10 @@ export type Target = {
   key: string;
   /** Row label. */
   label: string;
-  /** undefined: the raw node:http baseline. */
+  /** undefined: the raw node:http baseline, or the durable reference where `reference` says so. */
   hookgate?: HookgateVariant;
+  /** The durable reference server (bench/durable-reference-server.ts) instead of the baseline. */
+  reference?: boolean;
   path: string;
   token: string;
   /** Request headers besides content-type and authorization. */
@@ -185,6 +189,12 @@ export function allTargets(commitDelays: readonly number[]): Target[] {
   const wake = { path: '/hooks/wake', token: TOKEN, body: WAKE_BODY, expectStatus: 200 };
   return [
     BASELINE_TARGET,
+    {
+      key: 'durable-reference',
+      label: 'durable reference (node:http + one SQLite row, no hookgate)',
+      reference: true,
+      ...wake,
+    },
     {
       key: 'wake',
       label: 'hookgate /wake',
