@@ -31,9 +31,9 @@ import { startTcpBalancer } from './helpers/tcp-balancer.ts';
 const skip = skipPostgres();
 const INSTANCES = 3;
 // Well over the database outage the kill causes (about 2 s, more on a loaded machine): a turn
-// already running when its lease lapses during a longer outage may run beside its takeover
-// (README, Leases: only the start of a turn is held back), which is not what these cases test.
-// At 3 s, a loaded run's outage of 2.1 s once gave such an overlap.
+// still running when three quarters of its lease have passed without a renewal is stopped and
+// runs again later (README, Leases), and these cases count each turn's runs. At 3 s, a loaded
+// run's outage of 2.1 s once let a turn's lease lapse (before turns in progress were watched).
 const LEASE_SECONDS = 6;
 const DRAIN_TIMEOUT_MS = 90_000;
 const KILL_AT_SHARE = 0.4;

@@ -4,7 +4,9 @@
  * it must not start the turn beside theirs. Two workers on one PostgreSQL
  * database; the first claims a run, then waits on its history read with its
  * renewals failing while the lease runs out; the second takes the run over
- * and starts its turn; then the first goes on.
+ * and starts its turn; then the first goes on. And a turn already running when
+ * its instance loses the database is stopped before its lease can lapse, so
+ * the instance that takes the run over does not run it beside it.
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -173,6 +175,81 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     } finally {
       await worker.stop();
       await closePool(pool);
+    }
+  }, 120_000);
+
+  it('a turn running when its instance loses the database is stopped before another can take the run over', async () => {
+    const url = await server.createDatabase();
+    const poolA = openPool({ url, poolSize: 3 });
+    const poolB = openPool({ url, poolSize: 3 });
+    // The first instance's database goes away while its turn runs: nothing it sends arrives.
+    let cut = false;
+    const unreachable = () => Promise.reject(new Error('the database cannot be reached'));
+    const query = poolA.query.bind(poolA);
+    const connect = poolA.connect.bind(poolA);
+    poolA.query = ((...args: Parameters<typeof query>) =>
+      cut ? unreachable() : query(...args)) as typeof poolA.query;
+    // pg's own query() connects with a callback: both forms are cut off.
+    poolA.connect = ((...args: unknown[]) => {
+      if (!cut) return (connect as (...a: unknown[]) => unknown)(...args);
+      const callback = args[0] as ((err: Error) => void) | undefined;
+      if (typeof callback !== 'function') return unreachable();
+      queueMicrotask(() => callback(new Error('the database cannot be reached')));
+      return undefined;
+    }) as typeof poolA.connect;
+    const events: string[] = [];
+    const runnerA: Runner = {
+      run(_request, hooks) {
+        events.push('a started');
+        cut = true;
+        return new Promise((resolve) => {
+          hooks?.signal?.addEventListener(
+            'abort',
+            () => {
+              events.push('a stopped');
+              resolve({ status: 'retry', reason: 'stopped' });
+            },
+            { once: true },
+          );
+        });
+      },
+    };
+    const runnerB: Runner = {
+      async run() {
+        events.push('b started');
+        return { status: 'ok', reply: 'b answered' };
+      },
+    };
+    const storeA = new PostgresRuntimeStore(poolA, { owner: 'instance-a', leaseMs: LEASE_MS });
+    const storeB = new PostgresRuntimeStore(poolB, { owner: 'instance-b', leaseMs: LEASE_MS });
+    const options = { workspace: '/tmp', concurrency: 1, pollMs: 50 };
+    const a = testWorker(storeA, runnerA, options);
+    const b = testWorker(storeB, runnerB, options);
+    try {
+      await queueOneRun(poolB);
+      await a.start();
+      a.kick();
+      await until('the first instance to start the turn', () => events.includes('a started'));
+      await b.start();
+      await until('the second instance to start the turn', () => events.includes('b started'));
+      // Stopped by its own clock, before the database let the other instance claim the run.
+      expect(events).toEqual(['a started', 'a stopped', 'b started']);
+      await until('the run to end', async () => {
+        const { rows } = await poolB.query<{ state: string }>(
+          "SELECT state FROM actions WHERE id = 'run-1'",
+        );
+        return rows[0]?.state === 'done';
+      });
+      const { rows } = await poolB.query<{ outcome: string }>(
+        "SELECT outcome FROM actions WHERE id = 'run-1'",
+      );
+      expect(JSON.parse(rows[0]?.outcome ?? '{}').reply).toBe('b answered');
+    } finally {
+      cut = false;
+      await a.stop();
+      await b.stop();
+      await closePool(poolA);
+      await closePool(poolB);
     }
   }, 120_000);
 

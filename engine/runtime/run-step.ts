@@ -19,9 +19,16 @@ import type { RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
 import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 
-// A turn not started because the run's lease may have lapsed (it goes back to the queue).
+// A turn not started, or stopped, because the run's lease may have lapsed (it goes back to the
+// queue).
 const LEASE_LAPSED = Symbol('lease lapsed');
+const LEASE_LOST = Symbol('lease lost during the turn');
 const LEASE_LAPSED_REASON = 'its lease may have lapsed before the turn';
+const LEASE_LOST_REASON = 'its lease may have lapsed during the turn';
+// A turn in progress is stopped with a quarter of its lease left by this process's clock: room
+// for the runner to stop (a request aborted, a process group ended) before another instance
+// can take the run over.
+const RUNNING_LEASE_RESERVE = 0.25;
 
 /** What a run needs of the runtime's settings. */
 export type RunSettings = {
@@ -95,15 +102,22 @@ export function createRunStep(deps: RunStepDeps) {
     }
     const started = performance.now();
     const result = await runTurn(row, action);
-    if (result === LEASE_LAPSED) {
-      logger.warn({ actionId: action.id }, 'agent run not started: its lease may have lapsed');
+    if (result === LEASE_LAPSED || result === LEASE_LOST) {
+      const during = result === LEASE_LOST;
+      logger.warn(
+        { actionId: action.id },
+        during
+          ? 'agent run stopped: its lease may have lapsed'
+          : 'agent run not started: its lease may have lapsed',
+      );
+      if (during) ran(action, 'interrupted', started);
       // Back to the queue at once with its attempt given back while it is still this instance's;
       // the claim's fence refuses the write if another instance has taken the run over.
       await lastWrite(
         store.requeue(
           row,
           0,
-          { status: 'retrying', reason: LEASE_LAPSED_REASON },
+          { status: 'retrying', reason: during ? LEASE_LOST_REASON : LEASE_LAPSED_REASON },
           { refundAttempt: true },
         ),
         ended,
@@ -175,7 +189,7 @@ export function createRunStep(deps: RunStepDeps) {
   async function runTurn(
     row: RunRow,
     action: AgentAction,
-  ): Promise<RunResult | typeof LEASE_LAPSED> {
+  ): Promise<RunResult | typeof LEASE_LAPSED | typeof LEASE_LOST> {
     const agent = agentFor(action);
     if (!agent?.runner) {
       return {
@@ -187,7 +201,8 @@ export function createRunStep(deps: RunStepDeps) {
     // Another instance may have taken the run over while this one waited (a stalled process, a
     // store down for longer than the lease): its turn must not start beside theirs.
     if (store.holdsLease && !store.holdsLease(row)) return LEASE_LAPSED;
-    return agent.runner.run(
+    const watch = watchLease(row);
+    const result = await agent.runner.run(
       {
         kind: 'agent',
         runId: action.id,
@@ -206,7 +221,7 @@ export function createRunStep(deps: RunStepDeps) {
         },
       },
       {
-        signal: deps.controller.signal,
+        signal: watch.signal,
         onSpawn: (pgid) => {
           store
             .setRunnerGroup(row, pgid)
@@ -219,6 +234,38 @@ export function createRunStep(deps: RunStepDeps) {
         },
       },
     );
+    watch.stop();
+    // A reply that came anyway is kept (the end's write is fenced: refused if the run was taken
+    // over); anything else a stopped runner answers is the stop, and the run goes back.
+    return watch.lost() && result.status !== 'ok' ? LEASE_LOST : result;
+  }
+
+  /**
+   * Where instances share the store, a turn in progress is stopped (its runner's signal) once
+   * this instance's lease on the run may lapse before the runner could stop: another instance
+   * may take the run over then, and its turn must not run beside this one. Elsewhere the
+   * signal is the worker's own (shutdown).
+   */
+  function watchLease(row: RunRow): { signal: AbortSignal; lost: () => boolean; stop: () => void } {
+    const { holdsLease, leaseWatchMs } = store;
+    if (!holdsLease || leaseWatchMs === undefined) {
+      return { signal: deps.controller.signal, lost: () => false, stop: () => {} };
+    }
+    const own = new AbortController();
+    let lost = false;
+    const timer = setInterval(() => {
+      if (holdsLease.call(store, row, RUNNING_LEASE_RESERVE)) return;
+      lost = true;
+      clearInterval(timer);
+      own.abort(new Error(LEASE_LOST_REASON));
+    }, leaseWatchMs);
+    // Nothing to keep the process alive for: the turn's own I/O does that.
+    timer.unref();
+    return {
+      signal: AbortSignal.any([deps.controller.signal, own.signal]),
+      lost: () => lost,
+      stop: () => clearInterval(timer),
+    };
   }
 
   async function retryOrGiveUp(

@@ -243,9 +243,12 @@ export interface RunQueue {
    * Where instances share the store: whether this instance's lease on a run it claimed surely
    * still holds, by this process's own clock from when the claim, or the last renewal that kept
    * it, was sent (a stalled process, or a store down for longer than the lease, may have lost
-   * the run to another instance meanwhile). Absent where one process owns the store.
+   * the run to another instance meanwhile). `reserve` is the share of the lease that must still
+   * be left (0.1 unless given). Absent where one process owns the store.
    */
-  holdsLease?(claim: Claim): boolean;
+  holdsLease?(claim: Claim, reserve?: number): boolean;
+  /** Where leases are held: how often a turn in progress asks `holdsLease`, in ms. */
+  readonly leaseWatchMs?: number;
   /**
    * At start: runs a previous process left running that this process takes over, with their
    * runner process groups (to end before running them again).

@@ -333,11 +333,17 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     this.renewedAt = asked;
   }
 
-  holdsLease(claim: Claim): boolean {
+  holdsLease(claim: Claim, reserve = 0.1): boolean {
     const from = this.leasedAt.get(claimKey(claim));
     // The database set the lease's end after this process sent the statement, so this clock
-    // reaches the end first; a tenth of the lease covers the steps between the check and the turn.
-    return from !== undefined && performance.now() - from < this.leaseMs * 0.9;
+    // reaches the end first; the reserve covers the steps between the check and its effect (a
+    // tenth of the lease before a turn starts).
+    return from !== undefined && performance.now() - from < this.leaseMs * (1 - reserve);
+  }
+
+  /** A turn in progress looks twenty times per lease (at least every 10 ms). */
+  get leaseWatchMs(): number {
+    return Math.max(10, Math.floor(this.leaseMs / 20));
   }
 
   /**
