@@ -253,6 +253,55 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     }
   }, 120_000);
 
+  it('a healthy turn lasting several leases is never stopped by its own watch', async () => {
+    const url = await server.createDatabase();
+    const pool = openPool({ url, poolSize: 3 });
+    const events: string[] = [];
+    // The smallest lease the config allows, and the runtime's own poll: the tightest cadence.
+    const store = new PostgresRuntimeStore(pool, { owner: 'instance-a', leaseMs: 2_000 });
+    const worker = testWorker(
+      store,
+      {
+        run(_request, hooks) {
+          events.push('started');
+          return new Promise((resolve) => {
+            const done = setTimeout(() => resolve({ status: 'ok', reply: 'a answered' }), 6_000);
+            hooks?.signal?.addEventListener(
+              'abort',
+              () => {
+                clearTimeout(done);
+                events.push('stopped');
+                resolve({ status: 'retry', reason: 'stopped' });
+              },
+              { once: true },
+            );
+          });
+        },
+      },
+      { workspace: '/tmp', concurrency: 1, pollMs: 500 },
+    );
+    try {
+      await queueOneRun(pool);
+      await worker.start();
+      worker.kick();
+      await until('the run to end', async () => {
+        const { rows } = await pool.query<{ state: string }>(
+          "SELECT state FROM actions WHERE id = 'run-1'",
+        );
+        return rows[0]?.state === 'done';
+      });
+      const { rows } = await pool.query<{ attempts: number; outcome: string }>(
+        "SELECT attempts, outcome FROM actions WHERE id = 'run-1'",
+      );
+      expect(events).toEqual(['started']);
+      expect(rows[0]?.attempts).toBe(1);
+      expect(JSON.parse(rows[0]?.outcome ?? '{}').reply).toBe('a answered');
+    } finally {
+      await worker.stop();
+      await closePool(pool);
+    }
+  }, 120_000);
+
   it('a claim holds its lease for less than the lease, and a renewal keeps only runs still its own', async () => {
     const url = await server.createDatabase();
     const pool = openPool({ url, poolSize: 3 });

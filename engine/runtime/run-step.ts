@@ -27,8 +27,10 @@ const LEASE_LAPSED_REASON = 'its lease may have lapsed before the turn';
 const LEASE_LOST_REASON = 'its lease may have lapsed during the turn';
 // A turn in progress is stopped with a quarter of its lease left by this process's clock: room
 // for the runner to stop (a request aborted, a process group ended) before another instance
-// can take the run over.
+// can take the run over. A turn starts only with more than that left, so that it is not
+// stopped as soon as it has started.
 const RUNNING_LEASE_RESERVE = 0.25;
+const START_LEASE_RESERVE = 0.35;
 
 /** What a run needs of the runtime's settings. */
 export type RunSettings = {
@@ -102,22 +104,28 @@ export function createRunStep(deps: RunStepDeps) {
     }
     const started = performance.now();
     const result = await runTurn(row, action);
-    if (result === LEASE_LAPSED || result === LEASE_LOST) {
-      const during = result === LEASE_LOST;
-      logger.warn(
-        { actionId: action.id },
-        during
-          ? 'agent run stopped: its lease may have lapsed'
-          : 'agent run not started: its lease may have lapsed',
+    if (result === LEASE_LOST) {
+      logger.warn({ actionId: action.id }, 'agent run stopped: its lease may have lapsed');
+      // A turn that ran counts as an attempt, retried after the usual backoff (so a database
+      // that answers too slowly for the lease never makes it loop); the claim's fence refuses
+      // the write if another instance has taken the run over.
+      return retryOrGiveUp(
+        row,
+        action,
+        { status: 'retry', reason: LEASE_LOST_REASON },
+        started,
+        ended,
       );
-      if (during) ran(action, 'interrupted', started);
+    }
+    if (result === LEASE_LAPSED) {
+      logger.warn({ actionId: action.id }, 'agent run not started: its lease may have lapsed');
       // Back to the queue at once with its attempt given back while it is still this instance's;
       // the claim's fence refuses the write if another instance has taken the run over.
       await lastWrite(
         store.requeue(
           row,
           0,
-          { status: 'retrying', reason: during ? LEASE_LOST_REASON : LEASE_LAPSED_REASON },
+          { status: 'retrying', reason: LEASE_LAPSED_REASON },
           { refundAttempt: true },
         ),
         ended,
@@ -200,41 +208,45 @@ export function createRunStep(deps: RunStepDeps) {
     const history = await store.history(turnOwner(action), settings.historyTurns);
     // Another instance may have taken the run over while this one waited (a stalled process, a
     // store down for longer than the lease): its turn must not start beside theirs.
-    if (store.holdsLease && !store.holdsLease(row)) return LEASE_LAPSED;
+    if (store.holdsLease && !store.holdsLease(row, START_LEASE_RESERVE)) return LEASE_LAPSED;
     const watch = watchLease(row);
-    const result = await agent.runner.run(
-      {
-        kind: 'agent',
-        runId: action.id,
-        agentId: action.agentId,
-        sessionKey: action.sessionKey,
-        message: action.prompt ?? action.message,
-        model: action.model ?? agent.model ?? null,
-        thinking: action.thinking ?? null,
-        timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
-        history: history.map(({ role, text }) => ({ role, text })),
-        origin: {
-          hook: action.hook,
-          ...(action.mappingId !== undefined && { mappingId: action.mappingId }),
-          untrusted: action.untrusted,
-          ...(action.verification && { verification: action.verification }),
+    let result: RunResult;
+    try {
+      result = await agent.runner.run(
+        {
+          kind: 'agent',
+          runId: action.id,
+          agentId: action.agentId,
+          sessionKey: action.sessionKey,
+          message: action.prompt ?? action.message,
+          model: action.model ?? agent.model ?? null,
+          thinking: action.thinking ?? null,
+          timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
+          history: history.map(({ role, text }) => ({ role, text })),
+          origin: {
+            hook: action.hook,
+            ...(action.mappingId !== undefined && { mappingId: action.mappingId }),
+            untrusted: action.untrusted,
+            ...(action.verification && { verification: action.verification }),
+          },
         },
-      },
-      {
-        signal: watch.signal,
-        onSpawn: (pgid) => {
-          store
-            .setRunnerGroup(row, pgid)
-            .catch((err: unknown) =>
-              logger.error(
-                { actionId: action.id, err: (err as Error).message },
-                'runner not recorded',
-              ),
-            );
+        {
+          signal: watch.signal,
+          onSpawn: (pgid) => {
+            store
+              .setRunnerGroup(row, pgid)
+              .catch((err: unknown) =>
+                logger.error(
+                  { actionId: action.id, err: (err as Error).message },
+                  'runner not recorded',
+                ),
+              );
+          },
         },
-      },
-    );
-    watch.stop();
+      );
+    } finally {
+      watch.stop();
+    }
     // A reply that came anyway is kept (the end's write is fenced: refused if the run was taken
     // over); anything else a stopped runner answers is the stop, and the run goes back.
     return watch.lost() && result.status !== 'ok' ? LEASE_LOST : result;
@@ -251,7 +263,13 @@ export function createRunStep(deps: RunStepDeps) {
     if (!holdsLease || leaseWatchMs === undefined) {
       return { signal: deps.controller.signal, lost: () => false, stop: () => {} };
     }
+    // The run's own signal, also aborted by the worker's (shutdown). Not AbortSignal.any: a
+    // runner that kept a listener would keep every run's combined signal alive with the worker's.
     const own = new AbortController();
+    const shutdown = deps.controller.signal;
+    const forward = () => own.abort(shutdown.reason);
+    if (shutdown.aborted) forward();
+    else shutdown.addEventListener('abort', forward, { once: true });
     let lost = false;
     const timer = setInterval(() => {
       if (holdsLease.call(store, row, RUNNING_LEASE_RESERVE)) return;
@@ -262,9 +280,12 @@ export function createRunStep(deps: RunStepDeps) {
     // Nothing to keep the process alive for: the turn's own I/O does that.
     timer.unref();
     return {
-      signal: AbortSignal.any([deps.controller.signal, own.signal]),
+      signal: own.signal,
       lost: () => lost,
-      stop: () => clearInterval(timer),
+      stop: () => {
+        clearInterval(timer);
+        shutdown.removeEventListener('abort', forward);
+      },
     };
   }
 

@@ -314,8 +314,10 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   }
 
   async renewLeases(running: readonly Claim[]): Promise<void> {
-    // A third of the lease is plenty of margin; more often would only add writes.
-    if (running.length === 0 || Date.now() - this.renewedAt < this.leaseMs / 3) return;
+    // Every quarter of the lease: a turn in progress is stopped once three quarters have passed
+    // since the last renewal was sent (run-step.ts), so two renewals may fail or come late
+    // before it is; more often would only add writes.
+    if (running.length === 0 || Date.now() - this.renewedAt < this.leaseMs / 4) return;
     const asked = Date.now();
     const sent = performance.now();
     // Only the claims still running here: a run whose end could not be written (the database
