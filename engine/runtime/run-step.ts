@@ -19,8 +19,8 @@ import type { RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
 import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 
-// A turn not started, or stopped, because the run's lease may have lapsed (it goes back to the
-// queue).
+// A turn not started (back to the queue) or stopped (a failed attempt) because the run's lease
+// may have lapsed.
 const LEASE_LAPSED = Symbol('lease lapsed');
 const LEASE_LOST = Symbol('lease lost during the turn');
 const LEASE_LAPSED_REASON = 'its lease may have lapsed before the turn';

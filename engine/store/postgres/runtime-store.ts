@@ -338,8 +338,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   holdsLease(claim: Claim, reserve = 0.1): boolean {
     const from = this.leasedAt.get(claimKey(claim));
     // The database set the lease's end after this process sent the statement, so this clock
-    // reaches the end first; the reserve covers the steps between the check and its effect (a
-    // tenth of the lease before a turn starts).
+    // reaches the end first; the reserve covers the steps between the check and its effect.
     return from !== undefined && performance.now() - from < this.leaseMs * (1 - reserve);
   }
 
