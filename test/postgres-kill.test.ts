@@ -30,11 +30,13 @@ import { startTcpBalancer } from './helpers/tcp-balancer.ts';
 
 const skip = skipPostgres();
 const INSTANCES = 3;
-// Well over the database outage the kill causes (about 2 s, more on a loaded machine): a turn
-// still running when three quarters of its lease have passed without a renewal is stopped and
-// runs again later (README, Leases), and these cases count each turn's runs. At 3 s, a loaded
-// run's outage of 2.1 s once let a turn's lease lapse (before turns in progress were watched).
-const LEASE_SECONDS = 6;
+// Well over the database outage the kill causes (2-6 s here, with two CPU hogs beside the
+// suite): a turn still running when three quarters of its lease have passed without a renewal
+// is stopped and runs again later, and one whose instance is starved of CPU meanwhile may still
+// finish beside its takeover (README, Leases); these cases are about acknowledged actions, not
+// that limit. At 3 s a loaded run's outage of 2.1 s once gave an overlap, at 6 s a run with the
+// whole suite and two CPU hogs beside it failed once (which count, it did not say then).
+const LEASE_SECONDS = 12;
 const DRAIN_TIMEOUT_MS = 90_000;
 const KILL_AT_SHARE = 0.4;
 
@@ -189,7 +191,8 @@ describe.skipIf(skip)('three instances on PostgreSQL, killed under load', () => 
     expect(outcome.ackedAtKill).toBeGreaterThanOrEqual(10);
     expect(outcome.verdict.acked - outcome.ackedAtKill).toBeGreaterThanOrEqual(10);
     expect(outcome.retries).toBeGreaterThan(0);
-    expect(outcome.verdict).toMatchObject({
+    // The whole verdict in the message: a failure on CI says which count broke.
+    expect(outcome.verdict, JSON.stringify(outcome.verdict)).toMatchObject({
       lost: 0,
       misanswered: 0,
       duplicates: 0,
@@ -199,7 +202,7 @@ describe.skipIf(skip)('three instances on PostgreSQL, killed under load', () => 
       neverCompleted: 0,
     });
     // Every turn succeeds: nothing may end failed or dead.
-    expect(Object.keys(outcome.states)).toEqual(['done']);
+    expect(Object.keys(outcome.states), JSON.stringify(outcome.states)).toEqual(['done']);
   }
 
   it('SIGKILL of one instance: every acknowledged action runs once in order, none lost', async () => {
