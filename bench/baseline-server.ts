@@ -6,10 +6,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-const OK_BODY = JSON.stringify({ ok: true });
-const BAD_BODY = JSON.stringify({ ok: false });
+export const OK_BODY = JSON.stringify({ ok: true });
+export const BAD_BODY = JSON.stringify({ ok: false });
 
-function answer(res: ServerResponse, status: number, body: string): void {
+/** A JSON answer, as both reference servers send it. */
+export function answer(res: ServerResponse, status: number, body: string): void {
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),

@@ -7,30 +7,21 @@
  * check phase, as hookgate's group writer does with commitDelayMs 0; the
  * WAL is checkpointed as hookgate's store does. It imports nothing from
  * hookgate, so its ratio to the raw baseline is what durability alone costs
- * here: the ceiling the aims are read against.
+ * here: the ceiling the aims are read against. Its answers are the baseline's.
  */
 import { mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { answer, BAD_BODY, OK_BODY } from './baseline-server.ts';
 
 /** The file the reference writes in its data directory (read back by the durability check). */
 export const REFERENCE_FILE = 'reference.db';
 /** Its one table. */
 export const REFERENCE_TABLE = 'wakes';
 
-const OK_BODY = JSON.stringify({ ok: true });
-const BAD_BODY = JSON.stringify({ ok: false });
 const FAILED_BODY = JSON.stringify({ ok: false, error: 'store' });
-
-function answer(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-  });
-  res.end(body);
-}
 
 type Pending = { text: string; res: ServerResponse };
 

@@ -78,6 +78,25 @@ async function queueOneRun(pool: pg.Pool): Promise<void> {
   );
 }
 
+/** The queued run's row as the database has it now. */
+async function runRow(
+  pool: pg.Pool,
+): Promise<{ state: string; attempts: number; reply: unknown } | undefined> {
+  const { rows } = await pool.query<{ state: string; attempts: number; outcome: string | null }>(
+    "SELECT state, attempts, outcome FROM actions WHERE id = 'run-1'",
+  );
+  const row = rows[0];
+  return row && { ...row, reply: JSON.parse(row.outcome ?? '{}').reply };
+}
+
+/** Wait for the queued run to end done, and return its row. */
+async function doneRun(pool: pg.Pool): Promise<{ attempts: number; reply: unknown }> {
+  await until('the run to end', async () => (await runRow(pool))?.state === 'done');
+  const row = await runRow(pool);
+  if (!row) throw new Error('the run is gone');
+  return row;
+}
+
 describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () => {
   let server: PostgresServer;
   beforeAll(async () => {
@@ -118,11 +137,9 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
       expect(started).toEqual(['b']);
       releaseB.resolve();
       await b.idle();
-      const { rows } = await poolA.query<{ state: string; outcome: string }>(
-        "SELECT state, outcome FROM actions WHERE id = 'run-1'",
-      );
-      expect(rows[0]?.state).toBe('done');
-      expect(JSON.parse(rows[0]?.outcome ?? '{}').reply).toBe('b answered');
+      const row = await runRow(poolA);
+      expect(row?.state).toBe('done');
+      expect(row?.reply).toBe('b answered');
       expect(started).toEqual(['b']);
     } finally {
       releaseB.resolve();
@@ -160,17 +177,9 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
         return rows[0]?.lapsed === true;
       });
       store.goOn.resolve();
-      await until('the run to end', async () => {
-        const { rows } = await pool.query<{ state: string }>(
-          "SELECT state FROM actions WHERE id = 'run-1'",
-        );
-        return rows[0]?.state === 'done';
-      });
-      const { rows } = await pool.query<{ attempts: number }>(
-        "SELECT attempts FROM actions WHERE id = 'run-1'",
-      );
+      const row = await doneRun(pool);
       // Given up once, requeued with its attempt refunded, then claimed and run: one attempt.
-      expect(rows[0]?.attempts).toBe(1);
+      expect(row.attempts).toBe(1);
       expect(started).toEqual(['a']);
     } finally {
       await worker.stop();
@@ -234,16 +243,7 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
       await until('the second instance to start the turn', () => events.includes('b started'));
       // Stopped by its own clock, before the database let the other instance claim the run.
       expect(events).toEqual(['a started', 'a stopped', 'b started']);
-      await until('the run to end', async () => {
-        const { rows } = await poolB.query<{ state: string }>(
-          "SELECT state FROM actions WHERE id = 'run-1'",
-        );
-        return rows[0]?.state === 'done';
-      });
-      const { rows } = await poolB.query<{ outcome: string }>(
-        "SELECT outcome FROM actions WHERE id = 'run-1'",
-      );
-      expect(JSON.parse(rows[0]?.outcome ?? '{}').reply).toBe('b answered');
+      expect((await doneRun(poolB)).reply).toBe('b answered');
     } finally {
       cut = false;
       await a.stop();
@@ -284,18 +284,10 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
       await queueOneRun(pool);
       await worker.start();
       worker.kick();
-      await until('the run to end', async () => {
-        const { rows } = await pool.query<{ state: string }>(
-          "SELECT state FROM actions WHERE id = 'run-1'",
-        );
-        return rows[0]?.state === 'done';
-      });
-      const { rows } = await pool.query<{ attempts: number; outcome: string }>(
-        "SELECT attempts, outcome FROM actions WHERE id = 'run-1'",
-      );
+      const row = await doneRun(pool);
       expect(events).toEqual(['started']);
-      expect(rows[0]?.attempts).toBe(1);
-      expect(JSON.parse(rows[0]?.outcome ?? '{}').reply).toBe('a answered');
+      expect(row.attempts).toBe(1);
+      expect(row.reply).toBe('a answered');
     } finally {
       await worker.stop();
       await closePool(pool);

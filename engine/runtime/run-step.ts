@@ -18,6 +18,7 @@ import type { RunResult } from './runners/runner.ts';
 import type { RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
 import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.ts';
 import type { LastRoutePolicy } from './last-route.ts';
+import { linkedAbort } from '../linked-abort.ts';
 
 // A turn not started (back to the queue) or stopped (a failed attempt) because the run's lease
 // may have lapsed.
@@ -259,32 +260,26 @@ export function createRunStep(deps: RunStepDeps) {
    * signal is the worker's own (shutdown).
    */
   function watchLease(row: RunRow): { signal: AbortSignal; lost: () => boolean; stop: () => void } {
-    const { holdsLease, leaseWatchMs } = store;
-    if (!holdsLease || leaseWatchMs === undefined) {
+    if (!store.holdsLease || store.leaseWatchMs === undefined) {
       return { signal: deps.controller.signal, lost: () => false, stop: () => {} };
     }
-    // The run's own signal, also aborted by the worker's (shutdown). Not AbortSignal.any: a
-    // runner that kept a listener would keep every run's combined signal alive with the worker's.
-    const own = new AbortController();
-    const shutdown = deps.controller.signal;
-    const forward = () => own.abort(shutdown.reason);
-    if (shutdown.aborted) forward();
-    else shutdown.addEventListener('abort', forward, { once: true });
+    // The run's own signal, also aborted by the worker's (shutdown).
+    const link = linkedAbort(deps.controller.signal);
     let lost = false;
     const timer = setInterval(() => {
-      if (holdsLease.call(store, row, RUNNING_LEASE_RESERVE)) return;
+      if (store.holdsLease?.(row, RUNNING_LEASE_RESERVE) !== false) return;
       lost = true;
       clearInterval(timer);
-      own.abort(new Error(LEASE_LOST_REASON));
-    }, leaseWatchMs);
+      link.abort(new Error(LEASE_LOST_REASON));
+    }, store.leaseWatchMs);
     // Nothing to keep the process alive for: the turn's own I/O does that.
     timer.unref();
     return {
-      signal: own.signal,
+      signal: link.signal,
       lost: () => lost,
       stop: () => {
         clearInterval(timer);
-        shutdown.removeEventListener('abort', forward);
+        link.release();
       },
     };
   }
