@@ -5,9 +5,22 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
+import { createDeadlines, type Deadlines } from './deadlines.ts';
 import { HookError } from './errors.ts';
 
 export type BodyLimits = { maxBytes: number; timeoutMs: number };
+
+// One timer per time limit in use, not one per read (engine/deadlines.ts).
+const deadlinesByTimeout = new Map<number, Deadlines>();
+
+function deadlinesOf(timeoutMs: number): Deadlines {
+  let deadlines = deadlinesByTimeout.get(timeoutMs);
+  if (!deadlines) {
+    deadlines = createDeadlines(timeoutMs);
+    deadlinesByTimeout.set(timeoutMs, deadlines);
+  }
+  return deadlines;
+}
 
 /** Read the whole body, refusing it past `maxBytes` or after `timeoutMs`. */
 export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
@@ -18,9 +31,10 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buff
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const timer = setTimeout(() => finish(new HookError('request_timeout')), limits.timeoutMs);
+    const deadlines = deadlinesOf(limits.timeoutMs);
+    const watch = deadlines.watch(() => finish(new HookError('request_timeout')));
     function finish(error: HookError | null): void {
-      clearTimeout(timer);
+      deadlines.cancel(watch);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);

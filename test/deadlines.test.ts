@@ -1,0 +1,74 @@
+/**
+ * Deadlines of one length under one timer: each watch expires once its time
+ * has passed, in the order they began, never before; a cancelled watch never
+ * expires; nothing stays held once every watch ended; one failing expiry
+ * does not keep the others from theirs.
+ */
+import { describe, expect, it, vi } from 'vitest';
+import { createDeadlines } from '../engine/deadlines.ts';
+
+describe('createDeadlines', () => {
+  it('expires each watch after its time, in the order they began, and never a cancelled one', async () => {
+    const deadlines = createDeadlines(40);
+    const expired: Array<{ name: string; afterMs: number }> = [];
+    const start = (name: string) => {
+      const began = performance.now();
+      return deadlines.watch(() => expired.push({ name, afterMs: performance.now() - began }));
+    };
+    start('a');
+    const b = start('b');
+    start('c');
+    deadlines.cancel(b);
+    await vi.waitFor(() => expect(expired).toHaveLength(2), { timeout: 5_000 });
+    expect(expired.map((e) => e.name)).toEqual(['a', 'c']);
+    // Never early (the timer's own rounding allowed for).
+    for (const e of expired) expect(e.afterMs).toBeGreaterThanOrEqual(39);
+    expect(deadlines.size).toBe(0);
+  });
+
+  it('keeps watching the later ones after the one the timer was armed for was cancelled', async () => {
+    const deadlines = createDeadlines(30);
+    const first = deadlines.watch(() => expect.unreachable('cancelled'));
+    deadlines.cancel(first);
+    let fired = false;
+    // Begun well after the first: its deadline is past the one the timer was armed for.
+    await new Promise((resolve) => setTimeout(resolve, 15));
+    const began = performance.now();
+    let afterMs = 0;
+    deadlines.watch(() => {
+      fired = true;
+      afterMs = performance.now() - began;
+    });
+    await vi.waitFor(() => expect(fired).toBe(true), { timeout: 5_000 });
+    expect(afterMs).toBeGreaterThanOrEqual(29);
+  });
+
+  it('arms again for watches begun after all the earlier ones ended', async () => {
+    const deadlines = createDeadlines(20);
+    const fired: number[] = [];
+    deadlines.watch(() => fired.push(1));
+    await vi.waitFor(() => expect(fired).toEqual([1]), { timeout: 5_000 });
+    deadlines.watch(() => fired.push(2));
+    await vi.waitFor(() => expect(fired).toEqual([1, 2]), { timeout: 5_000 });
+  });
+
+  it('a throwing expiry does not keep the watches due with it from expiring', async () => {
+    const deadlines = createDeadlines(20);
+    const fired: string[] = [];
+    deadlines.watch(() => {
+      throw new Error('broken');
+    });
+    deadlines.watch(() => fired.push('after'));
+    await vi.waitFor(() => expect(fired).toEqual(['after']), { timeout: 5_000 });
+    expect(deadlines.size).toBe(0);
+  });
+
+  it('holds nothing once many watches ended in time, and a second cancel does nothing', () => {
+    const deadlines = createDeadlines(60_000);
+    const watches = Array.from({ length: 10_000 }, () => deadlines.watch(() => undefined));
+    expect(deadlines.size).toBe(10_000);
+    for (const watch of watches) deadlines.cancel(watch);
+    deadlines.cancel(watches[0] as (typeof watches)[number]);
+    expect(deadlines.size).toBe(0);
+  });
+});
