@@ -5,6 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Envelope, parseQuery } from '../envelope.ts';
 import { type Exchange, had } from './exchange.ts';
+import { isoTime } from '../iso-time.ts';
 
 /** The headers stages after this one see: without the route's own signature header. */
 function visibleHeaders(x: Exchange): IncomingHttpHeaders {
@@ -19,7 +20,7 @@ function visibleHeaders(x: Exchange): IncomingHttpHeaders {
 export function normalise(x: Exchange): undefined {
   const envelope: Envelope = {
     id: x.id,
-    receivedAt: new Date(x.arrivedAtMs).toISOString(),
+    receivedAt: isoTime(x.arrivedAtMs),
     client: x.client,
     method: x.source.method,
     path: x.pathname,

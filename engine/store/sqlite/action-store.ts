@@ -30,6 +30,7 @@ import {
 import { findKey, prepareKeyLookup } from './key-records.ts';
 import { openDatabase } from './schema.ts';
 import { boundLimit } from './bound-limit.ts';
+import { isoNow } from '../../iso-time.ts';
 
 export { STORE_FILE } from './schema.ts';
 
@@ -102,7 +103,7 @@ function toItem({ actions, idempotency }: AcceptedRecord, wakeSession: string | 
 
 function appliedWake(wake: WakeAction, mainKey: string): WakeEvent {
   const { sessionKey, text, trusted } = wakeEvent(wake, mainKey);
-  return { sessionKey, text, trusted, at: new Date().toISOString() };
+  return { sessionKey, text, trusted, at: isoNow() };
 }
 
 /** The SQLite action store. */

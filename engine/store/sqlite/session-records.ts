@@ -41,6 +41,7 @@ import {
   RECOVER_DELIVERIES,
   saveDelivery,
 } from './heartbeat-deliveries.ts';
+import { isoNow } from '../../iso-time.ts';
 
 export type Row = Record<string, string | number | null>;
 
@@ -61,7 +62,7 @@ type Batched = {
 };
 
 /** The current time as stored (ISO 8601). */
-export const now = () => new Date().toISOString();
+export const now = isoNow;
 
 /** Session records over one connection; the runtime store adds the action lifecycle. */
 export class SqliteSessionRecords implements SessionStore {
