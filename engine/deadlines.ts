@@ -19,6 +19,9 @@ export type Deadlines = {
   readonly size: number;
 };
 
+// Node fires a longer timer at once (with a warning); a later deadline is armed in steps.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Deadlines of `timeoutMs` each, with one timer for all of them. */
 export function createDeadlines(timeoutMs: number): Deadlines {
   // Insertion order is start order, and with one length also due order.
@@ -26,7 +29,7 @@ export function createDeadlines(timeoutMs: number): Deadlines {
   let timer: NodeJS.Timeout | undefined;
 
   function arm(dueMs: number, nowMs: number): void {
-    timer = setTimeout(sweep, Math.max(1, dueMs - nowMs));
+    timer = setTimeout(sweep, Math.min(Math.max(1, dueMs - nowMs), MAX_TIMER_MS));
     // The server (or the reader's own socket) keeps the process up, not a pending limit.
     timer.unref();
   }

@@ -72,3 +72,21 @@ describe('createDeadlines', () => {
     expect(deadlines.size).toBe(0);
   });
 });
+
+describe('createDeadlines with a limit past what one timer holds', () => {
+  it('arms its timer within node’s limit, so nothing expires early', () => {
+    // Node fires a longer timer at once: a huge configured limit would have refused every body.
+    const spy = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      const deadlines = createDeadlines(2 ** 31 + 60_000);
+      const watch = deadlines.watch(() => expect.unreachable('expired early'));
+      const delays = spy.mock.calls.map((call) => call[1] as number);
+      expect(delays.length).toBeGreaterThan(0);
+      for (const delay of delays) expect(delay).toBeLessThanOrEqual(2 ** 31 - 1);
+      expect(Math.max(...delays)).toBeGreaterThan(2 ** 30);
+      deadlines.cancel(watch);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
