@@ -22,8 +22,15 @@ function deadlinesOf(timeoutMs: number): Deadlines {
   return deadlines;
 }
 
-/** Read the whole body, refusing it past `maxBytes` or after `timeoutMs`. */
-export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
+/**
+ * Read the whole body, refusing it past `maxBytes` or after `timeoutMs` (watched by
+ * `deadlines`, by default the process's one set for that limit).
+ */
+export function readBody(
+  req: IncomingMessage,
+  limits: BodyLimits,
+  deadlines: Deadlines = deadlinesOf(limits.timeoutMs),
+): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limits.maxBytes) {
     return Promise.reject(tooLarge(limits.maxBytes));
@@ -31,7 +38,6 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buff
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const deadlines = deadlinesOf(limits.timeoutMs);
     const watch = deadlines.watch(() => finish(new HookError('request_timeout')));
     function finish(error: HookError | null): void {
       deadlines.cancel(watch);

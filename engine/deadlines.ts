@@ -27,6 +27,8 @@ export function createDeadlines(timeoutMs: number): Deadlines {
   // Insertion order is start order, and with one length also due order.
   const open = new Set<Watch>();
   let timer: NodeJS.Timeout | undefined;
+  // While expiries run, a watch they begin is left to the sweep's own re-arming.
+  let sweeping = false;
 
   function arm(dueMs: number, nowMs: number): void {
     timer = setTimeout(sweep, Math.min(Math.max(1, dueMs - nowMs), MAX_TIMER_MS));
@@ -36,19 +38,24 @@ export function createDeadlines(timeoutMs: number): Deadlines {
 
   function sweep(): void {
     timer = undefined;
+    sweeping = true;
     const nowMs = performance.now();
-    for (const watch of open) {
-      if (watch.dueMs > nowMs) {
-        arm(watch.dueMs, nowMs);
-        return;
+    try {
+      for (const watch of open) {
+        if (watch.dueMs > nowMs) break;
+        open.delete(watch);
+        try {
+          watch.expire();
+        } catch {
+          // One failing expiry must not keep the others from theirs; its owner reports its errors.
+        }
       }
-      open.delete(watch);
-      try {
-        watch.expire();
-      } catch {
-        // One failing expiry must not keep the others from theirs; its owner reports its own errors.
-      }
+    } finally {
+      sweeping = false;
     }
+    // One timer, for the oldest left (a watch begun by an expiry above included).
+    const next = open.values().next().value;
+    if (next) arm(next.dueMs, performance.now());
   }
 
   return {
@@ -57,7 +64,7 @@ export function createDeadlines(timeoutMs: number): Deadlines {
       const watch: Watch = { dueMs: nowMs + timeoutMs, expire };
       open.add(watch);
       // Armed for an older watch that may have ended already: that sweep re-arms for the next.
-      if (timer === undefined) arm(watch.dueMs, nowMs);
+      if (timer === undefined && !sweeping) arm(watch.dueMs, nowMs);
       return watch;
     },
     cancel(watch) {

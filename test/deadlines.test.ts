@@ -26,21 +26,50 @@ describe('createDeadlines', () => {
     expect(deadlines.size).toBe(0);
   });
 
-  it('keeps watching the later ones after the one the timer was armed for was cancelled', async () => {
-    const deadlines = createDeadlines(30);
+  it('expires a later watch on time after the one the timer was armed for was cancelled', async () => {
+    // Long enough that a loaded machine's timer delays cannot pass for the fault this catches:
+    // re-armed a whole limit after the cancelled head's deadline instead of at the next one.
+    const limitMs = 2_000;
+    const deadlines = createDeadlines(limitMs);
+    const began = performance.now();
     const first = deadlines.watch(() => expect.unreachable('cancelled'));
     deadlines.cancel(first);
-    let fired = false;
-    // Begun well after the first: its deadline is past the one the timer was armed for.
-    await new Promise((resolve) => setTimeout(resolve, 15));
-    const began = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The timer armed for the first is still pending: the second starts no timer of its own.
+    expect(performance.now() - began).toBeLessThan(limitMs);
+    const secondBegan = performance.now();
     let afterMs = 0;
     deadlines.watch(() => {
-      fired = true;
-      afterMs = performance.now() - began;
+      afterMs = performance.now() - secondBegan;
     });
-    await vi.waitFor(() => expect(fired).toBe(true), { timeout: 5_000 });
-    expect(afterMs).toBeGreaterThanOrEqual(29);
+    await vi.waitFor(() => expect(afterMs).toBeGreaterThan(0), { timeout: 10_000, interval: 20 });
+    expect(afterMs).toBeGreaterThanOrEqual(limitMs - 1);
+    expect(afterMs).toBeLessThan(limitMs + 1_000);
+  });
+
+  it('keeps one timer when an expiry begins a watch of its own', () => {
+    // Fake timers and clock: node's real timers may fire a little early, and a re-arm then
+    // would count as a timer here.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const spy = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      const deadlines = createDeadlines(20);
+      const fired: string[] = [];
+      deadlines.watch(() => {
+        fired.push('first');
+        deadlines.watch(() => fired.push('second'));
+      });
+      vi.advanceTimersByTime(20);
+      expect(fired).toEqual(['first']);
+      vi.advanceTimersByTime(20);
+      expect(fired).toEqual(['first', 'second']);
+      // One for each watch: none armed twice, none left behind.
+      expect(spy.mock.calls.filter(([callback]) => callback.name === 'sweep')).toHaveLength(2);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      spy.mockRestore();
+      vi.useRealTimers();
+    }
   });
 
   it('arms again for watches begun after all the earlier ones ended', async () => {
