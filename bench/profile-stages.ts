@@ -17,15 +17,22 @@ const inEngine = (...files: string[]) => {
   return (url: string) => pattern.test(url);
 };
 
+const acceptingStore = inEngine(
+  'store/sqlite/(group-writer|action-store|key-records|schema)',
+  'store/postgres/(action-store|pool)',
+  'queue/',
+);
+// An action's row is built in stored-action.ts, whose other functions read rows back for the
+// runtime: building it (storedActionJson) is acceptance's.
+const ROW_SHAPES = /\/engine\/store\/stored-action\.ts/;
+const ACCEPTING_ROW_SHAPES = /^storedActionJson$/;
+
 // Innermost match wins, so a store call made by the commit stage counts as the store.
 const PARTS: readonly Part[] = [
   {
     name: 'store, accepting: insert + COMMIT',
-    matches: inEngine(
-      'store/sqlite/(group-writer|action-store|key-records|schema)',
-      'store/postgres/(action-store|pool)',
-      'queue/',
-    ),
+    matches: (url, name) =>
+      acceptingStore(url) || (ROW_SHAPES.test(url) && ACCEPTING_ROW_SHAPES.test(name)),
   },
   {
     name: 'runtime: worker, heartbeat, runs, their store writes',
