@@ -322,4 +322,57 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
       await closePool(pool);
     }
   }, 120_000);
+  it('gives back only a few attempts in a row when every start finds the lease lapsing', async () => {
+    // A database too slow for the lease at each start: the turn is given up every time. The
+    // first starts give the attempt back; the ones after count, with the usual backoff (ten
+    // minutes in the test worker), so the run cannot go round the queue for ever.
+    const url = await server.createDatabase();
+    const pool = openPool({ url, poolSize: 3 });
+    const started: string[] = [];
+    let startsRefused = 0;
+    class SlowAtEveryStart extends PostgresRuntimeStore {
+      override holdsLease(claim: Claim, reserve?: number): boolean {
+        // The start's check asks for the largest reserve; the watch of a running turn less.
+        if (reserve !== undefined && reserve > 0.3) {
+          startsRefused++;
+          return false;
+        }
+        return super.holdsLease(claim, reserve);
+      }
+    }
+    const store = new SlowAtEveryStart(pool, { owner: 'instance-a', leaseMs: LEASE_MS });
+    const worker = testWorker(
+      store,
+      {
+        async run() {
+          started.push('a');
+          return { status: 'ok', reply: 'a answered' };
+        },
+      },
+      { workspace: '/tmp', concurrency: 1, pollMs: 50 },
+    );
+    try {
+      await queueOneRun(pool);
+      await worker.start();
+      worker.kick();
+      await until('an attempt to be counted', async () => (await runRow(pool))?.attempts === 1);
+      const { rows } = await pool.query<{ state: string; waits: boolean; outcome: string }>(
+        "SELECT state, next_attempt_at > now() + interval '1 minute' AS waits, outcome FROM actions WHERE id = 'run-1'",
+      );
+      const row = rows[0];
+      expect(row?.state).toBe('queued');
+      // Waiting for its backoff, not claimed again at once.
+      expect(row?.waits).toBe(true);
+      expect(JSON.parse(row?.outcome ?? '{}')).toMatchObject({
+        status: 'retrying',
+        reason: 'its lease may have lapsed before the turn',
+      });
+      // Three starts given back, the fourth counted; the turn never ran.
+      expect(startsRefused).toBe(4);
+      expect(started).toEqual([]);
+    } finally {
+      await worker.stop();
+      await closePool(pool);
+    }
+  }, 120_000);
 });

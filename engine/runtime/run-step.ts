@@ -32,6 +32,9 @@ const LEASE_LOST_REASON = 'its lease may have lapsed during the turn';
 // stopped as soon as it has started.
 const RUNNING_LEASE_RESERVE = 0.25;
 const START_LEASE_RESERVE = 0.35;
+// Starts given up in a row with the attempt given back: a stall now and then is not the run's
+// fault, but a database too slow for the lease at every start would requeue it forever.
+const MAX_REFUNDED_LAPSES = 3;
 
 /** What a run needs of the runtime's settings. */
 export type RunSettings = {
@@ -119,14 +122,28 @@ export function createRunStep(deps: RunStepDeps) {
       );
     }
     if (result === LEASE_LAPSED) {
-      logger.warn({ actionId: action.id }, 'agent run not started: its lease may have lapsed');
+      const lapses = lapsesInARow(row) + 1;
+      logger.warn(
+        { actionId: action.id, lapses },
+        'agent run not started: its lease may have lapsed',
+      );
+      if (lapses > MAX_REFUNDED_LAPSES) {
+        // Counted from now on, with the usual backoff, until a turn starts or the attempts end.
+        return retryOrGiveUp(
+          row,
+          action,
+          { status: 'retry', reason: LEASE_LAPSED_REASON },
+          started,
+          ended,
+        );
+      }
       // Back to the queue at once with its attempt given back while it is still this instance's;
       // the claim's fence refuses the write if another instance has taken the run over.
       await lastWrite(
         store.requeue(
           row,
           0,
-          { status: 'retrying', reason: LEASE_LAPSED_REASON },
+          { status: 'retrying', reason: LEASE_LAPSED_REASON, lapses },
           { refundAttempt: true },
         ),
         ended,
@@ -340,4 +357,14 @@ export function createRunStep(deps: RunStepDeps) {
   }
 
   return execute;
+}
+
+/**
+ * How many starts in a row this run gave up because its lease may have lapsed: the count its
+ * last requeue kept, and past the refunded ones (a retry's outcome keeps none) more than those.
+ */
+function lapsesInARow(row: RunRow): number {
+  const last = row.outcome;
+  if (last?.status !== 'retrying' || last.reason !== LEASE_LAPSED_REASON) return 0;
+  return last.lapses ?? MAX_REFUNDED_LAPSES;
 }

@@ -17,6 +17,8 @@ export type Outcome = {
   reason?: string;
   ack?: boolean;
   delivery?: DeliveryProgress;
+  /** Starts given up in a row because the run's lease may have lapsed (their attempts given back). */
+  lapses?: number;
 };
 
 /** Where a reply's delivery stands. */
