@@ -355,7 +355,11 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
       await queueOneRun(pool);
       await worker.start();
       worker.kick();
-      await until('an attempt to be counted', async () => (await runRow(pool))?.attempts === 1);
+      // Queued with an attempt counted: each claim also shows one attempt, but running.
+      await until('an attempt to be counted', async () => {
+        const row = await runRow(pool);
+        return row?.state === 'queued' && row.attempts === 1;
+      });
       const { rows } = await pool.query<{ state: string; waits: boolean; outcome: string }>(
         "SELECT state, next_attempt_at > now() + interval '1 minute' AS waits, outcome FROM actions WHERE id = 'run-1'",
       );
