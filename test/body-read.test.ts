@@ -33,40 +33,38 @@ describe('readBody ends its watch', () => {
     expect(deadlines.size).toBe(0);
   });
 
-  it('when the stream failed', async () => {
-    const deadlines = createDeadlines(60_000);
+  it.each([
+    [
+      'the stream failed',
+      60_000,
+      100,
+      (s: PassThrough) => s.destroy(new Error('reset')),
+      'invalid_json',
+    ],
+    [
+      'the client closed mid-body',
+      60_000,
+      100,
+      (s: PassThrough) => {
+        s.write('{"text":');
+        s.destroy();
+      },
+      'invalid_json',
+    ],
+    [
+      'the body passed its size limit',
+      60_000,
+      10,
+      (s: PassThrough) => s.write('x'.repeat(11)),
+      'payload_too_large',
+    ],
+    ['its time limit ran out', 30, 100, (s: PassThrough) => s.write('{"text":'), 'request_timeout'],
+  ] as const)('when %s', async (_when, timeoutMs, maxBytes, end, code) => {
+    const deadlines = createDeadlines(timeoutMs);
     const { req, stream } = request();
-    const read = readBody(req, { maxBytes: 100, timeoutMs: 60_000 }, deadlines);
-    stream.destroy(new Error('reset'));
-    expect(codeOf(await read.catch((err: unknown) => err))).toBe('invalid_json');
-    expect(deadlines.size).toBe(0);
-  });
-
-  it('when the client closed mid-body', async () => {
-    const deadlines = createDeadlines(60_000);
-    const { req, stream } = request();
-    const read = readBody(req, { maxBytes: 100, timeoutMs: 60_000 }, deadlines);
-    stream.write('{"text":');
-    stream.destroy();
-    expect(codeOf(await read.catch((err: unknown) => err))).toBe('invalid_json');
-    expect(deadlines.size).toBe(0);
-  });
-
-  it('when the body passed its size limit', async () => {
-    const deadlines = createDeadlines(60_000);
-    const { req, stream } = request();
-    const read = readBody(req, { maxBytes: 10, timeoutMs: 60_000 }, deadlines);
-    stream.write('x'.repeat(11));
-    expect(codeOf(await read.catch((err: unknown) => err))).toBe('payload_too_large');
-    expect(deadlines.size).toBe(0);
-  });
-
-  it('when its time limit ran out', async () => {
-    const deadlines = createDeadlines(30);
-    const { req, stream } = request();
-    const read = readBody(req, { maxBytes: 100, timeoutMs: 30 }, deadlines);
-    stream.write('{"text":');
-    expect(codeOf(await read.catch((err: unknown) => err))).toBe('request_timeout');
+    const read = readBody(req, { maxBytes, timeoutMs }, deadlines);
+    end(stream);
+    expect(codeOf(await read.catch((err: unknown) => err))).toBe(code);
     expect(deadlines.size).toBe(0);
   });
 });

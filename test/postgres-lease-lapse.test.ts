@@ -97,6 +97,45 @@ async function doneRun(pool: pg.Pool): Promise<{ attempts: number; reply: unknow
   return row;
 }
 
+/** A database too slow for the lease at every start: each start's check finds it lapsing. */
+class SlowAtEveryStart extends PostgresRuntimeStore {
+  startsRefused = 0;
+  override holdsLease(claim: Claim, reserve?: number): boolean {
+    // The start's check asks for the largest reserve; the watch of a running turn less.
+    if (reserve !== undefined && reserve > 0.3) {
+      this.startsRefused++;
+      return false;
+    }
+    return super.holdsLease(claim, reserve);
+  }
+}
+
+/** Wait until the run is queued with an attempt counted (each claim also shows one, running). */
+async function attemptCounted(pool: pg.Pool): Promise<void> {
+  await until('an attempt to be counted', async () => {
+    const row = await runRow(pool);
+    return row?.state === 'queued' && row.attempts === 1;
+  });
+}
+
+/** A runner that notes each turn it starts under `name`, then answers once `hold` settles. */
+function notingRunner(
+  started: string[],
+  name: string,
+  hold: Promise<void> = Promise.resolve(),
+): Runner {
+  return {
+    async run() {
+      started.push(name);
+      await hold;
+      return { status: 'ok', reply: `${name} answered` };
+    },
+  };
+}
+
+/** One run at a time, the store looked at every 50 ms. */
+const WORKER_OPTIONS = { workspace: '/tmp', concurrency: 1, pollMs: 50 };
+
 describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () => {
   let server: PostgresServer;
   beforeAll(async () => {
@@ -112,18 +151,10 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     const poolB = openPool({ url, poolSize: 3 });
     const started: string[] = [];
     const releaseB = deferred();
-    const runner = (name: string, hold: Promise<void>): Runner => ({
-      async run() {
-        started.push(name);
-        await hold;
-        return { status: 'ok', reply: `${name} answered` };
-      },
-    });
     const storeA = new StalledStore(poolA, { owner: 'instance-a', leaseMs: LEASE_MS });
     const storeB = new PostgresRuntimeStore(poolB, { owner: 'instance-b', leaseMs: LEASE_MS });
-    const options = { workspace: '/tmp', concurrency: 1, pollMs: 50 };
-    const a = testWorker(storeA, runner('a', Promise.resolve()), options);
-    const b = testWorker(storeB, runner('b', releaseB.promise), options);
+    const a = testWorker(storeA, notingRunner(started, 'a'), WORKER_OPTIONS);
+    const b = testWorker(storeB, notingRunner(started, 'b', releaseB.promise), WORKER_OPTIONS);
     try {
       await queueOneRun(poolA);
       await a.start();
@@ -155,16 +186,7 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     const pool = openPool({ url, poolSize: 3 });
     const started: string[] = [];
     const store = new StalledStore(pool, { owner: 'instance-a', leaseMs: LEASE_MS });
-    const worker = testWorker(
-      store,
-      {
-        async run() {
-          started.push('a');
-          return { status: 'ok', reply: 'a answered' };
-        },
-      },
-      { workspace: '/tmp', concurrency: 1, pollMs: 50 },
-    );
+    const worker = testWorker(store, notingRunner(started, 'a'), WORKER_OPTIONS);
     try {
       await queueOneRun(pool);
       await worker.start();
@@ -231,9 +253,8 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     };
     const storeA = new PostgresRuntimeStore(poolA, { owner: 'instance-a', leaseMs: LEASE_MS });
     const storeB = new PostgresRuntimeStore(poolB, { owner: 'instance-b', leaseMs: LEASE_MS });
-    const options = { workspace: '/tmp', concurrency: 1, pollMs: 50 };
-    const a = testWorker(storeA, runnerA, options);
-    const b = testWorker(storeB, runnerB, options);
+    const a = testWorker(storeA, runnerA, WORKER_OPTIONS);
+    const b = testWorker(storeB, runnerB, WORKER_OPTIONS);
     try {
       await queueOneRun(poolB);
       await a.start();
@@ -329,37 +350,13 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     const url = await server.createDatabase();
     const pool = openPool({ url, poolSize: 3 });
     const started: string[] = [];
-    let startsRefused = 0;
-    class SlowAtEveryStart extends PostgresRuntimeStore {
-      override holdsLease(claim: Claim, reserve?: number): boolean {
-        // The start's check asks for the largest reserve; the watch of a running turn less.
-        if (reserve !== undefined && reserve > 0.3) {
-          startsRefused++;
-          return false;
-        }
-        return super.holdsLease(claim, reserve);
-      }
-    }
     const store = new SlowAtEveryStart(pool, { owner: 'instance-a', leaseMs: LEASE_MS });
-    const worker = testWorker(
-      store,
-      {
-        async run() {
-          started.push('a');
-          return { status: 'ok', reply: 'a answered' };
-        },
-      },
-      { workspace: '/tmp', concurrency: 1, pollMs: 50 },
-    );
+    const worker = testWorker(store, notingRunner(started, 'a'), WORKER_OPTIONS);
     try {
       await queueOneRun(pool);
       await worker.start();
       worker.kick();
-      // Queued with an attempt counted: each claim also shows one attempt, but running.
-      await until('an attempt to be counted', async () => {
-        const row = await runRow(pool);
-        return row?.state === 'queued' && row.attempts === 1;
-      });
+      await attemptCounted(pool);
       const { rows } = await pool.query<{ state: string; waits: boolean; outcome: string }>(
         "SELECT state, next_attempt_at > now() + interval '1 minute' AS waits, outcome FROM actions WHERE id = 'run-1'",
       );
@@ -372,7 +369,7 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
         reason: 'its lease may have lapsed before the turn',
       });
       // Three starts given back, the fourth counted; the turn never ran.
-      expect(startsRefused).toBe(4);
+      expect(store.startsRefused).toBe(4);
       expect(started).toEqual([]);
     } finally {
       await worker.stop();
