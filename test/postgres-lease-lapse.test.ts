@@ -376,4 +376,31 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
       await closePool(pool);
     }
   }, 120_000);
+  it('gives nothing back for a lapse count it did not write', async () => {
+    // A row whose outcome says its starts lapsed but holds no count this code writes (another
+    // writer, damage): its next lapse counts at once instead of being given back.
+    const url = await server.createDatabase();
+    const pool = openPool({ url, poolSize: 3 });
+    const started: string[] = [];
+    const store = new SlowAtEveryStart(pool, { owner: 'instance-a', leaseMs: LEASE_MS });
+    const worker = testWorker(store, notingRunner(started, 'a'), WORKER_OPTIONS);
+    try {
+      await queueOneRun(pool);
+      await pool.query("UPDATE actions SET outcome = $1 WHERE id = 'run-1'", [
+        JSON.stringify({
+          status: 'retrying',
+          reason: 'its lease may have lapsed before the turn',
+          lapses: -1e9,
+        }),
+      ]);
+      await worker.start();
+      worker.kick();
+      await attemptCounted(pool);
+      expect(store.startsRefused).toBe(1);
+      expect(started).toEqual([]);
+    } finally {
+      await worker.stop();
+      await closePool(pool);
+    }
+  }, 120_000);
 });

@@ -366,5 +366,9 @@ export function createRunStep(deps: RunStepDeps) {
 function lapsesInARow(row: RunRow): number {
   const last = row.outcome;
   if (last?.status !== 'retrying' || last.reason !== LEASE_LAPSED_REASON) return 0;
-  return last.lapses ?? MAX_REFUNDED_LAPSES;
+  // Anything but a count this code wrote (another writer, damage) gives no more back.
+  const lapses = last.lapses;
+  return Number.isSafeInteger(lapses) && (lapses as number) >= 0
+    ? (lapses as number)
+    : MAX_REFUNDED_LAPSES;
 }
