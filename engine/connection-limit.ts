@@ -1,10 +1,15 @@
 /**
- * The per-address connection cap (`server.maxConnectionsPerAddress`): open
- * sockets are counted per peer address (IPv6 per /64, as the auth limiter
- * counts) and a socket past the cap is closed at once, before a byte of it
- * is parsed. Peers in `server.trustedProxies` are exempt: many clients share
- * them, and the server-wide `server.maxConnections` still bounds them.
+ * The connection caps every listener hookgate opens is held to (the hook
+ * listener, the admin listener, the mail flow's push listener): each one
+ * accepts a connection before knowing anything of its sender, so none may
+ * be left for one peer to fill. The per-address cap
+ * (`server.maxConnectionsPerAddress`): open sockets are counted per peer
+ * address (IPv6 per /64, as the auth limiter counts) and a socket past the
+ * cap is closed at once, before a byte of it is parsed. Peers in
+ * `server.trustedProxies` are exempt: many clients share them, and the
+ * listener-wide `server.maxConnections` still bounds them.
  */
+import type { Server } from 'node:http';
 import { BlockList, isIP, type Socket } from 'node:net';
 import { addTrusted, limiterKey, normaliseAddress } from './client-address.ts';
 
@@ -52,4 +57,22 @@ export function createConnectionLimiter(
       return open.get(limiterKey(normaliseAddress(address))) ?? 0;
     },
   };
+}
+
+/** The caps of one listener (the `server` section's settings). */
+export type ListenerCaps = {
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  trustedProxies: readonly string[];
+};
+
+/**
+ * Hold a listener to its caps: past either one a new socket is closed at once, unanswered
+ * (answering costs what the cap saves).
+ */
+export function capConnections(server: Server, caps: ListenerCaps): ConnectionLimiter {
+  server.maxConnections = caps.maxConnections;
+  const perAddress = createConnectionLimiter(caps.maxConnectionsPerAddress, caps.trustedProxies);
+  server.on('connection', (socket) => perAddress.admit(socket));
+  return perAddress;
 }

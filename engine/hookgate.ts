@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { type AdminListener, startAdmin } from './admin/server.ts';
 import { adminDeps, type AdminParts } from './admin/wiring.ts';
 import { createClientAddressResolver } from './client-address.ts';
-import { createConnectionLimiter } from './connection-limit.ts';
+import { capConnections } from './connection-limit.ts';
 import { type LoadedConfig, loadConfigFile } from './config.ts';
 import { compileConfig } from './config/compile.ts';
 import { createLedger } from './dispatcher.ts';
@@ -180,13 +180,7 @@ export async function startHookgate(
     },
     handler,
   );
-  // Past either cap a new socket is closed at once, unanswered: answering costs what the cap saves.
-  server.maxConnections = config.server.maxConnections;
-  const perAddress = createConnectionLimiter(
-    config.server.maxConnectionsPerAddress,
-    config.server.trustedProxies,
-  );
-  server.on('connection', (socket) => perAddress.admit(socket));
+  capConnections(server, config.server);
   // Node would answer 100 Continue before the handler runs; the pipeline does it after authentication.
   server.on('checkContinue', handler);
   server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
@@ -275,6 +269,7 @@ async function startAdminListener(
         ...(settings.token !== undefined && { token: settings.token }),
         logger: parts.logger,
         maxBodyBytes: config.hooks.maxBodyBytes,
+        caps: config.server,
       },
       deps.deps,
     );

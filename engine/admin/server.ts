@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { capConnections, type ListenerCaps } from '../connection-limit.ts';
 import type { Logger } from '../log.ts';
 import { AdminError } from './admin-errors.ts';
 import { type ApiContext, createApi } from './api.ts';
@@ -24,6 +25,8 @@ export type AdminSettings = {
   maxBodyBytes: number;
   /** How long a request body may take to arrive (default 10 s). */
   bodyTimeoutMs?: number;
+  /** The connection caps, as the hook listener's (`server`). */
+  caps: ListenerCaps;
 };
 
 export type AdminListener = { url: string; close(): Promise<void> };
@@ -125,6 +128,7 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
     });
   });
   server.maxHeadersCount = 100;
+  capConnections(server, settings.caps);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(settings.port, settings.host, () => {

@@ -118,7 +118,7 @@ export async function startMailFlow(
   });
   const retry = retrying(sync, deps.logger);
   const push = await startPushServer(
-    { ...gmail.serve, timeoutMs: CALL_TIMEOUT_MS },
+    { ...gmail.serve, timeoutMs: CALL_TIMEOUT_MS, caps: loaded.config.server },
     {
       account,
       authenticate: (credentials) => authenticator.authenticate(credentials),

@@ -11,6 +11,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseJsonObject, readBody } from '../body.ts';
+import { capConnections, type ListenerCaps } from '../connection-limit.ts';
 import type { Logger } from '../log.ts';
 import type { RecordedPush } from './mailbox-store.ts';
 import type { PushAuthResult, PushCredentials } from './push-auth.ts';
@@ -27,7 +28,14 @@ export type PushServerDeps = {
   logger: Logger;
 };
 
-export type PushServerSettings = { bind: string; port: number; path: string; timeoutMs: number };
+export type PushServerSettings = {
+  bind: string;
+  port: number;
+  path: string;
+  timeoutMs: number;
+  /** The connection caps, as the hook listener's (`server`): Pub/Sub reaches it unauthenticated. */
+  caps: ListenerCaps;
+};
 
 // A Gmail push is well under 1 KB; this bounds what an unauthenticated caller can make us read.
 const MAX_BODY_BYTES = 65_536;
@@ -49,6 +57,7 @@ export async function startPushServer(
       });
     },
   );
+  capConnections(server, settings.caps);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(settings.port, settings.bind, () => {

@@ -89,6 +89,7 @@ export async function startAdminStack(
       ...(settings.token !== undefined && { token: settings.token }),
       logger,
       maxBodyBytes: config.hooks.maxBodyBytes,
+      caps: config.server,
     },
     {
       readiness:

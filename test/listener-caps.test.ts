@@ -1,0 +1,126 @@
+/**
+ * The listeners beside the hook listener (the admin listener, the mail
+ * flow's push listener) take connections before anything of the sender is
+ * known, as the hook listener does, so they are held to the same caps
+ * (`server.maxConnections`, `server.maxConnectionsPerAddress`): one peer
+ * holding many half-sent requests open cannot use up the process's file
+ * descriptors, which every listener shares. A connection past a cap is
+ * closed unanswered; the ones before it still get their answers.
+ */
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startPushServer } from '../engine/gmail/push-server.ts';
+import { createLogger } from '../engine/log.ts';
+import { type AdminStack, startAdminStack } from './helpers/admin.ts';
+import { waitFor } from './helpers/runtime.ts';
+
+const sockets: Socket[] = [];
+const stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
+  await Promise.all(stops.splice(0).map((stop) => stop()));
+});
+
+type Client = { socket: Socket; received: () => string; closed: () => boolean };
+
+function open(url: string): Client {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  sockets.push(socket);
+  let received = '';
+  let closed = false;
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString('latin1');
+  });
+  socket.on('error', () => undefined);
+  socket.on('close', () => {
+    closed = true;
+  });
+  return { socket, received: () => received, closed: () => closed };
+}
+
+/** A request whose headers never end: the connection stays open until the headers' timeout. */
+async function holdOpen(url: string): Promise<Client> {
+  const client = open(url);
+  await new Promise<void>((resolve, reject) => {
+    client.socket.once('connect', resolve);
+    client.socket.once('error', reject);
+  });
+  client.socket.write('POST / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ');
+  return client;
+}
+
+/** Finish the held request (or send one on a fresh connection): true once an HTTP answer came. */
+async function answered(client: Client, rest: string): Promise<boolean> {
+  if (!client.closed()) client.socket.write(rest);
+  const outcome = await waitFor(
+    'an answer or the connection to close',
+    () => {
+      if (client.received().includes('HTTP/1.1 ')) return 'answered';
+      return client.closed() ? 'closed' : undefined;
+    },
+    30_000,
+  );
+  return outcome === 'answered';
+}
+
+const FINISH_HELD = 'a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
+const WHOLE = 'POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
+
+/** `cap` connections held half-sent, then one more: it is closed unanswered, the held ones are answered. */
+async function expectCapped(url: string, cap: number): Promise<void> {
+  const held: Client[] = [];
+  for (let i = 0; i < cap; i++) held.push(await holdOpen(url));
+  const extra = open(url);
+  expect(await answered(extra, WHOLE)).toBe(false);
+  expect(extra.received()).toBe('');
+  for (const client of held) expect(await answered(client, FINISH_HELD)).toBe(true);
+}
+
+async function pushListener(caps: { maxConnections: number; maxConnectionsPerAddress: number }) {
+  const push = await startPushServer(
+    {
+      bind: '127.0.0.1',
+      port: 0,
+      path: '/gmail-pubsub',
+      timeoutMs: 20_000,
+      caps: { ...caps, trustedProxies: [] },
+    },
+    {
+      account: 'owner@example.com',
+      authenticate: async () => ({ ok: false, reason: 'missing' }) as never,
+      decode: () => ({ ok: false, reason: 'not-an-object' }) as never,
+      record: () => false,
+      onRecorded: () => undefined,
+      logger: createLogger('silent'),
+    },
+  );
+  stops.push(() => push.close());
+  return push.url;
+}
+
+async function adminListener(server: Record<string, unknown>): Promise<string> {
+  const stack: AdminStack = await startAdminStack({ server });
+  stops.push(() => stack.stop());
+  return stack.admin.url;
+}
+
+describe('the push listener', () => {
+  it('one address holding half-sent requests open past maxConnectionsPerAddress: the extra connection is closed unanswered', async () => {
+    await expectCapped(await pushListener({ maxConnections: 1024, maxConnectionsPerAddress: 3 }), 3);
+  });
+
+  it('connections past maxConnections: the extra one is closed unanswered', async () => {
+    await expectCapped(await pushListener({ maxConnections: 2, maxConnectionsPerAddress: 64 }), 2);
+  });
+});
+
+describe('the admin listener', () => {
+  it('one address holding half-sent requests open past maxConnectionsPerAddress: the extra connection is closed unanswered', async () => {
+    await expectCapped(await adminListener({ maxConnectionsPerAddress: 3 }), 3);
+  });
+
+  it('connections past maxConnections: the extra one is closed unanswered', async () => {
+    await expectCapped(await adminListener({ maxConnections: 2 }), 2);
+  });
+});
