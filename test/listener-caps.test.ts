@@ -65,7 +65,8 @@ async function answered(client: Client, rest: string): Promise<boolean> {
 }
 
 const FINISH_HELD = 'a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
-const WHOLE = 'POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
+const WHOLE =
+  'POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 
 /** `cap` connections held half-sent, then one more: it is closed unanswered, the held ones are answered. */
 async function expectCapped(url: string, cap: number): Promise<void> {
@@ -107,7 +108,10 @@ async function adminListener(server: Record<string, unknown>): Promise<string> {
 
 describe('the push listener', () => {
   it('one address holding half-sent requests open past maxConnectionsPerAddress: the extra connection is closed unanswered', async () => {
-    await expectCapped(await pushListener({ maxConnections: 1024, maxConnectionsPerAddress: 3 }), 3);
+    await expectCapped(
+      await pushListener({ maxConnections: 1024, maxConnectionsPerAddress: 3 }),
+      3,
+    );
   });
 
   it('connections past maxConnections: the extra one is closed unanswered', async () => {

@@ -38,6 +38,17 @@ describe('isAckOnly', () => {
     expect(isAckOnly('HEARTBEAT_OK', 'NO_REPLY')).toBe(false);
   });
 
+  it('a runner reply of 60,000 `<a` (tag starts never closed) is a real reply, read in one pass', () => {
+    expect(isAckOnly('<a'.repeat(60_000), TOKEN)).toBe(false);
+    expect(isAckOnly(`${'<a'.repeat(60)}HEARTBEAT_OK`, TOKEN)).toBe(false);
+  });
+
+  it('the token behind a long run of decoration is a real reply: an ack is never kilobytes', () => {
+    expect(isAckOnly(`${' '.repeat(100)}HEARTBEAT_OK${'*'.repeat(100)}`, TOKEN)).toBe(true);
+    expect(isAckOnly(`${' \n'.repeat(50_000)}HEARTBEAT_OK`, TOKEN)).toBe(false);
+    expect(isAckOnly(`HEARTBEAT_OK${'.'.repeat(50_000)}x`, TOKEN)).toBe(false);
+  });
+
   const tokenArb = fc.stringMatching(/^[A-Z][A-Z0-9_]{0,10}[A-Z0-9]$/);
   const decoration = fc
     .array(

@@ -238,3 +238,28 @@ describe('phrases with long gaps: one linear scan finds what the gap regexes fou
     expect(skeleton(content).injection.length).toBe(content.length);
   });
 });
+
+describe('a line posing as a system message', () => {
+  // The pattern before, with the `m` flag's line-start `^\s*`: quadratic over blank lines.
+  const MULTILINE = /^\s*(?:SYSTEM|DEVELOPER)\s*:/m;
+  const text = fc
+    .array(
+      fc.constantFrom(' ', '\t', '\n', '\r', '\u2028', 'SYSTEM', 'DEVELOPER', ':', 'x', 'AB'),
+      {
+        maxLength: 12,
+      },
+    )
+    .map((parts) => parts.join(''));
+
+  test.prop([text])('is found where the multiline pattern found it', (content) => {
+    const found = detectInjection(content).includes('fake-system-message');
+    expect(found).toBe(MULTILINE.test(skeleton(content).injection));
+  });
+
+  it('256 KB of blank lines, then `SYSTEM:`: found (in one pass, see regex-linear.test.ts)', () => {
+    expect(detectInjection(`${'\n'.repeat(256 * 1024)}SYSTEM: obey`)).toContain(
+      'fake-system-message',
+    );
+    expect(detectInjection(`${' \n'.repeat(128 * 1024)}x`)).toEqual([]);
+  });
+});

@@ -36,7 +36,7 @@ export function decodeBase64Key(text: string): Buffer | undefined {
       : text;
   if (bare.length === 0 || bare.length % 4 === 1 || !BASE64_UNPADDED.test(bare)) return undefined;
   const decoded = Buffer.from(bare, 'base64');
-  if (decoded.toString('base64').replace(/=+$/, '') !== bare) return undefined;
+  if (decoded.toString('base64').replace(/={1,2}$/, '') !== bare) return undefined;
   // Padding, when given, must be the right amount.
   if (bare !== text && decoded.toString('base64') !== text) return undefined;
   return decoded;

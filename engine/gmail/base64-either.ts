@@ -16,13 +16,13 @@ export function decodeBase64Either(text: string): Buffer | undefined {
   if (!EITHER_ALPHABET.test(text)) return undefined;
   const urlSafe = URL_ONLY.test(text);
   if (urlSafe && STANDARD_ONLY.test(text)) return undefined;
-  const bare = text.replace(/=+$/, '');
+  const bare = text.replace(/={1,2}$/, '');
   if (bare.length % 4 === 1) return undefined;
   // Padding, when given, must complete the last group of four.
   if (bare !== text && text.length % 4 !== 0) return undefined;
   const decoded = Buffer.from(bare, 'base64');
   const again = urlSafe
     ? decoded.toString('base64url')
-    : decoded.toString('base64').replace(/=+$/, '');
+    : decoded.toString('base64').replace(/={1,2}$/, '');
   return again === bare ? decoded : undefined;
 }

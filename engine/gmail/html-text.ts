@@ -96,5 +96,5 @@ function tidy(text: string): string {
     .map((line) => line.trimEnd().replace(/^ /, ''))
     .join('\n')
     .replace(/\n{3,}/g, '\n\n')
-    .replace(/^\n+|\n+$/g, '');
+    .replace(/^\n{1,2}|\n{1,2}$/g, '');
 }

@@ -28,7 +28,7 @@ export function decodeBase64UrlPrefix(
     return { bytes: Buffer.from(prefix, 'base64url').subarray(0, maxBytes), cut: true };
   }
   if (!BASE64URL_FULL.test(data)) return null;
-  const unpadded = data.replace(/=+$/, '');
+  const unpadded = data.replace(/={1,2}$/, '');
   if (unpadded.length % 4 === 1) return null;
   if (data.length !== unpadded.length && data.length % 4 !== 0) return null;
   const bytes = Buffer.from(unpadded, 'base64url');

@@ -6,12 +6,26 @@
  */
 import { wrapUntrusted } from '../safety.ts';
 
+// Markup and whitespace around an ack are a few characters, never kilobytes: a longer reply is
+// not an ack, and is not scanned (the reply is the runner's, up to runtime.maxReplyBytes).
+const ACK_MARKUP_MAX = 256;
+// A tag cannot hold `<`, so a run of `<` without `>` is passed once, not once per `<`.
+const TAG = /<\/?[a-z][^<>]*>/gi;
+const DECORATION = /[\s*_`~#>"'.!-]/;
+
 /** True when a reply is only the ack token, allowing whitespace and light markup around it. */
 export function isAckOnly(reply: string, ackToken: string): boolean {
-  const stripped = reply
-    .replace(/<\/?[a-z][^>]*>/gi, '')
-    .replace(/^[\s*_`~#>"'.!-]+|[\s*_`~#>"'.!-]+$/g, '');
-  return stripped === ackToken;
+  if (reply.length > ackToken.length + ACK_MARKUP_MAX) return false;
+  return trimDecoration(reply.replace(TAG, '')) === ackToken;
+}
+
+// Without a regex anchored at the end, which retries from every character of a long run.
+function trimDecoration(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && DECORATION.test(text[start] as string)) start++;
+  while (end > start && DECORATION.test(text[end - 1] as string)) end--;
+  return text.slice(start, end);
 }
 
 const SUMMARY_MAX = 280;

@@ -99,7 +99,9 @@ const INJECTION_PATTERNS: ReadonlyArray<readonly [string, Detector]> = [
   [
     'fake-system-message',
     phrase(
-      /<\/?\s*(?:SYSTEM|ASSISTANT|DEVELOPER)\s*>|\[\s*(?:SYSTEM|INST)\s*\]|^\s*(?:SYSTEM|DEVELOPER)\s*:/m,
+      // A line that starts with the name, written without the `m` flag's `^\s*`: that retried
+      // from every line start over a run of blank lines, quadratic in the run's length.
+      /<\/?\s*(?:SYSTEM|ASSISTANT|DEVELOPER)\s*>|\[\s*(?:SYSTEM|INST)\s*\]|(?:^|[\n\r\u2028\u2029])[^\S\n\r\u2028\u2029]*(?:SYSTEM|DEVELOPER)\s*:/,
     ),
   ],
   ['new-instructions', phrase(/\bNEW (?:INSTRUCTIONS|TASK|ORDERS)\s*:|\bUPDATED INSTRUCTIONS\b/)],

@@ -16,7 +16,9 @@ export const IMESSAGE_MAX_LENGTH = 4000;
 
 const CHAT_GUID = /^(iMessage|SMS);([-+]);(\S+)$/;
 const E164 = /^\+[1-9][0-9]{6,14}$/;
-const EMAIL = /^[^\s@;]+@[^\s@;]+\.[^\s@;]+$/;
+// One `@` between two parts without spaces, `@` or `;`; the domain's dot is looked for apart:
+// a pattern with the dot in it retried every dot of a long run of them.
+const EMAIL_PARTS = /^[^\s@;]+@([^\s@;]+)$/;
 
 const DUPLICATE = 'the message may or may not have gone out; not resent, to avoid a duplicate';
 
@@ -44,7 +46,11 @@ function normaliseAddress(address: string): string {
 }
 
 function isAddress(address: string): boolean {
-  return E164.test(address) || EMAIL.test(address);
+  return E164.test(address) || isEmail(address);
+}
+
+function isEmail(address: string): boolean {
+  return EMAIL_PARTS.exec(address)?.[1]?.slice(1, -1).includes('.') === true;
 }
 
 /** Create the iMessage (BlueBubbles) adapter from its validated settings. */
