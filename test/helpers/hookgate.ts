@@ -2,7 +2,7 @@
  * Test helpers: start a real hookgate on 127.0.0.1 port 0 with a temporary
  * data directory, and send it requests with fetch.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { resolveConfig } from '../../engine/config.ts';
@@ -31,10 +31,11 @@ export type TestServer = Hookgate & {
 /**
  * Start hookgate with `hooks` and `server` settings merged over an enabled, tokened default
  * on 127.0.0.1 port 0: a test that sets other server options still never binds a fixed port.
+ * With `logFile`, the service log (level info) is written there as JSON lines; else it is silent.
  */
 export async function startTestServer(
   overrides: Record<string, unknown> = {},
-  options: { dataDir?: string; runtime?: boolean } = {},
+  options: { dataDir?: string; runtime?: boolean; logFile?: string } = {},
 ): Promise<TestServer> {
   const temp = options.dataDir ? undefined : tempDir();
   const dataDir = options.dataDir ?? (temp as { dir: string }).dir;
@@ -50,7 +51,9 @@ export async function startTestServer(
   const loaded = resolveConfig(raw, { baseDir: dataDir, dataDir, env: {} });
   // The ingress tests look at accepted actions; the runtime has its own tests.
   const hookgate = await startHookgate(loaded, {
-    logger: createLogger('silent'),
+    logger: options.logFile
+      ? createLogger('info', openSync(options.logFile, 'a'))
+      : createLogger('silent'),
     runtime: options.runtime ?? false,
   });
   const hooksPath = loaded.config.hooks.path;

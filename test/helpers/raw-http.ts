@@ -92,3 +92,19 @@ function finalResponseComplete(text: string): boolean {
   const length = /\r\ncontent-length: (\d+)/i.exec(text.slice(start, headEnd));
   return text.length - (headEnd + 4) >= Number(length?.[1] ?? 0);
 }
+
+/**
+ * Write all requests at once on a fresh connection and return everything the server sent
+ * until it closed the connection (the last request should ask for `Connection: close`, or be
+ * one the server closes after).
+ */
+export function pipelined(url: string, requests: readonly string[]): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(requests.join('')));
+    const parts: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => parts.push(chunk));
+    socket.on('close', () => resolve(Buffer.concat(parts).toString('latin1')));
+    socket.on('error', reject);
+  });
+}
