@@ -22,16 +22,59 @@ export function createClientAddressResolver(
   };
   return function resolveClientAddress(peer, forwardedFor) {
     const address = normaliseAddress(peer ?? '');
-    if (trustedProxies.length === 0 || !forwardedFor || !isTrusted(address)) return address;
-    // Walk from the right: the first hop we do not trust is the client.
-    const hops = forwardedFor.split(',').map((hop) => normaliseAddress(hop.trim()));
-    for (let i = hops.length - 1; i >= 0; i--) {
-      const hop = hops[i] as string;
-      if (isIP(hop) === 0) return address;
-      if (!isTrusted(hop)) return hop;
+    if (trustedProxies.length === 0 || forwardedFor === undefined || !isTrusted(address)) {
+      return address;
     }
-    return hops[0] ?? address;
+    return forwardedClient(forwardedFor, isTrusted);
   };
+}
+
+/**
+ * The client a trusted proxy's X-Forwarded-For names: walking from the right, the first hop
+ * not trusted. A hop is read as an address with or without a port (`1.2.3.4:80`, `[::1]:80`,
+ * `[::1]`); one that is no address at all is a client of its own, under a key made of its text
+ * (`hop:` and at most MAX_HOP_KEY_CHARS of it), never the proxy: counted as the proxy, one
+ * sender behind it locked every sender out. Empty list elements are skipped. Pure.
+ */
+export function forwardedClient(
+  forwardedFor: string,
+  isTrusted: (address: string) => boolean,
+): string {
+  const hops = forwardedFor.split(',');
+  let nearest: string | undefined;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const text = (hops[i] as string).trim();
+    if (text === '') continue;
+    const hop = hopAddress(text);
+    if (hop === undefined) return opaqueHop(text);
+    if (!isTrusted(hop)) return hop;
+    nearest = hop;
+  }
+  // Every hop is a trusted proxy: the farthest one is the client; no hop at all is a client too.
+  return nearest ?? opaqueHop('');
+}
+
+// A hop that is no address is keyed by this much of its text: enough to tell a proxy's
+// obfuscated identifiers apart (RFC 7239 `_hidden`, `unknown`), little for each of the limiter's
+// up to 10,000 tracked clients, and bounded in every log line it reaches.
+const MAX_HOP_KEY_CHARS = 64;
+
+function opaqueHop(text: string): string {
+  return `hop:${text.slice(0, MAX_HOP_KEY_CHARS)}`;
+}
+
+// Port after an IPv4 address; brackets around an IPv6 address, with or without a port.
+const IPV4_PORT = /^([0-9.]+):\d{1,5}$/;
+const BRACKETED = /^\[([^\]]+)\](?::\d{1,5})?$/;
+
+/** The address a forwarded hop names (port and brackets dropped), or undefined when it names none. */
+export function hopAddress(hop: string): string | undefined {
+  if (isIP(hop) !== 0) return normaliseAddress(hop);
+  const v4 = IPV4_PORT.exec(hop)?.[1];
+  if (v4 !== undefined && isIP(v4) === 4) return v4;
+  const v6 = BRACKETED.exec(hop)?.[1];
+  if (v6 !== undefined && isIP(v6) === 6) return normaliseAddress(v6);
+  return undefined;
 }
 
 /** Validate a trustedProxies entry (address or CIDR); throws with a readable message. */

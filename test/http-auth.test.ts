@@ -187,6 +187,19 @@ describe('failed-auth rate limit', () => {
     expect((await from('2001:db8:7:8::1', 'bad')).status).toBe(401);
   });
 
+  it('wrong tokens through the trusted proxy under hops that are no bare address (ip:port, [ipv6]:port, garbage, empty): each hop is a client of its own, the proxy and the senders behind it are not locked out', async () => {
+    for (const hop of ['10.0.8.1:80', '[2001:db8:8::1]:443', 'garbage', '']) {
+      for (let i = 0; i < 5; i++) expect((await from(hop, 'bad')).status).toBe(401);
+      expect((await from(hop, 'bad')).status).toBe(429);
+    }
+    // A hop with a port is its address: the address without the port is the locked client.
+    expect((await from('10.0.8.1', TOKEN)).status).toBe(429);
+    expect((await from('[2001:db8:8::2]', TOKEN)).status).toBe(429);
+    // Another sender behind the proxy, and the proxy itself, still get through.
+    expect((await from('10.0.8.2', TOKEN)).status).toBe(200);
+    expect((await server.post('wake', { text: 'x' })).status).toBe(200);
+  });
+
   it('does not count token-in-query refusals as failures', async () => {
     for (let i = 0; i < 10; i++) {
       const res = await fetch(`${server.url}/hooks/wake?token=x`, {
