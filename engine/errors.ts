@@ -9,6 +9,15 @@ export const ERRORS = Object.freeze({
   not_found: { status: 404, message: 'No such endpoint.' },
   bad_request: { status: 400, message: 'Malformed HTTP request.' },
   headers_too_large: { status: 431, message: 'The request headers are too large.' },
+  invalid_host: {
+    status: 400,
+    message: 'An HTTP/1.1 request must carry exactly one Host header.',
+  },
+  unsupported_transfer_encoding: {
+    status: 501,
+    message: 'Only Transfer-Encoding: chunked is supported.',
+  },
+  expectation_failed: { status: 417, message: 'Only Expect: 100-continue is supported.' },
   method_not_allowed: { status: 405, message: 'Only POST is allowed.' },
   token_in_query: {
     status: 400,
@@ -37,6 +46,10 @@ export const ERRORS = Object.freeze({
   unsupported_media_type: {
     status: 415,
     message: 'Send Content-Type: application/json (or a form where the endpoint takes one).',
+  },
+  unsupported_content_encoding: {
+    status: 415,
+    message: 'Send the body without a Content-Encoding: compressed bodies are not decoded.',
   },
   invalid_payload: { status: 400, message: 'The payload does not match the endpoint schema.' },
   rendered_too_large: {

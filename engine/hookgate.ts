@@ -5,8 +5,9 @@
  * the runtime, the admin listener, and an orderly shutdown. Usable as a
  * library by a gateway that embeds hookgate.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { type AdminListener, startAdmin } from './admin/server.ts';
 import { adminDeps, type AdminParts } from './admin/wiring.ts';
 import { createClientAddressResolver } from './client-address.ts';
@@ -22,7 +23,7 @@ import { type Backend, openBackend } from './store/backend.ts';
 import { SqliteRuntimeStore } from './store/sqlite/runtime-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter, reportingStoreErrors } from './rate-limit.ts';
-import { answerClientError } from './respond.ts';
+import { answerClientError, responseOnDetached } from './respond.ts';
 import { warmFolds } from './safety/skeleton.ts';
 import { type Generation, startGeneration } from './reload/generation.ts';
 import { createLiveConfig, type LiveConfig, type ReloadOutcome } from './reload/live-config.ts';
@@ -177,12 +178,21 @@ export async function startHookgate(
       requestTimeout: config.server.requestTimeoutMs + 5_000,
       connectionsCheckingInterval: 1_000,
       keepAliveTimeout: config.server.keepAliveTimeoutMs,
+      // A missing Host is refused by the admit stage, as JSON with a request id and logged.
+      requireHostHeader: false,
     },
     handler,
   );
   capConnections(server, config.server);
   // Node would answer 100 Continue before the handler runs; the pipeline does it after authentication.
   server.on('checkContinue', handler);
+  // Node would answer any other expectation 417 with an empty body before the path or the lock
+  // are looked at; the admit stage refuses it in its turn.
+  server.on('checkExpectation', handler);
+  // Node would drop a CONNECT without a word: it runs the stages too (404 or 405), then closes.
+  server.on('connect', (req: IncomingMessage, socket: Duplex) =>
+    handler(req, responseOnDetached(req, socket)),
+  );
   server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
     answerClientError(socket, err.code),
   );

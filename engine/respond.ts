@@ -2,7 +2,7 @@
  * Writing responses: every body is JSON, every response carries x-request-id.
  */
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ERRORS, type ErrorCode, type HookError } from './errors.ts';
 
@@ -98,4 +98,16 @@ export function answerClientError(socket: Duplex, code: string | undefined): voi
     `HTTP/1.1 ${status} ${errorCode}\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
   );
+}
+
+/**
+ * A response on a socket node:http has handed over (CONNECT): the one answer on it, after which
+ * the socket is closed. Node sends no further request on such a socket.
+ */
+export function responseOnDetached(req: IncomingMessage, socket: Duplex): ServerResponse {
+  const res = new ServerResponse(req);
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket as Parameters<ServerResponse['assignSocket']>[0]);
+  res.on('finish', () => socket.end());
+  return res;
 }

@@ -1,12 +1,14 @@
 /**
  * The admit stage: what is decided from the request line alone, before the
  * route is known: the path prefix, who is asking, the failed-auth lock, the
- * method, and a credential in the query string.
+ * method, the message's framing (engine/ingress/framing.ts), and a credential
+ * in the query string.
  */
 import { type ClientAddressResolver, limiterKey } from '../client-address.ts';
 import { HookError } from '../errors.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { Exchange, Stage } from './exchange.ts';
+import { framingRefusal } from './framing.ts';
 
 // Refusals without per-request details are built once: a flood of them costs no allocations.
 const NOT_FOUND = new HookError('not_found');
@@ -91,6 +93,9 @@ export function createAdmit({ enabled, hooksPath, limiter, resolveClient }: Admi
     // After the lock: a locked address gets 429 for every request to a hook, whatever its method.
     const method = x.source.method;
     if (method !== 'POST' && method !== 'GET') return METHOD_NOT_ALLOWED;
+    // Host, Transfer-Encoding, Expect: answered here, as JSON and logged, rather than by Node.
+    const framing = framingRefusal(x.source);
+    if (framing) return framing;
     // Refused before authentication, and not counted as a failure (spec 5.3).
     if (queryCarriesToken(x.query)) return TOKEN_IN_QUERY;
     return undefined;

@@ -5,7 +5,8 @@
  * route accepts forms; anything else is refused 415 `unsupported_media_type`.
  * A charset parameter other than UTF-8 is refused too: bodies are decoded as
  * UTF-8 only. `bodyFormat` needs the header alone, so the pipeline can refuse
- * before reading a byte of the body.
+ * before reading a byte of the body. A body sent with a content coding (gzip,
+ * br...) is refused 415 `unsupported_content_encoding`: bodies are read as sent.
  */
 import { MIMEType } from 'node:util';
 import { parseJsonObject } from '../body.ts';
@@ -32,6 +33,23 @@ const decided: Record<'forms' | 'jsonOnly', Map<string, BodyFormat | HookError>>
   forms: new Map(),
   jsonOnly: new Map(),
 };
+
+// Built once: a flood of such requests allocates nothing per refusal.
+const CONTENT_CODED = new HookError('unsupported_content_encoding');
+
+/**
+ * 415 for a body sent with a content coding other than `identity`. hookgate does not decode
+ * content codings (webhook senders do not use them): read as if absent, a gzipped body was
+ * refused as invalid JSON, and a plain body labelled gzip was accepted. Pure.
+ */
+export function contentCodingRefusal(contentEncoding: string | undefined): HookError | undefined {
+  if (contentEncoding === undefined) return undefined;
+  for (const item of contentEncoding.split(',')) {
+    const coding = item.trim().toLowerCase();
+    if (coding !== '' && coding !== 'identity') return CONTENT_CODED;
+  }
+  return undefined;
+}
 
 /** The format a Content-Type header selects, or a 415 HookError if the route cannot take it. */
 export function bodyFormat(contentType: string | undefined, forms: boolean): BodyFormat {

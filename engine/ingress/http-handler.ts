@@ -30,6 +30,7 @@ export type HandlerSettings = {
 
 // Bodies up to this size are drained by Node after a refusal; larger or chunked ones close the connection.
 const DRAIN_LIMIT = 65_536;
+const NOT_IMPLEMENTED = 501;
 const REPLAYED: readonly string[] = Object.freeze(['idempotent-replayed', 'true']);
 const REPLAYED_CLOSE: readonly string[] = Object.freeze([...REPLAYED, ...CLOSE]);
 
@@ -66,7 +67,8 @@ export function createRequestHandler(
     const error = asHookError(err);
     x.log['status'] = error.status;
     x.log['code'] = error.code;
-    if (error.status >= 500)
+    // 501 is the caller's doing (a coding hookgate does not implement), not a fault of ours.
+    if (error.status >= 500 && error.status !== NOT_IMPLEMENTED)
       logger.error(
         { requestId: x.id, code: error.code, err: describeCause(error) },
         'request failed',

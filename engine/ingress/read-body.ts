@@ -4,7 +4,7 @@
  * by content type (after the signature was checked on the raw bytes).
  */
 import type { BodyLimits } from '../body.ts';
-import { bodyFormat, parseAs } from './content-types.ts';
+import { type BodyFormat, bodyFormat, contentCodingRefusal, parseAs } from './content-types.ts';
 import { type Exchange, had, type Stage } from './exchange.ts';
 
 export type BodySettings = BodyLimits & { maxDepth: number };
@@ -15,7 +15,7 @@ export function createReadBody(limits: BodySettings): Stage {
     const route = had(x.route, 'route');
     // Refused before a byte is read on token routes; a signed route says 415 only after the
     // signature: an unverified caller learns nothing but the generic 401.
-    if (!route.gate.verifier) x.format = bodyFormat(x.source.headers['content-type'], route.forms);
+    if (!route.gate.verifier) x.format = formatOf(x, route.forms);
     x.raw = await x.source.readBody(limits);
     return undefined;
   };
@@ -25,9 +25,15 @@ export function createReadBody(limits: BodySettings): Stage {
 export function createParse(limits: BodySettings): Stage {
   return function parse(x: Exchange) {
     // Chosen before the read on token routes; on signed ones only now, after the signature.
-    const format =
-      x.format ?? bodyFormat(x.source.headers['content-type'], had(x.route, 'route').forms);
+    const format = x.format ?? formatOf(x, had(x.route, 'route').forms);
     x.payload = parseAs(had(x.raw, 'raw'), format, limits.maxDepth);
     return undefined;
   };
+}
+
+/** The parser the headers select; throws the 415 of a content coding or a type not taken. */
+function formatOf(x: Exchange, forms: boolean): BodyFormat {
+  const coded = contentCodingRefusal(x.source.headers['content-encoding']);
+  if (coded) throw coded;
+  return bodyFormat(x.source.headers['content-type'], forms);
 }

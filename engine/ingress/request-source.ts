@@ -9,6 +9,8 @@ import type { HeaderValues } from '../auth/verifier.ts';
 
 export type RequestSource = {
   method: string;
+  /** The HTTP version as sent (`1.1`); absent when the request came over no connection. */
+  httpVersion?: string;
   /** Path and query as sent. */
   url: string;
   /** Lower-cased names; repeated custom headers joined by Node with ", ". */
@@ -34,6 +36,7 @@ export function expectsContinue(headers: IncomingHttpHeaders): boolean {
 /** The request source of a node:http request (a class: no closures built per request). */
 class HttpSource implements RequestSource {
   readonly method: string;
+  readonly httpVersion: string;
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
   readonly rawHeaders: readonly string[];
@@ -43,6 +46,7 @@ class HttpSource implements RequestSource {
 
   constructor(req: IncomingMessage, res: ServerResponse) {
     this.method = req.method ?? 'GET';
+    this.httpVersion = req.httpVersion;
     this.url = req.url ?? '/';
     this.headers = req.headers;
     this.rawHeaders = req.rawHeaders;

@@ -55,7 +55,11 @@ export function rawPost(
  * server answered up to its first final (non-1xx) response. `afterContinue`
  * is written once a `100 Continue` arrives, as a client that waits would.
  */
-export function rawExchange(url: string, request: string, afterContinue?: string): Promise<string> {
+export function rawExchange(
+  url: string,
+  request: string | Buffer,
+  afterContinue?: string,
+): Promise<string> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname);
