@@ -23,7 +23,8 @@ import { type Backend, openBackend } from './store/backend.ts';
 import { SqliteRuntimeStore } from './store/sqlite/runtime-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter, reportingStoreErrors } from './rate-limit.ts';
-import { answerClientError, responseOnDetached } from './respond.ts';
+import { refuseMessage } from './ingress/parser-refusals.ts';
+import { responseOnDetached } from './respond.ts';
 import { warmFolds } from './safety/skeleton.ts';
 import { type Generation, startGeneration } from './reload/generation.ts';
 import { createLiveConfig, type LiveConfig, type ReloadOutcome } from './reload/live-config.ts';
@@ -193,9 +194,8 @@ export async function startHookgate(
   server.on('connect', (req: IncomingMessage, socket: Duplex) =>
     handler(req, responseOnDetached(req, socket)),
   );
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
-    answerClientError(socket, err.code),
-  );
+  // In order with the answers the connection still owes (engine/ingress/parser-refusals.ts).
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => refuseMessage(socket, err.code));
 
   const prune = setInterval(() => {
     store

@@ -7,6 +7,7 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planParserRefusal } from '../engine/ingress/parser-refusals.ts';
 import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
 
 const BODY = '{"text":"pipelined"}';
@@ -127,4 +128,64 @@ describe('a refusal settled before shutdown began', () => {
     const got = answers(text);
     expect(got.map((a) => a.status)).toEqual([401, 200]);
   });
+});
+
+describe('a message the parser refuses on a connection that still owes answers', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    // The shortest request timeout: Node's own backstop (5 s after it) ends a trickled body.
+    server = await startTestServer({
+      server: { requestTimeoutMs: 100, headersTimeoutMs: 100 },
+      hooks: { authRateLimit: { maxFailures: 1_000 } },
+    });
+  });
+  afterAll(() => server.stop());
+
+  it('a valid wake with garbage pipelined behind it: the wake gets its 200 first, then the garbage its 400, and the wake is stored once', async () => {
+    const wake =
+      'POST /hooks/wake HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ' +
+      `${TOKEN}\r\nContent-Type: application/json\r\nIdempotency-Key: k1\r\n` +
+      `Content-Length: ${BODY.length}\r\n\r\n${BODY}`;
+    const got = answers(await exchange(server.url, [wake, 'GARBAGE\r\n\r\n']));
+    expect(got.map((a) => a.status)).toEqual([200, 400]);
+    const accepted = JSON.parse(got[0]?.body ?? '{}') as { id: string };
+    expect(JSON.parse(got[1]?.body ?? '{}').error.code).toBe('bad_request');
+    const stored = await server.store.listActions({ limit: 10 });
+    expect(stored.map((row) => row.action.id)).toEqual([accepted.id]);
+  });
+
+  it('a 401 already sent while its body trickles in past the request timeout: no second answer (no 408) for the same request, the connection is closed', async () => {
+    const { hostname, port } = new URL(server.url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      const parts: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => parts.push(chunk));
+      socket.on('error', reject);
+      socket.write(
+        'POST /hooks/wake HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer wrong\r\n' +
+          'Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n',
+      );
+      // One byte every 200 ms: the body never completes before Node's request timeout.
+      const trickle = setInterval(() => socket.write('a'), 200);
+      socket.on('close', () => {
+        clearInterval(trickle);
+        resolve(Buffer.concat(parts).toString('latin1'));
+      });
+    });
+    expect(answers(text).map((a) => a.status)).toEqual([401]);
+  });
+});
+
+describe('what becomes of a message the parser refused', () => {
+  it.each([
+    [0, false, 'answer'],
+    [2, false, 'answer-after'],
+    [0, true, 'close'],
+    [1, true, 'close-after'],
+  ] as const)(
+    'with %i answers owed, the last request incomplete %s: %s',
+    (open, incomplete, plan) => {
+      expect(planParserRefusal(open, incomplete)).toBe(plan);
+    },
+  );
 });

@@ -15,6 +15,7 @@ import {
   type Outcome,
   runStages,
 } from './exchange.ts';
+import { owesAnswer } from './parser-refusals.ts';
 import { expectsContinue, headerValues, httpSource } from './request-source.ts';
 
 /** The stages a request runs, held until it is answered (a reload retires them after). */
@@ -82,6 +83,8 @@ export function createRequestHandler(
 
   return function handleRequest(req, res) {
     const started = performance.now();
+    // A message the parser refuses later on this connection is answered after this one.
+    owesAnswer(req, res);
     const source = httpSource(req, res);
     const x = newExchange(source, headerValues(req.rawHeaders));
     x.log['requestId'] = x.id;

@@ -1,0 +1,74 @@
+/**
+ * Answers to messages Node's HTTP parser refused (malformed, headers too
+ * large, too slow), kept in order with the answers their connection still
+ * owes. The handler notes each request it is given and when its answer is
+ * out; the listener's `clientError` asks here what to do. A refusal written
+ * at once while an earlier request's answer was still to come made the
+ * client read the 400 as that request's answer (the request itself stored);
+ * one written for a request whose answer was already out (its body still
+ * being drained) was a second answer to it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { answerClientError } from '../respond.ts';
+
+/** What a connection owes: answers not yet out, and the last request handed over. */
+type Owed = {
+  open: number;
+  last: IncomingMessage;
+  /** Set once the parser refused a message on it: what to do when `open` reaches 0. */
+  afterOwed?: () => void;
+};
+
+const owedBy = new WeakMap<object, Owed>();
+
+/** Note a request handed to the stages: its connection owes its answer until the response closes. */
+export function owesAnswer(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket;
+  let owed = owedBy.get(socket);
+  if (owed) {
+    owed.open++;
+    owed.last = req;
+  } else {
+    owed = { open: 1, last: req };
+    owedBy.set(socket, owed);
+  }
+  const entry = owed;
+  res.once('close', () => {
+    entry.open--;
+    if (entry.open === 0 && entry.afterOwed) entry.afterOwed();
+  });
+}
+
+/**
+ * What to do with a message the parser refused: `answer` it now (nothing is owed before it);
+ * `answer-after` the answers still owed (it came pipelined behind them); `close` the connection
+ * (the refused message is a request already handed over whose answer is out: no second
+ * answer); `close-after` the answers still owed (its own answer is among them). Pure.
+ */
+export function planParserRefusal(
+  open: number,
+  lastIncomplete: boolean,
+): 'answer' | 'answer-after' | 'close' | 'close-after' {
+  if (lastIncomplete) return open === 0 ? 'close' : 'close-after';
+  return open === 0 ? 'answer' : 'answer-after';
+}
+
+/** The `clientError` listener of the hook listener. */
+export function refuseMessage(socket: Duplex, code: string | undefined): void {
+  const owed = owedBy.get(socket);
+  if (!owed) {
+    answerClientError(socket, code);
+    return;
+  }
+  // The parser stays refused: each further chunk from the peer reports again. Decided once.
+  if (owed.afterOwed) return;
+  const plan = planParserRefusal(owed.open, !owed.last.complete);
+  const close = () => socket.destroy();
+  const answer = () => answerClientError(socket, code);
+  if (plan === 'answer') answer();
+  else if (plan === 'close') close();
+  // The answers still owed go first, in order; a response that closed the connection leaves
+  // nothing to write after it (answerClientError then only destroys).
+  else owed.afterOwed = plan === 'answer-after' ? answer : close;
+}
