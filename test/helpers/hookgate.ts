@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { resolveConfig } from '../../engine/config.ts';
 import { type Hookgate, startHookgate } from '../../engine/hookgate.ts';
-import { createLogger } from '../../engine/log.ts';
+import { createLogger, type Logger } from '../../engine/log.ts';
 
 export const TOKEN = 'test-hook-token-0123456789';
 
@@ -35,7 +35,7 @@ export type TestServer = Hookgate & {
  */
 export async function startTestServer(
   overrides: Record<string, unknown> = {},
-  options: { dataDir?: string; runtime?: boolean; logFile?: string } = {},
+  options: { dataDir?: string; runtime?: boolean; logFile?: string; logger?: Logger } = {},
 ): Promise<TestServer> {
   const temp = options.dataDir ? undefined : tempDir();
   const dataDir = options.dataDir ?? (temp as { dir: string }).dir;
@@ -51,9 +51,11 @@ export async function startTestServer(
   const loaded = resolveConfig(raw, { baseDir: dataDir, dataDir, env: {} });
   // The ingress tests look at accepted actions; the runtime has its own tests.
   const hookgate = await startHookgate(loaded, {
-    logger: options.logFile
-      ? createLogger('info', openSync(options.logFile, 'a'))
-      : createLogger('silent'),
+    logger:
+      options.logger ??
+      (options.logFile
+        ? createLogger('info', openSync(options.logFile, 'a'))
+        : createLogger('silent')),
     runtime: options.runtime ?? false,
   });
   const hooksPath = loaded.config.hooks.path;

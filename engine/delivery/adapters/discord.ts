@@ -5,7 +5,8 @@
  */
 import type { DiscordSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson, retry, secondsToMs } from './http-call.ts';
+import { answerDetail } from '../../outbound/answer-detail.ts';
+import { type HttpReply, postJson, retry, secondsToMs } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Discord's limit on `content`. */
@@ -71,7 +72,7 @@ export function classifyDiscordReply(reply: HttpReply, secrets: readonly string[
       : { status: 'sent' };
   }
   const code = typeof json?.code === 'number' ? json.code : undefined;
-  const said = detail(json?.message, secrets);
+  const said = answerDetail(json?.message, secrets);
   const reason = `Discord HTTP ${reply.status}${code === undefined ? '' : ` code ${code}`}${said ? `: ${said}` : ''}`;
   if (reply.status === 429 || (code !== undefined && RATE_LIMIT_CODES.has(code))) {
     const wait =

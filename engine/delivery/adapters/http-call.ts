@@ -105,14 +105,6 @@ export function secondsToMs(value: unknown): number | undefined {
     : undefined;
 }
 
-/** A product's own error text, shortened for a reason and with the given secrets blanked. */
-export function detail(text: unknown, secrets: readonly string[] = [], max = 200): string {
-  if (typeof text !== 'string') return '';
-  let out = text.replace(/\s+/g, ' ').trim();
-  for (const secret of secrets) if (secret) out = out.replaceAll(secret, '***');
-  return out.length > max ? `${out.slice(0, max)}…` : out;
-}
-
 /** A `retry` result, with the wait only when there is one. */
 export function retry(reason: string, retryAfterMs?: number): SendResult {
   return retryAfterMs === undefined

@@ -8,7 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IMessageSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson } from './http-call.ts';
+import { answerDetail } from '../../outbound/answer-detail.ts';
+import { type HttpReply, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Not documented by BlueBubbles; our choice. */
@@ -95,7 +96,7 @@ export function classifyIMessageReply(reply: HttpReply, secrets: readonly string
   const said =
     type === 'iMessage Error'
       ? ''
-      : detail(json.error?.message ?? json.error?.error ?? json.message, secrets);
+      : answerDetail(json.error?.message ?? json.error?.error ?? json.message, secrets);
   const base = `BlueBubbles HTTP ${reply.status}${type ? ` (${type})` : ''}`;
   const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;
   if (reply.status === 429) {

@@ -5,7 +5,8 @@
  */
 import type { MattermostSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson } from './http-call.ts';
+import { answerDetail } from '../../outbound/answer-detail.ts';
+import { type HttpReply, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /**
@@ -55,7 +56,7 @@ export function classifyMattermostReply(reply: HttpReply, secrets: readonly stri
   }
   const error = (reply.json ?? {}) as MattermostError;
   const errorId = typeof error.id === 'string' ? error.id : undefined;
-  const said = detail(error.message, secrets);
+  const said = answerDetail(error.message, secrets);
   const base = `Mattermost HTTP ${reply.status}${errorId ? ` (${errorId})` : ''}`;
   const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;
   if (reply.status === 429) {

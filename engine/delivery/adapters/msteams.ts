@@ -7,7 +7,8 @@
  */
 import type { TeamsSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpOutcome, type HttpReply, httpCall, postJson } from './http-call.ts';
+import { answerDetail } from '../../outbound/answer-detail.ts';
+import { type HttpOutcome, type HttpReply, httpCall, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /**
@@ -159,7 +160,7 @@ export function readToken(
     return { token: { value: json.access_token, refreshAt } };
   }
   const code = typeof json.error === 'string' ? ` (${json.error})` : '';
-  const said = detail(json.error_description, secrets);
+  const said = answerDetail(json.error_description, secrets);
   const reason = `Teams token request HTTP ${reply.status}${code}${said ? `: ${said}` : ''}`;
   if (reply.status === 429 || reply.status >= 500) {
     const wait = retryAfterMs(reply.headers['retry-after']);
@@ -196,7 +197,7 @@ export function classifyTeamsReply(reply: HttpReply, secrets: readonly string[])
       : { status: 'sent' };
   }
   const code = typeof json.error?.code === 'string' ? json.error.code : undefined;
-  const said = detail(json.error?.message, secrets);
+  const said = answerDetail(json.error?.message, secrets);
   const base = `Teams HTTP ${reply.status}${code ? ` (${code})` : ''}`;
   const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;
   if (reply.status === 429) {

@@ -7,7 +7,8 @@
  */
 import type { SignalSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson } from './http-call.ts';
+import { answerDetail } from '../../outbound/answer-detail.ts';
+import { type HttpReply, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Not documented; Signal clients turn longer bodies into attachments, so we split at 2,000. */
@@ -66,7 +67,7 @@ type SignalAnswer = {
 export function classifySignalReply(reply: HttpReply): SendResult {
   const json = (reply.json ?? {}) as SignalAnswer;
   if (reply.status >= 200 && reply.status < 300) return sentOrRecipientFailure(json);
-  const said = detail(json.error);
+  const said = answerDetail(json.error);
   const explain = (what: string) =>
     `Signal HTTP ${reply.status}: ${what}${said ? ` (${said})` : ''}`;
   if (reply.status === 429) return rateLimited(reply, json, explain);

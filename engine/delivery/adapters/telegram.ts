@@ -5,7 +5,8 @@
  */
 import type { TelegramSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson, retry, secondsToMs } from './http-call.ts';
+import { answerDetail } from '../../outbound/answer-detail.ts';
+import { type HttpReply, postJson, retry, secondsToMs } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Telegram's limit on `text` (after entity parsing; we send none). */
@@ -89,7 +90,7 @@ export function classifyTelegramReply(reply: HttpReply, secrets: readonly string
       ? { status: 'sent', messageId: String(id) }
       : { status: 'sent' };
   }
-  const said = detail(json?.description, secrets);
+  const said = answerDetail(json?.description, secrets);
   const reason = `Telegram HTTP ${reply.status}${said ? `: ${said}` : ''}`;
   const migrateTo = json?.parameters?.migrate_to_chat_id;
   if (typeof migrateTo === 'number' || typeof migrateTo === 'string') {

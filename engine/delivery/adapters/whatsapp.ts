@@ -5,7 +5,8 @@
  */
 import type { WhatsAppSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { detail, type HttpReply, postJson, retry } from './http-call.ts';
+import { answerDetail } from '../../outbound/answer-detail.ts';
+import { type HttpReply, postJson, retry } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /** Meta's limit on `text.body`. */
@@ -92,7 +93,7 @@ export function classifyWhatsAppReply(reply: HttpReply, secrets: readonly string
   }
   const error = json?.error;
   const code = typeof error?.code === 'number' ? error.code : undefined;
-  const said = detail(error?.error_data?.details ?? error?.message, secrets);
+  const said = answerDetail(error?.error_data?.details ?? error?.message, secrets);
   const reason = `WhatsApp HTTP ${reply.status}${code === undefined ? '' : ` code ${code}`}`;
   const explain = (what: string) => `${reason}: ${what}${said ? ` (${said})` : ''}`;
   const hinted = retryAfterMs(reply.headers['retry-after']);

@@ -9,6 +9,7 @@
  * the turn (final); only the last bytes of stderr are kept.
  */
 import type { Readable } from 'node:stream';
+import { answerEnd, guessedSecrets } from '../../outbound/answer-detail.ts';
 import { cannotExecute } from './executable.ts';
 import {
   DEFAULT_MAX_REPLY_BYTES,
@@ -86,6 +87,8 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         const child = spawnWatched(argv, { cwd: options.cwd, env }, settle);
         const maxBytes = options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
         let stderr = '';
+        // Whether stderr outgrew what is kept, so its start may be the end of a cut secret.
+        let stderrCut = false;
         let settled = false;
         const finish = (result: RunResult) => {
           if (settled) return;
@@ -114,7 +117,9 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           finish(replyTooLarge(maxBytes));
         });
         child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-          stderr = (stderr + chunk).slice(-STDERR_TAIL);
+          const all = stderr + chunk;
+          stderrCut ||= all.length > STDERR_TAIL;
+          stderr = all.slice(-STDERR_TAIL);
         });
         child.stdin.on('error', () => undefined);
         child.stdin.end(`${JSON.stringify(request)}\n`);
@@ -122,11 +127,13 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         /** The runner has exited and its output is all read. */
         function settle(code: number | null, signal: NodeJS.Signals | null): void {
           if (code === 0) finish({ status: 'ok', reply: reply().trim() });
-          else
-            finish({
-              status: 'error',
-              reason: `exit ${signal ?? code}${stderr ? `: ${tail(stderr)}` : ''}`,
-            });
+          else {
+            // A runner that fails often prints its settings: its env values that may be
+            // credentials are blanked (the cut start, where half of one could stand, dropped).
+            const secrets = guessedSecrets(Object.values(options.env ?? {}));
+            const said = stderr ? tail(answerEnd(stderr, secrets, stderrCut)) : '';
+            finish({ status: 'error', reason: `exit ${signal ?? code}${said ? `: ${said}` : ''}` });
+          }
         }
       });
     },

@@ -7,6 +7,7 @@
 import { type OutboundResult, outboundCall } from '../../outbound/http-client.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 import { parseAnswerJson } from '../../outbound/answer-json.ts';
+import { answerEnd, headerSecrets, urlSecrets } from '../../outbound/answer-detail.ts';
 import {
   DEFAULT_MAX_REPLY_BYTES,
   type RunHooks,
@@ -29,21 +30,31 @@ function retryableStatus(status: number): boolean {
   return status === 429 || status >= 500;
 }
 
-/** Classify a failed HTTP exchange: retryable or final. */
+/**
+ * Classify a failed HTTP exchange: retryable or final. The endpoint was sent
+ * `secrets` (a key, header values) and may echo them (`Incorrect API key
+ * provided: ...`): they are blanked before the body's end enters the reason.
+ */
 export function httpFailure(
   status: number,
   body: string,
   retryAfter: string | string[] | undefined,
+  secrets: readonly string[] = [],
 ): RunResult {
+  // Blanked before the cut, so no cut can leave part of a secret.
+  const said = body ? tail(answerEnd(body, secrets), 200) : '';
+  const reason = `HTTP ${status}${said ? `: ${said}` : ''}`;
   if (retryableStatus(status)) {
     const wait = retryAfterMs(retryAfter);
-    return {
-      status: 'retry',
-      reason: `HTTP ${status}${body ? `: ${tail(body, 200)}` : ''}`,
-      ...(wait !== undefined && { retryAfterMs: wait }),
-    };
+    return { status: 'retry', reason, ...(wait !== undefined && { retryAfterMs: wait }) };
   }
-  return { status: 'error', reason: `HTTP ${status}${body ? `: ${tail(body, 200)}` : ''}` };
+  return { status: 'error', reason };
+}
+
+/** The credentials a call to a runner's endpoint carries: its URL's and every header's but the content type. */
+function callSecrets(url: string, headers: Readonly<Record<string, string>>): string[] {
+  const sent = Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-type');
+  return [...urlSecrets(url), ...headerSecrets(Object.fromEntries(sent))];
 }
 
 /** Map an exchange that gave no usable answer (too large, timeout, abort, connection) to a result. */
@@ -87,7 +98,8 @@ export async function postForReply(
   });
   if (outcome.kind !== 'answer') return noAnswer(outcome, run.timeoutSeconds);
   if (outcome.status < 200 || outcome.status >= 300) {
-    return httpFailure(outcome.status, outcome.text, outcome.headers['retry-after']);
+    const secrets = callSecrets(call.url, call.headers);
+    return httpFailure(outcome.status, outcome.text, outcome.headers['retry-after'], secrets);
   }
   // Undefined: not JSON, or nested deeper than any honest answer (parsing that would stall).
   const parsed = parseAnswerJson(outcome.text);

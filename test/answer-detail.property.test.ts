@@ -1,0 +1,131 @@
+/**
+ * The one path by which an outside answer's text enters a reason
+ * (engine/outbound/answer-detail.ts): whatever surrounds it, a credential
+ * echoed in any spelling an answer may use (as sent, URL-, path-, form- or
+ * JSON-encoded, its whitespace changed) is blanked, and the text kept is
+ * bounded; a code-shaped field passes only with its shape.
+ */
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import {
+  ANSWER_DETAIL_MAX,
+  ANSWER_WINDOW,
+  answerCode,
+  answerDetail,
+  answerEnd,
+  blankSecrets,
+  headerSecrets,
+  urlSecrets,
+} from '../engine/outbound/answer-detail.ts';
+
+// Credentials of printable characters, spaces and the ones encodings change; never '*', the
+// blank's own character (a "secret" of stars would be found in the blank itself).
+const credential = fc
+  .string({
+    unit: fc.constantFrom(...'aZ09 &=/+%?#"\\é𝄞~-_.:'.split('')),
+    minLength: 4,
+    maxLength: 40,
+  })
+  .filter((s) => s.trim().length >= 4);
+const around = fc.string({ unit: fc.constantFrom(...'xY1 \n\t:{}"'.split('')), maxLength: 300 });
+
+const SPELLINGS: Array<[string, (s: string) => string]> = [
+  ['as sent', (s) => s],
+  // URLs carry a lone surrogate as U+FFFD.
+  ['URL-encoded', (s) => encodeURIComponent(s.toWellFormed())],
+  ['form-encoded', (s) => new URLSearchParams({ s }).toString().slice(2)],
+  ['JSON-escaped', (s) => JSON.stringify(s).slice(1, -1)],
+  ['in a URL path', inPath],
+  ['with its blanks doubled', (s) => s.replace(/ /g, '  \n')],
+];
+
+/** The secret as a URL parser puts it in a path (`/bot<token>/sendMessage`), where it stays one. */
+function inPath(secret: string): string {
+  const segments = `bot${secret}`.split('/');
+  // `?`, `#`, `\\` and dot segments change the URL's shape: such a token could not be in a path.
+  if (/[?#\\]/.test(secret) || segments.some((part) => part === '.' || part === '..'))
+    return secret;
+  return new URL(`http://h/bot${secret.toWellFormed()}/send`).pathname.slice(4, -5);
+}
+
+describe('answer detail', () => {
+  test.prop([credential, around, around, fc.constantFrom(...SPELLINGS)])(
+    'a credential echoed in any spelling, anywhere in an answer, is blanked in the reason',
+    (secret, before, after, [, spell]) => {
+      const said = answerDetail(`${before}${spell(secret.trim())}${after}`, [secret], 10_000);
+      expect(said).not.toContain(secret.trim().replace(/\s+/g, ' '));
+      expect(said).toContain('***');
+    },
+  );
+
+  test.prop([fc.string({ maxLength: 5000 }), fc.array(credential, { maxLength: 4 })])(
+    'the detail kept is bounded whatever the answer',
+    (text, secrets) => {
+      expect(answerDetail(text, secrets).length).toBeLessThanOrEqual(ANSWER_DETAIL_MAX + 1);
+    },
+  );
+
+  // A secret of letters a-m between fillers of N-Z: any a-m left in the output is a piece of it.
+  const letters = (from: string, to: string, min: number) =>
+    fc.string({
+      unit: fc
+        .integer({ min: from.charCodeAt(0), max: to.charCodeAt(0) })
+        .map((c) => String.fromCharCode(c)),
+      minLength: min,
+      maxLength: 24,
+    });
+
+  test.prop([letters('a', 'm', 4), letters('N', 'Z', 1), fc.nat()])(
+    'an answer cut at its start (a stream of which the end is kept): no piece of a secret at the cut',
+    (secret, filler, at) => {
+      const stream = `${secret}${filler}`.repeat(40);
+      const kept = stream.slice(at % stream.length);
+      expect(answerEnd(kept, [secret], true)).not.toMatch(/[a-m]/);
+    },
+  );
+
+  // Fewer runs: each builds and reads an answer of 100 K characters.
+  test.prop([letters('a', 'm', 4), letters('N', 'Z', 1)], { numRuns: 25 })(
+    'an answer longer than the window, read from either end: no piece of a secret at the cut',
+    (secret, filler) => {
+      const long = `${filler}${secret}`.repeat(
+        Math.ceil((ANSWER_WINDOW * 1.5) / (filler.length + secret.length)),
+      );
+      expect(answerDetail(long, [secret], ANSWER_WINDOW)).not.toMatch(/[a-m]/);
+      expect(answerEnd(long, [secret])).not.toMatch(/[a-m]/);
+    },
+  );
+
+  it('a secret that contains another is blanked whole', () => {
+    expect(
+      blankSecrets('got Bearer sk-123456 and sk-123456', ['Bearer sk-123456', 'sk-123456']),
+    ).toBe('got *** and ***');
+  });
+
+  it.each([
+    ['api.context.invalid_param.app_error', /^[a-z][a-z0-9_.]{0,127}$/, true],
+    ['api.context Bearer tok', /^[a-z][a-z0-9_.]{0,127}$/, false],
+    [`a${'b'.repeat(200)}`, /^[a-z][a-z0-9_.]{0,127}$/, false],
+    [42, /^[0-9]+$/, false],
+  ])('a code %j passes its shape %s: %s', (value, shape, passes) => {
+    expect(answerCode(value, shape)).toBe(passes ? value : undefined);
+  });
+
+  it('a URL gives its user info and long query values, a header its value and credential', () => {
+    expect(urlSecrets('https://relay:p%40ss@h.example/run?key=abcdefgh12&v=2')).toEqual([
+      'relay',
+      'relay',
+      'p%40ss',
+      'p@ss',
+      'abcdefgh12',
+    ]);
+    const basic = Buffer.from('user:hunter22').toString('base64');
+    expect(headerSecrets({ authorization: `Basic ${basic}`, 'x-key': 'k1' })).toEqual([
+      `Basic ${basic}`,
+      basic,
+      'user:hunter22',
+      'hunter22',
+      'k1',
+    ]);
+  });
+});

@@ -1,0 +1,190 @@
+/**
+ * Outside services that echo the credentials hookgate sent them, through a
+ * running hookgate: a runner's endpoint answering 401 with the API key, one
+ * answering 403 with its configured header, a command runner printing its
+ * environment on stderr. None of it reaches a log line, the stored run or
+ * the summary the next heartbeat prompt is built from.
+ */
+import { openSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../engine/log.ts';
+import { createCommandRunner } from '../engine/runtime/runners/command.ts';
+import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
+import { readLogLines } from './helpers/log-lines.ts';
+import {
+  query,
+  type Stub,
+  type StubReply,
+  startStub,
+  summaries,
+  waitFor,
+  waitForFinal,
+} from './helpers/runtime.ts';
+import type { Exchange } from './helpers/runtime.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const NODE = realpathSync(path.join(ROOT, 'node_modules/.bin/node'));
+const KEY_ENV = 'HOOKGATE_TEST_ECHO_KEY';
+const API_KEY = 'sk-live-TOPSECRET-abcdef';
+const RELAY_KEY = 'relay-secret-XYZ123';
+
+const open: Array<{ server: TestServer; cleanup: () => void }> = [];
+const stubs: Stub[] = [];
+afterEach(async () => {
+  for (const { server, cleanup } of open.splice(0)) {
+    await server.stop();
+    cleanup();
+  }
+  await Promise.all(stubs.splice(0).map((stub) => stub.close()));
+  delete process.env[KEY_ENV];
+});
+
+async function stub(respond: (exchange: Exchange) => StubReply): Promise<Stub> {
+  const started = await startStub((_, exchange) => respond(exchange));
+  stubs.push(started);
+  return started;
+}
+
+/** A hookgate with the runtime on, logging to a file; its log lines and data directory. */
+async function hookgate(config: Record<string, unknown>) {
+  const { dir, cleanup } = tempDir('hookgate-echo-');
+  const logFile = path.join(dir, 'hookgate.log');
+  const server = await startTestServer(
+    {
+      hooks: { allowRequestSessionKey: true },
+      ...config,
+      runtime: { retry: { maxAttempts: 1 }, heartbeat: { every: 'off' } },
+    },
+    { dataDir: dir, runtime: true, logger: createLogger('info', openSync(logFile, 'a')) },
+  );
+  open.push({ server, cleanup });
+  return { server, dataDir: dir, logLines: () => readLogLines(logFile) };
+}
+
+async function accept(server: TestServer, body: Record<string, unknown>): Promise<string> {
+  const res = await server.post('agent', { wakeMode: 'next-heartbeat', ...body });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { runId: string }).runId;
+}
+
+describe('outside answers that echo our credentials', () => {
+  it('a runner answering 401 with the API key echoed, another 403 with its header: neither secret appears in a log line, run reason or summary', async () => {
+    process.env[KEY_ENV] = API_KEY;
+    const endpoint = await stub((exchange) =>
+      exchange.url.startsWith('/v1/')
+        ? {
+            status: 401,
+            body: {
+              error: { message: `Incorrect API key provided: ${exchange.headers.authorization}` },
+            },
+          }
+        : { status: 403, body: `forbidden for credentials ${exchange.headers['x-api-key']}` },
+    );
+    const { server, dataDir, logLines } = await hookgate({
+      agents: {
+        defaults: { runner: { kind: 'openai', baseUrl: `${endpoint.url}/v1`, apiKeyEnv: KEY_ENV } },
+        list: [
+          { id: 'main', default: true },
+          {
+            id: 'relay',
+            runner: {
+              kind: 'http',
+              url: `${endpoint.url}/relay`,
+              headers: { 'x-api-key': RELAY_KEY },
+            },
+          },
+        ],
+      },
+    });
+    const openai = await accept(server, { message: 'hello', deliver: false, name: 'Ask' });
+    const relay = await accept(server, {
+      message: 'hello',
+      deliver: false,
+      agentId: 'relay',
+      name: 'Relay',
+    });
+    expect(await waitForFinal(dataDir, openai)).toMatchObject({
+      state: 'failed',
+      outcome: { reason: 'HTTP 401: {"error":{"message":"Incorrect API key provided: ***"}}' },
+    });
+    expect(await waitForFinal(dataDir, relay)).toMatchObject({
+      state: 'failed',
+      outcome: { reason: 'HTTP 403: forbidden for credentials ***' },
+    });
+    // Both endpoints did receive the secrets: the echo was real.
+    expect(
+      endpoint.exchanges.map((e) => e.headers.authorization ?? e.headers['x-api-key']),
+    ).toEqual(expect.arrayContaining([`Bearer ${API_KEY}`, RELAY_KEY]));
+    const stored = [
+      ...summaries(dataDir, openai),
+      ...summaries(dataDir, relay),
+      ...query(dataDir, 'SELECT outcome FROM actions').map((row) => String(row['outcome'])),
+    ];
+    expect(stored.length).toBeGreaterThanOrEqual(4);
+    const lines = await waitFor('both failures logged', () => {
+      const failed = logLines().filter((line) => line['msg'] === 'agent run failed');
+      return failed.length === 2 ? logLines() : undefined;
+    });
+    for (const text of [...stored, ...lines.map((line) => JSON.stringify(line))]) {
+      expect(text).not.toContain(API_KEY);
+      expect(text).not.toContain(RELAY_KEY);
+    }
+  });
+
+  it('a command runner that prints its environment on stderr as it fails: the configured secret is blanked in the run reason', async () => {
+    const script =
+      "console.error('starting with AGENT_KEY=' + process.env.AGENT_KEY); process.exit(2)";
+    const { server, dataDir } = await hookgate({
+      agents: {
+        defaults: {
+          runner: {
+            kind: 'command',
+            argv: [NODE, '-e', script],
+            env: { AGENT_KEY: API_KEY, DEBUG: '1' },
+          },
+        },
+      },
+    });
+    const runId = await accept(server, { message: 'hello', deliver: false, name: 'Cmd' });
+    expect(await waitForFinal(dataDir, runId)).toMatchObject({
+      state: 'failed',
+      outcome: { reason: 'exit 2: starting with AGENT_KEY=***' },
+    });
+    expect(summaries(dataDir, runId)).toEqual([
+      'Hook Cmd (error): exit 2: starting with AGENT_KEY=***',
+    ]);
+  });
+
+  it('a command runner whose stderr repeats its key until the kept tail starts inside one: no end of the key is shown', async () => {
+    // 66 characters, 70 times, then 37: the last 4096 characters kept start 33 into a key.
+    const key = `k-${'0123456789abcdef'.repeat(4)}`;
+    const script = `process.stderr.write(process.env.AGENT_KEY.repeat(70) + '.'.repeat(34) + 'end'); process.exit(1)`;
+    const { dir, cleanup } = tempDir('hookgate-echo-cmd-');
+    try {
+      const runner = createCommandRunner({
+        argv: [NODE, '-e', script],
+        cwd: dir,
+        env: { AGENT_KEY: key },
+      });
+      const result = await runner.run({
+        kind: 'agent',
+        runId: 'run-1',
+        agentId: 'main',
+        sessionKey: 'hook:1',
+        message: 'hello',
+        model: null,
+        thinking: null,
+        timeoutSeconds: 10,
+        history: [],
+      });
+      expect(result).toMatchObject({ status: 'error' });
+      const reason = (result as { reason: string }).reason;
+      expect(reason).toMatch(/^exit 1: .*\*\*\*\.{34}end$/);
+      // Any 12 characters of the key would be a piece of it.
+      for (let i = 0; i + 12 <= key.length; i++) expect(reason).not.toContain(key.slice(i, i + 12));
+    } finally {
+      cleanup();
+    }
+  });
+});
