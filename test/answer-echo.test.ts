@@ -2,8 +2,9 @@
  * Outside services that echo the credentials hookgate sent them, through a
  * running hookgate: a runner's endpoint answering 401 with the API key, one
  * answering 403 with its configured header, a command runner printing its
- * environment on stderr. None of it reaches a log line, the stored run or
- * the summary the next heartbeat prompt is built from.
+ * environment on stderr, a channel API answering with the token and 500 KB
+ * in its error id. None of it reaches a log line, the stored run, the
+ * delivery record or the summary the next heartbeat prompt is built from.
  */
 import { openSync, realpathSync } from 'node:fs';
 import path from 'node:path';
@@ -28,6 +29,9 @@ const NODE = realpathSync(path.join(ROOT, 'node_modules/.bin/node'));
 const KEY_ENV = 'HOOKGATE_TEST_ECHO_KEY';
 const API_KEY = 'sk-live-TOPSECRET-abcdef';
 const RELAY_KEY = 'relay-secret-XYZ123';
+const MM_TOKEN = 'MM-SECRET-TOKEN-123';
+// The longest log line an honest failure writes is far shorter.
+const MAX_LOG_LINE = 4096;
 
 const open: Array<{ server: TestServer; cleanup: () => void }> = [];
 const stubs: Stub[] = [];
@@ -185,6 +189,56 @@ describe('outside answers that echo our credentials', () => {
       for (let i = 0; i + 12 <= key.length; i++) expect(reason).not.toContain(key.slice(i, i + 12));
     } finally {
       cleanup();
+    }
+  });
+
+  it('a Mattermost answer with the token and 500 KB in its error id: the delivery reason is short and tokenless, no log line is huge', async () => {
+    const product = await stub((exchange) =>
+      exchange.url.startsWith('/run')
+        ? { body: { reply: 'hello there' } }
+        : {
+            status: 400,
+            body: {
+              id: `api.context.invalid ${exchange.headers.authorization} ${'A'.repeat(500_000)}`,
+              message: `bad ${exchange.headers.authorization}`,
+            },
+          },
+    );
+    const { server, dataDir, logLines } = await hookgate({
+      agents: { defaults: { runner: { kind: 'http', url: `${product.url}/run` } } },
+      channels: { mattermost: { url: `${product.url}/mm`, token: MM_TOKEN } },
+    });
+    const runId = await accept(server, {
+      message: 'hi',
+      deliver: true,
+      channel: 'mattermost',
+      to: 'abcdefghijklmnopqrstuvwxyz',
+      name: 'Post',
+    });
+    await waitForFinal(dataDir, runId);
+    const [delivery] = query(
+      dataDir,
+      'SELECT state, error FROM deliveries WHERE source_id = ?',
+      runId,
+    );
+    expect(delivery).toMatchObject({
+      state: 'failed',
+      error: 'Mattermost HTTP 400: request refused (bad Bearer ***)',
+    });
+    expect(product.exchanges.some((e) => e.headers.authorization === `Bearer ${MM_TOKEN}`)).toBe(
+      true,
+    );
+    const lines = await waitFor('the failed delivery logged', () => {
+      const all = logLines();
+      return all.some((line) => line['msg'] === 'delivery failed') ? all : undefined;
+    });
+    const stored = [
+      ...summaries(dataDir, runId),
+      ...query(dataDir, 'SELECT outcome FROM actions').map((row) => String(row['outcome'])),
+    ];
+    for (const text of [...stored, ...lines.map((line) => JSON.stringify(line))]) {
+      expect(text).not.toContain(MM_TOKEN);
+      expect(text.length).toBeLessThan(MAX_LOG_LINE);
     }
   });
 });

@@ -2,14 +2,17 @@
  * A Telegram group that became a supergroup: the Bot API refuses the send
  * with `migrate_to_chat_id`; hookgate resends once to the new id, sends the
  * remaining parts there, and records the new id (with a reason naming the
- * move) so the operator can update `to`.
+ * move) so the operator can update `to`. A `migrate_to_chat_id` that is not
+ * a chat id is neither sent to nor recorded, and the last route stays.
  */
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
+import { query } from './helpers/runtime.ts';
 import { type RecordedRequest, type StandIn, startStandIn } from './helpers/stand-in.ts';
+import { storeOf, watchDeliveries } from './helpers/store-reads.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const NODE = realpathSync(path.join(ROOT, 'node_modules/.bin/node'));
@@ -108,5 +111,69 @@ describe('telegram chat migration', () => {
       state: 'sent',
       recipient: String(NEW_CHAT),
     });
+  });
+});
+
+describe('telegram chat migration to an id that is not one', () => {
+  // Not a chat id: too long, with a bidi override and text after the digits.
+  const BOGUS = `-100${'9'.repeat(12)} ; also see @evil\u202e${'Z'.repeat(2000)}`;
+  const CHAT = 123456;
+
+  it('a migration answer naming an invalid chat id: nothing is sent there, the heartbeat delivery fails saying so, the last route stays', async () => {
+    const product = await startStandIn((req) => {
+      const { chat_id: chat } = req.json as { chat_id: unknown };
+      if (chat !== CHAT) return { status: 200, body: { ok: true, result: { message_id: 1 } } };
+      return {
+        status: 400,
+        body: {
+          ok: false,
+          error_code: 400,
+          description: 'Bad Request: group chat was upgraded to a supergroup chat',
+          parameters: { migrate_to_chat_id: BOGUS },
+        },
+      };
+    });
+    const dir = tempDir();
+    const gate = await startTestServer(
+      {
+        channels: { telegram: { botToken: '123456:tg-secret', baseUrl: product.url } },
+        session: { defaultRoute: { channel: 'telegram', to: String(CHAT) } },
+        runtime: { heartbeat: { every: 'off', coalesceMs: 0 }, retry: { maxAttempts: 1 } },
+        agents: { defaults: { runner: { kind: 'command', argv: [NODE, AGENT] } } },
+      },
+      { runtime: true, dataDir: dir.dir },
+    );
+    try {
+      const store = storeOf(gate);
+      const deliveries = watchDeliveries();
+      for (const [n, text] of ['URGENT one', 'URGENT two'].entries()) {
+        expect((await gate.post('wake', { text, mode: 'now' })).status).toBe(200);
+        await waitFor(
+          () => (deliveries.length > n ? true : undefined),
+          `heartbeat delivery ${n + 1}`,
+        );
+        // Each heartbeat reply is sent to the chat it was configured for, never elsewhere.
+        expect(await store.lastRoute('main')).toEqual({
+          channel: 'telegram',
+          recipient: String(CHAT),
+        });
+      }
+      expect(deliveries.map((d) => [d.source, d.outcome])).toEqual([
+        ['heartbeat', 'failed'],
+        ['heartbeat', 'failed'],
+      ]);
+      const chats = product.requests.map((r) => (r.json as { chat_id: unknown }).chat_id);
+      expect(chats).toEqual([CHAT, CHAT]);
+      const errors = query(dir.dir, "SELECT error FROM deliveries WHERE source = 'heartbeat'");
+      expect(errors).toHaveLength(2);
+      for (const { error } of errors as Array<{ error: unknown }>) {
+        expect(String(error)).toContain('the chat moved, but the answer names no valid chat id');
+        expect(String(error)).not.toContain('ZZZ');
+      }
+    } finally {
+      await gate.stop();
+      await product.close();
+      dir.cleanup();
+    }
   });
 });

@@ -23,7 +23,10 @@ export type ChannelAdapter = {
   checkRecipient(to: string): string | null;
   /** The recipient in the form the API wants (e.g. an iMessage chat GUID from a phone number). */
   normaliseRecipient?(to: string): string;
-  /** Post one part. Never puts tokens, token-bearing URLs or the text in `reason`. */
+  /**
+   * Post one part. Never puts tokens, token-bearing URLs or the text in `reason`; what of the
+   * product's answer enters it goes through engine/outbound/answer-detail.ts.
+   */
   send(to: string, text: string, signal?: AbortSignal): Promise<SendResult>;
 };
 

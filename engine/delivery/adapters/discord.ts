@@ -5,7 +5,7 @@
  */
 import type { DiscordSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { answerDetail } from '../../outbound/answer-detail.ts';
+import { answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
 import { type HttpReply, postJson, retry, secondsToMs } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
@@ -39,7 +39,7 @@ export function checkDiscordRecipient(to: string): string | null {
 export function createDiscordAdapter(settings: Record<string, unknown>): ChannelAdapter {
   const s = settings as DiscordSettings;
   const base = s.baseUrl.replace(/\/+$/, '');
-  const secrets = [s.botToken];
+  const secrets = [s.botToken, ...urlSecrets(s.baseUrl)];
   return {
     id: 'discord',
     maxLength: DISCORD_MAX_LENGTH,

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IMessageSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { answerDetail } from '../../outbound/answer-detail.ts';
+import { answerCode, answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
 import { type HttpReply, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
@@ -20,6 +20,9 @@ const E164 = /^\+[1-9][0-9]{6,14}$/;
 // One `@` between two parts without spaces, `@` or `;`; the domain's dot is looked for apart:
 // a pattern with the dot in it retried every dot of a long run of them.
 const EMAIL_PARTS = /^[^\s@;]+@([^\s@;]+)$/;
+
+// BlueBubbles' error types: a few words (`Server Error`, `iMessage Error`).
+const ERROR_TYPE = /^[A-Za-z][A-Za-z ]{0,63}$/;
 
 const DUPLICATE = 'the message may or may not have gone out; not resent, to avoid a duplicate';
 
@@ -59,7 +62,7 @@ export function createIMessageAdapter(settings: Record<string, unknown>): Channe
   const s = settings as IMessageSettings;
   const base = s.url.replace(/\/+$/, '');
   const url = `${base}/api/v1/message/text?password=${encodeURIComponent(s.password)}`;
-  const secrets = [s.password, encodeURIComponent(s.password)];
+  const secrets = [s.password, ...urlSecrets(s.url)];
   return {
     id: 'imessage',
     maxLength: IMESSAGE_MAX_LENGTH,
@@ -91,7 +94,8 @@ export function classifyIMessageReply(reply: HttpReply, secrets: readonly string
     const id = json.data?.guid;
     return typeof id === 'string' ? { status: 'sent', messageId: id } : { status: 'sent' };
   }
-  const type = typeof json.error?.type === 'string' ? json.error.type : undefined;
+  // Only a type of the type's shape is echoed: any other text could carry the password.
+  const type = answerCode(json.error?.type, ERROR_TYPE);
   // An iMessage Error can carry the Mac's AppleScript output, which may quote the text.
   const said =
     type === 'iMessage Error'

@@ -5,7 +5,7 @@
  */
 import type { MattermostSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { answerDetail } from '../../outbound/answer-detail.ts';
+import { answerCode, answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
 import { type HttpReply, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
@@ -18,6 +18,8 @@ import { retryAfterMs } from '../../outbound/retry-after.ts';
 export const MATTERMOST_MAX_LENGTH = 16_383;
 
 const CHANNEL_ID = /^[a-z0-9]{26}$/;
+// Mattermost's error ids: dotted snake_case keys (`api.context.invalid_param.app_error`).
+const ERROR_ID = /^[a-z][a-z0-9_.]{0,127}$/;
 
 /** Why `to` is not a Mattermost channel id, or null when it is. */
 export function checkMattermostRecipient(to: string): string | null {
@@ -30,7 +32,7 @@ export function checkMattermostRecipient(to: string): string | null {
 export function createMattermostAdapter(settings: Record<string, unknown>): ChannelAdapter {
   const s = settings as MattermostSettings;
   const url = `${s.url.replace(/\/+$/, '')}/api/v4/posts`;
-  const secrets = [s.token];
+  const secrets = [s.token, ...urlSecrets(s.url)];
   return {
     id: 'mattermost',
     maxLength: MATTERMOST_MAX_LENGTH,
@@ -55,7 +57,8 @@ export function classifyMattermostReply(reply: HttpReply, secrets: readonly stri
     return typeof id === 'string' ? { status: 'sent', messageId: id } : { status: 'sent' };
   }
   const error = (reply.json ?? {}) as MattermostError;
-  const errorId = typeof error.id === 'string' ? error.id : undefined;
+  // Only an id of the id's shape is echoed: any other text could carry the token, or be huge.
+  const errorId = answerCode(error.id, ERROR_ID);
   const said = answerDetail(error.message, secrets);
   const base = `Mattermost HTTP ${reply.status}${errorId ? ` (${errorId})` : ''}`;
   const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;

@@ -7,7 +7,7 @@
  */
 import type { TeamsSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { answerDetail } from '../../outbound/answer-detail.ts';
+import { answerCode, answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
 import { type HttpOutcome, type HttpReply, httpCall, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
@@ -25,6 +25,11 @@ export const TEAMS_MAX_RECIPIENT_LENGTH = 512;
 export const TEAMS_TOKEN_MARGIN_MS = 5 * 60_000;
 
 const SCOPE = 'https://api.botframework.com/.default';
+
+// The token endpoint's OAuth error (`invalid_client`) and the Connector's error code
+// (`BadArgument`, `InvalidBotApiHost`): only these shapes are echoed.
+const OAUTH_ERROR = /^[a-z_]{1,64}$/;
+const CONNECTOR_CODE = /^[A-Za-z][A-Za-z0-9_.]{0,63}$/;
 
 /** Why `to` is not a plausible Teams conversation id, or null when it is. */
 export function checkTeamsRecipient(to: string): string | null {
@@ -46,7 +51,7 @@ export function createTeamsAdapter(settings: Record<string, unknown>): ChannelAd
   const s = settings as TeamsSettings;
   const tokens = createTokenCache(s);
   const base = s.serviceUrl.replace(/\/+$/, '');
-  const secrets = [s.appPassword];
+  const secrets = [s.appPassword, ...urlSecrets(s.serviceUrl)];
 
   const attempt = async (to: string, text: string, signal?: AbortSignal) => {
     const token = await tokens.get(signal);
@@ -139,7 +144,7 @@ async function requestToken(s: TeamsSettings, signal?: AbortSignal): Promise<Tok
       },
     };
   }
-  return readToken(outcome.reply, [s.appPassword]);
+  return readToken(outcome.reply, [s.appPassword, ...urlSecrets(s.tokenUrl)]);
 }
 
 /** Map the token endpoint's answer to a token (with its refresh time) or a result. */
@@ -159,9 +164,9 @@ export function readToken(
     const refreshAt = nowMs + lifetimeMs - Math.min(TEAMS_TOKEN_MARGIN_MS, lifetimeMs / 2);
     return { token: { value: json.access_token, refreshAt } };
   }
-  const code = typeof json.error === 'string' ? ` (${json.error})` : '';
+  const code = answerCode(json.error, OAUTH_ERROR);
   const said = answerDetail(json.error_description, secrets);
-  const reason = `Teams token request HTTP ${reply.status}${code}${said ? `: ${said}` : ''}`;
+  const reason = `Teams token request HTTP ${reply.status}${code ? ` (${code})` : ''}${said ? `: ${said}` : ''}`;
   if (reply.status === 429 || reply.status >= 500) {
     const wait = retryAfterMs(reply.headers['retry-after']);
     return {
@@ -196,7 +201,7 @@ export function classifyTeamsReply(reply: HttpReply, secrets: readonly string[])
       ? { status: 'sent', messageId: json.id }
       : { status: 'sent' };
   }
-  const code = typeof json.error?.code === 'string' ? json.error.code : undefined;
+  const code = answerCode(json.error?.code, CONNECTOR_CODE);
   const said = answerDetail(json.error?.message, secrets);
   const base = `Teams HTTP ${reply.status}${code ? ` (${code})` : ''}`;
   const explain = (what: string) => `${base}: ${what}${said ? ` (${said})` : ''}`;

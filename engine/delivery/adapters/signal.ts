@@ -7,7 +7,7 @@
  */
 import type { SignalSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { answerDetail } from '../../outbound/answer-detail.ts';
+import { answerCode, answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
 import { type HttpReply, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
@@ -18,6 +18,11 @@ const E164 = /^\+[1-9][0-9]{6,14}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const GROUP = /^group\.[A-Za-z0-9+/=]+$/;
 const USERNAME = /^[A-Za-z0-9_]{3,32}\.[0-9]{2,10}$/;
+
+// signal-cli's per-recipient results (`UNREGISTERED_FAILURE`): only this shape is echoed.
+const RECIPIENT_RESULT = /^[A-Z][A-Z_]{0,63}$/;
+// Most distinct per-recipient results named in a reason (one recipient is sent to).
+const MAX_RECIPIENT_RESULTS = 4;
 
 // Per-recipient results after which sending again can work.
 const RETRYABLE_RECIPIENT = new Set(['NETWORK_FAILURE', 'RATE_LIMIT_FAILURE']);
@@ -43,6 +48,7 @@ export function checkSignalRecipient(to: string): string | null {
 export function createSignalAdapter(settings: Record<string, unknown>): ChannelAdapter {
   const s = settings as SignalSettings;
   const url = `${s.url.replace(/\/+$/, '')}/v2/send`;
+  const secrets = urlSecrets(s.url);
   return {
     id: 'signal',
     maxLength: SIGNAL_MAX_LENGTH,
@@ -51,7 +57,7 @@ export function createSignalAdapter(settings: Record<string, unknown>): ChannelA
     async send(to, text, signal) {
       const body = { message: text, number: s.number, recipients: [normaliseSignalRecipient(to)] };
       const outcome = await postJson(url, body, { headers: {}, timeoutMs: s.timeoutMs, signal });
-      return outcome.result ?? classifySignalReply(outcome.reply);
+      return outcome.result ?? classifySignalReply(outcome.reply, secrets);
     },
   };
 }
@@ -64,10 +70,10 @@ type SignalAnswer = {
 };
 
 /** Map a signal-cli-rest-api answer to a send result. */
-export function classifySignalReply(reply: HttpReply): SendResult {
+export function classifySignalReply(reply: HttpReply, secrets: readonly string[] = []): SendResult {
   const json = (reply.json ?? {}) as SignalAnswer;
   if (reply.status >= 200 && reply.status < 300) return sentOrRecipientFailure(json);
-  const said = answerDetail(json.error);
+  const said = answerDetail(json.error, secrets);
   const explain = (what: string) =>
     `Signal HTTP ${reply.status}: ${what}${said ? ` (${said})` : ''}`;
   if (reply.status === 429) return rateLimited(reply, json, explain);
@@ -85,14 +91,18 @@ export function classifySignalReply(reply: HttpReply): SendResult {
 }
 
 function sentOrRecipientFailure(json: SignalAnswer): SendResult {
-  const failures = json.errors?.recipients ?? [];
-  const reasons = failures.map((f) => (typeof f.reason === 'string' ? f.reason : 'UNKNOWN'));
+  const failures = Array.isArray(json.errors?.recipients) ? json.errors.recipients : [];
+  const reasons = [
+    ...new Set(failures.map((f) => answerCode(f?.reason, RECIPIENT_RESULT) ?? 'UNKNOWN')),
+  ];
   if (reasons.length === 0) {
     const stamp = json.timestamp;
     const id = typeof stamp === 'string' || typeof stamp === 'number' ? String(stamp) : undefined;
     return id ? { status: 'sent', messageId: id } : { status: 'sent' };
   }
-  const reason = `Signal recipient failed: ${reasons.join(', ')}`;
+  const named = reasons.slice(0, MAX_RECIPIENT_RESULTS).join(', ');
+  const more = reasons.length > MAX_RECIPIENT_RESULTS ? ', …' : '';
+  const reason = `Signal recipient failed: ${named}${more}`;
   if (reasons.every((r) => RETRYABLE_RECIPIENT.has(r))) return { status: 'retry', reason };
   return { status: 'failed', reason: `${reason}${recipientHint(reasons)}` };
 }

@@ -5,7 +5,7 @@
  */
 import type { TelegramSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { answerDetail } from '../../outbound/answer-detail.ts';
+import { answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
 import { type HttpReply, postJson, retry, secondsToMs } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
@@ -44,7 +44,7 @@ export function createTelegramAdapter(settings: Record<string, unknown>): Channe
   const s = settings as TelegramSettings;
   // Secret: the token is in the path. Never put this URL in a reason or a log.
   const url = `${s.baseUrl.replace(/\/+$/, '')}/bot${s.botToken}/sendMessage`;
-  const secrets = [s.botToken];
+  const secrets = [s.botToken, ...urlSecrets(s.baseUrl)];
   const post = async (
     chatId: number | string,
     text: string,
@@ -81,6 +81,17 @@ export type Classified =
   | SendResult
   | { status: 'migrate'; reason: string; migrateTo: number | string };
 
+/**
+ * The chat id a migration answer names, checked as a configured recipient is
+ * (a numeric chat id: it is sent to, and may become the `last` route), or
+ * undefined when it is not one.
+ */
+export function movedChatId(value: unknown): string | undefined {
+  const chat = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
+  if (typeof chat !== 'string' || !CHAT_ID.test(chat)) return undefined;
+  return checkTelegramRecipient(chat) === null ? chat : undefined;
+}
+
 /** Map a Bot API answer to a send result (or a chat migration to follow). */
 export function classifyTelegramReply(reply: HttpReply, secrets: readonly string[]): Classified {
   const json = reply.json as TelegramAnswer | undefined;
@@ -93,11 +104,18 @@ export function classifyTelegramReply(reply: HttpReply, secrets: readonly string
   const said = answerDetail(json?.description, secrets);
   const reason = `Telegram HTTP ${reply.status}${said ? `: ${said}` : ''}`;
   const migrateTo = json?.parameters?.migrate_to_chat_id;
-  if (typeof migrateTo === 'number' || typeof migrateTo === 'string') {
+  if (migrateTo !== undefined && migrateTo !== null) {
+    const chat = movedChatId(migrateTo);
+    // Not a chat id: nothing is resent and no route takes it; the operator looks at the chat.
+    if (chat === undefined)
+      return {
+        status: 'failed',
+        reason: `${reason} (the chat moved, but the answer names no valid chat id; not resent)`,
+      };
     return {
       status: 'migrate',
-      reason: `${reason} (the chat moved to ${migrateTo}; update the recipient)`,
-      migrateTo,
+      reason: `${reason} (the chat moved to ${chat}; update the recipient)`,
+      migrateTo: telegramChatId(chat),
     };
   }
   if (reply.status === 429) {

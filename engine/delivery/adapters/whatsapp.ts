@@ -5,7 +5,7 @@
  */
 import type { WhatsAppSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
-import { answerDetail } from '../../outbound/answer-detail.ts';
+import { answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
 import { type HttpReply, postJson, retry } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
@@ -58,7 +58,7 @@ export function createWhatsAppAdapter(settings: Record<string, unknown>): Channe
   const s = settings as WhatsAppSettings;
   const base = s.baseUrl.replace(/\/+$/, '');
   const url = `${base}/${s.apiVersion}/${encodeURIComponent(s.phoneNumberId)}/messages`;
-  const secrets = [s.accessToken];
+  const secrets = [s.accessToken, ...urlSecrets(s.baseUrl)];
   return {
     id: 'whatsapp',
     maxLength: WHATSAPP_MAX_LENGTH,
