@@ -9,6 +9,8 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChannelAdapter, SendResult } from '../engine/delivery/adapter.ts';
+import { checkSlackRecipient } from '../engine/delivery/adapters/slack.ts';
+import { MAX_MOVED_RECIPIENT_LENGTH } from '../engine/delivery/deliver.ts';
 import {
   attemptDelivery,
   type DeliveryJob,
@@ -34,13 +36,16 @@ afterAll(async () => {
 });
 
 /** A slack stand-in: part i gets answers[i] (sent when there is none); records (to, letter). */
-function product(answers: SendResult[] = []) {
+function product(
+  answers: SendResult[] = [],
+  checkRecipient: (to: string) => string | null = () => null,
+) {
   const sent: Array<[string, string]> = [];
   let part = 0;
   const adapter = {
     id: 'slack',
     maxLength: 100,
-    checkRecipient: () => null,
+    checkRecipient,
     async send(to: string, text: string) {
       const answer = answers[part++] ?? { status: 'sent' as const };
       if (answer.status === 'sent') sent.push([to, text.slice(0, 1)]);
@@ -159,6 +164,27 @@ describe('one delivery attempt', () => {
     await attempt(adapters, recorder().ledger, { source: 'heartbeat', sourceId: 'beat-0' });
     expect(await stores.runtime.lastRoute('main')).toEqual({ channel: 'slack', recipient: ASKED });
   });
+
+  it.each([
+    ['not of the channel’s form', '#general; see @evil\u202e'],
+    ['of its form but too long', `C${'A'.repeat(MAX_MOVED_RECIPIENT_LENGTH)}`],
+  ])(
+    'a heartbeat reply whose product says the chat moved to a recipient %s: not followed, the delivery fails, the last route stays',
+    async (_, movedTo) => {
+      const { sent, adapters } = product([{ status: 'sent', movedTo }], checkSlackRecipient);
+      const run = recorder();
+      await attempt(adapters, run.ledger, { source: 'heartbeat', sourceId: 'beat-1' });
+      expect(sent).toEqual([[LAST, 'a']]);
+      expect(await stores.runtime.lastRoute('main')).toEqual({ channel: 'slack', recipient: LAST });
+      expect(run.last()).toMatchObject({
+        step: 'end',
+        record: { state: 'failed', recipient: LAST, partsSent: 1 },
+      });
+      const error = String((run.last() as { record: DeliveryRecord }).record.error);
+      expect(error).toContain('said the chat moved, to a recipient that is not valid for it');
+      expect(error).not.toContain(movedTo);
+    },
+  );
 
   it('a hook reply whose chat the product moved leaves the last route alone', async () => {
     const { adapters } = product([{ status: 'sent', movedTo: ASKED }]);

@@ -8,7 +8,10 @@ import type { ChannelId } from '../../schemas/config.ts';
 
 /** The outcome of sending one part. */
 export type SendResult =
-  /** `movedTo`: the product moved the recipient (a Telegram group became a supergroup). */
+  /**
+   * `movedTo`: the product moved the recipient (a Telegram group became a supergroup); delivery
+   * checks it as a configured recipient before it is used or recorded.
+   */
   | { status: 'sent'; messageId?: string; movedTo?: string }
   /** The message did not go out and may be sent again (rate limit, 5xx, connection error). */
   | { status: 'retry'; reason: string; retryAfterMs?: number }

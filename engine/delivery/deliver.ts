@@ -51,6 +51,24 @@ export function resolveRoute(
   return { channel, recipient: adapter.normaliseRecipient?.(recipient) ?? recipient, adapter };
 }
 
+/**
+ * Longest recipient a product may move a chat to, whatever the adapter (not
+ * every channel's check bounds the length: Slack's id form does not). The
+ * longest any channel takes, Teams' conversation ids; real ones are shorter.
+ */
+export const MAX_MOVED_RECIPIENT_LENGTH = 512;
+
+/**
+ * The recipient a product moved the chat to, checked as a configured one is
+ * (it is sent to next, recorded, and may become the `last` route), or
+ * undefined when the channel would refuse it.
+ */
+export function movedRecipient(route: Route, movedTo: string): string | undefined {
+  if (movedTo.length > MAX_MOVED_RECIPIENT_LENGTH) return undefined;
+  if (route.adapter.checkRecipient(movedTo) !== null) return undefined;
+  return route.adapter.normaliseRecipient?.(movedTo) ?? movedTo;
+}
+
 /** What one delivery attempt achieved. */
 export type Attempt = {
   outcome: 'sent' | 'retry' | 'failed';
@@ -102,8 +120,16 @@ export async function sendParts(
     if (result.status === 'failed')
       return { outcome: 'failed', ...at, reason: said(result.reason) as string };
     if (result.movedTo !== undefined && result.movedTo !== recipient) {
-      moved = `the chat moved from ${recipient} to ${result.movedTo}; update the recipient`;
-      recipient = result.movedTo;
+      const next = movedRecipient(route, result.movedTo);
+      if (next === undefined) {
+        // The part went out, but to where this channel takes no recipient: nothing follows it
+        // there (no later part, no record of it, no route); its progress stays on the old one.
+        await onPart(i + 1, recipient);
+        const reason = `${route.channel} said the chat moved, to a recipient that is not valid for it; not followed`;
+        return { outcome: 'failed', ...at, partsSent: i + 1, reason: said(reason) as string };
+      }
+      moved = `the chat moved from ${recipient} to ${next}; update the recipient`;
+      recipient = next;
     }
     await onPart(i + 1, recipient);
   }
