@@ -4,13 +4,13 @@
  * bodies of up to 256 KB from a few concurrent senders (a template that
  * repeats a large value in a loop, nested loops, marker-heavy and
  * confusable text and U+FDFA-heavy text for the safety wrapper, wide JSON
- * for conditions) while a separate loop sends ordinary /wake requests one
+ * for conditions, a body of 85,000 empty objects for a plain mapping) while a separate loop sends ordinary /wake requests one
  * at a time and records their latency. Reported: /wake latency alone and
  * under attack (p50 / p99 / max), what the adversarial requests got, and
  * the store's size on disk afterwards. Bounded in time, 127.0.0.1 only.
  *
  * Options: --seconds N (attack duration, default 20), --senders N (default 2),
- * --only PATH,... (only the kinds sent to these hooks: amplify, loops, wake, conditions).
+ * --only PATH,... (only the kinds sent to these hooks: amplify, loops, wake, conditions, plain).
  * The script uses only bench modules and settings that older checkouts
  * have, so it can be copied into one to measure "before".
  */
@@ -56,6 +56,7 @@ const HOOKS = {
       action: 'wake',
       text: 'matched',
     },
+    { id: 'plain', match: { path: 'plain' }, action: 'wake', templates: { text: 'x' } },
   ],
 };
 
@@ -90,6 +91,12 @@ function adversarialKinds(): Kind[] {
     { name: 'markers', path: 'wake', body: JSON.stringify({ text: markerish.repeat(1100) }) },
     { name: 'U+FDFA', path: 'wake', body: JSON.stringify({ text: '\ufdfa'.repeat(80_000) }) },
     { name: 'wide JSON condition', path: 'conditions', body: JSON.stringify({ rows }) },
+    // The most objects per byte: what parsing and the evaluator's view cost most for.
+    {
+      name: 'empty objects',
+      path: 'plain',
+      body: JSON.stringify({ a: Array(85_000).fill({}) }),
+    },
   ].map((kind) => ({ ...kind, body: under256k(kind.body) }));
 }
 

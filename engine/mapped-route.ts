@@ -26,10 +26,15 @@ import type { RuleData } from './rules.ts';
 import type { TransformSupervisor } from './sandbox/supervisor.ts';
 import { type MergedAction, mergeTransformOutput } from './sandbox/transform-output.ts';
 
-/** The prototype-free view of a request that conditions and templates read. */
+// One view per request: the replay check (an idempotencyKey template) and the accept step share it.
+const views = new WeakMap<Envelope, RuleData>();
+
+/** The view of a request that conditions and templates read (evaluator-data.ts), built once. */
 export function ruleData(envelope: Envelope): RuleData {
-  // Prototype-free at every level, the top one included.
-  return Object.assign(Object.create(null) as RuleData, {
+  let data = views.get(envelope);
+  if (data) return data;
+  // Prototype-free at the top: a bare name in a template never reaches Object.prototype.
+  data = Object.assign(Object.create(null) as RuleData, {
     payload: toEvaluatorData(envelope.payload),
     headers: publicHeaders(envelope.headers),
     query: envelope.query,
@@ -37,6 +42,8 @@ export function ruleData(envelope: Envelope): RuleData {
     hook: envelope.hook,
     method: envelope.method,
   });
+  views.set(envelope, data);
+  return data;
 }
 
 /** Context the mapped route needs besides the policy: the fan-out cap, render bounds, transforms. */

@@ -247,10 +247,11 @@ describe('properties', () => {
     },
   );
 
-  test.prop([fc.jsonValue()])('evaluator data has no prototypes', (value) => {
+  test.prop([fc.jsonValue()])('evaluator data has no forbidden keys at any level', (value) => {
     const walk = (v: unknown): void => {
       if (v === null || typeof v !== 'object') return;
-      if (!Array.isArray(v)) expect(Object.getPrototypeOf(v)).toBeNull();
+      for (const key of ['__proto__', 'constructor', 'prototype'])
+        expect(Object.hasOwn(v, key)).toBe(false);
       for (const item of Object.values(v)) walk(item);
     };
     walk(toEvaluatorData(value));
