@@ -26,6 +26,16 @@ export type Envelope = {
   verification: Verification;
 };
 
+const NO_PAYLOAD: Record<string, unknown> = Object.freeze(Object.create(null));
+
+/**
+ * The envelope without its parsed body (an empty object in its place), for what runs after a
+ * step that waits: only the request's facts (id, hook, times, verification) are read then.
+ */
+export function withoutPayload(envelope: Envelope): Envelope {
+  return { ...envelope, payload: NO_PAYLOAD };
+}
+
 /** Parse a query string into a prototype-free record (last value wins). */
 export function parseQuery(query: string): Record<string, string> {
   const out: Record<string, string> = Object.create(null);

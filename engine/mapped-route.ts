@@ -13,7 +13,7 @@ import {
   buildWakeAction,
   type Provenance,
 } from './actions.ts';
-import type { Envelope } from './envelope.ts';
+import { type Envelope, withoutPayload } from './envelope.ts';
 import { validateAgent, validateWake } from './payload-validators.ts';
 import { HookError } from './errors.ts';
 import { lookupOwn, toEvaluatorData } from './evaluator-data.ts';
@@ -23,7 +23,7 @@ import { RenderBudget, type RenderLimits } from './render-budget.ts';
 import type { Validator } from './validation.ts';
 import type { CompiledMapping } from './mappings.ts';
 import type { RuleData } from './rules.ts';
-import type { TransformSupervisor } from './sandbox/supervisor.ts';
+import type { TransformResult, TransformSupervisor } from './sandbox/supervisor.ts';
 import { type MergedAction, mergeTransformOutput } from './sandbox/transform-output.ts';
 
 // One view per request: the replay check (an idempotencyKey template) and the accept step share it.
@@ -81,8 +81,12 @@ export async function buildMappedActions(
   return { actions, response: { ...body, ...truncation(mapping, data, actions.length) } };
 }
 
-/** Run the mapping's sandboxed transform and merge what it returns over the template-built fields. */
-async function buildWithTransform(
+/**
+ * Run the mapping's sandboxed transform and merge what it returns over the template-built fields.
+ * Not async: nothing of the parsed payload or its view may stay alive while the call waits (a
+ * waiting call holds only its encoded input), so the wait is in `merged`, which gets neither.
+ */
+function buildWithTransform(
   mapping: CompiledMapping,
   kind: 'wake' | 'agent',
   envelope: Envelope,
@@ -90,7 +94,7 @@ async function buildWithTransform(
   ctx: MappedContext,
 ): Promise<Accepted> {
   if (!ctx.transforms || !mapping.transform)
-    throw new HookError('transform_failed', 'No transform process.');
+    return Promise.reject(new HookError('transform_failed', 'No transform process.'));
   const base = renderFields(
     mapping,
     templateContext(data, envelope.receivedAt, {}),
@@ -105,7 +109,20 @@ async function buildWithTransform(
     hook: data.hook,
     receivedAt: envelope.receivedAt,
   };
-  const { value } = await ctx.transforms.call(mapping.transform.key, input);
+  const call = ctx.transforms.call(mapping.transform.key, input);
+  return merged(call, mapping, kind, withoutPayload(envelope), base, ctx);
+}
+
+/** The actions of a transform's answer over the template-built fields `base`. */
+async function merged(
+  call: Promise<TransformResult>,
+  mapping: CompiledMapping,
+  kind: 'wake' | 'agent',
+  envelope: Envelope,
+  base: Record<string, unknown>,
+  ctx: MappedContext,
+): Promise<Accepted> {
+  const { value } = await call;
   let merged: MergedAction[] | null;
   try {
     merged = mergeTransformOutput(value, { kind, fields: base }, ctx.maxActions);

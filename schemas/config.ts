@@ -127,9 +127,11 @@ const hooksSchema = {
         consoleLinesPerMinute: { type: 'integer', minimum: 0, default: 60 },
         // Transform processes; calls are spread over them.
         processes: { type: 'integer', minimum: 1, maximum: 8, default: 1 },
-        // Calls waiting in the server for a process; past it a call is refused at once (503),
-        // so a flood of transform requests cannot hold their inputs in memory without bound.
+        // Calls waiting in the server for a process; past it a call is refused at once (503).
         maxWaitingCalls: { type: 'integer', minimum: 1, maximum: 10_000, default: 256 },
+        // Bytes the inputs of all unanswered calls (waiting or sent) may hold; past it 503. A call
+        // holds only its encoded input, so this, not the count, bounds their memory.
+        maxWaitingBytes: { type: 'integer', minimum: 1_048_576, default: 33_554_432 },
         // WebAssembly, SharedArrayBuffer and Atomics in transforms (their memory escapes memoryLimitMb).
         allowWebAssembly: { type: 'boolean', default: false },
       },

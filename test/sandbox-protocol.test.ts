@@ -325,9 +325,9 @@ describe('the frame writer', () => {
   it('sends the calls written in one turn in one write, in order', async () => {
     const { stream, writes } = sink();
     const write = turnWriter(stream);
-    write({ n: 1 });
-    write({ n: 2 });
-    write({ n: 3 });
+    write(encodeFrame({ n: 1 }));
+    write(encodeFrame({ n: 2 }));
+    write(encodeFrame({ n: 3 }));
     expect(writes).toEqual([]);
     await new Promise((resolve) => setImmediate(resolve));
     expect(decoded(writes)).toEqual([[{ n: 1 }, { n: 2 }, { n: 3 }]]);
@@ -336,9 +336,9 @@ describe('the frame writer', () => {
   it('holds nothing past its turn: a later turn’s call is a write of its own', async () => {
     const { stream, writes } = sink();
     const write = turnWriter(stream);
-    write({ n: 1 });
+    write(encodeFrame({ n: 1 }));
     await new Promise((resolve) => setImmediate(resolve));
-    write({ n: 2 });
+    write(encodeFrame({ n: 2 }));
     await new Promise((resolve) => setImmediate(resolve));
     expect(decoded(writes)).toEqual([[{ n: 1 }], [{ n: 2 }]]);
   });

@@ -17,26 +17,26 @@ export function encodeFrame(value: unknown): Buffer {
 }
 
 /**
- * A writer of frames that sends those written in one event-loop turn in one write: under load
+ * A writer of encoded frames that sends those written in one event-loop turn in one write: under load
  * one system call (and one wake-up of the reading process) carries many calls, not one each.
  * They leave in the loop's check phase (setImmediate): for calls made while reading requests,
  * before the next poll for I/O. Not for a transform process's
  * answers: its calls run back to back in one turn, and an answer must not wait for the calls
  * after it.
  */
-export function turnWriter(stream: Writable): (value: unknown) => void {
+export function turnWriter(stream: Writable): (frame: Buffer) => void {
   let corked = false;
   const uncork = () => {
     corked = false;
     stream.uncork();
   };
-  return (value) => {
+  return (frame) => {
     if (!corked) {
       corked = true;
       stream.cork();
       setImmediate(uncork);
     }
-    stream.write(encodeFrame(value));
+    stream.write(frame);
   };
 }
 

@@ -12,8 +12,10 @@ import {
   type FromSandbox,
   type LoadError,
   MAX_DROPPED,
+  MAX_REPORTED_FILES,
   MESSAGE_CHARS,
   MESSAGE_DEPTH,
+  PATH_CHARS,
 } from './protocol.ts';
 import { nestsDeeperThan } from './frames.ts';
 
@@ -64,6 +66,11 @@ function checkValue(value: unknown, caps: Caps): FromSandbox {
     only(fields, ['type', 'errors']);
     const errors = list(fields['errors'], caps.maxModules, 'errors').map(loadError);
     return { type, errors };
+  }
+  if (type === 'compiled') {
+    only(fields, ['type', 'key', 'files']);
+    const files = list(fields['files'], MAX_REPORTED_FILES, 'compiled.files').map(reportedFile);
+    return { type, key: text(fields['key'], MESSAGE_CHARS, 'compiled.key'), files };
   }
   if (type === 'log') {
     only(fields, ['type', 'key', 'level', 'message']);
@@ -120,6 +127,15 @@ function consoleLine(value: unknown): ConsoleLine {
   return {
     level: level as ConsoleLine['level'],
     text: text(fields['text'], CONSOLE_LINE_CHARS, 'console line text'),
+  };
+}
+
+function reportedFile(value: unknown): { file: string; signature: string } {
+  const fields = record(value, 'compiled file');
+  only(fields, ['file', 'signature']);
+  return {
+    file: text(fields['file'], PATH_CHARS, 'compiled file path'),
+    signature: text(fields['signature'], PATH_CHARS, 'compiled file signature'),
   };
 }
 

@@ -62,3 +62,22 @@ export function signatureOf(file: string): string {
   if (!link || !target) return 'missing';
   return `${link.ino}:${link.mtimeMs}:${link.size}/${target.ino}:${target.mtimeMs}:${target.size}`;
 }
+
+/**
+ * The text of `file` if it still has `signature` before and after the read (the version a
+ * transform process reports it compiled), else undefined: what the server keeps as a module's
+ * last good source.
+ */
+export function readUnchanged(
+  realRoot: string,
+  file: string,
+  signature: string,
+): string | undefined {
+  try {
+    if (signatureOf(file) !== signature) return undefined;
+    const code = readContained(realRoot, file);
+    return signatureOf(file) === signature ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}

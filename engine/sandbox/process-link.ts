@@ -10,7 +10,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import type { Logger } from '../log.ts';
-import { FrameReader, turnWriter } from './frames.ts';
+import { encodeFrame, FrameReader, turnWriter } from './frames.ts';
 import { createLogBudget } from './log-budget.ts';
 import { checkMessage } from './message-check.ts';
 import type { FromSandbox, ToSandbox } from './protocol.ts';
@@ -37,6 +37,8 @@ export type LinkOptions = {
 export type ProcessLink = {
   readonly pid: number | undefined;
   send(message: ToSandbox): void;
+  /** A command already encoded (encodeFrame), as calls hold theirs. */
+  sendFrame(frame: Buffer): void;
   /** SIGKILL; `exit` follows when the process is really gone. */
   kill(): void;
 };
@@ -130,12 +132,14 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     if (child.pid === undefined) onGone(null, null);
   });
 
+  const sendFrame = (frame: Buffer): void => {
+    if (dead || refused || !child.stdin?.writable) return;
+    write?.(frame);
+  };
   return {
     pid: child.pid,
-    send(message) {
-      if (dead || refused || !child.stdin?.writable) return;
-      write?.(message);
-    },
+    send: (message) => sendFrame(encodeFrame(message)),
+    sendFrame,
     kill() {
       if (!dead) child.kill('SIGKILL');
     },

@@ -30,8 +30,20 @@ export type SandboxLimits = {
 /** Why a call failed, as the sandbox saw it. */
 export type FailureKind = 'threw' | 'timeout' | 'memory' | 'output' | 'unavailable';
 
+/** One file of a module as last compiled: its path, the signature it was read at, its text. */
+export type SourceFile = { file: string; signature: string; code: string };
+
+/** The files a module was last compiled from (the server holds their text for a restart). */
+export type CompiledFiles = { key: string; files: Array<{ file: string; signature: string }> };
+
 export type ToSandbox =
-  | { type: 'load'; modules: ModuleSpec[]; limits: SandboxLimits }
+  | {
+      type: 'load';
+      modules: ModuleSpec[];
+      limits: SandboxLimits;
+      /** Last good sources by module key: compiled instead of the files on disk. */
+      sources?: Array<{ key: string; files: SourceFile[] }>;
+    }
   | { type: 'call'; id: number; key: string; input: string };
 
 export type ConsoleLevel = 'info' | 'warn' | 'error' | 'debug';
@@ -51,6 +63,8 @@ export type ResultMessage = {
 
 export type FromSandbox =
   | { type: 'loaded'; errors: LoadError[] }
+  /** A module compiled from disk (`files` empty: it is refused, nothing of it may be kept). */
+  | ({ type: 'compiled' } & CompiledFiles)
   | ResultMessage
   | { type: 'log'; key: string; level: 'info' | 'warn' | 'error'; message: string };
 
@@ -62,6 +76,10 @@ export const CONSOLE_LINE_CHARS = 1000;
 export const MESSAGE_CHARS = 2000;
 /** Console lines one call can claim it dropped (a bound on a lying count). */
 export const MAX_DROPPED = 1_000_000;
+/** Files one module's report may list; a larger module graph is not kept (restarts read disk). */
+export const MAX_REPORTED_FILES = 64;
+/** Characters of a reported path or signature. */
+export const PATH_CHARS = 1024;
 /** Nesting depth of any message (the deepest, a result with console lines, is 3). */
 export const MESSAGE_DEPTH = 4;
 
@@ -71,5 +89,6 @@ export function maxFrameBytes(maxOutputBytes: number, modules: number): number {
   const output = maxOutputBytes * 6;
   const consoleLines = CONSOLE_LINES_PER_CALL * (CONSOLE_LINE_CHARS * 6 + 64);
   const loadErrors = modules * (MESSAGE_CHARS * 6 + 256);
-  return output + consoleLines + loadErrors + 64 * 1024;
+  const compiled = MAX_REPORTED_FILES * (PATH_CHARS * 2 * 6 + 64);
+  return output + consoleLines + Math.max(loadErrors, compiled) + 64 * 1024;
 }

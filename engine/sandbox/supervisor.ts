@@ -5,9 +5,19 @@
  * process, each bounded by its own deadline from the moment its process
  * starts on it (when it is sent, or when the calls before it are answered).
  * A call that misses it fails with transform_timeout and only its process
- * is killed; that process's other calls go back to the queue once. A
- * process that sends anything invalid is killed and its calls fail with
- * transform_failed. The server keeps answering meanwhile.
+ * is killed; that process's other calls go back to the queue. Those of
+ * other mappings are never charged for it (they were not running); those of
+ * the same mapping are sent again once (a flood of one mapping's poisoned
+ * calls then costs two restarts a batch, not a deadline each). A process
+ * that dies on its own fails the call it was running and sends the others
+ * again, once. A process that sends
+ * anything invalid is killed and its calls fail with transform_failed. The
+ * server keeps answering meanwhile.
+ *
+ * What the server holds for a call, from when it is made until it is
+ * answered, is the frame it sends: the caller's parsed request is not kept
+ * alive by the call (engine/ingress/commit.ts drops it). Those bytes are
+ * bounded in total (maxWaitingBytes), beside the number of waiting calls.
  */
 import { HookError } from '../errors.ts';
 import {
@@ -17,6 +27,7 @@ import {
   type TransformResult,
 } from './call-outcome.ts';
 import { createCallQueue } from './call-queue.ts';
+import { encodeFrame } from './frames.ts';
 import type { Logger } from '../log.ts';
 import {
   type TransformCalled,
@@ -24,16 +35,18 @@ import {
   transformRestarted,
   type TransformRestarted,
 } from '../observe/events.ts';
-import { realRootOf } from './module-files.ts';
+import { readUnchanged, realRootOf } from './module-files.ts';
 import { type ProcessLink, spawnLink } from './process-link.ts';
 import { createTransformLog, LOGS_PER_MODULE_PER_MINUTE } from './transform-log.ts';
 import {
   type FromSandbox,
   type LoadError,
+  type CompiledFiles,
   type ModuleSpec,
   maxFrameBytes,
   type ResultMessage,
   type SandboxLimits,
+  type SourceFile,
 } from './protocol.ts';
 
 export type SupervisorSettings = Omit<SandboxLimits, 'allowWebAssembly'> & {
@@ -44,6 +57,8 @@ export type SupervisorSettings = Omit<SandboxLimits, 'allowWebAssembly'> & {
   allowWebAssembly?: boolean;
   /** Calls that may wait in the server for a process; past it a call is refused (503). */
   maxWaitingCalls?: number;
+  /** Bytes the frames of every unanswered call may hold in total; past it a call is refused (503). */
+  maxWaitingBytes?: number;
 };
 
 /** Engine-internal options (tests run a hostile child through `entry`). */
@@ -63,12 +78,15 @@ export type TransformSupervisor = {
 };
 
 type Call = {
+  /** Fixed when the call is made: a call sent again after a kill goes to a fresh process. */
+  id: number;
   key: string;
-  input: string;
+  /** The encoded call command: all the server holds of the call's input. */
+  frame: Buffer;
   resolve: (r: TransformResult) => void;
   reject: (e: HookError) => void;
-  /** Sent again after its process was killed for another call. */
-  requeued: boolean;
+  /** Kills it was sent again after and charged for (see requeueAll). */
+  charged: number;
   timer?: NodeJS.Timeout;
 };
 
@@ -101,9 +119,22 @@ const MAX_BACKOFF_MS = 5_000;
  */
 const CALLS_PER_PROCESS = 32;
 const DEFAULT_MAX_WAITING = 256;
+/**
+ * Default of maxWaitingBytes (32 MiB): a hundred-odd calls of the largest body, thousands of
+ * ordinary events. Counted over the frames (JSON-escaped input), so a body of characters that
+ * escape six-fold is charged what it really holds.
+ */
+export const DEFAULT_MAX_WAITING_BYTES = 32 * 1024 * 1024;
+/**
+ * Kills a call may be charged for before it fails. A call present when its process dies on its
+ * own, or is killed for a call of the same mapping, is charged: what kills a process outside
+ * the call it is running (while parsing its commands) would otherwise kill it for ever, and
+ * the calls of a poisoned mapping are purged in two restarts, not one deadline each.
+ */
+const CHARGES_PER_CALL = 2;
 const BUSY = new HookError(
   'unavailable',
-  'The transforms are busy (hooks.transforms.maxWaitingCalls); retry later.',
+  'The transforms are busy (hooks.transforms.maxWaitingCalls, maxWaitingBytes); retry later.',
   {
     headers: { 'retry-after': '1' },
   },
@@ -118,6 +149,10 @@ export function createSupervisor(
 ): TransformSupervisor {
   const modules = specs.map((m) => ({ ...m, realRoot: m.realRoot ?? realRootOf(m.root) }));
   const mappingOf = new Map(modules.map((m) => [m.key, m.mappingId]));
+  const moduleOf = new Map(modules.map((m) => [m.key, m]));
+  // Each module's last good sources, read here when a process reports it compiled them: a
+  // restarted process compiles these, not a broken edit on disk.
+  const lastGood = new Map<string, SourceFile[]>();
   const slots: Slot[] = Array.from({ length: Math.max(1, options.size ?? 1) }, () => ({
     state: 'idle',
     inflight: new Map(),
@@ -133,6 +168,10 @@ export function createSupervisor(
   const log = createTransformLog(logger, mappingOf, settings.consoleLinesPerMinute);
   let nextId = 1;
   let turn = 0;
+  // Bytes of the frames of every call made and not yet settled (waiting or sent).
+  let heldBytes = 0;
+  const maxWaitingCalls = settings.maxWaitingCalls ?? DEFAULT_MAX_WAITING;
+  const maxWaitingBytes = settings.maxWaitingBytes ?? DEFAULT_MAX_WAITING_BYTES;
   let closed = false;
   let started: Promise<Map<string, string>> | undefined;
   const limits: SandboxLimits = {
@@ -167,14 +206,33 @@ export function createSupervisor(
       logger.warn({ pid: link.pid }, 'transform process did not load in time; killing it');
       stopSlot(slot, 'load_timeout');
     }, LOAD_TIMEOUT_MS);
-    link.send({ type: 'load', modules: [...modules], limits });
+    const sources = [...lastGood].map(([key, files]) => ({ key, files }));
+    link.send({ type: 'load', modules: [...modules], limits, sources });
   }
 
   function onMessage(slot: Slot, message: FromSandbox): void {
     if (message.type === 'loaded') onLoaded(slot, message.errors);
     else if (message.type === 'result') onResult(slot, message);
-    else if (!mappingOf.has(message.key)) onRefused(slot, 'log for an unknown module');
+    else if (!mappingOf.has(message.key)) onRefused(slot, 'message for an unknown module');
+    else if (message.type === 'compiled') onCompiled(message);
     else log.process(message);
+  }
+
+  /**
+   * A process compiled a module from disk: keep the text of those files, read here (contained,
+   * and only if each still has the signature reported). Nothing kept for a refused module.
+   */
+  function onCompiled({ key, files }: CompiledFiles): void {
+    const root = moduleOf.get(key)?.realRoot as string;
+    const read: SourceFile[] = [];
+    for (const { file, signature } of files) {
+      const code = readUnchanged(root, file, signature);
+      // Changed again since: that process will recompile and report the newer version.
+      if (code === undefined) return;
+      read.push({ file, signature, code });
+    }
+    if (read.length === 0) lastGood.delete(key);
+    else lastGood.set(key, read);
   }
 
   function onLoaded(slot: Slot, errors: LoadError[]): void {
@@ -241,7 +299,8 @@ export function createSupervisor(
     );
     call.reject(new HookError('transform_timeout', failureMessage(mappingId, 'timeout')));
     stopSlot(slot, 'timeout');
-    requeueAll(slot);
+    // The others were waiting behind it, not running: another mapping's never pay for it.
+    requeueAll(slot, (other) => other.key === call.key);
   }
 
   /**
@@ -258,23 +317,24 @@ export function createSupervisor(
         new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
       );
     }
-    requeueAll(slot);
+    requeueAll(slot, () => true);
   }
 
-  /** Calls a killed process held go back to the front of the queue, once; a second time they fail. */
-  function requeueAll(slot: Slot): void {
+  /**
+   * Calls a killed process held go back to the front of the queue; those `charged` for the kill
+   * count it, and one charged CHARGES_PER_CALL times fails.
+   */
+  function requeueAll(slot: Slot, charged: (call: Call) => boolean): void {
     const again: Call[] = [];
     for (const call of slot.inflight.values()) {
       clearTimeout(call.timer);
       call.timer = undefined;
-      if (call.requeued)
+      if (charged(call)) call.charged++;
+      if (call.charged >= CHARGES_PER_CALL)
         call.reject(
           new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
         );
-      else {
-        call.requeued = true;
-        again.push(call);
-      }
+      else again.push(call);
     }
     slot.inflight.clear();
     for (const call of again.reverse()) queue.add(call, true);
@@ -347,11 +407,10 @@ export function createSupervisor(
   }
 
   function send(slot: Slot, call: Call): void {
-    const id = nextId++;
     call.timer = undefined;
-    slot.inflight.set(id, call);
+    slot.inflight.set(call.id, call);
     armOldest(slot);
-    slot.link?.send({ type: 'call', id, key: call.key, input: call.input });
+    slot.link?.sendFrame(call.frame);
   }
 
   /**
@@ -363,7 +422,9 @@ export function createSupervisor(
     const oldest = slot.inflight.entries().next();
     if (oldest.done) return;
     const [id, call] = oldest.value;
-    call.timer ??= setTimeout(() => onLate(slot, id), settings.deadlineMs);
+    // Decided after the loop's next poll for I/O (setImmediate runs after it): when the loop
+    // was busy past the deadline, an answer already in the pipe is read first and wins.
+    call.timer ??= setTimeout(() => setImmediate(() => onLate(slot, id)), settings.deadlineMs);
   }
 
   function startSlot(slot: Slot): Promise<LoadError[]> {
@@ -388,19 +449,32 @@ export function createSupervisor(
     async call(key, input) {
       if (closed) throw new HookError('transform_failed', 'The transform process is stopped.');
       if (!started) void this.start().catch(() => undefined);
-      // Each waiting call holds its input (up to a body's size): the queue is bounded.
-      if (queue.size >= (settings.maxWaitingCalls ?? DEFAULT_MAX_WAITING)) {
-        if (transformCalled.hasSubscribers)
-          transformCalled.publish({
-            mappingId: mappingOf.get(key),
-            outcome: 'busy',
-            durationMs: 0,
-          });
-        throw BUSY;
-      }
-      const text = JSON.stringify(input);
+      if (queue.size >= maxWaitingCalls) throw busy(key);
+      const id = nextId++;
+      // Encoded now: the call holds these bytes, not the caller's objects (nor a second copy).
+      const frame = encodeFrame({ type: 'call', id, key, input: JSON.stringify(input) });
+      if (!mayHold(heldBytes, frame.length, maxWaitingBytes)) throw busy(key);
+      heldBytes += frame.length;
       const result = new Promise<TransformResult>((resolve, reject) => {
-        queue.add({ key, input: text, resolve, reject, requeued: false });
+        let held = true;
+        const release = () => {
+          if (held) heldBytes -= frame.length;
+          held = false;
+        };
+        queue.add({
+          id,
+          key,
+          frame,
+          resolve: (r) => {
+            release();
+            resolve(r);
+          },
+          reject: (e) => {
+            release();
+            reject(e);
+          },
+          charged: 0,
+        });
         pump();
       });
       return transformCalled.hasSubscribers ? observed(result, mappingOf.get(key)) : result;
@@ -412,6 +486,13 @@ export function createSupervisor(
       await Promise.all(slots.map(closeSlot));
     },
   };
+
+  /** Refused at once (503): the server holds as many calls, or bytes of calls, as it may. */
+  function busy(key: string): HookError {
+    if (transformCalled.hasSubscribers)
+      transformCalled.publish({ mappingId: mappingOf.get(key), outcome: 'busy', durationMs: 0 });
+    return BUSY;
+  }
 
   async function closeSlot(slot: Slot): Promise<void> {
     if (slot.state === 'idle') return;
@@ -439,6 +520,11 @@ function observed(
       throw err;
     },
   );
+}
+
+/** Whether one more call of `bytes` fits; a lone call always does (a body the server accepted). */
+export function mayHold(held: number, bytes: number, max: number): boolean {
+  return held === 0 || held + bytes <= max;
 }
 
 function callOutcome(code: string): TransformCalled['outcome'] {

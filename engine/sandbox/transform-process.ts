@@ -4,6 +4,8 @@
  * context per module (a context per call leaks), a CPU timeout on every call,
  * JSON strings in and out, nothing of the host reachable from inside. The
  * isolate is rebuilt after N calls, above a heap threshold, or when disposed.
+ * Each module's last good sources are kept (here, and by the server for a
+ * restart): a rebuild compiles those, not a broken edit on disk.
  * Some allocations defeat isolated-vm's own limits; that is why this runs in a
  * process the server can kill (supervisor.ts). Commands arrive as frames on
  * stdin, answers leave as frames on fd 3. Run with --no-node-snapshot.
@@ -22,6 +24,7 @@ import {
   type ConsoleLine,
   type FailureKind,
   type FromSandbox,
+  MAX_REPORTED_FILES,
   MESSAGE_CHARS,
   type ModuleSpec,
   type SandboxLimits,
@@ -39,6 +42,9 @@ type Loaded = {
   files: Map<string, string>;
 };
 
+/** Files by path as last compiled: signature and text (before type stripping). */
+type Sources = Map<string, { signature: string; code: string }>;
+
 /** A module whose files lead outside the root: nothing of it runs until that changes. */
 type Refused = { spec: ModuleSpec; refused: string; files: Map<string, string> };
 
@@ -49,6 +55,8 @@ let specs: ModuleSpec[] = [];
 let isolate: ivm.Isolate;
 let calls = 0;
 const modules = new Map<string, Loaded | Refused>();
+// The last good sources of each module (the server's copy at start, then each good compile).
+const lastGood = new Map<string, Sources>();
 // Resolves when the isolate and modules are (re)built; calls wait on it.
 let ready: Promise<void> = Promise.resolve();
 // Calls running in the current isolate, and who waits for them to end before a rebuild.
@@ -70,9 +78,8 @@ function newIsolate(): ivm.Isolate {
   });
 }
 
-/** Read a module's source (containment checked on this read), stripping TypeScript types. */
-function readSource(spec: ModuleSpec, file: string): string {
-  const code = readContained(spec.realRoot ?? realRootOf(spec.root), file);
+/** TypeScript types stripped from a module file's text (other files as they are). */
+function stripped(file: string, code: string): string {
   const ext = path.extname(file);
   if (ext !== '.ts' && ext !== '.mts') return code;
   try {
@@ -84,9 +91,18 @@ function readSource(spec: ModuleSpec, file: string): string {
   }
 }
 
-async function loadModule(spec: ModuleSpec, files: Map<string, string>): Promise<Loaded> {
+/**
+ * Compile a module from `held` sources where it has the file, else from disk (containment
+ * checked on the read); what was compiled is recorded in `used`.
+ */
+async function loadModule(
+  spec: ModuleSpec,
+  files: Map<string, string>,
+  held: Sources | undefined,
+  used: Sources,
+): Promise<Loaded> {
   // Known before anything is checked: a refused entry is retried once it changes on disk.
-  files.set(spec.file, signatureOf(spec.file));
+  files.set(spec.file, held?.get(spec.file)?.signature ?? signatureOf(spec.file));
   const context = await isolate.createContext();
   try {
     await context.eval(lockdownScript(limits.allowWebAssembly));
@@ -103,8 +119,10 @@ async function loadModule(spec: ModuleSpec, files: Map<string, string>): Promise
       if (!MODULE_EXTENSIONS.has(path.extname(file))) {
         throw new Error(`${file}: only .js, .mjs, .ts and .mts modules can be loaded`);
       }
-      files.set(file, signatureOf(file));
-      const module = await isolate.compileModule(readSource(spec, file), {
+      const source = held?.get(file) ?? readFile(spec, file);
+      files.set(file, source.signature);
+      used.set(file, source);
+      const module = await isolate.compileModule(stripped(file, source.code), {
         filename: pathToFileURL(file).href,
       });
       compiled.set(file, module);
@@ -149,22 +167,46 @@ async function exportedFunction(
   throw new Error('the module exports neither a default function nor "transform"');
 }
 
-/** Load one module; a path that leads outside the root leaves it refused (nothing of it runs). */
-async function loadOrRefuse(spec: ModuleSpec): Promise<Loaded | Refused> {
+/** A file's signature, then its text: an edit between the two is seen as a change later. */
+function readFile(spec: ModuleSpec, file: string): { signature: string; code: string } {
+  const signature = signatureOf(file);
+  return { signature, code: readContained(spec.realRoot ?? realRootOf(spec.root), file) };
+}
+
+/**
+ * Load one module (from its last good sources when `fromHeld`); a path that leads outside the
+ * root leaves it refused (nothing of it runs, and nothing of it is kept).
+ */
+async function loadOrRefuse(spec: ModuleSpec, fromHeld: boolean): Promise<Loaded | Refused> {
   const files = new Map<string, string>();
+  const held = fromHeld ? lastGood.get(spec.key) : undefined;
+  const used: Sources = new Map();
   try {
-    return await loadModule(spec, files);
+    const loaded = await loadModule(spec, files, held, used);
+    // Compiled from disk, at least in part: these are now the last good sources.
+    if ([...used].some(([file, source]) => held?.get(file) !== source)) keep(spec.key, used);
+    return loaded;
   } catch (err) {
-    if (err instanceof ContainmentError) return { spec, refused: err.message, files };
-    throw err;
+    if (!(err instanceof ContainmentError)) throw err;
+    keep(spec.key, undefined);
+    return { spec, refused: err.message, files };
   }
+}
+
+/** Keep a module's sources (undefined: none) and tell the server which files they are. */
+function keep(key: string, sources: Sources | undefined): void {
+  if (sources) lastGood.set(key, sources);
+  else lastGood.delete(key);
+  const files = [...(sources ?? [])].map(([file, { signature }]) => ({ file, signature }));
+  // A graph too large to report is not kept by the server: a restart then reads the disk.
+  send({ type: 'compiled', key, files: files.length > MAX_REPORTED_FILES ? [] : files });
 }
 
 async function loadAll(): Promise<Array<{ key: string; message: string }>> {
   const errors: Array<{ key: string; message: string }> = [];
   for (const spec of specs) {
     try {
-      const loaded = await loadOrRefuse(spec);
+      const loaded = await loadOrRefuse(spec, true);
       modules.set(spec.key, loaded);
       if ('refused' in loaded)
         errors.push({ key: spec.key, message: cut(`refused: ${loaded.refused}`) });
@@ -210,7 +252,7 @@ async function refresh(current: Loaded | Refused): Promise<Loaded | Refused> {
   if (!changed) return current;
   const key = current.spec.key;
   try {
-    const fresh = await loadOrRefuse(current.spec);
+    const fresh = await loadOrRefuse(current.spec, false);
     if ('context' in current) current.context.release();
     modules.set(key, fresh);
     if ('refused' in fresh) {
@@ -319,6 +361,11 @@ function onCommand(message: ToSandbox): void {
   if (message.type === 'load') {
     limits = message.limits;
     specs = message.modules;
+    for (const { key, files } of message.sources ?? [])
+      lastGood.set(
+        key,
+        new Map(files.map(({ file, signature, code }) => [file, { signature, code }])),
+      );
     isolate = newIsolate();
     ready = loadAll().then((errors) => send({ type: 'loaded', errors }));
   } else {
