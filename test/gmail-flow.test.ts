@@ -141,12 +141,33 @@ describe('gmail flow', () => {
     expect(gmail.calls.length).toBe(before);
   });
 
+  it('a mail of forty HTML parts of bare unclosed tags (event-loop stall): one run from its snippet, the parts past the budget unread, the next mail runs too', async () => {
+    // 60 KB of <i> each, the words only in the last part: reading them all held the loop seconds.
+    const parts = Array.from({ length: 40 }, () => '<i>'.repeat(20_000));
+    parts[39] += 'late words';
+    const hostile = gmail.addMessage({
+      from: 'x@example.net',
+      subject: 'Parts',
+      htmlParts: parts,
+      snippet: 'the snippet',
+    });
+    const next = gmail.addMessage({ from: 'dee@example.com', subject: 'After', text: 'Fine.' });
+    expect(await push(server, 'p-parts')).toBe(204);
+    await until('both mail actions', async () => (await mailActions(server)).length === 4);
+    const byId = new Map((await mailActions(server)).map((a) => [a.verification?.deliveryId, a]));
+    const action = byId.get(hostile);
+    const text = action?.kind === 'agent' ? action.message : '';
+    expect(text).toContain('the snippet');
+    expect(text).not.toContain('late words');
+    expect(byId.has(next)).toBe(true);
+  });
+
   it('after a restart on the same data, new mail is still one run each, old mail never again', async () => {
     await server.close();
     const third = gmail.addMessage({ from: 'cy@example.com', subject: 'Later', text: 'Hi' });
     server = await startTestServer(config(), { dataDir: data.dir });
     expect(await push(server, 'p4')).toBe(204);
-    await until('the third mail action', async () => (await mailActions(server)).length === 3);
+    await until('the third mail action', async () => (await mailActions(server)).length === 5);
     const ids = (await mailActions(server)).map((a) => a.verification?.deliveryId);
     expect(ids).toContain(third);
     await server.close();

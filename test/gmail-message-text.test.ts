@@ -11,6 +11,7 @@ import {
   messageText,
   TRUNCATION_MARK,
 } from '../engine/gmail/message-text.ts';
+import { htmlToText, MAX_MARKUP_TOKENS } from '../engine/gmail/html-text.ts';
 import {
   alternative,
   b64url,
@@ -22,6 +23,7 @@ import {
   mixedWithAttachments,
   multipart,
   nestedForward,
+  newsletterHtml,
   singlePart,
 } from './fixtures/gmail-messages.ts';
 
@@ -303,3 +305,67 @@ describe('messageText: hostile resources', () => {
     expect(accepted(resource).body).toBe(expected);
   });
 });
+
+describe('messageText: the work of one message is bounded (event-loop stall)', () => {
+  const htmlPart = (html: string) => leaf('', 'text/html', html);
+
+  it('forty HTML parts of bare unclosed <i> tags, words only in the last: the parts share one budget, the last is never read', () => {
+    // 60 KB each: every part alone is within what one part may be (4 × maxBytes).
+    const parts = Array.from({ length: 40 }, () => htmlPart('<i>'.repeat(20_000)));
+    parts[39] = htmlPart(`${'<i>'.repeat(20_000)}late words`);
+    const text = accepted(message(multipart('', 'mixed', parts), { snippet: 'the snippet' }));
+    expect(text).toMatchObject({ bodySource: 'snippet', body: 'the snippet' });
+  });
+
+  it('60,000 empty <b></b> before the words (markup without text): reading stops at the markup budget', () => {
+    const html = `${'<b></b>'.repeat(60_000)}late words`;
+    const text = accepted(message(htmlPart(html), { snippet: 'the snippet' }), 200_000);
+    expect(text).toMatchObject({ bodySource: 'snippet', body: 'the snippet' });
+  });
+
+  it('deep nesting: 100,000 unclosed <i> cost one markup token each, at any depth, and the text after them is kept', () => {
+    const budget = { markupTokens: 200_000 };
+    const result = htmlToText(`${'<i>'.repeat(100_000)}deep text`, 1000, budget);
+    expect(result).toEqual({ text: 'deep text', cut: false });
+    expect(budget.markupTokens).toBe(100_000);
+  });
+
+  it.each([
+    ['a tag with 50,000 distinct attributes (attribute bomb)', `<p ${attributes(50_000)}>`],
+    ['attribute values of entities', `<p a="${'&lt;'.repeat(20_000)}">`],
+    ['comments', '<!---->'.repeat(20_000)],
+    ['processing instructions', '<?x?>'.repeat(20_000)],
+    ['CDATA sections', '<![CDATA[]]>'.repeat(20_000)],
+    ['declarations', '<!x>'.repeat(20_000)],
+    ['stray close tags', '</i>'.repeat(20_000)],
+    ['entities in a hidden title', `<title>${'&lt;'.repeat(20_000)}</title>`],
+  ])(
+    '%s: each is paid from the markup budget, and the conversion stops when it is spent',
+    (_name, markup) => {
+      const budget = { markupTokens: 10_000 };
+      const result = htmlToText(`${markup}after`, 1000, budget);
+      expect(result).toEqual({ text: '', cut: true });
+      expect(budget.markupTokens).toBeLessThanOrEqual(0);
+    },
+  );
+
+  it('a budget spent by an earlier part: a later part is not read at all', () => {
+    expect(htmlToText('<p>words</p>', 1000, { markupTokens: 0 })).toEqual({ text: '', cut: true });
+  });
+
+  it('a newsletter of nested tables and thousands of tags still gives all its text', () => {
+    const html = newsletterHtml(300);
+    const budget = { markupTokens: MAX_MARKUP_TOKENS };
+    expect(htmlToText(html, 200_000, budget).cut).toBe(false);
+    const text = accepted(message(htmlPart(html)), 200_000);
+    expect(text).toMatchObject({ bodySource: 'html', truncated: false });
+    expect(text.body).toContain("This week's deals\n\nItem 0 – 0.99 €\nSee item 0");
+    expect(text.body).toContain('Item 299 – 299.99 €\nSee item 299');
+    expect(text.body!.endsWith('Unsubscribe © 2026 Shop')).toBe(true);
+    expect(text.body).not.toMatch(/padding|mso|Weekly deals/);
+  });
+});
+
+function attributes(count: number): string {
+  return Array.from({ length: count }, (_, i) => `a${i}`).join(' ');
+}

@@ -1,11 +1,24 @@
 /**
- * HTML mail to plain text, for messages that carry no text/plain part. htmlparser2 does the
- * tokenising and entity decoding (script and style content are raw text to it, never markup);
- * this module only keeps the text: script, style, title and template contents dropped, block
- * elements and <br> become line breaks, whitespace collapsed. It streams (no DOM), so deep
- * nesting costs no recursion, and it stops once it has more text than the caller will keep.
+ * HTML mail to plain text, for messages that carry no text/plain part. htmlparser2's Tokenizer
+ * does the tokenising and entity decoding (script, style and title contents are raw text to it,
+ * never markup); this module only keeps the text: script, style, title and template contents
+ * dropped, block elements and <br> become line breaks, whitespace collapsed. The work is
+ * bounded whatever the markup: no element stack is kept (htmlparser2's Parser shifts an array
+ * per open tag, quadratic in nesting, and builds an object of every tag's attributes), each
+ * token costs the same at any depth, and every markup token is paid from a budget the caller
+ * shares across a message's parts, so markup that yields no text cannot run on.
  */
-import { Parser } from 'htmlparser2';
+import { Tokenizer, type TokenizerCallbacks } from 'htmlparser2';
+
+/**
+ * Markup tokens (tags, attributes, comments, entities, declarations) one message may cost, all
+ * its HTML parts together. A 170 KB newsletter of nested tables is ~13,000; this reads several
+ * times that, and costs ~6 ms on a small server.
+ */
+export const MAX_MARKUP_TOKENS = 100_000;
+
+/** What is left of a message's markup budget; each htmlToText call spends from it. */
+export type MarkupBudget = { markupTokens: number };
 
 // Elements whose contents are never shown to a reader.
 const HIDDEN = new Set(['script', 'style', 'title', 'template']);
@@ -24,36 +37,87 @@ const BLOCKS = new Set(
 // Blocks a browser sets apart with a blank line; the other blocks only start a new line.
 const PARAGRAPHS = new Set('blockquote h1 h2 h3 h4 h5 h6 ol p pre table ul'.split(' '));
 
-/** Text of an HTML document: at least `maxChars` characters of it when it has that many. */
-export function htmlToText(html: string, maxChars: number): { text: string; cut: boolean } {
+// No element this module acts on has a longer name: longer names are never sliced or lowered.
+const LONGEST_NAME = 10;
+
+const WHITESPACE_RUN = /[ \t\r\n\f\v\u00a0]+/g;
+
+/**
+ * Text of an HTML document: at least `maxChars` characters of it when it has that many and the
+ * budget lasts. `cut` when text was left out (the text was longer, or the budget ran out).
+ */
+export function htmlToText(
+  html: string,
+  maxChars: number,
+  budget: MarkupBudget = { markupTokens: MAX_MARKUP_TOKENS },
+): { text: string; cut: boolean } {
   const out = new TextSink(maxChars);
   let hidden = 0;
   let pre = 0;
-  const parser = new Parser(
-    {
-      onopentag(name) {
-        if (HIDDEN.has(name)) hidden++;
-        if (name === 'pre') pre++;
-        if (name === 'br') out.text('\n');
-        else if (BLOCKS.has(name)) out.breakLine(PARAGRAPHS.has(name) ? 2 : 1);
-        if (name === 'li') out.text('- ');
-      },
-      onclosetag(name) {
-        if (HIDDEN.has(name) && hidden > 0) hidden--;
-        if (name === 'pre' && pre > 0) pre--;
-        if (name === 'td' || name === 'th') out.text(' ');
-        else if (BLOCKS.has(name)) out.breakLine(PARAGRAPHS.has(name) ? 2 : 1);
-      },
-      ontext(data) {
-        if (hidden > 0) return;
-        out.text(pre > 0 ? data : data.replace(/[ \t\r\n\f\v\u00a0]+/g, ' '));
-      },
+  let spent = false;
+  const name = (start: number, end: number) =>
+    end - start > LONGEST_NAME ? '' : html.slice(start, end).toLowerCase();
+  // One markup token paid; false (and the tokenizer paused) once the budget is gone.
+  const pay = (): boolean => {
+    if (spent) return false;
+    if (--budget.markupTokens >= 0) return true;
+    spent = true;
+    tokenizer.pause();
+    return false;
+  };
+  const shown = (data: string) => {
+    if (hidden > 0) return;
+    if (pre > 0) out.text(data);
+    else out.flow(data.replace(WHITESPACE_RUN, ' '));
+  };
+  const callbacks: TokenizerCallbacks = {
+    onopentagname(start, end) {
+      if (!pay()) return;
+      const tag = name(start, end);
+      if (HIDDEN.has(tag)) hidden++;
+      if (tag === 'pre') pre++;
+      if (tag === 'br') out.text('\n');
+      else if (BLOCKS.has(tag)) out.breakLine(PARAGRAPHS.has(tag) ? 2 : 1);
+      // A cell starts after a space too: an unclosed <td> is closed by the next one.
+      else if (tag === 'td' || tag === 'th') out.flow(' ');
+      if (tag === 'li') out.text('- ');
     },
-    { decodeEntities: true },
-  );
-  out.onFull = () => parser.pause();
-  parser.end(html);
-  return { text: tidy(out.pieces.join('')), cut: out.full };
+    onclosetag(start, end) {
+      if (!pay()) return;
+      const tag = name(start, end);
+      if (HIDDEN.has(tag) && hidden > 0) hidden--;
+      if (tag === 'pre' && pre > 0) pre--;
+      // </br> is a line break to a browser too.
+      if (tag === 'br') out.text('\n');
+      else if (tag === 'td' || tag === 'th') out.flow(' ');
+      else if (BLOCKS.has(tag)) out.breakLine(PARAGRAPHS.has(tag) ? 2 : 1);
+    },
+    ontext(start, end) {
+      if (!spent) shown(html.slice(start, end));
+    },
+    ontextentity(codePoint) {
+      if (pay()) shown(String.fromCodePoint(codePoint));
+    },
+    onattribend: pay,
+    onattribentity: pay,
+    oncomment: pay,
+    oncdata: pay,
+    ondeclaration: pay,
+    onprocessinginstruction: pay,
+    onattribname() {},
+    onattribdata() {},
+    onopentagend() {},
+    onselfclosingtag() {},
+    onend() {},
+  };
+  const tokenizer = new Tokenizer({ decodeEntities: true }, callbacks);
+  out.onFull = () => tokenizer.pause();
+  // No tokens left before this part: nothing of it is read.
+  if (budget.markupTokens > 0) {
+    tokenizer.write(html);
+    tokenizer.end();
+  } else spent = html !== '';
+  return { text: tidy(out.pieces.join('')), cut: out.full || spent };
 }
 
 // Collects text up to a bound; runs of line breaks and spaces cost nothing past the first two,
@@ -64,12 +128,17 @@ class TextSink {
   onFull: () => void = () => {};
   private length = 0;
   private newlines = 2;
+  private space = false;
   private readonly maxChars: number;
   constructor(maxChars: number) {
     this.maxChars = maxChars;
   }
+  /** Collapsed text: a space after a space or a line break is dropped, as a browser does. */
+  flow(piece: string): void {
+    this.text((this.space || this.newlines > 0) && piece[0] === ' ' ? piece.slice(1) : piece);
+  }
   text(piece: string): void {
-    if (this.full || piece === '' || (piece === ' ' && this.newlines > 0)) return;
+    if (this.full || piece === '') return;
     // One more character than the budget is enough to tell the caller there was more.
     if (piece.length > this.maxChars - this.length + 1) {
       piece = piece.slice(0, this.maxChars - this.length + 1);
@@ -79,6 +148,7 @@ class TextSink {
     let trailing = 0;
     while (trailing < piece.length && piece[piece.length - 1 - trailing] === '\n') trailing++;
     this.newlines = trailing === piece.length ? this.newlines + trailing : trailing;
+    this.space = piece[piece.length - 1] === ' ';
     if (this.length > this.maxChars) {
       this.full = true;
       this.onFull();

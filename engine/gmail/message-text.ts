@@ -3,12 +3,13 @@
  * gmail preset shows: sender, recipients, subject, date, snippet and a plain-text body of at
  * most `maxBytes` UTF-8 bytes. Messages labelled SPAM, TRASH, DRAFT or SENT are excluded, as
  * OpenClaw does. The resource is untrusted JSON: anything malformed is skipped or reported as
- * a verdict, never thrown, and no input makes the work grow past the bounds of message-parts.ts.
+ * a verdict, never thrown, and no input makes the work grow past the bounds of message-parts.ts
+ * and the one budget of source bytes and markup tokens all its text parts share.
  */
 import { decodeHTML } from 'entities';
-import { htmlToText } from './html-text.ts';
+import { htmlToText, MAX_MARKUP_TOKENS, type MarkupBudget } from './html-text.ts';
 import { headerOf, own, ownString, type TextPart, textParts } from './message-parts.ts';
-import { charsetOf, cutUtf8, decodePartText } from './part-body.ts';
+import { charsetOf, cutUtf8, decodePartText, toLf } from './part-body.ts';
 
 /** Labels whose messages never become agent runs. */
 export const EXCLUDED_LABELS = ['SPAM', 'TRASH', 'DRAFT', 'SENT'] as const;
@@ -57,6 +58,16 @@ const SNIPPET_MAX_BYTES = 1024;
 const MAX_LABELS = 100;
 const MAX_LABELS_SCANNED = 10_000;
 const MARK_BYTES = Buffer.byteLength(TRUNCATION_MARK);
+/**
+ * Most source bytes decoded and read from all text parts of one message together, whatever
+ * maxBytes says: a message's parts share one budget, so forty empty parts cost what one does.
+ * 1 MiB holds the largest plain text maxBytes allows in any ASCII-compatible charset (not in
+ * UTF-16: such a body is cut and marked) and keeps a message's text to ~20 ms on a small server.
+ */
+export const MAX_SOURCE_BYTES = 1024 * 1024;
+
+// What reading one message's parts may still spend; the parts draw on it in turn.
+type WorkBudget = MarkupBudget & { sourceBytes: number };
 
 /** The text of a Gmail Message resource, or why there is none. */
 export function messageText(resource: unknown, options: MessageTextOptions): MessageTextResult {
@@ -100,10 +111,14 @@ function bodyOf(
   maxBytes: number,
 ): { body: string; bodySource: BodySource; truncated: boolean } | null {
   const { plain, html } = textParts(payload);
+  const budget: WorkBudget = {
+    sourceBytes: Math.min(4 * maxBytes + 4, MAX_SOURCE_BYTES),
+    markupTokens: MAX_MARKUP_TOKENS,
+  };
   // Two source bytes per kept byte covers UTF-16 charsets; +4 shows whether more followed.
   const found =
-    firstText(plain, 2 * maxBytes + 4, (text) => ({ text, cut: false }), 'plain') ??
-    firstText(html, 4 * maxBytes + 4, (text) => htmlToText(text, maxBytes), 'html');
+    firstText(plain, 2 * maxBytes + 4, budget, (text) => ({ text, cut: false }), 'plain') ??
+    firstText(html, 4 * maxBytes + 4, budget, (text) => htmlToText(text, maxBytes, budget), 'html');
   if (found === null) return null;
   const whole = cutUtf8(found.text, maxBytes);
   if (!found.cut && !whole.cut) {
@@ -113,16 +128,23 @@ function bodyOf(
   return { body: kept + TRUNCATION_MARK, bodySource: found.source, truncated: true };
 }
 
+// The first part with text; each part read is paid from the message's budget, and once that is
+// spent no further part is looked at.
 function firstText(
   parts: TextPart[],
-  maxSourceBytes: number,
+  maxPartBytes: number,
+  budget: WorkBudget,
   toText: (text: string) => { text: string; cut: boolean },
   source: 'plain' | 'html',
 ): { text: string; cut: boolean; source: BodySource } | null {
   for (const part of parts) {
-    const decoded = decodePartText(part.data, charsetOf(part.contentType), maxSourceBytes);
+    if (budget.sourceBytes <= 0 || budget.markupTokens <= 0) return null;
+    const allowed = Math.min(maxPartBytes, budget.sourceBytes);
+    // Paid before decoding: a part that turns out invalid or empty was still examined.
+    budget.sourceBytes -= Math.min(allowed, Math.ceil((part.data.length * 3) / 4));
+    const decoded = decodePartText(part.data, charsetOf(part.contentType), allowed);
     if (decoded === null) continue;
-    const converted = toText(decoded.text.replace(/\r\n?/g, '\n'));
+    const converted = toText(toLf(decoded.text));
     if (converted.text.trim() === '') continue;
     return { text: converted.text, cut: converted.cut || decoded.sourceCut, source };
   }

@@ -14,6 +14,10 @@ export type MailFixture = {
   date?: string;
   text?: string;
   html?: string;
+  /** Several text/html parts side by side in a multipart/mixed (a crafted message). */
+  htmlParts?: string[];
+  /** Gmail's snippet, when the one made from the text will not do. */
+  snippet?: string;
   /** Defaults to INBOX and UNREAD. */
   labels?: string[];
   attachments?: { filename: string; mimeType?: string; size?: number }[];
@@ -97,7 +101,8 @@ export function createMailbox(startHistoryId = 1000n) {
         id: mail.id,
         threadId: mail.threadId,
         labelIds: mail.labels,
-        snippet: (mail.text ?? mail.html?.replace(/<[^>]*>/g, '') ?? '').slice(0, 100),
+        snippet:
+          mail.snippet ?? (mail.text ?? mail.html?.replace(/<[^>]*>/g, '') ?? '').slice(0, 100),
         historyId: String(mail.historyId),
         internalDate: String(mail.internalDate),
         sizeEstimate: (mail.text?.length ?? 0) + (mail.html?.length ?? 0) + 500,
@@ -137,7 +142,7 @@ function metadataPart(mail: StoredMail, wanted: string[]): Part {
 }
 
 function rootType(mail: StoredMail): string {
-  if (mail.attachments?.length) return 'multipart/mixed';
+  if (mail.attachments?.length || mail.htmlParts) return 'multipart/mixed';
   if (mail.text !== undefined && mail.html !== undefined) return 'multipart/alternative';
   return mail.html !== undefined ? 'text/html' : 'text/plain';
 }
@@ -156,6 +161,16 @@ function textPart(partId: string, mimeType: string, text: string): Part {
 // The text of the mail: one part, or multipart/alternative (plain first, per RFC 2046).
 function contentPart(mail: StoredMail, partId: string): Part {
   const prefix = partId === '' ? '' : `${partId}.`;
+  if (mail.htmlParts !== undefined) {
+    return {
+      partId,
+      mimeType: 'multipart/mixed',
+      filename: '',
+      headers: [{ name: 'Content-Type', value: 'multipart/mixed; boundary="parts"' }],
+      body: { size: 0 },
+      parts: mail.htmlParts.map((html, i) => textPart(`${prefix}${i}`, 'text/html', html)),
+    };
+  }
   if (mail.text !== undefined && mail.html !== undefined) {
     return {
       partId,
