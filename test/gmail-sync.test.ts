@@ -9,6 +9,7 @@ import { createLogger } from '../engine/log.ts';
 import { type MailboxStore, openMailboxStore } from '../engine/gmail/mailbox-store.ts';
 import {
   createMailboxSync,
+  MAX_SYNC_PAGES,
   type MailItem,
   type MailResult,
   type MailSource,
@@ -33,10 +34,19 @@ function mailbox() {
   const history: Array<{ id: string; historyId: bigint }> = [];
   let expired = false;
   let failure: MailResult<never> | undefined;
+  let endless: 'same' | 'fresh' | undefined;
+  const calls = { changes: 0 };
   const source: MailSource = {
     async changes(cursor, pageToken) {
+      calls.changes++;
       if (failure) return failure;
       if (expired) return { kind: 'cursor_expired' };
+      if (endless) {
+        // A turn of the event loop per page, as an answer from the network would take.
+        await new Promise((resolve) => setImmediate(resolve));
+        const next = { pageToken: endless === 'same' ? 'again' : `page-${calls.changes}` };
+        return { kind: 'ok', value: { messageIds: [], next, pages: 1 } };
+      }
       const after = history.filter((h) => h.historyId > BigInt(cursor));
       const last = history.at(-1)?.historyId ?? BigInt(cursor);
       // Two ids a run: the sync must follow the page token to the end.
@@ -44,7 +54,7 @@ function mailbox() {
       const ids = after.slice(from, from + 2).map((h) => h.id);
       const next =
         from + 2 < after.length ? { pageToken: String(from + 2) } : { historyId: String(last) };
-      return { kind: 'ok', value: { messageIds: ids, next } };
+      return { kind: 'ok', value: { messageIds: ids, next, pages: 1 } };
     },
     async message(id) {
       if (failure) return failure;
@@ -64,6 +74,11 @@ function mailbox() {
   };
   return {
     source,
+    calls,
+    /** History answers empty pages with a next page for ever: the same token, or a new one each time. */
+    endless(kind: 'same' | 'fresh') {
+      endless = kind;
+    },
     add(id: string, historyId: number) {
       history.push({ id, historyId: BigInt(historyId) });
     },
@@ -209,5 +224,42 @@ describe('mailbox sync', () => {
       retryAfterMs: 30_000,
     });
     expect(t.store.state(ACCOUNT)).toMatchObject({ cursor: '100', lastError: 'backoff' });
+  });
+
+  it('a history answering the same next page token for ever (the provider looping): the token is not followed twice, the sync goes on from the recent messages and tells the owner', async () => {
+    const t = setup();
+    t.store.advanceCursor(ACCOUNT, '100');
+    t.box.add('m1', 101);
+    t.box.endless('same');
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 1 });
+    expect(t.box.calls.changes).toBe(2);
+    expect(t.store.state(ACCOUNT).cursor).toBe('101');
+    expect(t.notes).toHaveLength(1);
+    expect(t.notes[0]).toContain('could not read the mailbox history to its end');
+  });
+
+  it('a history of new page tokens without end: the sync follows at most MAX_SYNC_PAGES pages, then goes on from the recent messages', async () => {
+    const t = setup();
+    t.store.advanceCursor(ACCOUNT, '100');
+    t.box.add('m1', 101);
+    t.box.endless('fresh');
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 1 });
+    expect(t.box.calls.changes).toBe(MAX_SYNC_PAGES);
+    expect(t.store.state(ACCOUNT).cursor).toBe('101');
+    expect(t.notes).toEqual([expect.stringContaining(`ran past ${MAX_SYNC_PAGES} pages`)]);
+  });
+
+  it('a stop while the history gives only empty pages: the sync ends after the page in progress', async () => {
+    const t = setup();
+    t.store.advanceCursor(ACCOUNT, '100');
+    t.box.endless('fresh');
+    const outcome = t.sync.request();
+    while (t.box.calls.changes < 5) await new Promise((resolve) => setImmediate(resolve));
+    t.sync.stop();
+    const atStop = t.box.calls.changes;
+    await t.sync.idle();
+    expect(await outcome).toEqual({ kind: 'waiting', reason: 'stopping' });
+    expect(t.box.calls.changes - atStop).toBeLessThanOrEqual(1);
+    expect(t.store.state(ACCOUNT).cursor).toBe('100');
   });
 });

@@ -33,7 +33,10 @@ export function createMailSource(api: GmailApi, settings: MailSourceSettings): M
       const next: HistoryNext = run.value.truncated
         ? { pageToken: run.value.resumePageToken }
         : { historyId: run.value.historyId };
-      return { kind: 'ok', value: { messageIds: run.value.messageIds, next } };
+      return {
+        kind: 'ok',
+        value: { messageIds: run.value.messageIds, next, pages: run.value.pages },
+      };
     },
     async message(id) {
       const format = settings.includeBody ? 'full' : 'metadata';

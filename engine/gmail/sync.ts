@@ -39,11 +39,11 @@ export type HistoryNext = { historyId: string } | { pageToken: string };
 
 /** The mailbox as the sync reads it (engine/gmail/mail-source.ts over the Gmail API). */
 export type MailSource = {
-  /** Ids of messages added after `cursor`, one bounded run of pages from `pageToken`. */
+  /** Ids of messages added after `cursor`, one bounded run of `pages` pages from `pageToken`. */
   changes(
     cursor: string,
     pageToken?: string,
-  ): Promise<MailResult<{ messageIds: string[]; next: HistoryNext }>>;
+  ): Promise<MailResult<{ messageIds: string[]; next: HistoryNext; pages: number }>>;
   /** The message, or undefined when it is gone or excluded (spam, trash, drafts, sent). */
   message(id: string): Promise<MailResult<MailItem | undefined>>;
   /** The newest message ids, newest first, and the mailbox's current history id. */
@@ -70,6 +70,13 @@ export type SyncDeps = {
 export const RECENT_FALLBACK = 50;
 // Messages older than the last good sync by more than this are not run after an expired cursor.
 const FALLBACK_MARGIN_MS = 60 * 60 * 1000;
+/**
+ * Most history pages one sync follows. Gmail keeps history for about a week; 1,000 full pages
+ * are 500,000 added messages, far more than any mailbox gets in that time. A history that runs
+ * past it (a provider that never stops answering with a next page) is treated as a lost cursor:
+ * retrying from the same cursor would read the same pages and stop at the same place for ever.
+ */
+export const MAX_SYNC_PAGES = 1000;
 
 export type SyncOutcome =
   | { kind: 'synced'; emitted: number }
@@ -135,15 +142,23 @@ async function syncOnce(run: Run): Promise<SyncOutcome> {
   if (state.cursor === undefined) return recover(run, state.lastSuccessAtMs);
   let emitted = 0;
   let pageToken: string | undefined;
+  let pages = 0;
+  const tokens = new Set<string>();
   for (;;) {
+    // Between runs too: a history of empty pages never reaches emitAll's check.
+    if (run.stopping()) return { kind: 'waiting', reason: 'stopping' };
     const changes = await run.deps.source.changes(state.cursor, pageToken);
     if (changes.kind === 'cursor_expired') return recover(run, state.lastSuccessAtMs);
     if (changes.kind !== 'ok') return stopped(run, changes);
     const done = await emitAll(run, changes.value.messageIds);
     if (typeof done !== 'number') return done.kind === 'waiting' ? done : stopped(run, done);
     emitted += done;
+    pages += changes.value.pages;
     const next = changes.value.next;
     if ('pageToken' in next) {
+      const endless = unending(pages, next.pageToken, tokens);
+      if (endless !== undefined) return recover(run, state.lastSuccessAtMs, endless);
+      tokens.add(next.pageToken);
       pageToken = next.pageToken;
       continue;
     }
@@ -156,6 +171,17 @@ async function syncOnce(run: Run): Promise<SyncOutcome> {
     store.recordSync(account, run.now(), undefined);
     return { kind: 'synced', emitted };
   }
+}
+
+/** Why the history is not followed further (Gmail loops, or it runs past the page budget). */
+function unending(
+  pages: number,
+  pageToken: string,
+  seen: ReadonlySet<string>,
+): string | undefined {
+  if (seen.has(pageToken)) return 'Gmail gave a page of the history it had given before';
+  if (pages >= MAX_SYNC_PAGES) return `the history ran past ${MAX_SYNC_PAGES} pages`;
+  return undefined;
 }
 
 /** A new refresh token since the refused one: lift the stop and go on. */
@@ -197,10 +223,20 @@ function skip(run: Run, messageId: string, reason: string): void {
   run.deps.store.recordError(run.deps.account, `message ${messageId} skipped: ${reason}`);
 }
 
-/** No usable cursor: the recent messages since the last good sync, then a fresh cursor. */
-async function recover(run: Run, lastSuccessAtMs: number | undefined): Promise<SyncOutcome> {
+/**
+ * No usable cursor: the recent messages since the last good sync, then a fresh cursor. `why`
+ * the history could not be read to its end, when that is the reason (the owner is always told).
+ */
+async function recover(
+  run: Run,
+  lastSuccessAtMs: number | undefined,
+  why?: string,
+): Promise<SyncOutcome> {
   const { deps } = run;
-  deps.logger.warn({ account: deps.account }, 'gmail: no usable cursor, syncing recent messages');
+  deps.logger.warn(
+    { account: deps.account, ...(why && { reason: why }) },
+    'gmail: no usable cursor, syncing recent messages',
+  );
   const recent = await deps.source.recent(RECENT_FALLBACK);
   if (recent.kind !== 'ok') return stopped(run, recent);
   const since = (lastSuccessAtMs ?? run.now()) - FALLBACK_MARGIN_MS;
@@ -222,7 +258,11 @@ async function recover(run: Run, lastSuccessAtMs: number | undefined): Promise<S
     oldestSeen = Math.min(oldestSeen, item.receivedAtMs);
     if (item.receivedAtMs >= since && (await deps.emit(deps.account, item))) emitted++;
   }
-  if (ids.length >= RECENT_FALLBACK && oldestSeen >= since) {
+  if (why !== undefined) {
+    deps.notify(
+      `Gmail sync for ${deps.account} could not read the mailbox history to its end (${why}); it went on from the ${RECENT_FALLBACK} newest messages, and mail between the two may have been missed.`,
+    );
+  } else if (ids.length >= RECENT_FALLBACK && oldestSeen >= since) {
     deps.notify(
       `Gmail sync for ${deps.account} lost its place in the mailbox history; the ${RECENT_FALLBACK} newest messages were read, and more mail may have arrived since the last sync.`,
     );

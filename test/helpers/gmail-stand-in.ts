@@ -5,7 +5,7 @@
  * (users.watch, users.stop, users.history.list, users.messages.get). Every
  * Gmail call must carry the current access token as its bearer. Tests script
  * failures (`failNext`), raw hostile answers (`answerNext`), an expired
- * history, a revoked refresh token, and read the log of calls.
+ * history or one without end, a revoked refresh token, and read the log of calls.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -87,6 +87,9 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
     refreshes: 0,
     revoked: false,
     stops: 0,
+    /** history.list answers an empty page with a next page for ever (the same token, or new ones). */
+    endless: undefined as 'same' | 'fresh' | undefined,
+    endlessPages: 0,
   };
   const calls: GmailCall[] = [];
   const tokenForms: URLSearchParams[] = [];
@@ -158,6 +161,11 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
   };
 
   const history = (query: URLSearchParams): RawReply => {
+    if (state.endless) {
+      state.endlessPages++;
+      const token = state.endless === 'same' ? 'again' : `page-${state.endlessPages}`;
+      return json(200, { historyId: String(mailbox.historyId()), nextPageToken: token });
+    }
     const startText = query.get('startHistoryId') ?? '';
     if (!/^\d+$/.test(startText)) return { status: 400, body: googleError(400, 'invalidArgument') };
     const start = BigInt(startText);
@@ -235,6 +243,10 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
     /** The refresh token is refused with invalid_grant from now on. */
     revokeRefreshToken: () => {
       state.revoked = true;
+    },
+    /** history.list never ends: every page is empty and names a next one (`same` token or new ones). */
+    endlessHistory(kind: 'same' | 'fresh' | undefined) {
+      state.endless = kind;
     },
     /** The current access token stops being valid (Gmail answers 401). */
     rotateAccessToken: () => {

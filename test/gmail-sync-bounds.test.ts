@@ -1,0 +1,103 @@
+/**
+ * The sync against a Gmail that would keep it busy for ever, in the real server with the Gmail
+ * stand-in: a history whose pages never end (the same next page, or a new one each time) is
+ * followed a bounded number of pages and shutdown does not wait for it.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_SYNC_PAGES } from '../engine/gmail/sync.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
+import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+import { until } from './helpers/signed-http.ts';
+
+const ACCOUNT = 'me@example.com';
+const PUSH_TOKEN = 'sync-bounds-push-token-0123456789';
+// history.list pages the sync reads per run before it emits their messages (mail-source.ts).
+const PAGES_PER_RUN = 5;
+
+let gmail: GmailStandIn;
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  await gmail.close();
+});
+
+async function start(): Promise<TestServer> {
+  server = await startTestServer({
+    hooks: {
+      presets: ['gmail'],
+      gmail: {
+        account: ACCOUNT,
+        topic: 'projects/my-project/topics/gmail-watch',
+        oauth: {
+          clientId: gmail.clientId,
+          clientSecret: gmail.clientSecret,
+          refreshToken: gmail.refreshToken,
+          tokenUrl: gmail.tokenUrl,
+        },
+        apiBaseUrl: gmail.apiBaseUrl,
+        serve: { bind: '127.0.0.1', port: 0, path: '/gmail-pubsub' },
+        push: { mode: 'token' },
+        pushToken: PUSH_TOKEN,
+      },
+    },
+  });
+  return server;
+}
+
+const historyCalls = () => gmail.calls.filter((call) => call.path.endsWith('/history'));
+
+/** The syncs the start makes have ended (so later Gmail calls are the test's own). */
+async function startupSynced(running: TestServer): Promise<void> {
+  await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
+  await running.mail?.sync.idle();
+}
+
+async function push(messageId: string): Promise<number> {
+  const data = Buffer.from(
+    JSON.stringify({ emailAddress: ACCOUNT, historyId: gmail.historyId() }),
+  ).toString('base64');
+  const res = await fetch(`${server?.mail?.pushUrl}/gmail-pubsub`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
+    body: JSON.stringify({
+      message: { data, messageId, publishTime: new Date().toISOString() },
+      subscription: 'projects/my-project/subscriptions/gmail-watch-push',
+    }),
+  });
+  return res.status;
+}
+
+describe('a history without end', () => {
+  it('every page naming the same next page (pages attack): the token is followed once, the sync goes on from the newest messages, and later mail runs', async () => {
+    gmail = await startGmailStandIn();
+    gmail.endlessHistory('same');
+    const running = await start();
+    await startupSynced(running);
+    // The start syncs twice (the upkeep's tick, then the start's own); each reads two runs of
+    // pages, the second ending on the token the first ended on.
+    expect(historyCalls().length).toBeLessThanOrEqual(2 * 2 * PAGES_PER_RUN);
+    expect(gmail.calls.some((call) => call.path.endsWith('/messages'))).toBe(true);
+    gmail.endlessHistory(undefined);
+    const mail = gmail.addMessage({ from: 'ann@example.com', subject: 'Hi', text: 'Hello.' });
+    expect(await push('p1')).toBe(204);
+    await until(
+      'the mail ran',
+      async () => (await running.store.listActions({ limit: 10 })).length === 1,
+    );
+    const actions = await running.store.listActions({ limit: 10 });
+    expect(actions.map((a) => a.action.verification?.deliveryId)).toEqual([mail]);
+  });
+
+  it('a new next page every time, and a shutdown while it is read: the sync stops within one run of pages, and never reads more than MAX_SYNC_PAGES', async () => {
+    gmail = await startGmailStandIn();
+    gmail.endlessHistory('fresh');
+    const running = await start();
+    await until('the sync is following pages', () => historyCalls().length >= 3 * PAGES_PER_RUN);
+    const atClose = historyCalls().length;
+    await running.close();
+    server = undefined;
+    expect(historyCalls().length - atClose).toBeLessThanOrEqual(PAGES_PER_RUN);
+    expect(historyCalls().length).toBeLessThanOrEqual(MAX_SYNC_PAGES);
+  });
+});
