@@ -1,9 +1,11 @@
 /**
  * The sync against a Gmail that would keep it busy for ever, in the real server with the Gmail
  * stand-in: a history whose pages never end (the same next page, or a new one each time) is
- * followed a bounded number of pages and shutdown does not wait for it.
+ * followed a bounded number of pages and shutdown does not wait for it; a rate limit saying
+ * `Retry-After: 0` (or a date in the past) is tried again after a floor that doubles, not at once.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { RETRY_FLOOR_MS } from '../engine/gmail/retry-wait.ts';
 import { MAX_SYNC_PAGES } from '../engine/gmail/sync.ts';
 import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
@@ -100,4 +102,63 @@ describe('a history without end', () => {
     expect(historyCalls().length - atClose).toBeLessThanOrEqual(PAGES_PER_RUN);
     expect(historyCalls().length).toBeLessThanOrEqual(MAX_SYNC_PAGES);
   });
+});
+
+describe('a rate limit without a wait', () => {
+  it.each([
+    ['429 with Retry-After: 0', 429, '0'],
+    ['503 with a Retry-After date in the past', 503, 'Thu, 01 Jan 1970 00:00:00 GMT'],
+  ])(
+    '%s (tight retry): the sync is tried again after one second, then two, and the mail runs once',
+    async (_name, status, retryAfter) => {
+      gmail = await startGmailStandIn();
+      const running = await start();
+      await startupSynced(running);
+      const before = historyCalls().length;
+      const mail = gmail.addMessage({ from: 'bob@example.com', subject: 'Later', text: 'Hi.' });
+      gmail.failNext(status, 2, { retryAfter });
+      expect(await push('p1')).toBe(204);
+      await until(
+        'the mail ran',
+        async () => (await running.store.listActions({ limit: 10 })).length === 1,
+        15_000,
+      );
+      const [first, second, third] = historyCalls()
+        .slice(before)
+        .map((call) => call.at);
+      // Timers may fire a millisecond early by the wall clock.
+      expect(second! - first!).toBeGreaterThanOrEqual(RETRY_FLOOR_MS - 5);
+      expect(third! - second!).toBeGreaterThanOrEqual(2 * RETRY_FLOOR_MS - 5);
+      const actions = await running.store.listActions({ limit: 10 });
+      expect(actions.map((a) => a.action.verification?.deliveryId)).toEqual([mail]);
+    },
+    20_000,
+  );
+
+  it('the token endpoint answering 429 with Retry-After: 0 (tight retry): the refresh is tried again after one second, then two, and the mail runs once', async () => {
+    gmail = await startGmailStandIn();
+    const running = await start();
+    await startupSynced(running);
+    const mail = gmail.addMessage({ from: 'cy@example.com', subject: 'Later', text: 'Hi.' });
+    // Gmail refuses the access token; each refresh is then rate limited twice.
+    gmail.rotateAccessToken();
+    const before = gmail.tokenTimes.length;
+    for (let i = 0; i < 2; i++) {
+      gmail.answerNext(
+        { status: 429, headers: { 'retry-after': '0' }, body: '{"error":"rate_limited"}' },
+        'token',
+      );
+    }
+    expect(await push('p1')).toBe(204);
+    await until(
+      'the mail ran',
+      async () => (await running.store.listActions({ limit: 10 })).length === 1,
+      15_000,
+    );
+    const [first, second, third] = gmail.tokenTimes.slice(before);
+    expect(second! - first!).toBeGreaterThanOrEqual(RETRY_FLOOR_MS - 5);
+    expect(third! - second!).toBeGreaterThanOrEqual(2 * RETRY_FLOOR_MS - 5);
+    const actions = await running.store.listActions({ limit: 10 });
+    expect(actions.map((a) => a.action.verification?.deliveryId)).toEqual([mail]);
+  }, 20_000);
 });

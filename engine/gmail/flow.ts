@@ -17,7 +17,8 @@ import { createMailboxClient } from './mailbox-client.ts';
 import { createPushAuthenticator } from './push-auth.ts';
 import { decodePush } from './push-envelope.ts';
 import { startPushServer } from './push-server.ts';
-import { createMailboxSync, type MailboxSync, markNeedsConsent } from './sync.ts';
+import { retryWaitMs } from './retry-wait.ts';
+import { createMailboxSync, type MailboxSync, markNeedsConsent, type SyncOutcome } from './sync.ts';
 import { readRefreshToken } from './token-file.ts';
 import { startUpkeep } from './upkeep.ts';
 
@@ -171,16 +172,23 @@ const RETRY_FAILED_MS = 5 * 60 * 1000;
 // What a later try can cure (a refused consent waits for a new token; a stop is a stop).
 const RETRIED: ReadonlySet<string> = new Set(['backoff', 'failed', 'cursor_expired']);
 
-/** Run the sync now; when it could not finish, once more later. */
+/** Run the sync now; when it could not finish, once more later (never at once: retry-wait.ts). */
 function retrying(sync: MailboxSync, logger: Logger) {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  // Syncs in a row that did not finish; callers sharing one sync share its outcome, counted once.
+  let failures = 0;
+  let counted: SyncOutcome | undefined;
   const now = (): Promise<void> =>
     sync.request().then(
       (outcome) => {
+        if (outcome.kind === 'synced') failures = 0;
         if (stopped || outcome.kind !== 'waiting' || !RETRIED.has(outcome.reason)) return;
+        if (outcome !== counted) failures++;
+        counted = outcome;
         clearTimeout(timer);
-        timer = setTimeout(() => void now(), outcome.retryAfterMs ?? RETRY_FAILED_MS);
+        const wait = retryWaitMs(outcome.retryAfterMs ?? RETRY_FAILED_MS, failures);
+        timer = setTimeout(() => void now(), wait);
         timer.unref();
       },
       (err: unknown) => logger.error({ err: (err as Error).message }, 'gmail sync failed'),

@@ -31,6 +31,8 @@ export type GmailCall = {
   query: URLSearchParams;
   /** Whether the bearer was the current access token. */
   authorized: boolean;
+  /** When it arrived (epoch ms). */
+  at: number;
 };
 
 /** A raw answer sent as is; `stream` sends `chunk` `count` times (or until the client leaves). */
@@ -93,6 +95,7 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
   };
   const calls: GmailCall[] = [];
   const tokenForms: URLSearchParams[] = [];
+  const tokenTimes: number[] = [];
   const watches: unknown[] = [];
   const watchExpirations: number[] = [];
 
@@ -193,6 +196,7 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
         path: url.pathname,
         query: url.searchParams,
         authorized,
+        at: Date.now(),
       };
       calls.push(call);
       // The bearer is checked first, as Google does: no scripted answer without a valid token.
@@ -200,6 +204,7 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
       const next = scripted.gmail.shift();
       return send(res, next ?? gmail(req, call, raw));
     }
+    tokenTimes.push(Date.now());
     const next = scripted.token.shift();
     if (next) {
       tokenForms.push(new URLSearchParams(raw));
@@ -227,6 +232,8 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
     calls,
     /** Every token request's form, in order. */
     tokenForms,
+    /** When each token request arrived (epoch ms), in order. */
+    tokenTimes,
     /** The bodies of users.watch calls. */
     watches,
     /** The expiry (ms) each users.watch answer gave, in order. */
