@@ -767,6 +767,25 @@ export function describeRuntimeStore(
         expect(await store.history({ ...owner, sessionKey: 'hook:other' }, 10)).toEqual([]);
       });
 
+      it('sizes: the UTF-8 bytes of pending events and of the last turns, weighed without their texts', async () => {
+        const owner = { agentId: 'main', sessionKey: 'hook:sizes', kind: 'agent' as const };
+        await store.addTurns(owner, 'r1', 'p1', 'é'.repeat(10));
+        await store.addTurns(owner, 'r2', 'prompt two', 'a2');
+        expect(await store.historySizes(owner, 3)).toEqual([2, 10, 20]);
+        expect(await store.historySizes({ ...owner, agentId: 'ops' }, 3)).toEqual([]);
+        for (const text of ['one', '€€', 'three']) {
+          await store.addEvent({ sessionKey: MAIN, text, source: 'wake', trusted: true });
+        }
+        const [first, ...rest] = await store.pendingEvents(MAIN, 10);
+        const id = await store.startHeartbeat('test');
+        await store.finishHeartbeat(id, { state: 'done', events: [first?.seq as number] });
+        expect(await store.pendingSizes(MAIN, 10)).toEqual([
+          { seq: rest[0]?.seq, bytes: 6 },
+          { seq: rest[1]?.seq, bytes: 5 },
+        ]);
+        expect(await store.pendingSizes(MAIN, 1)).toHaveLength(1);
+      });
+
       it('heartbeats: newest first; done consumes its events, failed keeps them pending', async () => {
         const events = [];
         for (const text of ['e1', 'e2', 'e3']) {

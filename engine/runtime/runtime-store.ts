@@ -279,6 +279,11 @@ export interface SessionStore {
   /** Events no heartbeat has consumed yet, oldest first. */
   pendingEvents(sessionKey: string, limit: number): Promise<SystemEvent[]>;
   /**
+   * The UTF-8 size of the text of each of the oldest pending events as stored, oldest first:
+   * what a heartbeat weighs before it reads any text (the texts are not read).
+   */
+  pendingSizes(sessionKey: string, limit: number): Promise<{ seq: number; bytes: number }[]>;
+  /**
    * Whether a pending event of the session came from an action that asked for a heartbeat now
    * (a wake with `mode: now`, an agent run with `wakeMode: now`). That request lives in memory:
    * a process that starts, or an instance that takes the lead, asks again for one. Reads every
@@ -290,6 +295,8 @@ export interface SessionStore {
   events(sessionKey: string, limit: number): Promise<SystemEvent[]>;
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
   history(owner: TurnOwner, limit: number): Promise<Turn[]>;
+  /** The UTF-8 size of the text of each of the last turns, newest first (the texts are not read). */
+  historySizes(owner: TurnOwner, limit: number): Promise<number[]>;
   /** Append a prompt and its reply to an agent's history in a session. */
   addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): Promise<void>;
   /** Heartbeat turns stored before history had an owner go to the agent that runs heartbeats. */

@@ -174,6 +174,16 @@ export class PostgresSessionRecords implements SessionStore {
     return rows.map(toEvent);
   }
 
+  async pendingSizes(sessionKey: string, limit: number): Promise<{ seq: number; bytes: number }[]> {
+    // octet_length takes a stored text's size without reading (or decompressing) the text.
+    const { rows } = await this.pool.query<{ seq: string; bytes: number }>(
+      `SELECT seq, octet_length(text) AS bytes FROM system_events
+       WHERE session_key = $1 AND consumed_by IS NULL ORDER BY seq LIMIT $2`,
+      [sessionKey, limit],
+    );
+    return rows.map((row) => ({ seq: Number(row.seq), bytes: Number(row.bytes) }));
+  }
+
   async pendingAskedNow(sessionKey: string, signal?: AbortSignal): Promise<boolean> {
     // As the SQLite store reads it (and why as text): newest first, a page per query, the
     // action's text holding the field exactly.
@@ -226,6 +236,15 @@ export class PostgresSessionRecords implements SessionStore {
       runId: row.run_id,
       createdAt: isoTime(row.created_at) ?? '',
     }));
+  }
+
+  async historySizes(owner: TurnOwner, limit: number): Promise<number[]> {
+    const { rows } = await this.pool.query<{ bytes: number }>(
+      `SELECT octet_length(text) AS bytes FROM session_turns
+       WHERE agent_id = $1 AND session_key = $2 AND kind = $3 ORDER BY seq DESC LIMIT $4`,
+      [owner.agentId, owner.sessionKey, owner.kind, limit],
+    );
+    return rows.map((row) => Number(row.bytes));
   }
 
   async addTurns(owner: TurnOwner, runId: string, prompt: string, reply: string): Promise<void> {

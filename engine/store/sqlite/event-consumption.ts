@@ -42,6 +42,14 @@ export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM
   ORDER BY seq ${boundLimit('?2')}`;
 
 /**
+ * The seq and UTF-8 size of the oldest pending events of a session (?1 session key, ?2 limit):
+ * octet_length reads the size from the row's header, not the text.
+ */
+export const PENDING_SIZES = `SELECT seq, octet_length(text) FROM system_events
+  WHERE ${PENDING}
+  ORDER BY seq ${boundLimit('?2')}`;
+
+/**
  * One page of a session's pending events, newest first below a seq (?1 session key, ?2 below,
  * ?3 page size): its lowest seq (NULL when the page is empty), its size, and whether one of its
  * events came from an action that asked for a heartbeat now. The stored action is JSON that

@@ -28,6 +28,7 @@ import {
   eventOf,
   PENDING_ASKED_NOW_PAGE,
   PENDING_EVENTS,
+  PENDING_SIZES,
   SESSION_EVENTS,
 } from './event-consumption.ts';
 import { storedEventText } from '../stored-event.ts';
@@ -47,6 +48,9 @@ export type Row = Record<string, string | number | null>;
 
 // The last turns of one agent's session, newest first (?: agent, session, kind, limit).
 const HISTORY = `SELECT role, text, run_id, created_at FROM session_turns
+  WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC ${boundLimit()}`;
+// The UTF-8 size of the last turns' texts, newest first (?: agent, session, kind, limit).
+const HISTORY_SIZES = `SELECT octet_length(text) FROM session_turns
   WHERE agent_id = ? AND session_key = ? AND kind = ? ORDER BY seq DESC ${boundLimit()}`;
 const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, reply, ack, error, runner_pgid
   FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
@@ -195,6 +199,11 @@ export class SqliteSessionRecords implements SessionStore {
     return this.arrays(PENDING_EVENTS).all(sessionKey, limit).map(eventOf);
   }
 
+  async pendingSizes(sessionKey: string, limit: number): Promise<{ seq: number; bytes: number }[]> {
+    const rows = this.arrays(PENDING_SIZES).all(sessionKey, limit) as unknown as number[][];
+    return rows.map(([seq, bytes]) => ({ seq: Number(seq), bytes: Number(bytes) }));
+  }
+
   async pendingAskedNow(sessionKey: string, signal?: AbortSignal): Promise<boolean> {
     const page = this.statement(PENDING_ASKED_NOW_PAGE);
     let below = Number.MAX_SAFE_INTEGER;
@@ -228,6 +237,16 @@ export class SqliteSessionRecords implements SessionStore {
       runId: (runId as string | null) ?? null,
       createdAt: createdAt as string,
     }));
+  }
+
+  async historySizes(owner: TurnOwner, limit: number): Promise<number[]> {
+    const rows = this.arrays(HISTORY_SIZES).all(
+      owner.agentId,
+      owner.sessionKey,
+      owner.kind,
+      limit,
+    ) as unknown as number[][];
+    return rows.map(([bytes]) => Number(bytes));
   }
 
   /** Append a prompt and its reply to an agent's history in a session. */
