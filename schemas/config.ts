@@ -245,6 +245,14 @@ export const configSchema = {
         concurrency: { type: 'integer', minimum: 1, maximum: 64, default: 4 },
         // Most bytes of a runner's answer read (stdout, HTTP body); more fails the turn for good.
         maxReplyBytes: { type: 'integer', minimum: 1024, maximum: 67_108_864, default: 1_048_576 },
+        // Most bytes of text one turn sends a runner: its message (at most half) and its history
+        // (the newest turns that fit the rest); a heartbeat's events past its half wait for the next.
+        maxPromptBytes: {
+          type: 'integer',
+          minimum: 16_384,
+          maximum: 67_108_864,
+          default: 1_048_576,
+        },
         // Retries of work that did not happen (runner unreachable, 429, 5xx).
         retry: {
           type: 'object',

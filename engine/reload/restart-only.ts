@@ -14,6 +14,7 @@ export const RESTART_ONLY = [
   'runtime.dataDir',
   'runtime.commitDelayMs',
   'runtime.concurrency',
+  'runtime.maxPromptBytes',
   'runtime.retry',
   'runtime.heartbeat',
   'session',

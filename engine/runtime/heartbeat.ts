@@ -8,16 +8,22 @@
  * want of room is followed by another at once. A reply that is only the ack token is
  * recorded, not delivered. Every event in the prompt is either written by
  * hookgate from its config or wrapped as untrusted content; the history is
- * the heartbeat's own turns.
+ * the heartbeat's own turns. The events shown and the history sent fit
+ * runtime.maxPromptBytes: events are weighed before they are read, and those
+ * past the budget stay pending for the next heartbeat.
  */
 import cron, { type ScheduledTask } from 'node-cron';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
 import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
+import { nextBatch } from './heartbeat-batch.ts';
 import { heartbeatMessage } from './heartbeat-prompt.ts';
+import { byteLength, HEARTBEAT_HISTORY_TURNS, messageBudget } from './prompt-budget.ts';
+import { cutPlain } from './prompt-cut.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 import { isAckOnly } from './replies.ts';
+import { historyWithin } from './run-history.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
 import type { Schedule } from './schedule.ts';
 
@@ -34,6 +40,8 @@ export type HeartbeatSettings = {
   schedule: Schedule;
   /** Most events one heartbeat includes (the rest go in the heartbeat that follows at once). */
   maxEvents: number;
+  /** Most bytes of message and history one heartbeat sends (`runtime.maxPromptBytes`). */
+  maxPromptBytes: number;
   /** The delivery retry policy (runtime.retry), as for agent runs. */
   retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
   /** Who may move the last route (the heartbeat keeps it, following a moved chat). */
@@ -115,7 +123,8 @@ export function createHeartbeat(deps: {
       if (now - lastNoRunner < 60_000) return false;
       lastNoRunner = now;
       const id = await store.startHeartbeat(reason);
-      const events = await store.pendingEvents(settings.mainKey, settings.maxEvents);
+      // Counted, not read: a failed heartbeat records only how many events it would have had.
+      const events = await store.pendingSizes(settings.mainKey, settings.maxEvents);
       const error = `no runner is configured for agent "${agent.id}"`;
       await store.finishHeartbeat(id, {
         state: 'failed',
@@ -126,12 +135,16 @@ export function createHeartbeat(deps: {
       return false;
     }
     const id = await store.startHeartbeat(reason);
-    // One more than a batch: whether events stay pending after this heartbeat.
-    const read = await store.pendingEvents(settings.mainKey, settings.maxEvents + 1);
-    const events = read.slice(0, settings.maxEvents);
-    const history = await store.history(owner, 20);
-    const seqs = events.map((event) => event.seq);
+    // The oldest pending events that fit the message's share: a backlog of large events was
+    // read 100 at a time and sent whole, 25 MB and more per turn.
+    const { events, seqs, more } = await nextBatch(store, settings);
     const message = heartbeatMessage(events, settings.prompt);
+    const history = await historyWithin(
+      store,
+      owner,
+      HEARTBEAT_HISTORY_TURNS,
+      settings.maxPromptBytes - byteLength(message),
+    );
     const result = await agent.runner.run(
       {
         kind: 'heartbeat',
@@ -142,7 +155,7 @@ export function createHeartbeat(deps: {
         model: agent.model ?? null,
         thinking: null,
         timeoutSeconds: agent.timeoutSeconds,
-        history: history.map(({ role, text }) => ({ role, text })),
+        history,
       },
       {
         signal: deps.signal,
@@ -173,7 +186,15 @@ export function createHeartbeat(deps: {
       events: seqs,
       reply: result.reply,
       ack,
-      ...(!ack && { turns: { owner, prompt: message, reply: result.reply }, deliver: true }),
+      // The reply is kept for history no larger than a message may be (it is delivered whole).
+      ...(!ack && {
+        turns: {
+          owner,
+          prompt: message,
+          reply: cutPlain(result.reply, messageBudget(settings.maxPromptBytes)),
+        },
+        deliver: true,
+      }),
     });
     // Failed meanwhile by the instance that took the lead: it runs the events again and
     // delivers its own reply; delivering this one too would send the agent's answer twice, and
@@ -184,7 +205,7 @@ export function createHeartbeat(deps: {
     }
     if (!ack) await delivery.deliver(id);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
-    return servesNow && read.length > events.length;
+    return servesNow && more;
   }
 
   function launch(reason: string): void {

@@ -4,7 +4,8 @@
  * the session), then ends with its summary in the main session, or hands
  * its reply to delivery, or (a turn that did not happen) goes back to the
  * queue by the retry policy. A row that holds no action a run can take ends
- * dead. Every write is fenced by the run's claim.
+ * dead. Every write is fenced by the run's claim. The message and history a
+ * turn sends, and the turns it keeps, fit runtime.maxPromptBytes.
  */
 import type { AgentAction, WakeAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
@@ -18,6 +19,9 @@ import type { RunResult } from './runners/runner.ts';
 import type { RunRow, RuntimeStore, TurnOwner } from './runtime-store.ts';
 import { isRunnableAction, UNREADABLE_OUTCOME, wakeEvent } from './stored-runs.ts';
 import type { LastRoutePolicy } from './last-route.ts';
+import { byteLength, messageBudget } from './prompt-budget.ts';
+import { cutPlain, cutPrompt } from './prompt-cut.ts';
+import { historyWithin } from './run-history.ts';
 import { linkedAbort } from '../linked-abort.ts';
 
 // A turn not started (back to the queue) or stopped (a failed attempt) because the run's lease
@@ -43,6 +47,8 @@ export type RunSettings = {
   retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
   defaultAgentId: string;
   historyTurns: number;
+  /** Most bytes of message and history one turn sends (`runtime.maxPromptBytes`). */
+  maxPromptBytes: number;
   /** Who may move the main session's last route (a hook's delivery never does). */
   lastRoute: LastRoutePolicy;
 };
@@ -107,7 +113,8 @@ export function createRunStep(deps: RunStepDeps) {
       return deliverReply(row, action, row.outcome.reply, undefined, ended);
     }
     const started = performance.now();
-    const result = await runTurn(row, action);
+    const message = turnMessage(action);
+    const result = await runTurn(row, action, message);
     if (result === LEASE_LOST) {
       logger.warn({ actionId: action.id }, 'agent run stopped: its lease may have lapsed');
       // A turn that ran counts as an attempt, retried after the usual backoff (so a database
@@ -172,10 +179,11 @@ export function createRunStep(deps: RunStepDeps) {
     // The turn's outcome; what becomes of its delivery is published on its own.
     ran(action, 'done', started);
     const ack = isAckOnly(result.reply, settings.ackToken);
+    // What history keeps: the message as sent, the reply no larger than a message may be.
     const turns = {
       owner: turnOwner(action),
-      prompt: action.prompt ?? action.message,
-      reply: result.reply,
+      prompt: message,
+      reply: cutPlain(result.reply, messageBudget(settings.maxPromptBytes)),
     };
     // Ack-only replies are never delivered.
     if (!action.deliver || ack) {
@@ -205,6 +213,17 @@ export function createRunStep(deps: RunStepDeps) {
     runFinished.publish({ agentId, outcome, durationMs: performance.now() - started });
   }
 
+  /**
+   * The message a turn sends: the request's text (wrapped when untrusted), cut inside its wrapper
+   * to the message's share of the budget.
+   */
+  const turnMessage = (action: AgentAction): string =>
+    cutPrompt(
+      action.prompt ?? action.message,
+      action.prompt === undefined,
+      messageBudget(settings.maxPromptBytes),
+    );
+
   /** History belongs to the agent that runs the turn and the session key, never the key alone. */
   const turnOwner = (action: AgentAction): TurnOwner => ({
     agentId: agentFor(action)?.id ?? action.agentId,
@@ -215,6 +234,7 @@ export function createRunStep(deps: RunStepDeps) {
   async function runTurn(
     row: RunRow,
     action: AgentAction,
+    message: string,
   ): Promise<RunResult | typeof LEASE_LAPSED | typeof LEASE_LOST> {
     const agent = agentFor(action);
     if (!agent?.runner) {
@@ -223,7 +243,12 @@ export function createRunStep(deps: RunStepDeps) {
         reason: `no runner is configured for agent "${action.agentId}" (agents.defaults.runner)`,
       };
     }
-    const history = await store.history(turnOwner(action), settings.historyTurns);
+    const history = await historyWithin(
+      store,
+      turnOwner(action),
+      settings.historyTurns,
+      settings.maxPromptBytes - byteLength(message),
+    );
     // Another instance may have taken the run over while this one waited (a stalled process, a
     // store down for longer than the lease): its turn must not start beside theirs.
     if (store.holdsLease && !store.holdsLease(row, START_LEASE_RESERVE)) return LEASE_LAPSED;
@@ -236,11 +261,11 @@ export function createRunStep(deps: RunStepDeps) {
           runId: action.id,
           agentId: action.agentId,
           sessionKey: action.sessionKey,
-          message: action.prompt ?? action.message,
+          message,
           model: action.model ?? agent.model ?? null,
           thinking: action.thinking ?? null,
           timeoutSeconds: action.timeoutSeconds ?? agent.timeoutSeconds,
-          history: history.map(({ role, text }) => ({ role, text })),
+          history,
           origin: {
             hook: action.hook,
             ...(action.mappingId !== undefined && { mappingId: action.mappingId }),

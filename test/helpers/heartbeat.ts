@@ -6,6 +6,7 @@
  */
 import type { Logger } from '../../engine/log.ts';
 import { createHeartbeat, type Heartbeat } from '../../engine/runtime/heartbeat.ts';
+import { DEFAULT_MAX_PROMPT_BYTES } from '../../engine/runtime/prompt-budget.ts';
 import type { Runner } from '../../engine/runtime/runners/runner.ts';
 import { SqliteRuntimeStore } from '../../engine/store/sqlite/runtime-store.ts';
 import { tempDir } from './hookgate.ts';
@@ -24,6 +25,8 @@ export function testHeartbeat(options: {
   logger: Logger;
   /** Most events one heartbeat includes. */
   maxEvents: number;
+  /** Most bytes of message and history a heartbeat sends (default: runtime.maxPromptBytes's default). */
+  maxPromptBytes?: number;
   /** The coalescing window (default 0: a heartbeat asked for starts at once). */
   coalesceMs?: number;
   signal?: AbortSignal;
@@ -45,6 +48,7 @@ export function testHeartbeat(options: {
       coalesceMs: options.coalesceMs ?? 0,
       schedule: { kind: 'off' },
       maxEvents: options.maxEvents,
+      maxPromptBytes: options.maxPromptBytes ?? DEFAULT_MAX_PROMPT_BYTES,
       retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
       lastRoute: { pinned: false, ownerRoutes: [] },
       leaseMs: 30_000,

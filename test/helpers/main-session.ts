@@ -52,6 +52,8 @@ export type WorldOptions = {
   prepare?: (dataDir: string) => void;
   /** The `store` setting (default: SQLite in the data directory). */
   store?: Record<string, unknown>;
+  /** More `runtime` settings (e.g. maxPromptBytes). */
+  runtime?: Record<string, unknown>;
 };
 
 const defaultRunner = (run: RunInput): StubReply => ({
@@ -95,6 +97,7 @@ export async function startWorld(options: WorldOptions = {}): Promise<World> {
       runtime: {
         retry: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 200 },
         heartbeat: { every: 'off', prompt: PROMPT },
+        ...options.runtime,
       },
       ...(options.session && { session: options.session }),
       ...(options.store && { store: options.store }),

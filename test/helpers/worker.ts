@@ -5,6 +5,7 @@
  * during a test), a silent log.
  */
 import pino from 'pino';
+import { DEFAULT_MAX_PROMPT_BYTES } from '../../engine/runtime/prompt-budget.ts';
 import type { Runner } from '../../engine/runtime/runners/runner.ts';
 import type { RuntimeStore } from '../../engine/runtime/runtime-store.ts';
 import { createActionWorker } from '../../engine/runtime/worker.ts';
@@ -38,6 +39,7 @@ export function testWorker(
       defaultAgentId: 'main',
       pollMs: options.pollMs,
       historyTurns: 10,
+      maxPromptBytes: DEFAULT_MAX_PROMPT_BYTES,
       lastRoute: { pinned: false, ownerRoutes: [] },
     },
     logger: pino({ level: 'silent' }),
