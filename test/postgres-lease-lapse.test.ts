@@ -11,7 +11,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runner } from '../engine/runtime/runners/runner.ts';
-import type { Claim, Turn, TurnOwner } from '../engine/runtime/runtime-store.ts';
+import type { Claim, TurnOwner } from '../engine/runtime/runtime-store.ts';
 import { closePool, openPool } from '../engine/store/postgres/pool.ts';
 import { PostgresRuntimeStore } from '../engine/store/postgres/runtime-store.ts';
 import { migratePostgres } from '../engine/store/postgres/schema.ts';
@@ -30,16 +30,19 @@ function deferred(): Deferred {
   return { promise, resolve };
 }
 
-/** A store whose history read waits for the test, and whose renewals fail until then. */
+/**
+ * A store whose history read (its first step: the turns' sizes) waits for the test, and whose
+ * renewals fail until then.
+ */
 class StalledStore extends PostgresRuntimeStore {
   readonly historyAsked = deferred();
   readonly goOn = deferred();
   private cutOff = true;
-  override async history(owner: TurnOwner, limit: number): Promise<Turn[]> {
+  override async historySizes(owner: TurnOwner, limit: number): Promise<number[]> {
     this.historyAsked.resolve();
     await this.goOn.promise;
     this.cutOff = false;
-    return super.history(owner, limit);
+    return super.historySizes(owner, limit);
   }
   override async renewLeases(running: readonly Claim[]): Promise<void> {
     if (this.cutOff) throw new Error('the database cannot be reached');
