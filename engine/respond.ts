@@ -94,10 +94,21 @@ export function answerClientError(socket: Duplex, code: string | undefined): voi
         : 'bad_request';
   const { status, message } = ERRORS[errorCode];
   const body = JSON.stringify({ ok: false, error: { code: errorCode, message } });
-  socket.end(
+  endAndClose(
+    socket,
     `HTTP/1.1 ${status} ${errorCode}\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
   );
+}
+
+/**
+ * Write the last bytes of a connection and close it once they are out, not when the peer closes
+ * its side: such a socket is past node:http's timeouts, so a peer that never closed would keep it
+ * (and its place under the connection caps) for ever.
+ */
+function endAndClose(socket: Duplex, last?: string): void {
+  socket.once('finish', () => socket.destroy());
+  socket.end(last);
 }
 
 /**
@@ -108,6 +119,6 @@ export function responseOnDetached(req: IncomingMessage, socket: Duplex): Server
   const res = new ServerResponse(req);
   res.shouldKeepAlive = false;
   res.assignSocket(socket as Parameters<ServerResponse['assignSocket']>[0]);
-  res.on('finish', () => socket.end());
+  res.on('finish', () => endAndClose(socket));
   return res;
 }

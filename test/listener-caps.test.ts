@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startPushServer } from '../engine/gmail/push-server.ts';
 import { createLogger } from '../engine/log.ts';
 import { type AdminStack, startAdminStack } from './helpers/admin.ts';
+import { startTestServer, TOKEN } from './helpers/hookgate.ts';
 import { waitFor } from './helpers/runtime.ts';
 
 const sockets: Socket[] = [];
@@ -126,5 +127,75 @@ describe('the admin listener', () => {
 
   it('connections past maxConnections: the extra one is closed unanswered', async () => {
     await expectCapped(await adminListener({ maxConnections: 2 }), 2);
+  });
+});
+
+describe('a socket answered outside the request path is closed by the server', () => {
+  /** Connections that never close their side, each sent `request`; resolves once each is answered. */
+  async function halfOpen(url: string, request: string, count: number): Promise<Client[]> {
+    const { hostname, port } = new URL(url);
+    const clients: Client[] = [];
+    for (let i = 0; i < count; i++) {
+      const socket = connect({ port: Number(port), host: hostname, allowHalfOpen: true });
+      sockets.push(socket);
+      let received = '';
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('latin1');
+      });
+      socket.on('error', () => undefined);
+      socket.write(request);
+      clients.push({ socket, received: () => received, closed: () => socket.destroyed });
+    }
+    await waitFor(
+      'every connection answered',
+      () => clients.every((client) => client.received().includes('HTTP/1.1 ')) || undefined,
+      30_000,
+    );
+    return clients;
+  }
+
+  /** A request from the same address gets its answer once the server let the held sockets go. */
+  async function acceptedAgain(url: string): Promise<void> {
+    await waitFor(
+      'a new request from the address to be answered',
+      async () => {
+        const status = await fetch(`${url}/hooks/wake`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          body: '{"text":"after"}',
+        }).then(
+          (res) => res.status,
+          () => undefined,
+        );
+        return status === 200 || undefined;
+      },
+      30_000,
+    );
+  }
+
+  async function server() {
+    const started = await startTestServer({
+      server: { maxConnectionsPerAddress: 2, headersTimeoutMs: 300, requestTimeoutMs: 500 },
+    });
+    stops.push(() => started.stop());
+    return started.url;
+  }
+
+  it('a peer that never closes after its CONNECT was answered holds no place under the cap', async () => {
+    const url = await server();
+    const held = await halfOpen(
+      url,
+      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+      2,
+    );
+    expect(held.every((client) => client.received().startsWith('HTTP/1.1 4'))).toBe(true);
+    await acceptedAgain(url);
+  });
+
+  it('a peer that never closes after its half-sent request was answered 408 holds no place under the cap', async () => {
+    const url = await server();
+    const held = await halfOpen(url, 'POST /hooks/wake HTTP/1.1\r\nHost: x\r\n', 2);
+    expect(held.every((client) => client.received().startsWith('HTTP/1.1 408'))).toBe(true);
+    await acceptedAgain(url);
   });
 });
