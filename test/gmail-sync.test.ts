@@ -9,6 +9,7 @@ import { createLogger } from '../engine/log.ts';
 import { type MailboxStore, openMailboxStore } from '../engine/gmail/mailbox-store.ts';
 import {
   createMailboxSync,
+  MAX_SYNC_MESSAGES,
   MAX_SYNC_PAGES,
   type MailItem,
   type MailResult,
@@ -34,8 +35,8 @@ function mailbox() {
   const history: Array<{ id: string; historyId: bigint }> = [];
   let expired = false;
   let failure: MailResult<never> | undefined;
-  let endless: 'same' | 'fresh' | undefined;
-  const calls = { changes: 0 };
+  let endless: 'same' | 'fresh' | 'crowded' | undefined;
+  const calls = { changes: 0, messages: 0 };
   const source: MailSource = {
     async changes(cursor, pageToken) {
       calls.changes++;
@@ -45,7 +46,12 @@ function mailbox() {
         // A turn of the event loop per page, as an answer from the network would take.
         await new Promise((resolve) => setImmediate(resolve));
         const next = { pageToken: endless === 'same' ? 'again' : `page-${calls.changes}` };
-        return { kind: 'ok', value: { messageIds: [], next, pages: 1 } };
+        // Crowded: each page names 30,000 new messages (a page of 500 records of 60 each).
+        const messageIds =
+          endless === 'crowded'
+            ? Array.from({ length: 30_000 }, (_, i) => `crowd-${calls.changes}-${i}`)
+            : [];
+        return { kind: 'ok', value: { messageIds, next, pages: 1 } };
       }
       const after = history.filter((h) => h.historyId > BigInt(cursor));
       const last = history.at(-1)?.historyId ?? BigInt(cursor);
@@ -57,6 +63,7 @@ function mailbox() {
       return { kind: 'ok', value: { messageIds: ids, next, pages: 1 } };
     },
     async message(id) {
+      calls.messages++;
       if (failure) return failure;
       if (id.startsWith('broken')) return { kind: 'failed', reason: 'Gmail HTTP 400' };
       return { kind: 'ok', value: id.startsWith('spam') ? undefined : item(id) };
@@ -75,8 +82,11 @@ function mailbox() {
   return {
     source,
     calls,
-    /** History answers empty pages with a next page for ever: the same token, or a new one each time. */
-    endless(kind: 'same' | 'fresh') {
+    /**
+     * History answers pages with a next page for ever: empty, with the same token or a new one each
+     * time, or (crowded) each naming 30,000 new messages.
+     */
+    endless(kind: 'same' | 'fresh' | 'crowded') {
       endless = kind;
     },
     add(id: string, historyId: number) {
@@ -247,6 +257,21 @@ describe('mailbox sync', () => {
     expect(t.box.calls.changes).toBe(MAX_SYNC_PAGES);
     expect(t.store.state(ACCOUNT).cursor).toBe('101');
     expect(t.notes).toEqual([expect.stringContaining(`ran past ${MAX_SYNC_PAGES} pages`)]);
+  });
+
+  it('a history whose pages each name 30,000 new messages: the sync reads at most MAX_SYNC_MESSAGES of them, then goes on from the recent messages and tells the owner', async () => {
+    const t = setup();
+    t.store.advanceCursor(ACCOUNT, '100');
+    t.box.add('m1', 101);
+    t.box.endless('crowded');
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 1 });
+    // The first page's 30,000 and the recent m1; the second page would pass the bound.
+    expect(t.box.calls.messages).toBe(30_001);
+    expect(t.box.calls.messages).toBeLessThanOrEqual(MAX_SYNC_MESSAGES + 1);
+    expect(t.store.state(ACCOUNT).cursor).toBe('101');
+    expect(t.notes).toEqual([
+      expect.stringContaining(`more than ${MAX_SYNC_MESSAGES} new messages`),
+    ]);
   });
 
   it('a stop while the history gives only empty pages: the sync ends after the page in progress', async () => {

@@ -17,8 +17,8 @@ import {
 
 /** The most history records one page may carry (Gmail's maxResults is 500 at most). */
 export const MAX_HISTORY_RECORDS = 500;
-/** The most messages one history record may name. */
-export const MAX_MESSAGES_PER_RECORD = 1000;
+/** The most messages one history record may name (Gmail's name one, a thread's move a few). */
+export const MAX_MESSAGES_PER_RECORD = 100;
 const MAX_PAGE_TOKEN = 4096;
 // A page token goes back into a query string: printable ASCII only.
 const PAGE_TOKEN_SHAPE = /^[\x21-\x7e]+$/;

@@ -77,6 +77,9 @@ const FALLBACK_MARGIN_MS = 60 * 60 * 1000;
  * retrying from the same cursor would read the same pages and stop at the same place for ever.
  */
 export const MAX_SYNC_PAGES = 1000;
+// The most new messages one sync reads (each a Gmail call and an action): a page may name many
+// (500 records, each up to MAX_MESSAGES_PER_RECORD), so the page budget alone did not bound them.
+export const MAX_SYNC_MESSAGES = 50_000;
 
 export type SyncOutcome =
   | { kind: 'synced'; emitted: number }
@@ -143,6 +146,7 @@ async function syncOnce(run: Run): Promise<SyncOutcome> {
   let emitted = 0;
   let pageToken: string | undefined;
   let pages = 0;
+  let listed = 0;
   const tokens = new Set<string>();
   for (;;) {
     // Between runs too: a history of empty pages never reaches emitAll's check.
@@ -150,6 +154,11 @@ async function syncOnce(run: Run): Promise<SyncOutcome> {
     const changes = await run.deps.source.changes(state.cursor, pageToken);
     if (changes.kind === 'cursor_expired') return recover(run, state.lastSuccessAtMs);
     if (changes.kind !== 'ok') return stopped(run, changes);
+    listed += changes.value.messageIds.length;
+    if (listed > MAX_SYNC_MESSAGES) {
+      const reason = `the history named more than ${MAX_SYNC_MESSAGES} new messages`;
+      return recover(run, state.lastSuccessAtMs, reason);
+    }
     const done = await emitAll(run, changes.value.messageIds);
     if (typeof done !== 'number') return done.kind === 'waiting' ? done : stopped(run, done);
     emitted += done;
@@ -174,11 +183,7 @@ async function syncOnce(run: Run): Promise<SyncOutcome> {
 }
 
 /** Why the history is not followed further (Gmail loops, or it runs past the page budget). */
-function unending(
-  pages: number,
-  pageToken: string,
-  seen: ReadonlySet<string>,
-): string | undefined {
+function unending(pages: number, pageToken: string, seen: ReadonlySet<string>): string | undefined {
   if (seen.has(pageToken)) return 'Gmail gave a page of the history it had given before';
   if (pages >= MAX_SYNC_PAGES) return `the history ran past ${MAX_SYNC_PAGES} pages`;
   return undefined;
