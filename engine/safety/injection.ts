@@ -8,6 +8,18 @@
  */
 import { lookAlike, type Skeleton, skeleton } from './skeleton.ts';
 
+/**
+ * Every pattern this module built, as run over untrusted text: built at load, so the test that
+ * holds the engine's patterns to linear time (regex-linear.test.ts) cannot read them as literals.
+ */
+export const BUILT_PATTERNS: RegExp[] = [];
+
+/** Note a pattern built at load among BUILT_PATTERNS. */
+function built(pattern: RegExp): RegExp {
+  BUILT_PATTERNS.push(pattern);
+  return pattern;
+}
+
 /** A pattern written in ASCII, its literal letters and escaped punctuation widened to their look-alikes. */
 function onSkeleton(pattern: RegExp): RegExp {
   const source = pattern.source;
@@ -27,7 +39,7 @@ function onSkeleton(pattern: RegExp): RegExp {
       out += /[A-Z]/.test(char) ? lookAlike(char) : char;
     }
   }
-  return new RegExp(out, pattern.flags);
+  return built(new RegExp(out, pattern.flags));
 }
 
 /** A test of the injection view for one phrasing. */
@@ -47,7 +59,7 @@ function phrase(pattern: RegExp): Detector {
  */
 function wordsInOrder(stages: RegExp[], gaps: number[], barrier = ''): Detector {
   const groups = stages.map((stage) => `(${onSkeleton(stage).source})`).join('|');
-  const scan = new RegExp(`${groups}|(\n${barrier})`, 'g');
+  const scan = built(new RegExp(`${groups}|(\n${barrier})`, 'g'));
   const last = stages.length - 1;
   // Cheap first look: most texts lack the first or the last word altogether.
   const first = onSkeleton(stages[0] as RegExp);

@@ -30,6 +30,13 @@ const ANY_MARKER_LIKE = new RegExp(markerSource(''));
 const ASCII_SOURCE = markerSource('[^A-Z0-9<>|]*');
 const ASCII_MARKER_LIKE = new RegExp(ASCII_SOURCE, 'g');
 const ANY_ASCII_MARKER_LIKE = new RegExp(ASCII_SOURCE);
+/** The patterns built above, as run over untrusted text (held to linear time by regex-linear.test.ts). */
+export const MARKER_PATTERNS: readonly RegExp[] = [
+  MARKER_LIKE,
+  ANY_MARKER_LIKE,
+  ASCII_MARKER_LIKE,
+  ANY_ASCII_MARKER_LIKE,
+];
 
 /** Whether the content holds anything marker-like. */
 function anyMarkerLike(sk: Skeleton): boolean {
