@@ -1,0 +1,38 @@
+/**
+ * The last good version of each transform module, kept across restarts and
+ * recycles: the text of the files a process reported it compiled, read by
+ * the server. A new process compiles these, not a broken edit on disk.
+ */
+import { readUnchanged } from './module-files.ts';
+import type { CompiledFiles, SourceFile } from './protocol.ts';
+
+export type LastGoodSources = {
+  /** A process compiled a module from disk: keep the text of those files (or drop a refused module's). */
+  record(compiled: CompiledFiles): void;
+  /** What a new process compiles instead of the files on disk, by module key. */
+  sources(): Array<{ key: string; files: SourceFile[] }>;
+};
+
+/** The store for `modules`, each read only under its pinned real root. */
+export function createLastGoodSources(
+  modules: ReadonlyArray<{ key: string; realRoot: string }>,
+): LastGoodSources {
+  const rootOf = new Map(modules.map((m) => [m.key, m.realRoot]));
+  const lastGood = new Map<string, SourceFile[]>();
+  return {
+    record({ key, files }) {
+      const root = rootOf.get(key) as string;
+      const read: SourceFile[] = [];
+      // Read here (contained, and only if each file still has the signature reported).
+      for (const { file, signature } of files) {
+        const code = readUnchanged(root, file, signature);
+        // Changed again since: that process will recompile and report the newer version.
+        if (code === undefined) return;
+        read.push({ file, signature, code });
+      }
+      if (read.length === 0) lastGood.delete(key);
+      else lastGood.set(key, read);
+    },
+    sources: () => [...lastGood].map(([key, files]) => ({ key, files })),
+  };
+}
