@@ -1,11 +1,14 @@
 /**
  * The one path by which an outside answer's text enters a reason
  * (engine/outbound/answer-detail.ts): whatever surrounds it, a credential
- * echoed in any spelling an answer may use (as sent, URL-, path-, form- or
- * JSON-encoded, its whitespace changed) is blanked, and the text kept is
- * bounded; a code-shaped field passes only with its shape.
+ * echoed as sent or in the escapings an answer may wrap it in (URL-, path-,
+ * form- or JSON-encoded, PHP's escaped slashes, `\u` escapes, lowercase or
+ * doubled percent-escapes, HTML references, upper-cased, broken by a
+ * newline) is blanked, and an answer without one comes back as it was; the
+ * text kept is bounded; a code-shaped field passes only with its shape.
  */
 import { fc, test } from '@fast-check/vitest';
+import { encodeHTML } from 'entities';
 import { describe, expect, it } from 'vitest';
 import {
   ANSWER_DETAIL_MAX,
@@ -37,6 +40,27 @@ const SPELLINGS: Array<[string, (s: string) => string]> = [
   ['JSON-escaped', (s) => JSON.stringify(s).slice(1, -1)],
   ['in a URL path', inPath],
   ['with its blanks doubled', (s) => s.replace(/ /g, '  \n')],
+  ['JSON with escaped slashes (PHP)', (s) => JSON.stringify(s).slice(1, -1).replaceAll('/', '\\/')],
+  [
+    'JSON \\u escapes',
+    (s) =>
+      s
+        .split('')
+        .map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+        .join(''),
+  ],
+  [
+    'percent-encoded, lowercase hex',
+    (s) => encodeURIComponent(s.toWellFormed()).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()),
+  ],
+  ['percent-encoded twice', (s) => encodeURIComponent(encodeURIComponent(s.toWellFormed()))],
+  [
+    'as HTML numeric entities',
+    (s) => [...s].map((c) => `&#x${c.codePointAt(0)?.toString(16)};`).join(''),
+  ],
+  ['as HTML named entities', (s) => encodeHTML(s)],
+  ['broken by a newline', (s) => `${s.slice(0, 2)}\n${s.slice(2)}`],
+  ['upper-cased', (s) => s.toUpperCase()],
 ];
 
 /** The secret as a URL parser puts it in a path (`/bot<token>/sendMessage`), where it stays one. */
@@ -52,8 +76,10 @@ describe('answer detail', () => {
   test.prop([credential, around, around, fc.constantFrom(...SPELLINGS)])(
     'a credential echoed in any spelling, anywhere in an answer, is blanked in the reason',
     (secret, before, after, [, spell]) => {
-      const said = answerDetail(`${before}${spell(secret.trim())}${after}`, [secret], 10_000);
+      const spelled = spell(secret.trim());
+      const said = answerDetail(`${before}${spelled}${after}`, [secret], 10_000);
       expect(said).not.toContain(secret.trim().replace(/\s+/g, ' '));
+      expect(said).not.toContain(spelled.trim().replace(/\s+/g, ' '));
       expect(said).toContain('***');
     },
   );
@@ -111,21 +137,40 @@ describe('answer detail', () => {
     expect(answerCode(value, shape)).toBe(passes ? value : undefined);
   });
 
-  it('a URL gives its user info and long query values, a header its value and credential', () => {
-    expect(urlSecrets('https://relay:p%40ss@h.example/run?key=abcdefgh12&v=2')).toEqual([
-      'relay',
-      'relay',
-      'p%40ss',
-      'p@ss',
-      'abcdefgh12',
-    ]);
+  it('a URL gives its user info, long path segments and long query values; headers their credentials, and other values when long', () => {
+    expect(
+      urlSecrets('https://relay:p%40ss@h.example/agent/Zx9kQ2mP7vL4/run?key=abcdefgh12&v=2'),
+    ).toEqual(['relay', 'relay', 'p%40ss', 'p@ss', 'Zx9kQ2mP7vL4', 'abcdefgh12']);
     const basic = Buffer.from('user:hunter22').toString('base64');
-    expect(headerSecrets({ authorization: `Basic ${basic}`, 'x-key': 'k1' })).toEqual([
+    expect(
+      headerSecrets({
+        authorization: `Basic ${basic}`,
+        'x-key': 'k1',
+        'x-region': 'eu',
+        'x-tenant': 'acme-corp-eu-1',
+        'x-forwarded': 'Bearer t0k',
+        cookie: 'sid=abcdefghijk; theme=dark',
+      }),
+    ).toEqual([
       `Basic ${basic}`,
       basic,
       'user:hunter22',
       'hunter22',
       'k1',
+      'acme-corp-eu-1',
+      'Bearer t0k',
+      't0k',
+      'sid=abcdefghijk; theme=dark',
+      'abcdefghijk',
     ]);
+  });
+
+  // Fillers of N-Z, digits, blanks and the characters escapes start with; the secret of a-m.
+  test.prop([
+    fc.string({ unit: fc.constantFrom(...'NOPZ019 \n%&;#\\/+'.split('')), maxLength: 300 }),
+    letters('a', 'm', 4),
+  ])('an answer that holds no secret comes back as it was', (text, secret) => {
+    expect(answerEnd(text, [secret])).toBe(text);
+    expect(answerDetail(text, [secret], 10_000)).toBe(text.replace(/\s+/g, ' ').trim());
   });
 });

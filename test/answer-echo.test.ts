@@ -11,6 +11,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../engine/log.ts';
 import { createCommandRunner } from '../engine/runtime/runners/command.ts';
+import { createHttpRunner } from '../engine/runtime/runners/http.ts';
+import type { RunRequest } from '../engine/runtime/runners/runner.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { readLogLines } from './helpers/log-lines.ts';
 import {
@@ -32,6 +34,18 @@ const RELAY_KEY = 'relay-secret-XYZ123';
 const MM_TOKEN = 'MM-SECRET-TOKEN-123';
 // The longest log line an honest failure writes is far shorter.
 const MAX_LOG_LINE = 4096;
+
+const RUN: RunRequest = {
+  kind: 'agent',
+  runId: 'run-1',
+  agentId: 'main',
+  sessionKey: 'hook:1',
+  message: 'hello',
+  model: null,
+  thinking: null,
+  timeoutSeconds: 10,
+  history: [],
+};
 
 const open: Array<{ server: TestServer; cleanup: () => void }> = [];
 const stubs: Stub[] = [];
@@ -240,5 +254,99 @@ describe('outside answers that echo our credentials', () => {
       expect(text).not.toContain(MM_TOKEN);
       expect(text.length).toBeLessThan(MAX_LOG_LINE);
     }
+  });
+
+  it('an http runner whose URL path carries a token, answered by an Express-style 404 that echoes the path: the token appears in no log line, run reason or summary', async () => {
+    const token = 'Zx9kQ2mP7vL4sT8wR1nB';
+    const endpoint = await stub((exchange) => ({
+      status: 404,
+      body: `<pre>Cannot POST ${exchange.url}</pre>`,
+    }));
+    const { server, dataDir, logLines } = await hookgate({
+      agents: { defaults: { runner: { kind: 'http', url: `${endpoint.url}/agent/${token}/run` } } },
+    });
+    const runId = await accept(server, { message: 'hello', deliver: false, name: 'Path' });
+    expect(await waitForFinal(dataDir, runId)).toMatchObject({
+      state: 'failed',
+      outcome: { reason: 'HTTP 404: <pre>Cannot POST /agent/***/run</pre>' },
+    });
+    expect(endpoint.exchanges[0]?.url).toBe(`/agent/${token}/run`);
+    const lines = await waitFor('the failure logged', () => {
+      const all = logLines();
+      return all.some((line) => line['msg'] === 'agent run failed') ? all : undefined;
+    });
+    const stored = [
+      ...summaries(dataDir, runId),
+      ...query(dataDir, 'SELECT outcome FROM actions').map((row) => String(row['outcome'])),
+    ];
+    expect(stored.length).toBeGreaterThanOrEqual(2);
+    for (const text of [...stored, ...lines.map((line) => JSON.stringify(line))])
+      expect(text).not.toContain(token);
+  });
+
+  it('an http runner with short routing headers (`2`, `eu`) and a short API key header: its failure reason stays readable, the key is still blanked', async () => {
+    const endpoint = await stub((exchange) => ({
+      status: 503,
+      body: `upstream eu-west-2 overloaded, retry in 20s (request 42), key ${exchange.headers['x-api-key']}`,
+    }));
+    const runner = createHttpRunner({
+      url: `${endpoint.url}/run`,
+      headers: { 'openai-version': '2', 'x-region': 'eu', 'x-api-key': 'k1' },
+    });
+    expect(await runner.run(RUN)).toMatchObject({
+      status: 'retry',
+      reason: 'HTTP 503: upstream eu-west-2 overloaded, retry in 20s (request 42), key ***',
+    });
+    expect(endpoint.exchanges[0]?.headers['x-region']).toBe('eu');
+  });
+});
+
+// The key an http runner sends as `Authorization: Bearer <key>`, with the characters encodings change.
+const ENCODED_KEY = 'sk-AbC/dEf+GhI=JkLmNoP1234';
+const percent = (s: string) => encodeURIComponent(s);
+
+describe('a runner answering 401 with its key echoed in an encoding', () => {
+  it.each([
+    [
+      'JSON with escaped slashes, as PHP writes it',
+      (k: string) => `{"error":"bad key ${k.replaceAll('/', '\\/')}"}`,
+      '{"error":"bad key ***"}',
+    ],
+    [
+      'JSON \\u escapes',
+      (k: string) =>
+        `{"e":"${[...k].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"}`,
+      '{"e":"***"}',
+    ],
+    [
+      'lowercase percent hex',
+      (k: string) => `bad key ${percent(k).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())}`,
+      'bad key ***',
+    ],
+    [
+      'percent-encoded twice (a URL quoted in a URL)',
+      (k: string) => `next=${percent(`https://h/?key=${percent(k)}`)}`,
+      'next=https%3A%2F%2Fh%2F%3Fkey%3D***',
+    ],
+    [
+      'HTML numeric entities',
+      (k: string) => `<p>bad key ${k.replaceAll('+', '&#43;').replaceAll('/', '&#x2F;')}</p>`,
+      '<p>bad key ***</p>',
+    ],
+    [
+      'HTML named entities',
+      (k: string) =>
+        `<p>bad key ${k.replaceAll('+', '&plus;').replaceAll('/', '&sol;').replaceAll('=', '&equals;')}</p>`,
+      '<p>bad key ***</p>',
+    ],
+    ['broken by a newline', (k: string) => `key: ${k.slice(0, 10)}\n${k.slice(10)}`, 'key: ***'],
+    ['upper-cased', (k: string) => `BAD KEY ${k.toUpperCase()}`, 'BAD KEY ***'],
+  ])('a key echoed as %s is blanked in the reason', async (_, spell, reason) => {
+    const endpoint = await stub(() => ({ status: 401, body: spell(ENCODED_KEY) }));
+    const runner = createHttpRunner({
+      url: `${endpoint.url}/run`,
+      headers: { authorization: `Bearer ${ENCODED_KEY}` },
+    });
+    expect(await runner.run(RUN)).toEqual({ status: 'error', reason: `HTTP 401: ${reason}` });
   });
 });

@@ -6,7 +6,15 @@
  * them: free text goes in only with every credential the call carried
  * blanked and its length capped; a code-shaped field only when it has its
  * code's shape. The one path for both runners and channel adapters.
+ *
+ * An echo is looked for in views of the answer (answer-view.ts: decoded
+ * zero to two times, case and whitespace folded) and blanked where it
+ * stands in the answer's own text, so the rest of the reason reads as the
+ * service wrote it. (Blanking the whole answer whenever a view held a
+ * credential would be simpler but leave an operator no clue at all of what
+ * went wrong, and the cut at a window's edge needs the views' spans anyway.)
  */
+import { answerViews, credentialForms } from './answer-view.ts';
 
 /** What a credential becomes in a reason. */
 export const BLANK = '***';
@@ -24,16 +32,9 @@ export const ANSWER_DETAIL_MAX = 200;
  */
 export const MIN_GUESSED_SECRET_LENGTH = 8;
 
-/** `text` with every secret blanked, in the spellings an answer may echo it in. */
+/** `text` with every secret blanked, in any of the spellings answer-view.ts reads through. */
 export function blankSecrets(text: string, secrets: readonly string[]): string {
-  const forms = new Set<string>();
-  for (const secret of secrets) for (const form of spellings(secret)) if (form) forms.add(form);
-  // Longest first: a secret that contains another (`Bearer <key>`, `<key>`) is blanked whole.
-  let out = text;
-  for (const form of [...forms].sort((a, b) => b.length - a.length)) {
-    out = out.replaceAll(form, BLANK);
-  }
-  return out;
+  return blank(text, secrets);
 }
 
 /**
@@ -44,7 +45,7 @@ export function blankSecrets(text: string, secrets: readonly string[]): string {
  */
 export const ANSWER_WINDOW = 65_536;
 
-/** An answer's free text for a reason: whitespace collapsed, secrets blanked, at most `max` characters. */
+/** An answer's free text for a reason: secrets blanked, whitespace collapsed, at most `max` characters. */
 export function answerDetail(
   text: unknown,
   secrets: readonly string[] = [],
@@ -52,9 +53,9 @@ export function answerDetail(
 ): string {
   if (typeof text !== 'string') return '';
   const cut = text.length > ANSWER_WINDOW;
-  const window = collapse(cut ? text.slice(0, ANSWER_WINDOW) : text);
+  const window = cut ? text.slice(0, ANSWER_WINDOW) : text;
   // Blanked before the cut to `max`, so no cut can leave part of a secret.
-  const out = cut ? blankCut(window, secrets, 'end') : blankSecrets(window, secrets);
+  const out = collapse(blank(window, secrets, cut ? 'end' : undefined));
   return out.length > max ? `${out.slice(0, max)}…` : out;
 }
 
@@ -66,17 +67,56 @@ export function answerDetail(
  */
 export function answerEnd(text: string, secrets: readonly string[], cut = false): string {
   const window = text.length > ANSWER_WINDOW ? text.slice(-ANSWER_WINDOW) : text;
-  return cut || window !== text
-    ? blankCut(window, secrets, 'start')
-    : blankSecrets(window, secrets);
+  return blank(window, secrets, cut || window !== text ? 'start' : undefined);
 }
 
-// A text cut at its start or end, blanked, without the characters at the cut where a secret
-// cut in two would show a piece of itself unblanked.
-function blankCut(text: string, secrets: readonly string[], at: 'start' | 'end'): string {
-  const piece = Math.max(0, ...secrets.flatMap((s) => spellings(s).map((f) => f.length - 1)));
-  const out = blankSecrets(text, secrets);
-  return at === 'start' ? out.slice(piece) : out.slice(0, Math.max(0, out.length - piece));
+/**
+ * `text` with the span of every echo of a secret, found in any of its views,
+ * replaced by BLANK. A text cut at its start or end also loses the characters
+ * at the cut where a secret cut in two could show a piece of itself: as many
+ * as the longest form of a secret less one, counted in every view (an
+ * encoded piece is longer in the text than in a view).
+ */
+function blank(text: string, secrets: readonly string[], cutAt?: 'start' | 'end'): string {
+  const forms = [...new Set(secrets.flatMap(credentialForms))];
+  if (!forms.length) return text;
+  const views = answerViews(text);
+  // +1 where a hidden span starts, -1 where it ends: overlapping echoes cost no more than one.
+  const edges = new Int32Array(text.length + 1);
+  for (const { text: seen, starts, ends } of views)
+    for (const form of forms)
+      for (let at = seen.indexOf(form); at !== -1; at = seen.indexOf(form, at + form.length)) {
+        (edges[starts[at] as number] as number)++;
+        (edges[ends[at + form.length - 1] as number] as number)--;
+      }
+  let [from, to] = [0, text.length];
+  const piece = Math.max(...forms.map((form) => form.length - 1));
+  if (cutAt && piece > 0)
+    for (const { text: seen, starts, ends } of views) {
+      const kept = seen.length > piece;
+      if (cutAt === 'start') from = Math.max(from, kept ? (starts[piece] as number) : text.length);
+      else to = Math.min(to, kept ? (ends[seen.length - piece - 1] as number) : 0);
+    }
+  return shown(text, edges, from, to);
+}
+
+// `text` from `from` to `to`, each run of hidden characters (a positive sum of edges) as one BLANK.
+function shown(text: string, edges: Int32Array, from: number, to: number): string {
+  let depth = 0;
+  for (let i = 0; i < from; i++) depth += edges[i] as number;
+  const parts: string[] = [];
+  let runStart = from;
+  let hidden = false;
+  for (let i = from; i < to; i++) {
+    depth += edges[i] as number;
+    if (i > from && depth > 0 !== hidden) {
+      parts.push(hidden ? BLANK : text.slice(runStart, i));
+      runStart = i;
+    }
+    hidden = depth > 0;
+  }
+  if (runStart < to) parts.push(hidden ? BLANK : text.slice(runStart, to));
+  return parts.join('');
 }
 
 /** A code-shaped field of an answer, or undefined unless it is a string of that shape (bounds included). */
@@ -84,7 +124,11 @@ export function answerCode(value: unknown, shape: RegExp): string | undefined {
   return typeof value === 'string' && shape.test(value) ? value : undefined;
 }
 
-/** The credentials a URL carries: its user info, and its query values (from MIN_GUESSED_SECRET_LENGTH). */
+/**
+ * The credentials a URL carries: its user info, and from MIN_GUESSED_SECRET_LENGTH its path
+ * segments (a relay or webhook URL that authenticates by path, `/agent/<token>/run`) and
+ * query values.
+ */
 export function urlSecrets(url: string | undefined): string[] {
   if (!url) return [];
   let parsed: URL;
@@ -94,23 +138,39 @@ export function urlSecrets(url: string | undefined): string[] {
     return [];
   }
   const out = [parsed.username, parsed.password].flatMap((part) => [part, decode(part)]);
+  for (const segment of parsed.pathname.split('/'))
+    if (segment.length >= MIN_GUESSED_SECRET_LENGTH) out.push(segment);
   for (const value of parsed.searchParams.values())
     if (value.length >= MIN_GUESSED_SECRET_LENGTH) out.push(value);
   return out.filter(Boolean);
 }
 
+// Headers whose value is a credential whatever its length (`x-api-key`, `x-auth-token`,
+// `x-session-id`, `x-signature`…); others (`openai-version: 2`, `x-region: eu`) route.
+const CREDENTIAL_HEADER =
+  /^(?:proxy-)?authorization$|^cookie$|key|token|secret|auth|passw|signature|session/i;
+// Schemes whose next word is a credential in any header (in a credential header, any scheme's is).
+const AUTH_SCHEME = /^(?:bearer|basic|token|bot|apikey|api-key|key|oauth|dpop|sso-key|ssws)$/i;
+
 /**
- * The credentials configured headers carry: every value (a header is
- * configured to authenticate or to route, and either is the caller's
- * business), and the credential after an auth scheme (`Bearer <token>`,
- * `Basic <base64>` with the user and password it encodes).
+ * The credentials configured headers carry: the whole value of a credential
+ * header and the credential after an auth scheme (`Bearer <token>`, `Basic
+ * <base64>` with the user and password it encodes), whatever their length;
+ * any other header's value, and each cookie's, from MIN_GUESSED_SECRET_LENGTH
+ * (it may still be a credential under a name we do not know).
  */
 export function headerSecrets(headers: Readonly<Record<string, string>> | undefined): string[] {
   const out: string[] = [];
-  for (const value of Object.values(headers ?? {})) {
-    out.push(value);
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    const credentialHeader = CREDENTIAL_HEADER.test(name);
+    if (credentialHeader) out.push(value);
+    else out.push(...guessedSecrets([value]));
+    if (name.toLowerCase() === 'cookie')
+      out.push(
+        ...guessedSecrets(value.split(';').map((pair) => pair.slice(pair.indexOf('=') + 1))),
+      );
     const scheme = /^([A-Za-z][\w-]*)\s+(\S+)\s*$/.exec(value.trim());
-    if (!scheme) continue;
+    if (!scheme || !(credentialHeader || AUTH_SCHEME.test(scheme[1] as string))) continue;
     const credential = scheme[2] as string;
     out.push(credential);
     if (scheme[1]?.toLowerCase() === 'basic') {
@@ -118,32 +178,13 @@ export function headerSecrets(headers: Readonly<Record<string, string>> | undefi
       out.push(pair, pair.slice(pair.indexOf(':') + 1));
     }
   }
-  return out.filter(Boolean);
+  return out.filter((secret) => secret.trim());
 }
 
 /** Values that may be credentials (a command runner's `env`): those from MIN_GUESSED_SECRET_LENGTH. */
 export function guessedSecrets(values: Iterable<string>): string[] {
   return [...values].filter((value) => value.trim().length >= MIN_GUESSED_SECRET_LENGTH);
 }
-
-// The secret as sent, and as an answer may quote it: URL-encoded (as a query value or
-// component, as a path segment: a token in Telegram's path), form-encoded, JSON-escaped; each
-// also with its whitespace collapsed (as answerDetail collapses the text).
-function spellings(secret: string): string[] {
-  const raw = secret.trim();
-  if (!raw) return [];
-  const escaped = JSON.stringify(raw).slice(1, -1);
-  // URLs carry a lone surrogate as U+FFFD (and encodeURIComponent would throw on one).
-  const whole = raw.toWellFormed();
-  const form = new URLSearchParams({ s: whole }).toString().slice(2);
-  const path = whole.replace(PATH_ENCODED, (c) => encodeURIComponent(c));
-  const forms = [raw, encodeURIComponent(whole), path, form, escaped];
-  return [...forms, ...forms.map(collapse)];
-}
-
-// What a URL parser percent-encodes in a path (WHATWG's path percent-encode set, and non-ASCII).
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are in the set.
-const PATH_ENCODED = /[\x00-\x20"#<>?`{}\x7f-\u{10ffff}]/gu;
 
 function collapse(text: string): string {
   return text.replace(/\s+/g, ' ').trim();

@@ -178,6 +178,8 @@ function teamsSettings(url: string): Record<string, unknown> {
 
 // Any spelling of the credential (raw, URL-, form- or JSON-encoded) starts with its first letters.
 const LEAKS = ['S3cret', PAD.slice(0, 300)];
+// A token in the path of a channel's base URL (a relay that authenticates by path).
+const PATH_TOKEN = 'PathTok9kQ2mP7vL4sT8';
 
 describe('hostile error answers, every channel', () => {
   it.each(CASES)(
@@ -194,6 +196,26 @@ describe('hostile error answers, every channel', () => {
           expect(reason.length).toBeGreaterThan(0);
           expect(reason.length).toBeLessThanOrEqual(MAX_REASON);
           for (const leak of LEAKS) expect(JSON.stringify(result)).not.toContain(leak);
+        }
+      } finally {
+        await standIn.close();
+      }
+    },
+  );
+
+  it.each(CASES)(
+    'a $id product behind a base URL with a token in its path, answering with the path echoed: the reason names no token',
+    async (c) => {
+      let answer = c.answers[0] as Case['answers'][number];
+      const standIn = await startStandIn((req) => answer(req));
+      try {
+        const adapter = c.factory(c.settings(`${standIn.url}/relay/${PATH_TOKEN}`));
+        for (answer of c.answers) {
+          const result = await adapter.send(c.to, 'hello');
+          expect(result.status).not.toBe('sent');
+          // The product did get the token in its path: the echo is real.
+          expect(standIn.requests.some((req) => req.url.includes(PATH_TOKEN))).toBe(true);
+          expect(JSON.stringify(result)).not.toContain(PATH_TOKEN);
         }
       } finally {
         await standIn.close();
