@@ -137,10 +137,17 @@ describe('answer detail', () => {
     expect(answerCode(value, shape)).toBe(passes ? value : undefined);
   });
 
-  it('a URL gives its user info, long path segments and long query values; headers their credentials, and other values when long', () => {
+  it('a URL gives its user info, token-like path segments and long query values; headers their credentials, and other values when long', () => {
     expect(
       urlSecrets('https://relay:p%40ss@h.example/agent/Zx9kQ2mP7vL4/run?key=abcdefgh12&v=2'),
     ).toEqual(['relay', 'relay', 'p%40ss', 'p@ss', 'Zx9kQ2mP7vL4', 'abcdefgh12']);
+    // Words in a path stay readable in a reason; a long run or letters mixed with digits do not.
+    expect(urlSecrets('https://api.example/v1/chat/completions')).toEqual([]);
+    expect(
+      urlSecrets(
+        'https://hooks.example/services/T0001/B0002/abcdefghijklmnopqrstuvwxyz/bot123456:AAHdqTcvC',
+      ),
+    ).toEqual(['abcdefghijklmnopqrstuvwxyz', 'bot123456:AAHdqTcvC']);
     const basic = Buffer.from('user:hunter22').toString('base64');
     expect(
       headerSecrets({

@@ -125,9 +125,10 @@ export function answerCode(value: unknown, shape: RegExp): string | undefined {
 }
 
 /**
- * The credentials a URL carries: its user info, and from MIN_GUESSED_SECRET_LENGTH its path
- * segments (a relay or webhook URL that authenticates by path, `/agent/<token>/run`) and
- * query values.
+ * The credentials a URL carries: its user info, from MIN_GUESSED_SECRET_LENGTH its query values,
+ * and the path segments that read as a token (a relay or webhook URL that authenticates by path,
+ * `/agent/<token>/run`, `/bot<id>:<token>`): letters and digits mixed, or a run too long for a
+ * word. An ordinary segment (`completions`, `webhooks`) is left readable in a reason.
  */
 export function urlSecrets(url: string | undefined): string[] {
   if (!url) return [];
@@ -138,11 +139,19 @@ export function urlSecrets(url: string | undefined): string[] {
     return [];
   }
   const out = [parsed.username, parsed.password].flatMap((part) => [part, decode(part)]);
-  for (const segment of parsed.pathname.split('/'))
-    if (segment.length >= MIN_GUESSED_SECRET_LENGTH) out.push(segment);
+  for (const segment of parsed.pathname.split('/')) if (tokenLike(segment)) out.push(segment);
   for (const value of parsed.searchParams.values())
     if (value.length >= MIN_GUESSED_SECRET_LENGTH) out.push(value);
   return out.filter(Boolean);
+}
+
+// Longer than any word a path is made of (`authorizations` is 14).
+const WORD_MAX = 24;
+
+/** A path segment that reads as a credential rather than a word. */
+function tokenLike(segment: string): boolean {
+  if (segment.length < MIN_GUESSED_SECRET_LENGTH) return false;
+  return segment.length > WORD_MAX || (/[0-9]/.test(segment) && /[A-Za-z]/.test(segment));
 }
 
 // Headers whose value is a credential whatever its length (`x-api-key`, `x-auth-token`,
