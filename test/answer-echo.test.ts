@@ -6,7 +6,7 @@
  * in its error id. None of it reaches a log line, the stored run, the
  * delivery record or the summary the next heartbeat prompt is built from.
  */
-import { openSync, realpathSync } from 'node:fs';
+import { openSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../engine/log.ts';
@@ -16,6 +16,8 @@ import type { RunRequest } from '../engine/runtime/runners/runner.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { readLogLines } from './helpers/log-lines.ts';
 import {
+  type Exchange,
+  NODE_BINARY,
   query,
   type Stub,
   type StubReply,
@@ -24,10 +26,7 @@ import {
   waitFor,
   waitForFinal,
 } from './helpers/runtime.ts';
-import type { Exchange } from './helpers/runtime.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const NODE = realpathSync(path.join(ROOT, 'node_modules/.bin/node'));
 const KEY_ENV = 'HOOKGATE_TEST_ECHO_KEY';
 const API_KEY = 'sk-live-TOPSECRET-abcdef';
 const RELAY_KEY = 'relay-secret-XYZ123';
@@ -158,7 +157,7 @@ describe('outside answers that echo our credentials', () => {
         defaults: {
           runner: {
             kind: 'command',
-            argv: [NODE, '-e', script],
+            argv: [NODE_BINARY, '-e', script],
             env: { AGENT_KEY: API_KEY, DEBUG: '1' },
           },
         },
@@ -181,21 +180,11 @@ describe('outside answers that echo our credentials', () => {
     const { dir, cleanup } = tempDir('hookgate-echo-cmd-');
     try {
       const runner = createCommandRunner({
-        argv: [NODE, '-e', script],
+        argv: [NODE_BINARY, '-e', script],
         cwd: dir,
         env: { AGENT_KEY: key },
       });
-      const result = await runner.run({
-        kind: 'agent',
-        runId: 'run-1',
-        agentId: 'main',
-        sessionKey: 'hook:1',
-        message: 'hello',
-        model: null,
-        thinking: null,
-        timeoutSeconds: 10,
-        history: [],
-      });
+      const result = await runner.run(RUN);
       expect(result).toMatchObject({ status: 'error' });
       const reason = (result as { reason: string }).reason;
       expect(reason).toMatch(/^exit 1: .*\*\*\*\.{34}end$/);

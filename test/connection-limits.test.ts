@@ -6,11 +6,12 @@
  * and no way of closing leaks a count.
  */
 import { EventEmitter } from 'node:events';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../engine/config.ts';
 import { createConnectionLimiter } from '../engine/connection-limit.ts';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+import { answeredOn, openRecording, type RecordingClient } from './helpers/raw-http.ts';
 import { waitFor } from './helpers/runtime.ts';
 
 const servers: TestServer[] = [];
@@ -27,44 +28,20 @@ async function start(server: Record<string, unknown>): Promise<TestServer> {
   return started;
 }
 
-/** A client connection that records what it received and when it closed. */
-type Client = { socket: Socket; received: () => string; closed: () => boolean };
-
-function open(url: string): Client {
-  const { hostname, port } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  sockets.push(socket);
-  let received = '';
-  let closed = false;
-  socket.on('data', (chunk: Buffer) => {
-    received += chunk.toString('latin1');
-  });
-  socket.on('error', () => undefined);
-  socket.on('close', () => {
-    closed = true;
-  });
-  return { socket, received: () => received, closed: () => closed };
+/** A client connection, destroyed after the test. */
+function open(url: string): RecordingClient {
+  const client = openRecording(url);
+  sockets.push(client.socket);
+  return client;
 }
 
 const REQUEST = 'GET /hooks/wake HTTP/1.1\r\nHost: localhost\r\n\r\n';
 
 /** Send one request on the connection; true once an HTTP answer came, false if it closed unanswered. */
-async function answered(client: Client, request = REQUEST): Promise<boolean> {
-  const before = client.received().length;
-  if (!client.closed()) client.socket.write(request);
-  const outcome = await waitFor(
-    'an answer or the connection to close',
-    () => {
-      if (client.received().slice(before).includes('HTTP/1.1 ')) return 'answered';
-      return client.closed() ? 'closed' : undefined;
-    },
-    30_000,
-  );
-  return outcome === 'answered';
-}
+const answered = (client: RecordingClient, request = REQUEST) => answeredOn(client, request);
 
 /** Open a connection and prove the server counts it (an answer came back). */
-async function openAnswered(url: string): Promise<Client> {
+async function openAnswered(url: string): Promise<RecordingClient> {
   const client = open(url);
   expect(await answered(client)).toBe(true);
   return client;
@@ -82,7 +59,7 @@ async function eventually<T>(what: string, attempt: () => Promise<T | undefined>
 }
 
 /** Open connections until one is answered: a place freed by a close is seen a moment later. */
-function openWhenFree(url: string): Promise<Client> {
+function openWhenFree(url: string): Promise<RecordingClient> {
   return eventually('a connection to be accepted', async () => {
     const client = open(url);
     return (await answered(client)) ? client : undefined;
@@ -121,7 +98,11 @@ describe('server.maxConnectionsPerAddress', () => {
         await openWhenFree(server.url),
         await openWhenFree(server.url),
       ];
-      const [ended, reset, serverClosed] = batch as [Client, Client, Client];
+      const [ended, reset, serverClosed] = batch as [
+        RecordingClient,
+        RecordingClient,
+        RecordingClient,
+      ];
       ended.socket.end();
       reset.socket.resetAndDestroy();
       // The server closes after answering a request that asks for it.

@@ -8,7 +8,7 @@
  * two products stand for all and the door checks are left out), reading
  * state only through the runtime store's interface.
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_PARTS } from '../engine/delivery/split.ts';
@@ -16,7 +16,7 @@ import { BACKEND_START_MS, type Backend, storeBackends } from './helpers/backend
 import type { RecordedRequest, StandIn, StandInReply } from './helpers/stand-in.ts';
 import { startStandIn } from './helpers/stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
-import { waitFor } from './helpers/runtime.ts';
+import { AGENT, NODE_BINARY, waitFor } from './helpers/runtime.ts';
 import {
   storeOf,
   summariesOf,
@@ -24,10 +24,6 @@ import {
   waitForRun,
   watchDeliveries,
 } from './helpers/store-reads.ts';
-
-const ROOT = path.resolve(import.meta.dirname, '..');
-const NODE = realpathSync(path.join(ROOT, 'node_modules/.bin/node'));
-const AGENT = path.join(ROOT, 'test/fixtures/agent.mjs');
 
 type Product = {
   channel: string;
@@ -176,7 +172,7 @@ async function startWith(
       },
       agents: {
         defaults: {
-          runner: { kind: 'command', argv: [NODE, AGENT], env: { AGENT_RECORD: record } },
+          runner: { kind: 'command', argv: [NODE_BINARY, AGENT], env: { AGENT_RECORD: record } },
         },
       },
       ...rest,

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Action } from '../schemas/action.ts';
-import { startGmailStandIn, type GmailStandIn } from './helpers/gmail-stand-in.ts';
+import { type GmailStandIn, gmailSettings, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import {
   AUDIENCE,
@@ -42,24 +42,14 @@ function config() {
   return {
     hooks: {
       presets: ['gmail'],
-      gmail: {
-        account: ACCOUNT,
-        topic: 'projects/my-project/topics/gmail-watch',
-        oauth: {
-          clientId: gmail.clientId,
-          clientSecret: gmail.clientSecret,
-          refreshToken: gmail.refreshToken,
-          tokenUrl: gmail.tokenUrl,
-        },
-        apiBaseUrl: gmail.apiBaseUrl,
-        serve: { bind: '127.0.0.1', port: 0, path: '/gmail-pubsub' },
+      gmail: gmailSettings(gmail, ACCOUNT, {
         push: {
           mode: 'oidc',
           audience: AUDIENCE,
           serviceAccountEmail: SERVICE_ACCOUNT,
           jwksUrl: keys.url,
         },
-      },
+      }),
     },
   };
 }

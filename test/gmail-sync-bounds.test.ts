@@ -7,11 +7,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RETRY_FLOOR_MS } from '../engine/gmail/retry-wait.ts';
 import { MAX_SYNC_PAGES } from '../engine/gmail/sync.ts';
-import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
+import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
+import {
+  type GmailStandIn,
+  gmailSettings,
+  PUSH_PATH,
+  startGmailStandIn,
+} from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 
-const ACCOUNT = 'me@example.com';
 const PUSH_TOKEN = 'sync-bounds-push-token-0123456789';
 // history.list pages the sync reads per run before it emits their messages (mail-source.ts).
 const PAGES_PER_RUN = 5;
@@ -28,20 +33,7 @@ async function start(): Promise<TestServer> {
   server = await startTestServer({
     hooks: {
       presets: ['gmail'],
-      gmail: {
-        account: ACCOUNT,
-        topic: 'projects/my-project/topics/gmail-watch',
-        oauth: {
-          clientId: gmail.clientId,
-          clientSecret: gmail.clientSecret,
-          refreshToken: gmail.refreshToken,
-          tokenUrl: gmail.tokenUrl,
-        },
-        apiBaseUrl: gmail.apiBaseUrl,
-        serve: { bind: '127.0.0.1', port: 0, path: '/gmail-pubsub' },
-        push: { mode: 'token' },
-        pushToken: PUSH_TOKEN,
-      },
+      gmail: gmailSettings(gmail, ACCOUNT, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
     },
   });
   return server;
@@ -56,16 +48,10 @@ async function startupSynced(running: TestServer): Promise<void> {
 }
 
 async function push(messageId: string): Promise<number> {
-  const data = Buffer.from(
-    JSON.stringify({ emailAddress: ACCOUNT, historyId: gmail.historyId() }),
-  ).toString('base64');
-  const res = await fetch(`${server?.mail?.pushUrl}/gmail-pubsub`, {
+  const res = await fetch(`${server?.mail?.pushUrl}${PUSH_PATH}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-    body: JSON.stringify({
-      message: { data, messageId, publishTime: new Date().toISOString() },
-      subscription: 'projects/my-project/subscriptions/gmail-watch-push',
-    }),
+    body: JSON.stringify(envelope(messageId, gmail.historyId())),
   });
   return res.status;
 }

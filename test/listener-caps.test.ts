@@ -13,6 +13,7 @@ import { startPushServer } from '../engine/gmail/push-server.ts';
 import { createLogger } from '../engine/log.ts';
 import { type AdminStack, startAdminStack } from './helpers/admin.ts';
 import { startTestServer, TOKEN } from './helpers/hookgate.ts';
+import { answeredOn, openRecording, type RecordingClient } from './helpers/raw-http.ts';
 import { waitFor } from './helpers/runtime.ts';
 
 const sockets: Socket[] = [];
@@ -22,26 +23,15 @@ afterEach(async () => {
   await Promise.all(stops.splice(0).map((stop) => stop()));
 });
 
-type Client = { socket: Socket; received: () => string; closed: () => boolean };
-
-function open(url: string): Client {
-  const { hostname, port } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  sockets.push(socket);
-  let received = '';
-  let closed = false;
-  socket.on('data', (chunk: Buffer) => {
-    received += chunk.toString('latin1');
-  });
-  socket.on('error', () => undefined);
-  socket.on('close', () => {
-    closed = true;
-  });
-  return { socket, received: () => received, closed: () => closed };
+/** A client connection, destroyed after the test. */
+function open(url: string): RecordingClient {
+  const client = openRecording(url);
+  sockets.push(client.socket);
+  return client;
 }
 
 /** A request whose headers never end: the connection stays open until the headers' timeout. */
-async function holdOpen(url: string): Promise<Client> {
+async function holdOpen(url: string): Promise<RecordingClient> {
   const client = open(url);
   await new Promise<void>((resolve, reject) => {
     client.socket.once('connect', resolve);
@@ -51,32 +41,18 @@ async function holdOpen(url: string): Promise<Client> {
   return client;
 }
 
-/** Finish the held request (or send one on a fresh connection): true once an HTTP answer came. */
-async function answered(client: Client, rest: string): Promise<boolean> {
-  if (!client.closed()) client.socket.write(rest);
-  const outcome = await waitFor(
-    'an answer or the connection to close',
-    () => {
-      if (client.received().includes('HTTP/1.1 ')) return 'answered';
-      return client.closed() ? 'closed' : undefined;
-    },
-    30_000,
-  );
-  return outcome === 'answered';
-}
-
 const FINISH_HELD = 'a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 const WHOLE =
   'POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 
 /** `cap` connections held half-sent, then one more: it is closed unanswered, the held ones are answered. */
 async function expectCapped(url: string, cap: number): Promise<void> {
-  const held: Client[] = [];
+  const held: RecordingClient[] = [];
   for (let i = 0; i < cap; i++) held.push(await holdOpen(url));
   const extra = open(url);
-  expect(await answered(extra, WHOLE)).toBe(false);
+  expect(await answeredOn(extra, WHOLE)).toBe(false);
   expect(extra.received()).toBe('');
-  for (const client of held) expect(await answered(client, FINISH_HELD)).toBe(true);
+  for (const client of held) expect(await answeredOn(client, FINISH_HELD)).toBe(true);
 }
 
 async function pushListener(caps: { maxConnections: number; maxConnectionsPerAddress: number }) {
@@ -132,9 +108,9 @@ describe('the admin listener', () => {
 
 describe('a socket answered outside the request path is closed by the server', () => {
   /** Connections that never close their side, each sent `request`; resolves once each is answered. */
-  async function halfOpen(url: string, request: string, count: number): Promise<Client[]> {
+  async function halfOpen(url: string, request: string, count: number): Promise<RecordingClient[]> {
     const { hostname, port } = new URL(url);
-    const clients: Client[] = [];
+    const clients: RecordingClient[] = [];
     for (let i = 0; i < count; i++) {
       const socket = connect({ port: Number(port), host: hostname, allowHalfOpen: true });
       sockets.push(socket);

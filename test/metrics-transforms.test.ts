@@ -2,14 +2,11 @@
  * Metrics of the transforms, end to end: calls by mapping and outcome, and
  * the process a missed deadline killed counted as a restart.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { resolveConfig } from '../engine/config.ts';
-import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
-import { createLogger } from '../engine/log.ts';
+import type { Hookgate } from '../engine/hookgate.ts';
 import { createMetrics, type Metrics } from '../engine/observe/metrics.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { NEVER_SETTLES, QUICK, startWithTransforms } from './helpers/transform-server.ts';
 import { value } from './helpers/metrics-text.ts';
 
 describe('transform metrics', () => {
@@ -24,24 +21,11 @@ describe('transform metrics', () => {
     }).then((res) => res.status);
 
   beforeAll(async () => {
-    const root = path.join(temp.dir, 'hooks', 'transforms');
-    mkdirSync(root, { recursive: true });
-    writeFileSync(path.join(root, 'quick.js'), 'export default () => ({ message: "quick" });\n');
-    writeFileSync(path.join(root, 'never.js'), 'export default () => new Promise(() => {});\n');
-    const raw = {
-      server: { host: '127.0.0.1', port: 0 },
-      hooks: {
-        enabled: true,
-        token: TOKEN,
-        transforms: { deadlineMs: 500 },
-        mappings: [
-          { id: 'quick', match: { path: 'quick' }, transform: { module: 'quick.js' } },
-          { id: 'never', match: { path: 'never' }, transform: { module: 'never.js' } },
-        ],
-      },
-    };
-    const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
-    hookgate = await startHookgate(loaded, { logger: createLogger('silent'), runtime: false });
+    hookgate = await startWithTransforms(
+      temp.dir,
+      { quick: QUICK, never: NEVER_SETTLES },
+      { deadlineMs: 500 },
+    );
     metrics = createMetrics({});
   });
   afterAll(async () => {

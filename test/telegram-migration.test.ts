@@ -5,18 +5,14 @@
  * move) so the operator can update `to`. A `migrate_to_chat_id` that is not
  * a chat id is neither sent to nor recorded, and the last route stays.
  */
-import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
-import { query } from './helpers/runtime.ts';
+import { AGENT, NODE_BINARY, query } from './helpers/runtime.ts';
 import { type RecordedRequest, type StandIn, startStandIn } from './helpers/stand-in.ts';
 import { storeOf, watchDeliveries } from './helpers/store-reads.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const NODE = realpathSync(path.join(ROOT, 'node_modules/.bin/node'));
-const AGENT = path.join(ROOT, 'test/fixtures/agent.mjs');
 const OLD_CHAT = -123456789;
 const NEW_CHAT = -1001234567890;
 
@@ -24,18 +20,22 @@ let standIn: StandIn;
 let server: TestServer;
 const temp = tempDir();
 
+/** The Bot API's refusal of a send to a group that became a supergroup, naming `migrateTo`. */
+function migrated(migrateTo: unknown) {
+  return {
+    status: 400,
+    body: {
+      ok: false,
+      error_code: 400,
+      description: 'Bad Request: group chat was upgraded to a supergroup chat',
+      parameters: { migrate_to_chat_id: migrateTo },
+    },
+  };
+}
+
 function telegram(req: RecordedRequest) {
   const { chat_id: chat } = req.json as { chat_id: number };
-  if (chat === OLD_CHAT)
-    return {
-      status: 400,
-      body: {
-        ok: false,
-        error_code: 400,
-        description: 'Bad Request: group chat was upgraded to a supergroup chat',
-        parameters: { migrate_to_chat_id: NEW_CHAT },
-      },
-    };
+  if (chat === OLD_CHAT) return migrated(NEW_CHAT);
   return { status: 200, body: { ok: true, result: { message_id: 9, chat: { id: chat } } } };
 }
 
@@ -49,7 +49,7 @@ beforeAll(async () => {
         defaults: {
           runner: {
             kind: 'command',
-            argv: [NODE, AGENT],
+            argv: [NODE_BINARY, AGENT],
             env: { AGENT_RECORD: path.join(temp.dir, 'record.jsonl') },
           },
         },
@@ -123,15 +123,7 @@ describe('telegram chat migration to an id that is not one', () => {
     const product = await startStandIn((req) => {
       const { chat_id: chat } = req.json as { chat_id: unknown };
       if (chat !== CHAT) return { status: 200, body: { ok: true, result: { message_id: 1 } } };
-      return {
-        status: 400,
-        body: {
-          ok: false,
-          error_code: 400,
-          description: 'Bad Request: group chat was upgraded to a supergroup chat',
-          parameters: { migrate_to_chat_id: BOGUS },
-        },
-      };
+      return migrated(BOGUS);
     });
     const dir = tempDir();
     const gate = await startTestServer(
@@ -139,7 +131,7 @@ describe('telegram chat migration to an id that is not one', () => {
         channels: { telegram: { botToken: '123456:tg-secret', baseUrl: product.url } },
         session: { defaultRoute: { channel: 'telegram', to: String(CHAT) } },
         runtime: { heartbeat: { every: 'off', coalesceMs: 0 }, retry: { maxAttempts: 1 } },
-        agents: { defaults: { runner: { kind: 'command', argv: [NODE, AGENT] } } },
+        agents: { defaults: { runner: { kind: 'command', argv: [NODE_BINARY, AGENT] } } },
       },
       { runtime: true, dataDir: dir.dir },
     );

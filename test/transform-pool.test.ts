@@ -3,13 +3,10 @@
  * served by all of them, and one killed for a missed deadline is replaced
  * while the others keep answering.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../engine/config.ts';
-import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
-import { createLogger } from '../engine/log.ts';
+import type { Hookgate } from '../engine/hookgate.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { NEVER_SETTLES, QUICK, startWithTransforms } from './helpers/transform-server.ts';
 
 describe('transform process pool', () => {
   const temp = tempDir();
@@ -25,24 +22,11 @@ describe('transform process pool', () => {
     }));
 
   beforeAll(async () => {
-    const root = path.join(temp.dir, 'hooks', 'transforms');
-    mkdirSync(root, { recursive: true });
-    writeFileSync(path.join(root, 'quick.js'), 'export default () => ({ message: "quick" });\n');
-    writeFileSync(path.join(root, 'never.js'), 'export default () => new Promise(() => {});\n');
-    const raw = {
-      server: { host: '127.0.0.1', port: 0 },
-      hooks: {
-        enabled: true,
-        token: TOKEN,
-        transforms: { processes: 3, deadlineMs: 600 },
-        mappings: [
-          { id: 'quick', match: { path: 'quick' }, transform: { module: 'quick.js' } },
-          { id: 'never', match: { path: 'never' }, transform: { module: 'never.js' } },
-        ],
-      },
-    };
-    const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
-    hookgate = await startHookgate(loaded, { logger: createLogger('silent'), runtime: false });
+    hookgate = await startWithTransforms(
+      temp.dir,
+      { quick: QUICK, never: NEVER_SETTLES },
+      { processes: 3, deadlineMs: 600 },
+    );
   });
   afterAll(async () => {
     await hookgate.close();

@@ -3,13 +3,33 @@
  * for a transform process are bounded (hooks.transforms.maxWaitingCalls),
  * and one past the bound is refused at once with 503 and Retry-After.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../engine/config.ts';
-import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
-import { createLogger } from '../engine/log.ts';
+import type { Hookgate } from '../engine/hookgate.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { NEVER_SETTLES, startWithTransforms } from './helpers/transform-server.ts';
+
+type Answer = { status: number; retryAfter: string | null; body: { error?: { code: string } } };
+
+/** The status, Retry-After and JSON body of an answer. */
+async function readAnswer(res: Response): Promise<Answer> {
+  return {
+    status: res.status,
+    retryAfter: res.headers.get('retry-after'),
+    body: (await res.json()) as { error?: { code: string } },
+  };
+}
+
+/** Resolves with the first `count` answers of `flood` that were 503. */
+function firstRefusals(flood: Array<Promise<Answer | undefined>>, count: number) {
+  return new Promise<Answer[]>((resolve) => {
+    const seen: Answer[] = [];
+    for (const request of flood)
+      void request.then((result) => {
+        if (result?.status === 503) seen.push(result);
+        if (seen.length === count) resolve(seen);
+      });
+  });
+}
 
 describe('transform call queue bound', () => {
   const temp = tempDir();
@@ -19,27 +39,14 @@ describe('transform call queue bound', () => {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}` },
       body: '{}',
-    }).then(async (res) => ({
-      status: res.status,
-      retryAfter: res.headers.get('retry-after'),
-      body: (await res.json()) as { error?: { code: string } },
-    }));
+    }).then(readAnswer);
 
   beforeAll(async () => {
-    const root = path.join(temp.dir, 'hooks', 'transforms');
-    mkdirSync(root, { recursive: true });
-    writeFileSync(path.join(root, 'never.js'), 'export default () => new Promise(() => {});\n');
-    const raw = {
-      server: { host: '127.0.0.1', port: 0 },
-      hooks: {
-        enabled: true,
-        token: TOKEN,
-        transforms: { processes: 1, deadlineMs: 5000, maxWaitingCalls: 2 },
-        mappings: [{ id: 'never', match: { path: 'never' }, transform: { module: 'never.js' } }],
-      },
-    };
-    const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
-    hookgate = await startHookgate(loaded, { logger: createLogger('silent'), runtime: false });
+    hookgate = await startWithTransforms(
+      temp.dir,
+      { never: NEVER_SETTLES },
+      { processes: 1, deadlineMs: 5000, maxWaitingCalls: 2 },
+    );
   });
   afterAll(async () => {
     await hookgate.close();
@@ -49,14 +56,7 @@ describe('transform call queue bound', () => {
   it('a flood of transform requests past the waiting bound is refused with 503, not queued without bound', async () => {
     // One process holds 32 calls; 2 more may wait; the rest are refused at once.
     const flood = Array.from({ length: 40 }, () => post('never').catch(() => undefined));
-    const refused = await new Promise<Array<Awaited<ReturnType<typeof post>>>>((resolve) => {
-      const seen: Array<Awaited<ReturnType<typeof post>>> = [];
-      for (const request of flood)
-        void request.then((result) => {
-          if (result?.status === 503) seen.push(result);
-          if (seen.length === 6) resolve(seen);
-        });
-    });
+    const refused = await firstRefusals(flood, 6);
     expect(refused).toHaveLength(6);
     for (const result of refused) {
       expect(result.body.error?.code).toBe('unavailable');
@@ -75,32 +75,14 @@ describe('transform call bytes bound', () => {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body,
-    }).then(async (res) => ({
-      status: res.status,
-      retryAfter: res.headers.get('retry-after'),
-      body: (await res.json()) as { error?: { code: string } },
-    }));
+    }).then(readAnswer);
 
   beforeAll(async () => {
-    const root = path.join(temp.dir, 'hooks', 'transforms');
-    mkdirSync(root, { recursive: true });
-    writeFileSync(path.join(root, 'never.js'), 'export default () => new Promise(() => {});\n');
-    const raw = {
-      server: { host: '127.0.0.1', port: 0 },
-      hooks: {
-        enabled: true,
-        token: TOKEN,
-        transforms: {
-          processes: 1,
-          cpuTimeoutMs: 5000,
-          deadlineMs: 5000,
-          maxWaitingBytes: 1_048_576,
-        },
-        mappings: [{ id: 'never', match: { path: 'never' }, transform: { module: 'never.js' } }],
-      },
-    };
-    const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
-    hookgate = await startHookgate(loaded, { logger: createLogger('silent'), runtime: false });
+    hookgate = await startWithTransforms(
+      temp.dir,
+      { never: NEVER_SETTLES },
+      { processes: 1, cpuTimeoutMs: 5000, deadlineMs: 5000, maxWaitingBytes: 1_048_576 },
+    );
   });
   afterAll(async () => {
     await hookgate.close();
@@ -111,14 +93,7 @@ describe('transform call bytes bound', () => {
     // 1 MiB holds five 200 KB inputs (six or more get through only as earlier ones end); the
     // count bound alone (256 waiting + 32 sent) would hold all 12.
     const flood = Array.from({ length: 12 }, () => post().catch(() => undefined));
-    const refused = await new Promise<Array<Awaited<ReturnType<typeof post>>>>((resolve) => {
-      const seen: Array<Awaited<ReturnType<typeof post>>> = [];
-      for (const request of flood)
-        void request.then((result) => {
-          if (result?.status === 503) seen.push(result);
-          if (seen.length === 5) resolve(seen);
-        });
-    });
+    const refused = await firstRefusals(flood, 5);
     for (const result of refused) {
       expect(result.body.error?.code).toBe('unavailable');
       expect(result.retryAfter).toBe('1');

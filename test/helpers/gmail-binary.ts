@@ -7,7 +7,12 @@
  */
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { type GmailStandIn, startGmailStandIn } from './gmail-stand-in.ts';
+import {
+  type GmailStandIn,
+  gmailSettings,
+  PUSH_PATH,
+  startGmailStandIn,
+} from './gmail-stand-in.ts';
 import {
   AUDIENCE,
   type KeyServer,
@@ -27,7 +32,6 @@ import {
 
 export const ACCOUNT = 'me@example.com';
 export const HOOK_TOKEN = 'gmail-e2e-hook-token-0123456789';
-export const PUSH_PATH = '/gmail-pubsub';
 
 /** The main listener's own line (the push listener's line also says "listening on"). */
 const MAIN_LISTENING = /hookgate listening on (http:\/\/127\.0\.0\.1:\d+)/;
@@ -49,20 +53,7 @@ export function gmailConfigFile(
       enabled: true,
       token: HOOK_TOKEN,
       presets: ['gmail'],
-      gmail: {
-        account: ACCOUNT,
-        topic: 'projects/my-project/topics/gmail-watch',
-        oauth: {
-          clientId: gmail.clientId,
-          clientSecret: gmail.clientSecret,
-          refreshToken: gmail.refreshToken,
-          tokenUrl: gmail.tokenUrl,
-        },
-        apiBaseUrl: gmail.apiBaseUrl,
-        serve: { bind: '127.0.0.1', port: 0, path: PUSH_PATH },
-        push,
-        ...extra,
-      },
+      gmail: gmailSettings(gmail, ACCOUNT, { push, ...extra }),
     },
   };
   const file = writeConfig(dir, JSON.stringify(config, null, 2));
@@ -158,7 +149,10 @@ export function storedMailState(dataDir: string): {
   cursor: string | undefined;
   mailIds: string[];
 } {
-  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { readOnly: true, timeout: 10_000 });
+  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), {
+    readOnly: true,
+    timeout: 10_000,
+  });
   try {
     const mailbox = db
       .prepare('SELECT cursor, last_push_at_ms FROM gmail_mailboxes WHERE account = ?')

@@ -11,6 +11,34 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { createMailbox, type MailFixture, renderRecord } from './gmail-mailbox.ts';
 
+/** The path the mail flow's push listener serves in these tests. */
+export const PUSH_PATH = '/gmail-pubsub';
+
+/**
+ * `hooks.gmail` settings pointing the mail flow for `account` at the stand-in `gmail`, with the
+ * push listener on 127.0.0.1 (free port) at PUSH_PATH; `more` (the push mode and any other
+ * settings) added as given.
+ */
+export function gmailSettings(
+  gmail: GmailStandIn,
+  account: string,
+  more: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    account,
+    topic: 'projects/my-project/topics/gmail-watch',
+    oauth: {
+      clientId: gmail.clientId,
+      clientSecret: gmail.clientSecret,
+      refreshToken: gmail.refreshToken,
+      tokenUrl: gmail.tokenUrl,
+    },
+    apiBaseUrl: gmail.apiBaseUrl,
+    serve: { bind: '127.0.0.1', port: 0, path: PUSH_PATH },
+    ...more,
+  };
+}
+
 /** The stand-in's client, tokens and history. */
 export type GmailStandInOptions = {
   clientId?: string;

@@ -1,9 +1,11 @@
 /**
  * Raw HTTP requests for cases fetch cannot express: lying Content-Length,
- * chunked uploads without end, slow bodies, invalid bytes.
+ * chunked uploads without end, slow bodies, invalid bytes, connections held
+ * open.
  */
 import { request } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
+import { waitFor } from './runtime.ts';
 
 export type RawResponse = {
   status: number;
@@ -111,4 +113,41 @@ export function pipelined(url: string, requests: readonly string[]): Promise<str
     socket.on('close', () => resolve(Buffer.concat(parts).toString('latin1')));
     socket.on('error', reject);
   });
+}
+
+/** A client connection that records what it received and whether it closed. */
+export type RecordingClient = { socket: Socket; received: () => string; closed: () => boolean };
+
+/** Open a connection to `url` that records what it receives; an error counts as a close. */
+export function openRecording(url: string): RecordingClient {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let received = '';
+  let closed = false;
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString('latin1');
+  });
+  socket.on('error', () => undefined);
+  socket.on('close', () => {
+    closed = true;
+  });
+  return { socket, received: () => received, closed: () => closed };
+}
+
+/**
+ * Write `request` on the connection (unless it closed): true once an HTTP answer came after
+ * it, false if the connection closed unanswered.
+ */
+export async function answeredOn(client: RecordingClient, request: string): Promise<boolean> {
+  const before = client.received().length;
+  if (!client.closed()) client.socket.write(request);
+  const outcome = await waitFor(
+    'an answer or the connection to close',
+    () => {
+      if (client.received().slice(before).includes('HTTP/1.1 ')) return 'answered';
+      return client.closed() ? 'closed' : undefined;
+    },
+    30_000,
+  );
+  return outcome === 'answered';
 }

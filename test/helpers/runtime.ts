@@ -3,7 +3,7 @@
  * (test/fixtures/agent.mjs) as a command runner, bounded polling, reading
  * the store with node:sqlite, and whether a process is still running.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -13,6 +13,8 @@ import { unwrap } from './wrapped.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const NODE = path.join(ROOT, 'node_modules/.bin/node');
+/** NODE with its link resolved: the node binary itself. */
+export const NODE_BINARY = realpathSync(NODE);
 export const AGENT = path.join(ROOT, 'test/fixtures/agent.mjs');
 
 /** A `command` runner setting that runs the test agent, recording its stdin into `record`. */
@@ -89,7 +91,10 @@ export type Row = Record<string, SQLInputValue>;
 
 /** Rows of a query on the store of a data directory, over a read-only connection of its own. */
 export function query(dataDir: string, sql: string, ...params: SQLInputValue[]): Row[] {
-  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), { readOnly: true, timeout: 10_000 });
+  const db = new DatabaseSync(path.join(dataDir, 'hookgate.db'), {
+    readOnly: true,
+    timeout: 10_000,
+  });
   try {
     return db.prepare(sql).all(...params) as Row[];
   } finally {
