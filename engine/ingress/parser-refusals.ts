@@ -25,19 +25,23 @@ const owedBy = new WeakMap<object, Owed>();
 /** Note a request handed to the stages: its connection owes its answer until the response closes. */
 export function owesAnswer(req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket;
-  let owed = owedBy.get(socket);
+  const owed = owedBy.get(socket);
   if (owed) {
     owed.open++;
     owed.last = req;
   } else {
-    owed = { open: 1, last: req };
-    owedBy.set(socket, owed);
+    owedBy.set(socket, { open: 1, last: req });
   }
-  const entry = owed;
-  res.once('close', () => {
-    entry.open--;
-    if (entry.open === 0 && entry.afterOwed) entry.afterOwed();
-  });
+  // One listener function for every response (no closure per request); a response closes once.
+  res.on('close', answerOut);
+}
+
+/** A response closed: its connection owes one answer less. */
+function answerOut(this: ServerResponse): void {
+  const owed = owedBy.get(this.req.socket);
+  if (!owed) return;
+  owed.open--;
+  if (owed.open === 0 && owed.afterOwed) owed.afterOwed();
 }
 
 /**
