@@ -23,7 +23,7 @@ import { type Backend, openBackend } from './store/backend.ts';
 import { SqliteRuntimeStore } from './store/sqlite/runtime-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter, reportingStoreErrors } from './rate-limit.ts';
-import { refuseMessage } from './ingress/parser-refusals.ts';
+import { refuseMessage, whenAnswersOut } from './ingress/parser-refusals.ts';
 import { responseOnDetached } from './respond.ts';
 import { warmFolds } from './safety/skeleton.ts';
 import { type Generation, startGeneration } from './reload/generation.ts';
@@ -190,9 +190,18 @@ export async function startHookgate(
   // Node would answer any other expectation 417 with an empty body before the path or the lock
   // are looked at; the admit stage refuses it in its turn.
   server.on('checkExpectation', handler);
-  // Node would drop a CONNECT without a word: it runs the stages too (404 or 405), then closes.
+  // Node would drop a CONNECT without a word: it runs the stages too (404 or 405), then closes,
+  // after the answers its connection still owes. A listener of node:http must never throw: it
+  // runs in the parser's callback, where an exception ends the process.
   server.on('connect', (req: IncomingMessage, socket: Duplex) =>
-    handler(req, responseOnDetached(req, socket)),
+    whenAnswersOut(socket, () => {
+      try {
+        handler(req, responseOnDetached(req, socket));
+      } catch (err) {
+        logger.error({ err: (err as Error).message }, 'CONNECT not answered');
+        socket.destroy();
+      }
+    }),
   );
   // In order with the answers the connection still owes (engine/ingress/parser-refusals.ts).
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => refuseMessage(socket, err.code));

@@ -112,6 +112,33 @@ describe('requests pipelined on one connection', () => {
   });
 });
 
+describe('a CONNECT pipelined behind requests whose answers are still to come', () => {
+  it.each([
+    ['a wrong token', 'wrong-token', 401],
+    ['an accepted wake', TOKEN, 200],
+  ])(
+    'behind %s: that request is answered first, then the CONNECT, and the server goes on serving',
+    async (_name, token, status) => {
+      const server = await startTestServer({ hooks: { authRateLimit: { maxFailures: 1_000 } } });
+      try {
+        const got = answers(
+          await exchange(server.url, [
+            post('/hooks/wake', token),
+            'CONNECT x:1 HTTP/1.1\r\nHost: x:1\r\n\r\n',
+          ]),
+        );
+        expect(got.map((a) => a.status)).toEqual([status, 404]);
+        // Before, node threw from its parser's callback (the socket still held the first
+        // answer), which ended the process.
+        const after = await server.post('wake', { text: 'still here' });
+        expect(after.status).toBe(200);
+      } finally {
+        await server.stop();
+      }
+    },
+  );
+});
+
 describe('a refusal settled before shutdown began', () => {
   it('keeps the connection for the request pipelined behind it, which is answered and stored', async () => {
     const server = await startTestServer({});

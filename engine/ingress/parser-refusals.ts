@@ -76,3 +76,22 @@ export function refuseMessage(socket: Duplex, code: string | undefined): void {
   // nothing to write after it (answerClientError then only destroys).
   else owed.afterOwed = plan === 'answer-after' ? answer : close;
 }
+
+/**
+ * Run `take` once the connection owes no answer: a CONNECT takes its socket over from node:http,
+ * which cannot be done while an earlier pipelined request's answer still holds it (node throws,
+ * and from its parser's callback, which ended the process). A connection that is already to be
+ * closed after its answers is closed instead.
+ */
+export function whenAnswersOut(socket: Duplex, take: () => void): void {
+  const owed = owedBy.get(socket);
+  if (!owed || owed.open === 0) {
+    take();
+    return;
+  }
+  if (owed.afterOwed) {
+    socket.destroy();
+    return;
+  }
+  owed.afterOwed = take;
+}
