@@ -61,6 +61,7 @@ const SPELLINGS: Array<[string, (s: string) => string]> = [
   ['as HTML named entities', (s) => encodeHTML(s)],
   ['broken by a newline', (s) => `${s.slice(0, 2)}\n${s.slice(2)}`],
   ['upper-cased', (s) => s.toUpperCase()],
+  ['with invisible characters inside', (s) => [...s].join('\u200b')],
 ];
 
 /** The secret as a URL parser puts it in a path (`/bot<token>/sendMessage`), where it stays one. */

@@ -330,6 +330,12 @@ describe('a runner answering 401 with its key echoed in an encoding', () => {
     ],
     ['broken by a newline', (k: string) => `key: ${k.slice(0, 10)}\n${k.slice(10)}`, 'key: ***'],
     ['upper-cased', (k: string) => `BAD KEY ${k.toUpperCase()}`, 'BAD KEY ***'],
+    [
+      'with a zero-width space, a soft hyphen and a word joiner inside',
+      (k: string) =>
+        `key ${k.slice(0, 4)}\u200b${k.slice(4, 8)}&shy;${k.slice(8, 12)}\u2060${k.slice(12)}`,
+      'key ***',
+    ],
   ])('a key echoed as %s is blanked in the reason', async (_, spell, reason) => {
     const endpoint = await stub(() => ({ status: 401, body: spell(ENCODED_KEY) }));
     const runner = createHttpRunner({

@@ -3,9 +3,9 @@
  * whatever escaping the answer wraps it in, each mapped back to the
  * answer's own characters so that answer-detail.ts blanks the echo's span in
  * the text as it came. A view is the answer with up to two layers of
- * escaping undone, each one kind (JSON and JavaScript backslash escapes,
+ * escaping undone, each one kind (JSON backslash escapes and JavaScript's `\xHH`,
  * percent-escapes in either case, HTML character references), then folded:
- * letters lower-cased, whitespace and `+` (a form's space) dropped. One kind
+ * letters lower-cased, whitespace, `+` (a form's space) and invisible characters dropped. One kind
  * per layer, not all at once: undoing a layer then leaves the credential as
  * it was, even one that holds escape-like text itself (`%0a`, `\"`). Every
  * step is one pass over the text.
@@ -123,7 +123,11 @@ function grow<T extends Uint16Array | Uint32Array>(from: T, to: T): T {
   return to;
 }
 
-// Lower-cased (where that keeps one UTF-16 unit), without whitespace and `+`.
+// Characters that render as nothing (zero-width space, soft hyphen, word joiner...): a
+// credential with them between its letters reads as the credential.
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
+
+// Lower-cased (where that keeps one UTF-16 unit), without whitespace, `+` and invisibles.
 function fold(text: string): View {
   const view = builder(text.length);
   for (let i = 0; i < text.length; i++) {
@@ -134,7 +138,7 @@ function fold(text: string): View {
       continue;
     }
     const char = text[i] as string;
-    if (/\s/.test(char)) continue;
+    if (/\s/.test(char) || INVISIBLE.test(char)) continue;
     const lower = char.toLowerCase();
     view.add(lower.length === 1 ? lower : char, i, i + 1);
   }
