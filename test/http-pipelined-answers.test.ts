@@ -5,7 +5,10 @@
  * every request still gets its own answer, in the order sent, and that only
  * the accepted one is stored.
  */
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planParserRefusal } from '../engine/ingress/parser-refusals.ts';
 import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
@@ -119,7 +122,11 @@ describe('a CONNECT pipelined behind requests whose answers are still to come', 
   ])(
     'behind %s: that request is answered first, then the CONNECT, and the server goes on serving',
     async (_name, token, status) => {
-      const server = await startTestServer({ hooks: { authRateLimit: { maxFailures: 1_000 } } });
+      const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'hookgate-connect-')), 'log');
+      const server = await startTestServer(
+        { hooks: { authRateLimit: { maxFailures: 1_000 } } },
+        { logFile },
+      );
       try {
         const got = answers(
           await exchange(server.url, [
@@ -132,6 +139,13 @@ describe('a CONNECT pipelined behind requests whose answers are still to come', 
         // answer), which ended the process.
         const after = await server.post('wake', { text: 'still here' });
         expect(after.status).toBe(200);
+        // The CONNECT ran the stages once, and nothing failed on the way.
+        const lines = readFileSync(logFile, 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { level: number; msg: string; status?: number });
+        expect(lines.filter((l) => l.msg === 'request' && l.status === 404)).toHaveLength(1);
+        expect(lines.filter((l) => l.level >= 50)).toEqual([]);
       } finally {
         await server.stop();
       }

@@ -22,6 +22,9 @@ type Owed = {
 
 const owedBy = new WeakMap<object, Owed>();
 
+/** What was to follow the owed answers has run (the decision stays taken). */
+const SPENT = (): void => undefined;
+
 /** Note a request handed to the stages: its connection owes its answer until the response closes. */
 export function owesAnswer(req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket;
@@ -41,7 +44,11 @@ function answerOut(this: ServerResponse): void {
   const owed = owedBy.get(this.req.socket);
   if (!owed) return;
   owed.open--;
-  if (owed.open === 0 && owed.afterOwed) owed.afterOwed();
+  if (owed.open !== 0 || !owed.afterOwed || owed.afterOwed === SPENT) return;
+  // Once: the connection's own answer (a CONNECT's) closes a response too.
+  const after = owed.afterOwed;
+  owed.afterOwed = SPENT;
+  after();
 }
 
 /**
