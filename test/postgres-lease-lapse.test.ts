@@ -139,6 +139,44 @@ function notingRunner(
 /** One run at a time, the store looked at every 50 ms. */
 const WORKER_OPTIONS = { workspace: '/tmp', concurrency: 1, pollMs: 50 };
 
+/**
+ * One instance on a fresh database with one run queued: `body` starts its worker (`run`) when
+ * the row is as it wants; the worker and the pool are closed after.
+ */
+async function oneInstance<S extends PostgresRuntimeStore>(
+  server: PostgresServer,
+  makeStore: (pool: pg.Pool) => S,
+  body: (ctx: {
+    pool: pg.Pool;
+    store: S;
+    started: string[];
+    run: () => Promise<void>;
+  }) => Promise<void>,
+): Promise<void> {
+  const url = await server.createDatabase();
+  const pool = openPool({ url, poolSize: 3 });
+  const started: string[] = [];
+  const store = makeStore(pool);
+  const worker = testWorker(store, notingRunner(started, 'a'), WORKER_OPTIONS);
+  try {
+    await queueOneRun(pool);
+    await body({
+      pool,
+      store,
+      started,
+      run: async () => {
+        await worker.start();
+        worker.kick();
+      },
+    });
+  } finally {
+    await worker.stop();
+    await closePool(pool);
+  }
+}
+
+const INSTANCE_A = { owner: 'instance-a', leaseMs: LEASE_MS };
+
 describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () => {
   let server: PostgresServer;
   beforeAll(async () => {
@@ -185,31 +223,25 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
   }, 120_000);
 
   it('goes back to the queue at once, its attempt given back, when nobody took it over', async () => {
-    const url = await server.createDatabase();
-    const pool = openPool({ url, poolSize: 3 });
-    const started: string[] = [];
-    const store = new StalledStore(pool, { owner: 'instance-a', leaseMs: LEASE_MS });
-    const worker = testWorker(store, notingRunner(started, 'a'), WORKER_OPTIONS);
-    try {
-      await queueOneRun(pool);
-      await worker.start();
-      worker.kick();
-      await store.historyAsked.promise;
-      await until('the lease to run out', async () => {
-        const { rows } = await pool.query<{ lapsed: boolean }>(
-          "SELECT lease_until < now() AS lapsed FROM actions WHERE id = 'run-1'",
-        );
-        return rows[0]?.lapsed === true;
-      });
-      store.goOn.resolve();
-      const row = await doneRun(pool);
-      // Given up once, requeued with its attempt refunded, then claimed and run: one attempt.
-      expect(row.attempts).toBe(1);
-      expect(started).toEqual(['a']);
-    } finally {
-      await worker.stop();
-      await closePool(pool);
-    }
+    await oneInstance(
+      server,
+      (pool) => new StalledStore(pool, INSTANCE_A),
+      async ({ pool, store, started, run }) => {
+        await run();
+        await store.historyAsked.promise;
+        await until('the lease to run out', async () => {
+          const { rows } = await pool.query<{ lapsed: boolean }>(
+            "SELECT lease_until < now() AS lapsed FROM actions WHERE id = 'run-1'",
+          );
+          return rows[0]?.lapsed === true;
+        });
+        store.goOn.resolve();
+        const row = await doneRun(pool);
+        // Given up once, requeued with its attempt refunded, then claimed and run: one attempt.
+        expect(row.attempts).toBe(1);
+        expect(started).toEqual(['a']);
+      },
+    );
   }, 120_000);
 
   it('a turn running when its instance loses the database is stopped before another can take the run over', async () => {
@@ -350,60 +382,48 @@ describe.skipIf(skip)('a run whose lease lapsed while its instance stalled', () 
     // A database too slow for the lease at each start: the turn is given up every time. The
     // first starts give the attempt back; the ones after count, with the usual backoff (ten
     // minutes in the test worker), so the run cannot go round the queue for ever.
-    const url = await server.createDatabase();
-    const pool = openPool({ url, poolSize: 3 });
-    const started: string[] = [];
-    const store = new SlowAtEveryStart(pool, { owner: 'instance-a', leaseMs: LEASE_MS });
-    const worker = testWorker(store, notingRunner(started, 'a'), WORKER_OPTIONS);
-    try {
-      await queueOneRun(pool);
-      await worker.start();
-      worker.kick();
-      await attemptCounted(pool);
-      const { rows } = await pool.query<{ state: string; waits: boolean; outcome: string }>(
-        "SELECT state, next_attempt_at > now() + interval '1 minute' AS waits, outcome FROM actions WHERE id = 'run-1'",
-      );
-      const row = rows[0];
-      expect(row?.state).toBe('queued');
-      // Waiting for its backoff, not claimed again at once.
-      expect(row?.waits).toBe(true);
-      expect(JSON.parse(row?.outcome ?? '{}')).toMatchObject({
-        status: 'retrying',
-        reason: 'its lease may have lapsed before the turn',
-      });
-      // Three starts given back, the fourth counted; the turn never ran.
-      expect(store.startsRefused).toBe(4);
-      expect(started).toEqual([]);
-    } finally {
-      await worker.stop();
-      await closePool(pool);
-    }
+    await oneInstance(
+      server,
+      (pool) => new SlowAtEveryStart(pool, INSTANCE_A),
+      async ({ pool, store, started, run }) => {
+        await run();
+        await attemptCounted(pool);
+        const { rows } = await pool.query<{ state: string; waits: boolean; outcome: string }>(
+          "SELECT state, next_attempt_at > now() + interval '1 minute' AS waits, outcome FROM actions WHERE id = 'run-1'",
+        );
+        const row = rows[0];
+        expect(row?.state).toBe('queued');
+        // Waiting for its backoff, not claimed again at once.
+        expect(row?.waits).toBe(true);
+        expect(JSON.parse(row?.outcome ?? '{}')).toMatchObject({
+          status: 'retrying',
+          reason: 'its lease may have lapsed before the turn',
+        });
+        // Three starts given back, the fourth counted; the turn never ran.
+        expect(store.startsRefused).toBe(4);
+        expect(started).toEqual([]);
+      },
+    );
   }, 120_000);
   it('gives nothing back for a lapse count it did not write', async () => {
     // A row whose outcome says its starts lapsed but holds no count this code writes (another
     // writer, damage): its next lapse counts at once instead of being given back.
-    const url = await server.createDatabase();
-    const pool = openPool({ url, poolSize: 3 });
-    const started: string[] = [];
-    const store = new SlowAtEveryStart(pool, { owner: 'instance-a', leaseMs: LEASE_MS });
-    const worker = testWorker(store, notingRunner(started, 'a'), WORKER_OPTIONS);
-    try {
-      await queueOneRun(pool);
-      await pool.query("UPDATE actions SET outcome = $1 WHERE id = 'run-1'", [
-        JSON.stringify({
-          status: 'retrying',
-          reason: 'its lease may have lapsed before the turn',
-          lapses: -1e9,
-        }),
-      ]);
-      await worker.start();
-      worker.kick();
-      await attemptCounted(pool);
-      expect(store.startsRefused).toBe(1);
-      expect(started).toEqual([]);
-    } finally {
-      await worker.stop();
-      await closePool(pool);
-    }
+    await oneInstance(
+      server,
+      (pool) => new SlowAtEveryStart(pool, INSTANCE_A),
+      async ({ pool, store, started, run }) => {
+        await pool.query("UPDATE actions SET outcome = $1 WHERE id = 'run-1'", [
+          JSON.stringify({
+            status: 'retrying',
+            reason: 'its lease may have lapsed before the turn',
+            lapses: -1e9,
+          }),
+        ]);
+        await run();
+        await attemptCounted(pool);
+        expect(store.startsRefused).toBe(1);
+        expect(started).toEqual([]);
+      },
+    );
   }, 120_000);
 });

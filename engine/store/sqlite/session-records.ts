@@ -225,12 +225,7 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
   async history(owner: TurnOwner, limit: number): Promise<Turn[]> {
-    const rows = this.arrays(HISTORY).all(
-      owner.agentId,
-      owner.sessionKey,
-      owner.kind,
-      limit,
-    ) as unknown as SQLOutputValue[][];
+    const rows = this.ownerRows(HISTORY, owner, limit);
     return rows.reverse().map(([role, text, runId, createdAt]) => ({
       role: role as 'user' | 'assistant',
       text: text as string,
@@ -240,13 +235,17 @@ export class SqliteSessionRecords implements SessionStore {
   }
 
   async historySizes(owner: TurnOwner, limit: number): Promise<number[]> {
-    const rows = this.arrays(HISTORY_SIZES).all(
+    return this.ownerRows(HISTORY_SIZES, owner, limit).map(([bytes]) => Number(bytes));
+  }
+
+  /** The newest `limit` rows of one owner's turns, as `sql` selects them (newest first). */
+  private ownerRows(sql: string, owner: TurnOwner, limit: number): SQLOutputValue[][] {
+    return this.arrays(sql).all(
       owner.agentId,
       owner.sessionKey,
       owner.kind,
       limit,
-    ) as unknown as number[][];
-    return rows.map(([bytes]) => Number(bytes));
+    ) as unknown as SQLOutputValue[][];
   }
 
   /** Append a prompt and its reply to an agent's history in a session. */
