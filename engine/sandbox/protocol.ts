@@ -44,6 +44,8 @@ export type ToSandbox =
       /** Last good sources by module key: compiled instead of the files on disk. */
       sources?: Array<{ key: string; files: SourceFile[] }>;
     }
+  /** A newer last good version another process compiled: kept as this one's fallback. */
+  | { type: 'adopt'; key: string; files: SourceFile[] }
   | { type: 'call'; id: number; key: string; input: string };
 
 export type ConsoleLevel = 'info' | 'warn' | 'error' | 'debug';

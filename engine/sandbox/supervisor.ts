@@ -12,8 +12,10 @@
  * kill-charges.ts). A process that dies on its own fails the call it was
  * running and sends the others again, once. A process that sends anything
  * invalid is killed and its calls fail with transform_failed. A new process
- * compiles each module's last good version (last-good-sources.ts). The
- * server keeps answering meanwhile.
+ * compiles each module's last good version (last-good-sources.ts), and a
+ * version one process compiled is handed to the others, so every process
+ * falls back to the same one on a broken edit. The server keeps answering
+ * meanwhile.
  *
  * What the server holds for a call, from when it is made until it is
  * answered, is the frame it sends: the caller's parsed request is not kept
@@ -48,6 +50,7 @@ import {
   maxFrameBytes,
   type ResultMessage,
   type SandboxLimits,
+  type SourceFile,
 } from './protocol.ts';
 import { BUSY, createWaitingBound } from './waiting-bound.ts';
 
@@ -159,8 +162,20 @@ export function createSupervisor(
     if (message.type === 'loaded') onLoaded(slot, message.errors);
     else if (message.type === 'result') onResult(slot, message);
     else if (!mappingOf.has(message.key)) onRefused(slot, 'message for an unknown module');
-    else if (message.type === 'compiled') lastGood.record(message);
+    else if (message.type === 'compiled') handOn(message.key, lastGood.record(message));
     else log.process(message);
+  }
+
+  /**
+   * A version new to the server goes to every live process as its fallback, the one that
+   * compiled it too: the last version handed on is then every process's, even when two
+   * processes compiled two edits at once and their reports crossed.
+   */
+  function handOn(key: string, files: SourceFile[] | undefined): void {
+    if (!files) return;
+    for (const slot of slots)
+      if (slot.state === 'starting' || slot.state === 'ready')
+        slot.link?.send({ type: 'adopt', key, files });
   }
 
   function onLoaded(slot: Slot, errors: LoadError[]): void {

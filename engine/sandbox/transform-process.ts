@@ -28,6 +28,7 @@ import {
   MESSAGE_CHARS,
   type ModuleSpec,
   type SandboxLimits,
+  type SourceFile,
   type ToSandbox,
 } from './protocol.ts';
 
@@ -40,6 +41,8 @@ type Loaded = {
   drain: ivm.Reference;
   /** Every file of the module graph with the signature it was compiled from. */
   files: Map<string, string>;
+  /** The version that runs: `files` as compiled (`files` later also notes a failed edit). */
+  version: ReadonlyMap<string, string>;
 };
 
 /** Files by path as last compiled: signature and text (before type stripping). */
@@ -145,7 +148,7 @@ async function loadModule(
     });
     await entry.evaluate({ timeout: limits.cpuTimeoutMs * 4 });
     const fn = await exportedFunction(entry, spec.exportName);
-    return { spec, context, fn, start, settle, drain, files };
+    return { spec, context, fn, start, settle, drain, files, version: new Map(files) };
   } catch (err) {
     context.release();
     throw err;
@@ -261,14 +264,38 @@ async function refresh(current: Loaded | Refused): Promise<Loaded | Refused> {
     } else send({ type: 'log', key, level: 'info', message: 'module changed on disk: recompiled' });
     return fresh;
   } catch (err) {
+    const kept = await lastGoodOf(current);
     // Remember the failed edit's signatures so it is not retried on every call.
-    for (const file of current.files.keys()) current.files.set(file, signatureOf(file));
+    for (const file of kept.files.keys()) kept.files.set(file, signatureOf(file));
     const message = cut(
       `module changed on disk but does not load (${(err as Error).message}); keeping the last good version`,
     );
     send({ type: 'log', key, level: 'warn', message });
+    return kept;
+  }
+}
+
+/**
+ * What runs after a broken edit: the module as loaded, unless another process compiled a
+ * newer good version since (handed over by the server), which is compiled from its text.
+ */
+async function lastGoodOf(current: Loaded | Refused): Promise<Loaded | Refused> {
+  const held = lastGood.get(current.spec.key);
+  if (!('context' in current) || !held || sameVersion(held, current.version)) return current;
+  try {
+    const adopted = await loadOrRefuse(current.spec, true);
+    current.context.release();
+    modules.set(current.spec.key, adopted);
+    return adopted;
+  } catch {
     return current;
   }
+}
+
+function sameVersion(held: Sources, version: ReadonlyMap<string, string>): boolean {
+  if (held.size !== version.size) return false;
+  for (const [file, { signature }] of held) if (version.get(file) !== signature) return false;
+  return true;
 }
 
 function classify(err: unknown): { kind: FailureKind; message: string } {
@@ -361,19 +388,22 @@ function onCommand(message: ToSandbox): void {
   if (message.type === 'load') {
     limits = message.limits;
     specs = message.modules;
-    for (const { key, files } of message.sources ?? [])
-      lastGood.set(
-        key,
-        new Map(files.map(({ file, signature, code }) => [file, { signature, code }])),
-      );
+    for (const { key, files } of message.sources ?? []) lastGood.set(key, sourcesOf(files));
     isolate = newIsolate();
     ready = loadAll().then((errors) => send({ type: 'loaded', errors }));
+  } else if (message.type === 'adopt') {
+    const { key, files } = message;
+    lastGood.set(key, sourcesOf(files));
   } else {
     const { id, key, input } = message;
     calling = calling.then(() =>
       call(id, key, input).catch((err: unknown) => fail(id, 'threw', cut((err as Error).message))),
     );
   }
+}
+
+function sourcesOf(files: readonly SourceFile[]): Sources {
+  return new Map(files.map(({ file, signature, code }) => [file, { signature, code }]));
 }
 
 /**
