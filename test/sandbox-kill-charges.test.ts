@@ -1,47 +1,79 @@
 /**
- * chargeKill: which calls a killed transform process held pay for the kill. A missed deadline
- * charges only the calls of the late call's module (the others were waiting behind it); a
- * process that died on its own charges every call it held. A call charged CHARGES_PER_CALL
- * times fails instead of being sent again.
+ * chargeKill: which calls a killed transform process held pay for the kill. The call the process
+ * was running (the late one, or the oldest when it died on its own) names the suspect module:
+ * its calls are charged, and one charged CHARGES_PER_CALL times fails instead of being sent
+ * again. A crash also counts against every call present, which fails after CRASHES_PER_CALL.
  */
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { CHARGES_PER_CALL, chargeKill, type Kill } from '../engine/sandbox/kill-charges.ts';
+import {
+  CHARGES_PER_CALL,
+  CRASHES_PER_CALL,
+  chargeKill,
+  type Kill,
+} from '../engine/sandbox/kill-charges.ts';
 
 const timeoutOf = (key: string): Kill => ({ cause: 'timeout', key });
-const crash: Kill = { cause: 'crash' };
+const crashOf = (key: string): Kill => ({ cause: 'crash', key });
+const call = (key: string, charged: number, crashes = 0) => ({ key, charged, crashes });
 
 describe('chargeKill', () => {
   describe('sent again', () => {
     it.each([
-      ['another module, on a missed deadline', timeoutOf('a'), 'b', 0, 0],
-      ['another module, already charged once, on a missed deadline', timeoutOf('a'), 'b', 1, 1],
-      ['the late module, never charged before', timeoutOf('a'), 'a', 0, 1],
-      ['any module, never charged before, on a crash', crash, 'b', 0, 1],
-    ])('%s', (_name, kill, key, before, after) => {
-      expect(chargeKill(kill, { key, charged: before })).toEqual({ charged: after, again: true });
+      ['another module, on a missed deadline', timeoutOf('a'), call('b', 0), 0, 0],
+      [
+        'another module, already charged once, on a missed deadline',
+        timeoutOf('a'),
+        call('b', 1),
+        1,
+        0,
+      ],
+      ['the late module, never charged before', timeoutOf('a'), call('a', 0), 1, 0],
+      ['the crashing module, never charged before', crashOf('a'), call('a', 0), 1, 1],
+      ['another module, on its second crash', crashOf('a'), call('b', 0, 1), 0, 2],
+      [
+        'another module, one crash under the bound',
+        crashOf('a'),
+        call('b', 0, CRASHES_PER_CALL - 2),
+        0,
+        CRASHES_PER_CALL - 1,
+      ],
+    ])('%s', (_name, kill, before, charged, crashes) => {
+      expect(chargeKill(kill, before)).toEqual({ charged, crashes, again: true });
     });
   });
 
   describe('failed', () => {
     it.each([
-      ['the late module, charged once before', timeoutOf('a'), 'a', 1, 2],
-      ['any module, charged once before, on a crash', crash, 'b', 1, 2],
-    ])('%s', (_name, kill, key, before, after) => {
-      expect(chargeKill(kill, { key, charged: before })).toEqual({ charged: after, again: false });
+      ['the late module, charged once before', timeoutOf('a'), call('a', 1), 2, 0],
+      ['the crashing module, charged once before', crashOf('a'), call('a', 1, 1), 2, 2],
+      [
+        'another module, at its last allowed crash',
+        crashOf('a'),
+        call('b', 0, CRASHES_PER_CALL - 1),
+        0,
+        CRASHES_PER_CALL,
+      ],
+    ])('%s', (_name, kill, before, charged, crashes) => {
+      expect(chargeKill(kill, before)).toEqual({ charged, crashes, again: false });
     });
   });
 
   test.prop([
-    fc.oneof(fc.constant(crash), fc.constantFrom('a', 'b').map(timeoutOf)),
+    fc.constantFrom('timeout' as const, 'crash' as const),
+    fc.constantFrom('a', 'b'),
     fc.constantFrom('a', 'b'),
     fc.integer({ min: 0, max: CHARGES_PER_CALL - 1 }),
+    fc.integer({ min: 0, max: CRASHES_PER_CALL - 1 }),
   ])(
-    'charges at most one kill, and sends a call again while under the bound',
-    (kill, key, before) => {
-      const { charged, again } = chargeKill(kill, { key, charged: before });
-      expect(charged - before).toBe(kill.cause === 'crash' || kill.key === key ? 1 : 0);
-      expect(again).toBe(charged < CHARGES_PER_CALL);
+    'charges the suspect module one kill and counts crashes for all; sent again while under both bounds',
+    (cause, suspect, key, charged, crashes) => {
+      const after = chargeKill({ cause, key: suspect }, { key, charged, crashes });
+      expect(after.charged - charged).toBe(key === suspect ? 1 : 0);
+      expect(after.crashes - crashes).toBe(cause === 'crash' ? 1 : 0);
+      expect(after.again).toBe(
+        after.charged < CHARGES_PER_CALL && after.crashes < CRASHES_PER_CALL,
+      );
     },
   );
 });

@@ -195,6 +195,40 @@ describe('a transform process that never finishes loading', () => {
   });
 });
 
+describe('a mapping whose calls crash the transform process', () => {
+  it('crashing it twice with another mapping’s calls held behind: only the crashing calls fail, the others are answered', async () => {
+    const temp = tempDir();
+    const supervisor = createSupervisor(
+      ['bomb', 'honest'].map((key) => ({
+        key,
+        mappingId: key,
+        root: temp.dir,
+        file: path.join(temp.dir, `${key}.js`),
+      })),
+      SETTINGS,
+      createLogger('silent'),
+      { entry: LYING_CHILD },
+    );
+    try {
+      await supervisor.start();
+      // One process runs them in order: each bomb ends the process with the calls behind it held.
+      const bombs = [
+        supervisor.call('bomb', { attack: 'exits' }),
+        supervisor.call('bomb', { attack: 'exits' }),
+      ];
+      const honest = Array.from({ length: 3 }, () => supervisor.call('honest', {}));
+      expect(await Promise.all(bombs.map(codeOf))).toEqual([
+        'transform_failed',
+        'transform_failed',
+      ]);
+      expect(await Promise.all(honest)).toEqual(Array(3).fill({ value: { message: 'honest' } }));
+    } finally {
+      await supervisor.close();
+      temp.cleanup();
+    }
+  });
+});
+
 describe('the message check', () => {
   const caps = { maxOutputChars: 1000, maxModules: 2 };
 

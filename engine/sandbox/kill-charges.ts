@@ -1,29 +1,43 @@
 /**
  * Which calls a killed transform process held are charged for the kill,
  * and what becomes of them: sent again to a fresh process, or failed once
- * charged CHARGES_PER_CALL times. Only the calls the kill may be the doing
- * of are charged: on a missed deadline, those of the late call's own
- * module (the others were waiting behind it, not running); when the process
- * died on its own, every one.
+ * charged too often. A process runs its calls in order, so the call it was
+ * running when it was killed (the late one, or the oldest when it died on
+ * its own) names the suspect module; only that module's calls are charged
+ * against the tight bound. A crash also counts against every call present,
+ * against a loose bound: what kills a process outside the call it runs
+ * (while parsing its commands, say) must not kill it for ever.
  */
 
 /**
- * Kills a call may be charged for before it fails. A call present when its process dies on its
- * own, or is killed for a call of the same mapping, is charged: what kills a process outside
- * the call it is running (while parsing its commands) would otherwise kill it for ever, and
- * the calls of a poisoned mapping are purged in two restarts, not one deadline each.
+ * Kills of its own module's calls a call may be charged for before it fails: the calls of a
+ * poisoned mapping are purged in two restarts, not one deadline or crash each.
  */
 export const CHARGES_PER_CALL = 2;
 
-/** Why a process holding calls was killed: a call of module `key` missed its deadline, or it died on its own. */
-export type Kill = { cause: 'timeout'; key: string } | { cause: 'crash' };
+/**
+ * Crashes a call may be present at, whoever's call was running, before it fails. Far above
+ * what a poisoned mapping puts another mapping's calls through (each of its crashes charges
+ * its own calls, so they are gone after two), low enough that a call which itself kills the
+ * process where no call is charged is dropped after a few restarts.
+ */
+export const CRASHES_PER_CALL = 8;
 
-/** What a kill makes of one call the process held: its kills charged, and whether it is sent again. */
-export type KillCharge = { charged: number; again: boolean };
+/**
+ * Why a process holding calls was killed: a call of module `key` missed its deadline, or the
+ * process died on its own while running a call of module `key`.
+ */
+export type Kill = { cause: 'timeout' | 'crash'; key: string };
 
-/** Charge one call held by a killed process (`charged`: the kills it was charged for before). */
-export function chargeKill(kill: Kill, call: { key: string; charged: number }): KillCharge {
-  const chargeable = kill.cause === 'crash' || call.key === kill.key;
-  const charged = chargeable ? call.charged + 1 : call.charged;
-  return { charged, again: charged < CHARGES_PER_CALL };
+/** The kills charged to one call so far. */
+export type Charges = { charged: number; crashes: number };
+
+/** What a kill makes of one call the process held: its charges, and whether it is sent again. */
+export type KillCharge = Charges & { again: boolean };
+
+/** Charge one call held by a killed process (`key`: its module; the rest: its charges before). */
+export function chargeKill(kill: Kill, call: Charges & { key: string }): KillCharge {
+  const charged = call.key === kill.key ? call.charged + 1 : call.charged;
+  const crashes = kill.cause === 'crash' ? call.crashes + 1 : call.crashes;
+  return { charged, crashes, again: charged < CHARGES_PER_CALL && crashes < CRASHES_PER_CALL };
 }

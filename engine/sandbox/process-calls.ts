@@ -29,8 +29,10 @@ export type Call = {
   frame: Buffer;
   resolve: (r: TransformResult) => void;
   reject: (e: HookError) => void;
-  /** Kills it was sent again after and charged for (see requeueAll). */
+  /** Kills of its own module it was sent again after (see requeueAll). */
   charged: number;
+  /** Crashes it was present at, whoever's call was running. */
+  crashes: number;
   timer?: NodeJS.Timeout;
 };
 
@@ -103,15 +105,14 @@ export function createProcessCalls(deps: {
    */
   function crashed(slot: Slot<Call>): void {
     const [oldest] = slot.inflight;
-    if (oldest) {
-      const [id, call] = oldest;
-      slot.inflight.delete(id);
-      clearTimeout(call.timer);
-      call.reject(
-        new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
-      );
-    }
-    requeueAll(slot, { cause: 'crash' });
+    if (!oldest) return;
+    const [id, call] = oldest;
+    slot.inflight.delete(id);
+    clearTimeout(call.timer);
+    call.reject(
+      new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),
+    );
+    requeueAll(slot, { cause: 'crash', key: call.key });
   }
 
   /**
@@ -125,6 +126,7 @@ export function createProcessCalls(deps: {
       call.timer = undefined;
       const charge = chargeKill(kill, call);
       call.charged = charge.charged;
+      call.crashes = charge.crashes;
       if (!charge.again)
         call.reject(
           new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'crash')),

@@ -10,7 +10,8 @@
  * the same mapping are sent again once (a flood of one mapping's poisoned
  * calls then costs two restarts a batch, not a deadline each:
  * kill-charges.ts). A process that dies on its own fails the call it was
- * running and sends the others again, once. A process that sends anything
+ * running and sends the others again, charged the same way (a crash is the
+ * running call's doing). A process that sends anything
  * invalid is killed and its calls fail with transform_failed. A new process
  * compiles each module's last good version (last-good-sources.ts), and a
  * version one process compiled is handed to the others, so every process
@@ -293,6 +294,7 @@ export function createSupervisor(
             reject(e);
           },
           charged: 0,
+          crashes: 0,
         });
         pump();
       });
