@@ -5,7 +5,8 @@
  * reaches any answer even with keepPayloads on.
  */
 import { createHmac } from 'node:crypto';
-import { request } from 'node:http';
+import { request, STATUS_CODES } from 'node:http';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
 import { TOKEN } from './helpers/hookgate.ts';
@@ -146,6 +147,46 @@ describe('admin listener: who may use it', () => {
       expect((await json(res)).error.code).toBe('unsupported_media_type');
     },
   );
+
+  it.each([
+    ['no Host header', 400, 'invalid_host', ''],
+    ['two Host headers', 400, 'invalid_host', 'Host: 127.0.0.1\r\nHost: 127.0.0.1\r\n'],
+    ['Expect: foo', 417, 'expectation_failed', 'Host: 127.0.0.1\r\nExpect: foo\r\n'],
+    [
+      'Transfer-Encoding: gzip, chunked',
+      501,
+      'unsupported_transfer_encoding',
+      'Host: 127.0.0.1\r\nTransfer-Encoding: gzip, chunked\r\n',
+    ],
+    [
+      'Content-Encoding: gzip',
+      415,
+      'unsupported_content_encoding',
+      'Host: 127.0.0.1\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n',
+    ],
+  ])('a request framed with %s: %d %s as JSON', async (_name, status, code, head) => {
+    const s = await stack();
+    const address = new URL(s.admin.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(address.port), address.hostname, () => {
+        socket.write(
+          `POST /api/playground HTTP/1.1\r\n${head}Authorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
+        );
+      });
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${STATUS_CODES[status]}`);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      ok: false,
+      error: { code },
+    });
+  });
 
   it('caps the live streams: past 16 the next is 503 too_many_streams', async () => {
     const s = await stack();

@@ -3,8 +3,14 @@
  * console, not webhook senders, so it has its own small catalogue; the body
  * shape is the hooks listener's `{"ok":false,"error":{"code","message"}}`.
  */
+import { ERRORS } from '../errors.ts';
 
 export const ADMIN_ERRORS = Object.freeze({
+  // How the request is framed, judged as the hook listener judges it (engine/ingress/framing.ts).
+  invalid_host: ERRORS.invalid_host,
+  unsupported_transfer_encoding: ERRORS.unsupported_transfer_encoding,
+  expectation_failed: ERRORS.expectation_failed,
+  unsupported_content_encoding: ERRORS.unsupported_content_encoding,
   unauthorized: { status: 401, message: 'Send the admin token as Authorization: Bearer <token>.' },
   forbidden_host: { status: 403, message: 'The Host header is not a loopback address.' },
   forbidden_origin: { status: 403, message: 'Cross-origin requests are refused.' },
@@ -25,6 +31,11 @@ export const ADMIN_ERRORS = Object.freeze({
 } as const);
 
 export type AdminErrorCode = keyof typeof ADMIN_ERRORS;
+
+/** Whether a code (the hook listener's, say) is one of this catalogue's. */
+export function isAdminErrorCode(code: string): code is AdminErrorCode {
+  return Object.hasOwn(ADMIN_ERRORS, code);
+}
 
 /** A refusal of the admin listener, with its status and an optional detail safe to show. */
 export class AdminError extends Error {

@@ -6,8 +6,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { capConnections, type ListenerCaps } from '../connection-limit.ts';
+import { contentCodingRefusal } from '../ingress/content-types.ts';
+import { framingRefusal } from '../ingress/framing.ts';
 import type { Logger } from '../log.ts';
-import { AdminError } from './admin-errors.ts';
+import { AdminError, isAdminErrorCode } from './admin-errors.ts';
 import { type ApiContext, createApi } from './api.ts';
 import { consoleAssets } from './console/assets.ts';
 import type { AdminDeps } from './deps.ts';
@@ -91,6 +93,8 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
   ];
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const framing = framingRefusal(req) ?? contentCodingRefusal(req.headers['content-encoding']);
+    if (framing) throw new AdminError(isAdminErrorCode(framing.code) ? framing.code : 'internal');
     // Only the path is read: a query string never selects a route.
     const url = new URL(req.url ?? '/', 'http://admin.invalid');
     const route = routes.find((r) => r.path.test(url.pathname));
@@ -114,7 +118,7 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
     await handler({ req, res, url, params });
   }
 
-  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((err: unknown) => {
       const error = err instanceof AdminError ? err : new AdminError('internal');
       if (!(err instanceof AdminError)) settings.logger.error({ err }, 'admin request failed');
@@ -126,7 +130,14 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
       if (!req.complete) res.setHeader('connection', 'close');
       sendAdminError(res, error);
     });
-  });
+  };
+  const server = createServer(
+    // A missing Host is refused as JSON by handle, not by Node's parser with an empty 400.
+    { requestTimeout: 30_000, headersTimeout: 10_000, requireHostHeader: false },
+    onRequest,
+  );
+  // Node would answer any other expectation 417 with an empty body; handle refuses it as JSON.
+  server.on('checkExpectation', onRequest);
   server.maxHeadersCount = 100;
   capConnections(server, settings.caps);
   await new Promise<void>((resolve, reject) => {
