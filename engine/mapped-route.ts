@@ -109,7 +109,8 @@ function buildWithTransform(
     hook: data.hook,
     receivedAt: envelope.receivedAt,
   };
-  const call = ctx.transforms.call(mapping.transform.key, input);
+  // The request keeps its raw body while it waits (the journal's copy, a replay's fingerprint).
+  const call = ctx.transforms.call(mapping.transform.key, input, envelope.raw.length);
   return merged(call, mapping, kind, withoutPayload(envelope), base, ctx);
 }
 

@@ -100,3 +100,36 @@ describe('transform call bytes bound', () => {
     }
   });
 });
+
+describe('transform call bytes bound, raw bodies', () => {
+  const temp = tempDir();
+  let hookgate: Hookgate;
+  // ~200 KB of whitespace around a small object: the call's input is a few bytes, the raw body
+  // the request holds while it waits is not.
+  const body = `{"a":1}${' '.repeat(200_000)}`;
+  const post = () =>
+    fetch(`${hookgate.url}/hooks/never`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body,
+    }).then(readAnswer);
+
+  beforeAll(async () => {
+    hookgate = await startWithTransforms(
+      temp.dir,
+      { never: NEVER_SETTLES },
+      { processes: 1, cpuTimeoutMs: 5000, deadlineMs: 5000, maxWaitingBytes: 1_048_576 },
+    );
+  });
+  afterAll(async () => {
+    await hookgate.close();
+    temp.cleanup();
+  });
+
+  it('a flood of requests with large raw bodies and small transform inputs is refused with 503 past maxWaitingBytes', async () => {
+    // 1 MiB holds five 200 KB raw bodies; counting only the inputs it would hold all 12.
+    const flood = Array.from({ length: 12 }, () => post().catch(() => undefined));
+    const refused = await firstRefusals(flood, 5);
+    for (const result of refused) expect(result.body.error?.code).toBe('unavailable');
+  });
+});

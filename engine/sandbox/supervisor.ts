@@ -19,10 +19,10 @@
  * meanwhile.
  *
  * What the server holds for a call, from when it is made until it is
- * answered, is the frame it sends: the caller's parsed request is not kept
- * alive by the call (engine/ingress/commit.ts drops it). Those bytes are
- * bounded in total (maxWaitingBytes), beside the number of waiting calls
- * (waiting-bound.ts).
+ * answered, is the frame it sends and the caller's raw body: the caller's
+ * parsed request is not kept alive by the call (engine/ingress/commit.ts
+ * drops it). Those bytes are bounded in total (maxWaitingBytes), beside the
+ * number of waiting calls (waiting-bound.ts).
  */
 import { HookError } from '../errors.ts';
 import { observed, publishBusy } from './call-events.ts';
@@ -77,8 +77,12 @@ export type { TransformResult };
 export type TransformSupervisor = {
   /** Start the processes and load the modules; resolves with load errors by module key. */
   start(): Promise<Map<string, string>>;
-  /** Call a transform; throws HookError transform_failed / transform_timeout / transform_invalid_output. */
-  call(key: string, input: unknown): Promise<TransformResult>;
+  /**
+   * Call a transform; throws HookError transform_failed / transform_timeout /
+   * transform_invalid_output. `alsoHeld`: bytes the caller keeps while it waits (the request's
+   * raw body), counted in maxWaitingBytes beside the call's own.
+   */
+  call(key: string, input: unknown, alsoHeld?: number): Promise<TransformResult>;
   /** Stop every process (resolves once they have exited). */
   close(): Promise<void>;
   /** Processes up and loaded, of how many (what readiness reports). */
@@ -271,14 +275,14 @@ export function createSupervisor(
       );
       return started;
     },
-    async call(key, input) {
+    async call(key, input, alsoHeld = 0) {
       if (closed) throw new HookError('transform_failed', 'The transform process is stopped.');
       if (!started) void this.start().catch(() => undefined);
       if (!bound.mayWait(queue.size)) throw busy(key);
       const id = nextId++;
       // Encoded now: the call holds these bytes, not the caller's objects (nor a second copy).
       const frame = encodeFrame({ type: 'call', id, key, input: JSON.stringify(input) });
-      const release = bound.hold(frame.length);
+      const release = bound.hold(frame.length + alsoHeld);
       if (!release) throw busy(key);
       const result = new Promise<TransformResult>((resolve, reject) => {
         queue.add({

@@ -9,9 +9,9 @@ import { HookError } from '../errors.ts';
 
 const DEFAULT_MAX_WAITING = 256;
 /**
- * Default of maxWaitingBytes (32 MiB): a hundred-odd calls of the largest body, thousands of
- * ordinary events. Counted over the frames (JSON-escaped input), so a body of characters that
- * escape six-fold is charged what it really holds.
+ * Default of maxWaitingBytes (32 MiB): some sixty calls of the largest body (its input and the
+ * request's raw body), thousands of ordinary events. Counted over the frames (JSON-escaped
+ * input), so a body of characters that escape six-fold is charged what it really holds.
  */
 export const DEFAULT_MAX_WAITING_BYTES = 32 * 1024 * 1024;
 

@@ -41,7 +41,7 @@ import type { Readable, Writable } from 'node:stream';
 // The runner gets them back (`trap -`) before its exec.
 const LEADER = [
   "trap '' HUP INT QUIT TERM",
-  "( (read -r _ <&3 || kill -s KILL 0) & ) </dev/null >/dev/null 2>&1",
+  '( (read -r _ <&3 || kill -s KILL 0) & ) </dev/null >/dev/null 2>&1',
   'trap - HUP INT QUIT TERM',
   "case $1 in '') unset PWD ;; *) PWD=${1#=}; export PWD ;; esac",
   'shift',

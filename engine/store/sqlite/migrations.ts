@@ -270,5 +270,5 @@ export const MIGRATIONS: readonly string[] = [
   // 12: no table changes. New untrusted events leave out their wrapper's notice (put back when
   // read, engine/store/stored-event.ts); a hookgate before this version would show them
   // without it, so the version makes it refuse the file.
-  '-- events without their wrapper\'s notice',
+  "-- events without their wrapper's notice",
 ];
