@@ -76,6 +76,11 @@ export const CONSOLE_LINES_PER_CALL = 20;
 export const CONSOLE_LINE_CHARS = 1000;
 /** Characters of a failure reason or a process log message. */
 export const MESSAGE_CHARS = 2000;
+/** A failure reason or log message cut to MESSAGE_CHARS. */
+export function cutMessage(text: string): string {
+  return text.length > MESSAGE_CHARS ? text.slice(0, MESSAGE_CHARS) : text;
+}
+
 /** Console lines one call can claim it dropped (a bound on a lying count). */
 export const MAX_DROPPED = 1_000_000;
 /** Files one module's report may list; a larger module graph is not kept (restarts read disk). */
