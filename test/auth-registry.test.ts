@@ -24,7 +24,10 @@ function configError(auth: unknown): { path: string; message: string } {
 describe('createVerifier', () => {
   it.each([
     [{ scheme: 'github', secret: 's' }, 'github'],
-    [{ scheme: 'stripe', secrets: ['whsec_aaaaaaaa', 'whsec_bbbbbbbb'], toleranceSeconds: 60 }, 'stripe'],
+    [
+      { scheme: 'stripe', secrets: ['whsec_aaaaaaaa', 'whsec_bbbbbbbb'], toleranceSeconds: 60 },
+      'stripe',
+    ],
     [{ scheme: 'slack', secret: 's', toleranceSeconds: 600 }, 'slack'],
     [{ scheme: 'standard-webhooks', secrets: [WHSEC, WHPK, WHSEC.slice(6)] }, 'standard-webhooks'],
     [{ scheme: 'hmac', secret: 's', header: 'X-Sig' }, 'hmac'],

@@ -46,7 +46,10 @@ describe('stripe vectors', () => {
   });
 
   it('rotation: any v1 entry verifies against any secret, reporting the secret', () => {
-    const rotated = createVerifier({ scheme: 'stripe', secrets: ['whsec_new_secret', SECRET] }, 'auth');
+    const rotated = createVerifier(
+      { scheme: 'stripe', secrets: ['whsec_new_secret', SECRET] },
+      'auth',
+    );
     const value = `t=${T},v1=${'0'.repeat(64)},v1=${V1},v0=${'1'.repeat(64)}`;
     expect(run(rotated, header(value), BODY, T)).toMatchObject({ secretIndex: 1 });
   });

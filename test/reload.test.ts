@@ -76,7 +76,10 @@ describe('hot reload', () => {
     expect(await s.lastText()).toContain('first: 1');
     writeFileSync(s.file, configText('second'));
     s.server.child.kill('SIGHUP');
-    await until(async () => (await s.readyz()).checks['reload']?.detail?.includes('SIGHUP') === true, 'reload');
+    await until(
+      async () => (await s.readyz()).checks['reload']?.detail?.includes('SIGHUP') === true,
+      'reload',
+    );
     expect((await s.post('2')).status).toBe(200);
     expect(await s.lastText()).toContain('second: 2');
     expect(s.server.child.exitCode).toBeNull();

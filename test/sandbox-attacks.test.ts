@@ -370,9 +370,9 @@ describe('deadlines and process count', () => {
       const [before] = childPids();
       const results = await Promise.all(Array.from({ length: 25 }, () => server.post('slow')));
       // A failed call shows its code.
-      expect(results.map((r) => (r.status === 200 ? 200 : `${r.status} ${codeOf(r.body)}`))).toEqual(
-        Array.from({ length: 25 }, () => 200),
-      );
+      expect(
+        results.map((r) => (r.status === 200 ? 200 : `${r.status} ${codeOf(r.body)}`)),
+      ).toEqual(Array.from({ length: 25 }, () => 200));
       const missed = (await server.flushedLogLines()).filter((l) =>
         /missed its deadline/.test(String(l['msg'])),
       );

@@ -103,6 +103,7 @@ describe('a lying transform process', () => {
     ['an unknown message type', 'unknown-type'],
     ['a second "loaded"', 'second-loaded'],
     ['a flood of log messages', 'log-flood'],
+    ['a flood of compiled-module reports', 'report-flood'],
     ['a log message for an unknown module', 'log-unknown-key'],
     ['the process exits mid-call', 'exits'],
     ['the process closes its answer channel', 'closes-channel'],

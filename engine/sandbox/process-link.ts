@@ -32,6 +32,11 @@ export type LinkOptions = {
   maxModules: number;
   /** Process log messages ("reload failed", ...) allowed per minute before the process counts as flooding. */
   maxLogsPerMinute: number;
+  /**
+   * Reports of a compiled module allowed per minute: each makes the server read up to 64 files
+   * (synchronously, contained) and hand their text to every process.
+   */
+  maxReportsPerMinute: number;
 };
 
 export type ProcessLink = {
@@ -48,6 +53,16 @@ const STDERR_CHUNKS_PER_MINUTE = 20;
 const DRAIN_AFTER_EXIT_MS = 500;
 const STDERR_CHARS = 1000;
 
+/** A counter of messages per minute: true once one more is over `max` in the current minute. */
+function perMinute(max: number): () => boolean {
+  let window = { start: Date.now(), count: 0 };
+  return () => {
+    const now = Date.now();
+    if (now - window.start >= 60_000) window = { start: now, count: 0 };
+    return ++window.count > max;
+  };
+}
+
 /** Spawn a transform process and wire its channel to `events`. */
 export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEvents): ProcessLink {
   const child: ChildProcess = spawn(process.execPath, [...options.execArgv, options.entry], {
@@ -57,7 +72,8 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
   const reader = new FrameReader(options.maxFrameBytes);
   const answers = child.stdio[3] as Readable;
   let refused = false;
-  let logWindow = { start: Date.now(), count: 0 };
+  const overLogBudget = perMinute(options.maxLogsPerMinute);
+  const overReportBudget = perMinute(options.maxReportsPerMinute);
 
   const refuse = (reason: string): void => {
     if (refused) return;
@@ -66,11 +82,6 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     answers.destroy();
     child.kill('SIGKILL');
     guarded(logger, () => events.refused(reason));
-  };
-  const overLogBudget = (): boolean => {
-    const now = Date.now();
-    if (now - logWindow.start >= 60_000) logWindow = { start: now, count: 0 };
-    return ++logWindow.count > options.maxLogsPerMinute;
   };
   const caps = { maxOutputChars: options.maxOutputChars, maxModules: options.maxModules };
 
@@ -83,7 +94,9 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
         ? checked.reason
         : checked.message.type === 'log' && overLogBudget()
           ? 'log flood'
-          : undefined;
+          : checked.message.type === 'compiled' && overReportBudget()
+            ? 'report flood'
+            : undefined;
       if (problem !== undefined || !checked.ok) {
         refuse(problem ?? 'invalid');
         return;
