@@ -65,18 +65,19 @@ describe('transform call queue bound', () => {
   });
 });
 
-describe('transform call bytes bound', () => {
+/**
+ * A server whose transform never answers and whose waiting calls may hold 1 MiB in all; `flood`
+ * sends `count` requests of `body` at once and resolves with the first `refusals` 503 answers.
+ */
+function bytesBoundServer(body: string) {
   const temp = tempDir();
   let hookgate: Hookgate;
-  // ~200 KB of `{}`: the shape that parses to the most objects per byte.
-  const body = JSON.stringify({ a: Array(66_000).fill({}) });
   const post = () =>
     fetch(`${hookgate.url}/hooks/never`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body,
     }).then(readAnswer);
-
   beforeAll(async () => {
     hookgate = await startWithTransforms(
       temp.dir,
@@ -88,13 +89,21 @@ describe('transform call bytes bound', () => {
     await hookgate.close();
     temp.cleanup();
   });
+  return (count: number, refusals: number) =>
+    firstRefusals(
+      Array.from({ length: count }, () => post().catch(() => undefined)),
+      refusals,
+    );
+}
+
+describe('transform call bytes bound', () => {
+  // ~200 KB of `{}`: the shape that parses to the most objects per byte.
+  const flood = bytesBoundServer(JSON.stringify({ a: Array(66_000).fill({}) }));
 
   it('a flood of large-bodied transform requests is refused with 503 past maxWaitingBytes, far below maxWaitingCalls', async () => {
-    // 1 MiB holds five 200 KB inputs (six or more get through only as earlier ones end); the
-    // count bound alone (256 waiting + 32 sent) would hold all 12.
-    const flood = Array.from({ length: 12 }, () => post().catch(() => undefined));
-    const refused = await firstRefusals(flood, 5);
-    for (const result of refused) {
+    // 1 MiB holds two 200 KB requests (input and raw body: more get through only as earlier
+    // ones end); the count bound alone (256 waiting + 32 sent) would hold all 12.
+    for (const result of await flood(12, 5)) {
       expect(result.body.error?.code).toBe('unavailable');
       expect(result.retryAfter).toBe('1');
     }
@@ -102,34 +111,12 @@ describe('transform call bytes bound', () => {
 });
 
 describe('transform call bytes bound, raw bodies', () => {
-  const temp = tempDir();
-  let hookgate: Hookgate;
   // ~200 KB of whitespace around a small object: the call's input is a few bytes, the raw body
   // the request holds while it waits is not.
-  const body = `{"a":1}${' '.repeat(200_000)}`;
-  const post = () =>
-    fetch(`${hookgate.url}/hooks/never`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body,
-    }).then(readAnswer);
-
-  beforeAll(async () => {
-    hookgate = await startWithTransforms(
-      temp.dir,
-      { never: NEVER_SETTLES },
-      { processes: 1, cpuTimeoutMs: 5000, deadlineMs: 5000, maxWaitingBytes: 1_048_576 },
-    );
-  });
-  afterAll(async () => {
-    await hookgate.close();
-    temp.cleanup();
-  });
+  const flood = bytesBoundServer(`{"a":1}${' '.repeat(200_000)}`);
 
   it('a flood of requests with large raw bodies and small transform inputs is refused with 503 past maxWaitingBytes', async () => {
     // 1 MiB holds five 200 KB raw bodies; counting only the inputs it would hold all 12.
-    const flood = Array.from({ length: 12 }, () => post().catch(() => undefined));
-    const refused = await firstRefusals(flood, 5);
-    for (const result of refused) expect(result.body.error?.code).toBe('unavailable');
+    for (const result of await flood(12, 5)) expect(result.body.error?.code).toBe('unavailable');
   });
 });
