@@ -91,7 +91,9 @@ async function post(hook: 'agent' | 'wake', body: Record<string, unknown>): Prom
 
 const runs: Record<string, string> = {};
 
-describe('runtime commands', () => {
+// Each case starts several CLI processes (a Node start each, seconds apiece on a loaded 2-core
+// machine): a bound well above the 60 s default, which one case passed once under load.
+describe('runtime commands', { timeout: 180_000 }, () => {
   it('say plainly when there is no store yet', async () => {
     const [runsOut, eventsOut, beat, retried] = await Promise.all([
       hookgate(['runs'], empty.dir),
