@@ -21,6 +21,8 @@ if (major > 24 || (major === 24 && minor >= 16)) {
     process.exit(1);
   }
   const child = spawn(node, [server, ...process.argv.slice(2)], { stdio: 'inherit' });
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+  // The server's own signals go to it: stop (SIGINT, SIGTERM) and reload (SIGHUP, which would
+  // otherwise end this launcher and leave the server running without it).
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }

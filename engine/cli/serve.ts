@@ -76,6 +76,8 @@ export async function serve(flags: ServeFlags): Promise<number> {
   hookgate.logger.info(
     {
       url: hookgate.url,
+      // The process SIGHUP (reload) and SIGTERM go to, also when the bin started it.
+      pid: process.pid,
       hooksPath: loaded.config.hooks.path,
       store: hookgate.storeDescription,
       config: loaded.file,
