@@ -63,7 +63,9 @@ export function readConfigDocument(file: string): { absolute: string; raw: unkno
   try {
     raw = parseYaml(shieldReferences(text), { prettyErrors: true, uniqueKeys: true });
   } catch (err) {
-    throw new ConfigError('', `cannot parse ${absolute}: ${(err as Error).message.split('\n')[0]}`);
+    // The first line has the reason and where ("... at line 2, column 6:"); the rest quotes the file.
+    const reason = ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
+    throw new ConfigError('', `cannot parse ${absolute}: ${reason}`);
   }
   return { absolute, raw: raw ?? {} };
 }

@@ -29,7 +29,7 @@ import {
 } from './session-key-template.ts';
 import { ContainmentError, MODULE_EXTENSIONS, resolveContained } from './sandbox/paths.ts';
 import type { ModuleSpec } from './sandbox/protocol.ts';
-import { compileTemplate, type Template } from './templates.ts';
+import { compileTemplate, type Template, templateErrorText } from './templates.ts';
 
 /** Fields other than the session key: a literal value or a compiled template. */
 export type FieldPlan = Partial<Record<Exclude<TemplateField, 'sessionKey'>, string | Template>>;
@@ -238,7 +238,7 @@ function compileFields(sources: Partial<Record<TemplateField, Source>>, fail: Fa
     try {
       plan[field] = compileTemplate(source.value);
     } catch (err) {
-      fail(source.field, firstLine(err));
+      fail(source.field, templateErrorText(err));
     }
   }
   return plan;
@@ -272,7 +272,7 @@ function compileSessionKey(
   try {
     template = compileSessionKeyTemplate(source.value);
   } catch (err) {
-    return fail(source.field, firstLine(err));
+    return fail(source.field, templateErrorText(err));
   }
   const prefixes = policy.allowedSessionKeyPrefixes;
   if (prefixes && !prefixes.some((p) => template.prefix.startsWith(p))) {
@@ -307,8 +307,4 @@ function checkStaticPolicy(fields: FieldPlan, policy: Policy, fail: Fail): void 
       throw err;
     }
   }
-}
-
-function firstLine(err: unknown): string {
-  return String((err as Error).message ?? err).split('\n')[0] as string;
 }

@@ -207,6 +207,18 @@ export function compileTemplate(source: string): Template {
   };
 }
 
+/**
+ * A template's compile error as one line. Handlebars' parse errors span four (the position,
+ * the template's text near it, a caret, what was expected instead of what came); the first
+ * alone said nothing of what was wrong. The text is the operator's template, not a payload.
+ */
+export function templateErrorText(err: unknown): string {
+  const [first = '', near, caret, expected] = String((err as Error)?.message ?? err).split('\n');
+  const parse = /^(Parse error on line \d+):$/.exec(first);
+  if (!parse || near === undefined || caret === undefined || expected === undefined) return first;
+  return `${parse[1]} near ${JSON.stringify(near)}: ${expected}`;
+}
+
 /** Parse a template into Handlebars' AST (for session-key templates that need its parts). */
 export function parseTemplate(source: string): hbs.AST.Program {
   return hb.parse(source);

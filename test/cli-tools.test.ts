@@ -72,6 +72,27 @@ describe('hookgate check', () => {
     expect(stderr).toContain('hooks.mappings.0.templates.message');
     expect(stderr).toContain('broken');
   });
+
+  it('a template parse error says where and what was expected, on one line', () => {
+    const bad = writeConfig(
+      'unclosed.yaml',
+      'hooks:\n  enabled: true\n  token: t\n  mappings:\n    - id: unclosed\n      templates: { message: "hi {{#if payload.a}}" }\n',
+    );
+    const { code, stderr } = run(['check', '--config', bad]);
+    expect(code).toBe(2);
+    expect(stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^hookgate: config error: hooks\.mappings\.0\.templates\.message: \(mapping "unclosed"\) Parse error on line 1 near "hi \{\{#if payload\.a\}\}": Expecting .*, got 'EOF'$/,
+      ),
+    ]);
+  });
+
+  it('a YAML error gives its line and column without a dangling colon', () => {
+    const bad = writeConfig('nested.yaml', 'hooks:\n  enabled: true: x\n');
+    const { code, stderr } = run(['check', '--config', bad]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/cannot parse .*nested\.yaml: .* at line 2, column \d+\n/);
+  });
 });
 
 describe('hookgate test', () => {
