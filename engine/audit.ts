@@ -67,7 +67,19 @@ export function auditConfig(config: Config): AuditWarning[] {
     ...agentRouting(config),
     ...hookToken(config),
     ...admin(config),
+    ...unusedPresetSettings(config),
   ];
+}
+
+/** The signed presets whose settings (`hooks.<name>`) only their preset reads. */
+const SIGNED_PRESETS = ['github', 'stripe', 'slack'] as const;
+
+function unusedPresetSettings(config: Config): AuditWarning[] {
+  const enabled = new Set(config.hooks.presets);
+  return SIGNED_PRESETS.filter((name) => config.hooks[name] && !enabled.has(name)).map((name) => ({
+    setting: `hooks.${name}`,
+    message: `set, but "${name}" is not in hooks.presets: nothing reads these settings and ${config.hooks.path}/${name} is not served; add it to hooks.presets or remove them`,
+  }));
 }
 
 function exposure(config: Config): AuditWarning[] {

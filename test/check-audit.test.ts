@@ -17,6 +17,7 @@ hooks:
   enabled: true
   token: \${HOOKS_TOKEN}
   allowRequestSessionKey: true
+  github: { auth: { secret: github-secret-never-shown } }
 agents:
   list: [ { id: main, default: true }, { id: ops } ]
 admin: { host: 127.0.0.1, port: 0, keepPayloads: true }
@@ -50,8 +51,10 @@ describe('hookgate check: audit warnings', () => {
       'hooks.allowedAgentIds',
       'hooks.token',
       'admin.keepPayloads',
+      'hooks.github',
     ]);
     expect(plain.stdout).not.toContain(WEAK);
+    expect(plain.stdout).not.toContain('github-secret-never-shown');
 
     const strict = await runHookgate(['check', '--strict', '--config', file], { env });
     expect(strict.code).toBe(1);
