@@ -163,6 +163,27 @@ describe('hookgate test', () => {
     expect(stdout).toContain('Refused: 400 invalid_payload');
   });
 
+  it('a wrong token on a token route: the hint is about the hook token, not signatures', () => {
+    const payload = writeConfig('wake-payload.json', '{"text": "hi"}');
+    const { code, stdout } = run(
+      [
+        'test',
+        'wake',
+        '--config',
+        good,
+        '--payload',
+        payload,
+        '--header',
+        'authorization: Bearer nope',
+      ],
+      { HOOKS_TOKEN: 't' },
+    );
+    expect(code).toBe(1);
+    expect(stdout).toContain('Refused: 401 unauthorized');
+    expect(stdout).toContain('Hint: this route takes hooks.token');
+    expect(stdout).not.toContain('signed route');
+  });
+
   it('exits 2 without a payload', () => {
     expect(run(['test', 'github', '--config', good], { HOOKS_TOKEN: 't' }).code).toBe(2);
   });

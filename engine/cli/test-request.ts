@@ -92,7 +92,9 @@ function describe(name: string, base: string, result: DryRunResult): string[] {
     lines.push(`Refused: ${result.status} ${result.error.code}: ${result.error.message}`);
     if (result.error.code === 'unauthorized') {
       lines.push(
-        "Hint: on a signed route, pass the delivery's own signature headers (--header) or --sign.",
+        result.signed
+          ? "Hint: on a signed route, pass the delivery's own signature headers (--header) or --sign."
+          : 'Hint: this route takes hooks.token, which is sent unless the request brings its own Authorization or X-Hookgate-Token header.',
       );
     }
     return lines;

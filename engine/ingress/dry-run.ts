@@ -39,6 +39,8 @@ export type DryRunResult = {
   /** The key that would make a repeat of this request a replay (not looked up). */
   replayKey?: string;
   error?: { code: string; message: string };
+  /** The route checks a sender's signature (else the hook token). */
+  signed: boolean;
 };
 
 // Stores nothing and knows no earlier request: the dry run never reads or writes the store.
@@ -75,22 +77,33 @@ export async function dryRun(
   x.preview = true;
   try {
     const answer = await runStages(stages, x);
-    if (answer instanceof HookError) return refused(x, answer);
+    if (answer instanceof HookError) return refused(x, answer, isSigned(routes, request.hook));
     const response =
       answer.kind === 'empty'
         ? null
         : answer.kind === 'text'
           ? answer.body
           : JSON.parse(answer.body);
-    return { status: answer.status, ...seen(x), actions: x.accepted?.actions ?? [], response };
+    return {
+      status: answer.status,
+      ...seen(x),
+      actions: x.accepted?.actions ?? [],
+      response,
+      signed: isSigned(routes, request.hook),
+    };
   } catch (err) {
-    return refused(x, asHookError(err));
+    return refused(x, asHookError(err), isSigned(routes, request.hook));
   }
 }
 
-function refused(x: Exchange, error: HookError): DryRunResult {
+function isSigned(routes: RouteTable, hook: string): boolean {
+  return routes.find(hook).gate.verifier !== undefined;
+}
+
+function refused(x: Exchange, error: HookError, signed: boolean): DryRunResult {
   return {
     status: error.status,
+    signed,
     ...seen(x),
     actions: [],
     response: null,
@@ -103,7 +116,7 @@ function fileSource(config: Config, routes: RouteTable, request: DryRunRequest):
   const token = config.hooks.token;
   const headers: IncomingHttpHeaders = { ...request.headers };
   // A token route's caller holds the token; a signed route's sender (GitHub...) does not send it.
-  const tokenRoute = routes.find(request.hook).gate.verifier === undefined;
+  const tokenRoute = !isSigned(routes, request.hook);
   if (token && tokenRoute && !CARRIERS.some((name) => headers[name] !== undefined)) {
     headers.authorization = `Bearer ${token}`;
   }
