@@ -72,6 +72,8 @@ describe('example transforms', () => {
               path: 'github',
               when: { '==': [{ var: 'headers.x-github-event' }, 'pull_request'] },
             },
+            // As the example's own comment and the README configure it.
+            sessionKey: 'hook:github:{{keySegment payload.repository.full_name}}',
             transform: { module: 'github-pr-digest.ts' },
           },
           {
@@ -100,6 +102,7 @@ describe('example transforms', () => {
     expect(action.name).toBe('GitHub');
     expect(action.message).toContain('Pull request #42 opened in octocat/hello-world by mona');
     expect(action.message).toContain('(rate-limit -> main, medium: +120/-30 in 4 files)');
+    expect(action.sessionKey).toBe('hook:github:octocat@hello-world');
   });
 
   it.each([

@@ -4,10 +4,13 @@
  * Mapping:
  *   - id: github-pr
  *     match: { path: github, when: { "==": [{ var: "headers.x-github-event" }, "pull_request"] } }
+ *     sessionKey: "hook:github:{{keySegment payload.repository.full_name}}"
  *     transform: { module: github-pr-digest.ts }
  *
  * Opened, reopened and ready-for-review PRs become one agent run in the
- * repository's session; drafts and every other action are dropped (null: 204).
+ * repository's session (the mapping's sessionKey: a key the transform returned
+ * would count as request-supplied); drafts and every other action are dropped
+ * (null: 204).
  */
 
 type PullRequestEvent = {
