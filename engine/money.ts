@@ -26,8 +26,13 @@ const ZERO_DECIMAL: ReadonlySet<string> = new Set([
 
 const THREE_DECIMAL: ReadonlySet<string> = new Set(['BHD', 'JOD', 'KWD', 'OMR', 'TND']);
 
-/** `1999, "usd"` → `19.99 USD`; anything that is not an integer amount and a 3-letter code: as given. */
+/**
+ * `1999, "usd"` → `19.99 USD`; no amount → empty (a currency alone says nothing); anything
+ * else that is not an integer amount and a 3-letter code: as given (a string amount too: some
+ * senders send major units as text, "19.99", which no rule here can tell from minor ones).
+ */
 export function formatMinorUnits(amount: unknown, currency: unknown): string {
+  if (amount === undefined || amount === null || amount === '') return '';
   const code = typeof currency === 'string' ? currency.toUpperCase() : '';
   if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || !/^[A-Z]{3}$/.test(code)) {
     const parts = [amount, currency].filter((p) => typeof p === 'number' || typeof p === 'string');

@@ -39,6 +39,7 @@ describe('rendering', () => {
     ['money three-decimal', '{{money -5 "kwd"}}', '-0.005 KWD'],
     ['money not an amount', '{{money "12" "usd"}}', '12 usd'],
     ['money without currency', '{{money 12}}', '12'],
+    ['money without an amount', '{{money payload.missing "usd"}}', ''],
   ])('%s', (_name, source, expected) => {
     expect(compileTemplate(source)(ctx)).toBe(expected);
   });
