@@ -211,7 +211,7 @@ describe('runtime commands', { timeout: 180_000 }, () => {
   it('heartbeat now: the running server runs a heartbeat that consumes the pending events', async () => {
     const asked = await hookgate(['heartbeat', 'now']);
     expect(asked.code).toBe(0);
-    expect(asked.stdout).toContain('Heartbeat started by the running server');
+    expect(asked.stdout).toContain('The running server took the request and runs a heartbeat');
 
     const [beat] = await waitFor(
       'the requested heartbeat',

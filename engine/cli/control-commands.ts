@@ -10,6 +10,10 @@ import { openStore } from './runtime-commands.ts';
 // loaded machine gets ample slack.
 const PICKUP_WAIT_MS = 5_000;
 const PICKUP_POLL_MS = 100;
+// Taken is not run: a heartbeat already running takes it as one more, and without a runner a
+// failed heartbeat is recorded at most once a minute.
+const TAKEN =
+  'The running server took the request and runs a heartbeat (see `hookgate heartbeats`; without a runner, a failed one is recorded at most once a minute).';
 
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
 export async function heartbeatNow(flags: ListFlags, out: (line: string) => void): Promise<number> {
@@ -24,14 +28,14 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     const deadline = Date.now() + PICKUP_WAIT_MS;
     while (Date.now() < deadline) {
       if (await store.requestTaken(seq)) {
-        out('Heartbeat started by the running server (see `hookgate heartbeats`).');
+        out(TAKEN);
         return 0;
       }
       await sleep(PICKUP_POLL_MS);
     }
     // Withdrawn, so that a server started later does not run a heartbeat nobody asked it for.
     if (!(await store.withdrawRequest(seq))) {
-      out('Heartbeat started by the running server (see `hookgate heartbeats`).');
+      out(TAKEN);
       return 0;
     }
   } finally {
