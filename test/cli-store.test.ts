@@ -144,10 +144,15 @@ describe('store commands', () => {
       /failed .*trigger=requested .*reason: runner unreachable: ECONNREFUSED/,
     );
     const json = await hookgate(['heartbeats', '--json', '--data-dir', dataDir]);
-    expect(JSON.parse(json.stdout.split('\n')[0] as string)).toMatchObject({
+    // The text view's names, camelCase as the other commands' JSON.
+    const first = JSON.parse(json.stdout.split('\n')[0] as string) as Record<string, unknown>;
+    expect(first).toMatchObject({
       state: 'failed',
-      error: 'runner unreachable: ECONNREFUSED',
+      trigger: 'requested',
+      reason: 'runner unreachable: ECONNREFUSED',
+      startedAt: expect.any(String),
     });
+    expect(Object.keys(first).filter((key) => key.includes('_'))).toEqual([]);
   });
 
   it('`events --data-dir DIR` does not load ./hookgate.yaml', async () => {

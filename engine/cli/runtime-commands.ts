@@ -5,7 +5,7 @@
  * JSON lines through jsonLine: request text cannot drive the terminal.
  */
 import type { ActionState } from '../queue/action-store.ts';
-import type { RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
+import type { HeartbeatRow, RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
 import { openStoreViews } from '../store/backend.ts';
 import { wrappedContent } from '../safety.ts';
 import { type ListFlags, listLimit } from './list-actions.ts';
@@ -120,6 +120,24 @@ export async function events(flags: ListFlags & { session?: string }, out: Out):
   });
 }
 
+/**
+ * A heartbeat record as `heartbeats --json` prints it: the text view's names (`trigger`, a
+ * failed one's `reason`) in the camelCase of the other commands' JSON. Pure.
+ */
+export function heartbeatView(row: HeartbeatRow) {
+  return {
+    id: row.id,
+    state: row.state,
+    trigger: row.reason,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    events: row.events,
+    reply: row.reply,
+    ack: row.ack === null ? null : row.ack === 1,
+    reason: row.error,
+  };
+}
+
 /** `heartbeats [--json] [--limit N]`: heartbeat records, newest first, with why one failed. */
 export async function heartbeats(flags: ListFlags, out: Out): Promise<number> {
   const limit = listLimit('heartbeats', flags.limit);
@@ -128,7 +146,7 @@ export async function heartbeats(flags: ListFlags, out: Out): Promise<number> {
     const rows = await store.heartbeats(limit);
     for (const row of rows) {
       if (flags.json) {
-        out(jsonLine(row));
+        out(jsonLine(heartbeatView(row)));
         continue;
       }
       const state = row.state;
