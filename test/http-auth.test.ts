@@ -50,6 +50,12 @@ describe('path and method', () => {
     const anonymous = await server.post('nope', { text: 'x' }, { token: null });
     expect(anonymous.status).toBe(401);
   });
+
+  it('an unknown hook name with a body over the limit: 404 unknown_hook, before the body (no 413)', async () => {
+    const big = await server.post('nope', { text: 'x'.repeat(300_000) });
+    expect(big.status).toBe(404);
+    expect(await errorCode(big)).toBe('unknown_hook');
+  });
 });
 
 describe('hooks disabled', () => {

@@ -6,6 +6,7 @@
 import type { BodyLimits } from '../body.ts';
 import { type BodyFormat, bodyFormat, contentCodingRefusal, parseAs } from './content-types.ts';
 import { type Exchange, had, type Stage } from './exchange.ts';
+import { unknownHookError } from './routes.ts';
 
 export type BodySettings = BodyLimits & { maxDepth: number };
 
@@ -13,6 +14,8 @@ export type BodySettings = BodyLimits & { maxDepth: number };
 export function createReadBody(limits: BodySettings): Stage {
   return async function readBody(x: Exchange) {
     const route = had(x.route, 'route');
+    // Authenticated, for a name nothing serves: no body of it could be taken.
+    if (route.unknown) throw unknownHookError(had(x.hook, 'hook'));
     // Refused before a byte is read on token routes; a signed route says 415 only after the
     // signature: an unverified caller learns nothing but the generic 401.
     if (!route.gate.verifier) x.format = formatOf(x, route.forms);

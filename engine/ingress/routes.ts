@@ -50,6 +50,8 @@ export type CompiledRoute = {
   /** The mappings tried, in order (empty for the built-in triggers). */
   mappings: readonly CompiledMapping[];
   accept: AcceptStep;
+  /** No mapping can ever match the name: refused 404 once the caller is authenticated. */
+  unknown?: true;
 };
 
 export type RouteTable = {
@@ -113,7 +115,10 @@ export function compileRoutes(
     routes.set(name, mappedRoute(name, mappings, ctx, windows, hooks.deliveryRetentionSeconds));
   }
   const accept = catchAll.length > 0 ? mappedAccept(catchAll, ctx) : unknownHook;
-  const fallback = tokenRoute('', catchAll, accept, windows, true);
+  const fallback: CompiledRoute = {
+    ...tokenRoute('', catchAll, accept, windows, true),
+    ...(catchAll.length === 0 && { unknown: true }),
+  };
   return {
     find: (hook) => routes.get(hook) ?? fallback,
     maxKeyWindowMs: Math.max(windows.tokenMs, windows.signedMs),
@@ -169,7 +174,12 @@ function mappedRoute(
 }
 
 function unknownHook(envelope: Envelope): never {
-  throw new HookError('unknown_hook', `No hook named "${envelope.hook.slice(0, 100)}".`);
+  throw unknownHookError(envelope.hook);
+}
+
+/** 404 for a hook name no mapping can ever match. */
+export function unknownHookError(hook: string): HookError {
+  return new HookError('unknown_hook', `No hook named "${hook.slice(0, 100)}".`);
 }
 
 /** The one auth block of a path: declared on any of its mappings, identical wherever repeated. */
