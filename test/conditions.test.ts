@@ -23,6 +23,12 @@ describe('evaluation', () => {
     [{ var: 'payload.nested.ok' }, true],
     [{ '!': { var: 'payload.missing.deep' } }, true],
     [{ missing: ['payload.type', 'payload.nope'] }, true],
+    // As the README warns: a missing field reads as null, and null < 3 holds; the guard does not.
+    [{ '<': [{ var: 'payload.severity' }, 3] }, true],
+    [
+      { and: [{ '!!': { var: 'payload.severity' } }, { '<': [{ var: 'payload.severity' }, 3] }] },
+      false,
+    ],
     [{ some: [{ var: 'payload.tags' }, { '==': [{ var: '' }, 'a'] }] }, true],
     [{ and: [true, { '==': [{ var: 'method' }, 'POST'] }] }, true],
     [true, true],
