@@ -2,7 +2,7 @@
  * Writing responses: every body is JSON, every response carries x-request-id.
  */
 import { randomUUID } from 'node:crypto';
-import { type IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ERRORS, type ErrorCode, type HookError } from './errors.ts';
 
@@ -96,7 +96,7 @@ export function answerClientError(socket: Duplex, code: string | undefined): voi
   const body = JSON.stringify({ ok: false, error: { code: errorCode, message } });
   endAndClose(
     socket,
-    `HTTP/1.1 ${status} ${errorCode}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
   );
 }

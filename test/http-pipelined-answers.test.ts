@@ -187,8 +187,11 @@ describe('a message the parser refuses on a connection that still owes answers',
       'POST /hooks/wake HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ' +
       `${TOKEN}\r\nContent-Type: application/json\r\nIdempotency-Key: k1\r\n` +
       `Content-Length: ${BODY.length}\r\n\r\n${BODY}`;
-    const got = answers(await exchange(server.url, [wake, 'GARBAGE\r\n\r\n']));
+    const raw = await exchange(server.url, [wake, 'GARBAGE\r\n\r\n']);
+    const got = answers(raw);
     expect(got.map((a) => a.status)).toEqual([200, 400]);
+    // The status line's reason phrase is HTTP's, the code is in the JSON body.
+    expect(raw).toContain('HTTP/1.1 400 Bad Request\r\n');
     const accepted = JSON.parse(got[0]?.body ?? '{}') as { id: string };
     expect(JSON.parse(got[1]?.body ?? '{}').error.code).toBe('bad_request');
     const stored = await server.store.listActions({ limit: 10 });
