@@ -29,7 +29,7 @@ describe('published config schema', () => {
     // Compared as JSON, so a formatter run over the file does not matter.
     expect(
       JSON.parse(result.stdout),
-      'schemas/hookgate.schema.json is stale: regenerate it with `node server.ts schema > schemas/hookgate.schema.json`',
+      'schemas/hookgate.schema.json is stale: regenerate it with `npx hookgate schema > schemas/hookgate.schema.json`',
     ).toEqual(committed);
   });
 
