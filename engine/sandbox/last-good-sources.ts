@@ -28,6 +28,8 @@ export function createLastGoodSources(
   return {
     record({ key, files }) {
       const root = rootOf.get(key) as string;
+      // A file listed twice is no graph a process compiled (and would be read, and handed on, twice).
+      if (new Set(files.map((f) => f.file)).size !== files.length) return undefined;
       const kept = lastGood.get(key);
       // The same version again (another process caught up with it): nothing new to read or hand on.
       if (kept && sameVersion(kept, files)) return undefined;

@@ -44,6 +44,12 @@ export type ProcessLink = {
   send(message: ToSandbox): void;
   /** A command already encoded (encodeFrame), as calls hold theirs. */
   sendFrame(frame: Buffer): void;
+  /**
+   * An `adopt` command: only the newest per module waits while an earlier one is still
+   * unwritten (a process that reads its commands slowly, or never, is owed one version per
+   * module, not every version since; the server holds no more for it).
+   */
+  adopt(message: Extract<ToSandbox, { type: 'adopt' }>): void;
   /** SIGKILL; `exit` follows when the process is really gone. */
   kill(): void;
 };
@@ -149,10 +155,30 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     if (dead || refused || !child.stdin?.writable) return;
     write?.(frame);
   };
+  const pendingAdopts = new Map<string, ToSandbox>();
+  let adoptUnwritten = false;
+  const flushAdopts = (): void => {
+    if (adoptUnwritten || dead || refused || !child.stdin?.writable) return;
+    const next = pendingAdopts.entries().next();
+    if (next.done) return;
+    const [key, message] = next.value;
+    pendingAdopts.delete(key);
+    adoptUnwritten = true;
+    // Called once the frame is in the pipe (or the stream failed): the next may follow.
+    child.stdin.write(encodeFrame(message), () => {
+      adoptUnwritten = false;
+      flushAdopts();
+    });
+  };
   return {
     pid: child.pid,
     send: (message) => sendFrame(encodeFrame(message)),
     sendFrame,
+    adopt(message) {
+      pendingAdopts.delete(message.key);
+      pendingAdopts.set(message.key, message);
+      flushAdopts();
+    },
     kill() {
       if (!dead) child.kill('SIGKILL');
     },

@@ -182,7 +182,7 @@ export function createSupervisor(
     if (!files) return;
     for (const slot of slots)
       if (slot.state === 'starting' || slot.state === 'ready')
-        slot.link?.send({ type: 'adopt', key, files });
+        slot.link?.adopt({ type: 'adopt', key, files });
   }
 
   function onLoaded(slot: Slot, errors: LoadError[]): void {

@@ -1,0 +1,76 @@
+/**
+ * Attack: a lying transform process stops reading its commands and reports two versions of a
+ * module in turn (within the report budget). Each report is a version new to the server, which
+ * hands its text (64 copies of one file: duplicates are not refused) to every process, the liar
+ * too: the frames pile up in the server's memory behind a pipe nobody reads.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../engine/log.ts';
+import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
+import { tempDir } from './helpers/hookgate.ts';
+
+const LIAR = fileURLToPath(new URL('./fixtures/sandbox/report-liar.mjs', import.meta.url));
+const SETTINGS = {
+  cpuTimeoutMs: 100,
+  deadlineMs: 1500,
+  memoryLimitMb: 32,
+  maxOutputBytes: 262_144,
+  recycleAfterCalls: 10_000,
+  recycleAboveHeapMb: 48,
+  consoleLinesPerMinute: 5,
+};
+const MB = 1024 * 1024;
+
+describe('a process that reads no commands and floods version reports', () => {
+  const temp = tempDir();
+  const file = path.join(temp.dir, 'm.js');
+  const supervisors: TransformSupervisor[] = [];
+
+  beforeAll(() => {
+    // An honest module with tables in it: 64 files of 16 KiB.
+    writeFileSync(
+      file,
+      `export default () => ({ message: ${JSON.stringify('x'.repeat(16 * 1024))} });\n`,
+    );
+    for (let i = 1; i < 64; i++)
+      writeFileSync(
+        path.join(temp.dir, `t${i}.js`),
+        `export const t = "${'x'.repeat(16 * 1024)}";\n`,
+      );
+  });
+  afterAll(async () => {
+    await Promise.all(supervisors.map((s) => s.close()));
+    temp.cleanup();
+  });
+
+  const flood = async (files: string[]): Promise<number> => {
+    const supervisor = createSupervisor(
+      [{ key: 'm', mappingId: 'm', root: temp.dir, file }],
+      SETTINGS,
+      createLogger('silent'),
+      { entry: LIAR },
+    );
+    supervisors.push(supervisor);
+    await supervisor.start();
+    const before = process.memoryUsage().arrayBuffers;
+    // 50 reports: under the budget of 100 + 20 per module a minute.
+    await supervisor.call('m', { attack: 'stop-reading-and-report', key: 'm', files, reports: 50 });
+    await new Promise((r) => setTimeout(r, 1500));
+    return (process.memoryUsage().arrayBuffers - before) / MB;
+  };
+
+  it('64 files of the root in turn: the server does not hold what the process does not read', async () => {
+    const files = [
+      file,
+      ...Array.from({ length: 63 }, (_, i) => path.join(temp.dir, `t${i + 1}.js`)),
+    ];
+    expect(await flood(files)).toBeLessThan(8);
+  });
+
+  it('one file listed 64 times: refused', async () => {
+    expect(await flood(Array(64).fill(file))).toBeLessThan(8);
+  });
+});
