@@ -15,6 +15,11 @@ export type LastGoodSources = {
    * processes), else undefined.
    */
   record(compiled: CompiledFiles): SourceFile[] | undefined;
+  /**
+   * The version kept for `key` when a report was not kept and names another version (one
+   * changed on disk since): what the reporting process should fall back to instead.
+   */
+  insteadOf(compiled: CompiledFiles): SourceFile[] | undefined;
   /** What a new process compiles instead of the files on disk, by module key. */
   sources(): Array<{ key: string; files: SourceFile[] }>;
 };
@@ -47,6 +52,10 @@ export function createLastGoodSources(
       }
       lastGood.set(key, read);
       return read;
+    },
+    insteadOf({ key, files }) {
+      const kept = lastGood.get(key);
+      return kept && !sameVersion(kept, files) ? kept : undefined;
     },
     sources: () => [...lastGood].map(([key, files]) => ({ key, files })),
   };

@@ -46,6 +46,7 @@ import {
 import { createTransformLog, LOGS_PER_MODULE_PER_MINUTE } from './transform-log.ts';
 import {
   type FromSandbox,
+  type CompiledFiles,
   type LoadError,
   type ModuleSpec,
   maxFrameBytes,
@@ -169,8 +170,22 @@ export function createSupervisor(
     if (message.type === 'loaded') onLoaded(slot, message.errors);
     else if (message.type === 'result') onResult(slot, message);
     else if (!mappingOf.has(message.key)) onRefused(slot, 'message for an unknown module');
-    else if (message.type === 'compiled') handOn(message.key, lastGood.record(message));
+    else if (message.type === 'compiled') onCompiled(slot, message);
     else log.process(message);
+  }
+
+  function onCompiled(slot: Slot, compiled: CompiledFiles): void {
+    const fresh = lastGood.record(compiled);
+    if (fresh) {
+      handOn(compiled.key, fresh);
+      return;
+    }
+    // Not kept (changed on disk before the server read it, say, while a newer version was handed
+    // to this process mid-compile and then overwritten by its own): the server's version is its
+    // fallback again, so every process and every restart fall back to the same one.
+    const kept = lastGood.insteadOf(compiled);
+    if (kept && (slot.state === 'starting' || slot.state === 'ready'))
+      slot.link?.adopt({ type: 'adopt', key: compiled.key, files: kept });
   }
 
   /**
