@@ -10,6 +10,8 @@ export type CallQueue<T> = {
   add(item: T, front?: boolean): void;
   /** The next call, no longer timed by the queue. */
   take(): T | undefined;
+  /** The first call that `fits`, no longer timed by the queue. */
+  takeFirst(fits: (item: T) => boolean): T | undefined;
   /** Everything still waiting (the queue is empty afterwards). */
   clear(): T[];
 };
@@ -40,6 +42,13 @@ export function createCallQueue<T>(waitMs: number, expired: (item: T) => void): 
     take() {
       const item = items.shift();
       if (item !== undefined) untime(item);
+      return item;
+    },
+    takeFirst(fits) {
+      const at = items.findIndex(fits);
+      if (at < 0) return undefined;
+      const [item] = items.splice(at, 1) as [T];
+      untime(item);
       return item;
     },
     clear() {

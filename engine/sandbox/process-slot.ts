@@ -63,13 +63,28 @@ export function restartDelay(failedStarts: number): number {
   return Math.min(MAX_BACKOFF_MS, failedStarts === 0 ? 0 : 250 * 2 ** (failedStarts - 1));
 }
 
-/** The ready slot with the fewest calls and room for one more, looking from `turn` (ties go to the first). */
-export function leastBusy<C>(slots: readonly Slot<C>[], turn: number): Slot<C> | undefined {
+/**
+ * The ready slot with the fewest calls and room for one more, looking from `turn` (ties go to
+ * the first), holding no call made after call `id` (keys of `inflight` are call ids): a call
+ * sent again after a kill goes only behind older calls, never behind another mapping's fresh
+ * poisoned call that would make it present at crash after crash (kill-charges.ts).
+ */
+export function leastBusy<C>(
+  slots: readonly Slot<C>[],
+  turn: number,
+  id = Number.POSITIVE_INFINITY,
+): Slot<C> | undefined {
   let best: Slot<C> | undefined;
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[(turn + i) % slots.length] as Slot<C>;
     if (slot.state !== 'ready' || slot.inflight.size >= CALLS_PER_PROCESS) continue;
+    if (holdsAfter(slot, id)) continue;
     if (!best || slot.inflight.size < best.inflight.size) best = slot;
   }
   return best;
+}
+
+function holdsAfter<C>(slot: Slot<C>, id: number): boolean {
+  for (const held of slot.inflight.keys()) if (held > id) return true;
+  return false;
 }

@@ -267,9 +267,13 @@ export function createSupervisor(
     while (queue.size > 0) {
       // Ties go round the processes, so a light load is spread too.
       turn = (turn + 1) % slots.length;
-      const best = leastBusy(slots, turn);
-      if (!best) return;
-      calls.send(best, queue.take() as Call);
+      if (!leastBusy(slots, turn)) return;
+      // Calls sent again after a kill wait at the front for a process holding no younger call
+      // (the replacement); younger calls behind them go on meanwhile.
+      const call = queue.takeFirst((c) => leastBusy(slots, turn, c.id) !== undefined);
+      const best = call && leastBusy(slots, turn, call.id);
+      if (!call || !best) return;
+      calls.send(best, call);
     }
   }
 
