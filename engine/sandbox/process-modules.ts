@@ -151,6 +151,9 @@ export function createProcessModules(deps: {
 
   /** Keep a module's sources (undefined: none) and tell the server which files they are. */
   function keep(key: string, sources: Sources | undefined): void {
+    // Refused again with nothing kept (each rebuild loads a refused module from disk): nothing
+    // new to tell, and a report per rebuild would spend the report budget (process-link.ts).
+    if (!sources && !lastGood.has(key)) return;
     if (sources) lastGood.set(key, sources);
     else lastGood.delete(key);
     const files = [...(sources ?? [])].map(([file, { signature }]) => ({ file, signature }));
