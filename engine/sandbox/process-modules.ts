@@ -70,13 +70,14 @@ export function createProcessModules(deps: {
 
   /**
    * Compile a module from `held` sources where it has the file, else from disk (containment
-   * checked on the read); what was compiled is recorded in `used`.
+   * checked on the read), or, `heldOnly`, not at all; what was compiled is recorded in `used`.
    */
   async function loadModule(
     spec: ModuleSpec,
     files: Map<string, string>,
     held: Sources | undefined,
     used: Sources,
+    heldOnly: boolean,
   ): Promise<Loaded> {
     // Known before anything is checked: a refused entry is retried once it changes on disk.
     files.set(spec.file, held?.get(spec.file)?.signature ?? signatureOf(spec.file));
@@ -96,7 +97,7 @@ export function createProcessModules(deps: {
         if (!MODULE_EXTENSIONS.has(path.extname(file))) {
           throw new Error(`${file}: only .js, .mjs, .ts and .mts modules can be loaded`);
         }
-        const source = held?.get(file) ?? readFile(spec, file);
+        const source = held?.get(file) ?? (heldOnly ? notHeld(file) : readFile(spec, file));
         files.set(file, source.signature);
         used.set(file, source);
         const module = await isolate().compileModule(stripped(file, source.code), {
@@ -130,15 +131,19 @@ export function createProcessModules(deps: {
   }
 
   /**
-   * Load one module (from its last good sources when `fromHeld`); a path that leads outside the
-   * root leaves it refused (nothing of it runs, and nothing of it is kept).
+   * Load one module: from disk, from its last good sources where they have a file (`held`), or
+   * from them alone (`heldOnly`); a path that leads outside the root leaves it refused (nothing
+   * of it runs, and nothing of it is kept).
    */
-  async function loadOrRefuse(spec: ModuleSpec, fromHeld: boolean): Promise<Loaded | Refused> {
+  async function loadOrRefuse(
+    spec: ModuleSpec,
+    from: 'disk' | 'held' | 'heldOnly',
+  ): Promise<Loaded | Refused> {
     const files = new Map<string, string>();
-    const held = fromHeld ? lastGood.get(spec.key) : undefined;
+    const held = from === 'disk' ? undefined : lastGood.get(spec.key);
     const used: Sources = new Map();
     try {
-      const loaded = await loadModule(spec, files, held, used);
+      const loaded = await loadModule(spec, files, held, used, from === 'heldOnly');
       // Compiled from disk, at least in part: these are now the last good sources.
       if ([...used].some(([file, source]) => held?.get(file) !== source)) keep(spec.key, used);
       return loaded;
@@ -169,7 +174,9 @@ export function createProcessModules(deps: {
     const held = lastGood.get(current.spec.key);
     if (!('context' in current) || !held || sameVersion(held, current.version)) return current;
     try {
-      const adopted = await loadOrRefuse(current.spec, true);
+      // Only the text handed over: with a file of it missing, a mix of it and the disk would be a
+      // version nobody compiled (a lying process can report part of a graph).
+      const adopted = await loadOrRefuse(current.spec, 'heldOnly');
       current.context.release();
       modules.set(current.spec.key, adopted);
       return adopted;
@@ -184,7 +191,7 @@ export function createProcessModules(deps: {
       const errors: LoadError[] = [];
       for (const spec of specs) {
         try {
-          const loaded = await loadOrRefuse(spec, true);
+          const loaded = await loadOrRefuse(spec, 'held');
           modules.set(spec.key, loaded);
           if ('refused' in loaded)
             errors.push({ key: spec.key, message: cutMessage(`refused: ${loaded.refused}`) });
@@ -201,7 +208,7 @@ export function createProcessModules(deps: {
       if (!changed) return current;
       const key = current.spec.key;
       try {
-        const fresh = await loadOrRefuse(current.spec, false);
+        const fresh = await loadOrRefuse(current.spec, 'disk');
         if ('context' in current) current.context.release();
         modules.set(key, fresh);
         if ('refused' in fresh) {
@@ -233,6 +240,10 @@ export function createProcessModules(deps: {
       modules.clear();
     },
   };
+}
+
+function notHeld(file: string): never {
+  throw new Error(`${file} is not in the version handed over`);
 }
 
 function sameVersion(held: Sources, version: ReadonlyMap<string, string>): boolean {

@@ -270,8 +270,11 @@ export function createSupervisor(
       if (!leastBusy(slots, turn)) return;
       // Calls sent again after a kill wait at the front for a process holding no younger call
       // (the replacement); younger calls behind them go on meanwhile.
-      const call = queue.takeFirst((c) => leastBusy(slots, turn, c.id) !== undefined);
-      const best = call && leastBusy(slots, turn, call.id);
+      let best: Slot | undefined;
+      const call = queue.takeFirst((c) => {
+        best = leastBusy(slots, turn, c.id);
+        return best !== undefined;
+      });
       if (!call || !best) return;
       calls.send(best, call);
     }
