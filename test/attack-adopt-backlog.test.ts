@@ -4,24 +4,19 @@
  * hands its text (64 copies of one file: duplicates are not refused) to every process, the liar
  * too: the frames pile up in the server's memory behind a pipe nobody reads.
  */
-import { writeFileSync } from 'node:fs';
+import { openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../engine/log.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
+import { readLogLines } from './helpers/log-lines.ts';
+import { waitFor } from './helpers/runtime.ts';
+import { SANDBOX_SETTINGS } from './helpers/sandbox-settings.ts';
 
 const LIAR = fileURLToPath(new URL('./fixtures/sandbox/report-liar.mjs', import.meta.url));
-const SETTINGS = {
-  cpuTimeoutMs: 100,
-  deadlineMs: 1500,
-  memoryLimitMb: 32,
-  maxOutputBytes: 262_144,
-  recycleAfterCalls: 10_000,
-  recycleAboveHeapMb: 48,
-  consoleLinesPerMinute: 5,
-};
+const SETTINGS = SANDBOX_SETTINGS;
 const MB = 1024 * 1024;
 
 describe('a process that reads no commands and floods version reports', () => {
@@ -47,10 +42,11 @@ describe('a process that reads no commands and floods version reports', () => {
   });
 
   const flood = async (files: string[]): Promise<number> => {
+    const logFile = path.join(temp.dir, `service-${supervisors.length}.log`);
     const supervisor = createSupervisor(
       [{ key: 'm', mappingId: 'm', root: temp.dir, file }],
       SETTINGS,
-      createLogger('silent'),
+      createLogger('info', openSync(logFile, 'a')),
       { entry: LIAR },
     );
     supervisors.push(supervisor);
@@ -58,7 +54,10 @@ describe('a process that reads no commands and floods version reports', () => {
     const before = process.memoryUsage().arrayBuffers;
     // 50 reports: under the budget of 100 + 20 per module a minute.
     await supervisor.call('m', { attack: 'stop-reading-and-report', key: 'm', files, reports: 50 });
-    await new Promise((r) => setTimeout(r, 1500));
+    // The process's last message, after its reports: the server has taken every one of them.
+    await waitFor('the reports to be read', () =>
+      readLogLines(logFile).some((line) => String(line['msg']).includes('reports sent')),
+    );
     return (process.memoryUsage().arrayBuffers - before) / MB;
   };
 

@@ -6,23 +6,30 @@
  * version, so never hands the newer one on again. After a broken edit the two processes
  * answered two different versions (and a restart of the slow one a third answer: the server's).
  */
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../engine/log.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
+import { SANDBOX_SETTINGS } from './helpers/sandbox-settings.ts';
 
 const SETTINGS = {
+  ...SANDBOX_SETTINGS,
   cpuTimeoutMs: 400,
   deadlineMs: 10_000,
   memoryLimitMb: 64,
-  maxOutputBytes: 262_144,
-  recycleAfterCalls: 10_000,
-  recycleAboveHeapMb: 48,
-  consoleLinesPerMinute: 5,
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Resolves once `file` was read after its last write (relatime: the first read sets atime). */
+async function readSinceWritten(file: string): Promise<void> {
+  const until = Date.now() + 20_000;
+  for (;;) {
+    const { atimeMs, mtimeMs } = statSync(file);
+    if (atimeMs >= mtimeMs) return;
+    if (Date.now() > until) throw new Error(`${file} was not read (is the file system noatime?)`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 describe('two processes compiling two edits at once', () => {
   const temp = tempDir();
@@ -56,12 +63,13 @@ describe('two processes compiling two edits at once', () => {
       'const end = Date.now() + 500; while (Date.now() < end);\nexport default () => ({ message: "v2" });\n',
     );
     const slow = version();
-    await sleep(150);
+    // The first process has read v2 (nothing else reads the file but a process compiling it).
+    await readSinceWritten(file);
     // ...when v3 is saved and the other process (the least busy) compiles and reports it.
     writeFileSync(file, 'export default () => ({ message: "v3" });\n');
     expect(await version()).toBe('v3');
+    // Its report came before its answer: the server's v3 was handed back to it by then.
     expect(await slow).toBe('v2');
-    await sleep(200);
 
     writeFileSync(file, 'export default () => ({ message: "v4" }); broken(\n');
     const after: string[] = [];

@@ -15,16 +15,12 @@ import { createLogger } from '../engine/log.ts';
 import { CRASHES_PER_CALL } from '../engine/sandbox/kill-charges.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
+import { SANDBOX_SETTINGS } from './helpers/sandbox-settings.ts';
 
 const CHILD = fileURLToPath(new URL('./fixtures/sandbox/crashing-child.mjs', import.meta.url));
 const SETTINGS = {
-  cpuTimeoutMs: 100,
+  ...SANDBOX_SETTINGS,
   deadlineMs: 30_000,
-  memoryLimitMb: 32,
-  maxOutputBytes: 262_144,
-  recycleAfterCalls: 10_000,
-  recycleAboveHeapMb: 48,
-  consoleLinesPerMinute: 5,
 };
 
 async function waitFor(check: () => boolean, what: string): Promise<void> {
@@ -45,6 +41,8 @@ describe('a poisoned mapping crashing two processes in turn', () => {
     const crashOn = path.join(temp.dir, `crash-${++triggers}`);
     poisoned.push(supervisor.call('p', { crashOn }).catch(() => undefined));
   };
+  const running = (n: number) =>
+    waitFor(() => existsSync(path.join(temp.dir, `crash-${n}.running`)), `poisoned call ${n}`);
 
   beforeAll(async () => {
     supervisor = createSupervisor(
@@ -69,7 +67,7 @@ describe('a poisoned mapping crashing two processes in turn', () => {
     // One poisoned call running in each process; the honest call waits behind one of them.
     poison();
     poison();
-    await new Promise((r) => setTimeout(r, 100));
+    await Promise.all([running(1), running(2)]);
     let settled = false;
     const honest = supervisor.call('q', { behind }).then(
       () => 'answered',
@@ -88,7 +86,6 @@ describe('a poisoned mapping crashing two processes in turn', () => {
       await waitFor(() => supervisor.processes().ready === 2, 'the replacement');
       // The attacker's next call goes to the replacement (the least busy process).
       poison();
-      await new Promise((r) => setTimeout(r, 50));
     }
     // Let the honest call through: every poisoned call dies.
     for (let i = 1; i <= triggers; i++) writeFileSync(path.join(temp.dir, `crash-${i}`), '');

@@ -13,16 +13,14 @@ import { HookError } from '../engine/errors.ts';
 import { createLogger } from '../engine/log.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
+import { SANDBOX_SETTINGS } from './helpers/sandbox-settings.ts';
 
 const SETTINGS = {
+  ...SANDBOX_SETTINGS,
   cpuTimeoutMs: 500,
   deadlineMs: 5000,
-  memoryLimitMb: 32,
-  maxOutputBytes: 262_144,
   // Every call rebuilds the isolate, as a transform that leaves a large heap makes it.
   recycleAfterCalls: 1,
-  recycleAboveHeapMb: 48,
-  consoleLinesPerMinute: 5,
 };
 
 describe('a refused module and frequent rebuilds', () => {

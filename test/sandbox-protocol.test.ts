@@ -18,18 +18,11 @@ import { encodeFrame, FrameReader, turnWriter } from '../engine/sandbox/frames.t
 import { checkMessage } from '../engine/sandbox/message-check.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
+import { SANDBOX_SETTINGS } from './helpers/sandbox-settings.ts';
 import { readLogLines } from './helpers/log-lines.ts';
 
 const LYING_CHILD = fileURLToPath(new URL('./fixtures/sandbox/lying-child.mjs', import.meta.url));
-const SETTINGS = {
-  cpuTimeoutMs: 100,
-  deadlineMs: 1500,
-  memoryLimitMb: 32,
-  maxOutputBytes: 262_144,
-  recycleAfterCalls: 10_000,
-  recycleAboveHeapMb: 48,
-  consoleLinesPerMinute: 5,
-};
+const SETTINGS = SANDBOX_SETTINGS;
 
 /** Pids of this process's children (the transform processes). */
 function childPids(): number[] {
