@@ -6,6 +6,7 @@
  * here ever quotes a secret.
  */
 import type { Config } from '../schemas/config.ts';
+import { SIGNED_PRESET_NAMES } from '../presets/registry.ts';
 import { isLoopbackHost } from './config-rules.ts';
 
 /** One piece of advice: the dotted setting it is about, and why. */
@@ -71,15 +72,14 @@ export function auditConfig(config: Config): AuditWarning[] {
   ];
 }
 
-/** The signed presets whose settings (`hooks.<name>`) only their preset reads. */
-const SIGNED_PRESETS = ['github', 'stripe', 'slack'] as const;
-
 function unusedPresetSettings(config: Config): AuditWarning[] {
   const enabled = new Set(config.hooks.presets);
-  return SIGNED_PRESETS.filter((name) => config.hooks[name] && !enabled.has(name)).map((name) => ({
-    setting: `hooks.${name}`,
-    message: `set, but "${name}" is not in hooks.presets: nothing reads these settings and ${config.hooks.path}/${name} is not served; add it to hooks.presets or remove them`,
-  }));
+  return SIGNED_PRESET_NAMES.filter((name) => config.hooks[name] && !enabled.has(name)).map(
+    (name) => ({
+      setting: `hooks.${name}`,
+      message: `set, but "${name}" is not in hooks.presets: nothing reads these settings; add it to hooks.presets or remove them`,
+    }),
+  );
 }
 
 function exposure(config: Config): AuditWarning[] {

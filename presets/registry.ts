@@ -27,7 +27,10 @@ export const SECRET_SOURCES: Readonly<Record<SignedName, string>> = Object.freez
   slack: 'the Signing Secret on your Slack app\'s "Basic Information" page (api.slack.com/apps)',
 });
 
-const SIGNED: ReadonlySet<string> = new Set(Object.keys(SECRET_SOURCES));
+/** The signed presets by name: each reads its settings from `hooks.<name>`. */
+export const SIGNED_PRESET_NAMES = Object.freeze(Object.keys(SECRET_SOURCES) as SignedName[]);
+
+const SIGNED: ReadonlySet<string> = new Set(SIGNED_PRESET_NAMES);
 
 /** Agent settings a signed preset's agent mappings take from `hooks.<name>`. */
 const AGENT_SETTINGS = [

@@ -6,12 +6,13 @@
  * version, so never hands the newer one on again. After a broken edit the two processes
  * answered two different versions (and a restart of the slow one a third answer: the server's).
  */
-import { statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../engine/log.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
+import { waitFor } from './helpers/runtime.ts';
 import { SANDBOX_SETTINGS } from './helpers/sandbox-settings.ts';
 
 const SETTINGS = {
@@ -22,16 +23,31 @@ const SETTINGS = {
 };
 /** Resolves once `file` was read after its last write (relatime: the first read sets atime). */
 async function readSinceWritten(file: string): Promise<void> {
-  const until = Date.now() + 20_000;
-  for (;;) {
+  await waitFor(`${file} to be read`, () => {
     const { atimeMs, mtimeMs } = statSync(file);
-    if (atimeMs >= mtimeMs) return;
-    if (Date.now() > until) throw new Error(`${file} was not read (is the file system noatime?)`);
-    await new Promise((r) => setTimeout(r, 5));
+    return atimeMs >= mtimeMs;
+  });
+}
+
+/** Whether this file system records a read after a write (not mounted noatime). */
+function atimeAfterWrite(): boolean {
+  const probe = tempDir();
+  try {
+    const file = path.join(probe.dir, 'probe');
+    writeFileSync(file, 'a');
+    const written = statSync(file).mtimeMs;
+    readFileSync(file);
+    return statSync(file).atimeMs >= written;
+  } finally {
+    probe.cleanup();
   }
 }
 
-describe('two processes compiling two edits at once', () => {
+const ATIME = atimeAfterWrite();
+if (!ATIME)
+  console.log('attack-adopt-crossed-compile: skipped, the file system does not record reads');
+
+describe.skipIf(!ATIME)('two processes compiling two edits at once', () => {
   const temp = tempDir();
   const file = path.join(temp.dir, 'm.js');
   let supervisor: TransformSupervisor;
@@ -39,7 +55,7 @@ describe('two processes compiling two edits at once', () => {
     ((await supervisor.call('m', {})).value as { message: string }).message;
 
   beforeAll(async () => {
-    writeFileSync(file, 'export default () => ({ message: "v1" });\n');
+    writeFileSync(file, 'export default () => ({ message: "v0" });\n');
     supervisor = createSupervisor(
       [{ key: 'm', mappingId: 'm', root: temp.dir, file }],
       SETTINGS,
@@ -53,28 +69,46 @@ describe('two processes compiling two edits at once', () => {
     temp.cleanup();
   });
 
-  it('after a broken edit every process answers the same version', async () => {
-    // Both processes have answered v1 (calls go round them).
-    expect([await version(), await version()]).toEqual(['v1', 'v1']);
-
-    // v2 takes half a second to evaluate: the first process is compiling it...
+  /**
+   * One process compiles a slow edit (its top level runs 1.2 s) while the next edit is saved
+   * and the other process compiles and reports it. True when the race came out that way: the
+   * fast edit answered while the slow one was still compiling.
+   */
+  async function crossedEdits(slow: string, fast: string): Promise<boolean> {
     writeFileSync(
       file,
-      'const end = Date.now() + 500; while (Date.now() < end);\nexport default () => ({ message: "v2" });\n',
+      `const end = Date.now() + 1200; while (Date.now() < end);\nexport default () => ({ message: "${slow}" });\n`,
     );
-    const slow = version();
-    // The first process has read v2 (nothing else reads the file but a process compiling it).
+    let slowDone = false;
+    const slowAnswer = version().finally(() => {
+      slowDone = true;
+    });
+    // The first process has read the slow edit (nothing but a compiling process reads the file).
     await readSinceWritten(file);
-    // ...when v3 is saved and the other process (the least busy) compiles and reports it.
-    writeFileSync(file, 'export default () => ({ message: "v3" });\n');
-    expect(await version()).toBe('v3');
-    // Its report came before its answer: the server's v3 was handed back to it by then.
-    expect(await slow).toBe('v2');
+    writeFileSync(file, `export default () => ({ message: "${fast}" });\n`);
+    const fastAnswer = await version();
+    const crossed = !slowDone;
+    expect(await slowAnswer).toBe(slow);
+    expect(fastAnswer).toBe(fast);
+    return crossed;
+  }
 
-    writeFileSync(file, 'export default () => ({ message: "v4" }); broken(\n');
+  it('after a broken edit every process answers the same version', async (ctx) => {
+    // Both processes have answered (calls go round them).
+    expect([await version(), await version()]).toEqual(['v0', 'v0']);
+    let last: string | undefined;
+    // A loaded machine may compile the fast edit only after the slow one: then try again.
+    for (let attempt = 1; attempt <= 3 && !last; attempt++) {
+      if (await crossedEdits(`slow ${attempt}`, `fast ${attempt}`)) last = `fast ${attempt}`;
+    }
+    if (!last) {
+      console.log('attack-adopt-crossed-compile: the edits never crossed on this machine; skipped');
+      ctx.skip();
+      return;
+    }
+    writeFileSync(file, 'export default () => ({ message: "broken" }); broken(\n');
     const after: string[] = [];
     for (let i = 0; i < 6; i++) after.push(await version());
-    expect(new Set(after).size).toBe(1);
-    expect(after[0]).toBe('v3');
+    expect(after).toEqual(Array(6).fill(last));
   });
 });

@@ -15,6 +15,7 @@ import { createLogger } from '../engine/log.ts';
 import { CRASHES_PER_CALL } from '../engine/sandbox/kill-charges.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
+import { waitFor } from './helpers/runtime.ts';
 import { SANDBOX_SETTINGS } from './helpers/sandbox-settings.ts';
 
 const CHILD = fileURLToPath(new URL('./fixtures/sandbox/crashing-child.mjs', import.meta.url));
@@ -22,14 +23,6 @@ const SETTINGS = {
   ...SANDBOX_SETTINGS,
   deadlineMs: 30_000,
 };
-
-async function waitFor(check: () => boolean, what: string): Promise<void> {
-  const until = Date.now() + 20_000;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('a poisoned mapping crashing two processes in turn', () => {
   const temp = tempDir();
@@ -42,7 +35,9 @@ describe('a poisoned mapping crashing two processes in turn', () => {
     poisoned.push(supervisor.call('p', { crashOn }).catch(() => undefined));
   };
   const running = (n: number) =>
-    waitFor(() => existsSync(path.join(temp.dir, `crash-${n}.running`)), `poisoned call ${n}`);
+    waitFor(`poisoned call ${n} to run`, () =>
+      existsSync(path.join(temp.dir, `crash-${n}.running`)),
+    );
 
   beforeAll(async () => {
     supervisor = createSupervisor(
@@ -77,13 +72,13 @@ describe('a poisoned mapping crashing two processes in turn', () => {
       settled = true;
     });
     for (let round = 0; round < CRASHES_PER_CALL; round++) {
-      await waitFor(() => settled || existsSync(behind), 'the honest call behind a poisoned one');
+      await waitFor('the honest call behind a poisoned one', () => settled || existsSync(behind));
       if (settled) break;
       const crashOn = readFileSync(behind, 'utf8');
       rmSync(behind);
       // The process holding the honest call dies; the call moves to the other one.
       writeFileSync(crashOn, '');
-      await waitFor(() => supervisor.processes().ready === 2, 'the replacement');
+      await waitFor('the replacement', () => supervisor.processes().ready === 2);
       // The attacker's next call goes to the replacement (the least busy process).
       poison();
     }

@@ -75,8 +75,10 @@ describe.skipIf(!OLDER_NODE)('the hookgate bin on an older Node', () => {
     const exited = new Promise((resolve) => bin.on('exit', resolve));
     const servers: number[] = [];
     cleanups.push(() => {
+      // Read before the launcher goes: an orphaned server is no longer its child.
+      const left = [...servers, ...childrenOf(bin.pid as number)];
       bin.kill('SIGKILL');
-      for (const pid of servers) {
+      for (const pid of left) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {}

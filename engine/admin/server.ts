@@ -94,7 +94,11 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const framing = framingRefusal(req) ?? contentCodingRefusal(req.headers['content-encoding']);
-    if (framing) throw new AdminError(isAdminErrorCode(framing.code) ? framing.code : 'internal');
+    if (framing) {
+      if (isAdminErrorCode(framing.code)) throw new AdminError(framing.code);
+      // A framing refusal this catalogue lacks: a 500 the log explains, not a silent one.
+      throw new Error(`framing refusal ${framing.code} has no admin error code`);
+    }
     // Only the path is read: a query string never selects a route.
     const url = new URL(req.url ?? '/', 'http://admin.invalid');
     const route = routes.find((r) => r.path.test(url.pathname));

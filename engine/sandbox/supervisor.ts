@@ -13,9 +13,9 @@
  * running and sends the others again, charged the same way (a crash is the
  * running call's doing). A process that sends anything
  * invalid is killed and its calls fail with transform_failed. A new process
- * compiles each module's last good version (last-good-sources.ts), and a
- * version one process compiled is handed to the others, so every process
- * falls back to the same one on a broken edit. The server keeps answering
+ * compiles each module's last good version, and a version one process
+ * compiled is handed to the others, so every process falls back to the same
+ * one on a broken edit (version-handoff.ts). The server keeps answering
  * meanwhile.
  *
  * What the server holds for a call, from when it is made until it is
@@ -29,7 +29,6 @@ import { observed, publishBusy } from './call-events.ts';
 import { failureMessage, type TransformResult } from './call-outcome.ts';
 import { createCallQueue } from './call-queue.ts';
 import { encodeFrame } from './frames.ts';
-import { createLastGoodSources } from './last-good-sources.ts';
 import type { Logger } from '../log.ts';
 import { transformCalled, transformRestarted } from '../observe/events.ts';
 import { realRootOf } from './module-files.ts';
@@ -46,14 +45,13 @@ import {
 import { createTransformLog, LOGS_PER_MODULE_PER_MINUTE } from './transform-log.ts';
 import {
   type FromSandbox,
-  type CompiledFiles,
   type LoadError,
   type ModuleSpec,
   maxFrameBytes,
   type ResultMessage,
   type SandboxLimits,
-  type SourceFile,
 } from './protocol.ts';
+import { createVersionHandoff } from './version-handoff.ts';
 import { BUSY, createWaitingBound } from './waiting-bound.ts';
 
 export { DEFAULT_MAX_WAITING_BYTES, mayHold } from './waiting-bound.ts';
@@ -106,10 +104,10 @@ export function createSupervisor(
 ): TransformSupervisor {
   const modules = specs.map((m) => ({ ...m, realRoot: m.realRoot ?? realRootOf(m.root) }));
   const mappingOf = new Map(modules.map((m) => [m.key, m.mappingId]));
-  const lastGood = createLastGoodSources(modules);
   const slots: Slot[] = Array.from({ length: Math.max(1, options.size ?? 1) }, () =>
     createSlot<Call>(),
   );
+  const versions = createVersionHandoff(modules, slots);
   const queue = createCallQueue<Call>(QUEUE_WAIT_MS, (call) =>
     call.reject(
       new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'no-process')),
@@ -163,41 +161,15 @@ export function createSupervisor(
       logger.warn({ pid: link.pid }, 'transform process did not load in time; killing it');
       stopSlot(slot, 'load_timeout');
     }, LOAD_TIMEOUT_MS);
-    link.send({ type: 'load', modules: [...modules], limits, sources: lastGood.sources() });
+    link.send({ type: 'load', modules: [...modules], limits, sources: versions.sources() });
   }
 
   function onMessage(slot: Slot, message: FromSandbox): void {
     if (message.type === 'loaded') onLoaded(slot, message.errors);
     else if (message.type === 'result') onResult(slot, message);
     else if (!mappingOf.has(message.key)) onRefused(slot, 'message for an unknown module');
-    else if (message.type === 'compiled') onCompiled(slot, message);
+    else if (message.type === 'compiled') versions.compiled(slot, message);
     else log.process(message);
-  }
-
-  function onCompiled(slot: Slot, compiled: CompiledFiles): void {
-    const fresh = lastGood.record(compiled);
-    if (fresh) {
-      handOn(compiled.key, fresh);
-      return;
-    }
-    // Not kept (changed on disk before the server read it, say, while a newer version was handed
-    // to this process mid-compile and then overwritten by its own): the server's version is its
-    // fallback again, so every process and every restart fall back to the same one.
-    const kept = lastGood.insteadOf(compiled);
-    if (kept && (slot.state === 'starting' || slot.state === 'ready'))
-      slot.link?.adopt({ type: 'adopt', key: compiled.key, files: kept });
-  }
-
-  /**
-   * A version new to the server goes to every live process as its fallback, the one that
-   * compiled it too: the last version handed on is then every process's, even when two
-   * processes compiled two edits at once and their reports crossed.
-   */
-  function handOn(key: string, files: SourceFile[] | undefined): void {
-    if (!files) return;
-    for (const slot of slots)
-      if (slot.state === 'starting' || slot.state === 'ready')
-        slot.link?.adopt({ type: 'adopt', key, files });
   }
 
   function onLoaded(slot: Slot, errors: LoadError[]): void {

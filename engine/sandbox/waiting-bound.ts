@@ -38,7 +38,8 @@ export function createWaitingBound(settings: {
 }): WaitingBound {
   const maxWaitingCalls = settings.maxWaitingCalls ?? DEFAULT_MAX_WAITING;
   const maxWaitingBytes = settings.maxWaitingBytes ?? DEFAULT_MAX_WAITING_BYTES;
-  // Bytes of the frames of every call made and not yet settled (waiting or sent).
+  // Bytes of every call made and not yet settled (waiting or sent): its frame and what its caller
+  // holds meanwhile (the request's raw body).
   let heldBytes = 0;
   return {
     mayWait: (waiting) => waiting < maxWaitingCalls,
