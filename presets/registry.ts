@@ -10,7 +10,7 @@ import type { HooksConfig } from '../schemas/config.ts';
 import type { Mapping } from '../schemas/mapping.ts';
 import { githubMappings } from './github.ts';
 import { gmailPreset } from './gmail.ts';
-import { slackMappings } from './slack.ts';
+import { SLACK_REPLY_TO, slackMappings } from './slack.ts';
 import { stripeMappings } from './stripe.ts';
 
 /** A preset: its mappings for the deployment's settings, in matching order. */
@@ -73,7 +73,16 @@ export const PRESETS: Readonly<Record<string, Preset>> = Object.freeze({
   },
   github: signed('github', githubMappings),
   stripe: signed('stripe', stripeMappings),
-  slack: signed('slack', slackMappings),
+  slack: (hooks) => {
+    const mappings = signed('slack', slackMappings)(hooks);
+    const settings = hooks.slack;
+    // Replies go back where the message came from, unless the operator names a recipient.
+    if (settings?.channel !== 'slack' || settings.to !== undefined) return mappings;
+    return mappings.map((mapping) => {
+      const to = mapping.id === undefined ? undefined : SLACK_REPLY_TO[mapping.id];
+      return to ? { ...mapping, templates: { ...mapping.templates, to } } : mapping;
+    });
+  },
 });
 
 /** Names of the built-in presets. */

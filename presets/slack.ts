@@ -75,6 +75,17 @@ const INTERACTIONS = [
 const ACTIONS =
   '{{#if payload.actions.length}}Actions: {{#each payload.actions}}{{#if @index}}, {{/if}}{{truncate (oneLine (default action_id name)) 100}}{{#if value}}={{truncate (oneLine value) 200}}{{/if}}{{#if selected_option.value}}={{truncate (oneLine selected_option.value) 200}}{{/if}}{{/each}}\n{{/if}}';
 
+/**
+ * Where each agent mapping's reply goes back to when the preset delivers to Slack and the
+ * operator names no recipient: the conversation the message, command or interaction came from
+ * (an interaction without one, a modal say, to its user).
+ */
+export const SLACK_REPLY_TO: Readonly<Record<string, string>> = Object.freeze({
+  'slack-events': '{{payload.event.channel}}',
+  'slack-command': '{{payload.channel_id}}',
+  'slack-interaction': '{{default payload.channel.id payload.user.id}}',
+});
+
 /** The preset's mappings, in matching order. */
 export const slackMappings: readonly Mapping[] = Object.freeze([
   {

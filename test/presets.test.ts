@@ -369,6 +369,41 @@ describe('slack', () => {
   });
 });
 
+describe('slack replies', () => {
+  const slackChannel = { channels: { slack: { botToken: 'xoxb-test' } } };
+  const cases = [
+    [
+      'a channel message',
+      slackEvent({ type: 'message', channel: 'C0123456789', user: 'U1', text: 'x' }),
+    ],
+    ['a slash command', slackCommand({ command: '/ask', text: 'x' })],
+    ['a button click', slackInteraction()],
+  ] as const;
+
+  it.each([
+    ['a channel message', 'C0123456789'],
+    ['a slash command', 'C0OPS'],
+    ['a button click', 'C0OPS'],
+  ])(
+    'delivered to Slack without a recipient: %s is answered in its own conversation (%s)',
+    async (name, to) => {
+      const slack = boot({ slack: { ...SECRETS.slack, channel: 'slack' } }, slackChannel);
+      const payload = cases.find(([kind]) => kind === name)?.[1];
+      const { actions } = await deliver(slack, 'slack', payload);
+      expect(actions[0]).toMatchObject({ channel: 'slack', to });
+    },
+  );
+
+  it('a recipient the operator names wins, and without channel slack nothing is set', async () => {
+    const named = boot({ slack: { ...SECRETS.slack, channel: 'slack', to: 'C999' } }, slackChannel);
+    const plain = boot({ slack: SECRETS.slack }, slackChannel);
+    for (const [, payload] of cases) {
+      expect((await deliver(named, 'slack', payload)).actions[0]).toMatchObject({ to: 'C999' });
+      expect((await deliver(plain, 'slack', payload)).actions[0]?.to).toBeUndefined();
+    }
+  });
+});
+
 describe('preset settings', () => {
   it('gives every mapping the scheme and the secrets, and agent mappings the settings', () => {
     const { mappings } = boot({
