@@ -58,13 +58,15 @@ beforeAll(async () => {
   const dead = agentAction('dies');
   const failed = agentAction('fails');
   const deliveryDead = agentAction('delivers');
-  await accepted.appendOrGet({ actions: [wake, dead, failed, deliveryDead] });
+  const skipped = agentAction('skips');
+  await accepted.appendOrGet({ actions: [wake, dead, failed, deliveryDead, skipped] });
   await accepted.close();
   Object.assign(ids, {
     wake: wake.id,
     dead: dead.id,
     failed: failed.id,
     deliveryDead: deliveryDead.id,
+    skipped: skipped.id,
   });
   const store = SqliteRuntimeStore.open(dataDir);
   await store.addEvent({ sessionKey: 'main', text: HOSTILE, source: 'wake', trusted: false });
@@ -86,6 +88,11 @@ beforeAll(async () => {
     status: 'ok',
     reply: 'the reply text',
     delivery: { state: 'dead', channel: 'telegram', recipient: '1', reason: 'Telegram HTTP 502' },
+  });
+  await finishQueued(store, skipped.id, 'done', {
+    status: 'ok',
+    reply: 'answered',
+    delivery: { state: 'skipped', reason: 'no recipient for slack' },
   });
   const beat = await store.startHeartbeat('requested');
   await store.finishHeartbeat(beat, {
@@ -135,6 +142,10 @@ describe('store commands', () => {
     );
     expect(line(ids['failed'] as string)).toMatch(/failed .*reason: exit 3: agent broke/);
     expect(line(ids['deliveryDead'] as string)).toMatch(/reason: delivery dead: Telegram HTTP 502/);
+    // A run that is done but whose reply went nowhere says so beside the reply.
+    expect(line(ids['skipped'] as string)).toMatch(
+      /done .*answered {2}\[delivery skipped: no recipient for slack\]$/,
+    );
   });
 
   it('heartbeat failures show in `heartbeats` with their reason', async () => {

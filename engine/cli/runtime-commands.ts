@@ -71,7 +71,12 @@ export function runResult(row: RunRow): string {
   if (row.state === 'dead' || row.state === 'failed' || outcome.status === 'retrying') {
     return reason ? `reason: ${oneLine(reason, 200)}` : '';
   }
-  return oneLine(outcome.reply ?? reason ?? '');
+  // Done, and its reply went nowhere (no recipient, say): said beside the reply.
+  const skipped =
+    delivery?.state === 'skipped' && delivery.reason && outcome.reply !== undefined
+      ? `  [delivery skipped: ${oneLine(delivery.reason, 200)}]`
+      : '';
+  return oneLine(outcome.reply ?? reason ?? '') + skipped;
 }
 
 /** `runs [--json] [--state S] [--limit N]`: actions with their lifecycle, newest first. */
