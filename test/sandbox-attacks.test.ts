@@ -433,7 +433,9 @@ describe('deadlines and process count', () => {
       expect(results.slice(0, 3).map((r) => r.status)).toEqual([500, 500, 500]);
       expect(good.every((r) => r.status === 200)).toBe(true);
       expect(most).toBeLessThanOrEqual(2);
-      expect(childPids()).toHaveLength(2);
+      // A bomb answered 500 at its deadline may still have its process exiting (its replacement
+      // starts only once it is gone): the count settles at two.
+      await waitFor(() => childPids().length === 2, 'two processes at the end');
     } finally {
       await server.stop();
     }
