@@ -10,6 +10,7 @@
  *   node server.ts gmail <setup|status|stop> ...
  */
 import { parseArgs } from 'node:util';
+import { holdReloads } from './engine/cli/held-reload.ts';
 import { ConfigError } from './engine/config.ts';
 
 // Each command loads only its own modules: a store view need not load the server, the
@@ -50,6 +51,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'serve') {
+    // A SIGHUP during the start (loading modules, opening the store) is held, not fatal.
+    holdReloads();
     const { values } = parseArgs({
       args: rest,
       options: {

@@ -11,6 +11,7 @@ import {
   resolveConfig,
 } from '../config.ts';
 import { startHookgate } from '../hookgate.ts';
+import { takeHeldReload } from './held-reload.ts';
 
 export type ServeFlags = { config?: string; host?: string; port?: string; dataDir?: string };
 
@@ -72,6 +73,8 @@ export async function serve(flags: ServeFlags): Promise<number> {
   });
   // SIGHUP reloads the config file (the outcome is logged and shown by /readyz).
   process.on('SIGHUP', () => void hookgate.reload('SIGHUP'));
+  // One asked for while starting (held by server.ts): the file may have changed since it was read.
+  if (takeHeldReload()) void hookgate.reload('SIGHUP');
   const hooksUrl = `${hookgate.url}${loaded.config.hooks.path}`;
   hookgate.logger.info(
     {
