@@ -6,10 +6,10 @@
  */
 import { createHmac } from 'node:crypto';
 import { request, STATUS_CODES } from 'node:http';
-import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
 import { TOKEN } from './helpers/hookgate.ts';
+import { parseAnswer, rawExchange } from './helpers/raw-http.ts';
 
 const stacks: AdminStack[] = [];
 afterEach(async () => {
@@ -166,26 +166,14 @@ describe('admin listener: who may use it', () => {
     ],
   ])('a request framed with %s: %d %s as JSON', async (_name, status, code, head) => {
     const s = await stack();
-    const address = new URL(s.admin.url);
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(address.port), address.hostname, () => {
-        socket.write(
-          `POST /api/playground HTTP/1.1\r\n${head}Authorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
-        );
-      });
-      let text = '';
-      socket.setEncoding('utf8');
-      socket.on('data', (chunk: string) => {
-        text += chunk;
-      });
-      socket.on('end', () => resolve(text));
-      socket.on('error', reject);
-    });
-    expect(answer.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${STATUS_CODES[status]}`);
-    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({
-      ok: false,
-      error: { code },
-    });
+    const answer = parseAnswer(
+      await rawExchange(
+        s.admin.url,
+        `POST /api/playground HTTP/1.1\r\n${head}Authorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
+      ),
+    );
+    expect(answer.statusLine).toBe(`HTTP/1.1 ${status} ${STATUS_CODES[status]}`);
+    expect(answer.body).toMatchObject({ ok: false, error: { code } });
   });
 
   it('caps the live streams: past 16 the next is 503 too_many_streams', async () => {

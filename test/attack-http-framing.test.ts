@@ -11,30 +11,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, TOKEN, tempDir, type TestServer } from './helpers/hookgate.ts';
 import { readLogLines } from './helpers/log-lines.ts';
-import { rawExchange } from './helpers/raw-http.ts';
+import { parseAnswer, rawExchange } from './helpers/raw-http.ts';
 
 const SECRET = 'framing-secret-0123456789abcdef';
 const WAKE = '{"text":"framed"}';
-
-type Raw = { status: number; headers: Record<string, string>; body: Record<string, unknown> };
-
-/** The final answer of a raw exchange: status, lower-cased headers, JSON body. */
-function parse(text: string): Raw {
-  const start = text.search(/HTTP\/1\.1 [2-5]\d\d /);
-  const headEnd = text.indexOf('\r\n\r\n', start);
-  const [statusLine = '', ...lines] = text.slice(start, headEnd).split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  const body = text.slice(headEnd + 4);
-  return {
-    status: Number(statusLine.split(' ')[1]),
-    headers,
-    body: body ? (JSON.parse(body) as Record<string, unknown>) : {},
-  };
-}
 
 function request(
   head: string,
@@ -90,7 +70,7 @@ describe('framing that Node would answer or misread', () => {
     temp.cleanup();
   });
 
-  const send = async (bytes: Buffer) => parse(await rawExchange(server.url, bytes));
+  const send = async (bytes: Buffer) => parseAnswer(await rawExchange(server.url, bytes));
   const stored = async () => (await server.store.listActions({ limit: 1000 })).length;
   /** The request line of the answer with this request id, once the logger has written it. */
   const lineOf = async (requestId: string) => {
@@ -110,7 +90,11 @@ describe('framing that Node would answer or misread', () => {
   };
 
   /** Refused as JSON with this code, a request id, a request line, and no fault logged. */
-  async function expectRefused(answer: Raw, status: number, code: string): Promise<void> {
+  async function expectRefused(
+    answer: ReturnType<typeof parseAnswer>,
+    status: number,
+    code: string,
+  ): Promise<void> {
     expect(answer.status).toBe(status);
     expect(answer.headers['content-type']).toMatch(/^application\/json/);
     expect(answer.body).toMatchObject({ ok: false, error: { code } });

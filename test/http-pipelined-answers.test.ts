@@ -12,6 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planParserRefusal } from '../engine/ingress/parser-refusals.ts';
 import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
+import { parseAnswers, pipelined } from './helpers/raw-http.ts';
 
 const BODY = '{"text":"pipelined"}';
 
@@ -23,36 +24,6 @@ function post(path: string, token: string, close = false): string {
   );
 }
 
-/** Write all requests in one write on a fresh connection; the whole answer once the server closes. */
-function exchange(url: string, requests: string[]): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write(requests.join('')));
-    const parts: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => parts.push(chunk));
-    socket.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    socket.on('error', reject);
-  });
-}
-
-/** The answers' status codes and bodies, in the order they came. */
-function answers(text: string): Array<{ status: number; body: string }> {
-  const out: Array<{ status: number; body: string }> = [];
-  let at = 0;
-  while (at < text.length) {
-    const head = text.indexOf('\r\n\r\n', at);
-    if (head < 0) break;
-    const lines = text.slice(at, head).split('\r\n');
-    const status = Number(lines[0]?.split(' ')[1]);
-    const length = Number(
-      lines.find((line) => line.toLowerCase().startsWith('content-length:'))?.split(':')[1] ?? 0,
-    );
-    out.push({ status, body: text.slice(head + 4, head + 4 + length) });
-    at = head + 4 + length;
-  }
-  return out;
-}
-
 describe('requests pipelined on one connection', () => {
   let server: TestServer;
   beforeAll(async () => {
@@ -62,13 +33,13 @@ describe('requests pipelined on one connection', () => {
   afterAll(() => server.stop());
 
   it('refusals and an accepted request are each answered, in the order sent', async () => {
-    const text = await exchange(server.url, [
+    const text = await pipelined(server.url, [
       post('/hooks/wake', 'wrong-token'),
       post('/hooks/nowhere', TOKEN),
       post('/hooks/wake', TOKEN),
       post('/hooks/wake', 'wrong-token', true),
     ]);
-    const got = answers(text);
+    const got = parseAnswers(text);
     expect(got.map((a) => a.status)).toEqual([401, 404, 200, 401]);
     expect(JSON.parse(got[0]?.body ?? '{}').error.code).toBe('unauthorized');
     expect(JSON.parse(got[1]?.body ?? '{}').error.code).toBe('unknown_hook');
@@ -79,7 +50,7 @@ describe('requests pipelined on one connection', () => {
 
   it('fifty refusals sent at once get fifty 401s', async () => {
     const requests = Array.from({ length: 50 }, (_, i) => post('/hooks/wake', 'bad', i === 49));
-    const got = answers(await exchange(server.url, requests));
+    const got = parseAnswers(await pipelined(server.url, requests));
     expect(got).toHaveLength(50);
     expect(got.every((a) => a.status === 401)).toBe(true);
   });
@@ -104,7 +75,7 @@ describe('requests pipelined on one connection', () => {
       const one =
         'POST /hooks/wake HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer bad\r\nContent-Length: 0\r\n\r\n';
       const last = one.replace('Host: a\r\n', 'Host: a\r\nConnection: close\r\n');
-      const text = await exchange(server.url, [one.repeat(n - 1), last]);
+      const text = await pipelined(server.url, [one.repeat(n - 1), last]);
       // 401s, then 429s once the address is locked: every request answered.
       expect(text.match(/HTTP\/1\.1 4(01|29) /g)?.length).toBe(n);
       expect(most).toBeLessThan(4_000);
@@ -128,8 +99,8 @@ describe('a CONNECT pipelined behind requests whose answers are still to come', 
         { logFile },
       );
       try {
-        const got = answers(
-          await exchange(server.url, [
+        const got = parseAnswers(
+          await pipelined(server.url, [
             post('/hooks/wake', token),
             'CONNECT x:1 HTTP/1.1\r\nHost: x:1\r\n\r\n',
           ]),
@@ -161,12 +132,12 @@ describe('a refusal settled before shutdown began', () => {
     server.server.once('request', () => {
       closing = server.stop();
     });
-    const text = await exchange(server.url, [
+    const text = await pipelined(server.url, [
       post('/hooks/wake', 'wrong-token'),
       post('/hooks/wake', TOKEN),
     ]);
     await closing;
-    const got = answers(text);
+    const got = parseAnswers(text);
     expect(got.map((a) => a.status)).toEqual([401, 200]);
   });
 });
@@ -187,8 +158,8 @@ describe('a message the parser refuses on a connection that still owes answers',
       'POST /hooks/wake HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ' +
       `${TOKEN}\r\nContent-Type: application/json\r\nIdempotency-Key: k1\r\n` +
       `Content-Length: ${BODY.length}\r\n\r\n${BODY}`;
-    const raw = await exchange(server.url, [wake, 'GARBAGE\r\n\r\n']);
-    const got = answers(raw);
+    const raw = await pipelined(server.url, [wake, 'GARBAGE\r\n\r\n']);
+    const got = parseAnswers(raw);
     expect(got.map((a) => a.status)).toEqual([200, 400]);
     // The status line's reason phrase is HTTP's, the code is in the JSON body.
     expect(raw).toContain('HTTP/1.1 400 Bad Request\r\n');
@@ -216,7 +187,7 @@ describe('a message the parser refuses on a connection that still owes answers',
         resolve(Buffer.concat(parts).toString('latin1'));
       });
     });
-    expect(answers(text).map((a) => a.status)).toEqual([401]);
+    expect(parseAnswers(text).map((a) => a.status)).toEqual([401]);
   });
 });
 

@@ -151,3 +151,45 @@ export async function answeredOn(client: RecordingClient, request: string): Prom
   );
   return outcome === 'answered';
 }
+
+/** The final answer in raw response text: status, lower-cased headers, JSON body ({} if none). */
+export function parseAnswer(text: string): {
+  status: number;
+  statusLine: string;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+} {
+  const start = text.search(/HTTP\/1\.1 [2-5]\d\d /);
+  const headEnd = text.indexOf('\r\n\r\n', start);
+  const [statusLine = '', ...lines] = text.slice(start, headEnd).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const body = text.slice(headEnd + 4);
+  return {
+    status: Number(statusLine.split(' ')[1]),
+    statusLine,
+    headers,
+    body: body ? (JSON.parse(body) as Record<string, unknown>) : {},
+  };
+}
+
+/** Every answer in raw response text (pipelined), in order: status and body by Content-Length. */
+export function parseAnswers(text: string): Array<{ status: number; body: string }> {
+  const out: Array<{ status: number; body: string }> = [];
+  let at = 0;
+  while (at < text.length) {
+    const head = text.indexOf('\r\n\r\n', at);
+    if (head < 0) break;
+    const lines = text.slice(at, head).split('\r\n');
+    const status = Number(lines[0]?.split(' ')[1]);
+    const length = Number(
+      lines.find((line) => line.toLowerCase().startsWith('content-length:'))?.split(':')[1] ?? 0,
+    );
+    out.push({ status, body: text.slice(head + 4, head + 4 + length) });
+    at = head + 4 + length;
+  }
+  return out;
+}
