@@ -62,6 +62,9 @@ const SPELLINGS: Array<[string, (s: string) => string]> = [
   ['broken by a newline', (s) => `${s.slice(0, 2)}\n${s.slice(2)}`],
   ['upper-cased', (s) => s.toUpperCase()],
   ['with invisible characters inside', (s) => [...s].join('\u200b')],
+  // Invisible above U+FFFF (two UTF-16 units each): a tag space, a variation selector.
+  ['with tag characters inside', (s) => [...s].join('\u{E0020}')],
+  ['with supplementary variation selectors inside', (s) => [...s].join('\u{E0101}')],
 ];
 
 /** The secret as a URL parser puts it in a path (`/bot<token>/sendMessage`), where it stays one. */

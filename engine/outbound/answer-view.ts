@@ -130,17 +130,22 @@ const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
 // Lower-cased (where that keeps one UTF-16 unit), without whitespace, `+` and invisibles.
 function fold(text: string): View {
   const view = builder(text.length);
-  for (let i = 0; i < text.length; i++) {
+  for (let i = 0; i < text.length; ) {
     const code = text.charCodeAt(i);
     if (code < 128) {
-      if (code === 43 || code === 32 || (code >= 9 && code <= 13)) continue;
-      view.add(String.fromCharCode(code >= 65 && code <= 90 ? code + 32 : code), i, i + 1);
+      if (!(code === 43 || code === 32 || (code >= 9 && code <= 13)))
+        view.add(String.fromCharCode(code >= 65 && code <= 90 ? code + 32 : code), i, i + 1);
+      i += 1;
       continue;
     }
-    const char = text[i] as string;
-    if (/\s/.test(char) || INVISIBLE.test(char)) continue;
-    const lower = char.toLowerCase();
-    view.add(lower.length === 1 ? lower : char, i, i + 1);
+    // A whole code point: invisibles above U+FFFF (tag characters, variation selectors) too.
+    const width = (text.codePointAt(i) as number) > 0xffff ? 2 : 1;
+    const char = text.slice(i, i + width);
+    if (!/\s/.test(char) && !INVISIBLE.test(char)) {
+      const lower = char.toLowerCase();
+      view.add(lower.length === char.length ? lower : char, i, i + width);
+    }
+    i += width;
   }
   return view.done();
 }
