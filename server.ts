@@ -9,8 +9,9 @@
  *   node server.ts test <name> --payload FILE [--header K:V] [--query K=V] [--sign] [--json]
  *   node server.ts gmail <setup|status|stop> ...
  */
+// First: a SIGHUP while the modules below load is held, not fatal (serve reloads once it listens).
+import './engine/cli/hold-reloads-early.ts';
 import { parseArgs } from 'node:util';
-import { holdReloads } from './engine/cli/held-reload.ts';
 import { ConfigError } from './engine/config.ts';
 
 // Each command loads only its own modules: a store view need not load the server, the
@@ -51,8 +52,6 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'serve') {
-    // A SIGHUP during the start (loading modules, opening the store) is held, not fatal.
-    holdReloads();
     const { values } = parseArgs({
       args: rest,
       options: {
