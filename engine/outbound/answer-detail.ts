@@ -45,6 +45,15 @@ export function blankSecrets(text: string, secrets: readonly string[]): string {
  */
 export const ANSWER_WINDOW = 65_536;
 
+/**
+ * The characters looked at to show `shown` of them: room for every shown character spelled as
+ * its longest escape (`\u0041`, `%25` twice) and for whitespace collapsed, within ANSWER_WINDOW.
+ * Blanking a hostile 64 KiB of escapes took 45 ms per failure; a reason shows a few hundred.
+ */
+function windowFor(shown: number): number {
+  return Math.min(ANSWER_WINDOW, 8 * shown + 1024);
+}
+
 /** An answer's free text for a reason: secrets blanked, whitespace collapsed, at most `max` characters. */
 export function answerDetail(
   text: unknown,
@@ -52,21 +61,28 @@ export function answerDetail(
   max = ANSWER_DETAIL_MAX,
 ): string {
   if (typeof text !== 'string') return '';
-  const cut = text.length > ANSWER_WINDOW;
-  const window = cut ? text.slice(0, ANSWER_WINDOW) : text;
+  const size = windowFor(max);
+  const cut = text.length > size;
+  const window = cut ? text.slice(0, size) : text;
   // Blanked before the cut to `max`, so no cut can leave part of a secret.
   const out = collapse(blank(window, secrets, cut ? 'end' : undefined));
   return out.length > max ? `${out.slice(0, max)}…` : out;
 }
 
 /**
- * The end of an answer (at most ANSWER_WINDOW characters) with its secrets
- * blanked, for a reason that shows its last characters; `cut` says the text
- * is already the end of something longer (a stream of which only the last
- * characters were kept).
+ * The end of an answer (enough characters to show its last `shown`) with its
+ * secrets blanked, for a reason that shows its last characters; `cut` says the
+ * text is already the end of something longer (a stream of which only the
+ * last characters were kept).
  */
-export function answerEnd(text: string, secrets: readonly string[], cut = false): string {
-  const window = text.length > ANSWER_WINDOW ? text.slice(-ANSWER_WINDOW) : text;
+export function answerEnd(
+  text: string,
+  secrets: readonly string[],
+  cut = false,
+  shown = 500,
+): string {
+  const size = windowFor(shown);
+  const window = text.length > size ? text.slice(-size) : text;
   return blank(window, secrets, cut || window !== text ? 'start' : undefined);
 }
 

@@ -42,7 +42,7 @@ export function httpFailure(
   secrets: readonly string[] = [],
 ): RunResult {
   // Blanked before the cut, so no cut can leave part of a secret.
-  const said = body ? tail(answerEnd(body, secrets), 200) : '';
+  const said = body ? tail(answerEnd(body, secrets, false, 200), 200) : '';
   const reason = `HTTP ${status}${said ? `: ${said}` : ''}`;
   if (retryableStatus(status)) {
     const wait = retryAfterMs(retryAfter);
