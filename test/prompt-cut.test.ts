@@ -7,7 +7,8 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { batchCount, fitCount } from '../engine/runtime/prompt-budget.ts';
-import { cutPlain, cutPrompt, utf8Prefix } from '../engine/runtime/prompt-cut.ts';
+import { cutPlain, cutPrompt } from '../engine/runtime/prompt-cut.ts';
+import { cutUtf8 } from '../engine/utf8.ts';
 import {
   END_MARKER,
   isBareWrapper,
@@ -56,7 +57,7 @@ describe('cutting', () => {
   test.prop([fc.string({ unit: 'binary', maxLength: 200 }), fc.nat({ max: 300 })])(
     'a prefix never splits a character and never passes the bytes',
     (text, max) => {
-      const prefix = utf8Prefix(text, max);
+      const prefix = cutUtf8(text, max).text;
       expect(text.startsWith(prefix)).toBe(true);
       expect(bytes(prefix)).toBeLessThanOrEqual(max);
       // The next character would not have fitted.

@@ -9,7 +9,8 @@
 import { decodeHTML } from 'entities';
 import { htmlToText, MAX_MARKUP_TOKENS, type MarkupBudget } from './html-text.ts';
 import { headerOf, own, ownString, type TextPart, textParts } from './message-parts.ts';
-import { charsetOf, cutUtf8, decodePartText, toLf } from './part-body.ts';
+import { cutUtf8 } from '../utf8.ts';
+import { charsetOf, decodePartText, toLf } from './part-body.ts';
 
 /** Labels whose messages never become agent runs. */
 export const EXCLUDED_LABELS = ['SPAM', 'TRASH', 'DRAFT', 'SENT'] as const;

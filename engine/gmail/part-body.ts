@@ -97,15 +97,3 @@ export function toLf(text: string): string {
   // The units came from a string TextDecoder made: no lone surrogates to be replaced.
   return UTF16.decode(units.subarray(0, length));
 }
-
-/** Cut `text` to at most `maxBytes` of UTF-8, on a character boundary. */
-export function cutUtf8(text: string, maxBytes: number): { text: string; cut: boolean } {
-  // Each UTF-16 unit is at most 3 UTF-8 bytes: short strings need no encoding at all.
-  if (text.length * 3 <= maxBytes) return { text, cut: false };
-  const bytes = Buffer.from(text.slice(0, maxBytes + 1), 'utf8');
-  if (bytes.length <= maxBytes && text.length <= maxBytes) return { text, cut: false };
-  let end = Math.min(maxBytes, bytes.length);
-  // Back off continuation bytes (10xxxxxx) so the cut lands before a character's first byte.
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
-  return { text: bytes.subarray(0, end).toString('utf8'), cut: true };
-}

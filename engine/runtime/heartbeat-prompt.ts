@@ -8,7 +8,8 @@
  * (prompt-budget.ts): those past it wait for the next heartbeat.
  */
 import { SECURITY_NOTICE_ONCE, withoutOwnNotices } from '../safety.ts';
-import { batchCount, byteLength } from './prompt-budget.ts';
+import { byteLength } from '../utf8.ts';
+import { batchCount } from './prompt-budget.ts';
 import { cutPrompt } from './prompt-cut.ts';
 
 type EventText = { text: string; trusted: boolean };

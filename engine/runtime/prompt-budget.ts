@@ -17,11 +17,6 @@ export const DEFAULT_MAX_PROMPT_BYTES = 1_048_576;
 /** How many turns of history a heartbeat is sent at most (besides the byte budget). */
 export const HEARTBEAT_HISTORY_TURNS = 20;
 
-/** The UTF-8 size of a text. */
-export function byteLength(text: string): number {
-  return Buffer.byteLength(text, 'utf8');
-}
-
 /**
  * The most bytes a turn's message takes (a heartbeat's events and prompt, an agent run's
  * request text), and the most a stored turn keeps: half the budget, so a backlog of events or

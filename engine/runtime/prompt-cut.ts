@@ -14,7 +14,7 @@ import {
   withoutOwnNotice,
   wrapUntrusted,
 } from '../safety.ts';
-import { byteLength } from './prompt-budget.ts';
+import { byteLength, cutUtf8 } from '../utf8.ts';
 
 /** What a cut text ends with (hookgate's words, inside the wrapper when there is one). */
 export function cutMark(omitted: number): string {
@@ -24,22 +24,11 @@ export function cutMark(omitted: number): string {
 // The mark's room: its longest number (2^53 has 16 digits) and the line break before it.
 const MARK_BYTES = byteLength(cutMark(Number.MAX_SAFE_INTEGER)) + 1;
 
-/** The longest start of `text` that is at most `maxBytes` in UTF-8, never half a character. */
-export function utf8Prefix(text: string, maxBytes: number): string {
-  if (maxBytes <= 0) return '';
-  // Each UTF-16 unit is at least one byte: the first maxBytes units hold the answer.
-  const head = Buffer.from(text.slice(0, maxBytes), 'utf8');
-  let cut = Math.min(maxBytes, head.length);
-  // Back to the first byte of a character (continuation bytes are 10xxxxxx).
-  while (cut > 0 && cut < head.length && ((head[cut] ?? 0) & 0xc0) === 0x80) cut -= 1;
-  return head.toString('utf8', 0, cut);
-}
-
 /** A plain text cut to `maxBytes`, the mark included (as it is when it fits). */
 export function cutPlain(text: string, maxBytes: number): string {
   const size = byteLength(text);
   if (size <= maxBytes) return text;
-  const kept = utf8Prefix(text, maxBytes - MARK_BYTES);
+  const kept = cutUtf8(text, maxBytes - MARK_BYTES).text;
   return `${kept}\n${cutMark(size - byteLength(kept))}`;
 }
 
@@ -71,7 +60,7 @@ function cutWrapper(bare: string, maxBytes: number): string {
   const end = bare.slice(endAt);
   const content = bare.slice(contentAt, endAt);
   const room = maxBytes - byteLength(header) - byteLength(end) - MARK_BYTES;
-  const kept = utf8Prefix(content, room);
+  const kept = cutUtf8(content, room).text;
   const mark = cutMark(byteLength(content) - byteLength(kept));
   return `${header}${kept}${kept === '' ? '' : '\n'}${mark}${end}`;
 }

@@ -4,7 +4,8 @@
  * weighed in the store before any text is read. It starts with a prompt: a
  * reply whose prompt did not fit goes with it.
  */
-import { byteLength, fitCount } from './prompt-budget.ts';
+import { byteLength } from '../utf8.ts';
+import { fitCount } from './prompt-budget.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
 
 /** The newest whole turns of `owner` within `maxTurns` and `budget` bytes, oldest first. */
