@@ -16,6 +16,8 @@ export const ERRORS = Object.freeze({
   unsupported_transfer_encoding: {
     status: 501,
     message: 'Only Transfer-Encoding: chunked is supported.',
+    // A coding the caller chose and hookgate does not implement: a 5xx, not a fault of ours.
+    callerFault: true,
   },
   expectation_failed: { status: 417, message: 'Only Expect: 100-continue is supported.' },
   method_not_allowed: { status: 405, message: 'Only POST is allowed.' },
@@ -75,6 +77,11 @@ export const ERRORS = Object.freeze({
 } as const);
 
 export type ErrorCode = keyof typeof ERRORS;
+
+/** A 5xx that is our fault (logged as one), not the caller's (`callerFault` in the catalogue). */
+export function isServerFault(error: HookError): boolean {
+  return error.status >= 500 && !('callerFault' in ERRORS[error.code]);
+}
 
 /** A refusal with a stable code, an HTTP status and a message safe to show a caller. */
 export class HookError extends Error {

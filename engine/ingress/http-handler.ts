@@ -3,7 +3,7 @@
  * answer (or the refusal as one JSON error), and log one line per request.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { asHookError, HookError } from '../errors.ts';
+import { asHookError, HookError, isServerFault } from '../errors.ts';
 import { type Logger, requestLineLogger } from '../log.ts';
 import { requestFinished } from '../observe/events.ts';
 import { CLOSE, sendEmpty, sendError, sendJson, sendText } from '../respond.ts';
@@ -31,7 +31,6 @@ export type HandlerSettings = {
 
 // Bodies up to this size are drained by Node after a refusal; larger or chunked ones close the connection.
 const DRAIN_LIMIT = 65_536;
-const NOT_IMPLEMENTED = 501;
 const REPLAYED: readonly string[] = Object.freeze(['idempotent-replayed', 'true']);
 const REPLAYED_CLOSE: readonly string[] = Object.freeze([...REPLAYED, ...CLOSE]);
 
@@ -68,8 +67,7 @@ export function createRequestHandler(
     const error = asHookError(err);
     x.log['status'] = error.status;
     x.log['code'] = error.code;
-    // 501 is the caller's doing (a coding hookgate does not implement), not a fault of ours.
-    if (error.status >= 500 && error.status !== NOT_IMPLEMENTED)
+    if (isServerFault(error))
       logger.error(
         { requestId: x.id, code: error.code, err: describeCause(error) },
         'request failed',
