@@ -43,8 +43,16 @@ const AGENT_SETTINGS = [
   'allowUnsafeExternalContent',
 ] as const;
 
-/** A signed preset: the scheme and secrets on every mapping, the agent settings on agent ones. */
-function signed(name: SignedName, mappings: readonly Mapping[]): Preset {
+/**
+ * A signed preset: the scheme and secrets on every mapping, the agent settings on agent ones.
+ * `replyTo` (a provider that is also a delivery channel): per mapping id, the template of the
+ * conversation a reply goes back to when the preset delivers to that channel with no `to`.
+ */
+function signed(
+  name: SignedName,
+  mappings: readonly Mapping[],
+  replyTo: Readonly<Record<string, string>> = {},
+): Preset {
   return (hooks) => {
     const settings = hooks[name] ?? {};
     const auth = { scheme: name, ...settings.auth } as const;
@@ -52,9 +60,13 @@ function signed(name: SignedName, mappings: readonly Mapping[]): Preset {
     for (const key of AGENT_SETTINGS) {
       if (settings[key] !== undefined) Object.assign(overrides, { [key]: settings[key] });
     }
-    return mappings.map((mapping) =>
-      mapping.action === 'ignore' ? { ...mapping, auth } : { ...mapping, ...overrides, auth },
-    );
+    const replies = settings.channel === name && settings.to === undefined;
+    return mappings.map((mapping) => {
+      if (mapping.action === 'ignore') return { ...mapping, auth };
+      const to = replies && mapping.id !== undefined ? replyTo[mapping.id] : undefined;
+      const templates = to ? { templates: { ...mapping.templates, to } } : {};
+      return { ...mapping, ...overrides, auth, ...templates };
+    });
   };
 }
 
@@ -73,16 +85,8 @@ export const PRESETS: Readonly<Record<string, Preset>> = Object.freeze({
   },
   github: signed('github', githubMappings),
   stripe: signed('stripe', stripeMappings),
-  slack: (hooks) => {
-    const mappings = signed('slack', slackMappings)(hooks);
-    const settings = hooks.slack;
-    // Replies go back where the message came from, unless the operator names a recipient.
-    if (settings?.channel !== 'slack' || settings.to !== undefined) return mappings;
-    return mappings.map((mapping) => {
-      const to = mapping.id === undefined ? undefined : SLACK_REPLY_TO[mapping.id];
-      return to ? { ...mapping, templates: { ...mapping.templates, to } } : mapping;
-    });
-  },
+  // Replies go back where the message came from, unless the operator names a recipient.
+  slack: signed('slack', slackMappings, SLACK_REPLY_TO),
 });
 
 /** Names of the built-in presets. */
