@@ -4,6 +4,7 @@
  * the size of the input: only the prefix of `data` that can matter is validated and decoded,
  * so a 50 MB data string costs the same as a short one.
  */
+import { endianness } from 'node:os';
 import { TextDecoder } from 'node:util';
 
 /** Decoded text of a part, and whether bytes of the source were left out. */
@@ -75,7 +76,8 @@ export function decodePartText(
   return { text, sourceCut: decoded.cut };
 }
 
-const UTF16 = new TextDecoder('utf-16le');
+// A Uint16Array holds its units in the host's byte order: read them back in that order.
+const UTF16 = new TextDecoder(endianness() === 'LE' ? 'utf-16le' : 'utf-16be');
 
 /**
  * CRLF and lone CR to LF. One pass over the text's code units, whatever it holds: a regular
