@@ -84,15 +84,15 @@ export function isServerFault(error: HookError): boolean {
 }
 
 /** A refusal with a stable code, an HTTP status and a message safe to show a caller. */
-export class HookError extends Error {
-  readonly code: ErrorCode;
+export class HookError<Code extends ErrorCode = ErrorCode> extends Error {
+  readonly code: Code;
   readonly status: number;
   readonly headers: Readonly<Record<string, string>> | undefined;
   /** Structured facts about the refusal (e.g. the mapping and field), sent with the message. */
   readonly details: Readonly<Record<string, unknown>> | undefined;
 
   constructor(
-    code: ErrorCode,
+    code: Code,
     message?: string,
     options?: {
       cause?: unknown;

@@ -32,11 +32,6 @@ export const ADMIN_ERRORS = Object.freeze({
 
 export type AdminErrorCode = keyof typeof ADMIN_ERRORS;
 
-/** Whether a code (the hook listener's, say) is one of this catalogue's. */
-export function isAdminErrorCode(code: string): code is AdminErrorCode {
-  return Object.hasOwn(ADMIN_ERRORS, code);
-}
-
 /** A refusal of the admin listener, with its status and an optional detail safe to show. */
 export class AdminError extends Error {
   readonly code: AdminErrorCode;

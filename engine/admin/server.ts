@@ -9,7 +9,7 @@ import { capConnections, type ListenerCaps } from '../connection-limit.ts';
 import { contentCodingRefusal } from '../ingress/content-types.ts';
 import { framingRefusal } from '../ingress/framing.ts';
 import type { Logger } from '../log.ts';
-import { AdminError, isAdminErrorCode } from './admin-errors.ts';
+import { AdminError } from './admin-errors.ts';
 import { type ApiContext, createApi } from './api.ts';
 import { consoleAssets } from './console/assets.ts';
 import type { AdminDeps } from './deps.ts';
@@ -94,11 +94,8 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const framing = framingRefusal(req) ?? contentCodingRefusal(req.headers['content-encoding']);
-    if (framing) {
-      if (isAdminErrorCode(framing.code)) throw new AdminError(framing.code);
-      // A framing refusal this catalogue lacks: a 500 the log explains, not a silent one.
-      throw new Error(`framing refusal ${framing.code} has no admin error code`);
-    }
+    // Every framing code is one of the admin catalogue's (checked by the compiler).
+    if (framing) throw new AdminError(framing.code);
     // Only the path is read: a query string never selects a route.
     const url = new URL(req.url ?? '/', 'http://admin.invalid');
     const route = routes.find((r) => r.path.test(url.pathname));

@@ -42,7 +42,9 @@ const CONTENT_CODED = new HookError('unsupported_content_encoding');
  * content codings (webhook senders do not use them): read as if absent, a gzipped body was
  * refused as invalid JSON, and a plain body labelled gzip was accepted. Pure.
  */
-export function contentCodingRefusal(contentEncoding: string | undefined): HookError | undefined {
+export function contentCodingRefusal(
+  contentEncoding: string | undefined,
+): HookError<'unsupported_content_encoding'> | undefined {
   if (contentEncoding === undefined) return undefined;
   for (const item of contentEncoding.split(',')) {
     const coding = item.trim().toLowerCase();

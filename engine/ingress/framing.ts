@@ -24,7 +24,9 @@ export type Framing = {
 };
 
 /** The refusal of a request's framing, or undefined when it is framed as hookgate reads it. */
-export function framingRefusal(request: Framing): HookError | undefined {
+export function framingRefusal(
+  request: Framing,
+): HookError<'invalid_host' | 'unsupported_transfer_encoding' | 'expectation_failed'> | undefined {
   // RFC 9112 3.2: an HTTP/1.1 request without exactly one Host is answered 400.
   if (request.httpVersion === '1.1' && countHeader(request.rawHeaders, 'host') !== 1) {
     return INVALID_HOST;
