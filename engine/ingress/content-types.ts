@@ -46,11 +46,19 @@ export function contentCodingRefusal(
   contentEncoding: string | undefined,
 ): HookError<'unsupported_content_encoding'> | undefined {
   if (contentEncoding === undefined) return undefined;
-  for (const item of contentEncoding.split(',')) {
-    const coding = item.trim().toLowerCase();
-    if (coding !== '' && coding !== 'identity') return CONTENT_CODED;
+  return codingsOf(contentEncoding).some((coding) => coding !== 'identity')
+    ? CONTENT_CODED
+    : undefined;
+}
+
+/** The codings a coding list names (`gzip, chunked`), lower-cased, empty items left out. Pure. */
+export function codingsOf(list: string): string[] {
+  const codings: string[] = [];
+  for (const item of list.split(',')) {
+    const name = item.trim().toLowerCase();
+    if (name !== '') codings.push(name);
   }
-  return undefined;
+  return codings;
 }
 
 /** The format a Content-Type header selects, or a 415 HookError if the route cannot take it. */

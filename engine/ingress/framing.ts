@@ -8,6 +8,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { HookError } from '../errors.ts';
+import { codingsOf } from './content-types.ts';
 import { expectsContinue } from './request-source.ts';
 
 // Built once: a flood of such requests allocates nothing per refusal.
@@ -46,14 +47,8 @@ export function framingRefusal(
 
 /** True when a coding list (`a, b`) names `coding` and nothing else, in any letter case. */
 export function onlyCodings(list: string, coding: string): boolean {
-  let seen = false;
-  for (const item of list.split(',')) {
-    const name = item.trim().toLowerCase();
-    if (name === '') continue;
-    if (name !== coding || seen) return false;
-    seen = true;
-  }
-  return seen;
+  const codings = codingsOf(list);
+  return codings.length === 1 && codings[0] === coding;
 }
 
 function countHeader(rawHeaders: readonly string[], name: string): number {
