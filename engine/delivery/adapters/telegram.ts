@@ -82,14 +82,12 @@ export type Classified =
   | { status: 'migrate'; reason: string; migrateTo: number | string };
 
 /**
- * The chat id a migration answer names, checked as a configured recipient is
- * (a numeric chat id: it is sent to, and may become the `last` route), or
- * undefined when it is not one.
+ * The chat id a migration answer names (a numeric chat id), or undefined when it is not one;
+ * the delivery checks it as a configured recipient before it is sent to (deliver.ts).
  */
 export function movedChatId(value: unknown): string | undefined {
   const chat = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
-  if (typeof chat !== 'string' || !CHAT_ID.test(chat)) return undefined;
-  return checkTelegramRecipient(chat) === null ? chat : undefined;
+  return typeof chat === 'string' && CHAT_ID.test(chat) ? chat : undefined;
 }
 
 /** Map a Bot API answer to a send result (or a chat migration to follow). */
