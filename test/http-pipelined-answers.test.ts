@@ -5,14 +5,16 @@
  * every request still gets its own answer, in the order sent, and that only
  * the accepted one is stored.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planParserRefusal } from '../engine/ingress/parser-refusals.ts';
 import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
+import { readLogLines } from './helpers/log-lines.ts';
 import { parseAnswers, pipelined } from './helpers/raw-http.ts';
+import { waitFor } from './helpers/runtime.ts';
 
 const BODY = '{"text":"pipelined"}';
 
@@ -110,13 +112,16 @@ describe('a CONNECT pipelined behind requests whose answers are still to come', 
         // answer), which ended the process.
         const after = await server.post('wake', { text: 'still here' });
         expect(after.status).toBe(200);
-        // The CONNECT ran the stages once, and nothing failed on the way.
-        const lines = readFileSync(logFile, 'utf8')
-          .trim()
-          .split('\n')
-          .map((line) => JSON.parse(line) as { level: number; msg: string; status?: number });
-        expect(lines.filter((l) => l.msg === 'request' && l.status === 404)).toHaveLength(1);
-        expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+        // The CONNECT ran the stages once, and nothing failed on the way. Its log line is
+        // written after its answer went out, so it is waited for, not expected at once.
+        const notFound = (lines: Array<Record<string, unknown>>) =>
+          lines.filter((l) => l.msg === 'request' && l.status === 404);
+        const lines = await waitFor('the CONNECT logged', () => {
+          const read = readLogLines(logFile);
+          return notFound(read).length > 0 && read;
+        });
+        expect(notFound(lines)).toHaveLength(1);
+        expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
       } finally {
         await server.stop();
       }
