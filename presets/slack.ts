@@ -78,10 +78,12 @@ const ACTIONS =
 /**
  * Where each agent mapping's reply goes back to when the preset delivers to Slack and the
  * operator names no recipient: the conversation the message, command or interaction came from
- * (an interaction without one, a modal say, to its user).
+ * (an interaction without one, a modal say, to its user), and for a message in a thread, that
+ * thread (`<channel>/<thread ts>`, as the slack channel reads it).
  */
 export const SLACK_REPLY_TO: Readonly<Record<string, string>> = Object.freeze({
-  'slack-events': '{{payload.event.channel}}',
+  'slack-events':
+    '{{payload.event.channel}}{{#if payload.event.thread_ts}}/{{payload.event.thread_ts}}{{/if}}',
   'slack-command': '{{payload.channel_id}}',
   'slack-interaction': '{{default payload.channel.id payload.user.id}}',
 });

@@ -394,6 +394,20 @@ describe('slack replies', () => {
     },
   );
 
+  it('a message in a thread is answered in that thread (<channel>/<thread ts>)', async () => {
+    const slack = boot({ slack: { ...SECRETS.slack, channel: 'slack' } }, slackChannel);
+    const payload = slackEvent({
+      type: 'app_mention',
+      channel: 'C0123456789',
+      user: 'U1',
+      text: '<@UBOT> and now?',
+      ts: '1712345679.000200',
+      thread_ts: '1712345678.123456',
+    });
+    const { actions } = await deliver(slack, 'slack', payload);
+    expect(actions[0]).toMatchObject({ channel: 'slack', to: 'C0123456789/1712345678.123456' });
+  });
+
   it('a recipient the operator names wins, and without channel slack nothing is set', async () => {
     const named = boot({ slack: { ...SECRETS.slack, channel: 'slack', to: 'C999' } }, slackChannel);
     const plain = boot({ slack: SECRETS.slack }, slackChannel);

@@ -95,6 +95,16 @@ describe('slack adapter: the chat.postMessage request', () => {
     expect(req.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(req.json).toEqual({ channel: CHANNEL, text: 'Build 17 passed <!channel>' });
   });
+
+  it('answers in a thread named after the channel id: {channel, text, thread_ts}', async () => {
+    const result = await adapter.send(` ${CHANNEL}/1712345678.123456 `, 'done');
+    expect(result.status).toBe('sent');
+    expect(standIn.requests.at(-1)?.json).toEqual({
+      channel: CHANNEL,
+      text: 'done',
+      thread_ts: '1712345678.123456',
+    });
+  });
 });
 
 describe('slack adapter: ok:false answers', () => {
@@ -172,6 +182,14 @@ describe('slack adapter: recipients', () => {
     ['U012AB3CD', null],
     ['W0123456789', null],
     ['C0123456', null],
+    ['C0123456789/1712345678.123456', null],
+    ['D0123ABCDE/1712345678.000100', null],
+    ['C0123456789/', "thread's ts"],
+    ['C0123456789/p1712345678123456', "thread's ts"],
+    ['C0123456789/1712345678.1/2', "thread's ts"],
+    ['C0123456789/1712345678.123456 x', "thread's ts"],
+    ['#general/1712345678.123456', 'not its name'],
+    ['/1712345678.123456', 'channel id'],
     ['C', 'channel id'],
     ['#general', 'not its name'],
     ['c0123456789', 'channel id'],

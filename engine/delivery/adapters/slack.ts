@@ -1,8 +1,9 @@
 /**
- * The `slack` channel: Web API `chat.postMessage` to a conversation id with
- * a bot token. Slack answers most errors with HTTP 200 and
- * `{"ok":false,"error":"…"}`, so `ok` is always checked and the `error`
- * string, not the status, decides retry or failure.
+ * The `slack` channel: Web API `chat.postMessage` to a conversation id (and,
+ * after a `/`, the ts of the thread to answer in) with a bot token. Slack
+ * answers most errors with HTTP 200 and `{"ok":false,"error":"…"}`, so `ok`
+ * is always checked and the `error` string, not the status, decides retry or
+ * failure.
  */
 import type { SlackSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
@@ -17,6 +18,8 @@ export const SLACK_MAX_LENGTH = 4000;
 // only the form is checked: a type letter, then upper-case letters and digits.
 const CONVERSATION = /^[CGD][A-Z0-9]{2,}$/;
 const USER = /^[UW][A-Z0-9]{2,}$/;
+// A thread is its parent message's `ts`: seconds, a dot, a sequence (1712345678.123456).
+const THREAD_TS = /^\d{1,16}\.\d{1,16}$/;
 
 const RATE_LIMITED = new Set(['rate_limited', 'ratelimited']);
 // The message was not posted: resending is safe.
@@ -37,12 +40,26 @@ const HINTS: ReadonlyMap<string, string> = new Map([
   ['msg_too_long', 'the part is too long'],
 ]);
 
-/** Why `to` is not a Slack conversation or user id, or null when it is. */
-export function checkSlackRecipient(to: string): string | null {
+/** A recipient read: the conversation and, after a `/`, the thread to answer in. */
+export type SlackRecipient = { channel: string; threadTs?: string };
+
+/** The conversation and thread `to` names (`C0123456789` or `C0123456789/1712345678.123456`). */
+export function slackRecipient(to: string): SlackRecipient {
   const id = to.trim();
-  if (CONVERSATION.test(id) || USER.test(id)) return null;
-  if (id.startsWith('#')) return 'use the channel id (e.g. C0123456789), not its name';
-  return 'expected a Slack channel id (C…, G…, D…) or user id (U…, W…)';
+  const slash = id.indexOf('/');
+  if (slash < 0) return { channel: id };
+  return { channel: id.slice(0, slash), threadTs: id.slice(slash + 1) };
+}
+
+/** Why `to` is not a Slack conversation or user id (with an optional thread), or null when it is. */
+export function checkSlackRecipient(to: string): string | null {
+  const { channel, threadTs } = slackRecipient(to);
+  if (threadTs !== undefined && !THREAD_TS.test(threadTs)) {
+    return "expected a thread's ts after the channel id (C0123456789/1712345678.123456)";
+  }
+  if (CONVERSATION.test(channel) || USER.test(channel)) return null;
+  if (channel.startsWith('#')) return 'use the channel id (e.g. C0123456789), not its name';
+  return 'expected a Slack channel id (C…, G…, D…) or user id (U…, W…), optionally /thread ts';
 }
 
 /** Create the Slack adapter from its validated settings. */
@@ -55,9 +72,10 @@ export function createSlackAdapter(settings: Record<string, unknown>): ChannelAd
     checkRecipient: checkSlackRecipient,
     normaliseRecipient: (to) => to.trim(),
     async send(to, text, signal) {
+      const { channel, threadTs } = slackRecipient(to);
       const outcome = await postJson(
         url,
-        { channel: to.trim(), text },
+        threadTs === undefined ? { channel, text } : { channel, text, thread_ts: threadTs },
         {
           headers: {
             authorization: `Bearer ${s.botToken}`,
