@@ -111,11 +111,15 @@ describe('runtime commands', { timeout: 180_000 }, () => {
     }
   });
 
+  // Every spelling is checked in-process (listLimit, cli-list-limit.test.ts); here each command
+  // refuses through the real CLI, one process per spelling that Number() alone would take.
   it.each(['runs', 'events', 'heartbeats'])(
     '%s refuses a --limit that is not a positive integer (-1 listed everything)',
     async (command) => {
-      for (const limit of ['-1', '0', '2.5', 'ten', '1e20', '0x2', '', '99999999999999999999']) {
-        const result = await hookgate([command, `--limit=${limit}`]);
+      const results = await Promise.all(
+        ['-1', '1e20'].map((limit) => hookgate([command, `--limit=${limit}`])),
+      );
+      for (const result of results) {
         expect(result.code).toBe(2);
         expect(result.stderr).toContain(`hookgate ${command}: --limit must be a positive integer`);
         expect(result.stdout).toBe('');
