@@ -84,7 +84,10 @@ const ACTIONS =
 export const SLACK_REPLY_TO: Readonly<Record<string, string>> = Object.freeze({
   'slack-events':
     '{{payload.event.channel}}{{#if payload.event.thread_ts}}/{{payload.event.thread_ts}}{{/if}}',
-  'slack-command': '{{payload.channel_id}}',
+  // A command typed in a direct message (maybe between two people, where the app cannot post) is
+  // answered in the app's own conversation with its user.
+  'slack-command':
+    '{{#if (eq payload.channel_name "directmessage")}}{{payload.user_id}}{{else}}{{payload.channel_id}}{{/if}}',
   'slack-interaction': '{{default payload.channel.id payload.user.id}}',
 });
 

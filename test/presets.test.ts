@@ -408,6 +408,18 @@ describe('slack replies', () => {
     expect(actions[0]).toMatchObject({ channel: 'slack', to: 'C0123456789/1712345678.123456' });
   });
 
+  it("a slash command typed in a direct message is answered in the app's conversation with its user", async () => {
+    const slack = boot({ slack: { ...SECRETS.slack, channel: 'slack' } }, slackChannel);
+    const payload = slackCommand({
+      command: '/ask',
+      text: 'x',
+      channel_id: 'D0DIRECT',
+      channel_name: 'directmessage',
+    });
+    const { actions } = await deliver(slack, 'slack', payload);
+    expect(actions[0]).toMatchObject({ channel: 'slack', to: 'U0ADA' });
+  });
+
   it('a recipient the operator names wins, and without channel slack nothing is set', async () => {
     const named = boot({ slack: { ...SECRETS.slack, channel: 'slack', to: 'C999' } }, slackChannel);
     const plain = boot({ slack: SECRETS.slack }, slackChannel);

@@ -88,7 +88,7 @@ export function slackEvent(event: Record<string, unknown>) {
 }
 
 /** The form fields of a slash command, as the body stage hands them on. */
-export function slackCommand(fields: { command: string; text: string }) {
+export function slackCommand(fields: { command: string; text: string } & Record<string, string>) {
   return {
     token: 'legacy-verification-token',
     team_id: 'T0TEAM',

@@ -1,14 +1,16 @@
 /**
  * The slack preset delivering to Slack with no recipient named: a signed
- * message is run by the agent and its reply posted back where the message
- * was, through a stand-in of the Web API. A message inside a thread is
+ * message or command is run by the agent and its reply posted back where it
+ * came from, through a stand-in of the Web API. A message inside a thread is
  * answered in that thread (`thread_ts`), one at the channel's top level in
- * the channel, as a Slack user expects of a bot.
+ * the channel, as a Slack user expects of a bot; a slash command typed in a
+ * direct message (where the app may not post) in the app's conversation
+ * with the user who typed it.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
-import { slackEvent } from './helpers/provider-payloads.ts';
+import { slackCommand, slackEvent } from './helpers/provider-payloads.ts';
 import { agentRunner, waitFor } from './helpers/runtime.ts';
 import { nowSeconds } from './helpers/signed-http.ts';
 import { slack } from './helpers/signature-senders.ts';
@@ -42,20 +44,28 @@ describe('slack preset replies in Slack', () => {
     temp.cleanup();
   });
 
-  /** Send a signed event and wait for the reply Slack got for it. */
-  async function replyTo(event: Record<string, unknown>, eventId: string) {
-    const body = JSON.stringify({ ...slackEvent(event), event_id: eventId });
-    const headers = await slack.sign(SECRET, body, nowSeconds());
+  /** Send a signed body and wait for the reply Slack got for it, which quotes `quoted`. */
+  async function replyFor(body: string, contentType: string, quoted: string) {
+    const headers = {
+      ...(await slack.sign(SECRET, body, nowSeconds())),
+      'content-type': contentType,
+    };
     const res = await server.post('slack', body, { headers, token: null });
     expect(res.status).toBe(200);
     // The test agent answers "done: <the message's first line>", which quotes the Slack text.
-    const quoted = String(event['text']);
-    return waitFor(`Slack's chat.postMessage for ${eventId}`, () =>
+    return waitFor(`Slack's chat.postMessage quoting ${quoted}`, () =>
       standIn.requests.find((r) =>
         String((r.json as { text?: unknown } | undefined)?.text).includes(quoted),
       ),
     );
   }
+
+  const replyTo = (event: Record<string, unknown>, eventId: string) =>
+    replyFor(
+      JSON.stringify({ ...slackEvent(event), event_id: eventId }),
+      'application/json',
+      String(event['text']),
+    );
 
   it('a mention inside a thread is answered in that thread', async () => {
     const posted = await replyTo(
@@ -80,5 +90,20 @@ describe('slack preset replies in Slack', () => {
     );
     expect(posted.json).toMatchObject({ channel: CHANNEL });
     expect(posted.json).not.toHaveProperty('thread_ts');
+  });
+
+  it("a slash command typed in a direct message is answered in the app's conversation with its user", async () => {
+    const command = slackCommand({
+      command: '/ask',
+      text: 'what broke overnight?',
+      channel_id: 'D0DIRECT99',
+      channel_name: 'directmessage',
+    });
+    const posted = await replyFor(
+      new URLSearchParams(command).toString(),
+      'application/x-www-form-urlencoded',
+      'what broke overnight?',
+    );
+    expect(posted.json).toMatchObject({ channel: 'U0ADA' });
   });
 });
