@@ -27,6 +27,11 @@ export type ChannelAdapter = {
   /** The recipient in the form the API wants (e.g. an iMessage chat GUID from a phone number). */
   normaliseRecipient?(to: string): string;
   /**
+   * The whole reply as the product must get it so that it notifies no more people than a plain
+   * text would; applied before splitting, so what it adds counts in the parts' length.
+   */
+  prepareText?(text: string): string;
+  /**
    * Post one part. Never puts tokens, token-bearing URLs or the text in `reason`; what of the
    * product's answer enters it goes through engine/outbound/answer-detail.ts.
    */

@@ -91,7 +91,8 @@ export async function sendParts(
   onPart: (partsSent: number, recipient: string) => void | Promise<void>,
   signal?: AbortSignal,
 ): Promise<Attempt> {
-  const parts = capParts(splitMessage(text, route.adapter.maxLength), route.adapter.maxLength);
+  const prepared = route.adapter.prepareText?.(text) ?? text;
+  const parts = capParts(splitMessage(prepared, route.adapter.maxLength), route.adapter.maxLength);
   let recipient = route.recipient;
   // A move is reported with the outcome, whatever it is, so the new id is recorded.
   let moved: string | undefined;

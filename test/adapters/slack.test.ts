@@ -86,14 +86,22 @@ describe('slack adapter: the chat.postMessage request', () => {
   afterAll(() => standIn.close());
 
   it('POSTs {channel, text} as UTF-8 JSON with a Bearer token and keeps ts as the id', async () => {
-    const result = await adapter.send(CHANNEL, 'Build 17 passed <!channel>');
+    const result = await adapter.send(CHANNEL, 'Build 17 passed');
     expect(result).toEqual({ status: 'sent', messageId: '1503435956.000247' });
     const req = standIn.requests.at(-1)!;
     expect(req.method).toBe('POST');
     expect(req.url).toBe('/api/chat.postMessage');
     expect(req.headers.authorization).toBe(`Bearer ${TOKEN}`);
     expect(req.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(req.json).toEqual({ channel: CHANNEL, text: 'Build 17 passed <!channel>' });
+    expect(req.json).toEqual({ channel: CHANNEL, text: 'Build 17 passed' });
+  });
+
+  it('a reply saying <!channel>, <!here>, <!subteam^…> or <@U…> pings nobody: & < > are escaped', async () => {
+    await adapter.send(CHANNEL, 'ALERT <!channel> <!here|here> <!subteam^S0123|ops> <@U0ADA> & co');
+    expect(standIn.requests.at(-1)?.json).toEqual({
+      channel: CHANNEL,
+      text: 'ALERT &lt;!channel&gt; &lt;!here|here&gt; &lt;!subteam^S0123|ops&gt; &lt;@U0ADA&gt; &amp; co',
+    });
   });
 
   it('answers in a thread named after the channel id: {channel, text, thread_ts}', async () => {

@@ -21,6 +21,18 @@ const CHANNEL_ID = /^[a-z0-9]{26}$/;
 // Mattermost's error ids: dotted snake_case keys (`api.context.invalid_param.app_error`).
 const ERROR_ID = /^[a-z][a-z0-9_.]{0,127}$/;
 
+// Mattermost notifies a whole channel for @channel, @all and @here (any case) as a word of its own.
+const CHANNEL_MENTION = /@(?=(?:channel|all|here)(?![\p{L}\p{N}]))/giu;
+
+/**
+ * A reply that cannot notify a whole channel: a zero-width space after the `@` of @channel, @all
+ * and @here splits the word Mattermost looks for (it reads as before). A reply that payload text
+ * steered cannot page everyone in the channel; a person named in it is still mentioned.
+ */
+export function withoutChannelMentions(text: string): string {
+  return text.replace(CHANNEL_MENTION, '@\u200b');
+}
+
 /** Why `to` is not a Mattermost channel id, or null when it is. */
 export function checkMattermostRecipient(to: string): string | null {
   if (CHANNEL_ID.test(to)) return null;
@@ -37,6 +49,7 @@ export function createMattermostAdapter(settings: Record<string, unknown>): Chan
     id: 'mattermost',
     maxLength: MATTERMOST_MAX_LENGTH,
     checkRecipient: checkMattermostRecipient,
+    prepareText: withoutChannelMentions,
     async send(to, text, signal) {
       const outcome = await postJson(
         url,

@@ -40,6 +40,15 @@ const HINTS: ReadonlyMap<string, string> = new Map([
   ['msg_too_long', 'the part is too long'],
 ]);
 
+/**
+ * A reply as plain text: Slack reads `<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^…>` and
+ * `<@U…>` in `text` as pings, so `&`, `<` and `>` are escaped as Slack's formatting rules ask for
+ * text that is not markup. A reply that payload text steered cannot ping a channel or anyone in it.
+ */
+export function slackPlainText(text: string): string {
+  return text.replace(/[&<>]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : '&gt;'));
+}
+
 /** A recipient read: the conversation and, after a `/`, the thread to answer in. */
 export type SlackRecipient = { channel: string; threadTs?: string };
 
@@ -73,9 +82,14 @@ export function createSlackAdapter(settings: Record<string, unknown>): ChannelAd
     normaliseRecipient: (to) => to.trim(),
     async send(to, text, signal) {
       const { channel, threadTs } = slackRecipient(to);
+      // Escaped per part, after the split, so no part ends inside an entity: a part of 4,000
+      // characters stays far below the 40,000 Slack takes.
+      const plain = slackPlainText(text);
       const outcome = await postJson(
         url,
-        threadTs === undefined ? { channel, text } : { channel, text, thread_ts: threadTs },
+        threadTs === undefined
+          ? { channel, text: plain }
+          : { channel, text: plain, thread_ts: threadTs },
         {
           headers: {
             authorization: `Bearer ${s.botToken}`,
