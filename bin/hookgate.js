@@ -17,12 +17,33 @@ if (major > 24 || (major === 24 && minor >= 16)) {
   try {
     node = createRequire(import.meta.url).resolve('node/bin/node');
   } catch {
-    process.stderr.write('hookgate: Node.js 24.16 or later is required; run `npm install` or use Node 24 (.nvmrc).\n');
+    process.stderr.write(
+      'hookgate: Node.js 24.16 or later is required; run `npm install` or use Node 24 (.nvmrc).\n',
+    );
     process.exit(1);
   }
-  const child = spawn(node, [server, ...process.argv.slice(2)], { stdio: 'inherit' });
+  const child = spawn(node, [server, ...process.argv.slice(2)], {
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+  });
   // The server's own signals go to it: stop (SIGINT, SIGTERM) and reload (SIGHUP, which would
   // otherwise end this launcher and leave the server running without it).
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+  // A SIGHUP during the child's boot, before it handles SIGHUP itself, would end it: one is
+  // kept until the child says it booted (or drops its channel without saying so).
+  let booted = false;
+  let heldHangUp = false;
+  const boot = () => {
+    if (booted) return;
+    booted = true;
+    if (heldHangUp) child.kill('SIGHUP');
+  };
+  child.on('message', (message) => {
+    if (message === 'hookgate:booted') boot();
+  });
+  child.on('disconnect', boot);
+  process.on('SIGHUP', () => {
+    if (booted) child.kill('SIGHUP');
+    else heldHangUp = true;
+  });
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }

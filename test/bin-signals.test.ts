@@ -54,37 +54,44 @@ afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
 
+/** Start the bin on the older Node over `file`; its output, exit and cleanup are tracked. */
+function startBin(file: string, cwd: string) {
+  const bin = spawn(
+    OLDER_NODE as string,
+    [path.join(ROOT, 'bin/hookgate.js'), 'serve', '--config', file],
+    { cwd, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const seen = { out: '' };
+  bin.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    seen.out += chunk;
+  });
+  const exited = new Promise((resolve) => bin.on('exit', resolve));
+  const servers: number[] = [];
+  cleanups.push(() => {
+    // Read before the launcher goes: an orphaned server is no longer its child.
+    const left = [...servers, ...childrenOf(bin.pid as number)];
+    bin.kill('SIGKILL');
+    for (const pid of left) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+  });
+  return { bin, seen, exited, servers };
+}
+
 describe.skipIf(!OLDER_NODE)('the hookgate bin on an older Node', () => {
   it('SIGHUP to the bin reloads the server it started, and the bin stays up', async () => {
     const temp = tempDir('hookgate-bin-');
     cleanups.push(temp.cleanup);
     const file = path.join(temp.dir, 'hookgate.yaml');
     writeFileSync(file, config(['ci']));
-    const bin = spawn(
-      OLDER_NODE as string,
-      [path.join(ROOT, 'bin/hookgate.js'), 'serve', '--config', file],
-      {
-        cwd: temp.dir,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+    const { bin, seen, exited, servers } = startBin(file, temp.dir);
+    const url = await waitFor(
+      'the listening line',
+      async () => LISTENING.exec(seen.out)?.[1],
+      30_000,
     );
-    let out = '';
-    bin.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk;
-    });
-    const exited = new Promise((resolve) => bin.on('exit', resolve));
-    const servers: number[] = [];
-    cleanups.push(() => {
-      // Read before the launcher goes: an orphaned server is no longer its child.
-      const left = [...servers, ...childrenOf(bin.pid as number)];
-      bin.kill('SIGKILL');
-      for (const pid of left) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {}
-      }
-    });
-    const url = await waitFor('the listening line', async () => LISTENING.exec(out)?.[1], 30_000);
     servers.push(...childrenOf(bin.pid as number));
     expect(servers).toHaveLength(1);
     const post = (hook: string) =>
@@ -107,5 +114,40 @@ describe.skipIf(!OLDER_NODE)('the hookgate bin on an older Node', () => {
       async () => !existsSync(`/proc/${servers[0]}`) || undefined,
       20_000,
     );
+  });
+
+  it('a SIGHUP while the server it started is still booting is kept until the server can take it', async () => {
+    const temp = tempDir('hookgate-bin-');
+    cleanups.push(temp.cleanup);
+    const file = path.join(temp.dir, 'hookgate.yaml');
+    writeFileSync(file, config(['ci']));
+    const { bin, seen, exited, servers } = startBin(file, temp.dir);
+    // The Node 24 child exists, and is in Node's own boot: before it, a SIGHUP passed on at once
+    // ended it (Node's default action), and the launcher with it.
+    servers.push(
+      ...(await waitFor('the server process', () => {
+        const children = childrenOf(bin.pid as number);
+        return children.length > 0 && children;
+      })),
+    );
+    writeFileSync(file, config(['ci', 'cd']));
+    bin.kill('SIGHUP');
+    const url = await waitFor(
+      'the listening line',
+      async () => LISTENING.exec(seen.out)?.[1],
+      30_000,
+    );
+    const post = (hook: string) =>
+      fetch(`${url}/hooks/${hook}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: '{}',
+      }).then((res) => res.status);
+    await waitFor('the new mapping', async () => (await post('cd')) === 200 || undefined, 20_000);
+    expect(bin.exitCode).toBeNull();
+    expect(childrenOf(bin.pid as number)).toEqual(servers);
+
+    bin.kill('SIGTERM');
+    await exited;
   });
 });
