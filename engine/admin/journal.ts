@@ -2,8 +2,9 @@
  * The request journal: the last `recentRequests` answered requests, taken
  * from the `requestFinished` diagnostics channel, for the console. Memory
  * is bounded three ways: the number of records (a ring), each kept body and
- * prompt, and the total bytes of bodies and prompts (the oldest give theirs
- * up first). Live subscribers are capped; a slow one is the server's to drop.
+ * prompt, and the total bytes of kept requests (body, headers, query) and
+ * prompts (the oldest give theirs up first). Live subscribers are capped; a
+ * slow one is the server's to drop.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { type RequestFinished, requestFinished } from '../observe/events.ts';
@@ -14,7 +15,7 @@ export type JournalSettings = {
   keepPayloads: boolean;
   /** Bound of each kept body (hooks.maxBodyBytes). */
   maxBodyBytes: number;
-  /** Bound of the bodies and prompts held together (default 64 MiB). */
+  /** Bound of the kept requests and prompts held together (default 64 MiB). */
   maxTotalBytes?: number;
   /** Bound of each prompt, in characters (default 16 Ki). */
   maxPromptChars?: number;
@@ -132,9 +133,16 @@ export class RequestJournal {
   }
 }
 
-/** Bytes of the bodies and prompts a record holds (UTF-16 prompts counted twice per char). */
+/**
+ * Bytes of the request parts and prompts a record holds (UTF-16 prompts counted twice per
+ * char). The headers and query count too: a signed route keeps them before its signature is
+ * checked, and an empty body can come with 16 KB of them.
+ */
 function weight(record: JournalRecord): number {
-  let bytes = record.payload?.body.length ?? 0;
+  const payload = record.payload;
+  let bytes = payload ? payload.body.length + payload.query.length : 0;
+  for (const [name, value] of Object.entries(payload?.headers ?? {}))
+    bytes += name.length + value.length;
   for (const action of record.actions) bytes += action.prompt.length * 2;
   return bytes;
 }
