@@ -1,9 +1,11 @@
 /**
  * One answered request as the console remembers it: plain data taken from
  * the exchange, every string bounded. Tokens, signatures and secrets are
- * never copied; the body and headers only when the operator keeps payloads,
- * and then without any header that could carry a credential.
+ * never copied; the body, headers and query only when the operator keeps
+ * payloads, and then without any header or query parameter that could carry
+ * a credential.
  */
+import { paramName } from '../ingress/admit.ts';
 import type { RequestFinished } from '../observe/events.ts';
 
 export type JournalAction = {
@@ -120,7 +122,7 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
       body: Buffer.from(x.raw.subarray(0, limits.maxBodyBytes)),
       truncated: x.raw.length > limits.maxBodyBytes,
       headers: keptHeaders(x.source.headers, hidden),
-      query: cut(x.query, VALUE_CHARS),
+      query: cut(keptQuery(x.query), VALUE_CHARS),
     };
   }
   return record;
@@ -146,9 +148,31 @@ export function keptHeaders(
   return kept;
 }
 
+/**
+ * The query string without any parameter whose name could carry a credential (`api_key`,
+ * `signature`, `X-Auth`...), read as admit reads names (any case, percent-encoding, `;` too).
+ * The rest is kept as sent, so a replay parses to the same values. Pure.
+ */
+export function keptQuery(query: string): string {
+  if (!query) return query;
+  return query
+    .split('&')
+    .filter((pair) =>
+      pair.split(';').every((part) => {
+        const eq = part.indexOf('=');
+        return isSafeName(paramName(eq < 0 ? part : part.slice(0, eq)));
+      }),
+    )
+    .join('&');
+}
+
 /** False for a header that may carry a token, a signature or a secret. Pure. */
 export function isSafeHeader(lower: string, hidden: ReadonlySet<string>): boolean {
   if (SECRET_HEADERS.has(lower) || hidden.has(lower)) return false;
+  return isSafeName(lower);
+}
+
+function isSafeName(lower: string): boolean {
   return !SECRET_PARTS.some((part) => lower.includes(part));
 }
 

@@ -31,7 +31,7 @@ const TOKEN_PARAMS: ReadonlySet<string> = new Set([
 const DECODE_ROUNDS = 3;
 
 /** A query parameter name as any server in the chain might read it. */
-function paramName(raw: string): string {
+export function paramName(raw: string): string {
   let name = raw.replaceAll('+', ' ');
   for (let round = 0; round < DECODE_ROUNDS && name.includes('%'); round++) {
     name = name.replace(/%([0-9a-f]{2})/gi, (_, hex: string) =>
