@@ -15,7 +15,21 @@ const MAX_ROWS = 1000;
 // render started earlier, or a refresh a retry scheduled, never overwrites a later one.
 const state = { info: null, selected: null, filter: '', streamAbort: null, refetch: null, pane: 0 };
 
-/** An element with attributes and children; strings become text nodes. */
+// Characters that change how the text around them reads (bidi overrides, embeddings, isolates
+// and marks) or hide text (zero-width characters, tag characters models read as letters,
+// controls but tab, newline and carriage return) are shown as \u{…} escapes: the console shows
+// what the agent gets, not a disguise of it (a U+202E made "pay \u202emoc.live@ot" read as
+// "pay to@evil.com").
+const DISGUISING =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching controls is the point.
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
+
+/** Text as it is put on the page: disguising characters made visible. */
+function visible(text) {
+  return text.replace(DISGUISING, (char) => `\\u{${char.codePointAt(0).toString(16)}}`);
+}
+
+/** An element with attributes and children; strings become text nodes (visible()). */
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs ?? {})) {
@@ -26,7 +40,9 @@ function h(tag, attrs, ...children) {
   }
   for (const child of children.flat()) {
     if (child === undefined || child === null || child === false) continue;
-    el.append(typeof child === 'string' || typeof child === 'number' ? String(child) : child);
+    el.append(
+      typeof child === 'string' || typeof child === 'number' ? visible(String(child)) : child,
+    );
   }
   return el;
 }
@@ -281,10 +297,11 @@ function runBlock(actionId, run) {
       // The pane as it is now: a selection made during the post is not refreshed over.
       const version = state.pane;
       const { status, body } = await post(`/api/runs/${encodeURIComponent(actionId)}/retry`);
-      note.textContent =
+      note.textContent = visible(
         status === 200
           ? 'queued again'
-          : (body?.error?.detail ?? body?.error?.message ?? 'refused');
+          : (body?.error?.detail ?? body?.error?.message ?? 'refused'),
+      );
       // Shown again shortly (the run queued), unless the pane changed meanwhile.
       if (status === 200)
         setTimeout(() => {
