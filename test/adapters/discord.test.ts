@@ -95,7 +95,7 @@ describe('discord adapter: the Create Message request', () => {
   });
   afterAll(() => standIn.close());
 
-  it('POSTs {content, allowed_mentions} to /channels/{id}/messages with the Bot scheme', async () => {
+  it('POSTs {content, allowed_mentions, flags} to /channels/{id}/messages with the Bot scheme', async () => {
     const result = await adapter.send(CHANNEL, '@everyone build 17 passed');
     expect(result).toEqual({ status: 'sent', messageId: '1234567890123456789' });
     const req = standIn.requests.at(-1)!;
@@ -107,6 +107,7 @@ describe('discord adapter: the Create Message request', () => {
     expect(req.json).toEqual({
       content: '@everyone build 17 passed',
       allowed_mentions: { parse: [] },
+      flags: 4,
     });
   });
 });

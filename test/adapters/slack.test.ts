@@ -93,7 +93,12 @@ describe('slack adapter: the chat.postMessage request', () => {
     expect(req.url).toBe('/api/chat.postMessage');
     expect(req.headers.authorization).toBe(`Bearer ${TOKEN}`);
     expect(req.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(req.json).toEqual({ channel: CHANNEL, text: 'Build 17 passed' });
+    expect(req.json).toEqual({
+      channel: CHANNEL,
+      text: 'Build 17 passed',
+      unfurl_links: false,
+      unfurl_media: false,
+    });
   });
 
   it('a reply saying <!channel>, <!here>, <!subteam^…> or <@U…> pings nobody: & < > are escaped', async () => {
@@ -101,6 +106,8 @@ describe('slack adapter: the chat.postMessage request', () => {
     expect(standIn.requests.at(-1)?.json).toEqual({
       channel: CHANNEL,
       text: 'ALERT &lt;!channel&gt; &lt;!here|here&gt; &lt;!subteam^S0123|ops&gt; &lt;@U0ADA&gt; &amp; co',
+      unfurl_links: false,
+      unfurl_media: false,
     });
   });
 
@@ -110,6 +117,8 @@ describe('slack adapter: the chat.postMessage request', () => {
     expect(standIn.requests.at(-1)?.json).toEqual({
       channel: CHANNEL,
       text: 'done',
+      unfurl_links: false,
+      unfurl_media: false,
       thread_ts: '1712345678.123456',
     });
   });

@@ -104,7 +104,7 @@ describe('telegram adapter: the sendMessage request', () => {
 
   const last = () => standIn.requests.at(-1)!;
 
-  it('POSTs JSON to /bot{token}/sendMessage, with no auth header and no parse_mode', async () => {
+  it('POSTs JSON to /bot{token}/sendMessage, with no auth header, no parse_mode and no link preview', async () => {
     const result = await adapter.send('123456789', 'Build *17* <passed>');
     expect(result).toEqual({ status: 'sent', messageId: '4711' });
     const req = last();
@@ -112,7 +112,9 @@ describe('telegram adapter: the sendMessage request', () => {
     expect(req.url).toBe(`/bot${TOKEN}/sendMessage`);
     expect(req.headers.authorization).toBeUndefined();
     expect(req.headers['content-type']).toBe('application/json');
-    expect(req.raw).toBe('{"chat_id":123456789,"text":"Build *17* <passed>"}');
+    expect(req.raw).toBe(
+      '{"chat_id":123456789,"text":"Build *17* <passed>","link_preview_options":{"is_disabled":true}}',
+    );
   });
 
   it.each([

@@ -1,7 +1,8 @@
 /**
  * The `discord` channel: Create Message in a channel (snowflake id) with a
  * bot token (`Authorization: Bot …`), mentions disabled so a reply cannot
- * ping @everyone, roles or users; errors classified on Discord's JSON `code`.
+ * ping @everyone, roles or users, and embeds suppressed so a link in it is
+ * not fetched by Discord; errors classified on Discord's JSON `code`.
  */
 import type { DiscordSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
@@ -16,6 +17,12 @@ export const DISCORD_MAX_LENGTH = 2000;
 export const DISCORD_USER_AGENT = 'DiscordBot (hookgate, 0.1.0)';
 
 const SNOWFLAKE = /^[0-9]{17,20}$/;
+
+/**
+ * Message flag SUPPRESS_EMBEDS: Discord would fetch every link in the reply to embed it, a URL
+ * payload text chose (with whatever the agent wrote into it), before anyone clicks.
+ */
+export const DISCORD_SUPPRESS_EMBEDS = 1 << 2;
 
 // Slowmode and the channel write limit (sent with a 429).
 const RATE_LIMIT_CODES = new Set([20016, 20028]);
@@ -49,7 +56,7 @@ export function createDiscordAdapter(settings: Record<string, unknown>): Channel
       const url = `${base}/channels/${encodeURIComponent(to.trim())}/messages`;
       const outcome = await postJson(
         url,
-        { content: text, allowed_mentions: { parse: [] } },
+        { content: text, allowed_mentions: { parse: [] }, flags: DISCORD_SUPPRESS_EMBEDS },
         {
           headers: { authorization: `Bot ${s.botToken}`, 'user-agent': DISCORD_USER_AGENT },
           timeoutMs: s.timeoutMs,

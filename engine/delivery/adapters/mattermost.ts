@@ -1,7 +1,8 @@
 /**
  * The `mattermost` channel: a post to a channel id through the Mattermost
  * REST API v4 (`POST {url}/api/v4/posts`), classifying the answer on the
- * HTTP status and Mattermost's error `id` into retry or permanent failure.
+ * HTTP status and Mattermost's error `id` into retry or permanent failure;
+ * the reply goes without channel-wide mentions and without inline images.
  */
 import type { MattermostSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
@@ -33,6 +34,24 @@ export function withoutChannelMentions(text: string): string {
   return text.replace(CHANNEL_MENTION, '@\u200b');
 }
 
+// Markdown's image syntax, inline `![a](url)` or by reference `![a][1]`: an `!` right before `[`.
+const IMAGE = /!(?=\[)/g;
+
+/**
+ * A reply whose images stay links: Mattermost loads an image in a post (its server for the post's
+ * metadata, every reader's client to show it), a URL that payload text chose, with whatever the
+ * agent wrote into it, before anyone clicks. A zero-width space between `!` and `[` leaves a link
+ * that reads the same.
+ */
+export function withoutRemoteImages(text: string): string {
+  return text.replace(IMAGE, '!\u200b');
+}
+
+/** The reply as Mattermost gets it: no channel-wide mention, no image loaded unasked. */
+export function mattermostText(text: string): string {
+  return withoutRemoteImages(withoutChannelMentions(text));
+}
+
 /** Why `to` is not a Mattermost channel id, or null when it is. */
 export function checkMattermostRecipient(to: string): string | null {
   if (CHANNEL_ID.test(to)) return null;
@@ -49,7 +68,7 @@ export function createMattermostAdapter(settings: Record<string, unknown>): Chan
     id: 'mattermost',
     maxLength: MATTERMOST_MAX_LENGTH,
     checkRecipient: checkMattermostRecipient,
-    prepareText: withoutChannelMentions,
+    prepareText: mattermostText,
     async send(to, text, signal) {
       const outcome = await postJson(
         url,

@@ -85,11 +85,12 @@ export function createSlackAdapter(settings: Record<string, unknown>): ChannelAd
       // Escaped per part, after the split, so no part ends inside an entity: a part of 4,000
       // characters stays far below the 40,000 Slack takes.
       const plain = slackPlainText(text);
+      // No unfurling: Slack would fetch a URL that payload text put in the reply (with whatever
+      // the agent wrote into it) before anyone clicks.
+      const message = { channel, text: plain, unfurl_links: false, unfurl_media: false };
       const outcome = await postJson(
         url,
-        threadTs === undefined
-          ? { channel, text: plain }
-          : { channel, text: plain, thread_ts: threadTs },
+        threadTs === undefined ? message : { ...message, thread_ts: threadTs },
         {
           headers: {
             authorization: `Bearer ${s.botToken}`,

@@ -1,6 +1,6 @@
 /**
- * The `telegram` channel: Bot API `sendMessage` (plain text, no parse_mode)
- * to a chat id or @username. The bot token is in the URL path, so no URL
+ * The `telegram` channel: Bot API `sendMessage` (plain text, no parse_mode,
+ * no link preview) to a chat id or @username. The bot token is in the URL path, so no URL
  * and no product text that could echo it ever reaches a reason.
  */
 import type { TelegramSettings } from '../../../schemas/channels.ts';
@@ -50,9 +50,11 @@ export function createTelegramAdapter(settings: Record<string, unknown>): Channe
     text: string,
     signal?: AbortSignal,
   ): Promise<Classified> => {
+    // No link preview: Telegram's servers would fetch a URL that payload text put in the reply
+    // (with whatever the agent wrote into it) before anyone clicks.
     const outcome = await postJson(
       url,
-      { chat_id: chatId, text },
+      { chat_id: chatId, text, link_preview_options: { is_disabled: true } },
       { headers: {}, timeoutMs: s.timeoutMs, signal },
     );
     return outcome.result ?? classifyTelegramReply(outcome.reply, secrets);
