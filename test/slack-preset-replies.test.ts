@@ -9,6 +9,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { slackPlainText } from '../engine/delivery/adapters/slack.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { slackCommand, slackEvent } from './helpers/provider-payloads.ts';
 import { agentRunner, waitFor } from './helpers/runtime.ts';
@@ -52,10 +53,11 @@ describe('slack preset replies in Slack', () => {
     };
     const res = await server.post('slack', body, { headers, token: null });
     expect(res.status).toBe(200);
-    // The test agent answers "done: <the message's first line>", which quotes the Slack text.
+    // The test agent answers "done: <the message's first line>", which quotes the Slack text
+    // (as plain text: its `<@UBOT>` arrives escaped).
     return waitFor(`Slack's chat.postMessage quoting ${quoted}`, () =>
       standIn.requests.find((r) =>
-        String((r.json as { text?: unknown } | undefined)?.text).includes(quoted),
+        String((r.json as { text?: unknown } | undefined)?.text).includes(slackPlainText(quoted)),
       ),
     );
   }
