@@ -35,6 +35,8 @@ const CONNECTOR_CODE = /^[A-Za-z][A-Za-z0-9_.]{0,63}$/;
 export function checkTeamsRecipient(to: string): string | null {
   if (to.length === 0) return 'expected a Teams conversation id';
   if (/\s/.test(to)) return 'a Teams conversation id contains no whitespace';
+  // A dot segment is no id: the URL `…/conversations/../activities` reaches another endpoint.
+  if (to === '.' || to === '..') return 'expected a Teams conversation id, not a dot segment';
   if (to.length > TEAMS_MAX_RECIPIENT_LENGTH) {
     return `a Teams conversation id has at most ${TEAMS_MAX_RECIPIENT_LENGTH} characters`;
   }
