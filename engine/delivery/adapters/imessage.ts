@@ -21,6 +21,10 @@ const E164 = /^\+[1-9][0-9]{6,14}$/;
 // a pattern with the dot in it retried every dot of a long run of them.
 const EMAIL_PARTS = /^[^\s@;]+@([^\s@;]+)$/;
 
+// BlueBubbles' apple-script send writes the chat GUID unescaped between double quotes in the
+// AppleScript it runs on the Mac: a quote, backslash or control in it would run as script.
+const BREAKS_SCRIPT = /["\\\p{Cc}]/u;
+
 // BlueBubbles' error types: a few words (`Server Error`, `iMessage Error`).
 const ERROR_TYPE = /^[A-Za-z][A-Za-z ]{0,63}$/;
 
@@ -36,6 +40,8 @@ export function normaliseIMessageRecipient(to: string): string {
 /** Why `to` is not a chat GUID, E.164 number or email address, or null when it is. */
 export function checkIMessageRecipient(to: string): string | null {
   const trimmed = to.trim();
+  if (BREAKS_SCRIPT.test(trimmed))
+    return 'a recipient holds no quote, backslash or control character';
   const guid = CHAT_GUID.exec(trimmed);
   if (guid) {
     if (guid[2] === '+' || isAddress(guid[3] as string)) return null;
