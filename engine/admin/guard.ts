@@ -1,7 +1,8 @@
 /**
- * Who may use the admin listener: the token (constant-time), and the Host
- * and Origin checks that keep a web page the operator visits from using the
- * console on their behalf (CSRF, DNS rebinding). Pure decisions.
+ * Who may use the admin listener: the token (constant-time), and the Host,
+ * Origin and Sec-Fetch-Site checks that keep a web page the operator visits
+ * from using the console on their behalf (CSRF, DNS rebinding, blind
+ * cross-site requests). Pure decisions.
  */
 import { createTokenCheck } from '../auth.ts';
 import { isLoopbackHost } from '../config-rules.ts';
@@ -12,9 +13,15 @@ export type GuardedRequest = {
   host: string | undefined;
   origin: string | undefined;
   authorization: string | undefined;
-  /** The route needs the token (everything but the page, its assets and /healthz). */
+  /** Sec-Fetch-Site, as browsers send it (absent from other clients). */
+  fetchSite: string | undefined;
+  /** The route needs the token (everything but the page and its files). */
   needsToken: boolean;
 };
+
+// A request another site's page made: a browser says so in Sec-Fetch-Site, even for the blind
+// (no-cors) GETs a page may send anywhere. `same-site` includes another port of localhost.
+const OTHER_SITE: ReadonlySet<string> = new Set(['cross-site', 'same-site']);
 
 /** The guard of one admin listener: undefined lets the request through. */
 export type Guard = (request: GuardedRequest) => AdminErrorCode | undefined;
@@ -28,6 +35,12 @@ export function createGuard(token: string | undefined): Guard {
     // Without a token the only protection is that the page is served to loopback names: a
     // rebinding attacker's page sends its own host name, which is refused here.
     if (!matches && !loopbackAuthority(request.host)) return 'forbidden_host';
+    // Without a token, a hostile page's blind GETs would still run (readiness probes the store;
+    // a filtered list reads it): a route beyond the page and its files is only for the
+    // console's own page, tools and the operator's address bar.
+    if (request.needsToken && OTHER_SITE.has(request.fetchSite?.toLowerCase() ?? '')) {
+      return 'forbidden_origin';
+    }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       if (request.origin !== undefined && !sameOrigin(request.origin, request.host)) {
         return 'forbidden_origin';

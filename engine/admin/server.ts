@@ -105,6 +105,7 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
       host: req.headers.host,
       origin: req.headers.origin,
       authorization: req.headers.authorization,
+      fetchSite: [req.headers['sec-fetch-site']].flat()[0],
       needsToken: route?.open !== true,
     });
     if (refused) throw new AdminError(refused);
