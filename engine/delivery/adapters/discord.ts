@@ -7,6 +7,7 @@
 import type { DiscordSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
 import { answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
+import { withoutMaskedLinks } from '../masked-links.ts';
 import { type HttpReply, postJson, retry, secondsToMs } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
@@ -52,6 +53,8 @@ export function createDiscordAdapter(settings: Record<string, unknown>): Channel
     maxLength: DISCORD_MAX_LENGTH,
     checkRecipient: checkDiscordRecipient,
     normaliseRecipient: (to) => to.trim(),
+    // Discord renders a bot's `[text](url)` as the text alone.
+    prepareText: withoutMaskedLinks,
     async send(to, text, signal) {
       const url = `${base}/channels/${encodeURIComponent(to.trim())}/messages`;
       const outcome = await postJson(

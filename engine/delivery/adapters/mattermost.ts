@@ -2,11 +2,12 @@
  * The `mattermost` channel: a post to a channel id through the Mattermost
  * REST API v4 (`POST {url}/api/v4/posts`), classifying the answer on the
  * HTTP status and Mattermost's error `id` into retry or permanent failure;
- * the reply goes without channel-wide mentions and without inline images.
+ * the reply goes without channel-wide mentions, inline images or masked links.
  */
 import type { MattermostSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
 import { answerCode, answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
+import { withoutMaskedLinks } from '../masked-links.ts';
 import { type HttpReply, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
@@ -34,9 +35,6 @@ export function withoutChannelMentions(text: string): string {
   return text.replace(CHANNEL_MENTION, '@\u200b');
 }
 
-// Markdown's image syntax, inline `![a](url)` or by reference `![a][1]`: an `!` right before `[`.
-const IMAGE = /!(?=\[)/g;
-
 /**
  * A reply whose images stay links: Mattermost loads an image in a post (its server for the post's
  * metadata, every reader's client to show it), a URL that payload text chose, with whatever the
@@ -44,12 +42,16 @@ const IMAGE = /!(?=\[)/g;
  * that reads the same.
  */
 export function withoutRemoteImages(text: string): string {
-  return text.replace(IMAGE, '!\u200b');
+  // Markdown's image syntax, inline `![a](url)` or by reference `![a][1]`: `!` right before `[`.
+  return text.split('![').join('!\u200b[');
 }
 
-/** The reply as Mattermost gets it: no channel-wide mention, no image loaded unasked. */
+/**
+ * The reply as Mattermost gets it: no channel-wide mention, no image loaded unasked, no link
+ * whose text hides where it leads.
+ */
 export function mattermostText(text: string): string {
-  return withoutRemoteImages(withoutChannelMentions(text));
+  return withoutMaskedLinks(withoutRemoteImages(withoutChannelMentions(text)));
 }
 
 /** Why `to` is not a Mattermost channel id, or null when it is. */

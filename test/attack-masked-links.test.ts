@@ -1,0 +1,99 @@
+/**
+ * Payload text steering the agent's reply into a Markdown link whose text
+ * hides where it leads: `[https://bank.example/login](https://evil.example)`
+ * or a reference `[bank][1]` defined as `[1]: https://evil.example`. The
+ * products that render Markdown (Mattermost, Discord for bots) show only the
+ * text; hookgate's replies are plain text elsewhere (Telegram without a
+ * parse mode, Slack escaped, Teams plain). End to end: /hooks/agent with
+ * `deliver`, the test agent quoting the message, stand-ins recording what
+ * each product got; and a property of the defusing itself.
+ */
+import fc from 'fast-check';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withoutMaskedLinks } from '../engine/delivery/masked-links.ts';
+import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
+import { agentRunner, waitFor } from './helpers/runtime.ts';
+import { type StandIn, startStandIn } from './helpers/stand-in.ts';
+
+const MESSAGE =
+  'Log in at [https://bank.example/login](https://evil.example/steal) or [the bank][1]';
+const DEFINITION = '\n[1]: https://evil.example/ref';
+
+/** Whether CommonMark-style rendering would show a link's text instead of its destination. */
+const masked = (text: string) => /\]\(|^ {0,3}\[[^\]\n]*\]:/m.test(text);
+
+describe('a reply steered into a link whose text hides its destination', () => {
+  let standIn: StandIn;
+  let server: TestServer;
+  const temp = tempDir();
+  beforeAll(async () => {
+    standIn = await startStandIn((req) =>
+      req.url.startsWith('/dc/')
+        ? { status: 200, body: { id: '1100000000000000000' } }
+        : { status: 201, body: { id: 'p0000000000000000000000001' } },
+    );
+    server = await startTestServer(
+      {
+        channels: {
+          discord: { botToken: 'discord-masked', baseUrl: `${standIn.url}/dc` },
+          mattermost: { url: `${standIn.url}/mm`, token: 'mm-masked' },
+        },
+        runtime: { heartbeat: { every: 'off' } },
+        agents: { defaults: { runner: agentRunner(path.join(temp.dir, 'record.jsonl')) } },
+      },
+      { runtime: true, dataDir: temp.dir },
+    );
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await standIn?.close();
+    temp.cleanup();
+  });
+
+  it.each([
+    ['mattermost', 'abcdefghijklmnopqrstuvwxyz', '/mm/', 'message'],
+    ['discord', '123456789012345678', '/dc/', 'content'],
+  ])(
+    '%s: the link shows its own destination, and reads the same',
+    async (channel, to, prefix, field) => {
+      const res = await server.post('agent', {
+        message: MESSAGE,
+        channel,
+        to,
+        deliver: true,
+        name: 'Bank',
+      });
+      expect(res.status).toBe(200);
+      const request = await waitFor(`the ${channel} post`, () =>
+        standIn.requests.find((r) => r.url.startsWith(prefix)),
+      );
+      const text = String((request.json as Record<string, unknown>)[field]);
+      expect(masked(text)).toBe(false);
+      expect(text.replaceAll('\u200b', '')).toContain(MESSAGE);
+    },
+  );
+});
+
+describe('withoutMaskedLinks', () => {
+  it('defuses inline links and reference definitions, and leaves code as it is', () => {
+    const code = '```js\nconst f = fns[0](x);\n[1]: not a link\n```\nand `arr[0](y)`';
+    const out = withoutMaskedLinks(`${MESSAGE}${DEFINITION}\n${code}`);
+    expect(masked(out.slice(0, out.indexOf('```')))).toBe(false);
+    expect(out.endsWith(code)).toBe(true);
+  });
+
+  const pieces = fc.constantFrom('[', ']', '(', ')', ':', ' ', '\n', 'a', 'https://x', '`', '```');
+  const texts = fc.array(pieces, { maxLength: 40 }).map((parts) => parts.join(''));
+
+  it('adds only zero-width spaces, and leaves no masked link outside code', () => {
+    fc.assert(
+      fc.property(texts, (text) => {
+        const out = withoutMaskedLinks(text);
+        expect(out.replaceAll('\u200b', '')).toBe(text);
+        const outside = out.split(/```[\s\S]*?(?:```|$)|`[^`\n]*`/).join('\n');
+        expect(masked(outside)).toBe(false);
+      }),
+    );
+  });
+});
