@@ -10,6 +10,7 @@ import type { Envelope } from './envelope.ts';
 import { HookError } from './errors.ts';
 import {
   checkRecipient,
+  checkRecipientAllowed,
   type Policy,
   resolveAgentId,
   resolveChannel,
@@ -129,6 +130,7 @@ export function buildAgentAction(
       ? (ctx.lastChannel?.() ?? (provenance.mappingId ? 'whatsapp' : 'last'))
       : channel;
   checkRecipient(policy, target, fields.to);
+  checkRecipientAllowed(policy, target, fields.to);
   const model = resolveModel(policy, fields.model);
   const agentId = resolveAgentId(policy, fields.agentId);
   const requested =

@@ -65,6 +65,10 @@ export const ERRORS = Object.freeze({
   model_not_allowed: { status: 403, message: 'This model is not in the allowed model list.' },
   invalid_channel: { status: 400, message: 'Unknown delivery channel.' },
   invalid_recipient: { status: 400, message: 'The recipient is not valid for this channel.' },
+  recipient_not_allowed: {
+    status: 403,
+    message: 'This recipient is not in hooks.allowedRecipients for its channel.',
+  },
   idempotency_conflict: {
     status: 409,
     message: 'This idempotency key was already used with a different request.',

@@ -16,6 +16,7 @@ import { mappingSources } from './mapping-sources.ts';
 import { HookError } from './errors.ts';
 import {
   checkRecipient,
+  checkRecipientAllowed,
   type Policy,
   resolveAgentId,
   resolveChannel,
@@ -290,11 +291,15 @@ function checkStaticPolicy(fields: FieldPlan, policy: Policy, fail: Fail): void 
     ['agentId', (v: string) => resolveAgentId(policy, v)],
     ['model', (v: string) => resolveModel(policy, v)],
     ['channel', (v: string) => resolveChannel(policy, v)],
-    // A static recipient on a static channel is checked against the channel's form now.
+    // A static recipient on a static channel is checked against the channel's form and the
+    // recipient allowlist now.
     [
       'to',
-      (v: string) =>
-        typeof fields.channel === 'string' && checkRecipient(policy, fields.channel, v),
+      (v: string) => {
+        if (typeof fields.channel !== 'string') return;
+        checkRecipient(policy, fields.channel, v);
+        checkRecipientAllowed(policy, fields.channel, v);
+      },
     ],
   ] as const;
   for (const [field, check] of checks) {

@@ -26,7 +26,29 @@ export type Policy = {
   channels: ReadonlySet<string>;
   /** Recipient checks of the configured channels (why a `to` is invalid, or null). */
   recipientChecks: ReadonlyMap<string, (to: string) => string | null>;
+  /**
+   * hooks.allowedRecipients: undefined = any recipient. Else, per channel, whether a
+   * (well-formed) `to` is one of its entries; a channel without an entry allows none.
+   */
+  allowedRecipients: ReadonlyMap<string, (to: string) => boolean> | undefined;
 };
+
+/** Whether `to` is in `entries` ('*' for any), read as the channel's adapter reads recipients. */
+function recipientAllowlist(
+  entries: readonly string[],
+  adapter: ChannelAdapter | undefined,
+): (to: string) => boolean {
+  if (entries.includes('*')) return () => true;
+  const normalise = (to: string) => adapter?.normaliseRecipient?.(to) ?? to;
+  const allowed = new Set(entries.map(normalise));
+  return (to) => {
+    const recipient = normalise(to);
+    if (allowed.has(recipient)) return true;
+    // An entry for a conversation covers its parts (a Slack channel's threads).
+    const conversation = adapter?.conversationOf?.(recipient);
+    return conversation !== undefined && allowed.has(normalise(conversation));
+  };
+}
 
 /** Derive the policy from a validated config (and the channel adapters, built from it by default). */
 export function policyFromConfig(
@@ -52,6 +74,14 @@ export function policyFromConfig(
     recipientChecks: new Map(
       [...adapters].map(([id, adapter]) => [id, (to: string) => adapter.checkRecipient(to)]),
     ),
+    allowedRecipients:
+      config.hooks.allowedRecipients &&
+      new Map(
+        Object.entries(config.hooks.allowedRecipients).map(([id, entries]) => [
+          id,
+          recipientAllowlist(entries, adapters.get(id)),
+        ]),
+      ),
   };
 }
 
@@ -133,6 +163,33 @@ export function checkRecipient(policy: Policy, channel: string, to: string | und
   if (to === undefined || channel === 'last') return;
   const problem = policy.recipientChecks.get(channel)?.(to);
   if (problem) throw new HookError('invalid_recipient', `to: ${problem} (channel ${channel})`);
+}
+
+/**
+ * Check a request's or a mapping's recipient against hooks.allowedRecipients (after its form).
+ * The deployment's own routes (session.defaultRoute, ownerRoutes) are not held to it.
+ */
+export function checkRecipientAllowed(
+  policy: Policy,
+  channel: string,
+  to: string | undefined,
+): void {
+  const allowlist = policy.allowedRecipients;
+  if (to === undefined || allowlist === undefined) return;
+  // `last` with no last route yet: the channel is only known at delivery time, so a `to` that
+  // cannot be checked against the allowlist now is refused rather than let through.
+  if (channel === 'last') {
+    throw new HookError(
+      'recipient_not_allowed',
+      'to: name the channel too (hooks.allowedRecipients is set and there is no last route yet)',
+    );
+  }
+  if (!allowlist.get(channel)?.(to)) {
+    throw new HookError(
+      'recipient_not_allowed',
+      `to: not in hooks.allowedRecipients.${channel} (channel ${channel})`,
+    );
+  }
 }
 
 /** Check a delivery channel: `last` or one of the configured channels. */

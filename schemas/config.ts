@@ -100,6 +100,12 @@ const hooksSchema = {
     defaultSessionKey: nonEmpty,
     allowRequestSessionKey: { type: 'boolean', default: false },
     allowedSessionKeyPrefixes: { type: 'array', items: nonEmpty },
+    // Where a request's or a mapping's `to` may send replies, per channel ('*': anywhere on it).
+    allowedRecipients: {
+      type: 'object',
+      propertyNames: { enum: CHANNEL_IDS },
+      additionalProperties: { type: 'array', items: nonEmpty },
+    },
     // Built-in mapping packs by name (presets/), after the user's mappings.
     presets: { type: 'array', items: nonEmpty, default: [] },
     mappings: { type: 'array', items: mappingSchema, default: [] },

@@ -22,6 +22,7 @@ function basePolicy(overrides: Partial<Policy>): Policy {
     modelAliases: new Map(),
     channels: new Set(),
     recipientChecks: new Map(),
+    allowedRecipients: undefined,
     ...overrides,
   };
 }

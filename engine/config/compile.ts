@@ -39,6 +39,7 @@ export function compileConfig(loaded: LoadedConfig): CompiledConfig {
   const adapters = createAdapters(config.channels);
   const policy = policyFromConfig(config, adapters);
   checkDefaultRoute(config, policy);
+  checkAllowedRecipients(config, policy);
   const mappings = compileMappings(config, policy, loaded.transformsRoot);
   const routes = (extras: RouteExtras = {}) =>
     compileRoutes(config, mappings, routeContext(config, policy, extras));
@@ -48,6 +49,26 @@ export function compileConfig(loaded: LoadedConfig): CompiledConfig {
     config.hooks.enabled && config.hooks.gmail.account ? checkMailFlow(loaded, table).problems : [];
   const agents = resolveAgents(config, loaded.baseDir, policy.defaultAgentId);
   return { loaded, adapters, policy, mappings, agents, mailProblems, routes };
+}
+
+/**
+ * Every hooks.allowedRecipients entry must have its channel's form (or be '*'), and its channel
+ * be configured: an entry that can never match would silently allow nothing.
+ */
+function checkAllowedRecipients(config: LoadedConfig['config'], policy: Policy): void {
+  for (const [channel, entries] of Object.entries(config.hooks.allowedRecipients ?? {})) {
+    const check = policy.recipientChecks.get(channel);
+    if (!check) {
+      throw new ConfigError(
+        `hooks.allowedRecipients.${channel}`,
+        `channel ${channel} is not configured under channels`,
+      );
+    }
+    entries.forEach((entry, i) => {
+      const problem = entry === '*' ? null : check(entry);
+      if (problem) throw new ConfigError(`hooks.allowedRecipients.${channel}.${i}`, problem);
+    });
+  }
 }
 
 /** session.defaultRoute's recipient must have its channel's form. */

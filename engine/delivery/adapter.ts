@@ -27,6 +27,11 @@ export type ChannelAdapter = {
   /** The recipient in the form the API wants (e.g. an iMessage chat GUID from a phone number). */
   normaliseRecipient?(to: string): string;
   /**
+   * The conversation a recipient posts into, where it names a part of one (a Slack thread's
+   * channel): an allowlist entry for the conversation covers its parts.
+   */
+  conversationOf?(to: string): string;
+  /**
    * The whole reply as the product must get it so that it notifies no more people than a plain
    * text would; applied before splitting, so what it adds counts in the parts' length.
    */

@@ -80,6 +80,7 @@ export function createSlackAdapter(settings: Record<string, unknown>): ChannelAd
     maxLength: SLACK_MAX_LENGTH,
     checkRecipient: checkSlackRecipient,
     normaliseRecipient: (to) => to.trim(),
+    conversationOf: (to) => slackRecipient(to).channel,
     async send(to, text, signal) {
       const { channel, threadTs } = slackRecipient(to);
       // Escaped per part, after the split, so no part ends inside an entity: a part of 4,000
