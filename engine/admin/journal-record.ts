@@ -5,7 +5,7 @@
  * payloads, and then without any header or query parameter that could carry
  * a credential.
  */
-import { paramName } from '../ingress/admit.ts';
+import { paramName } from '../ingress/query-names.ts';
 import type { RequestFinished } from '../observe/events.ts';
 
 export type JournalAction = {
