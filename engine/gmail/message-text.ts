@@ -59,6 +59,9 @@ const SNIPPET_MAX_BYTES = 1024;
 const MAX_LABELS = 100;
 const MAX_LABELS_SCANNED = 10_000;
 const MARK_BYTES = Buffer.byteLength(TRUNCATION_MARK);
+// Every character that ends a line for a reader (or a model): not CR and LF alone, or a sender
+// could start a line of their own ("New email from ...") under the From or Subject line.
+const LINE_BREAKS = /[\r\n\v\f\u0085\u2028\u2029]+[ \t]*/g;
 /**
  * Most source bytes decoded and read from all text parts of one message together, whatever
  * maxBytes says: a message's parts share one budget, so forty empty parts cost what one does.
@@ -156,7 +159,7 @@ function firstText(
 function headerText(payload: unknown, name: string): string {
   const value = headerOf(payload, name);
   if (value === undefined) return '';
-  const line = value.slice(0, HEADER_MAX_BYTES * 2).replace(/[\r\n]+[ \t]*/g, ' ');
+  const line = value.slice(0, HEADER_MAX_BYTES * 2).replace(LINE_BREAKS, ' ');
   return cutUtf8(line.trim(), HEADER_MAX_BYTES).text;
 }
 
@@ -176,6 +179,7 @@ function snippetOf(resource: object): string {
   const raw = ownString(resource, 'snippet');
   if (raw === undefined) return '';
   const text = decodeHTML(raw.slice(0, SNIPPET_MAX_BYTES * 4))
+    .replace(LINE_BREAKS, ' ')
     .replace(/\s+/g, ' ')
     .trim();
   return cutUtf8(text, SNIPPET_MAX_BYTES).text;
