@@ -212,15 +212,21 @@ async function emitAll(run: Run, ids: readonly string[]): Promise<number | Failu
     }
     if (message.kind !== 'ok') return message;
     if (!message.value) continue;
-    try {
-      if (await run.deps.emit(run.deps.account, message.value)) emitted++;
-    } catch (err) {
-      // A refusal of the mapping or policy is about this message; anything else (the store) waits.
-      if (!(err instanceof HookError) || err.status >= 500) throw err;
-      skip(run, id, err.code);
-    }
+    if (await emitOne(run, id, message.value)) emitted++;
   }
   return emitted;
+}
+
+/** Emit one message; false when it ran before or the mapping or policy refused it (skipped). */
+async function emitOne(run: Run, id: string, item: MailItem): Promise<boolean> {
+  try {
+    return await run.deps.emit(run.deps.account, item);
+  } catch (err) {
+    // A refusal of the mapping or policy is about this message; anything else (the store) waits.
+    if (!(err instanceof HookError) || err.status >= 500) throw err;
+    skip(run, id, err.code);
+    return false;
+  }
 }
 
 function skip(run: Run, messageId: string, reason: string): void {
@@ -261,7 +267,8 @@ async function recover(
     const item = message.value;
     if (!item) continue;
     oldestSeen = Math.min(oldestSeen, item.receivedAtMs);
-    if (item.receivedAtMs >= since && (await deps.emit(deps.account, item))) emitted++;
+    // Skipped as in the history sync: a refused message must not end the fallback for ever.
+    if (item.receivedAtMs >= since && (await emitOne(run, id, item))) emitted++;
   }
   if (why !== undefined) {
     deps.notify(

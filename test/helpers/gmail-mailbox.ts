@@ -20,6 +20,8 @@ export type MailFixture = {
   snippet?: string;
   /** Defaults to INBOX and UNREAD. */
   labels?: string[];
+  /** When Gmail accepted it (epoch ms); else a fixed date in 2025, a second per message. */
+  receivedAtMs?: number;
   attachments?: { filename: string; mimeType?: string; size?: number }[];
 };
 
@@ -64,7 +66,7 @@ export function createMailbox(startHistoryId = 1000n) {
         id,
         threadId: id,
         historyId,
-        internalDate: 1_760_000_000_000 + records.length * 1000,
+        internalDate: fixture.receivedAtMs ?? 1_760_000_000_000 + records.length * 1000,
         labels: fixture.labels ?? ['INBOX', 'UNREAD'],
       };
       messages.set(id, mail);
