@@ -13,7 +13,7 @@ import type { Logger } from '../log.ts';
 import { createEmitter, type HeldRoutes } from './emit.ts';
 import { createMailSource } from './mail-source.ts';
 import { type MailboxState, openMailboxStore } from './mailbox-store.ts';
-import { createMailboxClient } from './mailbox-client.ts';
+import { checkSecretUrls, createMailboxClient } from './mailbox-client.ts';
 import { createPushAuthenticator } from './push-auth.ts';
 import { decodePush } from './push-envelope.ts';
 import { startPushServer } from './push-server.ts';
@@ -64,6 +64,7 @@ export function checkMailFlow(loaded: LoadedConfig, routes: RouteTable) {
     { push: gmail.push, pushToken: gmail.pushToken },
     { at: 'hooks.gmail' },
   );
+  checkSecretUrls(gmail);
   const problems: MailFlowProblem[] = [];
   if (!gmail.oauth.clientId) {
     problems.push({

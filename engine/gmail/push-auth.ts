@@ -9,6 +9,7 @@
 import type { HooksConfig } from '../../schemas/config.ts';
 import { ConfigError } from '../config.ts';
 import { joinPath } from '../validation.ts';
+import { isSecureUrl } from './secure-url.ts';
 import {
   createOidcCheck,
   type OidcFailure,
@@ -99,19 +100,10 @@ function oidcSettings(settings: PushAuthSettings, at: string) {
       'required when mode is oidc: the service account the subscription pushes as',
     );
   }
-  if (!trustedKeyUrl(jwksUrl)) {
+  // Keys fetched over plain http could be swapped on the way: every token would then pass.
+  if (!isSecureUrl(jwksUrl)) {
     throw new ConfigError(joinPath(at, 'jwksUrl'), 'an https URL (plain http on loopback only)');
   }
   if (issuers.length === 0) throw new ConfigError(joinPath(at, 'issuers'), 'at least one issuer');
   return { audience, serviceAccountEmail, jwksUrl, issuers };
-}
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-// Keys fetched over plain http could be swapped on the way: every token would then pass.
-function trustedKeyUrl(text: string): boolean {
-  const url = URL.parse(text);
-  if (url === null) return false;
-  if (url.protocol === 'https:') return true;
-  return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
 }
