@@ -11,6 +11,7 @@ import type { Ledger } from '../dispatcher.ts';
 import type { RouteTable } from '../ingress/routes.ts';
 import type { Logger } from '../log.ts';
 import { createEmitter, type HeldRoutes } from './emit.ts';
+import { MAIL_FIELDS_MAX_BYTES } from './message-text.ts';
 import { createMailSource } from './mail-source.ts';
 import { type MailboxState, openMailboxStore } from './mailbox-store.ts';
 import { checkSecretUrls, createMailboxClient } from './mailbox-client.ts';
@@ -65,6 +66,7 @@ export function checkMailFlow(loaded: LoadedConfig, routes: RouteTable) {
     { at: 'hooks.gmail' },
   );
   checkSecretUrls(gmail);
+  checkBodyBudget(loaded.config.hooks);
   const problems: MailFlowProblem[] = [];
   if (!gmail.oauth.clientId) {
     problems.push({
@@ -88,6 +90,29 @@ export function checkMailFlow(loaded: LoadedConfig, routes: RouteTable) {
     });
   }
   return { clientId: gmail.oauth.clientId ?? '', authenticator, problems };
+}
+
+// The preset's own text around the fields (`New email from`, `Subject:`, line breaks), with room.
+const PRESET_TEXT_BYTES = 256;
+
+/**
+ * A body cut at hooks.gmail.maxBytes must fit, with the sender, subject and snippet, in what a
+ * mapping may render (hooks.maxRenderedFieldBytes, .maxRenderedActionBytes): past it, every
+ * long mail would be refused as rendered_too_large and skipped, where the README promises a
+ * body cut at maxBytes.
+ */
+function checkBodyBudget(hooks: LoadedConfig['config']['hooks']): void {
+  const gmail = hooks.gmail;
+  if (!gmail.includeBody) return;
+  const room =
+    Math.min(hooks.maxRenderedFieldBytes, hooks.maxRenderedActionBytes) -
+    MAIL_FIELDS_MAX_BYTES -
+    PRESET_TEXT_BYTES;
+  if (gmail.maxBytes <= room) return;
+  throw new ConfigError(
+    'hooks.gmail.maxBytes',
+    `a body of ${gmail.maxBytes} bytes with its sender, subject and snippet renders past hooks.maxRenderedFieldBytes / maxRenderedActionBytes, so long mail would be skipped: at most ${room} with these bounds (or raise them)`,
+  );
 }
 
 /** Start the flow, or undefined when no mailbox is configured. */

@@ -56,6 +56,8 @@ export type MessageTextOptions = {
 const ID = /^[A-Za-z0-9_-]{1,128}$/;
 const HEADER_MAX_BYTES = 2048;
 const SNIPPET_MAX_BYTES = 1024;
+/** Most UTF-8 bytes of a message's text beside its body: sender, subject and snippet. */
+export const MAIL_FIELDS_MAX_BYTES = 2 * HEADER_MAX_BYTES + SNIPPET_MAX_BYTES;
 const MAX_LABELS = 100;
 const MAX_LABELS_SCANNED = 10_000;
 const MARK_BYTES = Buffer.byteLength(TRUNCATION_MARK);
