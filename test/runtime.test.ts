@@ -229,7 +229,12 @@ for (const backend of storeBackends()) {
         expect(env.slack.exchanges.map((e) => [e.url, e.body])).toEqual([
           [
             '/chat.postMessage',
-            { channel: SLACK_CHANNEL, text: 'Attention: an urgent event came in.' },
+            {
+              channel: SLACK_CHANNEL,
+              text: 'Attention: an urgent event came in.',
+              unfurl_links: false,
+              unfurl_media: false,
+            },
           ],
         ]);
       });
@@ -366,7 +371,12 @@ for (const backend of storeBackends()) {
         });
         expect(deliveries).toEqual([{ source: 'agent', channel: 'slack', outcome: 'sent' }]);
         expect(env.slack.exchanges.map((e) => e.body)).toEqual([
-          { channel: SLACK_CHANNEL, text: 'done: Summarise the inbox' },
+          {
+            channel: SLACK_CHANNEL,
+            text: 'done: Summarise the inbox',
+            unfurl_links: false,
+            unfurl_media: false,
+          },
         ]);
         expect(env.slack.exchanges[0]?.headers['authorization']).toBe('Bearer xoxb-test-token');
         // wakeMode next-heartbeat: the summary waits.
