@@ -116,11 +116,14 @@ hb.registerHelper(OUTPUT, (value: unknown) => {
 
 hb.registerHelper('each', boundedEach);
 
-// The built-in blocks that may run their body with a plain value as context.
+// The built-in blocks that run their body with another context.
 for (const name of ['with', 'blockHelperMissing']) {
   const builtIn = hb.helpers[name] as (...args: unknown[]) => unknown;
   hb.registerHelper(name, function comparableBlock(this: unknown, ...args: unknown[]) {
-    comparable(this);
+    // A block over an array is an each: run here, so each element is compared with `this`.
+    if (name === 'blockHelperMissing' && Array.isArray(args[0]))
+      return boundedEach.call(this, args[0], args[1] as BlockOptions);
+    enterContext(this, args[0]);
     return builtIn.apply(this, args);
   });
 }
@@ -135,7 +138,6 @@ function boundedEach(this: unknown, context: unknown, options: BlockOptions): st
   const keys = isArray ? undefined : Object.keys(context);
   const count = keys ? keys.length : (context as unknown[]).length;
   if (count === 0) return options.inverse(this);
-  comparable(this);
   const data = options.data ? hb.createFrame(options.data) : undefined;
   let out = '';
   for (let i = 0; i < count; i++) {
@@ -147,6 +149,7 @@ function boundedEach(this: unknown, context: unknown, options: BlockOptions): st
       data['first'] = i === 0;
       data['last'] = i === count - 1;
     }
+    enterContext(this, value);
     const piece = options.fn(value, { data, blockParams: [value, key] });
     out += piece;
     active.iterate(out.length, piece.length);
@@ -157,14 +160,26 @@ function boundedEach(this: unknown, context: unknown, options: BlockOptions): st
 const coerceToNaN = () => Number.NaN;
 
 /**
- * Handlebars compares each iteration's context with the enclosing one using `!=`
- * (to track `../`): a primitive element against a prototype-free object would throw
- * on coercion. Such an object gets a hidden Symbol.toPrimitive giving NaN (unequal to
- * everything), invisible to paths, keys and JSON.
+ * A block's body is about to run with `to` as context inside `from`. Handlebars compares the
+ * two with `!=` (to track `../`), and between an object and a plain value that converts: an
+ * array to text (a join over everything nested in it), a prototype-free object or one with a
+ * payload `toString` key throws (the whole field rendered ''), a long string to a number. Work
+ * that grows with the payload, done by every loop around the block: minutes for one body. So
+ * both get a constant conversion, and what is left to compare, strings, is charged.
+ */
+function enterContext(from: unknown, to: unknown): void {
+  comparable(from);
+  comparable(to);
+  if (typeof from === 'string') active.spend(from.length);
+  if (typeof to === 'string') active.spend(to.length);
+}
+
+/**
+ * An object, array or prototype-free, gets a hidden Symbol.toPrimitive giving NaN (unequal to
+ * everything, so a new context is always a new `../` level), invisible to paths, keys and JSON.
  */
 function comparable(context: unknown): void {
-  if (context === null || typeof context !== 'object' || Object.getPrototypeOf(context) !== null)
-    return;
+  if (context === null || typeof context !== 'object') return;
   if (Symbol.toPrimitive in context || !Object.isExtensible(context)) return;
   Object.defineProperty(context, Symbol.toPrimitive, { value: coerceToNaN });
 }
