@@ -83,7 +83,12 @@ const HELPERS: Record<string, (...args: unknown[]) => unknown> = {
   truncate: (value, length) => {
     const limit = given<number>(length, 'number') ?? 200;
     const s = made(text(value));
-    return s.length > limit ? `${s.slice(0, Math.max(0, limit - 1))}…` : s;
+    if (s.length <= limit) return s;
+    let end = Math.max(0, limit - 1);
+    // Never end on the first half of a surrogate pair (an emoji cut in two is no text).
+    const last = s.charCodeAt(end - 1);
+    if (last >= 0xd800 && last <= 0xdbff) end--;
+    return `${s.slice(0, end)}…`;
   },
   lower: (value) => made(made(text(value)).toLowerCase()),
   upper: (value) => made(made(text(value)).toUpperCase()),

@@ -14,6 +14,7 @@ const ctx = toEvaluatorData({
   name: 'Ada <ada@example.org>',
   list: ['a', 'b', 'c'],
   long: 'abcdefghij',
+  emoji: 'ab\u{1f600}\u{1f600}',
   obj: { a: 1 },
 });
 
@@ -28,6 +29,8 @@ describe('rendering', () => {
     ['default with value', '{{default payload.n "none"}}', '5'],
     ['truncate', '{{truncate long 5}}', 'abcd…'],
     ['truncate short', '{{truncate long 50}}', 'abcdefghij'],
+    // A cut that would fall between an emoji's two halves leaves the emoji out whole.
+    ['truncate at an emoji', '{{truncate emoji 4}}', 'ab…'],
     ['lower/upper', '{{lower "AbC"}} {{upper "AbC"}}', 'abc ABC'],
     ['join', '{{join list " | "}}', 'a | b | c'],
     ['join default separator', '{{join payload.tags}}', 'x, y'],
