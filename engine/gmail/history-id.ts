@@ -22,3 +22,11 @@ export function normaliseHistoryId(value: unknown): string | undefined {
 export function laterHistoryId(a: string, b: string): string {
   return BigInt(b) > BigInt(a) ? b : a;
 }
+
+/**
+ * Whether a push up to `pushed` can hold mail a sync has not read: not when the cursor is at or
+ * past it (a replayed or late push; a sync would list nothing new). No cursor yet: it can.
+ */
+export function pushIsNew(pushed: string, cursor: string | undefined): boolean {
+  return cursor === undefined || BigInt(pushed) > BigInt(cursor);
+}

@@ -23,8 +23,8 @@ export type PushServerDeps = {
   decode: (body: unknown) => PushEnvelopeResult;
   /** Record durably; false for a push recorded before. Throws when it cannot be stored. */
   record: (push: RecordedPush) => boolean;
-  /** A new push was recorded: sync soon. */
-  onRecorded: () => void;
+  /** A new push was recorded (up to `historyId`): sync soon, if it can hold new mail. */
+  onRecorded: (push: RecordedPush) => void;
   logger: Logger;
 };
 
@@ -126,7 +126,7 @@ async function handle(
     return answer(res, 503);
   }
   deps.logger.info({ messageId, historyId, replayed: !added }, 'gmail push');
-  if (added) deps.onRecorded();
+  if (added) deps.onRecorded({ messageId, account: deps.account, historyId });
   answer(res, 204);
 }
 
