@@ -11,8 +11,6 @@
 
 // Fenced blocks (to their closing fence or the end) and inline code spans, kept whole.
 const CODE = /(```[\s\S]*?(?:```|$)|`[^`\n]*`)/;
-// A reference definition at the start of a line (up to three spaces in): `[label]: `.
-const DEFINITION = /^( {0,3})\[(?=[^\]\n]*\]:)/gm;
 
 /** The reply with every Markdown link showing its own destination. */
 export function withoutMaskedLinks(text: string): string {
@@ -28,5 +26,15 @@ export function withoutMaskedLinks(text: string): string {
 /** Text outside code with its links defused. */
 function defused(text: string): string {
   const inline = text.split('](').join(']\u200b(');
-  return inline.includes(']:') ? inline.replace(DEFINITION, '$1\u200b[') : inline;
+  return inline.includes(']:') ? inline.split('\n').map(definitionDefused).join('\n') : inline;
+}
+
+/** A line that is a reference definition (`[label]: …`, up to three spaces in) made text. */
+function definitionDefused(line: string): string {
+  let at = 0;
+  while (at < 3 && line[at] === ' ') at++;
+  if (line[at] !== '[') return line;
+  const close = line.indexOf(']', at + 1);
+  if (close < 0 || line[close + 1] !== ':') return line;
+  return `${line.slice(0, at)}\u200b${line.slice(at)}`;
 }
