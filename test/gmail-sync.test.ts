@@ -187,13 +187,19 @@ describe('mailbox sync', () => {
     expect(t.store.state(ACCOUNT).cursor).toBe('105');
   });
 
-  it('a message Gmail cannot give is skipped and said, the others still run', async () => {
+  it('a message Gmail cannot give is skipped and said (the last error, for gmail status), the others still run', async () => {
     const t = setup();
     t.store.advanceCursor(ACCOUNT, '100');
     t.box.add('broken-1', 101);
     t.box.add('m2', 102);
     expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 1 });
     expect(t.store.state(ACCOUNT)).toMatchObject({ cursor: '102' });
+    // The sync went through (its success time is set), yet the skip is not wiped by it.
+    expect(t.store.state(ACCOUNT).lastSuccessAtMs).toEqual(expect.any(Number));
+    expect(t.store.state(ACCOUNT).lastError).toMatch(/^message broken-1 skipped: /);
+    // The next sync that skips nothing clears it.
+    t.box.add('m3', 103);
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 1 });
     expect(t.store.state(ACCOUNT).lastError).toBeUndefined();
   });
 

@@ -69,8 +69,7 @@ export function checkMailFlow(loaded: LoadedConfig, routes: RouteTable) {
     { at: 'hooks.gmail' },
   );
   checkSecretUrls(gmail);
-  checkBodyBudget(loaded.config.hooks);
-  const problems: MailFlowProblem[] = [];
+  const problems: MailFlowProblem[] = [...bodyBudgetProblems(loaded.config.hooks)];
   if (!gmail.oauth.clientId) {
     problems.push({
       path: 'hooks.gmail.oauth.clientId',
@@ -99,23 +98,27 @@ export function checkMailFlow(loaded: LoadedConfig, routes: RouteTable) {
 const PRESET_TEXT_BYTES = 256;
 
 /**
- * A body cut at hooks.gmail.maxBytes must fit, with the sender, subject and snippet, in what a
- * mapping may render (hooks.maxRenderedFieldBytes, .maxRenderedActionBytes): past it, every
- * long mail would be refused as rendered_too_large and skipped, where the README promises a
- * body cut at maxBytes.
+ * A body cut at hooks.gmail.maxBytes should fit, with the sender, subject and snippet, in what a
+ * mapping may render (hooks.maxRenderedFieldBytes, .maxRenderedActionBytes, .maxRenderedRequestBytes):
+ * past it, every long mail is refused as rendered_too_large and skipped (said in `gmail status`),
+ * where a body cut at maxBytes was meant.
  */
-function checkBodyBudget(hooks: LoadedConfig['config']['hooks']): void {
+function bodyBudgetProblems(hooks: LoadedConfig['config']['hooks']): MailFlowProblem[] {
   const gmail = hooks.gmail;
-  if (!gmail.includeBody) return;
-  const room =
-    Math.min(hooks.maxRenderedFieldBytes, hooks.maxRenderedActionBytes) -
-    MAIL_FIELDS_MAX_BYTES -
-    PRESET_TEXT_BYTES;
-  if (gmail.maxBytes <= room) return;
-  throw new ConfigError(
-    'hooks.gmail.maxBytes',
-    `a body of ${gmail.maxBytes} bytes with its sender, subject and snippet renders past hooks.maxRenderedFieldBytes / maxRenderedActionBytes, so long mail would be skipped: at most ${room} with these bounds (or raise them)`,
+  if (!gmail.includeBody) return [];
+  const bound = Math.min(
+    hooks.maxRenderedFieldBytes,
+    hooks.maxRenderedActionBytes,
+    hooks.maxRenderedRequestBytes,
   );
+  const room = bound - MAIL_FIELDS_MAX_BYTES - PRESET_TEXT_BYTES;
+  if (gmail.maxBytes <= room) return [];
+  return [
+    {
+      path: 'hooks.gmail.maxBytes',
+      message: `a body of ${gmail.maxBytes} bytes with its sender, subject and snippet renders past hooks.maxRendered*Bytes (${bound}), so long mail is skipped, not cut: at most ${room} with these bounds (or raise them)`,
+    },
+  ];
 }
 
 /** Start the flow, or undefined when no mailbox is configured. */

@@ -95,7 +95,13 @@ export type MailboxSync = {
 };
 
 type Failure = Exclude<MailResult<never>, { kind: 'ok' }>;
-type Run = { deps: SyncDeps; now: () => number; stopping: () => boolean };
+type Run = {
+  deps: SyncDeps;
+  now: () => number;
+  stopping: () => boolean;
+  /** What the current sync skipped last: it stays the last error of a sync that went through. */
+  skipped?: string;
+};
 
 /** The sync job of one mailbox. */
 export function createMailboxSync(deps: SyncDeps): MailboxSync {
@@ -136,6 +142,7 @@ export function createMailboxSync(deps: SyncDeps): MailboxSync {
 
 async function syncOnce(run: Run): Promise<SyncOutcome> {
   const { account, store } = run.deps;
+  run.skipped = undefined;
   const state = store.state(account);
   if (state.needsConsent && !consentRenewed(run, state.refusedTokenHash)) {
     return { kind: 'waiting', reason: 'needs_consent' };
@@ -177,9 +184,16 @@ async function syncOnce(run: Run): Promise<SyncOutcome> {
       pending.map((p) => p.messageId),
       run.now(),
     );
-    store.recordSync(account, run.now(), undefined);
+    synced(run);
     return { kind: 'synced', emitted };
   }
+}
+
+/** A sync that read the mailbox to its cursor; a message it skipped stays the last error. */
+function synced(run: Run): void {
+  const { account, store } = run.deps;
+  store.recordSync(account, run.now(), undefined);
+  if (run.skipped !== undefined) store.recordError(account, run.skipped);
 }
 
 /** Why the history is not followed further (Gmail loops, or it runs past the page budget). */
@@ -231,7 +245,8 @@ async function emitOne(run: Run, id: string, item: MailItem): Promise<boolean> {
 
 function skip(run: Run, messageId: string, reason: string): void {
   run.deps.logger.warn({ account: run.deps.account, messageId, reason }, 'gmail message skipped');
-  run.deps.store.recordError(run.deps.account, `message ${messageId} skipped: ${reason}`);
+  run.skipped = `message ${messageId} skipped: ${reason}`;
+  run.deps.store.recordError(run.deps.account, run.skipped);
 }
 
 /**
@@ -284,7 +299,7 @@ async function recover(
     pending.map((p) => p.messageId),
     run.now(),
   );
-  deps.store.recordSync(deps.account, run.now(), undefined);
+  synced(run);
   return { kind: 'synced', emitted };
 }
 
