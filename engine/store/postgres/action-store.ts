@@ -19,6 +19,7 @@ import type {
 } from '../../queue/action-store.ts';
 import { closePool, inTransaction, openPool, type PostgresSettings } from './pool.ts';
 import { migratePostgres } from './schema.ts';
+import { storableText } from './session-records.ts';
 import { parseStoredAction } from '../stored-action.ts';
 
 // Two batches in flight: one committing (waiting for its WAL flush) while the next one fills.
@@ -115,9 +116,22 @@ type Pending = {
   reject: (err: unknown) => void;
 };
 
+/**
+ * A key as PostgreSQL stores it: UTF-8 cannot carry a lone surrogate (the driver sends U+FFFD)
+ * and a text column cannot hold NUL (U+FFFD too). Keys are looked up, compared and grouped in
+ * this form: a key with NUL is stored rather than refused, and two keys the table would hold as
+ * one are one key in a batch too (two rows for one key would fail the whole statement, every
+ * other request of the batch with it).
+ */
+function storedKey(key: string): string {
+  return storableText(key.toWellFormed());
+}
+
 function uniqueKeys(keys: readonly NewIdempotencyRecord[] = []): NewIdempotencyRecord[] {
   const seen = new Set<string>();
-  return keys.filter(({ key }) => !seen.has(key) && seen.add(key));
+  return keys
+    .map((record) => ({ ...record, key: storedKey(record.key) }))
+    .filter(({ key }) => !seen.has(key) && seen.add(key));
 }
 
 function recordOf({ notBeforeMs: _window, ...record }: NewIdempotencyRecord): IdempotencyRecord {
@@ -177,10 +191,16 @@ function acceptParams(batch: readonly Pending[]): unknown[] {
   ];
 }
 
-/** SQLSTATE classes of a request's own data (22: a bad value, 23: a duplicate id). */
+/**
+ * SQLSTATE classes of a request's own data (21: two rows for one key, 22: a bad value, 23: a
+ * duplicate id).
+ */
 function isRequestError(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+  return (
+    typeof code === 'string' &&
+    (code.startsWith('21') || code.startsWith('22') || code.startsWith('23'))
+  );
 }
 
 /** Deadlock or serialisation failure: nothing was stored, the same batch may simply run again. */
@@ -236,7 +256,7 @@ class PostgresActionStore implements ActionStore {
       created_at_ms: string;
     }>(
       'SELECT key, fingerprint, action_id, response, created_at_ms FROM idempotency_keys WHERE key = $1 AND created_at_ms >= $2',
-      [key, notBeforeMs],
+      [storedKey(key), notBeforeMs],
     );
     const row = rows[0];
     if (!row) return undefined;
