@@ -9,7 +9,8 @@ import { createLogger } from '../engine/log.ts';
 import { type LeadershipLoop, startLeadership } from '../engine/runtime/leadership-loop.ts';
 import { waitFor } from './helpers/runtime.ts';
 
-type Answer = boolean | Error;
+// 'hang': the check's query never answers (a connection a firewall dropped without a reset).
+type Answer = boolean | Error | 'hang';
 
 function scripted(answers: Answer[]) {
   let calls = 0;
@@ -20,6 +21,7 @@ function scripted(answers: Answer[]) {
         const answer = answers[Math.min(calls, answers.length - 1)] as Answer;
         calls++;
         if (answer instanceof Error) throw answer;
+        if (answer === 'hang') return new Promise<boolean>(() => undefined);
         return answer;
       },
       async resign() {},
@@ -67,6 +69,14 @@ describe('the leadership loop', () => {
   it('gives the lead up after a whole lease without a confirmation', async () => {
     const { loop } = await start([true, new Error('database down')], 50);
     await waitFor('the lease to pass unconfirmed', () => !loop.leading());
+    expect(loop.leading()).toBe(false);
+  });
+
+  it('gives the lead up after a whole lease without a confirmation when the check hangs', async () => {
+    const { loop, script } = await start([true, 'hang'], 50);
+    await waitFor('the check to hang', () => script.calls() >= 2);
+    // Another instance may take the lead once the lease has passed: this one must not still lead.
+    await waitFor('the lease to pass unconfirmed', () => !loop.leading(), 2_000);
     expect(loop.leading()).toBe(false);
   });
 });

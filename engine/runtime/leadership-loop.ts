@@ -5,7 +5,9 @@
  * lease is still held for its time): only an answer that another holds it,
  * or no confirmation for a whole lease, does. So a leader that meets one
  * slow or failed query neither drops its heartbeat nor, on the next check,
- * takes itself for a new leader and ends its own heartbeat's runner.
+ * takes itself for a new leader and ends its own heartbeat's runner. A check
+ * that hangs counts as unconfirmed too: the lead lapses a lease after the last
+ * confirmation whether or not the check ever answers.
  */
 import type { Logger } from '../log.ts';
 import type { Leadership } from './runtime-store.ts';
@@ -38,6 +40,9 @@ export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipL
     const asked = Date.now();
     try {
       const held = await deps.leadership.lead();
+      // Answered a whole lease after the last confirmation (the check hung): another instance
+      // may have led meanwhile, so holding it now is a new lead, whose gain takes over again.
+      if (held && leading && Date.now() - confirmedAt >= deps.leaseMs) leading = false;
       if (held) {
         confirmedAt = asked;
         if (!leading) {
@@ -65,7 +70,9 @@ export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipL
   await check();
   schedule();
   return {
-    leading: () => leading,
+    // Confirmed within a lease, whatever the check in flight: one that never answers (a
+    // connection dropped without a reset) must not keep this instance leading beside the next.
+    leading: () => leading && Date.now() - confirmedAt < deps.leaseMs,
     stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
