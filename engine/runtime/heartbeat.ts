@@ -14,6 +14,7 @@
  */
 import cron, { type ScheduledTask } from 'node-cron';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
+import { type LongTimer, longInterval } from '../long-timer.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
 import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
@@ -95,7 +96,7 @@ export function createHeartbeat(deps: {
   // A request for a heartbeat now (not the schedule's) that no heartbeat has fully served yet.
   let nowAsked = false;
   let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: LongTimer | undefined;
   let task: ScheduledTask | undefined;
   const delivery = createHeartbeatDelivery({
     store,
@@ -277,8 +278,8 @@ export function createHeartbeat(deps: {
     start() {
       const schedule = settings.schedule;
       if (schedule.kind === 'interval') {
-        timer = setInterval(() => requestNow('periodic'), schedule.ms);
-        timer.unref();
+        // In steps: an interval longer than a Node timer waits (30d) fired every millisecond.
+        timer = longInterval(() => requestNow('periodic'), schedule.ms);
       } else if (schedule.kind === 'cron') {
         task = cron.schedule(schedule.expression, () => requestNow('cron'), {
           name: 'hookgate-heartbeat',
@@ -287,7 +288,7 @@ export function createHeartbeat(deps: {
     },
     async stop() {
       stopped = true;
-      if (timer) clearInterval(timer);
+      timer?.clear();
       if (task) await task.destroy();
       // A heartbeat waiting for its window does not start now (none starts once shutdown began).
       if (windowTimer) {

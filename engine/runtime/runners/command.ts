@@ -10,6 +10,7 @@
  */
 import type { Readable } from 'node:stream';
 import { answerEnd, guessedSecrets } from '../../outbound/answer-detail.ts';
+import { longTimeout } from '../../long-timer.ts';
 import { cannotExecute } from './executable.ts';
 import {
   DEFAULT_MAX_REPLY_BYTES,
@@ -93,11 +94,12 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
         const finish = (result: RunResult) => {
           if (settled) return;
           settled = true;
-          clearTimeout(timer);
+          timer.clear();
           hooks.signal?.removeEventListener('abort', onAbort);
           resolve(result);
         };
-        const timer = setTimeout(() => {
+        // In steps: a run allowed longer than a Node timer waits was timed out at once.
+        const timer = longTimeout(() => {
           if (child.pid) killGroup(child.pid);
           finish({ status: 'timeout', reason: `no reply within ${request.timeoutSeconds}s` });
         }, request.timeoutSeconds * 1000);
