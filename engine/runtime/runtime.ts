@@ -13,7 +13,7 @@ import type { AgentSettings } from './agents.ts';
 import { createHeartbeat, type Heartbeat } from './heartbeat.ts';
 import { type LeadershipLoop, startLeadership } from './leadership-loop.ts';
 import { compileLastRoutePolicy, normaliseRoute } from './last-route.ts';
-import { killGroup } from './runners/command.ts';
+import { endStaleGroup } from './runners/stale-group.ts';
 import type { RuntimeStore } from './runtime-store.ts';
 import { parseSchedule } from './schedule.ts';
 import { type ActionWorker, createActionWorker } from './worker.ts';
@@ -201,7 +201,7 @@ export async function startRuntime(
     // heartbeat now that one asked for and never got.
     gained: async () => {
       try {
-        for (const pgid of await store.recoverHeartbeats()) killGroup(pgid);
+        for (const pgid of await store.recoverHeartbeats()) endStaleGroup(pgid);
       } finally {
         if (loop) takeOver();
         else gainedFirst = true;

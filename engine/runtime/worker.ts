@@ -13,7 +13,7 @@
  * run to another changes nothing. One run's work is run-step.ts; when the
  * store is looked at for work this process did not start, store-watch.ts.
  */
-import { killGroup } from './runners/command.ts';
+import { endStaleGroup } from './runners/stale-group.ts';
 import type { Claim, Outcome, RunRow } from './runtime-store.ts';
 import { createRunStep, type RunSettings, type RunStepDeps } from './run-step.ts';
 import { startStoreWatch, type StoreWatch } from './store-watch.ts';
@@ -271,7 +271,7 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
     async start() {
       // Actions a previous process left running: end their runner processes, then run them again.
       for (const { id, pgid } of await store.recoverInterrupted()) {
-        if (pgid !== null) killGroup(pgid);
+        if (pgid !== null) endStaleGroup(pgid);
         logger.warn({ actionId: id }, 'resuming an action interrupted by a restart');
       }
       watch = startStoreWatch({
