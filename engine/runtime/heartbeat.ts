@@ -14,7 +14,7 @@
  */
 import cron, { type ScheduledTask } from 'node-cron';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
-import { type LongTimer, longInterval } from '../long-timer.ts';
+import { type LongTimer, longInterval, longTimeout } from '../long-timer.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
 import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
@@ -24,7 +24,7 @@ import { byteLength } from '../utf8.ts';
 import { HEARTBEAT_HISTORY_TURNS, messageBudget } from './prompt-budget.ts';
 import { cutPlain } from './prompt-cut.ts';
 import type { LastRoutePolicy } from './last-route.ts';
-import { isAckOnly } from './replies.ts';
+import { isAckOnly, retryDelayMs } from './replies.ts';
 import { historyWithin } from './run-history.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
 import type { Schedule } from './schedule.ts';
@@ -97,6 +97,9 @@ export function createHeartbeat(deps: {
   let nowAsked = false;
   let stopped = false;
   let timer: LongTimer | undefined;
+  // A heartbeat asked for now whose turn did not happen (unreachable, 429, 5xx), asked again.
+  let retryTimer: LongTimer | undefined;
+  let retries = 0;
   let task: ScheduledTask | undefined;
   const delivery = createHeartbeatDelivery({
     store,
@@ -177,8 +180,11 @@ export function createHeartbeat(deps: {
         { heartbeatId: id, status: result.status, reason: result.reason },
         'heartbeat failed',
       );
+      if (result.status === 'retry' && servesNow) retryLater(result.retryAfterMs);
+      else retries = 0;
       return false;
     }
+    retries = 0;
     const ack = isAckOnly(result.reply, settings.ackToken);
     // An ack-only exchange says nothing needed attention: it stays in the heartbeat's record but
     // not in its history, which would otherwise send its (consumed) events with every later
@@ -208,6 +214,27 @@ export function createHeartbeat(deps: {
     if (!ack) await delivery.deliver(id);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
     return servesNow && more;
+  }
+
+  /**
+   * The turn did not happen: asked again after the retry policy's backoff, up to its attempts,
+   * as an agent run is; else the wake's event waited for the next check (with the schedule off,
+   * for the next wake). A final error is not asked again: it would fail in a loop.
+   */
+  function retryLater(retryAfterMs: number | undefined): void {
+    retries += 1;
+    if (retries >= settings.retry.maxAttempts || stopped) {
+      retries = 0;
+      return;
+    }
+    retryTimer?.clear();
+    retryTimer = longTimeout(
+      () => {
+        retryTimer = undefined;
+        requestNow('retry');
+      },
+      retryDelayMs(retries, settings.retry, retryAfterMs),
+    );
   }
 
   function launch(reason: string): void {
@@ -289,6 +316,7 @@ export function createHeartbeat(deps: {
     async stop() {
       stopped = true;
       timer?.clear();
+      retryTimer?.clear();
       if (task) await task.destroy();
       // A heartbeat waiting for its window does not start now (none starts once shutdown began).
       if (windowTimer) {

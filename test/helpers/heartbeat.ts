@@ -33,6 +33,8 @@ export function testHeartbeat(options: {
   /** Whether this instance leads (default: always), and where it hands requests when not. */
   leading?: () => boolean;
   forward?: (reason: string) => void;
+  /** The retry policy (default: one attempt, no retry). */
+  retry?: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
 }): TestHeartbeat {
   const temp = tempDir();
   const store = SqliteRuntimeStore.open(temp.dir);
@@ -49,7 +51,7 @@ export function testHeartbeat(options: {
       schedule: { kind: 'off' },
       maxEvents: options.maxEvents,
       maxPromptBytes: options.maxPromptBytes ?? DEFAULT_MAX_PROMPT_BYTES,
-      retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
+      retry: options.retry ?? { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
       lastRoute: { pinned: false, ownerRoutes: [] },
       leaseMs: 30_000,
     },

@@ -1,0 +1,72 @@
+/**
+ * Attack: the agent's endpoint is briefly unreachable (a 503, a 429, a
+ * refused connection) when a wake asks for a heartbeat now. The turn did not
+ * happen, as for an agent run, yet the heartbeat was not asked again: the
+ * wake's event waited for the next scheduled check, and with the schedule
+ * off, for the next wake, however long. It is asked again with the retry
+ * policy's backoff, up to its attempts; a final error still is not.
+ */
+import pino from 'pino';
+import { afterEach, expect, it } from 'vitest';
+import type { RunResult, Runner } from '../engine/runtime/runners/runner.ts';
+import { testHeartbeat } from './helpers/heartbeat.ts';
+import { waitFor } from './helpers/runtime.ts';
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+function setup(answers: RunResult[]) {
+  const calls: string[] = [];
+  const runner: Runner = {
+    run: async (input) => {
+      calls.push(input.message);
+      return answers[calls.length - 1] ?? { status: 'ok', reply: 'HEARTBEAT_OK' };
+    },
+  };
+  const opened = testHeartbeat({
+    runner,
+    logger: pino({ level: 'silent' }),
+    maxEvents: 10,
+    retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 50 },
+  });
+  cleanups.push(() => {
+    void opened.heartbeat.stop();
+    opened.close();
+  });
+  return { ...opened, calls };
+}
+
+const pending = async (store: ReturnType<typeof testHeartbeat>['store']) =>
+  (await store.pendingSizes('main', 100)).length;
+
+it('a heartbeat asked for now whose runner was unreachable is asked again after a backoff', async () => {
+  const { heartbeat, store, calls } = setup([
+    { status: 'retry', reason: 'HTTP 503' },
+    { status: 'retry', reason: 'unreachable: ECONNREFUSED' },
+  ]);
+  await store.addEvent({ sessionKey: 'main', text: 'urgent', source: 'wake', trusted: true });
+  heartbeat.requestNow('wake');
+  await waitFor('the event to be consumed', async () => (await pending(store)) === 0);
+  expect(calls).toHaveLength(3);
+});
+
+it('is asked again no more than the retry policy allows, nor after a final error', async () => {
+  const down: RunResult = { status: 'retry', reason: 'HTTP 503' };
+  const { heartbeat, store, calls } = setup([down, down, down, down]);
+  await store.addEvent({ sessionKey: 'main', text: 'urgent', source: 'wake', trusted: true });
+  heartbeat.requestNow('wake');
+  await waitFor('three attempts', () => calls.length === 3);
+  await heartbeat.idle();
+  const failed = setup([{ status: 'error', reason: 'exit 1' }]);
+  await failed.store.addEvent({ sessionKey: 'main', text: 'x', source: 'wake', trusted: true });
+  failed.heartbeat.requestNow('wake');
+  await failed.heartbeat.idle();
+  // Another attempt would come within the backoff's cap (50 ms): four times that goes by.
+  const since = Date.now();
+  await waitFor('four backoff caps to pass', () => Date.now() - since > 200);
+  expect(calls).toHaveLength(3);
+  expect(failed.calls).toHaveLength(1);
+  expect(await pending(store)).toBe(1);
+});
