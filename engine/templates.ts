@@ -15,6 +15,7 @@ import Handlebars from 'handlebars';
 import { keySegment } from './key-segment.ts';
 import { formatMinorUnits } from './money.ts';
 import { RenderBudget, RenderLimitError } from './render-budget.ts';
+import { headUnits } from './text-cut.ts';
 
 /** A compiled template: renders a context within a budget (a fresh default one when omitted). */
 export type Template = (context: unknown, budget?: RenderBudget) => string;
@@ -83,12 +84,7 @@ const HELPERS: Record<string, (...args: unknown[]) => unknown> = {
   truncate: (value, length) => {
     const limit = given<number>(length, 'number') ?? 200;
     const s = made(text(value));
-    if (s.length <= limit) return s;
-    let end = Math.max(0, limit - 1);
-    // Never end on the first half of a surrogate pair (an emoji cut in two is no text).
-    const last = s.charCodeAt(end - 1);
-    if (last >= 0xd800 && last <= 0xdbff) end--;
-    return `${s.slice(0, end)}…`;
+    return s.length > limit ? `${headUnits(s, Math.max(0, limit - 1))}…` : s;
   },
   lower: (value) => made(made(text(value)).toLowerCase()),
   upper: (value) => made(made(text(value)).toUpperCase()),

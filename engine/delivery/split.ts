@@ -3,6 +3,7 @@
  * line, then word boundaries; never inside a surrogate pair; an open code
  * fence is closed at the end of a part and reopened in the next.
  */
+import { headUnits } from '../text-cut.ts';
 
 const FENCE = '```';
 
@@ -18,11 +19,7 @@ export function capParts(parts: readonly string[], max: number, maxParts = MAX_P
   if (parts.length <= maxParts) return [...parts];
   const note = `\n\n[reply cut: ${parts.length - maxParts + 1} more parts not sent; the whole reply is in hookgate runs]`;
   const kept = parts.slice(0, maxParts - 1);
-  let last = (parts[maxParts - 1] as string).slice(0, Math.max(0, max - note.length));
-  // Never end on the first half of a surrogate pair.
-  const code = last.charCodeAt(last.length - 1);
-  if (code >= 0xd800 && code <= 0xdbff) last = last.slice(0, -1);
-  kept.push(last + note);
+  kept.push(headUnits(parts[maxParts - 1] as string, Math.max(0, max - note.length)) + note);
   return kept;
 }
 

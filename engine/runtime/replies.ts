@@ -5,6 +5,7 @@
  * how long to wait before a retry.
  */
 import { wrapUntrusted } from '../safety.ts';
+import { headUnits } from '../text-cut.ts';
 
 // Markup and whitespace around an ack are a few characters, never kilobytes: a longer reply is
 // not an ack, and is not scanned (the reply is the runner's, up to runtime.maxReplyBytes).
@@ -35,7 +36,7 @@ const NAME_MAX = 200;
 /** One line, at most `max` characters. */
 function clip(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  return flat.length > max ? `${headUnits(flat, max - 1)}…` : flat;
 }
 
 /** One line for the main session: `Hook <name>: <summary>`, or `(error)` / `(timeout)` with the reason. */

@@ -4,6 +4,7 @@
  * the worker never runs a turn twice that already ran.
  */
 import type { Action } from '../../../schemas/action.ts';
+import { tailUnits } from '../../text-cut.ts';
 
 /** One agent turn (or heartbeat) to run; this JSON is what command and http runners receive. */
 export type RunRequest = {
@@ -64,5 +65,5 @@ export function replyTooLarge(maxBytes: number): RunResult {
 /** The last `max` characters of a text, for error reasons. */
 export function tail(text: string, max = 500): string {
   const trimmed = text.trim();
-  return trimmed.length > max ? `…${trimmed.slice(-max)}` : trimmed;
+  return trimmed.length > max ? `…${tailUnits(trimmed, max)}` : trimmed;
 }
