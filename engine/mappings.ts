@@ -298,7 +298,8 @@ function checkStaticPolicy(fields: FieldPlan, policy: Policy, fail: Fail): void 
       (v: string) => {
         if (typeof fields.channel !== 'string') return;
         checkRecipient(policy, fields.channel, v);
-        checkRecipientAllowed(policy, fields.channel, v);
+        // With `last` the allowlist is checked per request and at delivery, where it resolves.
+        if (fields.channel !== 'last') checkRecipientAllowed(policy, fields.channel, v);
       },
     ],
   ] as const;

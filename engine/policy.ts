@@ -7,6 +7,7 @@
 import type { ChannelId, Config } from '../schemas/config.ts';
 import type { SessionKeySource } from '../schemas/action.ts';
 import type { ChannelAdapter } from './delivery/adapter.ts';
+import type { RecipientAllowed } from './delivery/deliver.ts';
 import { createAdapters } from './delivery/registry.ts';
 import { HookError } from './errors.ts';
 import { isWellFormedSessionKey, keyHasAllowedPrefix } from './session-key.ts';
@@ -163,6 +164,11 @@ export function checkRecipient(policy: Policy, channel: string, to: string | und
   if (to === undefined || channel === 'last') return;
   const problem = policy.recipientChecks.get(channel)?.(to);
   if (problem) throw new HookError('invalid_recipient', `to: ${problem} (channel ${channel})`);
+}
+
+/** The allowlist as delivery asks it, once `last` is resolved to a channel. */
+export function recipientAllowedBy(policy: Policy): RecipientAllowed {
+  return (channel, to) => policy.allowedRecipients?.get(channel)?.(to) ?? false;
 }
 
 /**

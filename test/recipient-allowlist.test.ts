@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileConfig } from '../engine/config/compile.ts';
 import { ConfigError, resolveConfig } from '../engine/config.ts';
 import { HookError } from '../engine/errors.ts';
-import { checkRecipientAllowed, policyFromConfig } from '../engine/policy.ts';
+import { resolveRoute } from '../engine/delivery/deliver.ts';
+import { createAdapters } from '../engine/delivery/registry.ts';
+import { checkRecipientAllowed, policyFromConfig, recipientAllowedBy } from '../engine/policy.ts';
 import { CHANNELS, startTestServer, type TestServer } from './helpers/hookgate.ts';
 
 const SLACK_IDS = ['C0123456789', 'C0999999999', 'D0123ABCDE'];
@@ -130,6 +132,57 @@ describe('over HTTP', () => {
 
   it('the deployment’s own default route is not held to it (it is not in the list, and it booted)', async () => {
     expect((await agent({})).status).toBe(200);
+  });
+});
+
+describe('at delivery, where `last` is resolved', () => {
+  // A `to` with `channel: last` was checked against the channel `last` named at the door; by its
+  // delivery (minutes later, a retry) `last` may name another channel that takes the same form
+  // (a phone number on WhatsApp and on Signal).
+  const channels = {
+    whatsapp: {
+      phoneNumberId: '1029384756',
+      accessToken: 'wa-secret',
+      baseUrl: 'http://127.0.0.1:9',
+    },
+    signal: { url: 'http://127.0.0.1:9', number: '+15550001111' },
+  };
+  const { config } = resolveConfig(
+    {
+      channels,
+      hooks: { enabled: true, token: 't', allowedRecipients: { whatsapp: ['+15551234567'] } },
+    },
+    { baseDir: '/tmp', env: {} },
+  );
+  const adapters = createAdapters(config.channels);
+  const allowed = recipientAllowedBy(policyFromConfig(config, adapters));
+  const request = { channel: 'last', to: '+15551234567', fallback: false };
+
+  it('a reply whose `last` moved to a channel that does not list its `to` is skipped, naming it', () => {
+    const moved = resolveRoute(
+      request,
+      { channel: 'signal', recipient: '+15557654321' },
+      adapters,
+      allowed,
+    );
+    expect(moved).toEqual({ skipped: 'recipient is not in hooks.allowedRecipients.signal' });
+    const stayed = resolveRoute(
+      request,
+      { channel: 'whatsapp', recipient: '+15550000000' },
+      adapters,
+      allowed,
+    );
+    expect(stayed).toMatchObject({ channel: 'whatsapp', recipient: '+15551234567' });
+  });
+
+  it('the last route itself (no `to`) is never held to it', () => {
+    const route = resolveRoute(
+      { channel: 'last', fallback: false },
+      { channel: 'signal', recipient: '+15557654321' },
+      adapters,
+      allowed,
+    );
+    expect(route).toMatchObject({ channel: 'signal', recipient: '+15557654321' });
   });
 });
 

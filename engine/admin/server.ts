@@ -20,7 +20,7 @@ export type AdminSettings = {
   host: string;
   /** 0 picks a free port. */
   port: number;
-  /** Required as `Authorization: Bearer` on everything but /healthz and the page's own files. */
+  /** Required as `Authorization: Bearer` on everything but the page's own files (/healthz too). */
   token?: string;
   logger: Logger;
   /** Bound of a playground payload (hooks.maxBodyBytes). */

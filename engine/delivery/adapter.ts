@@ -32,8 +32,9 @@ export type ChannelAdapter = {
    */
   conversationOf?(to: string): string;
   /**
-   * The whole reply as the product must get it so that it notifies no more people than a plain
-   * text would; applied before splitting, so what it adds counts in the parts' length.
+   * The whole reply as the product must get it to act as plain text would (no mass mention, no
+   * image loaded, no link hiding its address); applied before splitting, so what it adds counts
+   * in the parts' length.
    */
   prepareText?(text: string): string;
   /**

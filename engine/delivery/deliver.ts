@@ -19,6 +19,9 @@ export type DeliveryRequest = {
 
 export type Route = { channel: string; recipient: string; adapter: ChannelAdapter };
 
+/** Whether a reply's own `to` may be sent to on `channel` (hooks.allowedRecipients). */
+export type RecipientAllowed = (channel: string, to: string) => boolean;
+
 /** The channel mapped hooks fall back to. */
 export const FALLBACK_CHANNEL = 'whatsapp';
 
@@ -27,6 +30,7 @@ export function resolveRoute(
   request: DeliveryRequest,
   last: { channel: string; recipient: string } | undefined,
   adapters: ReadonlyMap<string, ChannelAdapter>,
+  recipientAllowed?: RecipientAllowed,
 ): Route | { skipped: string } {
   let channel = request.channel;
   if (channel === 'last') {
@@ -48,6 +52,9 @@ export function resolveRoute(
     return { skipped: `no recipient for ${channel}: no "to" and no last recipient on it` };
   const problem = adapter.checkRecipient(recipient);
   if (problem) return { skipped: `recipient is not valid for ${channel}: ${problem}` };
+  // Checked at the door against the channel `last` named then; `last` may have moved since.
+  if (request.to !== undefined && recipientAllowed && !recipientAllowed(channel, recipient))
+    return { skipped: `recipient is not in hooks.allowedRecipients.${channel}` };
   return { channel, recipient: adapter.normaliseRecipient?.(recipient) ?? recipient, adapter };
 }
 

@@ -7,6 +7,7 @@
  * attempts are spent). Where a delivery's state lives between attempts (the
  * run's row, the heartbeat's delivery row) is its ledger's business.
  */
+import type { RecipientAllowed } from '../delivery/deliver.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import {
   type Attempt,
@@ -59,6 +60,8 @@ export type DeliveryAttemptDeps = {
     mainKey: string;
     retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
     lastRoute: LastRoutePolicy;
+    /** hooks.allowedRecipients, where set (a request's `to` with `last` is only known here). */
+    recipientAllowed?: RecipientAllowed;
   };
   /** Told when a delivery moved the main session's last route. */
   routeMoved?: (channel: string) => void;
@@ -170,6 +173,7 @@ async function routeOf(deps: DeliveryAttemptDeps, job: DeliveryJob) {
     resumed ? { channel: resumed.channel, to: resumed.recipient, fallback: false } : job.request,
     await deps.store.lastRoute(deps.settings.mainKey),
     deps.adapters,
+    deps.settings.recipientAllowed,
   );
 }
 

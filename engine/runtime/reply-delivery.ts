@@ -4,6 +4,7 @@
  * retry as the run's requeue, the final record with the run's end and
  * summary); the attempt itself is the one every reply goes through.
  */
+import type { RecipientAllowed } from '../delivery/deliver.ts';
 import type { AgentAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
@@ -58,6 +59,7 @@ export type DeliveryStepDeps = {
     mainKey: string;
     retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
     lastRoute: LastRoutePolicy;
+    recipientAllowed?: RecipientAllowed;
   };
   signal: AbortSignal;
   /** True once the worker is stopping (an interrupted delivery goes back to the queue). */

@@ -7,6 +7,7 @@
  * dead. Every write is fenced by the run's claim. The message and history a
  * turn sends, and the turns it keeps, fit runtime.maxPromptBytes.
  */
+import type { RecipientAllowed } from '../delivery/deliver.ts';
 import type { AgentAction, WakeAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
@@ -52,6 +53,8 @@ export type RunSettings = {
   maxPromptBytes: number;
   /** Who may move the main session's last route (a hook's delivery never does). */
   lastRoute: LastRoutePolicy;
+  /** hooks.allowedRecipients, where set: a reply's own `to` on the channel it goes to. */
+  recipientAllowed?: RecipientAllowed;
 };
 
 export type RunStepDeps = {

@@ -8,7 +8,7 @@ import type { ActionStore } from '../queue/action-store.ts';
 import type { LoadedConfig } from '../config.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
-import type { Policy } from '../policy.ts';
+import { type Policy, recipientAllowedBy } from '../policy.ts';
 import type { AgentSettings } from './agents.ts';
 import { createHeartbeat, type Heartbeat } from './heartbeat.ts';
 import { type LeadershipLoop, startLeadership } from './leadership-loop.ts';
@@ -244,6 +244,7 @@ export async function startRuntime(
       historyTurns: 50,
       maxPromptBytes: config.runtime.maxPromptBytes,
       lastRoute,
+      ...(policy.allowedRecipients && { recipientAllowed: recipientAllowedBy(policy) }),
     },
     logger,
     controller,
