@@ -20,8 +20,8 @@ const MESSAGE =
   'Log in at [https://bank.example/login](https://evil.example/steal) or [the bank][1]';
 const DEFINITION = '\n[1]: https://evil.example/ref';
 
-/** Whether CommonMark-style rendering would show a link's text instead of its destination. */
-const masked = (text: string) => /\]\(|^ {0,3}\[[^\]\n]*\]:/m.test(text);
+/** Whether a renderer could read a link or a reference definition in the text. */
+const masked = (text: string) => /\]\(|\]:/.test(text);
 
 describe('a reply steered into a link whose text hides its destination', () => {
   let standIn: StandIn;
@@ -76,23 +76,32 @@ describe('a reply steered into a link whose text hides its destination', () => {
 });
 
 describe('withoutMaskedLinks', () => {
-  it('defuses inline links and reference definitions, and leaves code as it is', () => {
-    const code = '```js\nconst f = fns[0](x);\n[1]: not a link\n```\nand `arr[0](y)`';
-    const out = withoutMaskedLinks(`${MESSAGE}${DEFINITION}\n${code}`);
-    expect(masked(out.slice(0, out.indexOf('```')))).toBe(false);
-    expect(out.endsWith(code)).toBe(true);
+  it.each([
+    ['a definition in a quote', '> [1]: https://evil.example/ref'],
+    ['a definition in a list item', '- [1]: https://evil.example/ref'],
+    [
+      'a link after an unclosed fence mid-line',
+      'see ``` [https://bank.example](https://evil.example)',
+    ],
+    ['a link after an escaped backtick', '\\`[https://bank.example](https://evil.example)`'],
+    ['a link in a code span', '`[https://bank.example](https://evil.example)`'],
+  ])('defuses %s', (_name, text) => {
+    const out = withoutMaskedLinks(`${MESSAGE}${DEFINITION}\n${text}`);
+    expect(out).not.toMatch(/\]\(|\]:/);
+    expect(out.replaceAll('\u200b', '')).toBe(`${MESSAGE}${DEFINITION}\n${text}`);
   });
 
-  const pieces = fc.constantFrom('[', ']', '(', ')', ':', ' ', '\n', 'a', 'https://x', '`', '```');
+  const pieces = fc.constantFrom('[', ']', '(', ')', ':', ' ', '\n', '>', 'a', 'https://x', '`');
   const texts = fc.array(pieces, { maxLength: 40 }).map((parts) => parts.join(''));
 
-  it('adds only zero-width spaces, and leaves no masked link outside code', () => {
+  // Whatever a renderer takes for code or text, no `](` and no `]:` is left for it to read as a
+  // link or a definition: the oracle asks for no such pair at all, not for one outside code.
+  it('adds only zero-width spaces, and leaves no `](` and no `]:` anywhere', () => {
     fc.assert(
       fc.property(texts, (text) => {
         const out = withoutMaskedLinks(text);
         expect(out.replaceAll('\u200b', '')).toBe(text);
-        const outside = out.split(/```[\s\S]*?(?:```|$)|`[^`\n]*`/).join('\n');
-        expect(masked(outside)).toBe(false);
+        expect(out).not.toMatch(/\]\(|\]:/);
       }),
     );
   });
