@@ -24,6 +24,8 @@ if (major > 24 || (major === 24 && minor >= 16)) {
   }
   const child = spawn(node, [server, ...process.argv.slice(2)], {
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+    // Says the channel is this launcher's: another parent's (pm2, a fork) is never written to.
+    env: { ...process.env, HOOKGATE_LAUNCHER: '1' },
   });
   // The server's own signals go to it: stop (SIGINT, SIGTERM) and reload (SIGHUP, which would
   // otherwise end this launcher and leave the server running without it).
