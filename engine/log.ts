@@ -3,6 +3,7 @@
  * passed to it; the redaction list is a second line of defence.
  */
 import { type Logger, pino } from 'pino';
+import { headUnits } from './text-cut.ts';
 
 export type { Logger };
 
@@ -63,7 +64,7 @@ function boundList(values: unknown[]): unknown[] {
 
 function boundText(value: unknown): unknown {
   return typeof value === 'string' && value.length > MAX_LOGGED_CHARS
-    ? value.slice(0, MAX_LOGGED_CHARS) + CUT_MARK
+    ? headUnits(value, MAX_LOGGED_CHARS) + CUT_MARK
     : value;
 }
 

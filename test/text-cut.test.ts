@@ -1,12 +1,14 @@
 /**
  * Cutting text by UTF-16 units without leaving half a surrogate pair: the
- * run summaries' clip, the runner failure's tail, the templates' truncate and
- * a reply's last part all cut this way, so no emoji at a cut leaves a lone
+ * run summaries' clip, the runner failure's tail, an answer in a failure
+ * reason, the templates' truncate, a reply's last part, the console's kept
+ * prompts and the log's long values all cut this way, so no emoji at a cut leaves a lone
  * surrogate in stored JSON (which strict JSON readers refuse).
  */
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { summaryLine } from '../engine/runtime/replies.ts';
+import { answerDetail } from '../engine/outbound/answer-detail.ts';
 import { tail } from '../engine/runtime/runners/runner.ts';
 import { headUnits, tailUnits } from '../engine/text-cut.ts';
 
@@ -36,6 +38,8 @@ describe('cuts that met an emoji', () => {
       expect(summaryLine('Build', { status: 'ok', text }).isWellFormed()).toBe(true);
       expect(summaryLine(text, { status: 'ok', text: 'done' }).isWellFormed()).toBe(true);
       expect(tail(emoji + 'y'.repeat(shift)).isWellFormed()).toBe(true);
+      // A product's or runner's answer in a failure reason, stored and served as JSON.
+      expect(answerDetail(text, [])?.isWellFormed()).toBe(true);
     }
   });
 });

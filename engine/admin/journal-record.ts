@@ -6,6 +6,7 @@
  * a credential.
  */
 import { paramName } from '../ingress/query-names.ts';
+import { headUnits } from '../text-cut.ts';
 import type { RequestFinished } from '../observe/events.ts';
 
 export type JournalAction = {
@@ -98,7 +99,7 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
           sessionKey: cut(action.sessionKey, NAME_CHARS),
           agentId: action.agentId,
         }),
-        prompt: truncated ? text.slice(0, limits.maxPromptChars) : text,
+        prompt: truncated ? headUnits(text, limits.maxPromptChars) : text,
         wrapped: action.prompt !== undefined,
         ...(action.safety && { patterns: action.safety.patterns.slice(0, 32) }),
         ...(truncated && { truncated }),
@@ -177,5 +178,5 @@ function isSafeName(lower: string): boolean {
 }
 
 function cut(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
+  return text.length > max ? `${headUnits(text, max)}…` : text;
 }
