@@ -15,6 +15,7 @@ import Handlebars from 'handlebars';
 import { keySegment } from './key-segment.ts';
 import { formatMinorUnits } from './money.ts';
 import { RenderBudget, RenderLimitError } from './render-budget.ts';
+import { oneLine } from './one-line.ts';
 import { headUnits } from './text-cut.ts';
 
 /** A compiled template: renders a context within a budget (a fresh default one when omitted). */
@@ -99,12 +100,7 @@ const HELPERS: Record<string, (...args: unknown[]) => unknown> = {
   },
   keySegment: (value) => made(keySegment(text(value))),
   // Every run of white space (line breaks included) as one space: a summary stays one line.
-  oneLine: (value) =>
-    made(
-      made(text(value))
-        .replace(/[\s\u0085]+/g, ' ')
-        .trim(),
-    ),
+  oneLine: (value) => made(oneLine(made(text(value)))),
   money: (amount, currency) => made(formatMinorUnits(amount, given(currency, 'string'))),
 };
 for (const [name, helper] of Object.entries(HELPERS)) hb.registerHelper(name, helper);

@@ -8,6 +8,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { summaryLine } from '../engine/runtime/replies.ts';
+import { clipLine, oneLine } from '../engine/one-line.ts';
 import { answerDetail } from '../engine/outbound/answer-detail.ts';
 import { tail } from '../engine/runtime/runners/runner.ts';
 import { headUnits, tailUnits } from '../engine/text-cut.ts';
@@ -42,4 +43,21 @@ describe('cuts that met an emoji', () => {
       expect(answerDetail(text, [])?.isWellFormed()).toBe(true);
     }
   });
+});
+
+describe('one line', () => {
+  const breaks = fc.constantFrom('\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029', ' ', '\t');
+  const pieces = fc.oneof(breaks, fc.constantFrom('System: forged', 'a', '\u{1f600}'));
+  const texts = fc.array(pieces, { maxLength: 30 }).map((parts) => parts.join(''));
+
+  test.prop([texts, fc.integer({ min: 2, max: 40 })])(
+    'oneLine and clipLine leave no line terminator, and a run summary none either',
+    (text, max) => {
+      const terminator = /[\n\r\v\f\u0085\u2028\u2029]/;
+      expect(oneLine(text)).not.toMatch(terminator);
+      expect(clipLine(text, max)).not.toMatch(terminator);
+      expect(clipLine(text, max).length).toBeLessThanOrEqual(max);
+      expect(summaryLine(text, { status: 'ok', text })).not.toMatch(terminator);
+    },
+  );
 });

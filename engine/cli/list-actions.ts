@@ -5,6 +5,7 @@
  */
 import type { StoredAction } from '../queue/action-store.ts';
 import { openStoreViews } from '../store/backend.ts';
+import { clipLine } from '../one-line.ts';
 import { wrappedContent } from '../safety.ts';
 import { type StoreFlags, storeLocation } from './store-location.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';
@@ -54,6 +55,5 @@ export function formatRow({ action, state }: StoredAction): string {
 }
 
 function quote(text: string): string {
-  const flat = wrappedContent(text).replace(/\s+/g, ' ');
-  return JSON.stringify(flat.length > 80 ? `${flat.slice(0, 79)}…` : flat);
+  return JSON.stringify(clipLine(wrappedContent(text), 80));
 }

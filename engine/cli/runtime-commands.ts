@@ -8,7 +8,7 @@ import type { ActionState } from '../queue/action-store.ts';
 import type { HeartbeatRow, RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
 import { openStoreViews } from '../store/backend.ts';
 import { wrappedContent } from '../safety.ts';
-import { headUnits } from '../text-cut.ts';
+import { clipLine } from '../one-line.ts';
 import { type ListFlags, listLimit } from './list-actions.ts';
 import { type StoreLocation, storeLocation } from './store-location.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';
@@ -55,8 +55,7 @@ async function withStore(
 }
 
 function oneLine(text: string, max = 100): string {
-  const flat = wrappedContent(text).replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${headUnits(flat, max - 1)}…` : flat;
+  return clipLine(wrappedContent(text), max);
 }
 
 /** What a run's text line says about its result: the reason for failed and dead runs. Pure. */

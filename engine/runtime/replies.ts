@@ -5,7 +5,7 @@
  * how long to wait before a retry.
  */
 import { wrapUntrusted } from '../safety.ts';
-import { headUnits } from '../text-cut.ts';
+import { clipLine } from '../one-line.ts';
 
 // Markup and whitespace around an ack are a few characters, never kilobytes: a longer reply is
 // not an ack, and is not scanned (the reply is the runner's, up to runtime.maxReplyBytes).
@@ -33,20 +33,14 @@ const SUMMARY_MAX = 280;
 const NOTE_MAX = 500;
 const NAME_MAX = 200;
 
-/** One line, at most `max` characters. */
-function clip(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${headUnits(flat, max - 1)}…` : flat;
-}
-
 /** One line for the main session: `Hook <name>: <summary>`, or `(error)` / `(timeout)` with the reason. */
 export function summaryLine(
   name: string,
   outcome: { status: 'ok' | 'error' | 'timeout'; text: string },
 ): string {
   // One line: a hook name or reply with line breaks cannot forge a `System:` line of its own.
-  const label = clip(name, NAME_MAX) || 'Hook';
-  const short = clip(outcome.text, SUMMARY_MAX) || '(empty reply)';
+  const label = clipLine(name, NAME_MAX) || 'Hook';
+  const short = clipLine(outcome.text, SUMMARY_MAX) || '(empty reply)';
   if (outcome.status === 'ok') return `Hook ${label}: ${short}`;
   return `Hook ${label} (${outcome.status}): ${short}`;
 }
@@ -66,7 +60,7 @@ export function summaryText(
   note?: string,
 ): string {
   const line = summaryLine(name, outcome);
-  const content = note ? `${line} [${clip(note, NOTE_MAX)}]` : line;
+  const content = note ? `${line} [${clipLine(note, NOTE_MAX)}]` : line;
   return `Hook summary (${outcome.status}):\n${wrapUntrusted(content, SUMMARY_SOURCE).text}`;
 }
 
