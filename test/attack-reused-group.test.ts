@@ -2,9 +2,9 @@
  * Attack: a process group id recorded for a runner before a crash, reused
  * by then. The watchdog ends a runner's group when hookgate dies, so by the
  * next start (after a reboot, or days later) the recorded id may name an
- * unrelated program's group: the start must not SIGKILL it. A group that is
- * still a runner's (it carries HOOKGATE_RUN_ID) is still ended
- * (runtime-recovery.test.ts).
+ * unrelated program's group, or another run's: the start must not SIGKILL
+ * it. A group that is still that run's (it carries HOOKGATE_RUN_ID set to the
+ * run's id) is still ended (runtime-recovery.test.ts).
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -19,7 +19,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-it('a recorded runner group reused by an unrelated program is not killed at the next start', async () => {
+it.each([
+  ['an unrelated program', {}],
+  ["another run's runner (it carries another HOOKGATE_RUN_ID)", { HOOKGATE_RUN_ID: 'another-run' }],
+])('a recorded runner group reused by %s is not killed at the next start', async (_name, marks) => {
   const { dir, cleanup } = tempDir('hookgate-reused-');
   cleanups.push(cleanup);
   const record = path.join(dir, 'agent.jsonl');
@@ -34,7 +37,11 @@ it('a recorded runner group reused by an unrelated program is not killed at the 
   await server.stop();
 
   // An unrelated program leading its own group (as a reused id would be).
-  const bystander = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+  const bystander = spawn('sleep', ['60'], {
+    detached: true,
+    stdio: 'ignore',
+    env: { ...process.env, ...marks },
+  });
   const pid = bystander.pid as number;
   cleanups.push(() => {
     try {

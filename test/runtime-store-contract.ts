@@ -929,7 +929,7 @@ export function describeRuntimeStore(
         await store.setHeartbeatGroup(grouped, 4242);
         const ungrouped = await store.startHeartbeat('wake');
 
-        expect(await store.recoverHeartbeats()).toEqual([4242]);
+        expect(await store.recoverHeartbeats()).toEqual([{ id: grouped, pgid: 4242 }]);
         const rows = new Map((await store.heartbeats(10)).map((row) => [row.id, { ...row }]));
         for (const id of [grouped, ungrouped]) {
           expect(rows.get(id)).toMatchObject({

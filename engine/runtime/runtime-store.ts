@@ -307,9 +307,10 @@ export interface SessionStore {
   setHeartbeatGroup(id: string, pgid: number | null): Promise<void>;
   /**
    * Heartbeats left running by a previous leader are failed (their events stay pending), and
-   * reply deliveries it had in flight become due again; returns the runner groups.
+   * reply deliveries it had in flight become due again; returns their ids with their runner
+   * groups (this host's).
    */
-  recoverHeartbeats(): Promise<number[]>;
+  recoverHeartbeats(): Promise<Array<{ id: string; pgid: number }>>;
   /** Close a heartbeat record; on success mark the events it included as consumed. */
   finishHeartbeat(id: string, result: HeartbeatResult): Promise<boolean>;
   /** Heartbeat records, newest first. */

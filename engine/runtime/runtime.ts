@@ -201,7 +201,7 @@ export async function startRuntime(
     // heartbeat now that one asked for and never got.
     gained: async () => {
       try {
-        for (const pgid of await store.recoverHeartbeats()) endStaleGroup(pgid);
+        for (const { id, pgid } of await store.recoverHeartbeats()) endStaleGroup(pgid, id);
       } finally {
         if (loop) takeOver();
         else gainedFirst = true;

@@ -271,7 +271,7 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
     async start() {
       // Actions a previous process left running: end their runner processes, then run them again.
       for (const { id, pgid } of await store.recoverInterrupted()) {
-        if (pgid !== null) endStaleGroup(pgid);
+        if (pgid !== null) endStaleGroup(pgid, id);
         logger.warn({ actionId: id }, 'resuming an action interrupted by a restart');
       }
       watch = startStoreWatch({

@@ -2,9 +2,10 @@
  * Ending, at a start, the process group a runner had when the process that
  * started it died. The id was recorded then; by now (a reboot, days later,
  * the watchdog having ended the group at once) it may name an unrelated
- * program's group, which must not be killed. A runner's group is known by
- * its members' environment: each runner (and its watchdog) was started with
- * HOOKGATE_RUN_ID, which a program hookgate did not start does not carry.
+ * program's group, or another run's, which must not be killed. The group is
+ * known by its members' environment: each runner (and its watchdog) was
+ * started with HOOKGATE_RUN_ID set to its run's id, which no other program,
+ * and no other run, carries.
  * Where /proc cannot be read (not Linux) the group is ended as recorded.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -26,8 +27,9 @@ function read(file: string): string | undefined {
   }
 }
 
-/** Whether a live member of group `pgid` was started by a hookgate runner; true without /proc. */
-export function isRunnerGroup(pgid: number, proc = '/proc'): boolean {
+/** Whether a live member of group `pgid` was started for run `runId`; true without /proc. */
+export function isRunnerGroup(pgid: number, runId: string, proc = '/proc'): boolean {
+  const mark = `${MARK}${runId}`;
   let pids: string[];
   try {
     pids = readdirSync(proc).filter((name) => /^\d+$/.test(name));
@@ -39,11 +41,11 @@ export function isRunnerGroup(pgid: number, proc = '/proc'): boolean {
     if (stat === undefined || groupOf(stat) !== pgid) return false;
     return read(`${proc}/${pid}/environ`)
       ?.split('\0')
-      .some((entry) => entry.startsWith(MARK));
+      .some((entry) => entry === mark);
   });
 }
 
-/** SIGKILL a recorded runner group left by a previous process, if it is still a runner's. */
-export function endStaleGroup(pgid: number): void {
-  if (isRunnerGroup(pgid)) killGroup(pgid);
+/** SIGKILL a recorded runner group left by a previous process, if it is still that run's. */
+export function endStaleGroup(pgid: number, runId: string): void {
+  if (isRunnerGroup(pgid, runId)) killGroup(pgid);
 }

@@ -275,20 +275,23 @@ export class PostgresSessionRecords implements SessionStore {
   }
 
   /** Called by a new leader: every heartbeat still running was a previous leader's. */
-  async recoverHeartbeats(): Promise<number[]> {
+  async recoverHeartbeats(): Promise<Array<{ id: string; pgid: number }>> {
     const { rows } = await this.pool.query<{
+      id: string;
       runner_host: string | null;
       runner_pgid: number | null;
     }>(
       `UPDATE heartbeats SET state = 'failed', error = 'interrupted: its instance stopped',
          finished_at = now()
-       WHERE state = 'running' RETURNING runner_host, runner_pgid`,
+       WHERE state = 'running' RETURNING id, runner_host, runner_pgid`,
     );
     // A reply delivery in flight was the previous leader's: due again (its writes are fenced).
     await this.pool.query(RECOVER_DELIVERIES);
     // A process group is only this host's to end.
     return rows.flatMap((row) =>
-      row.runner_pgid !== null && row.runner_host === hostname() ? [row.runner_pgid] : [],
+      row.runner_pgid !== null && row.runner_host === hostname()
+        ? [{ id: row.id, pgid: row.runner_pgid }]
+        : [],
     );
   }
 

@@ -289,10 +289,10 @@ export class SqliteSessionRecords implements SessionStore {
   }
 
   /** After a crash: heartbeats left running are failed (their events stay pending); returns runner groups. */
-  async recoverHeartbeats(): Promise<number[]> {
+  async recoverHeartbeats(): Promise<Array<{ id: string; pgid: number }>> {
     return this.transaction(() => {
       const rows = this.statement(
-        "SELECT runner_pgid FROM heartbeats WHERE state = 'running'",
+        "SELECT id, runner_pgid FROM heartbeats WHERE state = 'running'",
       ).all() as Row[];
       this.statement(
         "UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'",
@@ -300,7 +300,9 @@ export class SqliteSessionRecords implements SessionStore {
       // An attempt in flight died with its process: the delivery is due again (at once).
       this.statement(RECOVER_DELIVERIES).run();
       return rows.flatMap((row) =>
-        row['runner_pgid'] === null ? [] : [Number(row['runner_pgid'])],
+        row['runner_pgid'] === null
+          ? []
+          : [{ id: String(row['id']), pgid: Number(row['runner_pgid']) }],
       );
     });
   }
