@@ -1,6 +1,6 @@
 /**
- * The terminal-safety policy of CLI output: no control or bidi character
- * gets through, and JSON lines still parse to the exact value.
+ * The terminal-safety policy of CLI output: no control, bidi, zero-width or
+ * tag character gets through, and JSON lines still parse to the exact value.
  */
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
@@ -8,13 +8,16 @@ import { jsonLine, terminalText } from '../engine/cli/terminal-text.ts';
 
 const CONTROLS =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: finding raw controls is the test.
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|[\u{e0000}-\u{e007f}]/u;
 
 // Strings rich in controls, bidi characters and ordinary text.
 const hostile = fc.string({
   unit: fc.oneof(
     fc.integer({ min: 0, max: 0x9f }).map((c) => String.fromCharCode(c)),
-    fc.constantFrom('\u061c', '\u200e', '\u200f', '\u2028', '\u202a', '\u202e', '\u2066', '\u2069'),
+    fc.constantFrom(
+      ...['\u061c', '\u200b', '\u200d', '\u200e', '\u200f', '\u2028', '\u202a', '\u202e'],
+      ...['\u2060', '\u2066', '\u2069', '\ufeff', '\u{e0041}', '\u{e007f}', '\u{1f600}'],
+    ),
     fc.string({ minLength: 1, maxLength: 1 }),
   ),
 });
