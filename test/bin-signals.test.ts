@@ -144,6 +144,9 @@ describe.skipIf(!OLDER_NODE)('the hookgate bin on an older Node', () => {
         body: '{}',
       }).then((res) => res.status);
     await waitFor('the new mapping', async () => (await post('cd')) === 200 || undefined, 20_000);
+    // The SIGHUP itself was done once the server listened (the file may also have been read new
+    // at the start): its reload is in the log.
+    await waitFor('the held reload', () => /"msg":"reloaded/.test(seen.out), 20_000);
     expect(bin.exitCode).toBeNull();
     expect(childrenOf(bin.pid as number)).toEqual(servers);
 
