@@ -7,6 +7,7 @@
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { createAdapters } from '../delivery/registry.ts';
 import { checkMailFlow, type MailFlowProblem } from '../gmail/flow.ts';
+import { isSecureUrl } from '../outbound/secure-url.ts';
 import { compileRoutes, type RouteTable, routeContext } from '../ingress/routes.ts';
 import { type CompiledMapping, compileMappings } from '../mappings.ts';
 import { checkRecipient, type Policy, policyFromConfig } from '../policy.ts';
@@ -40,6 +41,7 @@ export function compileConfig(loaded: LoadedConfig): CompiledConfig {
   const policy = policyFromConfig(config, adapters);
   checkDefaultRoute(config, policy);
   checkAllowedRecipients(config, policy);
+  checkChannelUrls(config);
   const mappings = compileMappings(config, policy, loaded.transformsRoot);
   const routes = (extras: RouteExtras = {}) =>
     compileRoutes(config, mappings, routeContext(config, policy, extras));
@@ -68,6 +70,32 @@ function checkAllowedRecipients(config: LoadedConfig['config'], policy: Policy):
       const problem = entry === '*' ? null : check(entry);
       if (problem) throw new ConfigError(`hooks.allowedRecipients.${channel}.${i}`, problem);
     });
+  }
+}
+
+// The addresses of the products' public APIs, which get a bot's token or a client secret with
+// every call: https, or plain http on loopback (a local stand-in or proxy). The self-hosted
+// bridges (Mattermost, signal-cli, BlueBubbles) often run on a LAN over plain http.
+const CLOUD_URLS: ReadonlyArray<readonly [channel: string, setting: string]> = [
+  ['whatsapp', 'baseUrl'],
+  ['telegram', 'baseUrl'],
+  ['discord', 'baseUrl'],
+  ['slack', 'baseUrl'],
+  ['msteams', 'serviceUrl'],
+  ['msteams', 'tokenUrl'],
+];
+
+/** A product's public API address that would carry its secret in clear text stops the start. */
+function checkChannelUrls(config: LoadedConfig['config']): void {
+  const channels = config.channels as Record<string, Record<string, unknown> | undefined>;
+  for (const [channel, setting] of CLOUD_URLS) {
+    const value = channels[channel]?.[setting];
+    if (typeof value === 'string' && !isSecureUrl(value)) {
+      throw new ConfigError(
+        `channels.${channel}.${setting}`,
+        'must be https (plain http only on loopback): every call carries the secret',
+      );
+    }
   }
 }
 

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { ConfigError, type LoadedConfig } from '../config.ts';
 import { createGmailApi, type GmailApi } from './api.ts';
 import { createTokenSource } from './oauth.ts';
-import { isSecureUrl } from './secure-url.ts';
+import { isSecureUrl } from '../outbound/secure-url.ts';
 import { readRefreshToken } from './token-file.ts';
 
 export type MailboxClient = { api: GmailApi; tokenHash: () => string | undefined };

@@ -9,7 +9,7 @@
 import type { HooksConfig } from '../../schemas/config.ts';
 import { ConfigError } from '../config.ts';
 import { joinPath } from '../validation.ts';
-import { isSecureUrl } from './secure-url.ts';
+import { isSecureUrl } from '../outbound/secure-url.ts';
 import {
   createOidcCheck,
   type OidcFailure,

@@ -1,7 +1,8 @@
 /**
- * Where the mail flow may send a secret or trust an answer: an https URL, or plain http on
- * loopback only (a local stand-in or sidecar). Over plain http elsewhere anyone on the path
- * reads the refresh token and client secret, the access token, or swaps the push signing keys.
+ * Where hookgate may send a secret or trust an answer: an https URL, or plain http on loopback
+ * only (a local stand-in or sidecar). Over plain http elsewhere anyone on the path reads the
+ * token (a bot's, the mail flow's refresh token and client secret) or swaps what is trusted
+ * (the push signing keys).
  */
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
