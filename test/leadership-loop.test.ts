@@ -9,19 +9,26 @@ import { createLogger } from '../engine/log.ts';
 import { type LeadershipLoop, startLeadership } from '../engine/runtime/leadership-loop.ts';
 import { waitFor } from './helpers/runtime.ts';
 
-// 'hang': the check's query never answers (a connection a firewall dropped without a reset).
-type Answer = boolean | Error | 'hang';
+// 'hang': the check's query never answers (a connection a firewall dropped without a reset);
+// 'late': it answers that the lead is held, but only once `release` is called.
+type Answer = boolean | Error | 'hang' | 'late';
 
 function scripted(answers: Answer[]) {
   let calls = 0;
+  let release: () => void = () => undefined;
   return {
     calls: () => calls,
+    release: () => release(),
     leadership: {
       async lead() {
         const answer = answers[Math.min(calls, answers.length - 1)] as Answer;
         calls++;
         if (answer instanceof Error) throw answer;
         if (answer === 'hang') return new Promise<boolean>(() => undefined);
+        if (answer === 'late')
+          return new Promise<boolean>((resolve) => {
+            release = () => resolve(true);
+          });
         return answer;
       },
       async resign() {},
@@ -78,5 +85,16 @@ describe('the leadership loop', () => {
     // Another instance may take the lead once the lease has passed: this one must not still lead.
     await waitFor('the lease to pass unconfirmed', () => !loop.leading(), 2_000);
     expect(loop.leading()).toBe(false);
+  });
+
+  it('an answer that comes a whole lease late is a new lead: the takeover runs again', async () => {
+    const { loop, script, gained } = await start([true, 'late', true], 50);
+    await waitFor('the check to hang', () => script.calls() >= 2);
+    await waitFor('the lease to pass unconfirmed', () => !loop.leading(), 2_000);
+    expect(gained()).toBe(1);
+    // Another instance may have led meanwhile: what it left must be taken over again.
+    script.release();
+    await waitFor('the lead gained again', () => gained() === 2, 2_000);
+    expect(loop.leading()).toBe(true);
   });
 });

@@ -33,6 +33,9 @@ export type LeadershipDeps = {
 export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipLoop> {
   let leading = false;
   let confirmedAt = 0;
+  // When the lead was last gained: a late answer's gain takes over at once, so the next check
+  // measures any gap from here, not from that answer's (old) asking time.
+  let gainedAt = 0;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
 
@@ -42,11 +45,13 @@ export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipL
       const held = await deps.leadership.lead();
       // Answered a whole lease after the last confirmation (the check hung): another instance
       // may have led meanwhile, so holding it now is a new lead, whose gain takes over again.
-      if (held && leading && Date.now() - confirmedAt >= deps.leaseMs) leading = false;
+      const since = Math.max(confirmedAt, gainedAt);
+      if (held && leading && Date.now() - since >= deps.leaseMs) leading = false;
       if (held) {
         confirmedAt = asked;
         if (!leading) {
           leading = true;
+          gainedAt = Date.now();
           await deps.gained();
         }
       } else if (leading) {
@@ -56,7 +61,7 @@ export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipL
     } catch (err) {
       deps.logger.warn({ err: (err as Error).message }, 'leadership check failed');
       // Unconfirmed for a whole lease: another instance may hold it now.
-      if (leading && Date.now() - confirmedAt >= deps.leaseMs) leading = false;
+      if (leading && Date.now() - Math.max(confirmedAt, gainedAt) >= deps.leaseMs) leading = false;
     }
     await deps.checked?.().catch(() => undefined);
   }
