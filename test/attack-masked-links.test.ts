@@ -9,12 +9,9 @@
  * each product got; and a property of the defusing itself.
  */
 import fc from 'fast-check';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withoutMaskedLinks } from '../engine/delivery/masked-links.ts';
-import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
-import { agentRunner, waitFor } from './helpers/runtime.ts';
-import { type StandIn, startStandIn } from './helpers/stand-in.ts';
+import { type ReplyProducts, startReplyProducts } from './helpers/reply-products.ts';
 
 const MESSAGE =
   'Log in at [https://bank.example/login](https://evil.example/steal) or [the bank][1]';
@@ -24,51 +21,16 @@ const DEFINITION = '\n[1]: https://evil.example/ref';
 const masked = (text: string) => /\]\(|\]:/.test(text);
 
 describe('a reply steered into a link whose text hides its destination', () => {
-  let standIn: StandIn;
-  let server: TestServer;
-  const temp = tempDir();
+  let products: ReplyProducts;
   beforeAll(async () => {
-    standIn = await startStandIn((req) =>
-      req.url.startsWith('/dc/')
-        ? { status: 200, body: { id: '1100000000000000000' } }
-        : { status: 201, body: { id: 'p0000000000000000000000001' } },
-    );
-    server = await startTestServer(
-      {
-        channels: {
-          discord: { botToken: 'discord-masked', baseUrl: `${standIn.url}/dc` },
-          mattermost: { url: `${standIn.url}/mm`, token: 'mm-masked' },
-        },
-        runtime: { heartbeat: { every: 'off' } },
-        agents: { defaults: { runner: agentRunner(path.join(temp.dir, 'record.jsonl')) } },
-      },
-      { runtime: true, dataDir: temp.dir },
-    );
+    products = await startReplyProducts(['discord', 'mattermost']);
   });
-  afterAll(async () => {
-    await server?.stop();
-    await standIn?.close();
-    temp.cleanup();
-  });
+  afterAll(() => products?.close());
 
-  it.each([
-    ['mattermost', 'abcdefghijklmnopqrstuvwxyz', '/mm/', 'message'],
-    ['discord', '123456789012345678', '/dc/', 'content'],
-  ])(
+  it.each(['mattermost', 'discord'] as const)(
     '%s: the link shows its own destination, and reads the same',
-    async (channel, to, prefix, field) => {
-      const res = await server.post('agent', {
-        message: MESSAGE,
-        channel,
-        to,
-        deliver: true,
-        name: 'Bank',
-      });
-      expect(res.status).toBe(200);
-      const request = await waitFor(`the ${channel} post`, () =>
-        standIn.requests.find((r) => r.url.startsWith(prefix)),
-      );
-      const text = String((request.json as Record<string, unknown>)[field]);
+    async (product) => {
+      const { text } = await products.delivered(product, MESSAGE);
       expect(masked(text)).toBe(false);
       expect(text.replaceAll('\u200b', '')).toContain(MESSAGE);
     },
