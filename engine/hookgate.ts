@@ -16,6 +16,7 @@ import { type LoadedConfig, loadConfigFile } from './config.ts';
 import { compileConfig } from './config/compile.ts';
 import { createLedger } from './dispatcher.ts';
 import { createLogger, type Logger } from './log.ts';
+import { recipientAllowedBy } from './policy.ts';
 import { createRequestHandler } from './ingress/http-handler.ts';
 import { type MailFlow, startMailFlow } from './gmail/flow.ts';
 import type { ActionStore } from './queue/action-store.ts';
@@ -102,6 +103,9 @@ export async function startHookgate(
             agents,
             adapters,
             defaultAgentId: () => (live?.current().compiled ?? compiled).policy.defaultAgentId,
+            // The current generation's list: a reload may add, change or drop it.
+            recipientAllowed: (channel, to) =>
+              recipientAllowedBy((live?.current().compiled ?? compiled).policy)(channel, to),
             onRequest: (kind, seq) => answerRequest(kind, seq),
           },
           logger,

@@ -166,9 +166,11 @@ export function checkRecipient(policy: Policy, channel: string, to: string | und
   if (problem) throw new HookError('invalid_recipient', `to: ${problem} (channel ${channel})`);
 }
 
-/** The allowlist as delivery asks it, once `last` is resolved to a channel. */
+/** The allowlist as delivery asks it, once `last` is resolved to a channel (none set: any). */
 export function recipientAllowedBy(policy: Policy): RecipientAllowed {
-  return (channel, to) => policy.allowedRecipients?.get(channel)?.(to) ?? false;
+  const allowlist = policy.allowedRecipients;
+  if (allowlist === undefined) return () => true;
+  return (channel, to) => allowlist.get(channel)?.(to) ?? false;
 }
 
 /**

@@ -89,6 +89,7 @@ async function attempt(
   adapters: ReadonlyMap<string, ChannelAdapter>,
   ledger: DeliveryLedger,
   job: Partial<DeliveryJob> = {},
+  recipientAllowed?: (channel: string, to: string) => boolean,
 ) {
   await stores.runtime.setRoute('main', 'slack', LAST);
   await attemptDelivery(
@@ -100,6 +101,7 @@ async function attempt(
         mainKey: 'main',
         retry: RETRY,
         lastRoute: compileLastRoutePolicy({ pinLastRoute: false, ownerRoutes: [] }, adapters),
+        ...(recipientAllowed && { recipientAllowed }),
       },
     },
     {
@@ -208,6 +210,36 @@ describe('one delivery attempt', () => {
       step: 'begin',
       at: { partsSent: 1, target: { channel: 'slack', recipient: ASKED } },
     });
+  });
+
+  it('hooks.allowedRecipients: a reply’s own `to` not listed on the channel `last` resolved to is skipped; the rest of a reply begun is not checked again', async () => {
+    const none = () => false;
+    const fresh = product();
+    const refused = recorder();
+    await attempt(
+      fresh.adapters,
+      refused.ledger,
+      { request: { channel: 'last', to: ASKED, fallback: false } },
+      none,
+    );
+    expect(fresh.sent).toEqual([]);
+    expect(refused.last()).toMatchObject({
+      step: 'end',
+      record: { state: 'skipped', error: expect.stringContaining('allowedRecipients.slack') },
+    });
+    // Its first part went where the door allowed: the rest follows it, whatever the list says now.
+    const resumed = product();
+    const run = recorder();
+    await attempt(
+      resumed.adapters,
+      run.ledger,
+      { attempts: 2, partsSent: 1, target: { channel: 'slack', recipient: ASKED } },
+      none,
+    );
+    expect(resumed.sent).toEqual([
+      [ASKED, 'b'],
+      [ASKED, 'c'],
+    ]);
   });
 
   it('a part refused for now: retried after a delay of at least the product’s wait', async () => {

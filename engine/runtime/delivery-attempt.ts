@@ -173,7 +173,8 @@ async function routeOf(deps: DeliveryAttemptDeps, job: DeliveryJob) {
     resumed ? { channel: resumed.channel, to: resumed.recipient, fallback: false } : job.request,
     await deps.store.lastRoute(deps.settings.mainKey),
     deps.adapters,
-    deps.settings.recipientAllowed,
+    // The rest of a reply goes where its first parts went: checked then (or the product moved it).
+    resumed ? undefined : deps.settings.recipientAllowed,
   );
 }
 

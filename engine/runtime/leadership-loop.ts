@@ -7,7 +7,8 @@
  * slow or failed query neither drops its heartbeat nor, on the next check,
  * takes itself for a new leader and ends its own heartbeat's runner. A check
  * that hangs counts as unconfirmed too: the lead lapses a lease after the last
- * confirmation whether or not the check ever answers.
+ * confirmation whether or not the check ever answers, and an answer that comes
+ * a lease late confirms nothing.
  */
 import type { Logger } from '../log.ts';
 import type { Leadership } from './runtime-store.ts';
@@ -33,9 +34,6 @@ export type LeadershipDeps = {
 export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipLoop> {
   let leading = false;
   let confirmedAt = 0;
-  // When the lead was last gained: a late answer's gain takes over at once, so the next check
-  // measures any gap from here, not from that answer's (old) asking time.
-  let gainedAt = 0;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
 
@@ -43,15 +41,17 @@ export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipL
     const asked = Date.now();
     try {
       const held = await deps.leadership.lead();
-      // Answered a whole lease after the last confirmation (the check hung): another instance
-      // may have led meanwhile, so holding it now is a new lead, whose gain takes over again.
-      const since = Math.max(confirmedAt, gainedAt);
-      if (held && leading && Date.now() - since >= deps.leaseMs) leading = false;
-      if (held) {
+      // Answered a whole lease after it was asked (the check hung): the lease it renewed may have
+      // lapsed since, and another instance taken the lead and started work. Unconfirmed, then:
+      // not a lead to act on (a takeover now would fail that instance's running heartbeat); the
+      // next check, answered in time, says who leads.
+      if (held && Date.now() - asked >= deps.leaseMs) {
+        if (leading) deps.logger.warn('leadership check answered a lease late: not leading');
+        leading = false;
+      } else if (held) {
         confirmedAt = asked;
         if (!leading) {
           leading = true;
-          gainedAt = Date.now();
           await deps.gained();
         }
       } else if (leading) {
@@ -61,7 +61,7 @@ export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipL
     } catch (err) {
       deps.logger.warn({ err: (err as Error).message }, 'leadership check failed');
       // Unconfirmed for a whole lease: another instance may hold it now.
-      if (leading && Date.now() - Math.max(confirmedAt, gainedAt) >= deps.leaseMs) leading = false;
+      if (leading && Date.now() - confirmedAt >= deps.leaseMs) leading = false;
     }
     await deps.checked?.().catch(() => undefined);
   }

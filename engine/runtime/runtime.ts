@@ -8,7 +8,8 @@ import type { ActionStore } from '../queue/action-store.ts';
 import type { LoadedConfig } from '../config.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
-import { type Policy, recipientAllowedBy } from '../policy.ts';
+import type { RecipientAllowed } from '../delivery/deliver.ts';
+import type { Policy } from '../policy.ts';
 import type { AgentSettings } from './agents.ts';
 import { createHeartbeat, type Heartbeat } from './heartbeat.ts';
 import { type LeadershipLoop, startLeadership } from './leadership-loop.ts';
@@ -54,6 +55,8 @@ export type RuntimeParts = {
   agents: ReadonlyMap<string, AgentSettings>;
   /** The current default agent (agents.list's default, else its first). */
   defaultAgentId: () => string;
+  /** The current hooks.allowedRecipients, as delivery asks it (allowed when none is set). */
+  recipientAllowed?: RecipientAllowed;
   /** Operator requests other than a heartbeat (`hookgate reload`), answered in the store. */
   onRequest?: (kind: string, seq: number) => void;
 };
@@ -244,7 +247,7 @@ export async function startRuntime(
       historyTurns: 50,
       maxPromptBytes: config.runtime.maxPromptBytes,
       lastRoute,
-      ...(policy.allowedRecipients && { recipientAllowed: recipientAllowedBy(policy) }),
+      ...(parts.recipientAllowed && { recipientAllowed: parts.recipientAllowed }),
     },
     logger,
     controller,
