@@ -42,7 +42,7 @@ describe('a parent with an IPC channel of its own', () => {
     });
     await waitFor('the listening line', () => LISTENING.test(out), 30_000);
     expect(child.connected).toBe(true);
-    // The channel still carries the parent's own messages both ways.
+    // The channel is still open for the parent's own messages (send throws on a closed one).
     child.send('ping');
     expect(messages).toEqual([]);
     expect(child.connected).toBe(true);

@@ -19,6 +19,9 @@ const hostile = fc.string({
       ...['\u2060', '\u2066', '\u2069', '\ufeff', '\u{e0041}', '\u{e007f}', '\u{1f600}'],
     ),
     fc.string({ minLength: 1, maxLength: 1 }),
+    // Any UTF-16 unit: lone surrogate halves too, and pieces of tag characters' pairs.
+    fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)),
+    fc.constantFrom('\udb40', '\udc41', '\ud83d'),
   ),
 });
 

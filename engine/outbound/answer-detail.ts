@@ -15,7 +15,7 @@
  * went wrong, and the cut at a window's edge needs the views' spans anyway.)
  */
 import { answerViews, credentialForms } from './answer-view.ts';
-import { headUnits } from '../text-cut.ts';
+import { headUnits, tailUnits } from '../text-cut.ts';
 
 /** What a credential becomes in a reason. */
 export const BLANK = '***';
@@ -64,7 +64,7 @@ export function answerDetail(
   if (typeof text !== 'string') return '';
   const size = windowFor(max);
   const cut = text.length > size;
-  const window = cut ? text.slice(0, size) : text;
+  const window = cut ? headUnits(text, size) : text;
   // Blanked before the cut to `max`, so no cut can leave part of a secret.
   const out = collapse(blank(window, secrets, cut ? 'end' : undefined));
   return out.length > max ? `${headUnits(out, max)}…` : out;
@@ -83,7 +83,7 @@ export function answerEnd(
   shown = 500,
 ): string {
   const size = windowFor(shown);
-  const window = text.length > size ? text.slice(-size) : text;
+  const window = text.length > size ? tailUnits(text, size) : text;
   return blank(window, secrets, cut || window !== text ? 'start' : undefined);
 }
 

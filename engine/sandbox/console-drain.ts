@@ -11,6 +11,7 @@ import {
   type ConsoleLine,
   MAX_DROPPED,
 } from './protocol.ts';
+import { headUnits } from '../text-cut.ts';
 
 export type Drained = { console: ConsoleLine[]; droppedLines: number };
 
@@ -35,7 +36,7 @@ export function checkDrain(text: unknown): Drained | undefined {
     if (typeof said !== 'string') return undefined;
     if (level !== 'info' && level !== 'warn' && level !== 'error' && level !== 'debug')
       return undefined;
-    kept.push({ level, text: said.slice(0, CONSOLE_LINE_CHARS) });
+    kept.push({ level, text: headUnits(said, CONSOLE_LINE_CHARS) });
   }
   const extra = lines.length - kept.length;
   return { console: kept, droppedLines: Math.min(MAX_DROPPED, (dropped as number) + extra) };

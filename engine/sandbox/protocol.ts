@@ -4,6 +4,7 @@
  * (frames.ts): commands on the child's stdin, answers on its fd 3. The
  * server checks every answer (message-check.ts) before using it.
  */
+import { headUnits } from '../text-cut.ts';
 
 /** A transform module to load: `key` names it in calls. */
 export type ModuleSpec = {
@@ -78,7 +79,7 @@ export const CONSOLE_LINE_CHARS = 1000;
 export const MESSAGE_CHARS = 2000;
 /** A failure reason or log message cut to MESSAGE_CHARS. */
 export function cutMessage(text: string): string {
-  return text.length > MESSAGE_CHARS ? text.slice(0, MESSAGE_CHARS) : text;
+  return headUnits(text, MESSAGE_CHARS);
 }
 
 /** Console lines one call can claim it dropped (a bound on a lying count). */
