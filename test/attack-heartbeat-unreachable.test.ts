@@ -17,7 +17,7 @@ afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
 
-function setup(answers: RunResult[]) {
+function setup(answers: RunResult[], retry = { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 50 }) {
   const calls: string[] = [];
   const runner: Runner = {
     run: async (input) => {
@@ -29,7 +29,7 @@ function setup(answers: RunResult[]) {
     runner,
     logger: pino({ level: 'silent' }),
     maxEvents: 10,
-    retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 50 },
+    retry,
   });
   cleanups.push(() => {
     void opened.heartbeat.stop();
@@ -69,4 +69,25 @@ it('is asked again no more than the retry policy allows, nor after a final error
   expect(calls).toHaveLength(3);
   expect(failed.calls).toHaveLength(1);
   expect(await pending(store)).toBe(1);
+});
+
+it('a retry still due when another heartbeat went through is dropped: no extra agent turn', async () => {
+  const { heartbeat, store, calls } = setup([{ status: 'retry', reason: 'HTTP 503' }], {
+    maxAttempts: 3,
+    baseDelayMs: 150,
+    maxDelayMs: 150,
+  });
+  await store.addEvent({ sessionKey: 'main', text: 'first', source: 'wake', trusted: true });
+  heartbeat.requestNow('wake');
+  await waitFor('the failed attempt', () => calls.length === 1);
+  await heartbeat.idle();
+  // A wake before the retry is due: its heartbeat takes the event and goes through.
+  await store.addEvent({ sessionKey: 'main', text: 'second', source: 'wake', trusted: true });
+  heartbeat.requestNow('wake');
+  await waitFor('both events consumed', async () => (await pending(store)) === 0);
+  // The retry would have come 150 ms after the failure: twice that goes by.
+  const since = Date.now();
+  await waitFor('the retry delay to pass', () => Date.now() - since > 300);
+  await heartbeat.idle();
+  expect(calls).toHaveLength(2);
 });

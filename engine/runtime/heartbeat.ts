@@ -181,10 +181,10 @@ export function createHeartbeat(deps: {
         'heartbeat failed',
       );
       if (result.status === 'retry' && servesNow) retryLater(result.retryAfterMs);
-      else retries = 0;
+      else turnHappened();
       return false;
     }
-    retries = 0;
+    turnHappened();
     const ack = isAckOnly(result.reply, settings.ackToken);
     // An ack-only exchange says nothing needed attention: it stays in the heartbeat's record but
     // not in its history, which would otherwise send its (consumed) events with every later
@@ -214,6 +214,13 @@ export function createHeartbeat(deps: {
     if (!ack) await delivery.deliver(id);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
     return servesNow && more;
+  }
+
+  /** A turn happened (answered, or failed for good): no retry of an earlier one is due. */
+  function turnHappened(): void {
+    retries = 0;
+    retryTimer?.clear();
+    retryTimer = undefined;
   }
 
   /**
