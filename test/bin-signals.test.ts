@@ -80,13 +80,27 @@ function startBin(file: string, cwd: string) {
   return { bin, seen, exited, servers };
 }
 
+/** The bin started over a fresh data dir holding `text` as its config file. */
+function startBinOver(text: string) {
+  const temp = tempDir('hookgate-bin-');
+  cleanups.push(temp.cleanup);
+  const file = path.join(temp.dir, 'hookgate.yaml');
+  writeFileSync(file, text);
+  return { file, ...startBin(file, temp.dir) };
+}
+
+/** The status of a POST `{}` to a hook with the token. */
+function postStatus(url: string, hook: string): Promise<number> {
+  return fetch(`${url}/hooks/${hook}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: '{}',
+  }).then((res) => res.status);
+}
+
 describe.skipIf(!OLDER_NODE)('the hookgate bin on an older Node', () => {
   it('SIGHUP to the bin reloads the server it started, and the bin stays up', async () => {
-    const temp = tempDir('hookgate-bin-');
-    cleanups.push(temp.cleanup);
-    const file = path.join(temp.dir, 'hookgate.yaml');
-    writeFileSync(file, config(['ci']));
-    const { bin, seen, exited, servers } = startBin(file, temp.dir);
+    const { file, bin, seen, exited, servers } = startBinOver(config(['ci']));
     const url = await waitFor(
       'the listening line',
       async () => LISTENING.exec(seen.out)?.[1],
@@ -94,12 +108,7 @@ describe.skipIf(!OLDER_NODE)('the hookgate bin on an older Node', () => {
     );
     servers.push(...childrenOf(bin.pid as number));
     expect(servers).toHaveLength(1);
-    const post = (hook: string) =>
-      fetch(`${url}/hooks/${hook}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-        body: '{}',
-      }).then((res) => res.status);
+    const post = (hook: string) => postStatus(url, hook);
     expect(await post('cd')).toBe(404);
 
     writeFileSync(file, config(['ci', 'cd']));
@@ -117,11 +126,7 @@ describe.skipIf(!OLDER_NODE)('the hookgate bin on an older Node', () => {
   });
 
   it('a SIGHUP while the server it started is still booting is kept until the server can take it', async () => {
-    const temp = tempDir('hookgate-bin-');
-    cleanups.push(temp.cleanup);
-    const file = path.join(temp.dir, 'hookgate.yaml');
-    writeFileSync(file, config(['ci']));
-    const { bin, seen, exited, servers } = startBin(file, temp.dir);
+    const { file, bin, seen, exited, servers } = startBinOver(config(['ci']));
     // The Node 24 child exists, and is in Node's own boot: before it, a SIGHUP passed on at once
     // ended it (Node's default action), and the launcher with it.
     servers.push(
@@ -137,12 +142,7 @@ describe.skipIf(!OLDER_NODE)('the hookgate bin on an older Node', () => {
       async () => LISTENING.exec(seen.out)?.[1],
       30_000,
     );
-    const post = (hook: string) =>
-      fetch(`${url}/hooks/${hook}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-        body: '{}',
-      }).then((res) => res.status);
+    const post = (hook: string) => postStatus(url, hook);
     await waitFor('the new mapping', async () => (await post('cd')) === 200 || undefined, 20_000);
     // The SIGHUP itself was done once the server listened (the file may also have been read new
     // at the start): its reload is in the log.
