@@ -6,10 +6,10 @@
  * Gmail stand-in, as a push brings the mail.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Action } from '../schemas/action.ts';
 import { type GmailStandIn, gmailSettings, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
+import { mailActions as storedMailActions } from './helpers/store-reads.ts';
 
 const ACCOUNT = 'me@example.com';
 const PUSH_TOKEN = 'push-secret-token-line-forging';
@@ -69,10 +69,7 @@ afterAll(async () => {
   data.cleanup();
 });
 
-async function mailActions(): Promise<Action[]> {
-  const stored = await server.store.listActions({ limit: 100 });
-  return stored.map((s) => s.action).filter((a) => a.hook === 'gmail');
-}
+const mailActions = () => storedMailActions(server);
 
 async function messageOf(id: string): Promise<string> {
   const action = (await mailActions()).find((a) => a.verification?.deliveryId === id);

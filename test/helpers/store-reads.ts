@@ -4,6 +4,7 @@
  * runs, events, summaries, heartbeats, routes, and the deliveries the store
  * records (as the store announces them to metrics).
  */
+import type { Action } from '../../schemas/action.ts';
 import { onTestFinished } from 'vitest';
 import { type DeliveryFinished, deliveryFinished } from '../../engine/observe/events.ts';
 import type {
@@ -115,4 +116,12 @@ export function watchDeliveries(): DeliveryFinished[] {
     deliveryFinished.unsubscribe(listen);
   });
   return seen;
+}
+
+/** The mail flow's actions (hook `gmail`) a server stored, newest first. */
+export async function mailActions(server: {
+  store: { listActions(options: { limit: number }): Promise<Array<{ action: Action }>> };
+}): Promise<Action[]> {
+  const stored = await server.store.listActions({ limit: 100 });
+  return stored.map((s) => s.action).filter((a) => a.hook === 'gmail');
 }
