@@ -59,8 +59,9 @@ it('is asked again no more than the retry policy allows, nor after a final error
   heartbeat.requestNow('wake');
   await waitFor('three attempts', () => calls.length === 3);
   await heartbeat.idle();
+  // A final error of a heartbeat with no event: nothing to narrow down (event-isolation.ts
+  // follows one with events), and asking again would fail in a loop.
   const failed = setup([{ status: 'error', reason: 'exit 1' }]);
-  await failed.store.addEvent({ sessionKey: 'main', text: 'x', source: 'wake', trusted: true });
   failed.heartbeat.requestNow('wake');
   await failed.heartbeat.idle();
   // Another attempt would come within the backoff's cap (50 ms): four times that goes by.

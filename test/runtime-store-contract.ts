@@ -919,6 +919,40 @@ export function describeRuntimeStore(
         ]);
       });
 
+      it('a failed heartbeat consumes only the events it sets aside; the others stay pending', async () => {
+        for (const text of ['a1', 'a2', 'a3'])
+          await store.addEvent({ sessionKey: MAIN, text, source: 'wake', trusted: true });
+        const [a1, a2, a3] = await store.pendingEvents(MAIN, 10);
+        // The oldest pending event set aside (as a range of one on SQLite).
+        const first = await store.startHeartbeat('isolate');
+        await store.finishHeartbeat(first, {
+          state: 'failed',
+          events: [a1?.seq as number],
+          error: 'event set aside: refused',
+          setAside: [a1?.seq as number],
+        });
+        // One above a pending event: marked on its own, the pending one below stays so.
+        const second = await store.startHeartbeat('isolate');
+        await store.finishHeartbeat(second, {
+          state: 'failed',
+          events: [a3?.seq as number],
+          error: 'event set aside: refused',
+          setAside: [a3?.seq as number],
+        });
+        expect((await store.pendingEvents(MAIN, 10)).map((event) => event.seq)).toEqual([a2?.seq]);
+        expect(
+          (await store.events(MAIN, 10)).map((event) => [event.text, event.consumedBy]),
+        ).toEqual([
+          ['a3', second],
+          ['a2', null],
+          ['a1', first],
+        ]);
+        expect((await store.heartbeats(10)).map((row) => [row.state, row.events])).toEqual([
+          ['failed', 1],
+          ['failed', 1],
+        ]);
+      });
+
       it('recoverHeartbeats fails the running ones (events stay pending) and returns their runner groups', async () => {
         await store.addEvent({ sessionKey: MAIN, text: 'e', source: 'wake', trusted: true });
         const [event] = await store.pendingEvents(MAIN, 10);

@@ -17,6 +17,13 @@ import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { type LongTimer, longInterval, longTimeout } from '../long-timer.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
+import {
+  afterHeartbeat,
+  type Isolation,
+  NO_ISOLATION,
+  planNext,
+  type TurnOutcome,
+} from './event-isolation.ts';
 import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
 import { nextBatch } from './heartbeat-batch.ts';
 import { heartbeatMessage } from './heartbeat-prompt.ts';
@@ -100,6 +107,11 @@ export function createHeartbeat(deps: {
   // A heartbeat asked for now whose turn did not happen (unreachable, 429, 5xx), asked again.
   let retryTimer: LongTimer | undefined;
   let retries = 0;
+  // Narrowing a refused batch down to the event the runner refuses (event-isolation.ts); held
+  // in memory: a restart, or a new leader, starts the narrowing again.
+  let isolation: Isolation = NO_ISOLATION;
+  let isolateTimer: LongTimer | undefined;
+  let refusals = 0;
   let task: ScheduledTask | undefined;
   const delivery = createHeartbeatDelivery({
     store,
@@ -140,9 +152,13 @@ export function createHeartbeat(deps: {
       return false;
     }
     const id = await store.startHeartbeat(reason);
+    // This heartbeat is the narrowing's next step: one waiting for it would be an extra turn.
+    isolateTimer?.clear();
+    isolateTimer = undefined;
     // The oldest pending events that fit the message's share: a backlog of large events was
     // read 100 at a time and sent whole, 25 MB and more per turn.
-    const { events, seqs, more } = await nextBatch(store, settings);
+    const plan = planNext(isolation);
+    const { events, seqs, more } = await nextBatch(store, settings, plan);
     const message = heartbeatMessage(events, settings.prompt);
     const history = await historyWithin(
       store,
@@ -173,18 +189,39 @@ export function createHeartbeat(deps: {
         },
       },
     );
+    const outcome: TurnOutcome =
+      result.status === 'ok' ? 'answered' : result.status === 'retry' ? 'not-run' : 'refused';
+    const step = afterHeartbeat(isolation, plan, seqs, outcome);
+    isolation = step.state;
     if (result.status !== 'ok') {
-      // The events stay pending: the next heartbeat includes them.
-      await store.finishHeartbeat(id, { state: 'failed', events: seqs, error: result.reason });
+      // The events stay pending, but one refused alone twice, with a turn answered between.
+      const setAside = step.setAside.length > 0;
+      await store.finishHeartbeat(id, {
+        state: 'failed',
+        events: seqs,
+        error: setAside
+          ? `event set aside (refused alone twice, others answered between): ${result.reason}`
+          : result.reason,
+        ...(setAside && { setAside: step.setAside }),
+      });
       logger.warn(
         { heartbeatId: id, status: result.status, reason: result.reason },
         'heartbeat failed',
       );
-      if (result.status === 'retry' && servesNow) retryLater(result.retryAfterMs);
-      else turnHappened();
-      return false;
+      if (setAside) logger.warn({ heartbeatId: id, events: step.setAside }, 'event set aside');
+      if (result.status === 'retry') {
+        if (servesNow) retryLater(result.retryAfterMs);
+        else turnHappened();
+        return false;
+      }
+      turnHappened();
+      refusals += 1;
+      if (step.next) isolateLater();
+      // With the refused event out of the way, the backlog goes on as after an answered turn.
+      return setAside && servesNow && more;
     }
     turnHappened();
+    refusals = 0;
     const ack = isAckOnly(result.reply, settings.ackToken);
     // An ack-only exchange says nothing needed attention: it stays in the heartbeat's record but
     // not in its history, which would otherwise send its (consumed) events with every later
@@ -213,7 +250,7 @@ export function createHeartbeat(deps: {
     }
     if (!ack) await delivery.deliver(id);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
-    return servesNow && more;
+    return (servesNow && more) || step.next;
   }
 
   /** A turn happened (answered, or failed for good): no retry of an earlier one is due. */
@@ -241,6 +278,22 @@ export function createHeartbeat(deps: {
         requestNow('retry');
       },
       retryDelayMs(retries, settings.retry, retryAfterMs),
+    );
+  }
+
+  /**
+   * The next step of narrowing a refused batch, after the retry policy's backoff over the
+   * refusals in a row: a refused event is found in a few turns, not at the pace of the schedule.
+   */
+  function isolateLater(): void {
+    if (stopped) return;
+    isolateTimer?.clear();
+    isolateTimer = longTimeout(
+      () => {
+        isolateTimer = undefined;
+        requestNow('isolate');
+      },
+      retryDelayMs(refusals, settings.retry, undefined),
     );
   }
 
@@ -324,6 +377,7 @@ export function createHeartbeat(deps: {
       stopped = true;
       timer?.clear();
       retryTimer?.clear();
+      isolateTimer?.clear();
       if (task) await task.destroy();
       // A heartbeat waiting for its window does not start now (none starts once shutdown began).
       if (windowTimer) {

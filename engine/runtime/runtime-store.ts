@@ -128,6 +128,11 @@ export type HeartbeatResult = {
   state: 'done' | 'failed';
   /** The events it included (consumed when it is done). */
   events: number[];
+  /**
+   * Events a failed heartbeat sets aside: consumed by it, so no later heartbeat takes them (the
+   * runner refused each alone twice while it answered others); their text is kept.
+   */
+  setAside?: number[];
   reply?: string;
   ack?: boolean;
   error?: string;
@@ -311,7 +316,10 @@ export interface SessionStore {
    * groups (this host's).
    */
   recoverHeartbeats(): Promise<Array<{ id: string; pgid: number }>>;
-  /** Close a heartbeat record; on success mark the events it included as consumed. */
+  /**
+   * Close a heartbeat record; on success mark the events it included as consumed (on failure,
+   * only those it sets aside).
+   */
   finishHeartbeat(id: string, result: HeartbeatResult): Promise<boolean>;
   /** Heartbeat records, newest first. */
   heartbeats(limit: number): Promise<HeartbeatRow[]>;

@@ -314,10 +314,11 @@ export class PostgresSessionRecords implements SessionStore {
       if (rowCount === 0) return false;
       // Due at once: the first attempt follows the end.
       if (result.state === 'done' && result.deliver) await client.query(QUEUE_DELIVERY, [id]);
-      if (result.state === 'done' && result.events.length > 0) {
+      const consumed = result.state === 'done' ? result.events : (result.setAside ?? []);
+      if (consumed.length > 0) {
         await client.query(
           'UPDATE system_events SET consumed_by = $1 WHERE seq = ANY($2::bigint[]) AND consumed_by IS NULL',
-          [id, result.events],
+          [id, consumed],
         );
       }
       const turns = result.turns;

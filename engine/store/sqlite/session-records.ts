@@ -325,7 +325,8 @@ export class SqliteSessionRecords implements SessionStore {
       if (Number(changes) === 0) return false;
       // Due at once: the first attempt follows the end.
       if (result.state === 'done' && result.deliver) this.statement(QUEUE_DELIVERY).run(id);
-      if (result.state === 'done') consumeEvents((sql) => this.statement(sql), id, result.events);
+      const consumed = result.state === 'done' ? result.events : (result.setAside ?? []);
+      consumeEvents((sql) => this.statement(sql), id, consumed);
       const turns = result.turns;
       if (turns) this.insertTurns(turns.owner, id, turns.prompt, turns.reply);
       return true;
