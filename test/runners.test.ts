@@ -76,6 +76,27 @@ describe('http runner', () => {
     expect(exchange).toMatchObject({ method: 'POST', url: '/run', body: RUN });
     expect(exchange?.headers['content-type']).toBe('application/json');
     expect(exchange?.headers['x-relay']).toBe('abc');
+    // The run's id: an endpoint can tell a retry of a turn it ran from new work.
+    expect(exchange?.headers['idempotency-key']).toBe(RUN.runId);
+  });
+
+  it("an operator's own Idempotency-Key header is sent instead of the run's id", async () => {
+    const endpoint = await stub(() => ({ body: { reply: 'ok' } }));
+    const runner = createHttpRunner({ url: endpoint.url, headers: { 'Idempotency-Key': 'mine' } });
+    await runner.run(RUN);
+    expect(endpoint.exchanges[0]?.headers['idempotency-key']).toBe('mine');
+  });
+
+  it('a connection lost after the run was sent is retried, and says the turn may have run', async () => {
+    const endpoint = await stub(() => ({ drop: true }));
+    const result = await createHttpRunner({ url: endpoint.url }).run(RUN);
+    expect(result).toEqual({
+      status: 'retry',
+      reason: expect.stringMatching(
+        /^connection lost after the run was sent \(\w+\); the turn may have run, and runs again$/,
+      ),
+    });
+    expect(endpoint.exchanges).toHaveLength(1);
   });
 
   it.each<[string, StubReply, Record<string, unknown>]>([

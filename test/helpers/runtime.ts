@@ -227,6 +227,8 @@ export type StubReply = {
   /** An object is sent as JSON, a string as is. */
   body?: unknown;
   delayMs?: number;
+  /** Close the connection without an answer, the whole request read (a crash mid-turn). */
+  drop?: boolean;
 };
 
 export type Stub = { url: string; exchanges: Exchange[]; close(): Promise<void> };
@@ -265,6 +267,10 @@ export async function startStub(
       const reply = respond(index, exchange);
       const send = () => {
         if (res.destroyed) return;
+        if (reply.drop) {
+          res.socket?.destroy();
+          return;
+        }
         const text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body ?? {});
         res.writeHead(reply.status ?? 200, {
           'content-type': typeof reply.body === 'string' ? 'text/plain' : 'application/json',

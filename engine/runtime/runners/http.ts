@@ -1,8 +1,10 @@
 /**
  * The `http` runner: POSTs the run (the same JSON the command runner gets)
  * to a URL and expects `{"reply": "..."}`. 429 and 5xx, and connection
- * errors before any answer, mean the work did not happen: retried,
- * honouring Retry-After. An answer over the byte cap is final.
+ * errors before any answer, mean no reply came: retried, honouring
+ * Retry-After (a connection lost after the run was sent is retried too, said
+ * so, with the run's id as Idempotency-Key). An answer over the byte cap is
+ * final.
  */
 import { type OutboundResult, outboundCall } from '../../outbound/http-client.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
@@ -51,9 +53,12 @@ export function httpFailure(
   return { status: 'error', reason };
 }
 
-/** The credentials a call to a runner's endpoint carries: its URL's and every header's but the content type. */
+// Headers hookgate sets that carry nothing secret.
+const PLAIN_HEADERS = new Set(['content-type', 'idempotency-key']);
+
+/** The credentials a call to a runner's endpoint carries: its URL's and every header's but hookgate's own. */
 function callSecrets(url: string, headers: Readonly<Record<string, string>>): string[] {
-  const sent = Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-type');
+  const sent = Object.entries(headers).filter(([name]) => !PLAIN_HEADERS.has(name.toLowerCase()));
   return [...urlSecrets(url), ...headerSecrets(Object.fromEntries(sent))];
 }
 
@@ -70,8 +75,14 @@ export function noAnswer(
   if (outcome.kind === 'timeout') {
     return { status: 'timeout', reason: `no reply within ${timeoutSeconds}s` };
   }
-  if (outcome.answerStatus === undefined) {
+  if (outcome.answerStatus === undefined && outcome.beforeSending) {
     return { status: 'retry', reason: `unreachable: ${outcome.code}` };
+  }
+  // Sent, then nothing: the endpoint may have run the turn (its answer is lost, so the turn is
+  // run again; the http runner's Idempotency-Key lets an endpoint answer from what it did).
+  if (outcome.answerStatus === undefined) {
+    const reason = `connection lost after the run was sent (${outcome.code}); the turn may have run, and runs again`;
+    return { status: 'retry', reason };
   }
   // The runner began to answer, so it was reached: its status decides, as for a whole answer.
   const reason = `HTTP ${outcome.answerStatus}: the answer broke off (${outcome.code})`;
@@ -111,11 +122,21 @@ export async function postForReply(
 
 /** Create an http runner. */
 export function createHttpRunner(options: HttpRunnerOptions): Runner {
+  // An operator's own Idempotency-Key (any spelling) is sent instead of the run's id.
+  const ownKey = Object.keys(options.headers ?? {}).some(
+    (name) => name.toLowerCase() === 'idempotency-key',
+  );
   return {
     run(run: RunRequest, hooks: RunHooks = {}): Promise<RunResult> {
       const call = {
         url: options.url,
-        headers: { 'content-type': 'application/json', ...options.headers },
+        // The run's id, the same on every attempt of an agent run: an endpoint that ran the
+        // turn and lost the connection before answering can tell the retry from new work.
+        headers: {
+          'content-type': 'application/json',
+          ...(!ownKey && { 'idempotency-key': run.runId }),
+          ...options.headers,
+        },
         body: JSON.stringify(run),
         maxBytes: options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES,
       };
