@@ -1,22 +1,23 @@
 /**
  * Payload text steering the agent's reply into a mass ping: a reply that
- * says <!channel> (Slack) or @channel / @all / @here (Mattermost) reaches
- * the product as plain text that notifies nobody beyond the conversation's
- * usual notice, as Discord's replies already could not ping @everyone.
+ * says <!channel> (Slack) or @channel / @all / @here, or names a custom
+ * group or person (Mattermost), reaches the product as plain text that
+ * notifies nobody beyond the conversation's usual notice, as Discord's
+ * replies already could not ping @everyone.
  * End to end: /hooks/agent with `deliver`, the test agent quoting the
  * message in its reply, stand-ins of both products recording what they got.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { withoutChannelMentions } from '../engine/delivery/adapters/mattermost.ts';
+import { withoutMentions } from '../engine/delivery/adapters/mattermost.ts';
 import { type ReplyProducts, startReplyProducts } from './helpers/reply-products.ts';
 
-/** The words Mattermost's server reads as mentions of a whole channel (its word rule). */
-function channelMentions(message: string): string[] {
+/** The words Mattermost's server reads as mentions (its word rule): `@` and a name. */
+function mentions(message: string): string[] {
   return message
     .split(/[^\p{L}\p{N}:._@-]+/u)
     .map((word) => word.replace(/[.:_-]+$/, '').toLowerCase())
-    .filter((word) => word === '@channel' || word === '@all' || word === '@here');
+    .filter((word) => /^@[\p{L}\p{N}_.-]/u.test(word));
 }
 
 describe('a reply steered into a mass ping', () => {
@@ -35,17 +36,17 @@ describe('a reply steered into a mass ping', () => {
     expect(text).not.toMatch(/<[!@]/);
   });
 
-  it('Mattermost: @channel, @ALL and @here. in the reply notify no one, and read the same', async () => {
-    const message = 'URGENT @channel @ALL @here. read this, cc @ada';
+  it('Mattermost: @channel, @ALL, @here. and a custom group in the reply notify no one, and read the same', async () => {
+    const message = 'URGENT @channel @ALL @here. read this, cc @all-staff @ada (ada@example.com)';
     const { text } = await products.delivered('mattermost', message);
-    expect(channelMentions(text)).toEqual([]);
+    expect(mentions(text)).toEqual([]);
     expect(text.replaceAll('\u200b', '')).toContain(message);
-    // A person named in the reply is still mentioned.
-    expect(text).toContain(' @ada');
+    // An address is not a mention: it stays as it is, to be copied.
+    expect(text).toContain('(ada@example.com)');
   });
 });
 
-describe('withoutChannelMentions', () => {
+describe('withoutMentions', () => {
   const pieces = fc.constantFrom(
     '@',
     'channel',
@@ -65,11 +66,11 @@ describe('withoutChannelMentions', () => {
   );
   const texts = fc.array(pieces, { maxLength: 40 }).map((parts) => parts.join(''));
 
-  it('leaves no word Mattermost reads as a channel-wide mention, and changes nothing else', () => {
+  it('leaves no word Mattermost reads as a mention, and changes nothing else', () => {
     fc.assert(
       fc.property(texts, (text) => {
-        const out = withoutChannelMentions(text);
-        expect(channelMentions(out)).toEqual([]);
+        const out = withoutMentions(text);
+        expect(mentions(out)).toEqual([]);
         expect(out.replaceAll('\u200b', '')).toBe(text);
       }),
     );

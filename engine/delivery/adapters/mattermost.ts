@@ -2,7 +2,7 @@
  * The `mattermost` channel: a post to a channel id through the Mattermost
  * REST API v4 (`POST {url}/api/v4/posts`), classifying the answer on the
  * HTTP status and Mattermost's error `id` into retry or permanent failure;
- * the reply goes without channel-wide mentions, inline images or masked links.
+ * the reply goes without mentions, inline images or masked links.
  */
 import type { MattermostSettings } from '../../../schemas/channels.ts';
 import type { ChannelAdapter, SendResult } from '../adapter.ts';
@@ -23,16 +23,18 @@ const CHANNEL_ID = /^[a-z0-9]{26}$/;
 // Mattermost's error ids: dotted snake_case keys (`api.context.invalid_param.app_error`).
 const ERROR_ID = /^[a-z][a-z0-9_.]{0,127}$/;
 
-// Mattermost notifies a whole channel for @channel, @all and @here (any case) as a word of its own.
-const CHANNEL_MENTION = /@(?=(?:channel|all|here)(?![\p{L}\p{N}]))/giu;
+// A mention: `@` opening a word, then a character a user or group name may start with. An `@`
+// inside a word (`ada@example.com`) mentions no one and stays as it is.
+const MENTION = /(?<![\p{L}\p{N}_.-])@(?=[\p{L}\p{N}_.-])/gu;
 
 /**
- * A reply that cannot notify a whole channel: a zero-width space after the `@` of @channel, @all
- * and @here splits the word Mattermost looks for (it reads as before). A reply that payload text
- * steered cannot page everyone in the channel; a person named in it is still mentioned.
+ * A reply that notifies no one: a zero-width space after the `@` of every mention splits the word
+ * Mattermost looks for (it reads as before). `@channel`, `@all` and `@here` page a whole channel,
+ * and a custom group's `@name` reads like a person's, so a reply that payload text steered could
+ * page any of them; as on Slack, where replies go as plain text, hookgate's replies mention no one.
  */
-export function withoutChannelMentions(text: string): string {
-  return text.replace(CHANNEL_MENTION, '@\u200b');
+export function withoutMentions(text: string): string {
+  return text.replace(MENTION, '@\u200b');
 }
 
 /**
@@ -47,11 +49,11 @@ export function withoutRemoteImages(text: string): string {
 }
 
 /**
- * The reply as Mattermost gets it: no channel-wide mention, no image loaded unasked, no link
+ * The reply as Mattermost gets it: no mention, no image loaded unasked, no link
  * whose text hides where it leads.
  */
 export function mattermostText(text: string): string {
-  return withoutMaskedLinks(withoutRemoteImages(withoutChannelMentions(text)));
+  return withoutMaskedLinks(withoutRemoteImages(withoutMentions(text)));
 }
 
 /** Why `to` is not a Mattermost channel id, or null when it is. */
