@@ -112,7 +112,8 @@ const INJECTION_PATTERNS: ReadonlyArray<readonly [string, Detector]> = [
     'fake-system-message',
     phrase(
       // A line that starts with the name, written without the `m` flag's `^\s*`: that retried
-      // from every line start over a run of blank lines, quadratic in the run's length.
+      // from every line start over a run of blank lines, quadratic in the run's length. The
+      // skeleton's view writes every line break it knows (NEL, U+2028, U+2029) as a newline.
       /<\/?\s*(?:SYSTEM|ASSISTANT|DEVELOPER)\s*>|\[\s*(?:SYSTEM|INST)\s*\]|(?:^|[\n\r\u2028\u2029])[^\S\n\r\u2028\u2029]*(?:SYSTEM|DEVELOPER)\s*:/,
     ),
   ],

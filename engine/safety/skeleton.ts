@@ -94,6 +94,12 @@ export function foldText(text: string, depth = 0): string {
 const LETTER = /^[\p{Lu}\p{Ll}\p{Lt}\p{Lo}\p{N}]$/u;
 const SPACE = /^\s$/u;
 
+// Line breaks beyond ASCII (NEL, U+2028, U+2029) read as a newline: a line starts after them. The
+// confusables table makes the last two a space, and NEL is a control, not `\s`, to JavaScript.
+const NEWLINE: Fold = { injection: '\n', marker: '' };
+const lineBreak = (cp: number): Fold | undefined =>
+  cp === 0x85 || cp === 0x2028 || cp === 0x2029 ? NEWLINE : undefined;
+
 const FOREIGN = { injection: '*', marker: '*' } as const;
 const OTHER = { injection: '*', marker: '' } as const;
 // Stable under NFKC case folding, no case at all, no mark, blank or invisible (and, tested
@@ -110,7 +116,7 @@ function views(skeleton: string): Fold {
     // A letter of another script anywhere in it: the code point is one foreign letter.
     if (!ascii && LETTER.test(char)) return FOREIGN;
     if (ascii) injection += char === '\n' ? char : SPACE.test(char) ? ' ' : char;
-    else if (SPACE.test(char)) injection += char === '\u2028' || char === '\u2029' ? '\n' : ' ';
+    else if (SPACE.test(char)) injection += ' ';
     else if (!injection.endsWith('*')) injection += '*';
     if (/^[A-Z0-9<>|]$/.test(char)) marker += char;
   }
@@ -133,12 +139,12 @@ function plainFold(cp: number): Fold | undefined {
 
 /** The fold of one code point (uncached). */
 export function foldCodePoint(cp: number): Fold {
-  return plainFold(cp) ?? views(foldText(String.fromCodePoint(cp)));
+  return lineBreak(cp) ?? plainFold(cp) ?? views(foldText(String.fromCodePoint(cp)));
 }
 
 /** Full fold, without the shortcut (tests compare the two). */
 export function foldCodePointFully(cp: number): Fold {
-  return views(foldText(String.fromCodePoint(cp)));
+  return lineBreak(cp) ?? views(foldText(String.fromCodePoint(cp)));
 }
 
 const ASCII_FOLDS: Fold[] = Array.from({ length: 0x80 }, (_, cp) => foldCodePoint(cp));
