@@ -100,7 +100,14 @@ export async function attemptDelivery(
     job.reply.trim() === '' ? 'the reply is empty' : 'skipped' in route ? route.skipped : undefined;
   if (skipped !== undefined) {
     log.warn({ reason: skipped }, 'skipped');
-    const nothing = { channel: job.request.channel, parts: 0, partsSent: 0 };
+    // The recipient the reply asked for, where it named one: what a refused `to` was.
+    const to = job.request.to;
+    const nothing = {
+      channel: job.request.channel,
+      ...(to !== undefined && { recipient: to }),
+      parts: 0,
+      partsSent: 0,
+    };
     await ledger.end(recordOf(job, 'skipped', nothing, skipped));
     return;
   }
