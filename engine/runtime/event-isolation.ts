@@ -47,6 +47,8 @@ export type IsolationStep = {
   setAside: number[];
   /** Another heartbeat should follow to go on narrowing or confirming. */
   next: boolean;
+  /** This heartbeat's event was refused alone and held out: its narrowing is over. */
+  found?: boolean;
 };
 
 export const NO_ISOLATION: Isolation = { suspects: [] };
@@ -130,5 +132,6 @@ function afterRefused(state: Isolation, seqs: readonly number[]): IsolationStep 
     state: { suspects: [...state.suspects, { seq, cleared: false }] },
     setAside: [],
     next: true,
+    found: true,
   };
 }

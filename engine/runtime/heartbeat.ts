@@ -215,7 +215,9 @@ export function createHeartbeat(deps: {
         return false;
       }
       turnHappened();
-      refusals += 1;
+      // An event found ends its narrowing: the next one's backoff starts over (over three
+      // refused events in a row it grew to the policy's cap, most of an hour at the defaults).
+      refusals = step.found ? 1 : refusals + 1;
       if (step.next) isolateLater();
       // With the refused event out of the way, the backlog goes on as after an answered turn.
       return setAside && servesNow && more;
