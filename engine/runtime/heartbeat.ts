@@ -153,6 +153,7 @@ export function createHeartbeat(deps: {
     }
     const id = await store.startHeartbeat(reason);
     // This heartbeat is the narrowing's next step: one waiting for it would be an extra turn.
+    const stepDue = isolateTimer !== undefined;
     isolateTimer?.clear();
     isolateTimer = undefined;
     // The oldest pending events that fit the message's share: a backlog of large events was
@@ -211,7 +212,11 @@ export function createHeartbeat(deps: {
       if (setAside) logger.warn({ heartbeatId: id, events: step.setAside }, 'event set aside');
       if (result.status === 'retry') {
         if (servesNow) retryLater(result.retryAfterMs);
-        else turnHappened();
+        else {
+          turnHappened();
+          // A scheduled check took the narrowing's step but did not run it: it is still due.
+          if (stepDue) isolateLater();
+        }
         return false;
       }
       turnHappened();
