@@ -14,7 +14,7 @@
  */
 import cron, { type ScheduledTask } from 'node-cron';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
-import { type LongTimer, longInterval, longTimeout } from '../long-timer.ts';
+import { type LongTimer, longInterval } from '../long-timer.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
 import {
@@ -25,13 +25,14 @@ import {
   type TurnOutcome,
 } from './event-isolation.ts';
 import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
+import { createFollowUp } from './heartbeat-follow-up.ts';
 import { nextBatch } from './heartbeat-batch.ts';
 import { heartbeatMessage } from './heartbeat-prompt.ts';
 import { byteLength } from '../utf8.ts';
 import { HEARTBEAT_HISTORY_TURNS, messageBudget } from './prompt-budget.ts';
 import { cutPlain } from './prompt-cut.ts';
 import type { LastRoutePolicy } from './last-route.ts';
-import { isAckOnly, retryDelayMs } from './replies.ts';
+import { isAckOnly } from './replies.ts';
 import { historyWithin } from './run-history.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
 import type { Schedule } from './schedule.ts';
@@ -104,14 +105,10 @@ export function createHeartbeat(deps: {
   let nowAsked = false;
   let stopped = false;
   let timer: LongTimer | undefined;
-  // A heartbeat asked for now whose turn did not happen (unreachable, 429, 5xx), asked again.
-  let retryTimer: LongTimer | undefined;
-  let retries = 0;
   // Narrowing a refused batch down to the event the runner refuses (event-isolation.ts); held
   // in memory: a restart, or a new leader, starts the narrowing again.
   let isolation: Isolation = NO_ISOLATION;
-  let isolateTimer: LongTimer | undefined;
-  let refusals = 0;
+  const followUp = createFollowUp({ retry: settings.retry, request: (why) => requestNow(why) });
   let task: ScheduledTask | undefined;
   const delivery = createHeartbeatDelivery({
     store,
@@ -152,10 +149,8 @@ export function createHeartbeat(deps: {
       return false;
     }
     const id = await store.startHeartbeat(reason);
-    // This heartbeat is the narrowing's next step: one waiting for it would be an extra turn.
-    const stepDue = isolateTimer !== undefined;
-    isolateTimer?.clear();
-    isolateTimer = undefined;
+    // This heartbeat is the retry or the narrowing's step that was due.
+    const due = followUp.take();
     // The oldest pending events that fit the message's share: a backlog of large events was
     // read 100 at a time and sent whole, 25 MB and more per turn.
     const plan = planNext(isolation);
@@ -190,8 +185,14 @@ export function createHeartbeat(deps: {
         },
       },
     );
-    const outcome: TurnOutcome =
+    let outcome: TurnOutcome =
       result.status === 'ok' ? 'answered' : result.status === 'retry' ? 'not-run' : 'refused';
+    // A turn that did not happen in all the retry policy's attempts is taken as refused: a
+    // runner that answers 5xx or breaks off on one event's text would also hold the session.
+    if (outcome === 'not-run' && !stopped && !deps.signal.aborted) {
+      const retryAfterMs = result.status === 'retry' ? result.retryAfterMs : undefined;
+      if (followUp.notRun(due, servesNow, retryAfterMs)) outcome = 'refused';
+    }
     const step = afterHeartbeat(isolation, plan, seqs, outcome);
     isolation = step.state;
     if (result.status !== 'ok') {
@@ -210,25 +211,12 @@ export function createHeartbeat(deps: {
         'heartbeat failed',
       );
       if (setAside) logger.warn({ heartbeatId: id, events: step.setAside }, 'event set aside');
-      if (result.status === 'retry') {
-        if (servesNow) retryLater(result.retryAfterMs);
-        else {
-          turnHappened();
-          // A scheduled check took the narrowing's step but did not run it: it is still due.
-          if (stepDue) isolateLater();
-        }
-        return false;
-      }
-      turnHappened();
-      // An event found ends its narrowing: the next one's backoff starts over (over three
-      // refused events in a row it grew to the policy's cap, most of an hour at the defaults).
-      refusals = step.found ? 1 : refusals + 1;
-      if (step.next) isolateLater();
+      if (outcome === 'not-run') return false;
+      followUp.refused(step);
       // With the refused event out of the way, the backlog goes on as after an answered turn.
       return setAside && servesNow && more;
     }
-    turnHappened();
-    refusals = 0;
+    followUp.answered();
     const ack = isAckOnly(result.reply, settings.ackToken);
     // An ack-only exchange says nothing needed attention: it stays in the heartbeat's record but
     // not in its history, which would otherwise send its (consumed) events with every later
@@ -258,50 +246,6 @@ export function createHeartbeat(deps: {
     if (!ack) await delivery.deliver(id);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
     return (servesNow && more) || step.next;
-  }
-
-  /** A turn happened (answered, or failed for good): no retry of an earlier one is due. */
-  function turnHappened(): void {
-    retries = 0;
-    retryTimer?.clear();
-    retryTimer = undefined;
-  }
-
-  /**
-   * The turn did not happen: asked again after the retry policy's backoff, up to its attempts,
-   * as an agent run is; else the wake's event waited for the next check (with the schedule off,
-   * for the next wake). A final error is not asked again: it would fail in a loop.
-   */
-  function retryLater(retryAfterMs: number | undefined): void {
-    retries += 1;
-    if (retries >= settings.retry.maxAttempts || stopped) {
-      retries = 0;
-      return;
-    }
-    retryTimer?.clear();
-    retryTimer = longTimeout(
-      () => {
-        retryTimer = undefined;
-        requestNow('retry');
-      },
-      retryDelayMs(retries, settings.retry, retryAfterMs),
-    );
-  }
-
-  /**
-   * The next step of narrowing a refused batch, after the retry policy's backoff over the
-   * refusals in a row: a refused event is found in a few turns, not at the pace of the schedule.
-   */
-  function isolateLater(): void {
-    if (stopped) return;
-    isolateTimer?.clear();
-    isolateTimer = longTimeout(
-      () => {
-        isolateTimer = undefined;
-        requestNow('isolate');
-      },
-      retryDelayMs(refusals, settings.retry, undefined),
-    );
   }
 
   function launch(reason: string): void {
@@ -383,8 +327,7 @@ export function createHeartbeat(deps: {
     async stop() {
       stopped = true;
       timer?.clear();
-      retryTimer?.clear();
-      isolateTimer?.clear();
+      followUp.stop();
       if (task) await task.destroy();
       // A heartbeat waiting for its window does not start now (none starts once shutdown began).
       if (windowTimer) {
