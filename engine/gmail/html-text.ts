@@ -1,14 +1,18 @@
 /**
  * HTML mail to plain text, for messages that carry no text/plain part. htmlparser2's Tokenizer
  * does the tokenising and entity decoding (script, style and title contents are raw text to it,
- * never markup); this module only keeps the text: script, style, title and template contents
- * dropped, block elements and <br> become line breaks, whitespace collapsed. The work is
- * bounded whatever the markup: no element stack is kept (htmlparser2's Parser shifts an array
- * per open tag, quadratic in nesting, and builds an object of every tag's attributes), each
+ * never markup); this module only keeps the text a reader sees: script, style, title and
+ * template contents dropped, and elements hidden by their attributes (hidden, an inline style of
+ * display:none and the like: hidden-regions.ts, inline-style.ts), where a sender can put words
+ * for the agent alone; block elements and <br> become line breaks, whitespace collapsed. The
+ * work is bounded whatever the markup: no element stack is kept (htmlparser2's Parser shifts an
+ * array per open tag, quadratic in nesting, and builds an object of every tag's attributes), each
  * token costs the same at any depth, and every markup token is paid from a budget the caller
  * shares across a message's parts, so markup that yields no text cannot run on.
  */
 import { Tokenizer, type TokenizerCallbacks } from 'htmlparser2';
+import { HiddenRegions } from './hidden-regions.ts';
+import { fullTagName, OpenTag, tagName, VOID } from './open-tag.ts';
 
 /**
  * Markup tokens (tags, attributes, comments, entities, declarations) one message may cost, all
@@ -37,9 +41,6 @@ const BLOCKS = new Set(
 // Blocks a browser sets apart with a blank line; the other blocks only start a new line.
 const PARAGRAPHS = new Set('blockquote h1 h2 h3 h4 h5 h6 ol p pre table ul'.split(' '));
 
-// No element this module acts on has a longer name: longer names are never sliced or lowered.
-const LONGEST_NAME = 10;
-
 const WHITESPACE_RUN = /[ \t\r\n\f\v\u00a0]+/g;
 
 /**
@@ -52,11 +53,11 @@ export function htmlToText(
   budget: MarkupBudget = { markupTokens: MAX_MARKUP_TOKENS },
 ): { text: string; cut: boolean } {
   const out = new TextSink(maxChars);
+  const regions = new HiddenRegions();
+  const tag = new OpenTag(html);
   let hidden = 0;
   let pre = 0;
   let spent = false;
-  const name = (start: number, end: number) =>
-    end - start > LONGEST_NAME ? '' : html.slice(start, end).toLowerCase();
   // One markup token paid; false (and the tokenizer paused) once the budget is gone.
   const pay = (): boolean => {
     if (spent) return false;
@@ -66,31 +67,61 @@ export function htmlToText(
     return false;
   };
   const shown = (data: string) => {
-    if (hidden > 0) return;
+    if (hidden > 0 || !regions.shown()) return;
     if (pre > 0) out.text(data);
     else out.flow(data.replace(WHITESPACE_RUN, ' '));
   };
+  // The open tag is complete (its attributes read): what it does to the text is known.
+  const opened = () => {
+    const name = tag.name;
+    if (HIDDEN.has(name)) hidden++;
+    if (name === 'pre') pre++;
+    if (!VOID.has(name)) {
+      const effect = tag.effect();
+      if (effect !== undefined || regions.active()) regions.open(tag.fullName(), effect);
+    }
+    if (!regions.shown()) return;
+    if (name === 'br') out.text('\n');
+    else if (BLOCKS.has(name)) out.breakLine(PARAGRAPHS.has(name) ? 2 : 1);
+    // A cell starts after a space too: an unclosed <td> is closed by the next one.
+    else if (name === 'td' || name === 'th') out.flow(' ');
+    if (name === 'li') out.text('- ');
+  };
   const callbacks: TokenizerCallbacks = {
     onopentagname(start, end) {
-      if (!pay()) return;
-      const tag = name(start, end);
-      if (HIDDEN.has(tag)) hidden++;
-      if (tag === 'pre') pre++;
-      if (tag === 'br') out.text('\n');
-      else if (BLOCKS.has(tag)) out.breakLine(PARAGRAPHS.has(tag) ? 2 : 1);
-      // A cell starts after a space too: an unclosed <td> is closed by the next one.
-      else if (tag === 'td' || tag === 'th') out.flow(' ');
-      if (tag === 'li') out.text('- ');
+      if (pay()) tag.start(start, end, regions.changeable());
+    },
+    onattribname(start, end) {
+      if (!spent) tag.attribute(start, end);
+    },
+    onattribdata(start, end) {
+      if (!spent) tag.data(start, end);
+    },
+    onattribentity(codePoint) {
+      if (pay()) tag.entity(codePoint);
+    },
+    onattribend() {
+      if (pay()) tag.attributeEnd();
+    },
+    // A self-closing slash on an element that is not void is ignored, as browsers do.
+    onopentagend() {
+      if (!spent) opened();
+    },
+    onselfclosingtag() {
+      if (!spent) opened();
     },
     onclosetag(start, end) {
       if (!pay()) return;
-      const tag = name(start, end);
-      if (HIDDEN.has(tag) && hidden > 0) hidden--;
-      if (tag === 'pre' && pre > 0) pre--;
+      const name = tagName(html, start, end);
+      const wasShown = regions.shown();
+      if (regions.active()) regions.close(fullTagName(html, start, end));
+      if (HIDDEN.has(name) && hidden > 0) hidden--;
+      if (name === 'pre' && pre > 0) pre--;
+      if (!wasShown) return;
       // </br> is a line break to a browser too.
-      if (tag === 'br') out.text('\n');
-      else if (tag === 'td' || tag === 'th') out.flow(' ');
-      else if (BLOCKS.has(tag)) out.breakLine(PARAGRAPHS.has(tag) ? 2 : 1);
+      if (name === 'br') out.text('\n');
+      else if (name === 'td' || name === 'th') out.flow(' ');
+      else if (BLOCKS.has(name)) out.breakLine(PARAGRAPHS.has(name) ? 2 : 1);
     },
     ontext(start, end) {
       if (!spent) shown(html.slice(start, end));
@@ -98,16 +129,10 @@ export function htmlToText(
     ontextentity(codePoint) {
       if (pay()) shown(String.fromCodePoint(codePoint));
     },
-    onattribend: pay,
-    onattribentity: pay,
     oncomment: pay,
     oncdata: pay,
     ondeclaration: pay,
     onprocessinginstruction: pay,
-    onattribname() {},
-    onattribdata() {},
-    onopentagend() {},
-    onselfclosingtag() {},
     onend() {},
   };
   const tokenizer = new Tokenizer({ decodeEntities: true }, callbacks);
