@@ -7,6 +7,11 @@
  * fast first answer; the commit checks the keys again in the same atomic
  * step as the insert, so another process sharing the store that stored a
  * key in between is found there and nothing is stored twice.
+ *
+ * What waits for a held key is bounded: a key's holder may take seconds (a
+ * transform call behind a full queue), and pipelined or concurrent copies
+ * behind it cost nothing to send; past MAX_KEY_WAITERS requests or
+ * MAX_KEY_WAITING_BYTES of their bodies a copy is refused at once (503).
  */
 import type { Action } from '../schemas/action.ts';
 import type { Accepted } from './actions.ts';
@@ -23,6 +28,22 @@ export type KeyClaim = {
   windowMs: number;
 };
 
+/** Requests that may wait for a key another request holds, in all. */
+export const MAX_KEY_WAITERS = 256;
+
+/** Bytes of body those waiting requests may hold in all (a lone waiter always may). */
+export const MAX_KEY_WAITING_BYTES = 32 * 1024 * 1024;
+
+/** A request that would wait: the bytes it holds meanwhile, and what it drops before waiting. */
+export type Waiter = { bytes: number; waits(): void };
+
+// Built once: a flood of copies past the bound allocates nothing per refusal.
+const KEYS_BUSY = new HookError(
+  'unavailable',
+  'Too many requests are waiting for an earlier copy of theirs to be answered; retry later.',
+  { headers: { 'retry-after': '1' } },
+);
+
 /** Keys held by one request: what any of them answered before (if anything), and their release. */
 export type HeldKey = { previous: IdempotencyRecord | undefined; release(): void };
 
@@ -32,8 +53,11 @@ export type Committed =
   | { body?: undefined; previous: IdempotencyRecord };
 
 export type Ledger = {
-  /** Wait until no earlier request holds any of the keys, then hold them. */
-  hold(claims: readonly KeyClaim[]): Promise<HeldKey>;
+  /**
+   * Wait until no earlier request holds any of the keys, then hold them. A request that must
+   * wait is told first (`waiter.waits`), or refused 503 past the waiting bound.
+   */
+  hold(claims: readonly KeyClaim[], waiter?: Waiter): Promise<HeldKey>;
   /** Store the actions (and every key's record) durably, unless a key was stored meanwhile. */
   commit(accepted: Accepted, claims: readonly KeyClaim[]): Promise<Committed>;
 };
@@ -46,6 +70,9 @@ export function createLedger(
   const now = options.now ?? Date.now;
   // The newest holder of each key; a later request waits for it to be answered.
   const held = new Map<string, Promise<void>>();
+  // Requests waiting for a key, and the bytes they hold.
+  let waiters = 0;
+  let waitingBytes = 0;
 
   /** Hold one key: registered synchronously, so no request slips between look-up and commit. */
   function take(key: string): { before: Promise<void> | undefined; release: () => void } {
@@ -65,13 +92,28 @@ export function createLedger(
   }
 
   return {
-    async hold(claims) {
+    async hold(claims, waiter) {
+      const bytes = waiter?.bytes ?? 0;
+      // Decided before any key is taken: a refused copy must not stand in the queue of a key,
+      // where its release would let the copies behind it past the request still holding it.
+      const waits = claims.some((claim) => held.has(claim.key));
+      if (waits && !mayWait(waiters, waitingBytes, bytes)) throw KEYS_BUSY;
       const takes = claims.map((claim) => take(claim.key));
       const release = () => {
         for (const t of takes) t.release();
       };
       try {
-        for (const t of takes) if (t.before) await t.before;
+        if (waits) {
+          waiters++;
+          waitingBytes += bytes;
+          waiter?.waits();
+          try {
+            for (const t of takes) if (t.before) await t.before;
+          } finally {
+            waiters--;
+            waitingBytes -= bytes;
+          }
+        }
         for (const claim of claims) {
           const previous = await store.findIdempotency(claim.key, now() - claim.windowMs);
           if (previous) return { previous, release };
@@ -112,6 +154,11 @@ export function createLedger(
       return { body: response };
     },
   };
+}
+
+function mayWait(waiters: number, heldBytes: number, bytes: number): boolean {
+  if (waiters >= MAX_KEY_WAITERS) return false;
+  return waiters === 0 || heldBytes + bytes <= MAX_KEY_WAITING_BYTES;
 }
 
 function unavailable(cause: unknown): HookError {

@@ -29,6 +29,8 @@ export function createParse(limits: BodySettings): Stage {
   return function parse(x: Exchange) {
     // Chosen before the read on token routes; on signed ones only now, after the signature.
     const format = x.format ?? formatOf(x, had(x.route, 'route').forms);
+    // Kept: a copy that waited for its key parses its body again (replay.ts).
+    x.format = format;
     x.payload = parseAs(had(x.raw, 'raw'), format, limits.maxDepth);
     return undefined;
   };

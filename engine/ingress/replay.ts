@@ -9,7 +9,8 @@ import type { KeyClaim, Ledger } from '../dispatcher.ts';
 import type { IdempotencyRecord } from '../queue/action-store.ts';
 import { HookError } from '../errors.ts';
 import { chooseIdempotencyKey, headerIdempotencyKey, requestFingerprint } from '../idempotency.ts';
-import type { Envelope } from '../envelope.ts';
+import { type Envelope, withoutPayload } from '../envelope.ts';
+import { parseAs } from './content-types.ts';
 import { type Answer, type Exchange, had, type Stage } from './exchange.ts';
 
 // Longer ids are kept as their hash (the key) and their first characters (what is shown).
@@ -69,18 +70,38 @@ function compact(id: string): string {
   return `sha256:${createHash('sha256').update(id).digest('base64url')}`;
 }
 
-/** Build the replay-check stage over a ledger. */
-export function createReplayCheck(ledger: Ledger): Stage {
+/** Build the replay-check stage over a ledger (`maxDepth`: the body's, for a parse again). */
+export function createReplayCheck(ledger: Ledger, maxDepth: number): Stage {
   return function replayCheck(x: Exchange) {
     const claims = keyClaims(x);
     // Most token requests carry no key: they pass on without a promise.
     if (claims.length === 0) return undefined;
     x.claims = claims;
-    return ledger.hold(claims).then((held) => {
+    const waiter = { bytes: had(x.raw, 'raw').length, waits: () => setPayloadAside(x) };
+    return ledger.hold(claims, waiter).then((held) => {
       x.cleanup.push(held.release);
-      return held.previous ? replayAnswer(x, claims, held.previous) : undefined;
+      if (held.previous) return replayAnswer(x, claims, held.previous);
+      if (x.payload === undefined) parseAgain(x, maxDepth);
+      return undefined;
     });
   };
+}
+
+/**
+ * A copy waiting for the request that holds its key keeps its raw bytes, not their parsed
+ * tree (a 255 KB body of `{}` parses to ~85,000 objects, ~70 times its size): the wait may
+ * last seconds, and copies behind it cost their sender nothing but their bytes.
+ */
+function setPayloadAside(x: Exchange): void {
+  x.payload = undefined;
+  x.envelope = withoutPayload(had(x.envelope, 'envelope'));
+}
+
+/** The waited-for request stored nothing: this copy goes on, with its body parsed again. */
+function parseAgain(x: Exchange, maxDepth: number): void {
+  const payload = parseAs(had(x.raw, 'raw'), had(x.format, 'format'), maxDepth);
+  x.payload = payload;
+  x.envelope = { ...had(x.envelope, 'envelope'), payload };
 }
 
 /**

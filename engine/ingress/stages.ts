@@ -50,7 +50,7 @@ export function createStages(settings: StageSettings): readonly NamedStage[] {
     { name: 'parse', run: createParse(settings.body) },
     { name: 'slackHandshake', run: slackHandshake },
     { name: 'normalise', run: normalise },
-    { name: 'replayCheck', run: createReplayCheck(settings.ledger) },
+    { name: 'replayCheck', run: createReplayCheck(settings.ledger, settings.body.maxDepth) },
     { name: 'accept', run: accept },
     { name: 'commit', run: createCommit(settings.ledger) },
   ];
