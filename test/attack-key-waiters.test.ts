@@ -145,7 +145,7 @@ describe('pipelined copies behind a slow holder, end to end', () => {
     // An honest transform that takes a while (a large batch, a queue of calls before it).
     writeFileSync(
       path.join(root, 'slow.js'),
-      "export default () => { const t = Date.now(); while (Date.now() - t < 3000); return { kind: 'wake', text: 'slow' }; };\n",
+      "export default () => { const t = Date.now(); while (Date.now() - t < 4500); return { kind: 'wake', text: 'slow' }; };\n",
     );
     server = await startTestServer(
       {
