@@ -26,7 +26,29 @@ const COMMON = [
   fact('Action', 'payload.action'),
 ];
 
-const event = (name: string) => ({ '==': [{ var: 'headers.x-github-event' }, name] });
+const has = (key: string) => ({ '!!': [{ var: `payload.${key}` }] });
+const lacks = (key: string) => ({ '!': [{ var: `payload.${key}` }] });
+
+// X-GitHub-Event is not signed (the signature covers the body alone), and a delivery a mapping
+// ignored is not remembered: its signed bytes could come again under another event name. So
+// each event is also known by the objects its own body carries, and those of its siblings that
+// share them are absent; a body then speaks for its own event only.
+const SHAPES: Readonly<Record<string, readonly Record<string, unknown>[]>> = Object.freeze({
+  issues: [has('issue'), lacks('comment')],
+  issue_comment: [has('issue'), has('comment')],
+  pull_request: [has('pull_request'), lacks('review'), lacks('comment'), lacks('thread')],
+  pull_request_review: [has('pull_request'), has('review')],
+  push: [has('ref'), has('pusher')],
+  release: [has('release')],
+  workflow_run: [has('workflow_run')],
+  check_suite: [has('check_suite')],
+  discussion: [has('discussion'), lacks('comment')],
+  discussion_comment: [has('discussion'), has('comment')],
+});
+
+const event = (name: string) => ({
+  and: [{ '==': [{ var: 'headers.x-github-event' }, name] }, ...(SHAPES[name] ?? [])],
+});
 const actionIn = (actions: readonly string[]) => ({ in: [{ var: 'payload.action' }, actions] });
 const notBot = { '!=': [{ var: 'payload.sender.type' }, 'Bot'] };
 
