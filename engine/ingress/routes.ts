@@ -226,14 +226,16 @@ function verifyTokenCheck(expected: string): (presented: string) => boolean {
   return (presented) => matches({ kind: 'token', token: presented });
 }
 
-// Past the retention a replay inside the signature's time window would run again.
+// Past the retention a replay inside the signature's time window would run again. The window
+// is tolerance either side of the signed time: a delivery first seen with a timestamp up to
+// `tolerance` ahead still verifies `tolerance` after it, so its id must outlive twice that.
 function checkRetention(retentionSeconds: number, auth: RouteAuth, at: string): void {
   if (!isTimed(auth)) return;
   const tolerance = auth.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
-  if (retentionSeconds < tolerance) {
+  if (retentionSeconds < 2 * tolerance) {
     throw new ConfigError(
       'hooks.deliveryRetentionSeconds',
-      `${retentionSeconds} is shorter than ${at}.toleranceSeconds (${tolerance}): a delivery replayed inside its time window would run again`,
+      `${retentionSeconds} is shorter than twice ${at}.toleranceSeconds (${tolerance}, either side of the signed time): a delivery replayed inside its time window would run again`,
     );
   }
 }
