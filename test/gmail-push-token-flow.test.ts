@@ -100,6 +100,29 @@ describe('push without the right token', () => {
   });
 });
 
+describe("the push listener's refusals", () => {
+  const at = (path: string) => `${new URL(service.pushUrl).origin}${path}`;
+  it.each([
+    ['a wrong token', () => `${service.pushUrl}?token=wrong`, 'POST', 401, 'unauthorized'],
+    ['another path', () => at('/other'), 'POST', 404, 'not_found'],
+    ['a GET', () => service.pushUrl, 'GET', 405, 'method_not_allowed'],
+  ])('%s: %i with the JSON error every listener writes', async (_, url, method, status, code) => {
+    const res = await fetch(url(), {
+      method,
+      ...(method === 'POST' && {
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(envelope('refused', gmail.historyId())),
+      }),
+    });
+    expect(res.status).toBe(status);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const body = (await res.json()) as { ok: boolean; error: { code: string; message: string } };
+    expect(body).toEqual({ ok: false, error: { code, message: expect.any(String) } });
+    expect(body.error.message).not.toContain(PUSH_TOKEN);
+  });
+});
+
 describe('the push token on the hook endpoints', () => {
   it.each([
     ['/hooks/gmail', PUSH_TOKEN],

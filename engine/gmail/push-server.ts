@@ -8,11 +8,14 @@
  * would make Pub/Sub back off the whole subscription. Only a push that could
  * not be recorded is refused (503), so that Pub/Sub sends it again.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseJsonObject, readBody } from '../body.ts';
 import { capConnections, type ListenerCaps } from '../connection-limit.ts';
+import { HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { sendEmpty, sendError } from '../respond.ts';
 import type { RecordedPush } from './mailbox-store.ts';
 import type { PushAuthResult, PushCredentials } from './push-auth.ts';
 import type { PushEnvelopeResult } from './push-envelope.ts';
@@ -41,6 +44,19 @@ export type PushServerSettings = {
 const MAX_BODY_BYTES = 65_536;
 const MAX_DEPTH = 16;
 
+// Refusals as the hook listener writes them (`{"ok":false,"error":{"code","message"}}`), built once.
+const NOT_FOUND = new HookError('not_found', 'No such endpoint: pushes go to the configured path.');
+const METHOD_NOT_ALLOWED = new HookError('method_not_allowed');
+const UNAUTHORIZED = new HookError(
+  'unauthorized',
+  "Missing or invalid push credentials (the subscription's OIDC token, or its token).",
+);
+const NOT_RECORDED = new HookError(
+  'unavailable',
+  'The push could not be recorded; Pub/Sub sends it again.',
+);
+const INTERNAL = new HookError('internal');
+
 export type PushServer = { url: string; server: Server; close(): Promise<void> };
 
 /** Start the push listener; resolves once it listens. */
@@ -53,7 +69,7 @@ export async function startPushServer(
     (req, res) => {
       handle(req, res, settings, deps).catch((err: unknown) => {
         deps.logger.error({ err: (err as Error).message }, 'gmail push failed');
-        answer(res, 500);
+        refuse(res, INTERNAL);
       });
     },
   );
@@ -85,8 +101,8 @@ async function handle(
   deps: PushServerDeps,
 ): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://push.invalid');
-  if (url.pathname !== settings.path) return answer(res, 404);
-  if (req.method !== 'POST') return answer(res, 405);
+  if (url.pathname !== settings.path) return refuse(res, NOT_FOUND);
+  if (req.method !== 'POST') return refuse(res, METHOD_NOT_ALLOWED);
   const token = req.headers['x-gog-token'];
   const check = await deps.authenticate({
     ...(req.headers.authorization !== undefined && { authorization: req.headers.authorization }),
@@ -96,7 +112,7 @@ async function handle(
   if (!check.ok) {
     // A forgery or a misconfigured subscription: refused (Pub/Sub retries), and said in the log.
     deps.logger.warn({ reason: check.reason }, 'gmail push refused');
-    return answer(res, 401, true);
+    return refuse(res, UNAUTHORIZED, true);
   }
   let body: unknown;
   try {
@@ -123,15 +139,21 @@ async function handle(
     added = deps.record({ messageId, account: deps.account, historyId });
   } catch (err) {
     deps.logger.error({ err: (err as Error).message }, 'gmail push not recorded');
-    return answer(res, 503);
+    return refuse(res, NOT_RECORDED);
   }
   deps.logger.info({ messageId, historyId, replayed: !added }, 'gmail push');
   if (added) deps.onRecorded({ messageId, account: deps.account, historyId });
   answer(res, 204);
 }
 
+/** Acknowledge (204, no body). */
 function answer(res: ServerResponse, status: number, close = false): void {
   if (res.headersSent) return;
-  res.writeHead(status, close ? { connection: 'close' } : {});
-  res.end();
+  sendEmpty(res, status, randomUUID(), close ? ['connection', 'close'] : undefined);
+}
+
+/** Refuse with the JSON error body every hookgate listener writes. */
+function refuse(res: ServerResponse, error: HookError, close = false): void {
+  if (res.headersSent) return;
+  sendError(res, error, randomUUID(), close);
 }
