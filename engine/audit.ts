@@ -69,7 +69,55 @@ export function auditConfig(config: Config): AuditWarning[] {
     ...hookToken(config),
     ...admin(config),
     ...unusedPresetSettings(config),
+    ...sharedSecrets(config),
   ];
+}
+
+/**
+ * Signed routes that share a secret: a delivery signed for one verifies on the other, as a new
+ * delivery there (its id is kept per route), so a captured delivery can be replayed across them.
+ */
+function sharedSecrets(config: Config): AuditWarning[] {
+  const owners = new Map<string, string>();
+  const warnings: AuditWarning[] = [];
+  for (const route of signedRoutes(config)) {
+    const seen = new Set<string>();
+    for (const secret of route.secrets) {
+      if (seen.has(secret)) continue;
+      seen.add(secret);
+      const owner = owners.get(secret);
+      if (owner === undefined) owners.set(secret, route.path);
+      else if (owner !== route.path) {
+        warnings.push({
+          setting: route.setting,
+          message: `shares a secret with the route "${owner}": a delivery signed for one is taken by the other as a new delivery; give each route its own secret`,
+        });
+        break;
+      }
+    }
+  }
+  return warnings;
+}
+
+/** Every signed route's path, where its auth is set, and its secrets (presets then mappings). */
+function signedRoutes(config: Config): { path: string; setting: string; secrets: string[] }[] {
+  const secretsOf = (auth: { secret?: string; secrets?: readonly string[] } | undefined) => [
+    ...(auth?.secret === undefined ? [] : [auth.secret]),
+    ...(auth?.secrets ?? []),
+  ];
+  const enabled = new Set(config.hooks.presets);
+  const presets = SIGNED_PRESET_NAMES.filter((name) => enabled.has(name)).map((name) => ({
+    path: name,
+    setting: `hooks.${name}.auth`,
+    secrets: secretsOf(config.hooks[name]?.auth),
+  }));
+  const mappings = (config.hooks.mappings ?? []).flatMap((mapping, i) => {
+    const path = mapping.match?.path;
+    const auth = mapping.auth;
+    if (path === undefined || auth === undefined || auth.scheme === 'token') return [];
+    return [{ path, setting: `hooks.mappings.${i}.auth`, secrets: secretsOf(auth) }];
+  });
+  return [...presets, ...mappings];
 }
 
 function unusedPresetSettings(config: Config): AuditWarning[] {

@@ -143,6 +143,26 @@ const risks: Array<[string, fc.Arbitrary<(r: Raw) => void>, (r: Raw) => string[]
     }),
     () => ['admin.host'],
   ],
+  [
+    'two signed routes sharing a secret (the second rotating to it, or on a preset)',
+    fc
+      .tuple(fc.stringMatching(/^[A-Za-z0-9]{16,40}$/), fc.boolean(), fc.boolean())
+      .map(([secret, rotating, preset]) => (r: Raw) => {
+        const second = rotating ? { secrets: [`${secret}-new`, secret] } : { secret };
+        const signed = (path: string, auth: Record<string, unknown>) => ({
+          match: { path },
+          action: 'wake',
+          text: 'x',
+          auth: { scheme: 'github', ...auth },
+        });
+        if (preset) {
+          r.hooks['presets'] = ['github'];
+          r.hooks['github'] = { auth: { secret } };
+          r.hooks['mappings'] = [signed('ci', second)];
+        } else r.hooks['mappings'] = [signed('ci', { secret }), signed('deploys', second)];
+      }),
+    (r) => [r.hooks['github'] ? 'hooks.mappings.0.auth' : 'hooks.mappings.1.auth'],
+  ],
 ];
 
 describe('auditConfig', () => {
@@ -172,6 +192,28 @@ describe('auditConfig', () => {
     (safe, host, proxies) => {
       const config = raw(safe);
       config.server = { ...config.server, host, trustedProxies: proxies };
+      expect(settings(load(config))).toEqual([]);
+    },
+  );
+
+  test.prop([
+    safeConfig,
+    fc.uniqueArray(fc.stringMatching(/^[A-Za-z0-9]{16,40}$/), { minLength: 2, maxLength: 2 }),
+  ])(
+    'signed routes with secrets of their own, and one path with several mappings, are not warned about',
+    (safe, [a, b]) => {
+      const config = raw(safe);
+      const signed = (path: string, secret: string) => ({
+        match: { path },
+        action: 'wake',
+        text: 'x',
+        auth: { scheme: 'github', secret },
+      });
+      config.hooks['mappings'] = [
+        signed('ci', a as string),
+        signed('ci', a as string),
+        signed('deploys', b as string),
+      ];
       expect(settings(load(config))).toEqual([]);
     },
   );
