@@ -5,7 +5,7 @@
  * caps of their own, but user code shares their context and can tamper
  * with what they use: the process and the server check what comes out.
  */
-import { CONSOLE_LINE_CHARS, CONSOLE_LINES_PER_CALL } from './protocol.ts';
+import { CONSOLE_LINE_CHARS, CONSOLE_LINES_PER_CALL, MESSAGE_CHARS } from './protocol.ts';
 
 /**
  * Removes what escapes the isolate's memory limit: WebAssembly memories,
@@ -57,38 +57,81 @@ export const CONSOLE_BOOTSTRAP = `(() => {
 
 /** What \`start\` returns for a result that must be awaited (never a string, so never output). */
 export const PENDING = 1;
+/** What \`start\` or \`settle\` returns for an output longer than the cap. */
+export const OUTPUT_TOO_LARGE = 2;
+/** What \`start\` or \`settle\` returns when the transform threw; \`reason\` then gives the text. */
+export const THREW = 3;
 
 /**
- * The runner of one call, as two functions: \`start\` parses the input and calls the transform;
+ * The runner of one call, as three functions: \`start\` parses the input and calls the transform;
  * a plain result comes back serialised at once (one synchronous call into the isolate, no
- * thread hop), a thenable is kept (in this closure, out of the transform's reach) and
- * \`PENDING\` returned, and \`settle\` then awaits it and serialises its value.
+ * thread hop); a thenable is awaited at once, its serialised value kept (in this closure, out
+ * of the transform's reach) and \`PENDING\` returned, and \`settle\` then hands that promise over.
+ * \`reason\` gives the text of the last failure.
+ *
+ * Nothing the transform throws leaves the isolate: copying a thrown value out would run its
+ * getters, Proxy traps or Error.prepareStackTrace in the process with no CPU timeout (until the
+ * server's deadline kills the process), and its message would pick the failure kind. It is
+ * caught here, read under the call's timeout, and only a number and a string come out; what
+ * the process still sees thrown (a timeout, a disposed isolate) is isolated-vm's own. Only
+ * primitives are returned: resolving \`settle\`'s promise with an object would look up a
+ * \`then\` the transform may have put on Object.prototype.
  */
 export const RUNNERS = `(() => {
   let pending;
+  let failure = '';
+  // Bound now: user code that replaces String.prototype.slice later cannot lift the cut.
+  const cut = Function.prototype.call.bind(String.prototype.slice);
+  const threw = (error) => {
+    try {
+      const text = error instanceof Error ? error.message : error;
+      failure = cut(typeof text === 'string' ? text : String(text), 0, ${MESSAGE_CHARS});
+    } catch {
+      failure = 'the transform threw a value that cannot be read';
+    }
+    return ${THREW};
+  };
   const finish = (result, maxBytes) => {
     if (result === undefined) return undefined;
     const text = JSON.stringify(result);
     if (text === undefined) return undefined;
-    if (typeof text !== 'string') throw new Error('hookgate:output-not-json');
-    if (text.length > maxBytes) throw new Error('hookgate:output-too-large');
+    if (typeof text !== 'string') throw new TypeError('JSON.stringify returned no text');
+    if (text.length > maxBytes) return ${OUTPUT_TOO_LARGE};
     return text;
+  };
+  // Awaited at once, not when settle runs: a rejection with no handler yet at the end of
+  // start would be copied out by isolated-vm as an error, with no timeout.
+  const awaited = async (thenable, maxBytes) => {
+    try {
+      return finish(await thenable, maxBytes);
+    } catch (error) {
+      return threw(error);
+    }
   };
   const start = (fn, input, maxBytes) => {
     pending = undefined;
-    const result = fn(JSON.parse(input));
-    if (result !== null && (typeof result === 'object' || typeof result === 'function')) {
-      if (typeof result.then === 'function') {
-        pending = [result, maxBytes];
-        return ${PENDING};
+    try {
+      const result = fn(JSON.parse(input));
+      if (result !== null && (typeof result === 'object' || typeof result === 'function')) {
+        if (typeof result.then === 'function') {
+          pending = awaited(result, maxBytes);
+          return ${PENDING};
+        }
       }
+      return finish(result, maxBytes);
+    } catch (error) {
+      return threw(error);
     }
-    return finish(result, maxBytes);
   };
-  const settle = async () => {
-    const [promise, maxBytes] = pending;
+  const settle = () => {
+    const promise = pending;
     pending = undefined;
-    return finish(await promise, maxBytes);
+    return promise;
   };
-  return [start, settle];
+  const reason = () => {
+    const text = failure;
+    failure = '';
+    return text;
+  };
+  return [start, settle, reason];
 })()`;

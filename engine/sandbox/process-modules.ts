@@ -32,6 +32,8 @@ export type Loaded = {
   fn: ivm.Reference;
   start: ivm.Reference;
   settle: ivm.Reference;
+  /** The text of the call's failure, when start or settle said it threw. */
+  reason: ivm.Reference;
   drain: ivm.Reference;
   /** Every file of the module graph with the signature it was compiled from. */
   files: Map<string, string>;
@@ -88,6 +90,7 @@ export function createProcessModules(deps: {
       const runners = (await context.eval(RUNNERS, { reference: true })) as ivm.Reference;
       const start = runners.getSync(0, { reference: true }) as ivm.Reference;
       const settle = runners.getSync(1, { reference: true }) as ivm.Reference;
+      const reason = runners.getSync(2, { reference: true }) as ivm.Reference;
       runners.release();
       const fileOf = new Map<ivm.Module, string>();
       const compiled = new Map<string, ivm.Module>();
@@ -123,7 +126,7 @@ export function createProcessModules(deps: {
       });
       await entry.evaluate({ timeout: limits().cpuTimeoutMs * 4 });
       const fn = await exportedFunction(entry, spec.exportName);
-      return { spec, context, fn, start, settle, drain, files, version: new Map(files) };
+      return { spec, context, fn, start, settle, reason, drain, files, version: new Map(files) };
     } catch (err) {
       context.release();
       throw err;

@@ -14,7 +14,7 @@ import { Socket } from 'node:net';
 import ivm from 'isolated-vm';
 import { checkDrain } from './console-drain.ts';
 import { encodeFrame, FrameReader } from './frames.ts';
-import { PENDING } from './isolate-scripts.ts';
+import { OUTPUT_TOO_LARGE, PENDING, THREW } from './isolate-scripts.ts';
 import { createProcessModules, type Loaded } from './process-modules.ts';
 import {
   type ConsoleLine,
@@ -73,15 +73,30 @@ function rebuild(): void {
   })();
 }
 
+/**
+ * Why a call into the isolate threw. The runner catches everything the transform throws
+ * (isolate-scripts.ts), so what arrives here is isolated-vm's own: its message is not the
+ * transform's to choose.
+ */
 function classify(err: unknown): { kind: FailureKind; message: string } {
   const message = err instanceof Error ? err.message : String(err);
   if (isolate.isDisposed) return { kind: 'memory', message: 'the transform ran out of memory' };
   if (/timed out/i.test(message))
     return { kind: 'timeout', message: 'the transform exceeded its CPU time' };
-  if (message.includes('hookgate:output-too-large')) {
-    return { kind: 'output', message: `the output is larger than ${limits.maxOutputBytes} bytes` };
-  }
   return { kind: 'threw', message: cutMessage(message) };
+}
+
+/** What the runner returned in place of output: a failure, or undefined for output. */
+function runnerFailure(
+  loaded: Loaded,
+  result: unknown,
+): { kind: FailureKind; message: string } | undefined {
+  if (result === OUTPUT_TOO_LARGE)
+    return { kind: 'output', message: `the output is larger than ${limits.maxOutputBytes} bytes` };
+  if (result !== THREW) return undefined;
+  // A closure's string: nothing of the transform runs to read it.
+  const reason = loaded.reason.applySync(undefined, [], { timeout: 50 }) as unknown;
+  return { kind: 'threw', message: cutMessage(typeof reason === 'string' ? reason : 'threw') };
 }
 
 /** The console lines of the call, or undefined when the drain was tampered with. */
@@ -139,9 +154,12 @@ async function runCall(id: number, key: string, input: string): Promise<void> {
         result: { promise: true, copy: true },
       });
     }
-    output = result as string | undefined;
-    if (output !== undefined && typeof output !== 'string')
-      throw new Error('output is not JSON text');
+    failure = runnerFailure(loaded, result);
+    if (!failure) {
+      if (result !== undefined && typeof result !== 'string')
+        throw new Error('output is not JSON text');
+      output = result;
+    }
   } catch (err) {
     failure = classify(err);
     output = undefined;
