@@ -6,6 +6,7 @@
  * transform_invalid_output naming the field; nothing half-built survives.
  */
 import { HookError } from '../errors.ts';
+import { headUnits } from '../text-cut.ts';
 
 export type ActionKind = 'wake' | 'agent';
 
@@ -66,7 +67,7 @@ function mergeOne(
   }
   const partial = item as Record<string, unknown>;
   for (const key of Object.keys(partial)) {
-    if (!ALL_FIELDS.has(key)) throw invalid(`output${at}.${key}: not an action field`);
+    if (!ALL_FIELDS.has(key)) throw invalid(`output${at}.${named(key)}: not an action field`);
   }
   const kind = partial['kind'] ?? base.kind;
   if (kind !== 'wake' && kind !== 'agent')
@@ -82,3 +83,11 @@ function mergeOne(
   }
   return { kind, fields, keyFromTransform: Object.hasOwn(partial, 'sessionKey') };
 }
+
+/** An unknown key as the answer names it: the transform's text (maybe payload text), cut short. */
+function named(key: string): string {
+  return key.length > KEY_CHARS ? `${headUnits(key, KEY_CHARS)}…` : key;
+}
+
+/** Characters of an unknown output key quoted in the answer (output is up to maxOutputBytes). */
+const KEY_CHARS = 40;
