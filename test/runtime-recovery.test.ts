@@ -15,6 +15,7 @@ import {
   killAll,
   postHook,
   type RunningServer,
+  runHookgate,
   startServer,
   tempDir,
   writeConfig,
@@ -251,6 +252,33 @@ describe('other interruptions', () => {
     expect(query(dataDir, "SELECT reason FROM heartbeats WHERE state = 'done'")).toEqual([
       { reason: 'resumed' },
     ]);
+  });
+
+  it('`hookgate heartbeat now` taken by a server that a SIGKILL cut short runs at the next start', async () => {
+    const { file, dataDir } = setup();
+    let server = await serve(file);
+    await wake(server, 'HOLD look at the queue', 'next-heartbeat');
+    const asked = await runHookgate(['heartbeat', 'now', '--config', file]);
+    expect(asked.code, asked.stderr).toBe(0);
+    await waitFor('the heartbeat to start', () =>
+      readRecords(record).find((entry) => entry.kind === 'heartbeat'),
+    );
+    await sigkill(server);
+    writeFileSync(`${record}.release`, '');
+
+    server = await serve(file);
+    await waitFor(
+      'the resumed heartbeat to be recorded done',
+      () => query(dataDir, "SELECT reason FROM heartbeats WHERE state = 'done'").length === 1,
+    );
+    expect(query(dataDir, "SELECT reason FROM heartbeats WHERE state = 'done'")).toEqual([
+      { reason: 'resumed' },
+    ]);
+    // Served: answered in the store, so a later start does not run it again.
+    await waitFor(
+      'the request to be answered',
+      () => query(dataDir, 'SELECT result FROM control_answers').length === 1,
+    );
   });
 
   it('events that wait for the next heartbeat still wait after a restart: no heartbeat at start', async () => {

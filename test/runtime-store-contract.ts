@@ -1234,6 +1234,29 @@ export function describeRuntimeStore(
         expect(await store.takeRequests()).toEqual([{ seq: next, kind: 'reload' }]);
       });
 
+      it('the newest heartbeat request taken and never answered is found; answered, or a reload, it is not', async () => {
+        expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+        const first = await store.request('heartbeat');
+        // Not taken yet: the server that takes it serves it.
+        expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+        await store.takeRequests();
+        expect(await store.heartbeatRequestUnserved()).toBe(first);
+        await store.answerRequest(first, 'heartbeat h1');
+        expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+        // An older one unanswered behind a newer one served: served by it too.
+        const second = await store.request('heartbeat');
+        const third = await store.request('heartbeat');
+        await store.takeRequests();
+        expect(await store.heartbeatRequestUnserved()).toBe(third);
+        await store.answerRequest(third, 'heartbeat h2');
+        expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+        expect(second).toBeLessThan(third);
+        // Another kind of request is not a heartbeat's.
+        await store.request('reload');
+        await store.takeRequests();
+        expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+      });
+
       it('a second store over the same data reads what the first wrote', async () => {
         const other = await open();
         await store.addEvent({ sessionKey: MAIN, text: 'shared', source: 'test', trusted: true });

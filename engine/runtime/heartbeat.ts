@@ -25,7 +25,7 @@ import {
   type TurnOutcome,
 } from './event-isolation.ts';
 import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
-import { createFollowUp } from './heartbeat-follow-up.ts';
+import { createFollowUp, type FollowUpReason } from './heartbeat-follow-up.ts';
 import { nextBatch } from './heartbeat-batch.ts';
 import { heartbeatMessage } from './heartbeat-prompt.ts';
 import { byteLength } from '../utf8.ts';
@@ -63,6 +63,12 @@ export type HeartbeatSettings = {
 export type Heartbeat = {
   /** Run as soon as possible (coalesced with any run in progress or waiting). */
   requestNow(reason: string): void;
+  /**
+   * An operator's request (`hookgate heartbeat now`, request `seq`): run as soon as possible,
+   * and answer the request once a heartbeat has ended, so that one an instance took and never
+   * served (it died first) is asked again (`reason` resumed) where the next leader starts.
+   */
+  requestFor(seq: number, reason?: string): void;
   start(): void;
   /** Stop scheduling; resolves when a run in progress has ended. */
   stop(): Promise<void>;
@@ -108,6 +114,8 @@ export function createHeartbeat(deps: {
   // Narrowing a refused batch down to the event the runner refuses (event-isolation.ts); held
   // in memory: a restart, or a new leader, starts the narrowing again.
   let isolation: Isolation = NO_ISOLATION;
+  // Operators' requests taken and not yet served by a completed heartbeat.
+  const operatorRequests: number[] = [];
   const followUp = createFollowUp({ retry: settings.retry, request: (why) => requestNow(why) });
   let task: ScheduledTask | undefined;
   const delivery = createHeartbeatDelivery({
@@ -146,11 +154,51 @@ export function createHeartbeat(deps: {
         error,
       });
       logger.warn({ heartbeatId: id, reason: error }, 'heartbeat failed');
+      // The operator asked for one and got it, failed: a restart would only fail it again.
+      await answerRequests(operatorRequests.splice(0), id);
       return false;
     }
     const id = await store.startHeartbeat(reason);
     // This heartbeat is the retry or the narrowing's step that was due.
     const due = followUp.take();
+    // The operators' requests it serves if it completes; given back if it does not.
+    const serving = operatorRequests.splice(0);
+    try {
+      const completed = await turn(id, reason, servesNow, agent, owner, due);
+      if (completed.served) await answerRequests(serving, id);
+      else operatorRequests.unshift(...serving);
+      return completed.more;
+    } catch (err) {
+      operatorRequests.unshift(...serving);
+      throw err;
+    }
+  }
+
+  /** Record that heartbeat `id` served the operators' requests `seqs`. */
+  async function answerRequests(seqs: readonly number[], id: string): Promise<void> {
+    for (const seq of seqs) {
+      await store
+        .answerRequest(seq, `heartbeat ${id}`)
+        .catch((err: unknown) =>
+          logger.warn({ err: (err as Error).message, seq }, 'heartbeat request not answered'),
+        );
+    }
+  }
+
+  /**
+   * The turn of heartbeat `id`: `served` once it completed (answered and recorded), `more` when
+   * another should follow at once.
+   */
+  async function turn(
+    id: string,
+    reason: string,
+    servesNow: boolean,
+    agent: AgentSettings,
+    owner: TurnOwner,
+    due: FollowUpReason | undefined,
+  ): Promise<{ served: boolean; more: boolean }> {
+    const runner = agent.runner;
+    if (!runner) return { served: false, more: false };
     // The oldest pending events that fit the message's share: a backlog of large events was
     // read 100 at a time and sent whole, 25 MB and more per turn.
     const plan = planNext(isolation);
@@ -162,7 +210,7 @@ export function createHeartbeat(deps: {
       HEARTBEAT_HISTORY_TURNS,
       settings.maxPromptBytes - byteLength(message),
     );
-    const result = await agent.runner.run(
+    const result = await runner.run(
       {
         kind: 'heartbeat',
         runId: id,
@@ -198,7 +246,8 @@ export function createHeartbeat(deps: {
     if (result.status !== 'ok') {
       // The events stay pending, but one refused alone twice, with a turn answered between.
       const setAside = step.setAside.length > 0;
-      await store.finishHeartbeat(id, {
+      // A heartbeat that ran and failed served the operator's request too: it was the one asked.
+      const ended = await store.finishHeartbeat(id, {
         state: 'failed',
         events: seqs,
         error: setAside
@@ -211,10 +260,10 @@ export function createHeartbeat(deps: {
         'heartbeat failed',
       );
       if (setAside) logger.warn({ heartbeatId: id, events: step.setAside }, 'event set aside');
-      if (outcome === 'not-run') return false;
+      if (outcome === 'not-run') return { served: ended, more: false };
       followUp.refused(step);
       // With the refused event out of the way, the backlog goes on as after an answered turn.
-      return setAside && servesNow && more;
+      return { served: ended, more: setAside && servesNow && more };
     }
     followUp.answered();
     const ack = isAckOnly(result.reply, settings.ackToken);
@@ -241,11 +290,11 @@ export function createHeartbeat(deps: {
     // keeping its turns would tell the next heartbeat that it was answered.
     if (!finished) {
       logger.warn({ heartbeatId: id }, 'heartbeat taken over: its reply is not delivered');
-      return false;
+      return { served: false, more: false };
     }
     if (!ack) await delivery.deliver(id);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
-    return (servesNow && more) || step.next;
+    return { served: true, more: (servesNow && more) || step.next };
   }
 
   function launch(reason: string): void {
@@ -313,6 +362,10 @@ export function createHeartbeat(deps: {
 
   return {
     requestNow,
+    requestFor(seq, reason = 'requested') {
+      operatorRequests.push(seq);
+      requestNow(reason);
+    },
     start() {
       const schedule = settings.schedule;
       if (schedule.kind === 'interval') {

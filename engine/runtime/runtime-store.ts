@@ -387,6 +387,12 @@ export interface SessionStore {
   requestResult(seq: number): Promise<string | undefined>;
   /** Requests not yet taken, oldest first; marks them taken (each by one instance only). */
   takeRequests(): Promise<Array<{ seq: number; kind: string }>>;
+  /**
+   * The newest operator request for a heartbeat when it was taken but never answered (the
+   * heartbeat it asked for did not end: its instance died first); undefined otherwise. Only the
+   * newest is read: a heartbeat that served it served every older one too.
+   */
+  heartbeatRequestUnserved(): Promise<number | undefined>;
 }
 
 /**

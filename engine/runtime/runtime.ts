@@ -109,15 +109,22 @@ export async function startRuntime(
   };
   let loop: LeadershipLoop | undefined;
   const leading = () => loop?.leading() ?? false;
-  // A heartbeat asked for now that the previous process (or leader) never ran: asked again once
-  // this instance leads. Not awaited by the lead's check, whose renewal must not wait for it.
-  // One read at a time: a lead lost and gained again while a long backlog is read starts none.
+  // A heartbeat asked for now that the previous process (or leader) never ran, by a wake or by
+  // the operator: asked again once this instance leads. Not awaited by the lead's check, whose
+  // renewal must not wait for it. One read at a time: a lead lost and gained again while a long
+  // backlog is read starts none.
   let reading = false;
   const resumeIfAsked = (): void => {
     if (reading) return;
     reading = true;
     store
-      .pendingAskedNow(mainKey, controller.signal)
+      .heartbeatRequestUnserved()
+      .then((seq) => {
+        if (seq === undefined) return store.pendingAskedNow(mainKey, controller.signal);
+        // Served by the heartbeat it starts, and answered then: a later start runs none for it.
+        heartbeat.requestFor(seq, 'resumed');
+        return false;
+      })
       .then(
         (asked) => {
           if (asked) heartbeat.requestNow('resumed');

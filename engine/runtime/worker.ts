@@ -241,7 +241,7 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
     // Operator requests go to the leader (the one that runs heartbeats).
     if (deps.leading && !deps.leading()) return;
     for (const { seq, kind } of await store.takeRequests()) {
-      if (kind === 'heartbeat') heartbeat.requestNow('requested');
+      if (kind === 'heartbeat') heartbeat.requestFor(seq);
       else deps.onRequest?.(kind, seq);
     }
   }

@@ -74,6 +74,7 @@ export function testHeartbeat(options: {
 /** A heartbeat that does nothing, for tests of the steps that only tell it something happened. */
 export const NO_HEARTBEAT: Heartbeat = Object.freeze({
   requestNow: () => undefined,
+  requestFor: () => undefined,
   start: () => undefined,
   stop: async () => undefined,
   idle: async () => undefined,

@@ -456,6 +456,17 @@ export class PostgresSessionRecords implements SessionStore {
     return rows[0]?.result;
   }
 
+  async heartbeatRequestUnserved(): Promise<number | undefined> {
+    // As the SQLite store reads it: the newest taken heartbeat request, unanswered.
+    const { rows } = await this.pool.query<{ seq: string }>(
+      `SELECT r.seq FROM (SELECT seq FROM control_requests
+         WHERE kind = 'heartbeat' AND handled_at IS NOT NULL ORDER BY seq DESC LIMIT 1) r
+       WHERE NOT EXISTS (SELECT 1 FROM control_answers a WHERE a.seq = r.seq)`,
+    );
+    const row = rows[0];
+    return row === undefined ? undefined : Number(row.seq);
+  }
+
   async takeRequests(): Promise<Array<{ seq: number; kind: string }>> {
     // Each request is taken by one instance: another taking requests at once skips these rows.
     const { rows } = await this.pool.query<{ seq: string; kind: string }>(

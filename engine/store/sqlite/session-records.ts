@@ -55,6 +55,11 @@ const HISTORY_SIZES = `SELECT octet_length(text) FROM session_turns
 const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, reply, ack, error, runner_pgid
   FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
 
+// The newest taken request for a heartbeat, when it has no answer (the seq is its primary key).
+const NEWEST_HEARTBEAT_REQUEST_UNSERVED = `SELECT r.seq FROM (SELECT seq FROM control_requests
+    WHERE kind = 'heartbeat' AND handled_at IS NOT NULL ORDER BY seq DESC LIMIT 1) r
+  WHERE NOT EXISTS (SELECT 1 FROM control_answers a WHERE a.seq = r.seq)`;
+
 /** One page of pending events read for a lost request for a heartbeat now. */
 type AskedNowPage = { lowest: number | null; size: number; asked: number };
 
@@ -480,6 +485,12 @@ export class SqliteSessionRecords implements SessionStore {
       | Row
       | undefined;
     return typeof row?.['result'] === 'string' ? row['result'] : undefined;
+  }
+
+  /** The newest heartbeat request, when it was taken and never answered. */
+  async heartbeatRequestUnserved(): Promise<number | undefined> {
+    const row = this.statement(NEWEST_HEARTBEAT_REQUEST_UNSERVED).get() as Row | undefined;
+    return row === undefined ? undefined : Number(row['seq']);
   }
 
   /** Requests not yet handled; marks them handled. */
