@@ -33,6 +33,7 @@ const usage = async () => `usage:
   hookgate actions [--json] [--limit N] [--data-dir DIR | --config FILE]
   hookgate runs [--json] [--state S] [--limit N] [--data-dir DIR | --config FILE]
   hookgate events [--session KEY] [--json] [--limit N] [--data-dir DIR | --config FILE]
+  hookgate events requeue <seq> [--data-dir DIR | --config FILE]
   hookgate heartbeats [--json] [--limit N] [--data-dir DIR | --config FILE]
   hookgate heartbeat now [--data-dir DIR | --config FILE]
   hookgate retry <action id> [--failed] [--data-dir DIR | --config FILE]
@@ -104,7 +105,18 @@ async function main(argv: string[]): Promise<number> {
     const { 'data-dir': dataDir, ...others } = values;
     const flags = { ...others, ...(dataDir !== undefined && { dataDir }) };
     if (command === 'runs') return (await cli.views()).runs(flags, print);
-    if (command === 'events') return (await cli.views()).events(flags, print);
+    if (command === 'events') {
+      if (positionals[0] === 'requeue') {
+        return (await cli.control()).requeueEvent({ ...flags, seq: positionals[1] ?? '' }, print);
+      }
+      if (positionals.length > 0) {
+        process.stderr.write(
+          `hookgate events: unknown argument "${positionals[0]}"\n${await usage()}`,
+        );
+        return 2;
+      }
+      return (await cli.views()).events(flags, print);
+    }
     if (command === 'heartbeats') return (await cli.views()).heartbeats(flags, print);
     if (command === 'reload') return (await cli.reload()).reload(flags, print);
     if (command === 'heartbeat') {

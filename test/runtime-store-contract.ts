@@ -951,6 +951,37 @@ export function describeRuntimeStore(
           ['failed', 1],
           ['failed', 1],
         ]);
+        expect((await store.events(MAIN, 10)).map((event) => event.setAside)).toEqual([
+          true,
+          false,
+          true,
+        ]);
+
+        // Offered again: a new pending copy in the stored form, trust and source kept.
+        const again = await store.requeueEvent(a1?.seq as number);
+        expect(again).toEqual({ seq: expect.any(Number) });
+        const pending = await store.pendingEvents(MAIN, 10);
+        expect(pending.map((event) => [event.text, event.trusted, event.source])).toEqual([
+          ['a2', true, 'wake'],
+          ['a1', true, 'wake'],
+        ]);
+        expect(pending[1]?.seq).toBe((again as { seq: number }).seq);
+        expect(await store.requeueEvent(a2?.seq as number)).toEqual({
+          refused: 'not-set-aside',
+          consumedBy: null,
+        });
+        expect(await store.requeueEvent(999_999)).toEqual({ refused: 'unknown' });
+        const done = await store.startHeartbeat('wake');
+        await store.finishHeartbeat(done, {
+          state: 'done',
+          events: pending.map((event) => event.seq),
+          reply: 'HEARTBEAT_OK',
+          ack: true,
+        });
+        expect(await store.requeueEvent(a2?.seq as number)).toEqual({
+          refused: 'not-set-aside',
+          consumedBy: done,
+        });
       });
 
       it('recoverHeartbeats fails the running ones (events stay pending) and returns their runner groups', async () => {

@@ -1,8 +1,10 @@
 /**
  * Operator commands that change the runtime's records: `heartbeat now`
- * (a request the running server picks up) and `retry <action id>`.
+ * (a request the running server picks up), `retry <action id>` and
+ * `events requeue <seq>`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Requeued } from '../runtime/runtime-store.ts';
 import type { ListFlags } from './list-actions.ts';
 import { openStore } from './runtime-commands.ts';
 
@@ -77,4 +79,43 @@ export async function retry(
   }
   out(`Action ${flags.id} is queued again.`);
   return 0;
+}
+
+/** `events requeue <seq>`: a set-aside event offered again, as a new pending copy. */
+export async function requeueEvent(
+  flags: ListFlags & { seq: string },
+  out: (line: string) => void,
+): Promise<number> {
+  const seq = /^[1-9][0-9]{0,15}$/.test(flags.seq) ? Number(flags.seq) : undefined;
+  if (seq === undefined) {
+    process.stderr.write(
+      'hookgate events requeue: the event is named by its number (`hookgate events` shows it)\n',
+    );
+    return 2;
+  }
+  const opened = await openStore(flags);
+  if (typeof opened === 'string') {
+    process.stderr.write(`hookgate events requeue: ${opened}\n`);
+    return 1;
+  }
+  let result: Requeued;
+  try {
+    result = await opened.store.requeueEvent(seq);
+  } finally {
+    await opened.close();
+  }
+  if ('seq' in result) {
+    out(
+      `Event ${seq} is pending again as event ${result.seq}: the next heartbeat takes it (\`hookgate heartbeat now\` asks for one).`,
+    );
+    return 0;
+  }
+  const why =
+    result.refused === 'unknown'
+      ? 'there is no such event'
+      : result.consumedBy === null
+        ? 'it is still pending'
+        : `it was consumed by heartbeat ${result.consumedBy}, which did not set it aside`;
+  process.stderr.write(`hookgate events requeue: event ${seq}: ${why}\n`);
+  return 1;
 }

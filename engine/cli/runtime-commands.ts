@@ -115,9 +115,9 @@ export async function events(flags: ListFlags & { session?: string }, out: Out):
     for (const event of rows) {
       if (flags.json) out(jsonLine(event));
       else {
-        const state = event.consumedBy ? 'consumed' : 'pending';
+        const state = event.setAside ? 'set aside' : event.consumedBy ? 'consumed' : 'pending';
         say(
-          `${event.createdAt}  ${event.source.padEnd(12)}  ${state.padEnd(8)}  ${event.trusted ? 'trusted  ' : 'untrusted'}  ${oneLine(event.text)}`,
+          `${event.createdAt}  ${String(event.seq).padStart(6)}  ${event.source.padEnd(12)}  ${state.padEnd(9)}  ${event.trusted ? 'trusted  ' : 'untrusted'}  ${oneLine(event.text)}`,
         );
       }
     }

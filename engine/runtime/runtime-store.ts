@@ -59,7 +59,15 @@ export type SystemEvent = {
   trusted: boolean;
   createdAt: string;
   consumedBy: string | null;
+  /** Consumed by a failed heartbeat: set aside, the runner refusing it (pending ones: false). */
+  setAside: boolean;
 };
+
+/** What became of a request to offer a set-aside event again. */
+export type Requeued =
+  | { seq: number }
+  | { refused: 'unknown' }
+  | { refused: 'not-set-aside'; consumedBy: string | null };
 
 /** A system event to append. */
 export type NewEvent = {
@@ -298,6 +306,11 @@ export interface SessionStore {
   pendingAskedNow(sessionKey: string, signal?: AbortSignal): Promise<boolean>;
   /** Events of a session, newest first (pending and consumed). */
   events(sessionKey: string, limit: number): Promise<SystemEvent[]>;
+  /**
+   * Offer a set-aside event again: a copy of it (session, text as stored, source, trust, action)
+   * is appended as a new pending event; refused for an event that is not set aside.
+   */
+  requeueEvent(seq: number): Promise<Requeued>;
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
   history(owner: TurnOwner, limit: number): Promise<Turn[]>;
   /** The UTF-8 size of the text of each of the last turns, newest first (the texts are not read). */

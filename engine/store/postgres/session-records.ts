@@ -16,6 +16,7 @@ import {
   type HeartbeatRow,
   type NewEvent,
   type PendingHeartbeatDelivery,
+  type Requeued,
   type SessionStore,
   type SystemEvent,
   type Turn,
@@ -42,6 +43,8 @@ type EventRecord = {
   trusted: boolean;
   created_at: Date;
   consumed_by: string | null;
+  /** Read where the events are listed with their heartbeats' states (events, one by seq). */
+  set_aside?: boolean;
 };
 
 /** An event from its row; a wrapper's notice put back where a row lacks it (another writer). */
@@ -55,8 +58,13 @@ function toEvent(row: EventRecord): SystemEvent {
     trusted: row.trusted,
     createdAt: isoTime(row.created_at) ?? '',
     consumedBy: row.consumed_by,
+    setAside: row.set_aside === true,
   };
 }
+
+// Events with whether the heartbeat that consumed each failed (set it aside).
+const WITH_SET_ASIDE = `SELECT e.*, (h.state = 'failed') AS set_aside
+  FROM system_events e LEFT JOIN heartbeats h ON h.id = e.consumed_by`;
 
 /**
  * Text as PostgreSQL stores it: a text column cannot hold NUL, which request content may carry
@@ -213,10 +221,27 @@ export class PostgresSessionRecords implements SessionStore {
 
   async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {
     const { rows } = await this.pool.query<EventRecord>(
-      'SELECT * FROM system_events WHERE session_key = $1 ORDER BY seq DESC LIMIT $2',
+      `${WITH_SET_ASIDE} WHERE e.session_key = $1 ORDER BY e.seq DESC LIMIT $2`,
       [sessionKey, limit],
     );
     return rows.map(toEvent);
+  }
+
+  async requeueEvent(seq: number): Promise<Requeued> {
+    const { rows } = await this.pool.query<EventRecord>(`${WITH_SET_ASIDE} WHERE e.seq = $1`, [
+      seq,
+    ]);
+    const row = rows[0];
+    if (!row) return { refused: 'unknown' };
+    if (row.set_aside !== true) return { refused: 'not-set-aside', consumedBy: row.consumed_by };
+    // The stored form is copied as it is (an earlier version's rows included).
+    const copied = await this.pool.query<{ seq: string }>(
+      `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at)
+       SELECT session_key, text, source, action_id, trusted, now() FROM system_events
+       WHERE seq = $1 RETURNING seq`,
+      [seq],
+    );
+    return { seq: Number(copied.rows[0]?.seq) };
   }
 
   async history(owner: TurnOwner, limit: number): Promise<Turn[]> {

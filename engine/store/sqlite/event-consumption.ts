@@ -17,7 +17,7 @@ const EVENT_COLUMNS = 'seq, session_key, text, source, action_id, trusted, creat
 
 /** An event from a row of PENDING_EVENTS or SESSION_EVENTS read as an array. */
 export function eventOf(row: unknown): SystemEvent {
-  const [seq, sessionKey, text, source, actionId, trusted, createdAt, consumedBy] =
+  const [seq, sessionKey, text, source, actionId, trusted, createdAt, consumedBy, setAside] =
     row as SQLOutputValue[];
   const isTrusted = Number(trusted) === 1;
   return {
@@ -29,6 +29,7 @@ export function eventOf(row: unknown): SystemEvent {
     trusted: isTrusted,
     createdAt: createdAt as string,
     consumedBy: (consumedBy as string | null) ?? null,
+    setAside: Number(setAside) === 1,
   };
 }
 
@@ -37,7 +38,7 @@ const PENDING = `session_key = ?1 AND consumed_by IS NULL
     AND seq > COALESCE((SELECT MAX(last_seq) FROM event_consumption WHERE session_key = ?1), 0)`;
 
 /** The oldest pending events of a session (?1 session key, ?2 limit). */
-export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by FROM system_events
+export const PENDING_EVENTS = `SELECT ${EVENT_COLUMNS}, NULL AS consumed_by, 0 AS set_aside FROM system_events
   WHERE ${PENDING}
   ORDER BY seq ${boundLimit('?2')}`;
 
@@ -68,12 +69,32 @@ export const PENDING_ASKED_NOW_PAGE = `SELECT MIN(p.seq) AS lowest, COUNT(*) AS 
 /** How many events of a session are pending (?1 session key). */
 export const PENDING_COUNT = `SELECT count(*) AS n FROM system_events WHERE ${PENDING}`;
 
-/** A session's events, newest first, with the heartbeat that consumed each (?1 key, ?2 limit). */
-export const SESSION_EVENTS = `SELECT ${EVENT_COLUMNS}, COALESCE(e.consumed_by,
+// The heartbeat that consumed event `e`: marked on the row, else the range holding it.
+const CONSUMER = `COALESCE(e.consumed_by,
     (SELECT CASE WHEN c.first_seq <= e.seq THEN c.heartbeat_id END FROM event_consumption c
-      WHERE c.session_key = e.session_key AND c.last_seq >= e.seq ORDER BY c.last_seq LIMIT 1)
-  ) AS consumed_by
-  FROM system_events e WHERE e.session_key = ?1 ORDER BY e.seq DESC ${boundLimit('?2')}`;
+      WHERE c.session_key = e.session_key AND c.last_seq >= e.seq ORDER BY c.last_seq LIMIT 1))`;
+
+/**
+ * Events with the heartbeat that consumed each, and whether that heartbeat failed (it set the
+ * event aside), over `FROM system_events e WHERE ...`.
+ */
+const WITH_CONSUMER = `SELECT ${EVENT_COLUMNS}, k.consumed_by,
+    COALESCE((SELECT h.state = 'failed' FROM heartbeats h WHERE h.id = k.consumed_by), 0) AS set_aside
+  FROM (SELECT ${EVENT_COLUMNS.split(', ')
+    .map((column) => `e.${column}`)
+    .join(', ')},
+      ${CONSUMER} AS consumed_by FROM system_events e`;
+
+/** A session's events, newest first, with the heartbeat that consumed each (?1 key, ?2 limit). */
+export const SESSION_EVENTS = `${WITH_CONSUMER}
+    WHERE e.session_key = ?1 ORDER BY e.seq DESC ${boundLimit('?2')}) k ORDER BY k.seq DESC`;
+
+/** One event by its seq (?1), with the heartbeat that consumed it. */
+export const EVENT_BY_SEQ = `${WITH_CONSUMER} WHERE e.seq = ?1) k`;
+
+/** A copy of event ?1 appended as a new pending event (?2 the time), stored form kept. */
+export const COPY_EVENT = `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at)
+  SELECT session_key, text, source, action_id, trusted, ?2 FROM system_events WHERE seq = ?1`;
 
 const SESSION_OF = 'SELECT session_key FROM system_events WHERE seq = ?';
 const LAST_CONSUMED =

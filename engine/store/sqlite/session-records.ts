@@ -19,12 +19,15 @@ import {
   type NewEvent,
   type PendingHeartbeatDelivery,
   type SessionStore,
+  type Requeued,
   type SystemEvent,
   type Turn,
   type TurnOwner,
 } from '../../runtime/runtime-store.ts';
 import {
   consumeEvents,
+  COPY_EVENT,
+  EVENT_BY_SEQ,
   eventOf,
   PENDING_ASKED_NOW_PAGE,
   PENDING_EVENTS,
@@ -226,6 +229,19 @@ export class SqliteSessionRecords implements SessionStore {
   /** Events of a session, newest first (pending and consumed). */
   async events(sessionKey: string, limit: number): Promise<SystemEvent[]> {
     return this.arrays(SESSION_EVENTS).all(sessionKey, limit).map(eventOf);
+  }
+
+  /** A set-aside event offered again, as a new pending copy. */
+  async requeueEvent(seq: number): Promise<Requeued> {
+    return this.batched(() => {
+      const row = this.arrays(EVENT_BY_SEQ).get(seq);
+      if (row === undefined) return { refused: 'unknown' } as const;
+      const event = eventOf(row);
+      if (!event.setAside)
+        return { refused: 'not-set-aside', consumedBy: event.consumedBy } as const;
+      const { lastInsertRowid } = this.statement(COPY_EVENT).run(seq, now());
+      return { seq: Number(lastInsertRowid) };
+    });
   }
 
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */
