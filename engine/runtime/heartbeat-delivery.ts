@@ -14,6 +14,7 @@
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import type { Logger } from '../log.ts';
 import { wrapUntrusted } from '../safety.ts';
+import { headUnits } from '../text-cut.ts';
 import { attemptDelivery, type DeliveryLedger } from './delivery-attempt.ts';
 import { deliveryRecorded, recordDelivery } from './delivery-records.ts';
 import { createDueWork } from './due-work.ts';
@@ -165,7 +166,7 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     return {
       sessionKey: settings.mainKey,
       // The reason carries the product's answer: wrapped, as everything not written by hookgate.
-      text: `Heartbeat reply could not be delivered to ${channel}:\n${wrapUntrusted(reason.slice(0, 1000), 'Delivery error').text}`,
+      text: `Heartbeat reply could not be delivered to ${channel}:\n${wrapUntrusted(headUnits(reason, 1000), 'Delivery error').text}`,
       source: 'delivery',
       trusted: false,
     };
