@@ -4,7 +4,7 @@
  * config's directory is watched and filtered by name; changes close
  * together are one reload.
  */
-import { existsSync, type FSWatcher, watch } from 'node:fs';
+import { existsSync, type FSWatcher, realpathSync, statSync, watch } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.ts';
 
@@ -15,6 +15,21 @@ export type WatchSettings = {
   logger: Logger;
   changed: (what: string) => void;
 };
+
+/**
+ * What the config path opens now: the file a chain of symlinks ends at, and its inode, size
+ * and times. A deployment that swaps a link beside the config (a Kubernetes ConfigMap's
+ * `..data`, `ln -sfn`) changes what the config's own name opens without an event for that name.
+ */
+function identity(file: string): string {
+  try {
+    const real = realpathSync(file);
+    const stat = statSync(real);
+    return `${real}\0${stat.ino}\0${stat.size}\0${stat.mtimeMs}\0${stat.ctimeMs}`;
+  } catch {
+    return '';
+  }
+}
 
 /** Start watching; returns the function that stops it. */
 export function watchForReload(settings: WatchSettings): () => void {
@@ -42,7 +57,15 @@ export function watchForReload(settings: WatchSettings): () => void {
     }
   };
   const base = path.basename(settings.file);
-  add(path.dirname(settings.file), false, (name) => name === base);
+  let seen = identity(settings.file);
+  // Any other entry of the directory counts only when it changed what the config path opens.
+  const configChanged = (name: string | null) => {
+    const now = identity(settings.file);
+    const moved = now !== seen;
+    seen = now;
+    return name === base || moved;
+  };
+  add(path.dirname(settings.file), false, configChanged);
   if (existsSync(settings.transformsRoot)) add(settings.transformsRoot, true, () => true);
   return () => {
     clearTimeout(timer);
