@@ -7,12 +7,13 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { type AdminListener, startAdmin } from './admin/server.ts';
 import { adminDeps, type AdminParts } from './admin/wiring.ts';
 import { createClientAddressResolver } from './client-address.ts';
 import { capConnections } from './connection-limit.ts';
-import { type LoadedConfig, loadConfigFile } from './config.ts';
+import { type LoadedConfig, resolveConfig } from './config.ts';
 import { compileConfig } from './config/compile.ts';
 import { createLedger } from './dispatcher.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -30,6 +31,7 @@ import { warmFolds } from './safety/skeleton.ts';
 import { type Generation, startGeneration } from './reload/generation.ts';
 import { createLiveConfig, type LiveConfig, type ReloadOutcome } from './reload/live-config.ts';
 import { LiveMap } from './reload/live-map.ts';
+import { readConfigOffThread } from './reload/read-config.ts';
 import { watchForReload } from './reload/watch.ts';
 import { type Runtime, startRuntime } from './runtime/runtime.ts';
 
@@ -129,7 +131,12 @@ export async function startHookgate(
   };
   const first = await startGeneration(compiled, generationDeps);
   live = createLiveConfig(first, {
-    load: () => loadConfigFile(loaded.file as string, options.env ?? process.env),
+    // Parsed off the main thread: a slow file must not stall the requests being served.
+    load: async () => {
+      const { absolute, raw } = await readConfigOffThread(loaded.file as string);
+      const env = options.env ?? process.env;
+      return resolveConfig(raw, { baseDir: path.dirname(absolute), file: absolute, env });
+    },
     start: (next) => {
       if (runtime) warnPathProblems(next.loaded, logger);
       return startGeneration(next, generationDeps);

@@ -34,8 +34,8 @@ export type LiveConfig = {
 };
 
 export type LiveConfigDeps = {
-  /** Read and validate the config file again (throws ConfigError). */
-  load: () => LoadedConfig;
+  /** Read and validate the config file again (throws or rejects with a ConfigError). */
+  load: () => LoadedConfig | Promise<LoadedConfig>;
   /** Start a generation of a compiled config (throws ConfigError when a transform does not load). */
   start: (compiled: CompiledConfig) => Promise<Generation>;
   /** Called with the new generation as it becomes current. */
@@ -69,7 +69,7 @@ export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveC
     }
     let next: Generation;
     try {
-      next = await deps.start(compileConfig(deps.load()));
+      next = await deps.start(compileConfig(await deps.load()));
     } catch (err) {
       return finish({ ...base, ok: false, error: (err as Error).message, restartNeeded: [] });
     }
