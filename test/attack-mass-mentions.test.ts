@@ -12,10 +12,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withoutMentions } from '../engine/delivery/adapters/mattermost.ts';
 import { type ReplyProducts, startReplyProducts } from './helpers/reply-products.ts';
 
-/** The words Mattermost's server reads as mentions (its word rule): `@` and a name. */
+/**
+ * The words Mattermost's server reads as mentions (its word rule, taken toward more mentions):
+ * a word's leading `:.-_` are trimmed, and a word is split again at `.`, `-` and `:`, so
+ * `-@channel` and `note.@all` mention too; then `@` and a name.
+ */
 function mentions(message: string): string[] {
   return message
     .split(/[^\p{L}\p{N}:._@-]+/u)
+    .map((word) => word.replace(/^[:._-]+/, ''))
+    .flatMap((word) => [word, ...word.split(/[.:-]+/)])
     .map((word) => word.replace(/[.:_-]+$/, '').toLowerCase())
     .filter((word) => /^@[\p{L}\p{N}_.-]/u.test(word));
 }
@@ -47,6 +53,17 @@ describe('a reply steered into a mass ping', () => {
 });
 
 describe('withoutMentions', () => {
+  it.each([
+    ['-@channel', '-@\u200bchannel'],
+    ['_@here', '_@\u200bhere'],
+    ['.@all', '.@\u200ball'],
+    ['note.@all', 'note.@\u200ball'],
+    ['see:@channel', 'see:@\u200bchannel'],
+    ['ada@example.com', 'ada@example.com'],
+  ])('%j becomes %j', (text, out) => {
+    expect(withoutMentions(text)).toBe(out);
+  });
+
   const pieces = fc.constantFrom(
     '@',
     'channel',

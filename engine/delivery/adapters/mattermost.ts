@@ -23,9 +23,11 @@ const CHANNEL_ID = /^[a-z0-9]{26}$/;
 // Mattermost's error ids: dotted snake_case keys (`api.context.invalid_param.app_error`).
 const ERROR_ID = /^[a-z][a-z0-9_.]{0,127}$/;
 
-// A mention: `@` opening a word, then a character a user or group name may start with. An `@`
-// inside a word (`ada@example.com`) mentions no one and stays as it is.
-const MENTION = /(?<![\p{L}\p{N}_.-])@(?=[\p{L}\p{N}_.-])/gu;
+// A mention: `@` not after a letter or digit, then a character a user or group name may start
+// with. Mattermost trims a word's leading `:.-_` and splits it again at `.`, `-` and `:`, so
+// `-@channel` and `note.@all` page the channel; an `@` after a letter or digit
+// (`ada@example.com`) mentions no one and stays as it is.
+const MENTION = /(?<![\p{L}\p{N}])@(?=[\p{L}\p{N}_.-])/gu;
 
 /**
  * A reply that notifies no one: a zero-width space after the `@` of every mention splits the word
