@@ -85,6 +85,17 @@ it('`events requeue <seq>` offers a set-aside event again as a new pending copy'
     store.close();
   }
   expect((await events()).length).toBe(copy);
+  // Run twice: one copy only, and the second run says where it went.
+  const twice = await runHookgate([
+    'events',
+    'requeue',
+    String(seqs['refused']),
+    '--data-dir',
+    dataDir,
+  ]);
+  expect(twice.code).toBe(1);
+  expect(twice.stderr).toContain('it was offered again already, as event');
+  expect((await events()).length).toBe(copy);
 });
 
 it.each([

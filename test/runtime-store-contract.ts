@@ -966,6 +966,12 @@ export function describeRuntimeStore(
           ['a1', true, 'wake'],
         ]);
         expect(pending[1]?.seq).toBe((again as { seq: number }).seq);
+        // Asked twice: one copy, the second refused with where the first went.
+        expect(await store.requeueEvent(a1?.seq as number)).toEqual({
+          refused: 'requeued',
+          copy: (again as { seq: number }).seq,
+        });
+        expect(await store.pendingEvents(MAIN, 10)).toHaveLength(2);
         expect(await store.requeueEvent(a2?.seq as number)).toEqual({
           refused: 'not-set-aside',
           consumedBy: null,

@@ -113,9 +113,11 @@ export async function requeueEvent(
   const why =
     result.refused === 'unknown'
       ? 'there is no such event'
-      : result.consumedBy === null
-        ? 'it is still pending'
-        : `it was consumed by heartbeat ${result.consumedBy}, which did not set it aside`;
+      : result.refused === 'requeued'
+        ? `it was offered again already, as event ${result.copy}`
+        : result.consumedBy === null
+          ? 'it is still pending'
+          : `it was consumed by heartbeat ${result.consumedBy}, which did not set it aside`;
   process.stderr.write(`hookgate events requeue: event ${seq}: ${why}\n`);
   return 1;
 }

@@ -67,7 +67,8 @@ export type SystemEvent = {
 export type Requeued =
   | { seq: number }
   | { refused: 'unknown' }
-  | { refused: 'not-set-aside'; consumedBy: string | null };
+  | { refused: 'not-set-aside'; consumedBy: string | null }
+  | { refused: 'requeued'; copy: number };
 
 /** A system event to append. */
 export type NewEvent = {
@@ -308,7 +309,9 @@ export interface SessionStore {
   events(sessionKey: string, limit: number): Promise<SystemEvent[]>;
   /**
    * Offer a set-aside event again: a copy of it (session, text as stored, source, trust, action)
-   * is appended as a new pending event; refused for an event that is not set aside.
+   * is appended as a new pending event; refused for an event that is not set aside, or that has
+   * a copy already (a later event the same in all of those), so that a command run twice does
+   * not offer it twice.
    */
   requeueEvent(seq: number): Promise<Requeued>;
   /** The last turns of one agent in one session, oldest first (never another agent's or kind's). */

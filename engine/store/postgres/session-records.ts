@@ -234,14 +234,28 @@ export class PostgresSessionRecords implements SessionStore {
     const row = rows[0];
     if (!row) return { refused: 'unknown' };
     if (row.set_aside !== true) return { refused: 'not-set-aside', consumedBy: row.consumed_by };
-    // The stored form is copied as it is (an earlier version's rows included).
-    const copied = await this.pool.query<{ seq: string }>(
-      `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at)
-       SELECT session_key, text, source, action_id, trusted, now() FROM system_events
-       WHERE seq = $1 RETURNING seq`,
-      [seq],
-    );
-    return { seq: Number(copied.rows[0]?.seq) };
+    // One transaction, the original's row locked: two commands at once make one copy.
+    return inTransaction(this.pool, async (client): Promise<Requeued> => {
+      await client.query('SELECT 1 FROM system_events WHERE seq = $1 FOR UPDATE', [seq]);
+      const copy = await client.query<{ seq: string }>(
+        `SELECT c.seq FROM system_events o JOIN system_events c
+           ON c.session_key = o.session_key AND c.seq > o.seq AND c.text = o.text
+             AND c.source = o.source AND c.trusted = o.trusted
+             AND c.action_id IS NOT DISTINCT FROM o.action_id
+         WHERE o.seq = $1 ORDER BY c.seq LIMIT 1`,
+        [seq],
+      );
+      const found = copy.rows[0];
+      if (found) return { refused: 'requeued', copy: Number(found.seq) };
+      // The stored form is copied as it is (an earlier version's rows included).
+      const copied = await client.query<{ seq: string }>(
+        `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at)
+         SELECT session_key, text, source, action_id, trusted, now() FROM system_events
+         WHERE seq = $1 RETURNING seq`,
+        [seq],
+      );
+      return { seq: Number(copied.rows[0]?.seq) };
+    });
   }
 
   async history(owner: TurnOwner, limit: number): Promise<Turn[]> {

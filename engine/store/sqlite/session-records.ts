@@ -27,6 +27,7 @@ import {
 import {
   consumeEvents,
   COPY_EVENT,
+  COPY_OF_EVENT,
   EVENT_BY_SEQ,
   eventOf,
   PENDING_ASKED_NOW_PAGE,
@@ -239,6 +240,8 @@ export class SqliteSessionRecords implements SessionStore {
       const event = eventOf(row);
       if (!event.setAside)
         return { refused: 'not-set-aside', consumedBy: event.consumedBy } as const;
+      const copy = this.statement(COPY_OF_EVENT).get(seq) as Row | undefined;
+      if (copy) return { refused: 'requeued', copy: Number(copy['seq']) } as const;
       const { lastInsertRowid } = this.statement(COPY_EVENT).run(seq, now());
       return { seq: Number(lastInsertRowid) };
     });
