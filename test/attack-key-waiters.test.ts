@@ -182,9 +182,13 @@ describe('pipelined copies behind a slow holder, end to end', () => {
     const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
     expect(statuses).toHaveLength(copies + 1);
     expect(statuses[0]).toBe('200');
-    // 32 MiB of 200 KB bodies is some 160 copies: the rest did not wait.
+    // 32 MiB of 200 KB bodies is some 160 copies: those past it did not wait (how many arrive
+    // while the holder runs depends on the machine's load; without the bound none is refused).
     const busy = statuses.filter((s) => s === '503').length;
-    expect(busy).toBeGreaterThanOrEqual(copies - Math.ceil(MAX_KEY_WAITING_BYTES / body.length));
+    expect(busy).toBeGreaterThan(0);
+    expect(busy).toBeLessThanOrEqual(copies - Math.floor(MAX_KEY_WAITING_BYTES / body.length));
+    // The rest waited and were then answered: a key reused for another body is a conflict.
+    expect(new Set(statuses.slice(1))).toEqual(new Set(['409', '503']));
     expect(text).toContain('"code":"unavailable"');
   });
 });
