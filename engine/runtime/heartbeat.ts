@@ -210,6 +210,10 @@ export function createHeartbeat(deps: {
       HEARTBEAT_HISTORY_TURNS,
       settings.maxPromptBytes - byteLength(message),
     );
+    // The lead may have lapsed while this heartbeat waited for its record and reads (a pool
+    // held by a flood, a stall): the new leader runs these events, and a turn here would show
+    // them to the agent a second time. Checked with no wait before the turn starts.
+    if (deps.leading && !deps.leading()) return leadLost(id, reason, servesNow);
     const result = await runner.run(
       {
         kind: 'heartbeat',
@@ -295,6 +299,25 @@ export function createHeartbeat(deps: {
     if (!ack) await delivery.deliver(id);
     logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
     return { served: true, more: (servesNow && more) || step.next };
+  }
+
+  /**
+   * Heartbeat `id` gave its turn up before it started, the lead lost: its record is failed
+   * (nothing consumed) and a request for a heartbeat now goes to the leader.
+   */
+  async function leadLost(
+    id: string,
+    reason: string,
+    servesNow: boolean,
+  ): Promise<{ served: boolean; more: boolean }> {
+    await store.finishHeartbeat(id, {
+      state: 'failed',
+      events: [],
+      error: 'not run: another instance took the lead before its turn started',
+    });
+    logger.warn({ heartbeatId: id }, 'heartbeat not run: the lead moved');
+    if (servesNow) deps.forward?.(reason);
+    return { served: false, more: false };
   }
 
   function launch(reason: string): void {
