@@ -6,82 +6,21 @@
  * instance's heartbeat must not go on to run its turn over those same events
  * beside the new leader's: the agent would see each event twice.
  */
-import pino from 'pino';
 import type pg from 'pg';
+import type { Runner } from '../engine/runtime/runners/runner.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHeartbeat } from '../engine/runtime/heartbeat.ts';
-import { startLeadership } from '../engine/runtime/leadership-loop.ts';
-import { DEFAULT_MAX_PROMPT_BYTES } from '../engine/runtime/prompt-budget.ts';
-import type { Runner, RunRequest } from '../engine/runtime/runners/runner.ts';
 import { closePool, openPool } from '../engine/store/postgres/pool.ts';
-import { PostgresRuntimeStore } from '../engine/store/postgres/runtime-store.ts';
 import { migratePostgres } from '../engine/store/postgres/schema.ts';
+import { leadingHeartbeat, MAIN, notingRunner } from './helpers/leading-heartbeat.ts';
 import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
 import { waitFor } from './helpers/runtime.ts';
 
 const skip = skipPostgres();
 const LEASE_MS = 2_000;
-const MAIN = 'main';
-const logger = pino({ level: 'silent' });
 
-/** A runner noting each turn's message under `name`; answers once `hold` settles. */
-function notingRunner(turns: string[], name: string, hold: Promise<void>): Runner {
-  return {
-    async run(request: RunRequest) {
-      turns.push(`${name}: ${request.message}`);
-      await hold;
-      return { status: 'ok', reply: `${name} answered` };
-    },
-  };
-}
-
-/** One instance: its own pool over the database, its lead, its heartbeat (asked, never scheduled). */
-async function instance(url: string, name: string, poolSize: number, runner: Runner) {
-  const pool = openPool({ url, poolSize });
-  const store = new PostgresRuntimeStore(pool, { owner: name, leaseMs: LEASE_MS });
-  const controller = new AbortController();
-  const loop = await startLeadership({
-    leadership: store.leadership,
-    leaseMs: LEASE_MS,
-    everyMs: 100,
-    gained: async () => {
-      await store.recoverHeartbeats();
-    },
-    logger,
-  });
-  const heartbeat = createHeartbeat({
-    store,
-    agent: () => ({ id: 'main', runner, workspace: '/tmp', model: undefined, timeoutSeconds: 30 }),
-    adapters: new Map(),
-    settings: {
-      mainKey: MAIN,
-      prompt: 'Anything to do?',
-      ackToken: 'HEARTBEAT_OK',
-      coalesceMs: 0,
-      schedule: { kind: 'off' },
-      maxEvents: 100,
-      maxPromptBytes: DEFAULT_MAX_PROMPT_BYTES,
-      retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 },
-      lastRoute: { pinned: false, ownerRoutes: [] },
-      leaseMs: LEASE_MS,
-    },
-    logger,
-    signal: controller.signal,
-    leading: () => loop.leading(),
-    forward: () => undefined,
-  });
-  return {
-    pool,
-    store,
-    loop,
-    heartbeat,
-    async close() {
-      loop.stop();
-      controller.abort();
-      await heartbeat.stop();
-      await closePool(pool);
-    },
-  };
+/** One instance whose pool holds `poolSize` connections. */
+function instance(url: string, owner: string, poolSize: number, runner: Runner) {
+  return leadingHeartbeat({ url, owner, leaseMs: LEASE_MS, poolSize, runner });
 }
 
 describe.skipIf(skip)('attack: the leader starved of connections as its heartbeat starts', () => {

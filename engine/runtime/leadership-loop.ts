@@ -8,7 +8,8 @@
  * takes itself for a new leader and ends its own heartbeat's runner. A check
  * that hangs counts as unconfirmed too: the lead lapses a lease after the last
  * confirmation whether or not the check ever answers, and an answer that comes
- * a lease late confirms nothing.
+ * a lease late confirms nothing. A new leader says it leads only once it has
+ * recovered what the previous one left running.
  */
 import type { Logger } from '../log.ts';
 import type { Leadership } from './runtime-store.ts';
@@ -23,8 +24,10 @@ export type LeadershipDeps = {
   /** How long a lead lasts without renewal. */
   leaseMs: number;
   everyMs: number;
-  /** Just became the leader: take over what a previous leader's heartbeat left. */
+  /** Just became the leader: recover what a previous leader's heartbeat left (before leading). */
   gained: () => Promise<void>;
+  /** Leading now, after `gained`: take over its work (replies to deliver, a lost request). */
+  leads?: () => void;
   /** After each check (whatever its outcome). */
   checked?: () => Promise<void>;
   logger: Logger;
@@ -51,8 +54,13 @@ export async function startLeadership(deps: LeadershipDeps): Promise<LeadershipL
       } else if (held) {
         confirmedAt = asked;
         if (!leading) {
-          leading = true;
+          // Not leading until the takeover's recovery is done: it fails every heartbeat it finds
+          // running as the previous leader's, so one this instance started meanwhile (a wake at
+          // that moment) would be failed by its own takeover and its events shown again. A
+          // recovery that fails is tried again by the next check, still not leading.
           await deps.gained();
+          leading = true;
+          deps.leads?.();
         }
       } else if (leading) {
         leading = false;

@@ -210,12 +210,11 @@ export async function startRuntime(
     // A new leader ends what a dead leader's heartbeat left running, then asks again for a
     // heartbeat now that one asked for and never got.
     gained: async () => {
-      try {
-        for (const { id, pgid } of await store.recoverHeartbeats()) endStaleGroup(pgid, id);
-      } finally {
-        if (loop) takeOver();
-        else gainedFirst = true;
-      }
+      for (const { id, pgid } of await store.recoverHeartbeats()) endStaleGroup(pgid, id);
+    },
+    leads: () => {
+      if (loop) takeOver();
+      else gainedFirst = true;
     },
     checked: async () => {
       // What a timer missed (an attempt that threw, one an instance left in flight) is found here.
