@@ -179,6 +179,21 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     lost: AbortController,
   ) {
     const ledger: DeliveryLedger = {
+      async begin({ partsSent, target }) {
+        // The claim may have waited for a connection (a flood, a stall) past the lead: its time
+        // is the one it was asked at, so a new leader would take it over at once and send too.
+        // Kept now (fenced, stamped afresh), then the lead checked with no wait before a part.
+        await keep({ partsSent, target });
+        if (lost.signal.aborted) return false;
+        if (!deps.leading || deps.leading()) return true;
+        logger.warn({ heartbeatId: claim.id }, 'heartbeat delivery left to the new leader');
+        await store.saveHeartbeatDelivery(
+          claim,
+          { partsSent, target },
+          { atMs: Date.now(), refund: true },
+        );
+        return false;
+      },
       progress: ({ partsSent, target }) => keep({ partsSent, target }),
       lost: () => lost.signal.aborted,
       async retry({ partsSent, target }, delayMs) {

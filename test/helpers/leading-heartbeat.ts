@@ -7,6 +7,7 @@
  * the lead moves.
  */
 import type pg from 'pg';
+import type { ChannelAdapter } from '../../engine/delivery/adapter.ts';
 import pino from 'pino';
 import { createHeartbeat, type Heartbeat } from '../../engine/runtime/heartbeat.ts';
 import { type LeadershipLoop, startLeadership } from '../../engine/runtime/leadership-loop.ts';
@@ -51,6 +52,8 @@ export async function leadingHeartbeat<
   poolSize: number;
   runner: Runner;
   makeStore?: (pool: pg.Pool, options: PostgresRuntimeOptions) => S;
+  /** The channels replies are delivered on (none by default). */
+  adapters?: ReadonlyMap<string, ChannelAdapter>;
 }): Promise<LeadingHeartbeat<S>> {
   const logger = pino({ level: 'silent' });
   const pool = openPool({ url: options.url, poolSize: options.poolSize });
@@ -72,7 +75,7 @@ export async function leadingHeartbeat<
   const heartbeat = createHeartbeat({
     store,
     agent: () => ({ id: 'main', runner, workspace: '/tmp', model: undefined, timeoutSeconds: 30 }),
-    adapters: new Map(),
+    adapters: options.adapters ?? new Map(),
     settings: {
       mainKey: MAIN,
       prompt: 'Anything to do?',
