@@ -1294,6 +1294,29 @@ export function describeRuntimeStore(
         expect(await store.heartbeatRequestUnserved()).toBeUndefined();
       });
 
+      it('requeues of one set-aside event racing from two stores make one copy', async () => {
+        await store.addEvent({ sessionKey: MAIN, text: 'raced', source: 'wake', trusted: false });
+        const [event] = await store.pendingEvents(MAIN, 10);
+        const seq = event?.seq as number;
+        const failed = await store.startHeartbeat('isolate');
+        await store.finishHeartbeat(failed, {
+          state: 'failed',
+          events: [seq],
+          error: 'event set aside: refused',
+          setAside: [seq],
+        });
+        const other = await open();
+        const results = await Promise.all(
+          [store, other, store, other].map((on) => on.requeueEvent(seq)),
+        );
+        const copies = results.filter((result) => 'seq' in result);
+        expect(copies).toHaveLength(1);
+        const copy = (copies[0] as { seq: number }).seq;
+        for (const result of results.filter((r) => !('seq' in r)))
+          expect(result).toEqual({ refused: 'requeued', copy });
+        expect((await store.pendingEvents(MAIN, 10)).map((e) => e.seq)).toEqual([copy]);
+      });
+
       it('a second store over the same data reads what the first wrote', async () => {
         const other = await open();
         await store.addEvent({ sessionKey: MAIN, text: 'shared', source: 'test', trusted: true });
