@@ -1285,8 +1285,16 @@ export function describeRuntimeStore(
         const third = await store.request('heartbeat');
         await store.takeRequests();
         expect(await store.heartbeatRequestUnserved()).toBe(third);
-        await store.answerRequest(third, 'heartbeat h2');
+        // Answered by the end of the heartbeat that served it, in the same write.
+        const served = await store.startHeartbeat('requested');
+        await store.finishHeartbeat(served, {
+          state: 'failed',
+          events: [],
+          error: 'runner down',
+          answers: [third],
+        });
         expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+        expect(await store.requestResult(third)).toBe(`heartbeat ${served}`);
         expect(second).toBeLessThan(third);
         // Another kind of request is not a heartbeat's.
         await store.request('reload');

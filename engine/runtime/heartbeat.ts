@@ -17,23 +17,11 @@ import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { type LongTimer, longInterval } from '../long-timer.ts';
 import type { Logger } from '../log.ts';
 import type { AgentSettings } from './agents.ts';
-import {
-  afterHeartbeat,
-  type Isolation,
-  NO_ISOLATION,
-  planNext,
-  type TurnOutcome,
-} from './event-isolation.ts';
+import { NO_ISOLATION } from './event-isolation.ts';
 import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
-import { createFollowUp, type FollowUpReason } from './heartbeat-follow-up.ts';
-import { nextBatch } from './heartbeat-batch.ts';
-import { heartbeatMessage } from './heartbeat-prompt.ts';
-import { byteLength } from '../utf8.ts';
-import { HEARTBEAT_HISTORY_TURNS, messageBudget } from './prompt-budget.ts';
-import { cutPlain } from './prompt-cut.ts';
+import { createFollowUp } from './heartbeat-follow-up.ts';
+import { heartbeatTurn, type TurnContext } from './heartbeat-turn.ts';
 import type { LastRoutePolicy } from './last-route.ts';
-import { isAckOnly } from './replies.ts';
-import { historyWithin } from './run-history.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
 import type { Schedule } from './schedule.ts';
 
@@ -111,10 +99,9 @@ export function createHeartbeat(deps: {
   let nowAsked = false;
   let stopped = false;
   let timer: LongTimer | undefined;
-  // Narrowing a refused batch down to the event the runner refuses (event-isolation.ts); held
-  // in memory: a restart, or a new leader, starts the narrowing again.
-  let isolation: Isolation = NO_ISOLATION;
-  // Operators' requests taken and not yet served by a completed heartbeat.
+  // Operators' requests taken and not yet served by a heartbeat's end. The narrowing of a
+  // refused batch (event-isolation.ts) is held in memory too, in the turns' context: a restart,
+  // or a new leader, starts it again.
   const operatorRequests: number[] = [];
   const followUp = createFollowUp({ retry: settings.retry, request: (why) => requestNow(why) });
   let task: ScheduledTask | undefined;
@@ -128,6 +115,18 @@ export function createHeartbeat(deps: {
     ...(deps.leading && { leading: deps.leading }),
     ...(deps.routeMoved && { routeMoved: deps.routeMoved }),
   });
+  const turns: TurnContext = {
+    store,
+    settings,
+    logger,
+    signal: deps.signal,
+    delivery,
+    followUp,
+    narrowing: { state: NO_ISOLATION },
+    stopped: () => stopped,
+    ...(deps.leading && { leading: deps.leading }),
+    ...(deps.forward && { forward: deps.forward }),
+  };
 
   /**
    * One heartbeat; true when it was asked for now and events it had no room for are still
@@ -148,176 +147,36 @@ export function createHeartbeat(deps: {
       // Counted, not read: a failed heartbeat records only how many events it would have had.
       const events = await store.pendingSizes(settings.mainKey, settings.maxEvents);
       const error = `no runner is configured for agent "${agent.id}"`;
-      await store.finishHeartbeat(id, {
-        state: 'failed',
-        events: events.map((event) => event.seq),
-        error,
-      });
-      logger.warn({ heartbeatId: id, reason: error }, 'heartbeat failed');
       // The operator asked for one and got it, failed: a restart would only fail it again.
-      await answerRequests(operatorRequests.splice(0), id);
+      const answers = operatorRequests.splice(0);
+      const seqs = events.map((event) => event.seq);
+      const failed = { state: 'failed', events: seqs, error, answers } as const;
+      if (!(await store.finishHeartbeat(id, failed))) operatorRequests.unshift(...answers);
+      logger.warn({ heartbeatId: id, reason: error }, 'heartbeat failed');
       return false;
     }
     const id = await store.startHeartbeat(reason);
     // This heartbeat is the retry or the narrowing's step that was due.
     const due = followUp.take();
-    // The operators' requests it serves if it completes; given back if it does not.
-    const serving = operatorRequests.splice(0);
+    // The operators' requests it serves, answered with its end; given back if it has none.
+    const answers = operatorRequests.splice(0);
+    let served = false;
     try {
-      const completed = await turn(id, reason, servesNow, agent, owner, due);
-      if (completed.served) await answerRequests(serving, id);
-      else operatorRequests.unshift(...serving);
-      return completed.more;
-    } catch (err) {
-      operatorRequests.unshift(...serving);
-      throw err;
-    }
-  }
-
-  /** Record that heartbeat `id` served the operators' requests `seqs`. */
-  async function answerRequests(seqs: readonly number[], id: string): Promise<void> {
-    for (const seq of seqs) {
-      await store
-        .answerRequest(seq, `heartbeat ${id}`)
-        .catch((err: unknown) =>
-          logger.warn({ err: (err as Error).message, seq }, 'heartbeat request not answered'),
-        );
-    }
-  }
-
-  /**
-   * The turn of heartbeat `id`: `served` once it completed (answered and recorded), `more` when
-   * another should follow at once.
-   */
-  async function turn(
-    id: string,
-    reason: string,
-    servesNow: boolean,
-    agent: AgentSettings,
-    owner: TurnOwner,
-    due: FollowUpReason | undefined,
-  ): Promise<{ served: boolean; more: boolean }> {
-    const runner = agent.runner;
-    if (!runner) return { served: false, more: false };
-    // The oldest pending events that fit the message's share: a backlog of large events was
-    // read 100 at a time and sent whole, 25 MB and more per turn.
-    const plan = planNext(isolation);
-    const { events, seqs, more } = await nextBatch(store, settings, plan);
-    const message = heartbeatMessage(events, settings.prompt);
-    const history = await historyWithin(
-      store,
-      owner,
-      HEARTBEAT_HISTORY_TURNS,
-      settings.maxPromptBytes - byteLength(message),
-    );
-    // The lead may have lapsed while this heartbeat waited for its record and reads (a pool
-    // held by a flood, a stall): the new leader runs these events, and a turn here would show
-    // them to the agent a second time. Checked with no wait before the turn starts.
-    if (deps.leading && !deps.leading()) return leadLost(id, reason, servesNow);
-    const result = await runner.run(
-      {
-        kind: 'heartbeat',
-        runId: id,
-        agentId: agent.id,
-        sessionKey: settings.mainKey,
-        message,
-        model: agent.model ?? null,
-        thinking: null,
-        timeoutSeconds: agent.timeoutSeconds,
-        history,
-      },
-      {
-        signal: deps.signal,
-        onSpawn: (pgid) => {
-          store
-            .setHeartbeatGroup(id, pgid)
-            .catch((err: unknown) =>
-              logger.error({ err: (err as Error).message }, 'heartbeat runner not recorded'),
-            );
-        },
-      },
-    );
-    let outcome: TurnOutcome =
-      result.status === 'ok' ? 'answered' : result.status === 'retry' ? 'not-run' : 'refused';
-    // A turn that did not happen in all the retry policy's attempts is taken as refused: a
-    // runner that answers 5xx or breaks off on one event's text would also hold the session.
-    if (outcome === 'not-run' && !stopped && !deps.signal.aborted) {
-      const retryAfterMs = result.status === 'retry' ? result.retryAfterMs : undefined;
-      if (followUp.notRun(due, servesNow, retryAfterMs)) outcome = 'refused';
-    }
-    const step = afterHeartbeat(isolation, plan, seqs, outcome);
-    isolation = step.state;
-    if (result.status !== 'ok') {
-      // The events stay pending, but one refused alone twice, with a turn answered between.
-      const setAside = step.setAside.length > 0;
-      // A heartbeat that ran and failed served the operator's request too: it was the one asked.
-      const ended = await store.finishHeartbeat(id, {
-        state: 'failed',
-        events: seqs,
-        error: setAside
-          ? `event set aside (refused alone twice, others answered between): ${result.reason}`
-          : result.reason,
-        ...(setAside && { setAside: step.setAside }),
+      const runner = { ...agent, runner: agent.runner };
+      const end = await heartbeatTurn(turns, {
+        id,
+        reason,
+        servesNow,
+        agent: runner,
+        owner,
+        due,
+        answers,
       });
-      logger.warn(
-        { heartbeatId: id, status: result.status, reason: result.reason },
-        'heartbeat failed',
-      );
-      if (setAside) logger.warn({ heartbeatId: id, events: step.setAside }, 'event set aside');
-      if (outcome === 'not-run') return { served: ended, more: false };
-      followUp.refused(step);
-      // With the refused event out of the way, the backlog goes on as after an answered turn.
-      return { served: ended, more: setAside && servesNow && more };
+      served = end.served;
+      return end.more;
+    } finally {
+      if (!served) operatorRequests.unshift(...answers);
     }
-    followUp.answered();
-    const ack = isAckOnly(result.reply, settings.ackToken);
-    // An ack-only exchange says nothing needed attention: it stays in the heartbeat's record but
-    // not in its history, which would otherwise send its (consumed) events with every later
-    // heartbeat; under a flood of wakes that made up most of the CPU per wake.
-    const finished = await store.finishHeartbeat(id, {
-      state: 'done',
-      events: seqs,
-      reply: result.reply,
-      ack,
-      // The reply is kept for history no larger than a message may be (it is delivered whole).
-      ...(!ack && {
-        turns: {
-          owner,
-          prompt: message,
-          reply: cutPlain(result.reply, messageBudget(settings.maxPromptBytes)),
-        },
-        deliver: true,
-      }),
-    });
-    // Failed meanwhile by the instance that took the lead: it runs the events again and
-    // delivers its own reply; delivering this one too would send the agent's answer twice, and
-    // keeping its turns would tell the next heartbeat that it was answered.
-    if (!finished) {
-      logger.warn({ heartbeatId: id }, 'heartbeat taken over: its reply is not delivered');
-      return { served: false, more: false };
-    }
-    if (!ack) await delivery.deliver(id);
-    logger.info({ heartbeatId: id, reason, events: seqs.length, ack }, 'heartbeat');
-    return { served: true, more: (servesNow && more) || step.next };
-  }
-
-  /**
-   * Heartbeat `id` gave its turn up before it started, the lead lost: its record is failed
-   * (nothing consumed) and a request for a heartbeat now goes to the leader.
-   */
-  async function leadLost(
-    id: string,
-    reason: string,
-    servesNow: boolean,
-  ): Promise<{ served: boolean; more: boolean }> {
-    await store.finishHeartbeat(id, {
-      state: 'failed',
-      events: [],
-      error: 'not run: another instance took the lead before its turn started',
-    });
-    logger.warn({ heartbeatId: id }, 'heartbeat not run: the lead moved');
-    if (servesNow) deps.forward?.(reason);
-    return { served: false, more: false };
   }
 
   function launch(reason: string): void {

@@ -142,6 +142,8 @@ export type HeartbeatResult = {
    * runner refused each alone twice while it answered others); their text is kept.
    */
   setAside?: number[];
+  /** Operators' requests for a heartbeat it served: answered with its end, in the same write. */
+  answers?: number[];
   reply?: string;
   ack?: boolean;
   error?: string;

@@ -62,6 +62,9 @@ function toEvent(row: EventRecord): SystemEvent {
   };
 }
 
+const ANSWER_REQUEST = `INSERT INTO control_answers (seq, result) VALUES ($1, $2)
+  ON CONFLICT (seq) DO UPDATE SET result = EXCLUDED.result`;
+
 // Events with whether the heartbeat that consumed each failed (set it aside).
 const WITH_SET_ASIDE = `SELECT e.*, (h.state = 'failed') AS set_aside
   FROM system_events e LEFT JOIN heartbeats h ON h.id = e.consumed_by`;
@@ -362,6 +365,9 @@ export class PostgresSessionRecords implements SessionStore {
       }
       const turns = result.turns;
       if (turns) await insertTurns(client, turns.owner, id, turns.prompt, turns.reply);
+      for (const seq of result.answers ?? []) {
+        await client.query(ANSWER_REQUEST, [seq, `heartbeat ${id}`]);
+      }
       return true;
     });
   }
@@ -480,11 +486,7 @@ export class PostgresSessionRecords implements SessionStore {
   }
 
   async answerRequest(seq: number, result: string): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO control_answers (seq, result) VALUES ($1, $2)
-       ON CONFLICT (seq) DO UPDATE SET result = EXCLUDED.result`,
-      [seq, result],
-    );
+    await this.pool.query(ANSWER_REQUEST, [seq, result]);
   }
 
   async requestResult(seq: number): Promise<string | undefined> {

@@ -59,6 +59,8 @@ const HISTORY_SIZES = `SELECT octet_length(text) FROM session_turns
 const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, reply, ack, error, runner_pgid
   FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
 
+const ANSWER_REQUEST = 'INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)';
+
 // The newest taken request for a heartbeat, when it has no answer (the seq is its primary key).
 const NEWEST_HEARTBEAT_REQUEST_UNSERVED = `SELECT r.seq FROM (SELECT seq FROM control_requests
     WHERE kind = 'heartbeat' AND handled_at IS NOT NULL ORDER BY seq DESC LIMIT 1) r
@@ -351,6 +353,8 @@ export class SqliteSessionRecords implements SessionStore {
       if (result.state === 'done' && result.deliver) this.statement(QUEUE_DELIVERY).run(id);
       const consumed = result.state === 'done' ? result.events : (result.setAside ?? []);
       consumeEvents((sql) => this.statement(sql), id, consumed);
+      for (const seq of result.answers ?? [])
+        this.statement(ANSWER_REQUEST).run(seq, `heartbeat ${id}`);
       const turns = result.turns;
       if (turns) this.insertTurns(turns.owner, id, turns.prompt, turns.reply);
       return true;
@@ -492,10 +496,7 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** Record a request's answer (what the command that asked waits for). */
   async answerRequest(seq: number, result: string): Promise<void> {
-    this.statement('INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)').run(
-      seq,
-      result,
-    );
+    this.statement(ANSWER_REQUEST).run(seq, result);
   }
 
   /** A request's answer, once the server has given it. */
