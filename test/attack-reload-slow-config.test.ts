@@ -13,18 +13,9 @@ import { loadConfigFile } from '../engine/config.ts';
 import { startHookgate } from '../engine/hookgate.ts';
 import { createLogger } from '../engine/log.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { ciWakeConfig } from './helpers/reload-config.ts';
 
-const CONFIG = `server: { host: 127.0.0.1, port: 0 }
-hooks:
-  enabled: true
-  token: ${TOKEN}
-  mappings:
-    - id: ci
-      match: { path: ci }
-      action: wake
-      text: "build {{payload.build}}"
-runtime: { dataDir: ./data, heartbeat: { every: "off" } }
-`;
+const CONFIG = ciWakeConfig('build {{payload.build}}');
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

@@ -11,22 +11,15 @@ import { afterAll, expect, it } from 'vitest';
 import { TOKEN } from './helpers/hookgate.ts';
 import { killAll, listStoredActions, startServer, tempDir } from './helpers/process.ts';
 import { waitFor } from './helpers/runtime.ts';
+import { ciWakeConfig } from './helpers/reload-config.ts';
 
 afterAll(killAll);
 
 function configText(greeting: string): string {
-  return `server: { host: 127.0.0.1, port: 0 }
-hooks:
-  enabled: true
-  token: ${TOKEN}
-  mappings:
-    - id: ci
-      match: { path: ci }
-      action: wake
-      text: "${greeting}: {{payload.build}}"
-runtime: { dataDir: ./data, heartbeat: { every: "off" } }
-reload: { watch: true, debounceMs: 50 }
-`;
+  return ciWakeConfig(
+    `${greeting}: {{payload.build}}`,
+    'reload: { watch: true, debounceMs: 50 }\n',
+  );
 }
 
 /** Write one version of the mounted volume: its own directory, its file inside. */

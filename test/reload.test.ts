@@ -10,24 +10,17 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Readiness } from '../engine/admin/deps.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { ciWakeConfig } from './helpers/reload-config.ts';
 import { killAll, listStoredActions, runHookgate, startServer } from './helpers/process.ts';
 
 const ADMIN_TOKEN = 'reload-test-admin-token-0123456789abcdef';
 const ADMIN = /admin listening on (http:\/\/127\.0\.0\.1:\d+)/;
 
 function configText(greeting: string, extra = ''): string {
-  return `server: { host: 127.0.0.1, port: 0 }
-hooks:
-  enabled: true
-  token: ${TOKEN}
-  mappings:
-    - id: ci
-      match: { path: ci }
-      action: wake
-      text: "${greeting}: {{payload.build}}"
-runtime: { dataDir: ./data, heartbeat: { every: "off" } }
-admin: { port: 0, token: ${ADMIN_TOKEN} }
-${extra}`;
+  return ciWakeConfig(
+    `${greeting}: {{payload.build}}`,
+    `admin: { port: 0, token: ${ADMIN_TOKEN} }\n${extra}`,
+  );
 }
 
 const cleanups: Array<() => void> = [];
