@@ -999,8 +999,13 @@ export function describeRuntimeStore(
         const grouped = await store.startHeartbeat('interval');
         await store.setHeartbeatGroup(grouped, 4242);
         const ungrouped = await store.startHeartbeat('wake');
+        // The recovering instance's own heartbeat (a lead it took back) is kept running.
+        const own = await store.startHeartbeat('wake');
+        await store.setHeartbeatGroup(own, 777);
 
-        expect(await store.recoverHeartbeats()).toEqual([{ id: grouped, pgid: 4242 }]);
+        expect(await store.recoverHeartbeats([own])).toEqual([{ id: grouped, pgid: 4242 }]);
+        expect((await store.heartbeats(10)).find((row) => row.id === own)?.state).toBe('running');
+        await store.finishHeartbeat(own, { state: 'failed', events: [], error: 'ended' });
         const rows = new Map((await store.heartbeats(10)).map((row) => [row.id, { ...row }]));
         for (const id of [grouped, ungrouped]) {
           expect(rows.get(id)).toMatchObject({

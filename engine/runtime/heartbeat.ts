@@ -20,7 +20,7 @@ import type { AgentSettings } from './agents.ts';
 import { NO_ISOLATION } from './event-isolation.ts';
 import { createHeartbeatDelivery } from './heartbeat-delivery.ts';
 import { createFollowUp } from './heartbeat-follow-up.ts';
-import { heartbeatTurn, type TurnContext } from './heartbeat-turn.ts';
+import { heartbeatTurn, type TurnContext, type TurnInput } from './heartbeat-turn.ts';
 import type { LastRoutePolicy } from './last-route.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
 import type { Schedule } from './schedule.ts';
@@ -62,6 +62,8 @@ export type Heartbeat = {
   stop(): Promise<void>;
   /** Resolves when no heartbeat is running or waiting (for tests and shutdown). */
   idle(): Promise<void>;
+  /** The records of the heartbeats this instance runs, once one being opened is open. */
+  ownRecords(): Promise<string[]>;
   /**
    * Schedule the replies the store still has to deliver: `always` when the lead is gained; else
    * (after each lead check) only while this instance knows of replies still due.
@@ -105,6 +107,11 @@ export function createHeartbeat(deps: {
   const operatorRequests: number[] = [];
   const followUp = createFollowUp({ retry: settings.retry, request: (why) => requestNow(why) });
   let task: ScheduledTask | undefined;
+  // Open records of this instance's heartbeats: a lead that lapsed and came back (a stall, no
+  // other leader meanwhile) recovers a previous leader's, never these (its runner was ended and
+  // its answered turn thrown away, its events shown again).
+  const own = new Set<string>();
+  let opening: Promise<unknown> = Promise.resolve();
   const delivery = createHeartbeatDelivery({
     store,
     adapters: deps.adapters,
@@ -137,41 +144,55 @@ export function createHeartbeat(deps: {
     const servesNow = nowAsked;
     nowAsked = false;
     const agent = deps.agent();
-    const owner: TurnOwner = { agentId: agent.id, sessionKey: settings.mainKey, kind: 'heartbeat' };
     if (!agent.runner) {
       // Said plainly, but once a minute: under load every wake would otherwise write a record.
       const now = Date.now();
       if (now - lastNoRunner < 60_000) return false;
       lastNoRunner = now;
-      const id = await store.startHeartbeat(reason);
-      // Counted, not read: a failed heartbeat records only how many events it would have had.
-      const events = await store.pendingSizes(settings.mainKey, settings.maxEvents);
-      const error = `no runner is configured for agent "${agent.id}"`;
-      // The operator asked for one and got it, failed: a restart would only fail it again.
-      const answers = operatorRequests.splice(0);
-      const seqs = events.map((event) => event.seq);
-      const failed = { state: 'failed', events: seqs, error, answers } as const;
-      if (!(await store.finishHeartbeat(id, failed))) operatorRequests.unshift(...answers);
-      logger.warn({ heartbeatId: id, reason: error }, 'heartbeat failed');
-      return false;
     }
-    const id = await store.startHeartbeat(reason);
+    const started = store.startHeartbeat(reason);
+    opening = started.catch(() => undefined);
+    const id = await started;
+    own.add(id);
+    try {
+      if (!agent.runner) {
+        await noRunner(id, agent.id);
+        return false;
+      }
+      return await turn(id, reason, servesNow, { ...agent, runner: agent.runner });
+    } finally {
+      own.delete(id);
+    }
+  }
+
+  /** Heartbeat `id` fails: the default agent has no runner. */
+  async function noRunner(id: string, agentId: string): Promise<void> {
+    // Counted, not read: a failed heartbeat records only how many events it would have had.
+    const events = await store.pendingSizes(settings.mainKey, settings.maxEvents);
+    const error = `no runner is configured for agent "${agentId}"`;
+    // The operator asked for one and got it, failed: a restart would only fail it again.
+    const answers = operatorRequests.splice(0);
+    const seqs = events.map((event) => event.seq);
+    const failed = { state: 'failed', events: seqs, error, answers } as const;
+    if (!(await store.finishHeartbeat(id, failed))) operatorRequests.unshift(...answers);
+    logger.warn({ heartbeatId: id, reason: error }, 'heartbeat failed');
+  }
+
+  /** Heartbeat `id`'s turn; true when another should follow at once. */
+  async function turn(
+    id: string,
+    reason: string,
+    servesNow: boolean,
+    agent: TurnInput['agent'],
+  ): Promise<boolean> {
+    const owner: TurnOwner = { agentId: agent.id, sessionKey: settings.mainKey, kind: 'heartbeat' };
     // This heartbeat is the retry or the narrowing's step that was due.
     const due = followUp.take();
     // The operators' requests it serves, answered with its end; given back if it has none.
     const answers = operatorRequests.splice(0);
     let served = false;
     try {
-      const runner = { ...agent, runner: agent.runner };
-      const end = await heartbeatTurn(turns, {
-        id,
-        reason,
-        servesNow,
-        agent: runner,
-        owner,
-        due,
-        answers,
-      });
+      const end = await heartbeatTurn(turns, { id, reason, servesNow, agent, owner, due, answers });
       served = end.served;
       return end.more;
     } finally {
@@ -276,6 +297,10 @@ export function createHeartbeat(deps: {
     },
     async idle() {
       while (running || waiting) await (running ?? launched);
+    },
+    async ownRecords() {
+      await opening;
+      return [...own];
     },
     sweepDeliveries: (always) => delivery.sweep(always),
   };

@@ -329,11 +329,11 @@ export interface SessionStore {
   /** Record the process group of a heartbeat's runner. */
   setHeartbeatGroup(id: string, pgid: number | null): Promise<void>;
   /**
-   * Heartbeats left running by a previous leader are failed (their events stay pending), and
-   * reply deliveries it had in flight become due again; returns their ids with their runner
-   * groups (this host's).
+   * Heartbeats left running by a previous leader (every running one but `keep`, this instance's
+   * own) are failed (their events stay pending), and reply deliveries it had in flight become
+   * due again; returns their ids with their runner groups (this host's).
    */
-  recoverHeartbeats(): Promise<Array<{ id: string; pgid: number }>>;
+  recoverHeartbeats(keep?: readonly string[]): Promise<Array<{ id: string; pgid: number }>>;
   /**
    * Close a heartbeat record; on success mark the events it included as consumed (on failure,
    * only those it sets aside).

@@ -207,10 +207,12 @@ export async function startRuntime(
     leadership: store.leadership,
     leaseMs: config.store.leaseSeconds * 1000,
     everyMs: LEAD_EVERY_MS,
-    // A new leader ends what a dead leader's heartbeat left running, then asks again for a
-    // heartbeat now that one asked for and never got.
+    // A new leader ends what a dead leader's heartbeat left running, never its own (a lead it
+    // lost to a stall and took back, nobody leading between), then asks again for a heartbeat
+    // now that one asked for and never got.
     gained: async () => {
-      for (const { id, pgid } of await store.recoverHeartbeats()) endStaleGroup(pgid, id);
+      const own = await heartbeat.ownRecords();
+      for (const { id, pgid } of await store.recoverHeartbeats(own)) endStaleGroup(pgid, id);
     },
     leads: () => {
       if (loop) takeOver();

@@ -78,5 +78,6 @@ export const NO_HEARTBEAT: Heartbeat = Object.freeze({
   start: () => undefined,
   stop: async () => undefined,
   idle: async () => undefined,
+  ownRecords: async () => [],
   sweepDeliveries: async () => undefined,
 });

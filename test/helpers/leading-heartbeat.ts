@@ -2,9 +2,9 @@
  * One instance of hookgate's heartbeat on a shared PostgreSQL database, as
  * the runtime wires it (runtime.ts): its own pool and store, the
  * leadership loop, whose gain recovers what a previous leader's heartbeats
- * left, and the heartbeat of the main session (asked for, never
- * scheduled) running only while it leads. For tests of what happens when
- * the lead moves.
+ * left (never this instance's own), and the heartbeat of the main session
+ * (asked for, never scheduled) running only while it leads. For tests of
+ * what happens when the lead moves.
  */
 import type pg from 'pg';
 import type { ChannelAdapter } from '../../engine/delivery/adapter.ts';
@@ -61,15 +61,7 @@ export async function leadingHeartbeat<
   const store = (options.makeStore?.(pool, storeOptions) ??
     new PostgresRuntimeStore(pool, storeOptions)) as S;
   const controller = new AbortController();
-  const loop = await startLeadership({
-    leadership: store.leadership,
-    leaseMs: options.leaseMs,
-    everyMs: 100,
-    gained: async () => {
-      await store.recoverHeartbeats();
-    },
-    logger,
-  });
+  let loop: LeadershipLoop | undefined;
   const forwarded: string[] = [];
   const runner = options.runner;
   const heartbeat = createHeartbeat({
@@ -90,17 +82,27 @@ export async function leadingHeartbeat<
     },
     logger,
     signal: controller.signal,
-    leading: () => loop.leading(),
+    leading: () => loop?.leading() ?? false,
     forward: (reason) => forwarded.push(reason),
   });
+  loop = await startLeadership({
+    leadership: store.leadership,
+    leaseMs: options.leaseMs,
+    everyMs: 100,
+    gained: async () => {
+      await store.recoverHeartbeats(await heartbeat.ownRecords());
+    },
+    logger,
+  });
+  const started = loop;
   return {
     pool,
     store,
-    loop,
+    loop: started,
     heartbeat,
     forwarded,
     async close() {
-      loop.stop();
+      started.stop();
       controller.abort();
       await heartbeat.stop();
       await closePool(pool);

@@ -317,7 +317,9 @@ export class PostgresSessionRecords implements SessionStore {
   }
 
   /** Called by a new leader: every heartbeat still running was a previous leader's. */
-  async recoverHeartbeats(): Promise<Array<{ id: string; pgid: number }>> {
+  async recoverHeartbeats(
+    keep: readonly string[] = [],
+  ): Promise<Array<{ id: string; pgid: number }>> {
     const { rows } = await this.pool.query<{
       id: string;
       runner_host: string | null;
@@ -325,7 +327,9 @@ export class PostgresSessionRecords implements SessionStore {
     }>(
       `UPDATE heartbeats SET state = 'failed', error = 'interrupted: its instance stopped',
          finished_at = now()
-       WHERE state = 'running' RETURNING id, runner_host, runner_pgid`,
+       WHERE state = 'running' AND NOT (id = ANY($1::text[]))
+       RETURNING id, runner_host, runner_pgid`,
+      [keep],
     );
     // A reply delivery in flight was the previous leader's: due again (its writes are fenced).
     await this.pool.query(RECOVER_DELIVERIES);

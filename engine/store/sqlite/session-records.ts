@@ -59,6 +59,9 @@ const HISTORY_SIZES = `SELECT octet_length(text) FROM session_turns
 const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, reply, ack, error, runner_pgid
   FROM heartbeats ORDER BY started_at DESC, rowid DESC ${boundLimit()}`;
 
+// The heartbeats a recovery fails: running, and not among those kept (?1, a JSON array of ids).
+const RECOVERED = "state = 'running' AND id NOT IN (SELECT value FROM json_each(?1))";
+
 const ANSWER_REQUEST = 'INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)';
 
 // The newest taken request for a heartbeat, when it has no answer (the seq is its primary key).
@@ -315,14 +318,17 @@ export class SqliteSessionRecords implements SessionStore {
   }
 
   /** After a crash: heartbeats left running are failed (their events stay pending); returns runner groups. */
-  async recoverHeartbeats(): Promise<Array<{ id: string; pgid: number }>> {
+  async recoverHeartbeats(
+    keep: readonly string[] = [],
+  ): Promise<Array<{ id: string; pgid: number }>> {
+    const kept = JSON.stringify(keep);
     return this.transaction(() => {
-      const rows = this.statement(
-        "SELECT id, runner_pgid FROM heartbeats WHERE state = 'running'",
-      ).all() as Row[];
+      const rows = this.statement(`SELECT id, runner_pgid FROM heartbeats WHERE ${RECOVERED}`).all(
+        kept,
+      ) as Row[];
       this.statement(
-        "UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ? WHERE state = 'running'",
-      ).run(now());
+        `UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ?2 WHERE ${RECOVERED}`,
+      ).run(kept, now());
       // An attempt in flight died with its process: the delivery is due again (at once).
       this.statement(RECOVER_DELIVERIES).run();
       return rows.flatMap((row) =>
