@@ -6,7 +6,13 @@
  * served, in one write. The heartbeat (heartbeat.ts) decides when turns run.
  */
 import type { AgentSettings } from './agents.ts';
-import { afterHeartbeat, type Isolation, planNext, type TurnOutcome } from './event-isolation.ts';
+import {
+  afterHeartbeat,
+  type Isolation,
+  type IsolationStep,
+  planNext,
+  type TurnOutcome,
+} from './event-isolation.ts';
 import { nextBatch } from './heartbeat-batch.ts';
 import type { HeartbeatDelivery } from './heartbeat-delivery.ts';
 import type { FollowUp, FollowUpReason } from './heartbeat-follow-up.ts';
@@ -18,7 +24,7 @@ import { cutPlain } from './prompt-cut.ts';
 import { isAckOnly } from './replies.ts';
 import { historyWithin } from './run-history.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
-import type { Runner } from './runners/runner.ts';
+import type { Runner, RunRequest } from './runners/runner.ts';
 
 /** What a turn needs from the heartbeat that runs it. */
 export type TurnContext = {
@@ -62,7 +68,7 @@ export type TurnEnd = { served: boolean; more: boolean };
 /** Run heartbeat `input.id`'s turn to the end of its record. */
 export async function heartbeatTurn(ctx: TurnContext, input: TurnInput): Promise<TurnEnd> {
   const { store, settings } = ctx;
-  const { id, agent, owner } = input;
+  const { id, owner } = input;
   // The oldest pending events that fit the message's share: a backlog of large events was
   // read 100 at a time and sent whole, 25 MB and more per turn.
   const plan = planNext(ctx.narrowing.state);
@@ -78,29 +84,7 @@ export async function heartbeatTurn(ctx: TurnContext, input: TurnInput): Promise
   // held by a flood, a stall): the new leader runs these events, and a turn here would show
   // them to the agent a second time. Checked with no wait before the turn starts.
   if (ctx.leading && !ctx.leading()) return leadLost(ctx, input);
-  const result = await agent.runner.run(
-    {
-      kind: 'heartbeat',
-      runId: id,
-      agentId: agent.id,
-      sessionKey: settings.mainKey,
-      message,
-      model: agent.model ?? null,
-      thinking: null,
-      timeoutSeconds: agent.timeoutSeconds,
-      history,
-    },
-    {
-      signal: ctx.signal,
-      onSpawn: (pgid) => {
-        store
-          .setHeartbeatGroup(id, pgid)
-          .catch((err: unknown) =>
-            ctx.logger.error({ err: (err as Error).message }, 'heartbeat runner not recorded'),
-          );
-      },
-    },
-  );
+  const result = await ask(ctx, input, message, history);
   let outcome: TurnOutcome =
     result.status === 'ok' ? 'answered' : result.status === 'retry' ? 'not-run' : 'refused';
   // A turn that did not happen in all the retry policy's attempts is taken as refused: a
@@ -112,27 +96,8 @@ export async function heartbeatTurn(ctx: TurnContext, input: TurnInput): Promise
   const step = afterHeartbeat(ctx.narrowing.state, plan, seqs, outcome);
   ctx.narrowing.state = step.state;
   if (result.status !== 'ok') {
-    // The events stay pending, but one refused alone twice, with a turn answered between.
-    const setAside = step.setAside.length > 0;
-    // A heartbeat that ran and failed served the operator's request too: it was the one asked.
-    const ended = await store.finishHeartbeat(id, {
-      state: 'failed',
-      events: seqs,
-      error: setAside
-        ? `event set aside (refused alone twice, others answered between): ${result.reason}`
-        : result.reason,
-      ...(setAside && { setAside: step.setAside }),
-      answers: input.answers,
-    });
-    ctx.logger.warn(
-      { heartbeatId: id, status: result.status, reason: result.reason },
-      'heartbeat failed',
-    );
-    if (setAside) ctx.logger.warn({ heartbeatId: id, events: step.setAside }, 'event set aside');
-    if (outcome === 'not-run') return { served: ended, more: false };
-    ctx.followUp.refused(step);
-    // With the refused event out of the way, the backlog goes on as after an answered turn.
-    return { served: ended, more: setAside && input.servesNow && more };
+    const { status, reason } = result;
+    return endFailed(ctx, input, { seqs, more, step, outcome, status, reason });
   }
   ctx.followUp.answered();
   const ack = isAckOnly(result.reply, settings.ackToken);
@@ -165,6 +130,70 @@ export async function heartbeatTurn(ctx: TurnContext, input: TurnInput): Promise
   if (!ack) await ctx.delivery.deliver(id);
   ctx.logger.info({ heartbeatId: id, reason: input.reason, events: seqs.length, ack }, 'heartbeat');
   return { served: true, more: (input.servesNow && more) || step.next };
+}
+
+/** The runner's turn over `message`, its process group recorded as it starts. */
+function ask(ctx: TurnContext, input: TurnInput, message: string, history: RunRequest['history']) {
+  return input.agent.runner.run(
+    {
+      kind: 'heartbeat',
+      runId: input.id,
+      agentId: input.agent.id,
+      sessionKey: ctx.settings.mainKey,
+      message,
+      model: input.agent.model ?? null,
+      thinking: null,
+      timeoutSeconds: input.agent.timeoutSeconds,
+      history,
+    },
+    {
+      signal: ctx.signal,
+      onSpawn: (pgid) => {
+        ctx.store
+          .setHeartbeatGroup(input.id, pgid)
+          .catch((err: unknown) =>
+            ctx.logger.error({ err: (err as Error).message }, 'heartbeat runner not recorded'),
+          );
+      },
+    },
+  );
+}
+
+/** A turn not answered: the record failed, a refused event set aside, the narrowing told. */
+async function endFailed(
+  ctx: TurnContext,
+  input: TurnInput,
+  turn: {
+    seqs: number[];
+    more: boolean;
+    step: IsolationStep;
+    outcome: TurnOutcome;
+    status: string;
+    reason: string;
+  },
+): Promise<TurnEnd> {
+  // The events stay pending, but one refused alone twice, with a turn answered between.
+  const setAside = turn.step.setAside.length > 0;
+  // A heartbeat that ran and failed served the operator's request too: it was the one asked.
+  const ended = await ctx.store.finishHeartbeat(input.id, {
+    state: 'failed',
+    events: turn.seqs,
+    error: setAside
+      ? `event set aside (refused alone twice, others answered between): ${turn.reason}`
+      : turn.reason,
+    ...(setAside && { setAside: turn.step.setAside }),
+    answers: input.answers,
+  });
+  ctx.logger.warn(
+    { heartbeatId: input.id, status: turn.status, reason: turn.reason },
+    'heartbeat failed',
+  );
+  if (setAside)
+    ctx.logger.warn({ heartbeatId: input.id, events: turn.step.setAside }, 'event set aside');
+  if (turn.outcome === 'not-run') return { served: ended, more: false };
+  ctx.followUp.refused(turn.step);
+  // With the refused event out of the way, the backlog goes on as after an answered turn.
+  return { served: ended, more: setAside && input.servesNow && turn.more };
 }
 
 /**
