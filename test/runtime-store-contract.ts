@@ -1127,6 +1127,21 @@ export function describeRuntimeStore(
         expect(await store.saveHeartbeatDelivery(stale, { partsSent: 1 }, { atMs: 0 })).toBe(false);
       });
 
+      it("recoverHeartbeats keeps the attempts it is told are this instance's own", async () => {
+        const mine = await replyToDeliver(store);
+        const theirs = await replyToDeliver(store);
+        const at = Date.now();
+        const own = (await store.claimHeartbeatDelivery(mine, at, at - LEASE)) as Claimed;
+        await store.claimHeartbeatDelivery(theirs, at, at - LEASE);
+        expect(await store.recoverHeartbeats([mine])).toEqual([]);
+        // The other instance's is free at once; this one's stays claimed, its writes still taken.
+        expect(await store.claimHeartbeatDelivery(theirs, at + 1, 0)).toMatchObject({
+          attempts: 2,
+        });
+        expect(await store.claimHeartbeatDelivery(mine, at + 1, 0)).toBeUndefined();
+        expect(await store.saveHeartbeatDelivery(own, { partsSent: 1 })).toBe(true);
+      });
+
       it('an attempt that keeps its progress renews its lease', async () => {
         const beat = await replyToDeliver(store);
         const at = Date.now() - 10 * LEASE;

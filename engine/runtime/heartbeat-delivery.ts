@@ -57,6 +57,8 @@ export type HeartbeatDelivery = {
   sweep(always?: boolean): Promise<void>;
   /** Cancel the timers (the replies stay due in the store); resolves when no attempt is running. */
   stop(): Promise<void>;
+  /** The replies whose attempt runs here (claimed, or being claimed): a recovery keeps them. */
+  inFlight(): string[];
 };
 
 /** Create the delivery of heartbeat replies. */
@@ -81,7 +83,21 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
       logger.error({ heartbeatId: id, err: (err as Error).message }, 'heartbeat delivery crashed'),
   });
 
+  // Attempts running here, named from before their claim is asked: a lead taken back (a stall,
+  // nobody else leading meanwhile) must not free this instance's own claim for its sweep to
+  // take over beside the attempt, sending a part twice.
+  const running = new Set<string>();
+
   async function attemptOnce(id: string): Promise<void> {
+    running.add(id);
+    try {
+      await attemptClaimed(id);
+    } finally {
+      running.delete(id);
+    }
+  }
+
+  async function attemptClaimed(id: string): Promise<void> {
     // The leader delivers; one that lost the lead leaves the reply due for the next leader.
     if (halted() || (deps.leading && !deps.leading())) return;
     const now = Date.now();
@@ -255,5 +271,6 @@ export function createHeartbeatDelivery(deps: HeartbeatDeliveryDeps): HeartbeatD
     },
     sweep: (always) => work.sweep(always),
     stop: () => work.stop(),
+    inFlight: () => [...running],
   };
 }

@@ -300,7 +300,7 @@ export function createHeartbeat(deps: {
     },
     async ownRecords() {
       await opening;
-      return [...own];
+      return [...own, ...delivery.inFlight()];
     },
     sweepDeliveries: (always) => delivery.sweep(always),
   };

@@ -19,9 +19,9 @@ type Db = pg.Pool | pg.PoolClient;
 export const QUEUE_DELIVERY =
   'INSERT INTO heartbeat_deliveries (heartbeat_id, due_ms) VALUES ($1, 0)';
 
-/** For a new leader: attempts in flight were the previous leader's, due again. */
-export const RECOVER_DELIVERIES =
-  'UPDATE heartbeat_deliveries SET claimed_ms = NULL WHERE claimed_ms IS NOT NULL';
+/** For a new leader: attempts in flight were the previous leader's, due again (but those in `$1`: this instance is still making them). */
+export const RECOVER_DELIVERIES = `UPDATE heartbeat_deliveries SET claimed_ms = NULL
+  WHERE claimed_ms IS NOT NULL AND NOT (heartbeat_id = ANY($1::text[]))`;
 
 // An attempt's own row ($1 id, $2 claim): still claimed, and by this claim.
 const THIS_CLAIM = 'heartbeat_id = $1 AND claim = $2 AND claimed_ms IS NOT NULL';

@@ -331,8 +331,9 @@ export class PostgresSessionRecords implements SessionStore {
        RETURNING id, runner_host, runner_pgid`,
       [keep],
     );
-    // A reply delivery in flight was the previous leader's: due again (its writes are fenced).
-    await this.pool.query(RECOVER_DELIVERIES);
+    // A reply delivery in flight was the previous leader's: due again (its writes are fenced),
+    // but one this instance is still making.
+    await this.pool.query(RECOVER_DELIVERIES, [keep]);
     // A process group is only this host's to end.
     return rows.flatMap((row) =>
       row.runner_pgid !== null && row.runner_host === hostname()

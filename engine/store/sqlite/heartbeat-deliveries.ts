@@ -20,9 +20,12 @@ type Prepare = (sql: string) => StatementSync;
 export const QUEUE_DELIVERY =
   'INSERT INTO heartbeat_deliveries (heartbeat_id, due_ms) VALUES (?, 0)';
 
-/** After a crash (or a new leader): attempts in flight are nobody's, due again. */
-export const RECOVER_DELIVERIES =
-  'UPDATE heartbeat_deliveries SET claimed_ms = NULL WHERE claimed_ms IS NOT NULL';
+/**
+ * After a crash (or a new leader): attempts in flight are nobody's, due again, but those of the
+ * replies this instance is still delivering (?1, a JSON array of heartbeat ids).
+ */
+export const RECOVER_DELIVERIES = `UPDATE heartbeat_deliveries SET claimed_ms = NULL
+  WHERE claimed_ms IS NOT NULL AND heartbeat_id NOT IN (SELECT value FROM json_each(?1))`;
 
 const PENDING = `SELECT heartbeat_id, due_ms, claimed_ms FROM heartbeat_deliveries
   WHERE heartbeat_id > ? ORDER BY heartbeat_id ${boundLimit()}`;

@@ -330,7 +330,7 @@ export class SqliteSessionRecords implements SessionStore {
         `UPDATE heartbeats SET state = 'failed', error = 'interrupted by a restart', finished_at = ?2 WHERE ${RECOVERED}`,
       ).run(kept, now());
       // An attempt in flight died with its process: the delivery is due again (at once).
-      this.statement(RECOVER_DELIVERIES).run();
+      this.statement(RECOVER_DELIVERIES).run(kept);
       return rows.flatMap((row) =>
         row['runner_pgid'] === null
           ? []
