@@ -9,9 +9,10 @@
  * is a `read` on fd 3, one end of a socket pair whose other end only
  * hookgate holds (close-on-exec, so no other child inherits it). EOF without
  * a line means hookgate is gone: the watchdog kills its own group (`kill 0`).
- * Once the runner has exited and its output is closed, hookgate writes a line
- * and the watchdog leaves quietly, so leftovers that let go of the output
- * outlive the run as they always did.
+ * Once the runner has exited and its output is closed (or read for a grace
+ * after its exit, where a leftover holds it open), hookgate writes a line and
+ * the watchdog leaves quietly, so leftovers outlive the run as they always
+ * did.
  *
  * Why this shape (POSIX `sh` builtins only; no dependency, no native addon):
  * - `sh`: two forks and an exec more per run, a small fraction of what a
@@ -48,9 +49,18 @@ const LEADER = [
   'exec "$@" 3<&-',
 ].join('\n');
 
+/**
+ * How long the runner's output may stay open after it exited before hookgate stops reading it:
+ * ample for the pipes to be read dry (the runner's last write is in them by its exit).
+ */
+const OUTPUT_GRACE_MS = 1_000;
+
 export type WatchedOptions = { cwd: string; env: NodeJS.ProcessEnv };
 
-/** Called once the runner has exited and closed its output (Node's 'close' also waits for the watchdog). */
+/**
+ * Called once the runner has exited and its output is closed, or read for OUTPUT_GRACE_MS after
+ * its exit (Node's 'close' also waits for the watchdog).
+ */
 export type OnEnded = (code: number | null, signal: NodeJS.Signals | null) => void;
 
 /**
@@ -87,6 +97,21 @@ export function spawnWatched(
   child.once('exit', (code, signal) => {
     exit = [code, signal];
     ended();
+    if (open === 0) return;
+    // A leftover of the runner (a daemon it started, a `sleep &`) may hold its stdout or stderr
+    // open for good: waiting for their end ran an answered turn into its timeout. What the
+    // runner wrote is in the pipe by its exit and read within the grace; then hookgate lets go
+    // of its ends and the leftover lives on, as one that let go of the output does.
+    const grace = setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    }, OUTPUT_GRACE_MS);
+    grace.unref();
+    const cleared = () => {
+      if (open === 0) clearTimeout(grace);
+    };
+    child.stdout?.once('close', cleared);
+    child.stderr?.once('close', cleared);
   });
   child.stdout!.once('close', ended);
   child.stderr!.once('close', ended);
