@@ -11,7 +11,8 @@ import { readFileSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { startTestServer, tempDir } from './helpers/hookgate.ts';
-import { isRunning } from './helpers/runtime.ts';
+import { isRunning, waitFor } from './helpers/runtime.ts';
+import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { summariesOf, waitForRun } from './helpers/store-reads.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -114,4 +115,57 @@ it('a runner that exits while its own output is still being read keeps all of it
   const run = await waitForRun(server, id, 45_000);
   expect(run.state).toBe('done');
   expect(run.outcome?.reply?.length).toBe(300_000);
+});
+
+it('a shutdown after the runner answered, while its leftover holds the output, keeps the answer', async () => {
+  const { dir, cleanup } = tempDir('hookgate-leftover-');
+  cleanups.push(cleanup);
+  const pids = path.join(dir, 'leftover.pid');
+  const exited = path.join(dir, 'runner.exited');
+  const runner = path.join(dir, 'runner.sh');
+  // The leftover says when the runner is gone (reaped by hookgate), then sleeps on.
+  writeFileSync(
+    runner,
+    [
+      '#!/bin/sh',
+      'cat >/dev/null',
+      'me=$$',
+      `(while kill -0 $me 2>/dev/null; do sleep 0.02; done; touch "${exited}"; exec sleep 300) </dev/null &`,
+      `echo $! >> "${pids}"`,
+      'echo "the reply"',
+      'exit 0',
+    ].join('\n'),
+  );
+  chmodSync(runner, 0o755);
+  cleanups.push(() => {
+    for (const pid of readFileSync(pids, 'utf8').trim().split('\n').map(Number)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+  const server = await startTestServer(
+    {
+      hooks: { defaultSessionKey: 'hook:ingress', allowedSessionKeyPrefixes: ['hook:'] },
+      agents: {
+        defaults: { timeoutSeconds: 20, runner: { kind: 'command', argv: [runner] } },
+        list: [{ id: 'main' }],
+      },
+    },
+    { runtime: true, dataDir: dir },
+  );
+  const res = await server.post('agent', { message: 'one', wakeMode: 'next-heartbeat' });
+  const id = String(((await res.json()) as { runId: string }).runId);
+  await waitFor('the runner to exit', () => existsSync(exited));
+  // SIGTERM's path: the worker stops, its runs' signals abort.
+  await server.stop();
+  const store = SqliteRuntimeStore.open(dir, { migrate: false });
+  cleanups.push(() => store.close());
+  const run = await store.run(id);
+  expect({ state: run?.state, reply: run?.outcome?.reply }).toEqual({
+    state: 'done',
+    reply: 'the reply',
+  });
 });

@@ -104,6 +104,9 @@ export function createCommandRunner(options: CommandRunnerOptions): Runner {
           finish({ status: 'timeout', reason: `no reply within ${request.timeoutSeconds}s` });
         }, request.timeoutSeconds * 1000);
         const onAbort = () => {
+          // A runner that has exited ran its turn: its end (read within the watchdog's grace)
+          // is the outcome. Ending it as interrupted would run an answered turn again.
+          if (child.exitCode !== null || child.signalCode !== null) return;
           if (child.pid) killGroup(child.pid);
           finish({ status: 'retry', reason: 'interrupted by shutdown' });
         };
