@@ -8,9 +8,16 @@ export const MAX_SESSION_KEY_LENGTH = 256;
 // Printable, no whitespace or control characters: keys end up in logs and file names.
 const WELL_FORMED = /^[^\s\p{Cc}]+$/u;
 
-/** True when the key has an acceptable shape (length, no spaces or controls). */
+/** True when the key has an acceptable shape (length, no spaces or controls, whole characters). */
 export function isWellFormedSessionKey(key: string): boolean {
-  return key.length > 0 && key.length <= MAX_SESSION_KEY_LENGTH && WELL_FORMED.test(key);
+  // A lone surrogate has no UTF-8 form: the store would hold it as U+FFFD, one session for
+  // keys the caller was told apart (and one history for them).
+  return (
+    key.length > 0 &&
+    key.length <= MAX_SESSION_KEY_LENGTH &&
+    WELL_FORMED.test(key) &&
+    key.isWellFormed()
+  );
 }
 
 /** True when the key starts with one of the prefixes. */
