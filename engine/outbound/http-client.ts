@@ -6,6 +6,7 @@
  * abort and a connection failure without reading error messages.
  */
 import { request } from 'undici';
+import { collectBytes } from '../byte-collector.ts';
 import { linkedAbort } from '../linked-abort.ts';
 
 export type OutboundHeaders = Record<string, string | string[] | undefined>;
@@ -135,7 +136,7 @@ type Body = AsyncIterable<Buffer> & { destroy(): unknown };
 
 /**
  * The body as text, or the bytes read when it passed `maxBytes`: never more
- * than the cap plus one chunk is held, and the request is aborted at once.
+ * than the cap (in one buffer) plus one chunk is held, and the request is aborted at once.
  */
 async function readCapped(
   body: Body,
@@ -147,17 +148,14 @@ async function readCapped(
     body.destroy();
     return 0;
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
+  const collected = collectBytes(maxBytes);
   for await (const chunk of body) {
-    size += chunk.length;
-    if (size > maxBytes) {
+    if (!collected.add(chunk)) {
       body.destroy();
-      return size;
+      return collected.received();
     }
-    chunks.push(chunk);
   }
-  return utf8.decode(Buffer.concat(chunks, size));
+  return utf8.decode(collected.bytes());
 }
 
 // The error's code or class name only: undici messages can name the host and port.

@@ -10,6 +10,7 @@
  */
 import type { Readable } from 'node:stream';
 import { answerEnd, guessedSecrets } from '../../outbound/answer-detail.ts';
+import { type ByteCollector, collectBytes } from '../../byte-collector.ts';
 import { longTimeout } from '../../long-timer.ts';
 import { cannotExecute } from './executable.ts';
 import {
@@ -56,20 +57,14 @@ export function killGroup(pgid: number): void {
 
 /** Collect a stream up to `maxBytes`; past it, stop reading, drop it all and call `onFlood` once. */
 function boundedReader(stream: Readable, maxBytes: number, onFlood: () => void): () => string {
-  const chunks: Buffer[] = [];
-  let size = 0;
+  let collected: ByteCollector | undefined = collectBytes(maxBytes);
   stream.on('data', (chunk: Buffer) => {
-    if (size > maxBytes) return;
-    size += chunk.length;
-    if (size <= maxBytes) {
-      chunks.push(chunk);
-      return;
-    }
-    chunks.length = 0;
+    if (!collected || collected.add(chunk)) return;
+    collected = undefined;
     stream.destroy();
     onFlood();
   });
-  return () => Buffer.concat(chunks).toString('utf8');
+  return () => collected?.bytes().toString('utf8') ?? '';
 }
 
 /** Create a command runner. */
