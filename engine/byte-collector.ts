@@ -16,9 +16,6 @@ export type ByteCollector = {
   bytes(): Buffer;
 };
 
-// The first buffer's size, unless the cap or the first chunk asks for another.
-const FIRST_CAPACITY = 16_384;
-
 /** A collector of at most `maxBytes`. */
 export function collectBytes(maxBytes: number): ByteCollector {
   let buffer = Buffer.alloc(0);
@@ -29,7 +26,8 @@ export function collectBytes(maxBytes: number): ByteCollector {
       received += chunk.length;
       if (received > maxBytes) return false;
       if (kept + chunk.length > buffer.length) {
-        const wanted = Math.max(kept + chunk.length, buffer.length * 2, FIRST_CAPACITY);
+        // Doubling keeps the copies linear in the bytes; an answer in one chunk is one copy.
+        const wanted = Math.max(kept + chunk.length, buffer.length * 2);
         const grown = Buffer.allocUnsafe(Math.min(maxBytes, wanted));
         buffer.copy(grown, 0, 0, kept);
         buffer = grown;
