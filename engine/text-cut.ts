@@ -15,6 +15,11 @@ export function headUnits(text: string, max: number): string {
   return isHigh(text.charCodeAt(end - 1)) ? text.slice(0, end - 1) : text.slice(0, end);
 }
 
+/** `text` whole, or its first `max` units (whole characters) followed by `…`. */
+export function clipUnits(text: string, max: number): string {
+  return text.length > max ? `${headUnits(text, max)}…` : text;
+}
+
 /** At most the last `max` units of `text`, starting on a whole character. */
 export function tailUnits(text: string, max: number): string {
   if (text.length <= max) return text;

@@ -6,7 +6,7 @@
  * a credential.
  */
 import { paramName } from '../ingress/query-names.ts';
-import { headUnits } from '../text-cut.ts';
+import { clipUnits, headUnits } from '../text-cut.ts';
 import type { RequestFinished } from '../observe/events.ts';
 
 export type JournalAction = {
@@ -78,12 +78,12 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
   const record: JournalRecord = {
     id: x.id,
     time: new Date(x.arrivedAtMs).toISOString(),
-    method: cut(x.source.method, 16),
-    hook: cut(x.hook, NAME_CHARS),
+    method: clipUnits(x.source.method, 16),
+    hook: clipUnits(x.hook, NAME_CHARS),
     ...(x.route && { route: x.route.name }),
     status: event.status,
     ...(event.code !== undefined && { code: event.code }),
-    client: cut(x.client, NAME_CHARS),
+    client: clipUnits(x.client, NAME_CHARS),
     durationMs: event.durationMs,
     ...(x.selection?.mapping && { mappingId: x.selection.mapping.id }),
     trace: (x.selection?.trace ?? [])
@@ -96,7 +96,7 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
         id: action.id,
         kind: action.kind,
         ...(action.kind === 'agent' && {
-          sessionKey: cut(action.sessionKey, NAME_CHARS),
+          sessionKey: clipUnits(action.sessionKey, NAME_CHARS),
           agentId: action.agentId,
         }),
         prompt: truncated ? headUnits(text, limits.maxPromptChars) : text,
@@ -109,7 +109,7 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
       verification: {
         scheme: verification.scheme,
         ...(verification.deliveryId !== undefined && {
-          deliveryId: cut(verification.deliveryId, NAME_CHARS),
+          deliveryId: clipUnits(verification.deliveryId, NAME_CHARS),
         }),
         ...(verification.secretIndex !== undefined && { secretIndex: verification.secretIndex }),
         ...(verification.retry !== undefined && { retry: verification.retry }),
@@ -123,7 +123,7 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
       body: Buffer.from(x.raw.subarray(0, limits.maxBodyBytes)),
       truncated: x.raw.length > limits.maxBodyBytes,
       headers: keptHeaders(x.source.headers, hidden),
-      query: cut(keptQuery(x.query), VALUE_CHARS),
+      query: clipUnits(keptQuery(x.query), VALUE_CHARS),
     };
   }
   return record;
@@ -140,7 +140,7 @@ export function keptHeaders(
     if (count >= MAX_HEADERS) break;
     const lower = name.toLowerCase();
     if (value === undefined || !isSafeHeader(lower, hidden)) continue;
-    kept[cut(lower, NAME_CHARS)] = cut(
+    kept[clipUnits(lower, NAME_CHARS)] = clipUnits(
       Array.isArray(value) ? value.join(', ') : value,
       VALUE_CHARS,
     );
@@ -175,8 +175,4 @@ export function isSafeHeader(lower: string, hidden: ReadonlySet<string>): boolea
 
 function isSafeName(lower: string): boolean {
   return !SECRET_PARTS.some((part) => lower.includes(part));
-}
-
-function cut(text: string, max: number): string {
-  return text.length > max ? `${headUnits(text, max)}…` : text;
 }

@@ -4,7 +4,7 @@
  * `hookgate retry --failed` does). Over the runtime store the wiring passes.
  */
 import type { RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
-import { headUnits } from '../text-cut.ts';
+import { clipUnits } from '../text-cut.ts';
 import type { RunsAccess, RunView } from './deps.ts';
 
 // A reply or a reason is the agent's text: bounded in what the console receives.
@@ -56,5 +56,5 @@ export function toView(row: RunRow): RunView {
 }
 
 function bounded(text: string): string {
-  return text.length > TEXT_LIMIT ? `${headUnits(text, TEXT_LIMIT)}…` : text;
+  return clipUnits(text, TEXT_LIMIT);
 }

@@ -15,7 +15,7 @@
  * went wrong, and the cut at a window's edge needs the views' spans anyway.)
  */
 import { answerViews, credentialForms } from './answer-view.ts';
-import { headUnits, tailUnits } from '../text-cut.ts';
+import { clipUnits, headUnits, tailUnits } from '../text-cut.ts';
 
 /** What a credential becomes in a reason. */
 export const BLANK = '***';
@@ -67,7 +67,7 @@ export function answerDetail(
   const window = cut ? headUnits(text, size) : text;
   // Blanked before the cut to `max`, so no cut can leave part of a secret.
   const out = collapse(blank(window, secrets, cut ? 'end' : undefined));
-  return out.length > max ? `${headUnits(out, max)}…` : out;
+  return clipUnits(out, max);
 }
 
 /**

@@ -6,7 +6,7 @@
  * transform_invalid_output naming the field; nothing half-built survives.
  */
 import { HookError } from '../errors.ts';
-import { headUnits } from '../text-cut.ts';
+import { clipUnits } from '../text-cut.ts';
 
 export type ActionKind = 'wake' | 'agent';
 
@@ -86,7 +86,7 @@ function mergeOne(
 
 /** An unknown key as the answer names it: the transform's text (maybe payload text), cut short. */
 function named(key: string): string {
-  return key.length > KEY_CHARS ? `${headUnits(key, KEY_CHARS)}…` : key;
+  return clipUnits(key, KEY_CHARS);
 }
 
 /** Characters of an unknown output key quoted in the answer (output is up to maxOutputBytes). */
