@@ -9,6 +9,7 @@
 import { decodeHTML } from 'entities';
 import { htmlToText, MAX_MARKUP_TOKENS, type MarkupBudget } from './html-text.ts';
 import { headerOf, own, ownString, type TextPart, textParts } from './message-parts.ts';
+import { oneLine } from '../one-line.ts';
 import { cutUtf8 } from '../utf8.ts';
 import { charsetOf, decodePartText, toLf } from './part-body.ts';
 
@@ -180,11 +181,8 @@ function dateOf(payload: unknown, resource: object): string {
 function snippetOf(resource: object): string {
   const raw = ownString(resource, 'snippet');
   if (raw === undefined) return '';
-  const text = decodeHTML(raw.slice(0, SNIPPET_MAX_BYTES * 4))
-    .replace(LINE_BREAKS, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-  return cutUtf8(text, SNIPPET_MAX_BYTES).text;
+  // Every line break NEL included: a sender cannot start a line of their own under it.
+  return cutUtf8(oneLine(decodeHTML(raw.slice(0, SNIPPET_MAX_BYTES * 4))), SNIPPET_MAX_BYTES).text;
 }
 
 // The first MAX_LABELS labels are kept; an excluded label is looked for further, so padding
