@@ -30,6 +30,7 @@ import {
   RECOVER_DELIVERIES,
   saveDelivery,
 } from './heartbeat-deliveries.ts';
+import { NEWEST_HEARTBEAT_REQUEST_UNSERVED } from '../control-requests.ts';
 import { restoredEventText } from '../stored-event.ts';
 import { inTransaction } from './pool.ts';
 import { isoTime } from './run-rows.ts';
@@ -503,12 +504,7 @@ export class PostgresSessionRecords implements SessionStore {
   }
 
   async heartbeatRequestUnserved(): Promise<number | undefined> {
-    // As the SQLite store reads it: the newest taken heartbeat request, unanswered.
-    const { rows } = await this.pool.query<{ seq: string }>(
-      `SELECT r.seq FROM (SELECT seq FROM control_requests
-         WHERE kind = 'heartbeat' AND handled_at IS NOT NULL ORDER BY seq DESC LIMIT 1) r
-       WHERE NOT EXISTS (SELECT 1 FROM control_answers a WHERE a.seq = r.seq)`,
-    );
+    const { rows } = await this.pool.query<{ seq: string }>(NEWEST_HEARTBEAT_REQUEST_UNSERVED);
     const row = rows[0];
     return row === undefined ? undefined : Number(row.seq);
   }

@@ -35,6 +35,7 @@ import {
   PENDING_SIZES,
   SESSION_EVENTS,
 } from './event-consumption.ts';
+import { NEWEST_HEARTBEAT_REQUEST_UNSERVED } from '../control-requests.ts';
 import { storedEventText } from '../stored-event.ts';
 import { boundLimit } from './bound-limit.ts';
 import { watchDoorbell, whyNotRung } from './doorbell.ts';
@@ -63,11 +64,6 @@ const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, r
 const RECOVERED = "state = 'running' AND id NOT IN (SELECT value FROM json_each(?1))";
 
 const ANSWER_REQUEST = 'INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)';
-
-// The newest taken request for a heartbeat, when it has no answer (the seq is its primary key).
-const NEWEST_HEARTBEAT_REQUEST_UNSERVED = `SELECT r.seq FROM (SELECT seq FROM control_requests
-    WHERE kind = 'heartbeat' AND handled_at IS NOT NULL ORDER BY seq DESC LIMIT 1) r
-  WHERE NOT EXISTS (SELECT 1 FROM control_answers a WHERE a.seq = r.seq)`;
 
 /** One page of pending events read for a lost request for a heartbeat now. */
 type AskedNowPage = { lowest: number | null; size: number; asked: number };
