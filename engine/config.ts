@@ -43,7 +43,14 @@ const validateConfig = compileValidator<Config>(configSchema, {
 
 /** Read and validate a config file. */
 export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
-  const { absolute, raw } = readConfigDocument(file);
+  return loadConfigDocument(readConfigDocument(file), env);
+}
+
+/** Validate a config file's parsed document (paths in it resolve beside the file). */
+export function loadConfigDocument(
+  { absolute, raw }: { absolute: string; raw: unknown },
+  env: NodeJS.ProcessEnv = process.env,
+): LoadedConfig {
   return resolveConfig(raw, { baseDir: path.dirname(absolute), file: absolute, env });
 }
 

@@ -7,13 +7,12 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { type AdminListener, startAdmin } from './admin/server.ts';
 import { adminDeps, type AdminParts } from './admin/wiring.ts';
 import { createClientAddressResolver } from './client-address.ts';
 import { capConnections } from './connection-limit.ts';
-import { type LoadedConfig, resolveConfig } from './config.ts';
+import { type LoadedConfig, loadConfigDocument } from './config.ts';
 import { compileConfig } from './config/compile.ts';
 import { createLedger } from './dispatcher.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -132,11 +131,8 @@ export async function startHookgate(
   const first = await startGeneration(compiled, generationDeps);
   live = createLiveConfig(first, {
     // Parsed off the main thread: a slow file must not stall the requests being served.
-    load: async () => {
-      const { absolute, raw } = await readConfigOffThread(loaded.file as string);
-      const env = options.env ?? process.env;
-      return resolveConfig(raw, { baseDir: path.dirname(absolute), file: absolute, env });
-    },
+    load: async () =>
+      loadConfigDocument(await readConfigOffThread(loaded.file as string), options.env),
     start: (next) => {
       if (runtime) warnPathProblems(next.loaded, logger);
       return startGeneration(next, generationDeps);
