@@ -5,23 +5,15 @@
  * ConfigError naming the offending path; the service never starts half-configured.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { type Config, configSchema } from '../schemas/config.ts';
+import { ConfigError, readConfigDocument, shieldReferences } from './config-document.ts';
 import { checkConfigRules, normaliseHooksPath } from './config-rules.ts';
 import { transformsRoot as transformsRootFor } from './sandbox/paths.ts';
 import { compileValidator, joinPath } from './validation.ts';
 
-/** A configuration problem, reported as `path: message` and exit status 2. */
-export class ConfigError extends Error {
-  readonly path: string;
-  constructor(pathName: string, message: string) {
-    super(pathName ? `${pathName}: ${message}` : message);
-    this.name = 'ConfigError';
-    this.path = pathName;
-  }
-}
+export { ConfigError, readConfigDocument, shieldReferences };
 
 /** A validated configuration and where relative paths in it are resolved from. */
 export type LoadedConfig = {
@@ -52,29 +44,6 @@ export function loadConfigDocument(
   env: NodeJS.ProcessEnv = process.env,
 ): LoadedConfig {
   return resolveConfig(raw, { baseDir: path.dirname(absolute), file: absolute, env });
-}
-
-/** Read and parse a config file, `${VAR}` references not yet substituted (see substituteEnv). */
-export function readConfigDocument(file: string): { absolute: string; raw: unknown } {
-  const absolute = path.resolve(file);
-  let text: string;
-  try {
-    text = readFileSync(absolute, 'utf8');
-  } catch (err) {
-    throw new ConfigError(
-      '',
-      `cannot read config file ${absolute}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
-    );
-  }
-  let raw: unknown;
-  try {
-    raw = parseYaml(shieldReferences(text), { prettyErrors: true, uniqueKeys: true });
-  } catch (err) {
-    // The first line has the reason and where ("... at line 2, column 6:"); the rest quotes the file.
-    const reason = ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
-    throw new ConfigError('', `cannot parse ${absolute}: ${reason}`);
-  }
-  return { absolute, raw: raw ?? {} };
 }
 
 /** Validate an in-memory configuration object (file contents after parsing). */
@@ -136,19 +105,6 @@ export function quickstartConfig(env: NodeJS.ProcessEnv): { raw: object; generat
 }
 
 const VAR = /\$\$\{|\$\{([^}]*)\}|hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.placeholder/g;
-
-/**
- * `${NAME}` contains YAML flow indicators, so `{ token: ${TOKEN} }` would not parse. Before
- * parsing, each reference becomes a plain-scalar placeholder; values are substituted after
- * parsing, into strings only, so an environment value can never add YAML structure.
- */
-export function shieldReferences(text: string): string {
-  return text.replace(
-    /(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g,
-    (match, escaped: string, name: string) =>
-      escaped ? match : `hookgate.env.${name}.placeholder`,
-  );
-}
 
 /** Substitute `${VAR}` in a value of a config document; `at` names it in errors. */
 export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, at: string): unknown {

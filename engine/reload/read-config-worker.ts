@@ -3,7 +3,7 @@
  * document or the error's message (never a stack).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { readConfigDocument } from '../config.ts';
+import { readConfigDocument } from '../config-document.ts';
 
 const { file } = workerData as { file: string };
 try {
