@@ -22,11 +22,10 @@ if (major > 24 || (major === 24 && minor >= 16)) {
     );
     process.exit(1);
   }
-  const child = spawn(node, [server, ...process.argv.slice(2)], {
-    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
-    // Says the channel is this launcher's: another parent's (pm2, a fork) is never written to.
-    env: { ...process.env, HOOKGATE_LAUNCHER: '1' },
-  });
+  // The signals are handled from before the child exists: one that came between the spawn and
+  // its handlers took its default action, and a SIGHUP then ended this launcher (the server
+  // started was left without it). Handlers run on the event loop, once `child` is set.
+  let child;
   // The server's own signals go to it: stop (SIGINT, SIGTERM) and reload (SIGHUP, which would
   // otherwise end this launcher and leave the server running without it).
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
@@ -34,6 +33,15 @@ if (major > 24 || (major === 24 && minor >= 16)) {
   // kept until the child says it booted (or drops its channel without saying so).
   let booted = false;
   let heldHangUp = false;
+  process.on('SIGHUP', () => {
+    if (booted) child.kill('SIGHUP');
+    else heldHangUp = true;
+  });
+  child = spawn(node, [server, ...process.argv.slice(2)], {
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+    // Says the channel is this launcher's: another parent's (pm2, a fork) is never written to.
+    env: { ...process.env, HOOKGATE_LAUNCHER: '1' },
+  });
   const boot = () => {
     if (booted) return;
     booted = true;
@@ -43,9 +51,5 @@ if (major > 24 || (major === 24 && minor >= 16)) {
     if (message === 'hookgate:booted') boot();
   });
   child.on('disconnect', boot);
-  process.on('SIGHUP', () => {
-    if (booted) child.kill('SIGHUP');
-    else heldHangUp = true;
-  });
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }
