@@ -149,6 +149,24 @@ describe.skipIf(skip)('the PostgreSQL runtime store shared by instances', () => 
     expect(claimed.map(messageOf).sort()).toEqual(['late', messageOf(oldest)].sort());
   });
 
+  it("with one slot, a backlog longer than the claim's window takes turns with a session beyond it", async () => {
+    const [a] = await instances();
+    for (let i = 0; i < 600; i += 100)
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) => a.accept(agentAction('s:bulk', `m${i + j}`))),
+      );
+    await a.accept(agentAction('s:late', 'late'));
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const [run] = await a.runtime.claimHeads(1, new Set());
+      if (!run) throw new Error('nothing claimed');
+      order.push(run.action.kind === 'agent' ? run.action.sessionKey : 'wake');
+      expect(await a.runtime.finish(run, 'done', { status: 'ok' })).toBe(true);
+    }
+    // The late session waited while the backlog's first run ran: it goes next, then the backlog.
+    expect(order).toEqual(['s:bulk', 's:late', 's:bulk']);
+  });
+
   it('retention deletes finished actions only', async () => {
     const [a] = await instances();
     await a.accept(agentAction('s:r', 'finished'));

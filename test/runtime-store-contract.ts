@@ -1516,30 +1516,57 @@ type PropertyStep = typeof propertyStep extends fc.Arbitrary<infer T> ? T : neve
 /**
  * Random accepts, claims, finishes, requeues and retries against a model: a claim returns
  * exactly the oldest unfinished action of each session that has none running (and is not busy),
- * oldest head first, up to the room.
+ * in turn order (a session whose turn ended goes behind the rows stored by then), up to the
+ * room.
  */
 function describeClaimProperty(current: () => RuntimeStoreEnv, opened: () => RuntimeStore): void {
   describe('claims against a model', () => {
     // One store for every run of the property; each run has sessions of its own and drains them.
     let run = 0;
 
-    /** What claimHeads must return now. */
-    function expected(rows: readonly Modelled[], room: number, busy?: number): Modelled[] {
-      const heads: Modelled[] = [];
+    /**
+     * What claimHeads must return now: heads in turn order, a session's place being its head's
+     * position or, once its turn ended, the position after every row stored by then.
+     */
+    function expected(
+      rows: readonly Modelled[],
+      places: ReadonlyMap<number, number>,
+      room: number,
+      busy?: number,
+    ): Modelled[] {
+      const heads: Array<{ row: Modelled; at: number }> = [];
       const seen = new Set<number>();
-      for (const row of rows) {
+      for (const [at, row] of rows.entries()) {
         if (seen.has(row.session) || (row.state !== 'queued' && row.state !== 'running')) continue;
         seen.add(row.session);
-        heads.push(row);
+        heads.push({ row, at });
       }
       const running = new Set(rows.filter((r) => r.state === 'running').map((r) => r.session));
+      const place = (head: { row: Modelled; at: number }) =>
+        Math.max(head.at, places.get(head.row.session) ?? -1);
       return heads
-        .filter((row) => row.state === 'queued' && !running.has(row.session))
-        .filter((row) => row.session !== busy)
-        .slice(0, room);
+        .filter(({ row }) => row.state === 'queued' && !running.has(row.session))
+        .filter(({ row }) => row.session !== busy)
+        .sort((a, b) => place(a) - place(b) || a.at - b.at)
+        .slice(0, room)
+        .map(({ row }) => row);
     }
 
-    async function apply(rows: Modelled[], keys: readonly string[], step: PropertyStep) {
+    /** A session's turn ended (a run of it ended, or an ended one was sent back). */
+    function endTurn(rows: readonly Modelled[], places: Map<number, number>, session: number) {
+      const open = rows.some(
+        (r) => r.session === session && (r.state === 'queued' || r.state === 'running'),
+      );
+      if (open) places.set(session, rows.length);
+      else places.delete(session);
+    }
+
+    async function apply(
+      rows: Modelled[],
+      places: Map<number, number>,
+      keys: readonly string[],
+      step: PropertyStep,
+    ) {
       const store = opened();
       const running = rows.filter((row) => row.state === 'running');
       if (step.op === 'accept') {
@@ -1550,7 +1577,7 @@ function describeClaimProperty(current: () => RuntimeStoreEnv, opened: () => Run
         for (const action of actions)
           rows.push({ id: action.id, session: step.s, state: 'queued', attempts: 0 });
       } else if (step.op === 'claim') {
-        const want = expected(rows, step.room, step.busy);
+        const want = expected(rows, places, step.room, step.busy);
         const busy = new Set(step.busy === undefined ? [] : [keys[step.busy] as string]);
         const got = await store.claimHeads(step.room, busy);
         expect(ids(got)).toEqual(want.map((row) => row.id));
@@ -1564,7 +1591,10 @@ function describeClaimProperty(current: () => RuntimeStoreEnv, opened: () => Run
         if (!row?.claim) return;
         const claim = step.stale ? { ...row.claim, attempts: row.claim.attempts - 1 } : row.claim;
         expect(await store.finish(claim, step.state, { status: 'ok' })).toBe(!step.stale);
-        if (!step.stale) row.state = step.state;
+        if (!step.stale) {
+          row.state = step.state;
+          endTurn(rows, places, row.session);
+        }
       } else if (step.op === 'requeue') {
         const row = running[step.pick % Math.max(1, running.length)];
         if (!row?.claim) return;
@@ -1578,7 +1608,10 @@ function describeClaimProperty(current: () => RuntimeStoreEnv, opened: () => Run
         if (!row) return;
         const retried = row.state === 'dead' || (step.failed && row.state === 'failed');
         expect(await store.retryDead(row.id, { failed: step.failed })).toBe(retried);
-        if (retried) Object.assign(row, { state: 'queued', attempts: 0 });
+        if (retried) {
+          Object.assign(row, { state: 'queued', attempts: 0 });
+          endTurn(rows, places, row.session);
+        }
       }
     }
 
@@ -1599,24 +1632,25 @@ function describeClaimProperty(current: () => RuntimeStoreEnv, opened: () => Run
     const backlog = fc.array(fc.nat(1), { minLength: 1, maxLength: 6 });
     const steps = fc.array(propertyStep, { minLength: 4, maxLength: 30, size: 'max' });
     test.prop([backlog, steps], { numRuns: 30 })(
-      'claimHeads returns each idle session’s oldest unfinished action, never one of a session with a running action',
+      'claimHeads returns each idle session’s oldest unfinished action in turn order, never one of a session with a running action',
       async (initial, steps) => {
         const store = opened();
         run += 1;
         const keys = [0, 1].map((s) => `hook:prop-${run}-${s}`);
         const rows: Modelled[] = [];
+        const places = new Map<number, number>();
         try {
           const actions = initial.map((s) => agentAction(keys[s] as string, 'backlog'));
           await current().accept(actions);
           for (const [i, action] of actions.entries())
             rows.push({ id: action.id, session: initial[i] ?? 0, state: 'queued', attempts: 0 });
           for (const step of steps) {
-            await apply(rows, keys, step);
+            await apply(rows, places, keys, step);
             const states = await store.states(rows.map((row) => row.id));
             expect(Object.fromEntries(states)).toEqual(
               Object.fromEntries(rows.map((row) => [row.id, row.state])),
             );
-            expect(await store.hasRunnable()).toBe(expected(rows, 1).length > 0);
+            expect(await store.hasRunnable()).toBe(expected(rows, places, 1).length > 0);
           }
         } finally {
           await drain(rows);

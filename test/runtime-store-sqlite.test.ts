@@ -61,8 +61,8 @@ describe('claimNext (the SQLite store runs writes and claims in the order asked)
 
   it('claims the session’s next run in the transaction that ends its current one', async () => {
     const { runtime, accept } = await store();
-    const [a1, a2, b1] = [agentAction('hook:a'), agentAction('hook:a'), agentAction('hook:b')];
-    await accept([a1, a2, b1]);
+    const [a1, a2] = [agentAction('hook:a'), agentAction('hook:a')];
+    await accept([a1, a2]);
     const [first] = await runtime.claimHeads(1, new Set());
     expect(first?.id).toBe(a1.id);
     const ended = runtime.finish(claim(first as RunRow), 'done', { status: 'ok' });
@@ -70,7 +70,20 @@ describe('claimNext (the SQLite store runs writes and claims in the order asked)
     expect(await ended).toBe(true);
     expect((await next)?.id).toBe(a2.id);
     expect((await runtime.run(a2.id))?.state).toBe('running');
-    expect((await runtime.run(b1.id))?.state).toBe('queued');
+  });
+
+  it('claims nothing when another session waited while the current run ran: its turn is next', async () => {
+    const { runtime, accept } = await store();
+    const [a1, a2, b1] = [agentAction('hook:a'), agentAction('hook:a'), agentAction('hook:b')];
+    await accept([a1, a2, b1]);
+    const [first] = await runtime.claimHeads(1, new Set());
+    expect(first?.id).toBe(a1.id);
+    const ended = runtime.finish(claim(first as RunRow), 'done', { status: 'ok' });
+    const next = runtime.claimNext('hook:a');
+    expect(await ended).toBe(true);
+    expect(await next).toBeUndefined();
+    expect((await runtime.run(a2.id))?.state).toBe('queued');
+    expect((await runtime.claimHeads(1, new Set())).map((run) => run.id)).toEqual([b1.id]);
   });
 
   it('claims nothing while the current run did not end, or when the next one waits for its backoff', async () => {

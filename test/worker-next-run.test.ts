@@ -1,7 +1,7 @@
 /**
  * A session's next run claimed with the end of the one before: only while
- * no older head of another session waits, so the worker still starts the
- * oldest heads first when a slot frees. The real action worker over the real
+ * no head of another session waits before it in turn order, so the worker
+ * still starts heads in turn order when a slot frees. The real action worker over the real
  * SQLite store, with a runner the test holds and releases.
  */
 import path from 'node:path';
@@ -94,7 +94,7 @@ it('with every slot taken, a run that ends hands its slot to the oldest waiting 
   expect(started).toEqual(['HOLD x1', 'b1', 'c1']);
 });
 
-it("with every slot taken, a session's own next run takes the slot when it is the oldest head", async () => {
+it('with every slot taken, a session whose run ends goes behind the sessions that waited; its next run takes the slot when none waits', async () => {
   const { worker, started, accept } = await setup(1);
   await accept([
     agentAction('hook:a', 'a1'),
@@ -104,7 +104,8 @@ it("with every slot taken, a session's own next run takes the slot when it is th
   ]);
   await worker.start();
   await worker.idle();
-  expect(started).toEqual(['a1', 'a2', 'b1', 'a3']);
+  // b1 waited while a1 ran; once b1 is over, no one waits, so a2 and a3 follow each other.
+  expect(started).toEqual(['a1', 'b1', 'a2', 'a3']);
 });
 
 it("a row no run can take, handed a slot at another run's end, leaves the next choice to the pass", async () => {
@@ -121,8 +122,8 @@ it("a row no run can take, handed a slot at another run's end, leaves the next c
   await waitFor('the held run to start', () => held.size === 1);
   release('HOLD a1');
   await worker.idle();
-  // a2 was the oldest head once the bad row had ended: it goes before b1.
-  expect(started).toEqual(['HOLD a1', 'a2', 'b1']);
+  // The bad row ends and a1's session goes behind b1, which waited while a1 ran.
+  expect(started).toEqual(['HOLD a1', 'b1', 'a2']);
   expect((await store.run('bad'))?.state).toBe('dead');
 });
 

@@ -37,10 +37,12 @@ import {
 import {
   ALL_HEADS,
   CLAIM,
+  END_TURN,
   EVERY_UNFINISHED,
   RUNNABLE_NOW,
   WINDOW,
   WINDOW_HEADS,
+  WITHIN_WINDOW,
 } from './claim-queries.ts';
 import { readRun, RUN_COLUMNS, type RunRecord } from './run-rows.ts';
 
@@ -113,7 +115,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     const params = [this.owner, this.leaseMs, [...busy], room];
     // A negative control of the kill test only: any runnable action counts as a head.
     if (testFaults.has('claim-without-head-rule')) return this.claimFrom(EVERY_UNFINISHED, params);
-    const claimed = await this.claimFrom(WINDOW_HEADS, params);
+    const claimed = await this.claimFrom(WINDOW_HEADS, params, WITHIN_WINDOW);
     if (claimed.length >= room) return claimed;
     try {
       return [...claimed, ...(await this.claimBeyondWindow(room - claimed.length, busy, claimed))];
@@ -147,11 +149,12 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     ]);
   }
 
-  private async claimFrom(heads: string, params: unknown[]): Promise<RunRow[]> {
-    let rows: RunRecord[];
+  private async claimFrom(heads: string, params: unknown[], also = ''): Promise<RunRow[]> {
+    let rows: Array<RunRecord & { place: string }>;
     const sent = performance.now();
     try {
-      rows = (await this.pool.query<RunRecord>(CLAIM(heads), params)).rows;
+      rows = (await this.pool.query<RunRecord & { place: string }>(CLAIM(heads, also), params))
+        .rows;
     } catch (err) {
       // Two claims raced for one session and the database refused the second: nothing was
       // claimed by this statement; the next pass looks again.
@@ -160,7 +163,9 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     }
     const runs: RunRow[] = [];
     this.forgetLapsed(sent);
-    for (const row of rows.sort((a, b) => Number(a.seq) - Number(b.seq))) {
+    // In turn order, as they were chosen (RETURNING keeps no order).
+    rows.sort((a, b) => Number(a.place) - Number(b.place) || Number(a.seq) - Number(b.seq));
+    for (const row of rows) {
       const run = readRun(row);
       if (run) {
         this.leasedAt.set(claimKey(run), sent);
@@ -172,11 +177,14 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
 
   /** A row no hook could have written ends at once, so it never holds back its session. */
   private async endUnreadable(id: string): Promise<void> {
-    await this.pool.query(
-      `UPDATE actions SET state = 'dead', outcome = $2, finished_at = now(), lease_owner = NULL
-       WHERE id = $1`,
-      [id, UNREADABLE],
-    );
+    await inTransaction(this.pool, async (client) => {
+      await client.query(
+        `UPDATE actions SET state = 'dead', outcome = $2, finished_at = now(), lease_owner = NULL
+         WHERE id = $1`,
+        [id, UNREADABLE],
+      );
+      await client.query(END_TURN, [id]);
+    });
   }
 
   async applyWakes(
@@ -264,6 +272,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
         [claim.id, claim.attempts, this.owner, state, JSON.stringify(outcome)],
       );
       if (rowCount === 0) return false;
+      await client.query(END_TURN, [claim.id]);
       if (turns) await insertTurns(client, turns.owner, claim.id, turns.prompt, turns.reply);
       if (event) await insertEvent(client, event);
       if (delivery) await insertDelivery(client, delivery);
@@ -294,7 +303,24 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     options: { refundAttempt?: boolean } = {},
   ): Promise<boolean> {
     this.leasedAt.delete(claimKey(claim));
-    const { rowCount } = await this.pool.query(
+    // A run that waits for a retry ends its session's turn; one given back at once keeps it.
+    if (delayMs > 0)
+      return inTransaction(this.pool, async (client) => {
+        if (!(await this.sendBack(client, claim, delayMs, outcome, options))) return false;
+        await client.query(END_TURN, [claim.id]);
+        return true;
+      });
+    return this.sendBack(this.pool, claim, delayMs, outcome, options);
+  }
+
+  private async sendBack(
+    db: pg.Pool | pg.PoolClient,
+    claim: Claim,
+    delayMs: number,
+    outcome: Outcome,
+    options: { refundAttempt?: boolean },
+  ): Promise<boolean> {
+    const { rowCount } = await db.query(
       `UPDATE actions SET state = 'queued', outcome = $4,
          next_attempt_at = CASE WHEN $5::float8 > 0 THEN now() + $5 * interval '1 millisecond'
                                 ELSE '-infinity' END,
@@ -434,6 +460,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
          WHERE id = $1`,
         [id, kept ? JSON.stringify(kept) : null],
       );
+      await client.query(END_TURN, [id]);
       return true;
     });
   }

@@ -172,6 +172,14 @@ const MIGRATIONS: readonly string[] = [
     recipient text
   );
   `,
+  // 4: turns between sessions: a session whose turn has ended takes its place after the
+  // actions stored by then (claim-queries.ts); one row per session with work left.
+  `
+  CREATE TABLE session_places (
+    session_key text PRIMARY KEY,
+    place bigint NOT NULL
+  ) WITH (${HOT_TABLE});
+  `,
 ];
 
 /** The schema version this hookgate writes. */

@@ -72,6 +72,41 @@ const HEAD_TRIGGERS = `
     ${RECOMPUTE('NEW.session_key')}
   END;`;
 
+/**
+ * A session's place among the others (since migration 13): its head's `order_seq`, one past
+ * the largest action seq when the session's turn last ended (a run of it ended or was sent
+ * back to wait for a retry, or an ended one was retried), else the head's own seq; ties go to
+ * the older head. The worker starts heads in that order, so a session that has just been
+ * served goes behind every session with work waiting at that moment, and before any that
+ * comes later: turns between sessions, not acceptance order.
+ * Upserted rather than deleted and inserted: a head given back without a wait (a run the
+ * worker's stop put back unstarted) keeps its place.
+ */
+const TURN_HEAD = (order: string) => `
+  DELETE FROM session_heads WHERE lane = NEW.session_key AND NOT EXISTS (
+    SELECT 1 FROM actions WHERE session_key = NEW.session_key AND state IN ('queued', 'running'));
+  INSERT INTO session_heads (lane, head_seq, not_before_ms, order_seq)
+    SELECT session_key, seq, next_attempt_at_ms, (SELECT MAX(seq) FROM actions) + 1 FROM actions
+    WHERE session_key = NEW.session_key AND state IN ('queued', 'running') ORDER BY seq LIMIT 1
+  ON CONFLICT (lane) DO UPDATE SET head_seq = excluded.head_seq,
+    not_before_ms = excluded.not_before_ms, order_seq = ${order};`;
+
+const TURN_TRIGGERS = `
+  CREATE TRIGGER actions_head_insert AFTER INSERT ON actions
+    WHEN NEW.session_key IS NOT NULL AND NEW.state IN ('queued', 'running') BEGIN
+    INSERT OR IGNORE INTO session_heads (lane, head_seq, not_before_ms, order_seq)
+      VALUES (NEW.session_key, NEW.seq, NEW.next_attempt_at_ms, NEW.seq);
+  END;
+  CREATE TRIGGER actions_head_state AFTER UPDATE OF state ON actions
+    WHEN NEW.session_key IS NOT NULL
+      AND (OLD.state IN ('queued', 'running')) <> (NEW.state IN ('queued', 'running')) BEGIN
+    ${TURN_HEAD('excluded.order_seq')}
+  END;
+  CREATE TRIGGER actions_head_backoff AFTER UPDATE OF next_attempt_at_ms ON actions
+    WHEN NEW.session_key IS NOT NULL AND NEW.next_attempt_at_ms <> OLD.next_attempt_at_ms BEGIN
+    ${TURN_HEAD('CASE WHEN NEW.next_attempt_at_ms > 0 THEN excluded.order_seq ELSE session_heads.order_seq END')}
+  END;`;
+
 // Each entry moves the file one version up (PRAGMA user_version).
 export const MIGRATIONS: readonly string[] = [
   // 1: the runtime: action lifecycle, main-session events, history, heartbeats, deliveries.
@@ -271,4 +306,16 @@ export const MIGRATIONS: readonly string[] = [
   // read, engine/store/stored-event.ts); a hookgate before this version would show them
   // without it, so the version makes it refuse the file.
   "-- events without their wrapper's notice",
+  // 13: turns between sessions: each head's place (order_seq, TURN_HEAD above), in the index
+  // the worker walks for due heads.
+  `
+  ALTER TABLE session_heads ADD COLUMN order_seq INTEGER NOT NULL DEFAULT 0;
+  UPDATE session_heads SET order_seq = head_seq;
+  DROP INDEX IF EXISTS session_heads_due;
+  CREATE INDEX session_heads_due ON session_heads (not_before_ms, order_seq, head_seq);
+  DROP TRIGGER IF EXISTS actions_head_insert;
+  DROP TRIGGER IF EXISTS actions_head_state;
+  DROP TRIGGER IF EXISTS actions_head_backoff;
+  ${TURN_TRIGGERS}
+  `,
 ];

@@ -52,30 +52,33 @@ const PENDING_WAKES = `SELECT id FROM actions INDEXED BY actions_session_pending
   WHERE session_key IS NULL AND state IN ('queued', 'running') AND state = 'queued'
   ORDER BY seq ${boundLimit()}`;
 
-// Heads of agent sessions (not the wake lane '') that are queued, oldest head first.
+// Heads of agent sessions (not the wake lane '') that are queued, in turn order (order_seq: a
+// session just served goes behind those that waited; migrations.ts).
 const DUE_HEADS = (due: string) =>
-  `SELECT h.head_seq, h.lane, a.id FROM session_heads h INDEXED BY session_heads_due
+  `SELECT h.order_seq, h.head_seq, h.lane, a.id FROM session_heads h INDEXED BY session_heads_due
    CROSS JOIN actions a ON a.seq = h.head_seq
-   WHERE ${due} AND h.lane <> '' AND a.state = 'queued' ORDER BY h.head_seq ${boundLimit()}`;
+   WHERE ${due} AND h.lane <> '' AND a.state = 'queued' ORDER BY h.order_seq, h.head_seq ${boundLimit()}`;
 const DUE_FRESH = DUE_HEADS('h.not_before_ms = 0');
 const DUE_RETRIED = DUE_HEADS('h.not_before_ms > 0 AND h.not_before_ms <= ?');
 
-// Another session's head older than h, queued and due (?1 the session, ?2 now): it waits.
-const OLDER_WAITING = (
+// Another session's head before h in turn order, queued and due (?1 the session, ?2 now): it
+// waits.
+const BEFORE_WAITING = (
   due: string,
 ) => `EXISTS (SELECT 1 FROM session_heads o INDEXED BY session_heads_due
     CROSS JOIN actions b ON b.seq = o.head_seq
-    WHERE ${due} AND o.head_seq < h.head_seq AND o.lane <> ?1 AND o.lane <> '' AND b.state = 'queued')`;
+    WHERE ${due} AND (o.order_seq, o.head_seq) < (h.order_seq, h.head_seq)
+      AND o.lane <> ?1 AND o.lane <> '' AND b.state = 'queued')`;
 // A session's head when it is queued and due (?2 now), nothing of the session runs (an older
 // run sent back by the retry command is not passed over while this one's end did not take;
-// read from the running rows only, never the session's backlog), and no older head of another
-// session waits: its next run, as the pass would pick it.
+// read from the running rows only, never the session's backlog), and no head of another
+// session before it in turn order waits: its next run, as the pass would pick it.
 const NEXT_HEAD = `SELECT a.id FROM session_heads h CROSS JOIN actions a ON a.seq = h.head_seq
   WHERE h.lane = ?1 AND h.not_before_ms <= ?2 AND a.state = 'queued'
     AND NOT EXISTS (SELECT 1 FROM actions r INDEXED BY actions_open
       WHERE r.state = 'running' AND r.state <> 'done' AND r.session_key = ?1)
-    AND NOT ${OLDER_WAITING('o.not_before_ms = 0')}
-    AND NOT ${OLDER_WAITING('o.not_before_ms > 0 AND o.not_before_ms <= ?2')}`;
+    AND NOT ${BEFORE_WAITING('o.not_before_ms = 0')}
+    AND NOT ${BEFORE_WAITING('o.not_before_ms > 0 AND o.not_before_ms <= ?2')}`;
 
 // From the index of rows not done: only the running rows are read.
 const RUNNING_SESSIONS = `SELECT DISTINCT session_key FROM actions INDEXED BY actions_open
@@ -150,18 +153,22 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   }
 
   /**
-   * The heads of agent sessions that may run now (queued, due), oldest head first. A head that
-   * is running or waits for its backoff holds back only its own session. The cost depends on
+   * The heads of agent sessions that may run now (queued, due), in turn order: sessions whose
+   * turn ended most recently last, else oldest head first. A head that is running or waits for its backoff holds back only its own session. The cost depends on
    * the number of sessions with work, never on the length of one session's backlog.
    */
   dueHeads(nowMs: number, limit: number): Array<{ id: string; sessionKey: string }> {
     if (limit <= 0) return [];
-    // Two walks of (not_before_ms, head_seq), each stopping after `limit` hits: heads that never
-    // waited, in head order, and heads whose backoff is over. Waiting heads are never read.
+    // Two walks of (not_before_ms, order_seq, head_seq), each stopping after `limit` hits: heads
+    // that never waited, in turn order, and heads whose backoff is over. Waiting heads are never read.
     const fresh = this.statement(DUE_FRESH).all(limit) as Row[];
     const retried = this.statement(DUE_RETRIED).all(nowMs, limit) as Row[];
     return [...fresh, ...retried]
-      .sort((a, b) => Number(a['head_seq']) - Number(b['head_seq']))
+      .sort(
+        (a, b) =>
+          Number(a['order_seq']) - Number(b['order_seq']) ||
+          Number(a['head_seq']) - Number(b['head_seq']),
+      )
       .slice(0, limit)
       .map((row) => ({ id: row['id'] as string, sessionKey: row['lane'] as string }));
   }
