@@ -7,7 +7,7 @@
  * without bringing anything down; and two real hookgate instances refuse an
  * address that guessed wrong on the other one.
  */
-import type pg from 'pg';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../engine/config.ts';
 import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
@@ -270,6 +270,57 @@ describe.skipIf(skip)('PostgreSQL failed-auth limiter', () => {
       );
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(50);
     });
+  });
+
+  it('failed authentications the database holds up do not hold up acceptance (the limiter writes on its own connection)', async () => {
+    const own = await server.createDatabase();
+    const temp = tempDir('hookgate-pg-limit-flood-');
+    const raw = {
+      server: { host: '127.0.0.1', port: 0 },
+      hooks: {
+        enabled: true,
+        token: TOKEN,
+        // No lock in reach: every wrong token is a count written to the database.
+        authRateLimit: { maxFailures: 1000, windowSeconds: 60, lockoutSeconds: 60 },
+      },
+      store: { kind: 'postgres', url: own, poolSize: 3 },
+    };
+    const loaded = resolveConfig(raw, { baseDir: temp.dir, dataDir: temp.dir, env: {} });
+    const instance = await startHookgate(loaded, {
+      logger: createLogger('silent'),
+      runtime: false,
+    });
+    const holder = new pg.Client({ connectionString: own });
+    await holder.connect();
+    try {
+      // Every count of a failure now waits for this transaction.
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE auth_failures IN ACCESS EXCLUSIVE MODE');
+      const post = (token: string, signal?: AbortSignal) =>
+        fetch(`${instance.url}/hooks/wake`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          body: JSON.stringify({ text: 'ping' }),
+          ...(signal && { signal }),
+        });
+      const flood = Array.from({ length: 12 }, () => post('wrong-token-0123456789'));
+      await waitFor('the counts to wait for the lock', async () => {
+        const { rows } = await holder.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = 'hookgate'",
+        );
+        return (rows[0]?.n ?? 0) >= 1;
+      });
+      // More wrong tokens than the instance has connections are waiting: a right one is
+      // still accepted at once.
+      const res = await post(TOKEN, AbortSignal.timeout(5_000));
+      expect(res.status).toBe(200);
+      await holder.query('ROLLBACK');
+      expect(new Set((await Promise.all(flood)).map((r) => r.status))).toEqual(new Set([401]));
+    } finally {
+      await holder.end();
+      await instance.close();
+      temp.cleanup();
+    }
   });
 
   // Last: it stops the server every test above shares.

@@ -73,15 +73,23 @@ export async function openBackend(options: BackendOptions): Promise<Backend> {
   };
 }
 
+/**
+ * Of an instance's `poolSize` connections, the one the failed-auth limiter writes on: a flood
+ * of bad tokens queues its counts there, never ahead of acceptance, claims or the lead's
+ * renewal on the main pool (sharing it, such a flood could hold the lead's renewal past its
+ * lease and move the lead).
+ */
+const LIMITER_CONNECTIONS = 1;
+
 async function openPostgres(store: StoreSettings, options: BackendOptions): Promise<Backend> {
   const pool = openPool({
     url: store.url as string,
-    poolSize: store.poolSize,
+    poolSize: store.poolSize - LIMITER_CONNECTIONS,
     ...(options.onError && { onError: options.onError }),
   });
   try {
     await migratePostgres(pool);
-    return await postgresBackend(pool, store);
+    return await postgresBackend(pool, store, options.onError);
   } catch (err) {
     await closePool(pool);
     throw cannotOpen(store, err);
@@ -89,17 +97,28 @@ async function openPostgres(store: StoreSettings, options: BackendOptions): Prom
 }
 
 /** The stores over a pool whose schema is current. */
-async function postgresBackend(pool: pg.Pool, store: StoreSettings): Promise<Backend> {
+async function postgresBackend(
+  pool: pg.Pool,
+  store: StoreSettings,
+  onError?: (err: Error) => void,
+): Promise<Backend> {
   const actions = await openPostgresStore(pool, { migrate: false });
   // Unique per process: leases name the instance that holds them.
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const limiters: AuthFailureLimiter[] = [];
+  // Opened with the first limiter (the command-line views never open one).
+  let limiterPool: pg.Pool | undefined;
   return {
     actions,
     openRuntime: () =>
       new PostgresRuntimeStore(pool, { owner, leaseMs: store.leaseSeconds * 1000 }),
     openLimiter(settings) {
-      const limiter = createPostgresLimiter(pool, settings);
+      limiterPool ??= openPool({
+        url: store.url as string,
+        poolSize: LIMITER_CONNECTIONS,
+        ...(onError && { onError }),
+      });
+      const limiter = createPostgresLimiter(limiterPool, settings);
       limiters.push(limiter);
       return limiter;
     },
@@ -108,7 +127,7 @@ async function postgresBackend(pool: pg.Pool, store: StoreSettings): Promise<Bac
       // Their refresh stops before the pool ends (closing a limiter twice is harmless).
       await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
       await actions.close();
-      await closePool(pool);
+      await Promise.all([closePool(pool), limiterPool && closePool(limiterPool)]);
     },
   };
 }
