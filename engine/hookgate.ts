@@ -160,7 +160,14 @@ export async function startHookgate(
   // The mail flow (when hooks.gmail.account is set): its own push listener and sync job.
   const mail = await startMailFlow(loaded, {
     routes: liveRoutes(current),
-    holdRoutes: () => current.current().acquire(),
+    holdRoutes: () => {
+      const generation = current.current().acquire();
+      return {
+        routes: generation.routes,
+        hooks: generation.compiled.loaded.config.hooks,
+        release: () => generation.release(),
+      };
+    },
     ledger,
     logger,
     notify: (text) => {
@@ -294,7 +301,7 @@ async function startAdminListener(
         port: settings.port,
         ...(settings.token !== undefined && { token: settings.token }),
         logger: parts.logger,
-        maxBodyBytes: config.hooks.maxBodyBytes,
+        maxBodyBytes: () => parts.live.current().compiled.loaded.config.hooks.maxBodyBytes,
         caps: config.server,
       },
       deps.deps,

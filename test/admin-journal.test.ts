@@ -82,7 +82,7 @@ describe('journal: bounds', () => {
     const journal = new RequestJournal({
       recentRequests: 10,
       keepPayloads: false,
-      maxBodyBytes: 100,
+      maxBodyBytes: () => 100,
     });
     const record = journal.add(finished());
     expect(record.payload).toBeUndefined();
@@ -93,14 +93,18 @@ describe('journal: bounds', () => {
     const journal = new RequestJournal({
       recentRequests: 10,
       keepPayloads: false,
-      maxBodyBytes: 100,
+      maxBodyBytes: () => 100,
     });
     const record = journal.add(finished({ hook: '<script>'.repeat(10_000) }));
     expect(record.hook.length).toBeLessThanOrEqual(257);
   });
 
   it('a body past maxBodyBytes is cut and marked', () => {
-    const journal = new RequestJournal({ recentRequests: 10, keepPayloads: true, maxBodyBytes: 4 });
+    const journal = new RequestJournal({
+      recentRequests: 10,
+      keepPayloads: true,
+      maxBodyBytes: () => 4,
+    });
     const record = journal.add(finished());
     expect(record.payload?.body.toString()).toBe('{"a"');
     expect(record.payload?.truncated).toBe(true);
@@ -111,7 +115,7 @@ describe('journal: bounds', () => {
     const journal = new RequestJournal({
       recentRequests: 100,
       keepPayloads: true,
-      maxBodyBytes: 1000,
+      maxBodyBytes: () => 1000,
       maxTotalBytes: 5_000,
     });
     const ids = Array.from({ length: 20 }, () => journal.add(finished({}, 'p'.repeat(200))).id);
@@ -129,7 +133,7 @@ describe('journal: bounds', () => {
     const journal = new RequestJournal({
       recentRequests: 10,
       keepPayloads: false,
-      maxBodyBytes: 100,
+      maxBodyBytes: () => 100,
       maxSubscribers: 2,
     });
     const first = journal.subscribe(() => undefined);

@@ -89,7 +89,7 @@ describe('attack: headers and queries past the journal total', () => {
     const journal = new RequestJournal({
       recentRequests: 1000,
       keepPayloads: true,
-      maxBodyBytes: 65_536,
+      maxBodyBytes: () => 65_536,
       maxTotalBytes,
     });
     for (let i = 0; i < 1000; i++) journal.add(refusedBulky() as never);

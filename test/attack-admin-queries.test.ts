@@ -63,7 +63,7 @@ async function listener(
       port: 0,
       token: TOKEN,
       logger: createLogger('silent'),
-      maxBodyBytes: 1024,
+      maxBodyBytes: () => 1024,
       caps: { maxConnections: 100, maxConnectionsPerAddress: 100, trustedProxies: [] },
     },
     {
@@ -84,7 +84,7 @@ describe('attack: an expensive console query', () => {
     const journal = new RequestJournal({
       recentRequests: 3000,
       keepPayloads: false,
-      maxBodyBytes: 1024,
+      maxBodyBytes: () => 1024,
     });
     for (let i = 0; i < 3000; i++) journal.add(fannedOut(64) as never);
     const view = runsView(stores.runtime);

@@ -13,6 +13,8 @@ import { TOKEN, tempDir } from './helpers/hookgate.ts';
 import { ciWakeConfig } from './helpers/reload-config.ts';
 import { killAll, listStoredActions, runHookgate, startServer } from './helpers/process.ts';
 
+type Loose = Record<string, unknown>;
+
 const ADMIN_TOKEN = 'reload-test-admin-token-0123456789abcdef';
 const ADMIN = /admin listening on (http:\/\/127\.0\.0\.1:\d+)/;
 
@@ -63,6 +65,24 @@ async function until(probe: () => Promise<boolean>, what: string, timeoutMs = 20
 }
 
 describe('hot reload', () => {
+  it("the console's body bound follows a reloaded hooks.maxBodyBytes", async () => {
+    const bound = (bytes: number) =>
+      configText('first').replace(
+        '  enabled: true\n',
+        `  enabled: true\n  maxBodyBytes: ${bytes}\n`,
+      );
+    const s = await start(bound(2048));
+    const info = async () => ((await (await s.admin('/api/info')).json()) as Loose)['maxBodyBytes'];
+    expect(await info()).toBe(2048);
+    writeFileSync(s.file, bound(4096));
+    s.server.child.kill('SIGHUP');
+    await until(
+      async () => (await s.readyz()).checks['reload']?.detail?.includes('SIGHUP') === true,
+      'reload',
+    );
+    expect(await info()).toBe(4096);
+  });
+
   it('SIGHUP swaps in an edited mapping; requests before and after get their own version', async () => {
     const s = await start(configText('first'));
     expect((await s.post('1')).status).toBe(200);

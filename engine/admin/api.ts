@@ -15,8 +15,8 @@ import { sendJson, startStream } from './reply.ts';
 import { detail, matches, type RequestFilter, readFilter, summary } from './views.ts';
 
 export type ApiSettings = {
-  /** Bound of a playground payload (hooks.maxBodyBytes). */
-  maxBodyBytes: number;
+  /** Bound of a playground payload: hooks.maxBodyBytes, as the configuration now in force has it. */
+  maxBodyBytes: () => number;
   bodyTimeoutMs: number;
 };
 
@@ -69,7 +69,7 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
 
   async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
     // JSON escaping can double a payload; the dry run bounds the payload itself.
-    const maxBytes = settings.maxBodyBytes * 2 + 65_536;
+    const maxBytes = settings.maxBodyBytes() * 2 + 65_536;
     try {
       const raw = await readBody(req, { maxBytes, timeoutMs: settings.bodyTimeoutMs });
       return parseJsonObject(raw, 64);
@@ -86,7 +86,7 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
         keepPayloads: deps.journal.keepPayloads,
         runtime: deps.runs !== undefined,
         signing: deps.signFor !== undefined,
-        maxBodyBytes: settings.maxBodyBytes,
+        maxBodyBytes: settings.maxBodyBytes(),
       });
     },
 

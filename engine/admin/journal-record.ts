@@ -52,7 +52,7 @@ export type JournalRecord = {
 
 export type RecordLimits = {
   keepPayloads: boolean;
-  maxBodyBytes: number;
+  maxBodyBytes: () => number;
   maxPromptChars: number;
 };
 
@@ -119,9 +119,10 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
   };
   if (limits.keepPayloads && x.raw) {
     const hidden = new Set(x.route?.gate.hidden ?? []);
+    const maxBodyBytes = limits.maxBodyBytes();
     record.payload = {
-      body: Buffer.from(x.raw.subarray(0, limits.maxBodyBytes)),
-      truncated: x.raw.length > limits.maxBodyBytes,
+      body: Buffer.from(x.raw.subarray(0, maxBodyBytes)),
+      truncated: x.raw.length > maxBodyBytes,
       headers: keptHeaders(x.source.headers, hidden),
       query: clipUnits(keptQuery(x.query), VALUE_CHARS),
     };

@@ -13,8 +13,8 @@ import { type JournalRecord, journalRecord, type RecordLimits } from './journal-
 export type JournalSettings = {
   recentRequests: number;
   keepPayloads: boolean;
-  /** Bound of each kept body (hooks.maxBodyBytes). */
-  maxBodyBytes: number;
+  /** Bound of each kept body: hooks.maxBodyBytes, as the configuration now in force has it. */
+  maxBodyBytes: () => number;
   /** Bound of the kept requests and prompts held together (default 64 MiB). */
   maxTotalBytes?: number;
   /** Bound of each prompt, in characters (default 16 Ki). */

@@ -23,8 +23,8 @@ export type AdminSettings = {
   /** Required as `Authorization: Bearer` on everything but the page's own files (/healthz too). */
   token?: string;
   logger: Logger;
-  /** Bound of a playground payload (hooks.maxBodyBytes). */
-  maxBodyBytes: number;
+  /** Bound of a playground payload: hooks.maxBodyBytes, as the configuration now in force has it. */
+  maxBodyBytes: () => number;
   /** How long a request body may take to arrive (default 10 s). */
   bodyTimeoutMs?: number;
   /** The connection caps, as the hook listener's (`server`). */

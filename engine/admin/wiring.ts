@@ -31,7 +31,7 @@ export function adminDeps(config: Config, parts: AdminParts): { deps: AdminDeps;
   const journal = new RequestJournal({
     recentRequests: settings.recentRequests,
     keepPayloads: settings.keepPayloads,
-    maxBodyBytes: config.hooks.maxBodyBytes,
+    maxBodyBytes: () => parts.live.current().compiled.loaded.config.hooks.maxBodyBytes,
   }).start();
   const runtime = parts.runtime;
   const metrics = createMetrics(

@@ -11,17 +11,24 @@ import type { Envelope } from '../envelope.ts';
 import type { RouteTable } from '../ingress/routes.ts';
 import type { Emit, MailItem } from './sync.ts';
 
-/** Routes held until released: a reload does not close what a message is being built with. */
-export type HeldRoutes = { readonly routes: RouteTable; release(): void };
+/**
+ * Routes held until released, with the settings of the configuration they belong to: a reload
+ * neither closes what a message is being built with nor leaves the flow on the settings the
+ * server started with.
+ */
+export type HeldRoutes = {
+  readonly routes: RouteTable;
+  readonly hooks: { readonly path: string; readonly deliveryRetentionSeconds: number };
+  release(): void;
+};
 
 export type EmitterDeps = {
   /** The current routes, held for the time one message takes. */
   routes: () => HeldRoutes;
   ledger: Ledger;
-  hooksPath: string;
-  /** How long a message id is remembered (hooks.deliveryRetentionSeconds). */
-  windowMs: number;
 };
+
+const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** The emitter of the mail flow. */
 export function createEmitter(deps: EmitterDeps): Emit {
@@ -30,11 +37,14 @@ export function createEmitter(deps: EmitterDeps): Emit {
     const current = deps.routes();
     try {
       const route = current.routes.find('gmail');
-      const claim = { key: `gmail-message:${account}:${item.id}`, windowMs: deps.windowMs };
+      const { hooks } = current;
+      // A message id is remembered at least a week (Pub/Sub's longest redelivery) or longer.
+      const windowMs = Math.max(WEEK_MS, hooks.deliveryRetentionSeconds * 1000);
+      const claim = { key: `gmail-message:${account}:${item.id}`, windowMs };
       const held = await deps.ledger.hold([claim]);
       try {
         if (held.previous) return false;
-        const accepted = await route.accept(envelopeOf(deps.hooksPath, item));
+        const accepted = await route.accept(envelopeOf(hooks.path, item));
         // A message the mapping drops (no match) is done too: it is remembered as such.
         const committed = await deps.ledger.commit(accepted, [claim]);
         return committed.previous === undefined && accepted.actions.length > 0;

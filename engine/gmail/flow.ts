@@ -45,7 +45,6 @@ export type MailFlowDeps = {
 };
 
 const CALL_TIMEOUT_MS = 20_000;
-const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
 const TOPIC = /^projects\/[a-z][a-z0-9-]{4,28}[a-z0-9]\/topics\/[A-Za-z][\w.~+%-]{2,254}$/;
 
 /** A setting the flow cannot work without, but the service can start without (warned). */
@@ -139,11 +138,8 @@ export async function startMailFlow(
     store,
     source: createMailSource(api, gmail),
     emit: createEmitter({
-      routes: deps.holdRoutes ?? (() => ({ routes: deps.routes, release: () => undefined })),
+      routes: deps.holdRoutes ?? (() => ({ routes: deps.routes, hooks, release: () => undefined })),
       ledger: deps.ledger,
-      hooksPath: hooks.path,
-      // A message id is remembered at least a week (Pub/Sub's longest redelivery) or longer.
-      windowMs: Math.max(WEEK_MS, hooks.deliveryRetentionSeconds * 1000),
     }),
     notify: deps.notify,
     tokenHash,

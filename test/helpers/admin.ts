@@ -72,7 +72,7 @@ export async function startAdminStack(
   const journal = new RequestJournal({
     recentRequests: settings.recentRequests,
     keepPayloads: settings.keepPayloads,
-    maxBodyBytes: config.hooks.maxBodyBytes,
+    maxBodyBytes: () => config.hooks.maxBodyBytes,
   }).start();
   // The admin listener is assembled here (with the test's readiness and metrics), not by hookgate.
   const { admin: _ownAdmin, ...withoutAdmin } = config;
@@ -88,7 +88,7 @@ export async function startAdminStack(
       port: settings.port,
       ...(settings.token !== undefined && { token: settings.token }),
       logger,
-      maxBodyBytes: config.hooks.maxBodyBytes,
+      maxBodyBytes: () => config.hooks.maxBodyBytes,
       caps: config.server,
     },
     {
