@@ -1345,6 +1345,33 @@ export function describeRuntimeStore(
         expect((await store.pendingEvents(MAIN, 10)).map((e) => e.seq)).toEqual([copy]);
       });
 
+      it('a later event with the same text, source and action is not taken for a requeued copy', async () => {
+        const notice = { sessionKey: MAIN, text: 'mailbox watch renewed', source: 'gmail' };
+        await store.addEvent({ ...notice, trusted: true });
+        const [event] = await store.pendingEvents(MAIN, 10);
+        const seq = event?.seq as number;
+        const failed = await store.startHeartbeat('isolate');
+        await store.finishHeartbeat(failed, {
+          state: 'failed',
+          events: [seq],
+          error: 'event set aside: refused',
+          setAside: [seq],
+        });
+        // The same notice again, written by hookgate itself: not a copy of the set-aside one.
+        await store.addEvent({ ...notice, trusted: true });
+        const [again] = await store.pendingEvents(MAIN, 10);
+        const requeued = await store.requeueEvent(seq);
+        expect(requeued).toEqual({ seq: expect.any(Number) });
+        expect(await store.requeueEvent(seq)).toEqual({
+          refused: 'requeued',
+          copy: (requeued as { seq: number }).seq,
+        });
+        expect((await store.pendingEvents(MAIN, 10)).map((e) => e.seq)).toEqual([
+          again?.seq,
+          (requeued as { seq: number }).seq,
+        ]);
+      });
+
       it('a second store over the same data reads what the first wrote', async () => {
         const other = await open();
         await store.addEvent({ sessionKey: MAIN, text: 'shared', source: 'test', trusted: true });

@@ -180,6 +180,11 @@ const MIGRATIONS: readonly string[] = [
     place bigint NOT NULL
   ) WITH (${HOT_TABLE});
   `,
+  // 5: a requeued event's copy names the event it copies (SQLite's migration 14).
+  `
+  ALTER TABLE system_events ADD COLUMN copy_of bigint;
+  CREATE INDEX system_events_copies ON system_events (copy_of) WHERE copy_of IS NOT NULL;
+  `,
 ];
 
 /** The schema version this hookgate writes. */

@@ -242,19 +242,15 @@ export class PostgresSessionRecords implements SessionStore {
     return inTransaction(this.pool, async (client): Promise<Requeued> => {
       await client.query('SELECT 1 FROM system_events WHERE seq = $1 FOR UPDATE', [seq]);
       const copy = await client.query<{ seq: string }>(
-        `SELECT c.seq FROM system_events o JOIN system_events c
-           ON c.session_key = o.session_key AND c.seq > o.seq AND c.text = o.text
-             AND c.source = o.source AND c.trusted = o.trusted
-             AND c.action_id IS NOT DISTINCT FROM o.action_id
-         WHERE o.seq = $1 ORDER BY c.seq LIMIT 1`,
+        'SELECT seq FROM system_events WHERE copy_of = $1 ORDER BY seq LIMIT 1',
         [seq],
       );
       const found = copy.rows[0];
       if (found) return { refused: 'requeued', copy: Number(found.seq) };
       // The stored form is copied as it is (an earlier version's rows included).
       const copied = await client.query<{ seq: string }>(
-        `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at)
-         SELECT session_key, text, source, action_id, trusted, now() FROM system_events
+        `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at, copy_of)
+         SELECT session_key, text, source, action_id, trusted, now(), seq FROM system_events
          WHERE seq = $1 RETURNING seq`,
         [seq],
       );

@@ -92,15 +92,12 @@ export const SESSION_EVENTS = `${WITH_CONSUMER}
 /** One event by its seq (?1), with the heartbeat that consumed it. */
 export const EVENT_BY_SEQ = `${WITH_CONSUMER} WHERE e.seq = ?1) k`;
 
-/** The first later event that is a copy of event ?1 (a requeue of it), if any. */
-export const COPY_OF_EVENT = `SELECT c.seq FROM system_events o JOIN system_events c
-    ON c.session_key = o.session_key AND c.seq > o.seq AND c.text = o.text
-      AND c.source = o.source AND c.trusted = o.trusted AND c.action_id IS o.action_id
-  WHERE o.seq = ?1 ORDER BY c.seq LIMIT 1`;
+/** The copy of event ?1 a requeue made, if any. */
+export const COPY_OF_EVENT = `SELECT seq FROM system_events WHERE copy_of = ?1 ORDER BY seq LIMIT 1`;
 
 /** A copy of event ?1 appended as a new pending event (?2 the time), stored form kept. */
-export const COPY_EVENT = `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at)
-  SELECT session_key, text, source, action_id, trusted, ?2 FROM system_events WHERE seq = ?1`;
+export const COPY_EVENT = `INSERT INTO system_events (session_key, text, source, action_id, trusted, created_at, copy_of)
+  SELECT session_key, text, source, action_id, trusted, ?2, seq FROM system_events WHERE seq = ?1`;
 
 const SESSION_OF = 'SELECT session_key FROM system_events WHERE seq = ?';
 const LAST_CONSUMED =

@@ -318,4 +318,11 @@ export const MIGRATIONS: readonly string[] = [
   DROP TRIGGER IF EXISTS actions_head_backoff;
   ${TURN_TRIGGERS}
   `,
+  // 14: a requeued event's copy names the event it copies, so a second requeue finds it by
+  // that alone (it was recognised by its content, which a later event of the same text, source
+  // and action also had). Copies made before keep no such mark.
+  `
+  ALTER TABLE system_events ADD COLUMN copy_of INTEGER;
+  CREATE INDEX system_events_copies ON system_events (copy_of) WHERE copy_of IS NOT NULL;
+  `,
 ];
