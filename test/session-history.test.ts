@@ -13,7 +13,7 @@ import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { BACKEND_START_MS, storeBackends } from './helpers/backends.ts';
 import { type RunInput, startWorld, type World } from './helpers/main-session.ts';
 import { waitFor } from './helpers/runtime.ts';
-import { SESSION_HEADS_BEFORE_TURNS } from './helpers/session-heads-before-turns.ts';
+import { BACK_TO_VERSION_12 } from './helpers/schema-version-12.ts';
 import { heartbeatsOf, waitForRun } from './helpers/store-reads.ts';
 
 const worlds: World[] = [];
@@ -129,7 +129,7 @@ function oldStore(dir: string): void {
   const db = new DatabaseSync(path.join(dir, STORE_FILE));
   const action = (id: string, agentId: string) =>
     JSON.stringify({ kind: 'agent', id, agentId, sessionKey: 'hook:old', message: 'm' });
-  db.exec(SESSION_HEADS_BEFORE_TURNS);
+  db.exec(BACK_TO_VERSION_12);
   db.exec(`
     DROP INDEX session_turns_owner;
     ALTER TABLE session_turns DROP COLUMN agent_id;

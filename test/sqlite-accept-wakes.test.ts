@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openStoreViews } from '../engine/store/backend.ts';
 import { openSqliteStore, STORE_FILE } from '../engine/store/sqlite/action-store.ts';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
-import { SESSION_HEADS_BEFORE_TURNS } from './helpers/session-heads-before-turns.ts';
+import { BACK_TO_VERSION_12 } from './helpers/schema-version-12.ts';
 import { SQLITE_SCHEMA_VERSION } from '../engine/store/sqlite/schema.ts';
 import { startTestServer, TOKEN, tempDir } from './helpers/hookgate.ts';
 import { waitFor } from './helpers/runtime.ts';
@@ -134,7 +134,7 @@ describe('a store file from before the leaner actions table', () => {
     // Put the tables back in their earlier shape (AUTOINCREMENT, an index of every row by state,
     // session heads without their place in turn order).
     const db = new DatabaseSync(path.join(dir, STORE_FILE));
-    db.exec(SESSION_HEADS_BEFORE_TURNS);
+    db.exec(BACK_TO_VERSION_12);
     db.exec(`
       CREATE TABLE old_actions (
         seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteRuntimeStore } from '../engine/store/sqlite/runtime-store.ts';
 import { STORE_FILE } from '../engine/store/sqlite/schema.ts';
 import { tempDir } from './helpers/hookgate.ts';
-import { SESSION_HEADS_BEFORE_TURNS } from './helpers/session-heads-before-turns.ts';
+import { BACK_TO_VERSION_12 } from './helpers/schema-version-12.ts';
 
 const MAIN = 'agent:main:main';
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -28,7 +28,7 @@ describe('a store file from before consumption ranges', () => {
     await store.close();
     // As the previous version left it: the first two marked one by one, no range table.
     const db = new DatabaseSync(path.join(dir, STORE_FILE));
-    db.exec(SESSION_HEADS_BEFORE_TURNS);
+    db.exec(BACK_TO_VERSION_12);
     db.exec(`
       INSERT INTO heartbeats (id, reason, state, started_at, events) VALUES ('hb-old', 'wake', 'done', '2026-01-01T00:00:00.000Z', 2);
       UPDATE system_events SET consumed_by = 'hb-old' WHERE text IN ('old1', 'old2');
