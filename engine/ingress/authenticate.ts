@@ -62,8 +62,10 @@ export function createAuthenticateHeaders({ limiter, tokenMatches }: Authenticat
         return refuseAuth(x, limiter, 'token');
       // Only the hook token clears the count: it is the one credential a guesser must know.
       // Only a count this instance holds: a success without earlier failures writes nothing.
-      if (limiter.hasFailures(x.limiterKey))
-        return limiter.reset(x.limiterKey).then(() => afterToken(x, gate));
+      // Not waited for: a shared store's reset queues behind the counts, which a flood of
+      // wrong tokens can make long, and the request is authenticated either way (the wrapper
+      // of the limiter reports a reset the store refused).
+      if (limiter.hasFailures(x.limiterKey)) void limiter.reset(x.limiterKey);
     }
     return afterToken(x, gate);
   };

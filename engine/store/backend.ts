@@ -74,10 +74,10 @@ export async function openBackend(options: BackendOptions): Promise<Backend> {
 }
 
 /**
- * Of an instance's `poolSize` connections, the one the failed-auth limiter writes on: a flood
- * of bad tokens queues its counts there, never ahead of acceptance, claims or the lead's
- * renewal on the main pool (sharing it, such a flood could hold the lead's renewal past its
- * lease and move the lead).
+ * Of an instance's `poolSize` connections, the one the failed-auth limiter counts on: a flood
+ * of bad tokens queues its counts there, never ahead of acceptance, claims, the lead's renewal
+ * or the limiter's own reads of the locks on the main pool (sharing it, such a flood could hold
+ * the lead's renewal past its lease and move the lead).
  */
 const LIMITER_CONNECTIONS = 1;
 
@@ -118,7 +118,7 @@ async function postgresBackend(
         poolSize: LIMITER_CONNECTIONS,
         ...(onError && { onError }),
       });
-      const limiter = createPostgresLimiter(limiterPool, settings);
+      const limiter = createPostgresLimiter(pool, settings, { countsPool: limiterPool });
       limiters.push(limiter);
       return limiter;
     },

@@ -98,6 +98,15 @@ export const CLAIM = (heads: string, also = '') => `
   RETURNING ${RUN_COLUMNS.map((column) => `actions.${column}`).join(', ')}, cand.place`;
 
 /**
+ * Taken before END_TURN, to the end of the transaction: two writers ending turns of one session
+ * at once (a run's end and a retry of another of its runs) would each read the session's work
+ * without the other's change, and the one committing last could drop the place the other set.
+ * Any fixed number for the class of these locks (two-key advisory locks never meet one-key ones).
+ */
+export const TURN_LOCK = `SELECT pg_advisory_xact_lock(${0x7475726e}, hashtext(session_key))
+  FROM actions WHERE id = $1 AND session_key IS NOT NULL`;
+
+/**
  * A session's turn has ended (its run ended or waits for a retry, or an ended one was sent
  * back): it takes its place after every action stored so far, while it has work left; a
  * session without work keeps no place (its next action's own seq is later anyway). $1: an

@@ -25,6 +25,11 @@ export type PostgresLimiterOptions = {
   sweepMs?: number;
   /** This host's clock, the one callers' `nowMs` come from (default Date.now). */
   clock?: () => number;
+  /**
+   * Where the counts and resets go (default: the pool given): a pool of their own keeps a
+   * flood of them from queueing ahead of anything else, and of the reads of the locks.
+   */
+  countsPool?: pg.Pool;
 };
 
 export const DEFAULT_REFRESH_MS = 1000;
@@ -95,6 +100,7 @@ export function createPostgresLimiter(
   const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
   const sweepMs = options.sweepMs ?? DEFAULT_SWEEP_MS;
   const clock = options.clock ?? Date.now;
+  const counts = options.countsPool ?? pool;
   // Addresses this instance counted a failure for: the only ones a success resets.
   const counting = new Set<string>();
   // Lock ends in this host's clock; all locks last lockoutSeconds, so insertion order is
@@ -215,7 +221,7 @@ export function createPostgresLimiter(
       // Refused before it could fail, but a caller may still count one: no write for it.
       if (lockedFor(client, nowMs) > 0) return;
       const at = Math.round(nowMs) + (await clockOffset());
-      const { rows } = await pool.query<{ locked_ms: number | null; started: boolean | null }>({
+      const { rows } = await counts.query<{ locked_ms: number | null; started: boolean | null }>({
         name: 'hookgate_auth_record_failure',
         text: RECORD_FAILURE,
         values: [client, at, settings.maxFailures, settings.windowSeconds * 1000, lockoutMs],
@@ -235,7 +241,7 @@ export function createPostgresLimiter(
     },
     async reset(client) {
       counting.delete(client);
-      await pool.query({ name: 'hookgate_auth_reset', text: RESET, values: [client] });
+      await counts.query({ name: 'hookgate_auth_reset', text: RESET, values: [client] });
     },
     async close() {
       closed = true;

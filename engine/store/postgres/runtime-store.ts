@@ -38,6 +38,7 @@ import {
   ALL_HEADS,
   CLAIM,
   END_TURN,
+  TURN_LOCK,
   EVERY_UNFINISHED,
   RUNNABLE_NOW,
   WINDOW,
@@ -65,7 +66,20 @@ const FENCE = "id = $1 AND attempts = $2 AND lease_owner = $3 AND state = 'runni
 // Finished actions one prune statement deletes.
 const PRUNE_BATCH = 1000;
 
+/**
+ * How often at most a claim walks every session's head to keep turn order with sessions beyond
+ * the window (the walk costs two index probes per session with work: about 10 ms per 1,000
+ * sessions): a session beyond a full window waits at most this long plus a run for its turn.
+ */
+const FAIR_LOOK_MS = 5_000;
+
 const COUNT_STATES = 'SELECT state, count(*)::int AS n FROM actions GROUP BY state';
+
+/** A session's turn ended, under its lock (TURN_LOCK), in the caller's transaction. */
+async function endTurn(client: pg.PoolClient, id: string): Promise<void> {
+  await client.query(TURN_LOCK, [id]);
+  await client.query(END_TURN, [id]);
+}
 
 /** A claim's key among this instance's leases: a later attempt of the run is another claim. */
 function claimKey(claim: Claim): string {
@@ -79,6 +93,8 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   private readonly leaseMs: number;
   private readonly host = hostname();
   private renewedAt = 0;
+  // When the last claim walked every session's head (performance.now()).
+  private walkedAt = Number.NEGATIVE_INFINITY;
   // When the statement that last set each claim's lease was sent (performance.now()), by claim.
   private readonly leasedAt = new Map<string, number>();
 
@@ -115,7 +131,11 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     const params = [this.owner, this.leaseMs, [...busy], room];
     // A negative control of the kill test only: any runnable action counts as a head.
     if (testFaults.has('claim-without-head-rule')) return this.claimFrom(EVERY_UNFINISHED, params);
-    const claimed = await this.claimFrom(WINDOW_HEADS, params, WITHIN_WINDOW);
+    // Turn order over every session needs the walk of all heads whenever the window's sessions
+    // have all had their turn: at most once per FAIR_LOOK_MS; in between, the window's sessions
+    // take turns among themselves.
+    const fair = performance.now() - this.walkedAt >= FAIR_LOOK_MS;
+    const claimed = await this.claimFrom(WINDOW_HEADS, params, fair ? WITHIN_WINDOW : '');
     if (claimed.length >= room) return claimed;
     try {
       return [...claimed, ...(await this.claimBeyondWindow(room - claimed.length, busy, claimed))];
@@ -128,8 +148,8 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
   }
 
   /**
-   * The window may be one session's backlog: then look at every session's head (this is rare
-   * and costs two index probes per session with work).
+   * The window may be one session's backlog, or hold only sessions that have had their turn:
+   * then look at every session's head (two index probes per session with work).
    */
   private async claimBeyondWindow(
     room: number,
@@ -141,6 +161,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
          WHERE state IN ('queued', 'running') ORDER BY seq LIMIT ${WINDOW}) w`,
     );
     if (!rows[0]?.full) return [];
+    this.walkedAt = performance.now();
     return this.claimFrom(ALL_HEADS, [
       this.owner,
       this.leaseMs,
@@ -183,7 +204,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
          WHERE id = $1`,
         [id, UNREADABLE],
       );
-      await client.query(END_TURN, [id]);
+      await endTurn(client, id);
     });
   }
 
@@ -272,7 +293,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
         [claim.id, claim.attempts, this.owner, state, JSON.stringify(outcome)],
       );
       if (rowCount === 0) return false;
-      await client.query(END_TURN, [claim.id]);
+      await endTurn(client, claim.id);
       if (turns) await insertTurns(client, turns.owner, claim.id, turns.prompt, turns.reply);
       if (event) await insertEvent(client, event);
       if (delivery) await insertDelivery(client, delivery);
@@ -307,7 +328,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     if (delayMs > 0)
       return inTransaction(this.pool, async (client) => {
         if (!(await this.sendBack(client, claim, delayMs, outcome, options))) return false;
-        await client.query(END_TURN, [claim.id]);
+        await endTurn(client, claim.id);
         return true;
       });
     return this.sendBack(this.pool, claim, delayMs, outcome, options);
@@ -460,7 +481,7 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
          WHERE id = $1`,
         [id, kept ? JSON.stringify(kept) : null],
       );
-      await client.query(END_TURN, [id]);
+      await endTurn(client, id);
       return true;
     });
   }
