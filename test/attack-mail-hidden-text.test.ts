@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_REGIONS } from '../engine/gmail/hidden-regions.ts';
 import { htmlToText, MAX_MARKUP_TOKENS } from '../engine/gmail/html-text.ts';
 import { messageText } from '../engine/gmail/message-text.ts';
+import { MAX_SHEET_RULES } from '../engine/gmail/style-sheet.ts';
 import { leaf, message } from './fixtures/gmail-messages.ts';
 
 const text = (html: string) => htmlToText(html, 10_000).text;
@@ -202,6 +203,77 @@ describe('any well-nested markup inside a hidden element', () => {
   );
 });
 
+// A sender hides words with a rule of a <style> block instead of the element's own style.
+describe('elements hidden by the rules of <style> blocks leave their text out', () => {
+  it.each([
+    ['a class rule', '<style>.x{display:none}</style>a <span class="x">SECRET</span> b', 'a b'],
+    ['an id rule', '<style>#i { font-size: 0 }</style>a <p id="i">SECRET</p> b', 'a b'],
+    [
+      'a tag and class rule in a selector list',
+      '<style>span.x, .y{visibility:hidden}</style>a <span class="x">S1</span><u class="y">S2</u> <i class="x">kept</i> b',
+      'a kept b',
+    ],
+    [
+      'a rule needing two classes',
+      '<style>.a.b{display:none}</style>a <i class="a">kept</i> <i class="b  a">SECRET</i> b',
+      'a kept b',
+    ],
+    ['a tag rule', '<style>s{opacity:0}</style>a <s>SECRET</s> b', 'a b'],
+    [
+      'upper case, a comment and !important',
+      '<STYLE type="text/css">/* c */ .X { DISPLAY : NONE !important }</STYLE>a <i class="X">SECRET</i> b',
+      'a b',
+    ],
+    [
+      'the block after the element (a browser applies it anyway)',
+      'a <i class="x">SECRET</i> b<style>.x{display:none}</style>',
+      'a b',
+    ],
+    [
+      'an @media block for every screen',
+      '<style>@media only screen { .x {mso-hide:all} }</style>a <i class="x">SECRET</i> b',
+      'a b',
+    ],
+    [
+      'a class attribute of entities',
+      '<style>.x{display:none}</style>a <i class="&#120;">SECRET</i> b',
+      'a b',
+    ],
+    [
+      'an inline display:block does not bring back what a rule hides (toward hiding)',
+      '<style>.x{display:none}</style>a <i class="x" style="display:block">SECRET</i> b',
+      'a b',
+    ],
+    [
+      'a rule after an @import',
+      '<style>@import url(x.css); .x{display:none}</style>a <i class="x">SECRET</i> b',
+      'a b',
+    ],
+  ])('%s', (_name, html, seen) => {
+    expect(text(html)).toBe(seen);
+  });
+
+  it.each([
+    [
+      'a rule for narrow screens only (a newsletter hides its desktop part there)',
+      '<style>@media (max-width: 600px) { .desktop {display:none} }</style>a <i class="desktop">kept</i> b',
+    ],
+    ['a descendant selector', '<style>div .x{display:none}</style>a <i class="x">kept</i> b'],
+    ['a pseudo-class', '<style>.x:hover{display:none}</style>a <i class="x">kept</i> b'],
+    ['a rule that shows', '<style>.x{display:block}</style>a <i class="x">kept</i> b'],
+    ['another class', '<style>.y{display:none}</style>a <i class="x">kept</i> b'],
+    ['a class name of another case', '<style>.X{display:none}</style>a <i class="x">kept</i> b'],
+  ])('not hidden: %s', (_name, html) => {
+    expect(text(html)).toBe('a kept b');
+  });
+
+  it('a font-size:0 rule, a descendant sized again shows (as with an inline style)', () => {
+    const html =
+      '<style>.col{font-size:0}</style>a <i class="col">SECRET <b style="font-size:12px">shown</b></i> b';
+    expect(text(html)).toBe('a shown b');
+  });
+});
+
 describe('through messageText: a Gmail message with only a text/html part', () => {
   it('the body the agent gets has none of the hidden words', () => {
     const html =
@@ -269,6 +341,26 @@ describe('hidden markup: the work stays bounded', () => {
     const html = `a <span style="${'&#59;'.repeat(20_000)}display:none">SECRET</span> b`;
     expect(htmlToText(html, 1000, budget)).toEqual({ text: 'a b', cut: false });
     expect(budget.markupTokens).toBe(100_000 - 20_003);
+  });
+
+  it(`a style block of 50,000 hiding rules: ${MAX_SHEET_RULES} kept, read in one pass`, () => {
+    const rules = Array.from({ length: 50_000 }, (_, i) => `.c${i}{display:none}`).join('');
+    const html = `<style>${rules}</style>a <i class="c0">SECRET</i> <i class="c49999">kept</i> b`;
+    expect(text(html)).toBe('a kept b');
+  });
+
+  it('1 MiB of unclosed braces and 100,000 unclosed <style tags: read in one pass each', () => {
+    expect(text(`<style>${'{'.repeat(1 << 20)}</style>a b`)).toBe('a b');
+    expect(text(`a b${'<style '.repeat(100_000)}`)).toBe('a b');
+    expect(
+      text(`<style>.x{display:none}${'a{'.repeat(200_000)}</style>a <i class="x">S</i> b`),
+    ).toBe('a b');
+  });
+
+  it('class attributes of 100 classes on 1,000 elements and of 100,000 on one: each read once', () => {
+    const classes = Array.from({ length: 100 }, (_, i) => `k${i}`).join(' ');
+    const html = `<style>.x{display:none}</style>${`<i class="${classes}">w</i>`.repeat(1000)}<i class="${'z '.repeat(100_000)}x">SECRET</i>`;
+    expect(htmlToText(html, 10_000).text).toBe('w'.repeat(1000));
   });
 
   it('50,000 distinct tag names inside a hidden element: each is paid, and closes end it', () => {

@@ -3,7 +3,8 @@
  * does the tokenising and entity decoding (script, style and title contents are raw text to it,
  * never markup); this module only keeps the text a reader sees: script, style, title and
  * template contents dropped, and elements hidden by their attributes (hidden, an inline style of
- * display:none and the like: hidden-regions.ts, inline-style.ts), where a sender can put words
+ * display:none and the like, or a class or id a <style> rule hides: hidden-regions.ts,
+ * inline-style.ts, style-sheet.ts), where a sender can put words
  * for the agent alone; block elements and <br> become line breaks, whitespace collapsed. The
  * work is bounded whatever the markup: no element stack is kept (htmlparser2's Parser shifts an
  * array per open tag, quadratic in nesting, and builds an object of every tag's attributes), each
@@ -13,6 +14,7 @@
 import { Tokenizer, type TokenizerCallbacks } from 'htmlparser2';
 import { HiddenRegions } from './hidden-regions.ts';
 import { fullTagName, OpenTag, tagName, VOID } from './open-tag.ts';
+import { readStyleSheet } from './style-sheet.ts';
 
 /**
  * Markup tokens (tags, attributes, comments, entities, declarations) one message may cost, all
@@ -54,7 +56,8 @@ export function htmlToText(
 ): { text: string; cut: boolean } {
   const out = new TextSink(maxChars);
   const regions = new HiddenRegions();
-  const tag = new OpenTag(html);
+  // Rules of <style> blocks apply wherever the block is: all of them are read first.
+  const tag = new OpenTag(html, readStyleSheet(html));
   let hidden = 0;
   let pre = 0;
   let spent = false;

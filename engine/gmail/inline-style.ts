@@ -3,7 +3,8 @@
  * (html-text.ts): display:none, opacity:0 and Outlook's mso-hide:all hide the element and all
  * inside it; font-size:0 and visibility:hidden|collapse hide it too, but a descendant may set
  * them back (a column layout sets font-size:0 on its columns and the size on the text in them).
- * Only the style attribute is read: rules from <style> blocks, classes and CSS escapes are not.
+ * This reads a style attribute's value (and a rule's declarations for style-sheet.ts); CSS
+ * escapes are not read.
  * Every step is one linear pass over the value (the value is untrusted and up to the size of the
  * message): comments are cut with a scan, never a pattern, and the patterns are anchored.
  */
