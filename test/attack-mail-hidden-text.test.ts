@@ -249,6 +249,52 @@ describe('elements hidden by the rules of <style> blocks leave their text out', 
       '<style>@import url(x.css); .x{display:none}</style>a <i class="x">SECRET</i> b',
       'a b',
     ],
+    [
+      'rules wrapped in <!-- --> (old mail; CSS ignores the delimiters)',
+      '<style><!-- .x{display:none} --></style>a <i class="x">SECRET</i> b',
+      'a b',
+    ],
+    [
+      'a > inside an attribute of the style tag',
+      '<style data-x="a>b">.x{display:none}</style>a <i class="x">SECRET</i> b',
+      'a b',
+    ],
+    [
+      'braces inside strings and url()',
+      `<style>.a{font-family:"}"} .b{background:url(x{.png)} .x{font-family:"{";display:none}</style>a <i class="x">SECRET</i> b`,
+      'a b',
+    ],
+    [
+      'declarations after a nested rule',
+      '<style>.x{p{color:red} display:none}</style>a <i class="x">SECRET</i> b',
+      'a b',
+    ],
+    [
+      'a <style in a comment and in an attribute before the real block',
+      '<!-- <style --><p title="<style>">a</p> <style>.x{display:none}</style><i class="x">SECRET</i> b',
+      'a\n\nb',
+    ],
+    [
+      'a class and an id of another case (a page without a doctype matches them)',
+      '<style>.X{display:none} #Foo{display:none}</style>a <i class="x">S1</i><i id="foo">S2</i> b',
+      'a b',
+    ],
+    ['a non-ASCII class', '<style>.é{display:none}</style>a <i class="é">SECRET</i> b', 'a b'],
+    [
+      'a long custom tag name',
+      '<style>secret-instructions{display:none}</style>a <secret-instructions>SECRET</secret-instructions> b',
+      'a b',
+    ],
+    [
+      '@media with no query',
+      '<style>@media{.x{display:none}}</style>a <i class="x">SECRET</i> b',
+      'a b',
+    ],
+    [
+      'a cascade layer',
+      '<style>@layer base{.x{display:none}}</style>a <i class="x">SECRET</i> b',
+      'a b',
+    ],
   ])('%s', (_name, html, seen) => {
     expect(text(html)).toBe(seen);
   });
@@ -262,7 +308,10 @@ describe('elements hidden by the rules of <style> blocks leave their text out', 
     ['a pseudo-class', '<style>.x:hover{display:none}</style>a <i class="x">kept</i> b'],
     ['a rule that shows', '<style>.x{display:block}</style>a <i class="x">kept</i> b'],
     ['another class', '<style>.y{display:none}</style>a <i class="x">kept</i> b'],
-    ['a class name of another case', '<style>.X{display:none}</style>a <i class="x">kept</i> b'],
+    [
+      "Outlook's conditional block (a comment to every other reader)",
+      '<!--[if mso]><style>.x{display:none !important}</style><![endif]-->a <i class="x">kept</i> b',
+    ],
   ])('not hidden: %s', (_name, html) => {
     expect(text(html)).toBe('a kept b');
   });
@@ -271,6 +320,17 @@ describe('elements hidden by the rules of <style> blocks leave their text out', 
     const html =
       '<style>.col{font-size:0}</style>a <i class="col">SECRET <b style="font-size:12px">shown</b></i> b';
     expect(text(html)).toBe('a shown b');
+  });
+
+  it('a column layout sized again by rules, simple or not, keeps its text', () => {
+    for (const sized of [
+      '.text{font-size:14px}',
+      'td{font-size:14px}',
+      '.two .col .text{font-size:14px}',
+    ]) {
+      const html = `<style>.two{font-size:0}${sized}</style><table><tr><td class="two"><div class="col"><table><tr><td class="text">Column one</td></tr></table></div></td></tr></table>`;
+      expect(text(html), sized).toBe('Column one');
+    }
   });
 });
 
@@ -347,6 +407,22 @@ describe('hidden markup: the work stays bounded', () => {
     const rules = Array.from({ length: 50_000 }, (_, i) => `.c${i}{display:none}`).join('');
     const html = `<style>${rules}</style>a <i class="c0">SECRET</i> <i class="c49999">kept</i> b`;
     expect(text(html)).toBe('a kept b');
+  });
+
+  it('6,000 nested @media blocks, and 3,000 of them around 1 MiB: no stack overflow, one pass', () => {
+    const deep = `<style>${'@media all{'.repeat(6000)}.x{display:none}</style>hello`;
+    expect(text(deep)).toBe('hello');
+    const wide = `<style>${'@media all{'.repeat(3000)}${' '.repeat(1 << 20)}</style>a b`;
+    expect(text(wide)).toBe('a b');
+  });
+
+  it('1,000 distinct rules for one class on every tag: each check is paid from the markup budget', () => {
+    const rules = Array.from({ length: 1000 }, (_, i) => `.a.b${i}{display:none}`).join('');
+    const html = `<style>${rules}</style>${'<i class="a">w</i>'.repeat(5000)}`;
+    const result = htmlToText(html, 100_000);
+    // About 100 tags' worth of checks fit in the budget: the rest is cut, not read.
+    expect(result.cut).toBe(true);
+    expect(result.text.length).toBeLessThan(200);
   });
 
   it('1 MiB of unclosed braces and 100,000 unclosed <style tags: read in one pass each', () => {

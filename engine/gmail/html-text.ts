@@ -69,6 +69,14 @@ export function htmlToText(
     tokenizer.pause();
     return false;
   };
+  const payMany = (tokens: number): boolean => {
+    if (spent) return false;
+    budget.markupTokens -= tokens;
+    if (budget.markupTokens >= 0) return true;
+    spent = true;
+    tokenizer.pause();
+    return false;
+  };
   const shown = (data: string) => {
     if (hidden > 0 || !regions.shown()) return;
     if (pre > 0) out.text(data);
@@ -81,6 +89,9 @@ export function htmlToText(
     if (name === 'pre') pre++;
     if (!VOID.has(name)) {
       const effect = tag.effect();
+      // Each stylesheet rule checked against the tag is paid like a markup token.
+      const checks = tag.takeChecks();
+      if (checks > 0 && !payMany(checks)) return;
       if (effect !== undefined || regions.active()) regions.open(tag.fullName(), effect);
     }
     if (!regions.shown()) return;

@@ -105,8 +105,22 @@ export class OpenTag {
   /** What the tag's attributes say about showing it; undefined when nothing. */
   effect(): StyleEffect | undefined {
     if (this.sheet === undefined || !this.reading) return this.found;
-    const classes = new Set(this.classes.split(CLASS_SEPARATOR).filter((name) => name !== ''));
-    return this.sheet.apply(this.name, this.id, classes, this.found);
+    // Matched without case, as a page without a doctype matches them (toward hiding).
+    const classes = new Set(
+      this.classes
+        .toLowerCase()
+        .split(CLASS_SEPARATOR)
+        .filter((name) => name !== ''),
+    );
+    return this.sheet.apply(this.fullName(), this.id.toLowerCase(), classes, this.found);
+  }
+
+  /** Rules checked against tags since the last call (each is paid from the markup budget). */
+  takeChecks(): number {
+    if (this.sheet === undefined) return 0;
+    const checks = this.sheet.checks;
+    this.sheet.checks = 0;
+    return checks;
   }
 
   /** The tag's whole name, lower-cased. */
