@@ -7,7 +7,7 @@
  */
 import type { GmailApi } from './api.ts';
 import { listAllHistory } from './history-pages.ts';
-import { messageText } from './message-text.ts';
+import { type MessageTextResult, messageText } from './message-text.ts';
 import type { GmailFailure } from './outcome.ts';
 import type { HistoryNext, MailItem, MailResult, MailSource } from './sync.ts';
 
@@ -47,10 +47,8 @@ export function createMailSource(api: GmailApi, settings: MailSourceSettings): M
       }
       if (got.kind === 'not_found') return { kind: 'ok', value: undefined };
       if (got.kind !== 'ok') return failure(got);
-      const text = messageText(got.value, {
-        maxBytes: settings.maxBytes,
-        includeBody: settings.includeBody,
-      });
+      const text = readText(got.value, settings);
+      if (text === undefined) return { kind: 'failed', reason: UNREADABLE_TEXT };
       if (text.verdict !== 'accepted') return { kind: 'ok', value: undefined };
       const m = text.message;
       const item: MailItem = {
@@ -75,6 +73,30 @@ export function createMailSource(api: GmailApi, settings: MailSourceSettings): M
       };
     },
   };
+}
+
+const UNREADABLE_TEXT = 'its text could not be read';
+
+/**
+ * The message's text; without its body when reading the body threw, and undefined when even
+ * its headers did. The message is hostile input and reading it is pure: a defect that throws on
+ * one message must skip it (the owner told), not fail every sync after it on the same message.
+ */
+function readText(
+  resource: unknown,
+  settings: { maxBytes: number; includeBody: boolean },
+): MessageTextResult | undefined {
+  const options = { maxBytes: settings.maxBytes, includeBody: settings.includeBody };
+  try {
+    return messageText(resource, options);
+  } catch {
+    if (!options.includeBody) return undefined;
+  }
+  try {
+    return messageText(resource, { ...options, includeBody: false });
+  } catch {
+    return undefined;
+  }
 }
 
 function failure(outcome: GmailFailure): MailResult<never> {
