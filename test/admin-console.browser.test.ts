@@ -160,9 +160,12 @@ describe.skipIf('missing' in chrome)('the console in a browser', () => {
     const id = stack.journal.list()[0]?.id as string;
     await expect.poll(() => row.getAttribute('data-id')).toBe(id);
     await row.click();
-    await page.locator('#detail pre.body').waitFor();
-    const body = (await page.locator('#detail pre.body').textContent()) as string;
-    expect(body).toContain('pay \\u{202e}moc.live@ot \\u{e0049}\\u{e0047}\\u{e004e}');
+    // The detail of the request shown before may still be there: wait for this one's.
+    const shownBody = () => page.locator('#detail pre.body').textContent();
+    await expect
+      .poll(shownBody)
+      .toContain('pay \\u{202e}moc.live@ot \\u{e0049}\\u{e0047}\\u{e004e}');
+    const body = (await shownBody()) as string;
     const prompt = (await page.locator('#detail pre.prompt').first().textContent()) as string;
     for (const shown of [body, prompt]) {
       expect(shown).not.toMatch(/[\u202a-\u202e\u2066-\u2069]|[\u{e0000}-\u{e007f}]/u);

@@ -286,6 +286,11 @@ describe('elements hidden by the rules of <style> blocks leave their text out', 
       'a b',
     ],
     [
+      'an @media block for screen and print, split over lines',
+      '<style>@media\n\tscreen ,print{.x{display:none}}</style>a <i class="x">SECRET</i> b',
+      'a b',
+    ],
+    [
       '@media with no query',
       '<style>@media{.x{display:none}}</style>a <i class="x">SECRET</i> b',
       'a b',

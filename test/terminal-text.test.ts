@@ -30,9 +30,14 @@ describe('terminal-safe CLI output', () => {
     expect(terminalText(text)).not.toMatch(CONTROLS);
   });
 
+  // Each run's first key is its own: Node 24's JSON.parse reuses keys of objects it parsed
+  // before with the same keys in front, and misreads an escaped key after one that ended in a
+  // backslash (attack-json-backslash-key.test.ts), a run's `\\` key then failing a later run.
+  let run = 0;
   test.prop([hostile])('a JSON line carries none either and parses to the same value', (text) => {
-    const line = jsonLine({ text, [text]: 1 });
+    const value = { [`run ${run++}`]: 0, text, [text]: 1 };
+    const line = jsonLine(value);
     expect(line).not.toMatch(CONTROLS);
-    expect(JSON.parse(line)).toEqual({ text, [text]: 1 });
+    expect(JSON.parse(line)).toEqual(value);
   });
 });

@@ -164,10 +164,29 @@ function readRule(selectors: string, declarations: string, sheet: StyleSheet): b
   return true;
 }
 
-// At-rules whose block holds rules that apply on every screen: `@media` with no query, or
-// media types only (`all`, `screen`), and cascade layers.
-const READABLE_GROUP =
-  /^@(?:media\s*(?:(?:only\s+)?(?:all|screen)(?:\s*,\s*[a-z]+)*)?|layer(?:\s+[^{]*)?)$/i;
+/**
+ * Whether an at-rule's block holds rules that apply on every screen: `@media` with no query,
+ * or with media types only, one of them `all` or `screen`, and cascade layers (`@layer`).
+ */
+function readableGroup(prelude: string): boolean {
+  const head = prelude.toLowerCase().replace(/\s+/g, ' ');
+  if (head === '@layer' || head.startsWith('@layer ')) return true;
+  if (head !== '@media' && !head.startsWith('@media ')) return false;
+  const types = head.slice('@media'.length).trim();
+  if (types === '') return true;
+  // A feature in parentheses, `not`, or any other word than a type holds only somewhere.
+  let everyScreen = false;
+  for (const query of types.split(',')) {
+    const words = query
+      .trim()
+      .split(' ')
+      .filter((word) => word !== '');
+    const type = words[0] === 'only' ? words[1] : words[0];
+    if (words.length > (words[0] === 'only' ? 2 : 1) || type === undefined) return false;
+    if (type === 'all' || type === 'screen') everyScreen = true;
+  }
+  return everyScreen;
+}
 
 type Frame = { kind: 'group' } | { kind: 'rule'; selectors: string; body: string[] };
 
@@ -215,8 +234,7 @@ export function readCss(css: string, sheet: StyleSheet): boolean {
           const head = cleanPrelude(prelude);
           const depth = frames.length;
           if (!head.startsWith('@')) frames.push({ kind: 'rule', selectors: head, body: [] });
-          else if (READABLE_GROUP.test(head) && depth < MAX_GROUP_DEPTH)
-            frames.push({ kind: 'group' });
+          else if (readableGroup(head) && depth < MAX_GROUP_DEPTH) frames.push({ kind: 'group' });
           else skipping = 1;
         }
       }

@@ -1,0 +1,73 @@
+/**
+ * A key ending in a backslash: Node 24's JSON.parse (V8) keeps the keys of the objects it
+ * built, by their order, and once it parsed an object with such a key, a later object with the
+ * same keys before it and an escape where that backslash was (`\u0041`, `\n`) gets the earlier
+ * key. A sender could rename the keys of later bodies, another sender's included. Such keys are
+ * refused before any parse (400 invalid_json), so the parser never holds one.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseJsonObject } from '../engine/body.ts';
+import { HookError } from '../engine/errors.ts';
+import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+
+// Each test's first key is its own: the parser's kept keys go by the keys before them.
+const refused = (text: string) => () => parseJsonObject(Buffer.from(text), 64);
+
+describe('the defect the refusal guards against', () => {
+  it('this Node misreads an escaped key after parsing a key ending in a backslash (if this fails, the engine was fixed and the refusal can go)', () => {
+    JSON.parse('{"defect_probe":1,"\\\\":1}');
+    expect(Object.keys(JSON.parse('{"defect_probe":1,"\\u0041":1}'))).toEqual([
+      'defect_probe',
+      '\\',
+    ]);
+  });
+});
+
+describe('a key ending in a backslash is refused before it is parsed', () => {
+  it.each([
+    ['a key that is a backslash', '{"first_a":1,"\\\\":1}'],
+    ['a key ending in one, spaces before the colon', '{"first_b":1,"x\\\\" \t\n: 1}'],
+    ['a key ending in two', '{"first_c":1,"x\\\\\\\\":1}'],
+    ['a nested key', '{"first_d":{"inner":[{"y\\\\":1}]}}'],
+  ])('%s', (_name, text) => {
+    expect(refused(text)).toThrow(HookError);
+    expect(refused(text)).toThrow(/key ending in a backslash/);
+  });
+
+  it('after such a body, an escaped key at the same place still reads as it was written', () => {
+    expect(refused('{"first_e":1,"\\\\":1}')).toThrow(/key ending in a backslash/);
+    expect(parseJsonObject(Buffer.from('{"first_e":1,"\\u0041":1}'), 64)).toEqual({
+      first_e: 1,
+      A: 1,
+    });
+  });
+
+  it.each([
+    ['a value ending in a backslash', '{"path":"C:\\\\Users\\\\"}', { path: 'C:\\Users\\' }],
+    ['an escaped quote before a colon in a value', '{"v":"a\\":b"}', { v: 'a":b' }],
+    ['a key with a backslash inside', '{"a\\\\b":1}', { 'a\\b': 1 }],
+    ['a value of backslashes then a key', '{"v":"\\\\\\\\","k":1}', { v: '\\\\', k: 1 }],
+  ])('kept: %s', (_name, text, value) => {
+    expect(parseJsonObject(Buffer.from(text), 64)).toEqual(value);
+  });
+
+  it('a body of 200,000 escaped backslashes before quotes: one pass', () => {
+    const text = `{"v":"${'\\\\"'.replaceAll('"', '\\"').repeat(100_000)}"}`;
+    expect(() => parseJsonObject(Buffer.from(text), 64)).not.toThrow();
+  });
+});
+
+describe('over HTTP', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.stop());
+
+  it('a wake with such a key gets 400 invalid_json and stores nothing', async () => {
+    const res = await server.post('wake', '{"text":"hello","\\\\":1}');
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
+    expect(await server.store.listActions({ limit: 10 })).toEqual([]);
+  });
+});
