@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import { collectBytes } from './byte-collector.ts';
 import { createDeadlines, type Deadlines } from './deadlines.ts';
 import { HookError } from './errors.ts';
+import { BackslashKeyError, parseForeignJson } from './foreign-json.ts';
 
 export type BodyLimits = { maxBytes: number; timeoutMs: number };
 
@@ -88,17 +89,15 @@ export function parseJsonObject(body: Buffer, maxDepth: number): Record<string, 
   if (nestingDepth(body, maxDepth) > maxDepth) {
     throw new HookError('invalid_json', `The JSON is nested deeper than ${maxDepth} levels.`);
   }
-  // Before parsing: the parse itself is what would keep the key (keyEndsInBackslash).
-  if (body.includes(BACKSLASH_QUOTE) && keyEndsInBackslash(body)) {
-    throw new HookError(
-      'invalid_json',
-      'The JSON has a key ending in a backslash; such keys are refused (after one, the JSON parser can misread escaped keys of later bodies).',
-    );
-  }
   let value: unknown;
   try {
-    value = JSON.parse(body.toString('utf8'));
+    value = parseForeignJson(body.toString('utf8'));
   } catch (err) {
+    if (err instanceof BackslashKeyError)
+      throw new HookError(
+        'invalid_json',
+        'The JSON has a key ending in a backslash; such keys are refused (after one, the JSON parser can misread escaped keys of later bodies).',
+      );
     throw new HookError('invalid_json', 'The body is not valid JSON.', { cause: err });
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -106,39 +105,6 @@ export function parseJsonObject(body: Buffer, maxDepth: number): Record<string, 
   }
   return value as Record<string, unknown>;
 }
-
-// `\\"`: an escaped backslash right before a closing quote.
-const BACKSLASH_QUOTE = Buffer.from('\\\\"');
-
-/**
- * Whether a key, at any depth, ends in a backslash: a quote after an even number of
- * backslashes (an escaped backslash, then the string's end) followed by a colon. Node 24's
- * JSON.parse (V8) reuses the keys of objects it built before, by their order: once it parsed an
- * object with such a key, a later object with the same keys before it and an escape (`\u0041`,
- * `\n`) where that backslash was gets the earlier key (reproduced: `{"a":1,"\\":1}` then
- * `{"a":1,"\u0041":1}` gives the key `\`, not `A`), so one sender's body could rename keys of
- * another's. Refused before any parse, the parser never holds one. One linear pass: each run
- * of backslashes is counted once.
- */
-function keyEndsInBackslash(body: Buffer): boolean {
-  for (
-    let at = body.indexOf(BACKSLASH_QUOTE);
-    at >= 0;
-    at = body.indexOf(BACKSLASH_QUOTE, at + 3)
-  ) {
-    const quote = at + 2;
-    let run = 0;
-    while (quote - run - 1 >= 0 && body[quote - run - 1] === BACKSLASH) run++;
-    if (run % 2 !== 0) continue;
-    let next = quote + 1;
-    while (next < body.length && JSON_SPACE.has(body[next] as number)) next++;
-    if (body[next] === COLON) return true;
-  }
-  return false;
-}
-
-const COLON = 0x3a;
-const JSON_SPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

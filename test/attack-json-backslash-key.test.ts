@@ -7,6 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonObject } from '../engine/body.ts';
+import { BackslashKeyError, parseForeignJson } from '../engine/foreign-json.ts';
+import { decodePush } from '../engine/gmail/push-envelope.ts';
+import { parseAnswerJson } from '../engine/outbound/answer-json.ts';
+import { outcomeOf } from '../engine/sandbox/call-outcome.ts';
+import { checkMessage } from '../engine/sandbox/message-check.ts';
 import { HookError } from '../engine/errors.ts';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 
@@ -54,6 +59,45 @@ describe('a key ending in a backslash is refused before it is parsed', () => {
   it('a body of 200,000 escaped backslashes before quotes: one pass', () => {
     const text = `{"v":"${'\\\\"'.replaceAll('"', '\\"').repeat(100_000)}"}`;
     expect(() => parseJsonObject(Buffer.from(text), 64)).not.toThrow();
+  });
+});
+
+describe('every other JSON from outside the process is read the same way', () => {
+  const primed = (first: string) => `{"${first}":1,"\\\\":1}`;
+
+  it('what a transform process sends back: the call fails with the reason', () => {
+    const outcome = outcomeOf('m', { type: 'result', id: 1, output: primed('surface_a') } as never);
+    expect(outcome).toMatchObject({ code: 'transform_invalid_output' });
+    expect((outcome as HookError).message).toMatch(/key ending in a backslash/);
+  });
+
+  it("a transform process's messages: not JSON to the host", () => {
+    expect(checkMessage(primed('surface_b'), { maxOutputBytes: 1 << 20 } as never)).toEqual({
+      ok: false,
+      reason: 'not JSON',
+    });
+  });
+
+  it('a runner or provider answer: not JSON', () => {
+    expect(parseAnswerJson(primed('surface_c'))).toBeUndefined();
+  });
+
+  it("a mail push's notification: refused as one that is not JSON", () => {
+    const notification = '{"emailAddress":"user@example.com","historyId":"1234567890","z\\\\":1}';
+    const body = {
+      message: {
+        data: Buffer.from(notification).toString('base64'),
+        messageId: '2070443601311540',
+        publishTime: '2021-02-26T19:13:55.749Z',
+      },
+      subscription: 'projects/myproject/subscriptions/mysubscription',
+    };
+    expect(decodePush(body)).toMatchObject({ ok: false });
+  });
+
+  it('and the parser then reads an escaped key as written', () => {
+    expect(() => parseForeignJson(primed('surface_e'))).toThrow(BackslashKeyError);
+    expect(parseForeignJson('{"surface_e":1,"\\u0041":1}')).toEqual({ surface_e: 1, A: 1 });
   });
 });
 

@@ -8,6 +8,7 @@
  */
 import type { FetchImplementation } from 'jose';
 import { outboundCall } from '../outbound/http-client.ts';
+import { parseForeignJson } from '../foreign-json.ts';
 
 /** Most bytes of key set read (Google's is about 2 KiB). */
 export const MAX_KEY_SET_BYTES = 64 * 1024;
@@ -50,7 +51,7 @@ export function createKeySetFetch(limits: KeySetFetchLimits): FetchImplementatio
 function checkKeySet(text: string): void {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = parseForeignJson(text);
   } catch {
     throw new KeysUnavailable('not JSON');
   }

@@ -9,6 +9,7 @@
  */
 import { types } from 'node:util';
 import { decodeBase64Either } from './base64-either.ts';
+import { parseForeignJson } from '../foreign-json.ts';
 
 /** Most characters of `message.data` (a Gmail notification is under 200). */
 export const MAX_DATA_CHARS = 4096;
@@ -125,7 +126,7 @@ export function canonicalHistoryId(value: unknown): string | undefined {
 
 function parseJson(bytes: Buffer): unknown {
   try {
-    return JSON.parse(fatalUtf8.decode(bytes));
+    return parseForeignJson(fatalUtf8.decode(bytes));
   } catch {
     return undefined;
   }

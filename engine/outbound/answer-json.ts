@@ -5,6 +5,7 @@
  * and no honest answer nests deeply.
  */
 import { nestingDepth } from '../body.ts';
+import { parseForeignJson } from '../foreign-json.ts';
 
 /** Deepest nesting of an answer that is parsed; deeper answers read as "not JSON". */
 export const ANSWER_DEPTH = 64;
@@ -13,7 +14,7 @@ export const ANSWER_DEPTH = 64;
 export function parseAnswerJson(text: string): unknown {
   if (nestingDepth(Buffer.from(text, 'utf8'), ANSWER_DEPTH) > ANSWER_DEPTH) return undefined;
   try {
-    return JSON.parse(text);
+    return parseForeignJson(text);
   } catch {
     return undefined;
   }

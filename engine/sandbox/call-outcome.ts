@@ -7,6 +7,7 @@
 import { HookError } from '../errors.ts';
 import { nestsDeeperThan } from './frames.ts';
 import type { ResultMessage } from './protocol.ts';
+import { BackslashKeyError, parseForeignJson } from '../foreign-json.ts';
 
 /**
  * Deepest output nesting accepted (an honest output is an array of flat objects).
@@ -40,11 +41,13 @@ export function outcomeOf(
     );
   }
   try {
-    return { value: JSON.parse(message.output) };
-  } catch {
+    return { value: parseForeignJson(message.output) };
+  } catch (err) {
     return new HookError(
       'transform_invalid_output',
-      `Transform of mapping "${mappingId ?? '?'}" returned invalid JSON.`,
+      err instanceof BackslashKeyError
+        ? `Transform of mapping "${mappingId ?? '?'}" returned a key ending in a backslash (refused: the JSON parser can misread later keys after one).`
+        : `Transform of mapping "${mappingId ?? '?'}" returned invalid JSON.`,
     );
   }
 }

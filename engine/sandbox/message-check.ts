@@ -18,6 +18,7 @@ import {
   PATH_CHARS,
 } from './protocol.ts';
 import { nestsDeeperThan } from './frames.ts';
+import { parseForeignJson } from '../foreign-json.ts';
 
 /** A checked message, or why the text was refused. */
 export type Checked = { ok: true; message: FromSandbox } | { ok: false; reason: string };
@@ -46,7 +47,7 @@ export function checkMessage(text: string, caps: Caps): Checked {
   if (nestsDeeperThan(text, MESSAGE_DEPTH)) return { ok: false, reason: 'nested too deeply' };
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseForeignJson(text);
   } catch {
     return { ok: false, reason: 'not JSON' };
   }
