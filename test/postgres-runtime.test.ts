@@ -6,7 +6,9 @@
  * applied once and in order, a long backlog in one session does not hold
  * back another, and retention deletes only finished actions.
  */
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { END_TURN, TURN_LOCK } from '../engine/store/postgres/claim-queries.ts';
 import { type Backend, openBackend } from '../engine/store/backend.ts';
 import type { RunRow, RuntimeStore } from '../engine/runtime/runtime-store.ts';
 import type { Action } from '../schemas/action.ts';
@@ -30,9 +32,13 @@ describe.skipIf(skip)('the PostgreSQL runtime store shared by instances', () => 
   });
   afterAll(async () => server?.stop());
 
+  // The database of the last instances() call, for a test's own connection.
+  let databaseUrl = '';
+
   /** Two instances on a fresh database, leases of `leaseSeconds`. */
   async function instances(leaseSeconds = 30) {
     const url = await server.createDatabase();
+    databaseUrl = url;
     const store = { kind: 'postgres' as const, url, poolSize: 4, leaseSeconds, retentionDays: 30 };
     const open = async () => {
       const backend = await openBackend({ dataDir: '/nonexistent', store, commitDelayMs: 0 });
@@ -165,6 +171,53 @@ describe.skipIf(skip)('the PostgreSQL runtime store shared by instances', () => 
     }
     // The late session waited while the backlog's first run ran: it goes next, then the backlog.
     expect(order).toEqual(['s:bulk', 's:late', 's:bulk']);
+  });
+
+  it("a run's end waits for another writer ending a turn of its session: the session keeps the place that writer set", async () => {
+    const [a] = await instances();
+    const a1 = agentAction('s:x', 'a1');
+    const a2 = agentAction('s:x', 'a2');
+    await a.accept(a1);
+    await a.accept(a2);
+    const [first] = await a.runtime.claimHeads(1, new Set());
+    expect(first?.id).toBe(a1.id);
+    await a.runtime.finish(first as RunRow, 'dead', { status: 'error', reason: 'gave up' });
+    const [second] = await a.runtime.claimHeads(1, new Set());
+    expect(second?.id).toBe(a2.id);
+    const b1 = agentAction('s:y', 'b1');
+    await a.accept(b1);
+    // Another writer (an operator's retry of a1) ends s:x's turn in a transaction held open.
+    const writer = new pg.Client({ connectionString: databaseUrl });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query(TURN_LOCK, [a1.id]);
+      await writer.query("UPDATE actions SET state = 'queued', attempts = 0 WHERE id = $1", [
+        a1.id,
+      ]);
+      await writer.query(END_TURN, [a1.id]);
+      // a2's end now: it must wait for that writer, not read s:x's work without its retry.
+      const ended = a.runtime.finish(second as RunRow, 'done', { status: 'ok' });
+      await waitFor('the end to wait for the writer', async () => {
+        const { rows } = await writer.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+        );
+        return (rows[0]?.n ?? 0) >= 1;
+      });
+      await writer.query('COMMIT');
+      expect(await ended).toBe(true);
+    } finally {
+      await writer.end();
+    }
+    // s:x's turn ended after b1 was accepted: b1 first, then the retried a1.
+    const order: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const [run] = await a.runtime.claimHeads(1, new Set());
+      if (!run) throw new Error('nothing claimed');
+      order.push(messageOf(run));
+      await a.runtime.finish(run, 'done', { status: 'ok' });
+    }
+    expect(order).toEqual(['b1', 'a1']);
   });
 
   it('retention deletes finished actions only', async () => {
