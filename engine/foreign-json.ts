@@ -22,28 +22,37 @@ export function parseForeignJson(text: string): unknown {
   return JSON.parse(text);
 }
 
-// An escaped backslash right before a quote: only text holding one can hold such a key.
-const BACKSLASH_QUOTE = '\\\\"';
-const JSON_SPACE = new Set([' ', '\t', '\n', '\r']);
-
 /**
- * Whether a key, at any depth, ends in a backslash: a quote after an even number of
- * backslashes (an escaped backslash, then the string's end) followed by a colon. One pass: the
- * search is native, and each run of backslashes is counted once.
+ * Whether a key, at any depth, ends in a backslash, written `\\` or `\u005c`: a closing
+ * quote (one not escaped) right after such an escape, followed by a colon. One pass per way of
+ * writing it: the searches are native, and each run of backslashes is counted once.
  */
 export function keyEndsInBackslash(text: string): boolean {
-  for (
-    let at = text.indexOf(BACKSLASH_QUOTE);
-    at >= 0;
-    at = text.indexOf(BACKSLASH_QUOTE, at + 3)
-  ) {
-    const quote = at + 2;
+  return endsKey(text, '\\\\"', 0) || endsKey(text, '005c"', 1) || endsKey(text, '005C"', 1);
+}
+
+/**
+ * Whether `ending` (a backslash written one way, then the quote) closes a key somewhere. The
+ * backslash run that ends at the escape's own backslash decides whether it is an escape: an
+ * even run for `\\` (pairs), an odd one for `\u005c` (its backslash starts the escape).
+ */
+function endsKey(text: string, ending: string, parity: 0 | 1): boolean {
+  for (let at = text.indexOf(ending); at >= 0; at = text.indexOf(ending, at + ending.length)) {
+    const quote = at + ending.length - 1;
+    // `\\"`: the backslashes right before the quote; `\u005c"`: those ending before the `u`.
+    let end = quote - 1;
+    if (parity === 1) {
+      if (text[at - 1] !== 'u') continue;
+      end = at - 2;
+    }
     let run = 0;
-    while (quote - run - 1 >= 0 && text[quote - run - 1] === '\\') run++;
-    if (run % 2 !== 0) continue;
+    while (end - run >= 0 && text[end - run] === '\\') run++;
+    if (run === 0 || run % 2 !== parity) continue;
     let next = quote + 1;
     while (next < text.length && JSON_SPACE.has(text[next] as string)) next++;
     if (text[next] === ':') return true;
   }
   return false;
 }
+
+const JSON_SPACE = new Set([' ', '\t', '\n', '\r']);

@@ -34,6 +34,9 @@ describe('a key ending in a backslash is refused before it is parsed', () => {
     ['a key ending in one, spaces before the colon', '{"first_b":1,"x\\\\" \t\n: 1}'],
     ['a key ending in two', '{"first_c":1,"x\\\\\\\\":1}'],
     ['a nested key', '{"first_d":{"inner":[{"y\\\\":1}]}}'],
+    ['a backslash written \\u005c', '{"first_f":1,"\\u005c":1}'],
+    ['a backslash written \\u005C after a letter', '{"first_g":1,"a\\u005C" :1}'],
+    ['after an escaped backslash', '{"first_h":1,"\\\\\\u005c":1}'],
   ])('%s', (_name, text) => {
     expect(refused(text)).toThrow(HookError);
     expect(refused(text)).toThrow(/key ending in a backslash/);
@@ -52,6 +55,8 @@ describe('a key ending in a backslash is refused before it is parsed', () => {
     ['an escaped quote before a colon in a value', '{"v":"a\\":b"}', { v: 'a":b' }],
     ['a key with a backslash inside', '{"a\\\\b":1}', { 'a\\b': 1 }],
     ['a value of backslashes then a key', '{"v":"\\\\\\\\","k":1}', { v: '\\\\', k: 1 }],
+    ['a key ending in the letters u005c', '{"x\\\\u005c":1}', { 'x\\u005c': 1 }],
+    ['a value ending in \\u005c', '{"v":"a\\u005c"}', { v: 'a\\' }],
   ])('kept: %s', (_name, text, value) => {
     expect(parseJsonObject(Buffer.from(text), 64)).toEqual(value);
   });
