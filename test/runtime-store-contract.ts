@@ -14,6 +14,7 @@ import {
   ASKED_NOW_PAGE,
   type HeartbeatDeliveryClaim,
   type Claim,
+  type NewEvent,
   type RunRow,
   type RuntimeStore,
 } from '../engine/runtime/runtime-store.ts';
@@ -1322,16 +1323,27 @@ export function describeRuntimeStore(
         expect(await store.heartbeatRequestUnserved()).toBeUndefined();
       });
 
-      it('requeues of one set-aside event racing from two stores make one copy', async () => {
-        await store.addEvent({ sessionKey: MAIN, text: 'raced', source: 'wake', trusted: false });
-        const [event] = await store.pendingEvents(MAIN, 10);
-        const seq = event?.seq as number;
+      /** Add an event and set it aside, as a heartbeat that isolated it does; its seq. */
+      async function setAsideEvent(event: NewEvent): Promise<number> {
+        await store.addEvent(event);
+        const [pending] = await store.pendingEvents(event.sessionKey, 10);
+        const seq = pending?.seq as number;
         const failed = await store.startHeartbeat('isolate');
         await store.finishHeartbeat(failed, {
           state: 'failed',
           events: [seq],
           error: 'event set aside: refused',
           setAside: [seq],
+        });
+        return seq;
+      }
+
+      it('requeues of one set-aside event racing from two stores make one copy', async () => {
+        const seq = await setAsideEvent({
+          sessionKey: MAIN,
+          text: 'raced',
+          source: 'wake',
+          trusted: false,
         });
         const other = await open();
         const results = await Promise.all(
@@ -1347,16 +1359,7 @@ export function describeRuntimeStore(
 
       it('a later event with the same text, source and action is not taken for a requeued copy', async () => {
         const notice = { sessionKey: MAIN, text: 'mailbox watch renewed', source: 'gmail' };
-        await store.addEvent({ ...notice, trusted: true });
-        const [event] = await store.pendingEvents(MAIN, 10);
-        const seq = event?.seq as number;
-        const failed = await store.startHeartbeat('isolate');
-        await store.finishHeartbeat(failed, {
-          state: 'failed',
-          events: [seq],
-          error: 'event set aside: refused',
-          setAside: [seq],
-        });
+        const seq = await setAsideEvent({ ...notice, trusted: true });
         // The same notice again, written by hookgate itself: not a copy of the set-aside one.
         await store.addEvent({ ...notice, trusted: true });
         const [again] = await store.pendingEvents(MAIN, 10);
