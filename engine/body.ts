@@ -96,7 +96,7 @@ export function parseJsonObject(body: Buffer, maxDepth: number): Record<string, 
     if (err instanceof BackslashKeyError)
       throw new HookError(
         'invalid_json',
-        'The JSON has a key ending in a backslash; such keys are refused (after one, the JSON parser can misread escaped keys of later bodies).',
+        'The JSON has a key holding a backslash; such keys are refused (after one, the JSON parser can misread escaped keys of later bodies).',
       );
     throw new HookError('invalid_json', 'The body is not valid JSON.', { cause: err });
   }

@@ -1,5 +1,5 @@
 /**
- * A key ending in a backslash: Node 24's JSON.parse (V8) keeps the keys of the objects it
+ * A key holding a backslash: Node 24's JSON.parse (V8) keeps the keys of the objects it
  * built, by their order, and once it parsed an object with such a key, a later object with the
  * same keys before it and an escape where that backslash was (`\u0041`, `\n`) gets the earlier
  * key. A sender could rename the keys of later bodies, another sender's included. Such keys are
@@ -25,10 +25,16 @@ describe('the defect the refusal guards against', () => {
       'defect_probe',
       '\\',
     ]);
+    // Any key holding a backslash stands for a later key whose written start is its text.
+    JSON.parse('{"defect_probe_2":1,"\\\\u":1}');
+    expect(Object.keys(JSON.parse('{"defect_probe_2":1,"\\u0041B":1}'))).toEqual([
+      'defect_probe_2',
+      '\\u',
+    ]);
   });
 });
 
-describe('a key ending in a backslash is refused before it is parsed', () => {
+describe('a key holding a backslash is refused before it is parsed', () => {
   it.each([
     ['a key that is a backslash', '{"first_a":1,"\\\\":1}'],
     ['a key ending in one, spaces before the colon', '{"first_b":1,"x\\\\" \t\n: 1}'],
@@ -37,25 +43,33 @@ describe('a key ending in a backslash is refused before it is parsed', () => {
     ['a backslash written \\u005c', '{"first_f":1,"\\u005c":1}'],
     ['a backslash written \\u005C after a letter', '{"first_g":1,"a\\u005C" :1}'],
     ['after an escaped backslash', '{"first_h":1,"\\\\\\u005c":1}'],
+    ['a backslash inside', '{"first_i":1,"a\\\\b":1}'],
+    ['the letters of an escape after one', '{"first_j":1,"\\\\u":1}'],
+    ['an escaped backslash before an escaped quote', '{"first_k":1,"\\\\\\"x":1}'],
   ])('%s', (_name, text) => {
     expect(refused(text)).toThrow(HookError);
-    expect(refused(text)).toThrow(/key ending in a backslash/);
+    expect(refused(text)).toThrow(/key holding a backslash/);
   });
 
-  it('after such a body, an escaped key at the same place still reads as it was written', () => {
-    expect(refused('{"first_e":1,"\\\\":1}')).toThrow(/key ending in a backslash/);
+  it('after such bodies, escaped keys at the same place still read as written', () => {
+    expect(refused('{"first_e":1,"\\\\":1}')).toThrow(/key holding a backslash/);
     expect(parseJsonObject(Buffer.from('{"first_e":1,"\\u0041":1}'), 64)).toEqual({
       first_e: 1,
       A: 1,
+    });
+    // A key holding a backslash that is not its last character primes the parser too.
+    expect(refused('{"first_l":1,"\\\\u":1}')).toThrow(/key holding a backslash/);
+    expect(parseJsonObject(Buffer.from('{"first_l":1,"\\u0041B":1}'), 64)).toEqual({
+      first_l: 1,
+      AB: 1,
     });
   });
 
   it.each([
     ['a value ending in a backslash', '{"path":"C:\\\\Users\\\\"}', { path: 'C:\\Users\\' }],
     ['an escaped quote before a colon in a value', '{"v":"a\\":b"}', { v: 'a":b' }],
-    ['a key with a backslash inside', '{"a\\\\b":1}', { 'a\\b': 1 }],
+    ['a key with other escapes', '{"a\\nb\\u0041\\"":1}', { 'a\nbA"': 1 }],
     ['a value of backslashes then a key', '{"v":"\\\\\\\\","k":1}', { v: '\\\\', k: 1 }],
-    ['a key ending in the letters u005c', '{"x\\\\u005c":1}', { 'x\\u005c': 1 }],
     ['a value ending in \\u005c', '{"v":"a\\u005c"}', { v: 'a\\' }],
   ])('kept: %s', (_name, text, value) => {
     expect(parseJsonObject(Buffer.from(text), 64)).toEqual(value);
@@ -73,7 +87,7 @@ describe('every other JSON from outside the process is read the same way', () =>
   it('what a transform process sends back: the call fails with the reason', () => {
     const outcome = outcomeOf('m', { type: 'result', id: 1, output: primed('surface_a') } as never);
     expect(outcome).toMatchObject({ code: 'transform_invalid_output' });
-    expect((outcome as HookError).message).toMatch(/key ending in a backslash/);
+    expect((outcome as HookError).message).toMatch(/key holding a backslash/);
   });
 
   it("a transform process's messages: not JSON to the host", () => {

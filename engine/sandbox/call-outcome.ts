@@ -46,7 +46,7 @@ export function outcomeOf(
     return new HookError(
       'transform_invalid_output',
       err instanceof BackslashKeyError
-        ? `Transform of mapping "${mappingId ?? '?'}" returned a key ending in a backslash (refused: the JSON parser can misread later keys after one).`
+        ? `Transform of mapping "${mappingId ?? '?'}" returned a key holding a backslash (refused: the JSON parser can misread later keys after one).`
         : `Transform of mapping "${mappingId ?? '?'}" returned invalid JSON.`,
     );
   }
