@@ -27,46 +27,61 @@ const LEFTOVERS = [
   ['stdout and stderr', ''],
 ] as const;
 
+/** Write `lines` as an executable runner script in `dir`; its path. */
+function runnerScript(dir: string, lines: readonly string[]): string {
+  const runner = path.join(dir, 'runner.sh');
+  writeFileSync(runner, lines.join('\n'));
+  chmodSync(runner, 0o755);
+  return runner;
+}
+
+/** Kill, after the test, the leftover processes whose pids the runner wrote to `pids`. */
+function killLeftoversAfter(pids: string): void {
+  cleanups.push(() => {
+    if (!existsSync(pids)) return;
+    for (const pid of readFileSync(pids, 'utf8').trim().split('\n').map(Number)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+}
+
+/** hookgate with the runtime on, every agent run by `runner` (a command). */
+function startWithRunner(dir: string, runner: string, hooks: Record<string, unknown> = {}) {
+  return startTestServer(
+    {
+      hooks,
+      agents: {
+        defaults: { timeoutSeconds: 20, runner: { kind: 'command', argv: [runner] } },
+        list: [{ id: 'main' }],
+      },
+    },
+    { runtime: true, dataDir: dir },
+  );
+}
+
+const SESSIONS = { defaultSessionKey: 'hook:ingress', allowedSessionKeyPrefixes: ['hook:'] };
+
 it.each(LEFTOVERS)(
   'a runner that answers and exits while a child it left holds its %s ends done with its reply',
   async (_held, redirect) => {
     const { dir, cleanup } = tempDir('hookgate-leftover-');
     cleanups.push(cleanup);
     const pids = path.join(dir, 'leftover.pid');
-    const runner = path.join(dir, 'runner.sh');
-    writeFileSync(
-      runner,
-      [
-        '#!/bin/sh',
-        'cat >/dev/null',
-        // The child sleeps long past the run's timeout, its output as the runner's.
-        `sleep 300 </dev/null ${redirect} &`,
-        `echo $! >> "${pids}"`,
-        'echo "the reply to $HOOKGATE_RUN_ID"',
-        'exit 0',
-      ].join('\n'),
-    );
-    chmodSync(runner, 0o755);
-    cleanups.push(() => {
-      if (!existsSync(pids)) return;
-      for (const pid of readFileSync(pids, 'utf8').trim().split('\n').map(Number)) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // Already gone.
-        }
-      }
-    });
-    const server = await startTestServer(
-      {
-        hooks: { defaultSessionKey: 'hook:ingress', allowedSessionKeyPrefixes: ['hook:'] },
-        agents: {
-          defaults: { timeoutSeconds: 20, runner: { kind: 'command', argv: [runner] } },
-          list: [{ id: 'main' }],
-        },
-      },
-      { runtime: true, dataDir: dir },
-    );
+    const runner = runnerScript(dir, [
+      '#!/bin/sh',
+      'cat >/dev/null',
+      // The child sleeps long past the run's timeout, its output as the runner's.
+      `sleep 300 </dev/null ${redirect} &`,
+      `echo $! >> "${pids}"`,
+      'echo "the reply to $HOOKGATE_RUN_ID"',
+      'exit 0',
+    ]);
+    killLeftoversAfter(pids);
+    const server = await startWithRunner(dir, runner, SESSIONS);
     cleanups.push(() => server.stop());
     const ids: string[] = [];
     // Two runs of one session: the second waits for the first, which must end.
@@ -93,22 +108,16 @@ it.each(LEFTOVERS)(
 it('a runner that exits while its own output is still being read keeps all of it', async () => {
   const { dir, cleanup } = tempDir('hookgate-leftover-');
   cleanups.push(cleanup);
-  const runner = path.join(dir, 'runner.sh');
   // 300 KB, more than a pipe holds: the runner's last writes wait for hookgate to read.
-  writeFileSync(
-    runner,
-    '#!/bin/sh\ncat >/dev/null\nhead -c 300000 /dev/zero | tr "\\0" "a"\necho\nexit 0\n',
-  );
-  chmodSync(runner, 0o755);
-  const server = await startTestServer(
-    {
-      agents: {
-        defaults: { timeoutSeconds: 20, runner: { kind: 'command', argv: [runner] } },
-        list: [{ id: 'main' }],
-      },
-    },
-    { runtime: true, dataDir: dir },
-  );
+  const runner = runnerScript(dir, [
+    '#!/bin/sh',
+    'cat >/dev/null',
+    'head -c 300000 /dev/zero | tr "\\0" "a"',
+    'echo',
+    'exit 0',
+    '',
+  ]);
+  const server = await startWithRunner(dir, runner);
   cleanups.push(() => server.stop());
   const res = await server.post('agent', { message: 'long', wakeMode: 'next-heartbeat' });
   const id = String(((await res.json()) as { runId: string }).runId);
@@ -122,40 +131,18 @@ it('a shutdown after the runner answered, while its leftover holds the output, k
   cleanups.push(cleanup);
   const pids = path.join(dir, 'leftover.pid');
   const exited = path.join(dir, 'runner.exited');
-  const runner = path.join(dir, 'runner.sh');
   // The leftover says when the runner is gone (reaped by hookgate), then sleeps on.
-  writeFileSync(
-    runner,
-    [
-      '#!/bin/sh',
-      'cat >/dev/null',
-      'me=$$',
-      `(while kill -0 $me 2>/dev/null; do sleep 0.02; done; touch "${exited}"; exec sleep 300) </dev/null &`,
-      `echo $! >> "${pids}"`,
-      'echo "the reply"',
-      'exit 0',
-    ].join('\n'),
-  );
-  chmodSync(runner, 0o755);
-  cleanups.push(() => {
-    for (const pid of readFileSync(pids, 'utf8').trim().split('\n').map(Number)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
-  });
-  const server = await startTestServer(
-    {
-      hooks: { defaultSessionKey: 'hook:ingress', allowedSessionKeyPrefixes: ['hook:'] },
-      agents: {
-        defaults: { timeoutSeconds: 20, runner: { kind: 'command', argv: [runner] } },
-        list: [{ id: 'main' }],
-      },
-    },
-    { runtime: true, dataDir: dir },
-  );
+  const runner = runnerScript(dir, [
+    '#!/bin/sh',
+    'cat >/dev/null',
+    'me=$$',
+    `(while kill -0 $me 2>/dev/null; do sleep 0.02; done; touch "${exited}"; exec sleep 300) </dev/null &`,
+    `echo $! >> "${pids}"`,
+    'echo "the reply"',
+    'exit 0',
+  ]);
+  killLeftoversAfter(pids);
+  const server = await startWithRunner(dir, runner, SESSIONS);
   const res = await server.post('agent', { message: 'one', wakeMode: 'next-heartbeat' });
   const id = String(((await res.json()) as { runId: string }).runId);
   await waitFor('the runner to exit', () => existsSync(exited));

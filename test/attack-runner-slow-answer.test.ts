@@ -10,7 +10,7 @@
  * answers when the test says so.
  */
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLoopback } from './helpers/loopback.ts';
 import { afterEach, expect, it, vi } from 'vitest';
 import { createHttpRunner } from '../engine/runtime/runners/http.ts';
 import type { RunRequest, RunResult } from '../engine/runtime/runners/runner.ts';
@@ -34,13 +34,8 @@ async function slowEndpoint(sendHeadersFirst: boolean) {
       held.push(res);
     });
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenLoopback(server);
+  closers.push(close);
   return {
     url: `http://127.0.0.1:${port}/run`,
     held,

@@ -11,15 +11,11 @@
  * collection, while the answer is still open.
  */
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterEach, expect, it } from 'vitest';
 import { createHttpRunner } from '../engine/runtime/runners/http.ts';
+import { heldMemory as held } from './helpers/held-memory.ts';
+import { listenLoopback } from './helpers/loopback.ts';
 import { waitFor } from './helpers/runtime.ts';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -27,13 +23,6 @@ afterEach(async () => {
 });
 
 const BYTES = 200_000;
-
-/** Memory held by this process: the heap and the buffers outside it. */
-function held(): number {
-  gc();
-  const usage = process.memoryUsage();
-  return usage.heapUsed + usage.arrayBuffers;
-}
 
 it('an http runner answered a byte at a time holds about the answer, not an object per byte', async () => {
   let response: ServerResponse | undefined;
@@ -54,13 +43,8 @@ it('an http runner answered a byte at a time holds about the answer, not an obje
       next();
     });
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenLoopback(server);
+  closers.push(close);
   const before = held();
   const running = createHttpRunner({ url: `http://127.0.0.1:${port}/run` }).run({
     kind: 'agent',

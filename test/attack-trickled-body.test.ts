@@ -10,15 +10,11 @@
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterEach, expect, it } from 'vitest';
 import { readBody } from '../engine/body.ts';
+import { heldMemory as held } from './helpers/held-memory.ts';
+import { listenLoopback } from './helpers/loopback.ts';
 import { waitFor } from './helpers/runtime.ts';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 const closers: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -27,13 +23,6 @@ afterEach(async () => {
 
 const BYTES = 200_000;
 
-/** Memory held by this process: the heap and the buffers outside it. */
-function held(): number {
-  gc();
-  const usage = process.memoryUsage();
-  return usage.heapUsed + usage.arrayBuffers;
-}
-
 it('a request body trickled a byte at a time holds about the body, not an object per byte', async () => {
   let read: Promise<Buffer> | undefined;
   let request: IncomingMessage | undefined;
@@ -41,13 +30,8 @@ it('a request body trickled a byte at a time holds about the body, not an object
     request = req;
     read = readBody(req, { maxBytes: 300_000, timeoutMs: 120_000 });
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenLoopback(server);
+  closers.push(close);
   const socket = connect(port, '127.0.0.1');
   socket.setNoDelay(true);
   closers.push(() => {
