@@ -150,7 +150,13 @@ describe('attacks from inside a transform', () => {
       {
         good: GOOD,
         stringify: `export default ({ payload }) => {
+          const real = JSON.stringify;
+          // Only the console drain's text lies: a key holding a backslash (foreign-json.ts).
+          const slash = String.fromCharCode(92, 92);
+          const drainKey = (value) => value && Array.isArray(value.lines)
+            ? '{"lines":[],"dropped":0,"a' + slash + 'b":1}' : real(value);
           const lies = {
+            'drain-backslash-key': drainKey,
             lines: () => '{"lines":[null],"dropped":0}',
             number: () => 42,
             undefined: () => undefined,
@@ -200,7 +206,7 @@ describe('attacks from inside a transform', () => {
     await server.stop();
   });
 
-  it.each(['lines', 'number', 'undefined', 'throws', 'huge', 'object'])(
+  it.each(['lines', 'number', 'undefined', 'throws', 'huge', 'object', 'drain-backslash-key'])(
     'transform replaces JSON.stringify (%s): the call fails, the server keeps answering',
     async (variant) => {
       const { status, body } = await server.post('stringify', { variant });

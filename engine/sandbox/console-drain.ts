@@ -11,6 +11,7 @@ import {
   type ConsoleLine,
   MAX_DROPPED,
 } from './protocol.ts';
+import { parseForeignJson } from '../foreign-json.ts';
 import { headUnits } from '../text-cut.ts';
 
 export type Drained = { console: ConsoleLine[]; droppedLines: number };
@@ -22,7 +23,8 @@ export function checkDrain(text: unknown): Drained | undefined {
   if (typeof text !== 'string' || text.length > DRAIN_CHARS) return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    // Tampered text could hold a key that misleads this process's later parses (foreign-json.ts).
+    value = parseForeignJson(text);
   } catch {
     return undefined;
   }
