@@ -5,7 +5,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { createTokenCheck, presentedToken } from '../engine/auth.ts';
-import { queryCarriesToken } from '../engine/ingress/admit.ts';
+import { queryCarriesToken } from '../engine/ingress/query-token.ts';
 
 const TOKEN = 'right-token-0123456789';
 const matches = createTokenCheck(TOKEN);

@@ -9,7 +9,7 @@ import { HookError } from '../errors.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { Exchange, Stage } from './exchange.ts';
 import { framingRefusal } from './framing.ts';
-import { paramName } from './query-names.ts';
+import { queryCarriesToken } from './query-token.ts';
 
 // Refusals without per-request details are built once: a flood of them costs no allocations.
 const NOT_FOUND = new HookError('not_found');
@@ -17,29 +17,6 @@ const METHOD_NOT_ALLOWED = new HookError('method_not_allowed', undefined, {
   headers: { allow: 'POST' },
 });
 const TOKEN_IN_QUERY = new HookError('token_in_query');
-
-// Query parameter names (compared case-insensitively, `-` as `_`) that would put a credential in
-// URLs and logs.
-const TOKEN_PARAMS: ReadonlySet<string> = new Set([
-  'token',
-  'access_token',
-  'auth_token',
-  'hook_token',
-  'x_hookgate_token',
-]);
-
-/**
- * True when any query parameter name is a token carrier, in any case or percent-encoding
- * (`&` and `;` both separate parameters, as some servers read them).
- */
-export function queryCarriesToken(query: string): boolean {
-  if (!query) return false;
-  for (const pair of query.split(/[&;]/)) {
-    const eq = pair.indexOf('=');
-    if (TOKEN_PARAMS.has(paramName(eq < 0 ? pair : pair.slice(0, eq)))) return true;
-  }
-  return false;
-}
 
 export type AdmitSettings = {
   enabled: boolean;
