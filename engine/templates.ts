@@ -231,6 +231,17 @@ export function templateErrorText(err: unknown): string {
   return `${parse[1]} near ${JSON.stringify(near)}: ${expected}`;
 }
 
+/** The parts of every path a template reads (`headers.x-id` gives ['headers', 'x-id']). */
+export function pathsRead(source: string): string[][] {
+  const paths: string[][] = [];
+  const visitor = new Handlebars.Visitor();
+  visitor.PathExpression = (path: hbs.AST.PathExpression) => {
+    paths.push(path.parts.map(String));
+  };
+  visitor.accept(hb.parse(source));
+  return paths;
+}
+
 /** Parse a template into Handlebars' AST (for session-key templates that need its parts). */
 export function parseTemplate(source: string): hbs.AST.Program {
   return hb.parse(source);

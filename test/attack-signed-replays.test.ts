@@ -41,6 +41,26 @@ describe('replay games', () => {
     expect(await actionCount(s)).toBe(1);
   });
 
+  it('a GitHub delivery with its X-GitHub-Delivery header sent twice is refused 401, nothing stored', async () => {
+    // Which copy an intermediary keeps is up to whoever added the second: refused, not picked.
+    const s = await start();
+    const body = JSON.stringify({ n: 3 });
+    const headers = await githubHeaders(body);
+    const res = await rawPost(`${s.url}/hooks/gh`, {
+      headers: {
+        ...headers,
+        'x-github-delivery': [headers['x-github-delivery'], randomUUID()],
+        'content-type': 'application/json',
+      },
+      chunks: [body],
+    });
+    expect(res.status).toBe(401);
+    expect(JSON.parse(res.body).error.code).toBe('unauthorized');
+    expect(await actionCount(s)).toBe(0);
+    const once = await s.post('gh', body, { token: null, headers });
+    expect(once.status).toBe(200);
+  });
+
   it("a token caller's Idempotency-Key spelled like a delivery key cannot swallow a later signed delivery", async () => {
     const s = await start();
     const delivery = randomUUID();
@@ -123,6 +143,23 @@ describe('replays on generic hmac routes', () => {
     const replay = { ...first, 'x-shopify-webhook-id': 'id-two' };
     expect((await s.post('shop', body, { token: null, headers: replay })).status).toBe(200);
     expect(await actionCount(s)).toBe(1);
+  });
+
+  it('an idempotencyKey template over a header sent twice (ids joined into a new one) is refused 401', async () => {
+    const s = await start({ mappings: [shopify('{{headers.x-shopify-webhook-id}}')] });
+    const body = JSON.stringify({ order: 1003 });
+    const headers = shopHeaders(body, 'id-a');
+    const res = await rawPost(`${s.url}/hooks/shop`, {
+      headers: {
+        ...headers,
+        'x-shopify-webhook-id': ['id-a', 'id-b'],
+        'content-type': 'application/json',
+      },
+      chunks: [body],
+    });
+    expect(res.status).toBe(401);
+    expect(await actionCount(s)).toBe(0);
+    expect((await s.post('shop', body, { token: null, headers })).status).toBe(200);
   });
 });
 

@@ -46,7 +46,8 @@ export function refuseAuth(
 export function createAuthenticateHeaders({ limiter, tokenMatches }: AuthenticateSettings): Stage {
   function afterToken(x: Exchange, gate: RouteGate): undefined | HookError | Promise<HookError> {
     if (gate.verifier) {
-      const failure = gate.verifier.precheck(x.headers, seconds(x.arrivedAtMs));
+      const failure =
+        idHeaderRepeated(x) ?? gate.verifier.precheck(x.headers, seconds(x.arrivedAtMs));
       if (failure) return refuseAuth(x, limiter, failure);
     } else {
       x.verification = BY_TOKEN;
@@ -89,6 +90,14 @@ export function createAuthenticateBody({ limiter }: Pick<AuthenticateSettings, '
     x.log['scheme'] = result.scheme;
     return undefined;
   };
+}
+
+// Which copy of a repeated delivery-id header an intermediary keeps is up to whoever added it.
+function idHeaderRepeated(x: Exchange): AuthFailure | undefined {
+  const names = x.route?.deliveryId?.headers;
+  if (names === undefined) return undefined;
+  for (const name of names) if (x.headers(name).length > 1) return 'duplicate';
+  return undefined;
 }
 
 function seconds(ms: number): number {

@@ -9,13 +9,21 @@ import { type IdCarrier, SCHEMES } from '../auth/schemes.ts';
 import type { HeaderValues } from '../auth/verifier.ts';
 import type { Envelope } from '../envelope.ts';
 import { ruleData } from '../mapped-route.ts';
-import { compileTemplate } from '../templates.ts';
+import { compileTemplate, pathsRead } from '../templates.ts';
 
 /** A delivery id, and whether the signature covers it (if not, a replay may carry a fresh one). */
 export type DeliveryId = { id: string; signed: boolean };
 
-/** The delivery id of a verified request, or undefined when it carries none. */
-export type DeliveryIdRule = (envelope: Envelope, headers: HeaderValues) => DeliveryId | undefined;
+/**
+ * The delivery id of a verified request, or undefined when it carries none; `headers`: the
+ * headers it is read from (lower case), each refused when sent twice, before the body is read.
+ */
+export type DeliveryIdRule = ((
+  envelope: Envelope,
+  headers: HeaderValues,
+) => DeliveryId | undefined) & {
+  readonly headers: readonly string[];
+};
 
 function carried(
   carrier: IdCarrier,
@@ -43,15 +51,29 @@ export function deliveryIdRule(
   if (template === undefined) {
     const carrier = facts.deliveryId;
     if (!carrier) return undefined;
-    return (envelope, headers) => {
+    const rule = (envelope: Envelope, headers: HeaderValues) => {
       const id = carried(carrier, envelope, headers);
       return id === undefined ? undefined : { id, signed: facts.idSigned };
     };
+    return Object.assign(rule, { headers: 'headers' in carrier ? carrier.headers : [] });
   }
   const render = compileTemplate(template);
   // A template may read anything, signed or not: never trusted to stand for the signed content.
-  return (envelope) => {
+  const rule = (envelope: Envelope) => {
     const id = render(ruleData(envelope)).trim();
     return id === '' ? undefined : { id, signed: false };
   };
+  return Object.assign(rule, { headers: headersRead(template) });
+}
+
+// Node joins a repeated header's values with ", " in the headers a template reads: a doubled
+// id header would give an id of its own to a replay.
+function headersRead(template: string): string[] {
+  const names = new Set<string>();
+  for (const parts of pathsRead(template)) {
+    const at = parts.indexOf('headers');
+    const name = at < 0 ? undefined : parts[at + 1];
+    if (name !== undefined) names.add(name.toLowerCase());
+  }
+  return [...names];
 }

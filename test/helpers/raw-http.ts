@@ -17,7 +17,8 @@ export type RawResponse = {
 export function rawPost(
   url: string,
   options: {
-    headers?: Record<string, string | number>;
+    /** An array sends the header once per value. */
+    headers?: Record<string, string | number | string[]>;
     chunks?: Array<Buffer | string | { pauseMs: number }>;
     end?: boolean;
   },
