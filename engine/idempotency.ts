@@ -3,16 +3,19 @@
  * repeat of the same request from a different request reusing the key.
  */
 import { createHash } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import { HookError } from './errors.ts';
 
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
 
-/** The Idempotency-Key header, checked before the body is read. */
-export function headerIdempotencyKey(headers: IncomingHttpHeaders): string | undefined {
-  const value = headers['idempotency-key'];
-  if (value === undefined) return undefined;
-  return checkedKey(value, 'Idempotency-Key');
+/**
+ * The Idempotency-Key header from its every occurrence. Sent twice it is refused: Node would
+ * join the copies into one key that neither copy is, and a proxy may keep either.
+ */
+export function headerIdempotencyKey(values: readonly string[]): string | undefined {
+  if (values.length === 0) return undefined;
+  if (values.length > 1)
+    throw new HookError('invalid_payload', 'Idempotency-Key: sent more than once.');
+  return checkedKey(values[0], 'Idempotency-Key');
 }
 
 /** The same 1-256 rule for every carrier: a header, a built-in body or a mapped hook's body. */

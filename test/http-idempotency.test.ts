@@ -2,7 +2,8 @@
  * End-to-end: idempotency keys (header or body field) over real HTTP.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
+import { rawPost } from './helpers/raw-http.ts';
 
 describe('idempotency', () => {
   let server: TestServer;
@@ -66,6 +67,24 @@ describe('idempotency', () => {
   it('refuses an overlong header key before reading the body', async () => {
     const res = await keyed('wake', { text: 'x' }, 'k'.repeat(257));
     expect(res.status).toBe(400);
+  });
+
+  it('refuses an Idempotency-Key header sent twice (Node would join the copies into a key neither is)', async () => {
+    const before = await count();
+    const res = await rawPost(`${server.url}/hooks/wake`, {
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'content-type': 'application/json',
+        'idempotency-key': ['a', 'b'],
+      },
+      chunks: [JSON.stringify({ text: 'two keys' })],
+    });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body).error).toMatchObject({ code: 'invalid_payload' });
+    expect(JSON.parse(res.body).error.message).toContain('Idempotency-Key');
+    expect(await count()).toBe(before);
+    // The joined spelling, sent once, is an ordinary key of its own.
+    expect((await keyed('wake', { text: 'two keys' }, 'a, b')).status).toBe(200);
   });
 
   it('does not record a key for a refused request, so it can be retried', async () => {
