@@ -146,14 +146,21 @@ const MODEL_REF = /^[^\s/]+\/\S+$/;
 export function resolveModel(policy: Policy, requested: string | undefined): string | undefined {
   if (requested === undefined) return undefined;
   const model = policy.modelAliases.get(requested) ?? requested;
-  if (!MODEL_REF.test(model)) {
+  const wellFormed = MODEL_REF.test(model);
+  // With a list, anything not on it is refused alike, whatever its form (`gpt-4`, `MINI`).
+  if (policy.allowedModels !== null && !(wellFormed && policy.allowedModels.has(model))) {
+    throw new HookError(
+      'model_not_allowed',
+      wellFormed
+        ? `Model "${model}" is not in agents.defaults.models.`
+        : 'This model is neither an id nor an alias in agents.defaults.models.',
+    );
+  }
+  if (!wellFormed) {
     throw new HookError(
       'invalid_payload',
       'model: must be <provider>/<model> or an alias from agents.defaults.models',
     );
-  }
-  if (policy.allowedModels !== null && !policy.allowedModels.has(model)) {
-    throw new HookError('model_not_allowed', `Model "${model}" is not in agents.defaults.models.`);
   }
   return model;
 }

@@ -247,11 +247,14 @@ describe('/agent model policy', () => {
     expect(body.error?.message).toContain('agents.defaults.models');
   });
 
-  it('refuses an unknown alias with 400', async () => {
-    const { status, body } = await send(server, 'agent', { message: 'm', model: 'maxi' });
-    expect(status).toBe(400);
-    expect(body.error?.code).toBe('invalid_payload');
-  });
+  it.each(['maxi', 'MINI', 'gpt-4'])(
+    'refuses %s (an unknown alias, an alias in another case, no provider) with 403 like any model off the list',
+    async (model) => {
+      const { status, body } = await send(server, 'agent', { message: 'm', model });
+      expect(status).toBe(403);
+      expect(body.error?.code).toBe('model_not_allowed');
+    },
+  );
 });
 
 describe('/agent agent allowlist', () => {

@@ -201,6 +201,26 @@ describe('models', () => {
     },
   );
 
+  test.prop([fc.uniqueArray(modelId, { minLength: 1, maxLength: 4 }), fc.string()])(
+    'with a model list, anything else is 403 whatever its form (no slash, an alias in another case)',
+    (models, requested) => {
+      const policy = basePolicy({
+        allowedModels: new Set(models),
+        modelAliases: new Map([['mini', models[0] as string]]),
+      });
+      fc.pre(requested !== 'mini' && !models.includes(requested));
+      for (const asked of [requested, 'MINI', 'gpt-4']) {
+        let code: string | undefined;
+        try {
+          resolveModel(policy, asked);
+        } catch (err) {
+          code = (err as HookError).code;
+        }
+        expect(code).toBe('model_not_allowed');
+      }
+    },
+  );
+
   test.prop([modelId])('without a model list any <provider>/<model> passes', (requested) => {
     expect(resolveModel(basePolicy({}), requested)).toBe(requested);
   });
