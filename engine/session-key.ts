@@ -5,8 +5,10 @@
 /** Longest session key accepted anywhere. */
 export const MAX_SESSION_KEY_LENGTH = 256;
 
-// Printable, no whitespace or control characters: keys end up in logs and file names.
-const WELL_FORMED = /^[^\s\p{Cc}]+$/u;
+// Printable, no whitespace, control or format characters: keys end up in logs and file names,
+// and a zero-width space or a bidi override makes two keys that read the same (or a key that
+// reads as another) two sessions.
+const WELL_FORMED = /^[^\s\p{Cc}\p{Cf}]+$/u;
 
 /** True when the key has an acceptable shape (length, no spaces or controls, whole characters). */
 export function isWellFormedSessionKey(key: string): boolean {
