@@ -4,7 +4,7 @@
  * nesting depth before parsing, and parse a JSON object.
  */
 import { isUtf8 } from 'node:buffer';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { collectBytes } from './byte-collector.ts';
 import { createDeadlines, type Deadlines } from './deadlines.ts';
 import { HookError } from './errors.ts';
@@ -24,19 +24,31 @@ function deadlinesOf(timeoutMs: number): Deadlines {
   return deadlines;
 }
 
+// The test node:http uses to raise `checkContinue` (a list such as `100-continue, foo` too).
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
+/** True when the client waits for 100 Continue before sending its body. */
+export function expectsContinue(headers: IncomingHttpHeaders): boolean {
+  const expect = headers.expect;
+  return expect !== undefined && CONTINUE.test(expect);
+}
+
 /**
  * Read the whole body, refusing it past `maxBytes` or after `timeoutMs` (watched by
- * `deadlines`, by default the process's one set for that limit).
+ * `deadlines`, by default the process's one set for that limit). A client that waits
+ * (`Expect: 100-continue`) is told to send it on `res` once its declared length fits.
  */
 export function readBody(
   req: IncomingMessage,
   limits: BodyLimits,
   deadlines: Deadlines = deadlinesOf(limits.timeoutMs),
+  res?: ServerResponse,
 ): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limits.maxBytes) {
     return Promise.reject(tooLarge(limits.maxBytes));
   }
+  if (res && expectsContinue(req.headers)) res.writeContinue();
   return new Promise((resolve, reject) => {
     // One buffer that grows by doubling, not the chunks as they came: a body trickled a byte
     // per packet held a Buffer object per byte (about 370 bytes each).

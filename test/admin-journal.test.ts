@@ -19,7 +19,6 @@ function finished(overrides: Partial<Exchange> = {}, prompt = 'hello') {
       rawHeaders: [],
       remoteAddress: '127.0.0.1',
       readBody: () => Promise.resolve(Buffer.alloc(0)),
-      continueBody: () => undefined,
     },
     () => [],
   );

@@ -34,7 +34,6 @@ function refusedBulky() {
       rawHeaders: [],
       remoteAddress: '127.0.0.1',
       readBody: () => Promise.resolve(Buffer.alloc(0)),
-      continueBody: () => undefined,
     },
     () => [],
   );

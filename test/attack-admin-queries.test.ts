@@ -30,7 +30,6 @@ function fannedOut(count: number) {
       rawHeaders: [],
       remoteAddress: '127.0.0.1',
       readBody: () => Promise.resolve(Buffer.alloc(0)),
-      continueBody: () => undefined,
     },
     () => [],
   );

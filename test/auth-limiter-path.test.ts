@@ -32,7 +32,6 @@ function exchange(gate: Partial<RouteGate>, headers: string[], url = '/hooks/wak
       rawHeaders: headers,
       remoteAddress: CLIENT,
       readBody: () => Promise.resolve(Buffer.alloc(0)),
-      continueBody: () => undefined,
     },
     headerValues(headers),
   );

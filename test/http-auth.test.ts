@@ -333,6 +333,23 @@ describe('Expect: 100-continue', () => {
     const answer = await rawExchange(server.url, head(TOKEN), '{"text":"x"}');
     expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
   });
+
+  // Refused before the body is asked for: the sender uploads nothing it would be refused for.
+  it.each([
+    ['a declared length over the limit', '/hooks/wake', 'application/json', 2_000_000, 413],
+    ['an unknown hook', '/hooks/nothing-here', 'application/json', 12, 404],
+    ['a content type the route does not take', '/hooks/wake', 'application/xml', 12, 415],
+  ])(
+    'an authenticated sender with %s gets its refusal, never 100 Continue',
+    async (_name, path, type, length, status) => {
+      const request =
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+        `Content-Type: ${type}\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
+      const answer = await rawExchange(server.url, request);
+      expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(answer).not.toContain('100 Continue');
+    },
+  );
 });
 
 describe('a refusal answered before its body arrives', () => {

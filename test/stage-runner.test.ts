@@ -25,7 +25,6 @@ function exchange(): Exchange {
       rawHeaders: [],
       remoteAddress: '127.0.0.1',
       readBody: () => Promise.resolve(Buffer.alloc(0)),
-      continueBody: () => undefined,
     },
     headerValues([]),
   );

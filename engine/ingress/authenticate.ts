@@ -52,8 +52,6 @@ export function createAuthenticateHeaders({ limiter, tokenMatches }: Authenticat
     } else {
       x.verification = BY_TOKEN;
     }
-    // `Expect: 100-continue` is answered only now: an unauthenticated sender uploads nothing.
-    x.source.continueBody();
     return undefined;
   }
   return function authenticateHeaders(x: Exchange) {

@@ -127,7 +127,6 @@ function fileSource(config: Config, routes: RouteTable, request: DryRunRequest):
     rawHeaders: Object.entries(headers).flatMap(([name, value]) => [name, String(value)]),
     remoteAddress: '127.0.0.1',
     readBody: () => Promise.resolve(request.body),
-    continueBody: () => undefined,
   };
 }
 

@@ -9,7 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { HookError } from '../errors.ts';
 import { codingsOf } from './content-types.ts';
-import { expectsContinue } from './request-source.ts';
+import { expectsContinue } from '../body.ts';
 
 // Built once: a flood of such requests allocates nothing per refusal.
 const INVALID_HOST = new HookError('invalid_host');

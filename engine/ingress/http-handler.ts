@@ -16,7 +16,8 @@ import {
   runStages,
 } from './exchange.ts';
 import { owesAnswer } from './parser-refusals.ts';
-import { expectsContinue, headerValues, httpSource } from './request-source.ts';
+import { expectsContinue } from '../body.ts';
+import { headerValues, httpSource } from './request-source.ts';
 
 /** The stages a request runs, held until it is answered (a reload retires them after). */
 export type Pipeline = { readonly stages: readonly NamedStage[]; release(): void };

@@ -46,7 +46,10 @@ export function keyClaims(x: Exchange): KeyClaim[] {
   }
   // A caller's key is for token routes: a provider's payload field is not a key it chose.
   if (delivery !== undefined || signedRoute) return claims;
-  const key = chooseIdempotencyKey(headerIdempotencyKey(x.headers('idempotency-key')), envelope.payload);
+  const key = chooseIdempotencyKey(
+    headerIdempotencyKey(x.headers('idempotency-key')),
+    envelope.payload,
+  );
   if (key !== undefined) {
     claims.push({
       key: `caller:${key}`,

@@ -20,18 +20,7 @@ export type RequestSource = {
   remoteAddress: string | undefined;
   /** Read the whole body under a size and a time limit. */
   readBody(limits: BodyLimits): Promise<Buffer>;
-  /** Tell a client that waits (`Expect: 100-continue`) to send its body. */
-  continueBody(): void;
 };
-
-// The test node:http uses to raise `checkContinue` (a list such as `100-continue, foo` too).
-const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
-
-/** True when the client waits for 100 Continue before sending its body. */
-export function expectsContinue(headers: IncomingHttpHeaders): boolean {
-  const expect = headers.expect;
-  return expect !== undefined && CONTINUE.test(expect);
-}
 
 /** The request source of a node:http request (a class: no closures built per request). */
 class HttpSource implements RequestSource {
@@ -55,12 +44,11 @@ class HttpSource implements RequestSource {
     this.#res = res;
   }
 
+  // `Expect: 100-continue` is answered only when the body is read: after authentication, the
+  // route, its content type and a declared length that fits, so a sender refused for any of
+  // them uploads nothing.
   readBody(limits: BodyLimits): Promise<Buffer> {
-    return readBody(this.#req, limits);
-  }
-
-  continueBody(): void {
-    if (expectsContinue(this.#req.headers)) this.#res.writeContinue();
+    return readBody(this.#req, limits, undefined, this.#res);
   }
 }
 
