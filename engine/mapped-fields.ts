@@ -13,6 +13,7 @@ import {
   WORK_FACTOR,
 } from './render-budget.ts';
 import type { RuleData } from './rules.ts';
+import type { SessionKeyTemplate } from './session-key-template.ts';
 
 /** Template context: payload fields bare, then the named parts (which win over bare fields). */
 export function templateContext(
@@ -56,12 +57,14 @@ export function renderFields(
   }
   const key = mapping.sessionKey;
   if (key !== undefined) {
-    rendered['sessionKey'] =
+    const value =
       'static' in key
         ? key.static
         : renderField(mapping, 'sessionKey', budget, (b) =>
-            renderKey(mapping, key.template, context, b),
+            renderKey(mapping, key, context, b),
           );
+    // An empty value with whenEmpty `default`: no key, so the run gets a key-less run's session.
+    if (value !== undefined) rendered['sessionKey'] = value;
   }
   if (mapping.kind === 'wake') {
     const text = rendered['text'] ?? rendered['message'];
@@ -80,16 +83,16 @@ export function renderFields(
 }
 
 /** Render one field within the budget; over a bound: 400 rendered_too_large naming the field. */
-function renderField(
+function renderField<T extends string | undefined>(
   mapping: CompiledMapping,
   field: string,
   budget: RenderBudget,
-  render: (budget: RenderBudget) => string,
-): string {
+  render: (budget: RenderBudget) => T,
+): T {
   try {
     budget.startField();
     const value = render(budget);
-    budget.account(Buffer.byteLength(value));
+    if (value !== undefined) budget.account(Buffer.byteLength(value));
     return value;
   } catch (err) {
     if (err instanceof RenderLimitError) throw tooLarge(mapping, field, err);
@@ -130,12 +133,14 @@ function tooLarge(mapping: CompiledMapping, field: string, err: RenderLimitError
 
 function renderKey(
   mapping: CompiledMapping,
-  template: { render(context: unknown, budget?: RenderBudget): string },
+  { template, whenEmpty }: { template: SessionKeyTemplate; whenEmpty: 'refuse' | 'default' },
   context: unknown,
   budget: RenderBudget,
-): string {
+): string | undefined {
   try {
-    return template.render(context, budget);
+    return whenEmpty === 'default'
+      ? template.renderUnlessEmpty(context, budget)
+      : template.render(context, budget);
   } catch (err) {
     if (err instanceof HookError) throw refusal(mapping, err.code, err.message);
     throw err;

@@ -47,7 +47,10 @@ export type CompiledMapping = {
   /** ignore: the request is answered 200 and nothing is stored or run. */
   kind: 'wake' | 'agent' | 'ignore';
   fields: FieldPlan;
-  sessionKey: { static: string } | { template: SessionKeyTemplate } | undefined;
+  sessionKey:
+    | { static: string }
+    | { template: SessionKeyTemplate; whenEmpty: 'refuse' | 'default' }
+    | undefined;
   deliver: boolean | undefined;
   timeoutSeconds: number | undefined;
   forEach: string | undefined;
@@ -149,7 +152,7 @@ function compileMapping(
     whenRule: mapping.match?.when,
     kind,
     fields,
-    sessionKey: compileSessionKey(sources.sessionKey, policy, fail),
+    sessionKey: compileSessionKey(sources.sessionKey, mapping.sessionKeyWhenEmpty, policy, fail),
     deliver: mapping.deliver,
     timeoutSeconds: mapping.timeoutSeconds,
     forEach: mapping.forEach,
@@ -257,9 +260,12 @@ function compileWhen(rule: unknown, fail: Fail): Condition | undefined {
 
 function compileSessionKey(
   source: Source | undefined,
+  whenEmpty: 'refuse' | 'default' | undefined,
   policy: Policy,
   fail: Fail,
 ): CompiledMapping['sessionKey'] {
+  if (whenEmpty !== undefined && (source === undefined || !isTemplated(source.value)))
+    fail('sessionKeyWhenEmpty', 'applies only to a templated sessionKey (one with {{...}})');
   if (source === undefined) return undefined;
   if (!isTemplated(source.value)) {
     try {
@@ -282,7 +288,7 @@ function compileSessionKey(
       `the namespace "${template.prefix}" is outside hooks.allowedSessionKeyPrefixes`,
     );
   }
-  return { template };
+  return { template, whenEmpty: whenEmpty ?? 'refuse' };
 }
 
 /** Static agent, model and channel values face the request policy now, not per request. */

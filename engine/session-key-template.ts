@@ -17,6 +17,8 @@ export type SessionKeyTemplate = {
   prefix: string;
   /** Render for a context; throws 400 invalid_session_key for an empty or unsafe value. */
   render(context: unknown, budget?: RenderBudget): string;
+  /** The same, but undefined where a value is empty (no key); unsafe values still throw. */
+  renderUnlessEmpty(context: unknown, budget?: RenderBudget): string | undefined;
 };
 
 type Part = string | Template;
@@ -50,27 +52,30 @@ export function compileSessionKeyTemplate(source: string): SessionKeyTemplate {
       'the text before the first {{ must be a fixed namespace ending in ":" (e.g. "hook:github:")',
     );
   }
+  function render(context: unknown, budget: RenderBudget | undefined, emptyIsNone: boolean) {
+    let key = '';
+    for (const part of parts) {
+      if (typeof part === 'string') {
+        key += part;
+        continue;
+      }
+      const value = part(context, budget);
+      if (value === '' && emptyIsNone) return undefined;
+      if (!SAFE_KEY_VALUE.test(value)) {
+        throw new HookError(
+          'invalid_session_key',
+          value === ''
+            ? 'sessionKey: an interpolated value is empty.'
+            : 'sessionKey: interpolated values may only contain letters, digits and ._@+- (keySegment turns any text into such a value)',
+        );
+      }
+      key += value;
+    }
+    return key;
+  }
   return {
     prefix,
-    render(context, budget) {
-      let key = '';
-      for (const part of parts) {
-        if (typeof part === 'string') {
-          key += part;
-          continue;
-        }
-        const value = part(context, budget);
-        if (!SAFE_KEY_VALUE.test(value)) {
-          throw new HookError(
-            'invalid_session_key',
-            value === ''
-              ? 'sessionKey: an interpolated value is empty.'
-              : 'sessionKey: interpolated values may only contain letters, digits and ._@+- (keySegment turns any text into such a value)',
-          );
-        }
-        key += value;
-      }
-      return key;
-    },
+    render: (context, budget) => render(context, budget, false) as string,
+    renderUnlessEmpty: (context, budget) => render(context, budget, true),
   };
 }

@@ -60,6 +60,9 @@ export const mappingSchema = {
     text,
     name: text,
     sessionKey: text,
+    // A templated sessionKey with an empty value: refused (400), or run in the session a run
+    // without a key gets (hooks.defaultSessionKey, else a new one).
+    sessionKeyWhenEmpty: { enum: ['refuse', 'default'] },
     agentId: text,
     channel: text,
     to: text,

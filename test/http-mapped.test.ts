@@ -381,8 +381,65 @@ describe('mapped hooks', () => {
     );
   });
 
+  it("runs the gmail preset on messages without an id (the contract's example shape), each in a session of its own", async () => {
+    const payload = {
+      source: 'gmail',
+      messages: [
+        { from: 'Ada <ada@example.org>', subject: 'Numbers', snippet: 'attached' },
+        { from: 'Bob <bob@example.org>', subject: 'Lunch', snippet: 'noon?' },
+        { id: '18c2f4a9b3e1d7ff', from: 'Cy <cy@example.org>', subject: 'Hi' },
+      ],
+    };
+    const { status, body } = await send(server, 'gmail', payload);
+    expect(status).toBe(200);
+    const keys = body?.['sessionKeys'] as string[];
+    expect(keys[2]).toBe('hook:gmail:18c2f4a9b3e1d7ff');
+    // No id: the session a run without a key gets (no hooks.defaultSessionKey here: a new one).
+    expect(keys[0]).toMatch(/^hook:[0-9a-f-]{36}$/);
+    expect(keys[1]).toMatch(/^hook:[0-9a-f-]{36}$/);
+    expect(keys[0]).not.toBe(keys[1]);
+    const ids = body?.['runIds'] as string[];
+    const first = (await actionById(server, ids[0] as string)) as AgentAction;
+    expect(first).toMatchObject({ sessionKey: keys[0], sessionKeySource: 'generated' });
+    expect(unwrap(first.prompt as string).content).toContain(
+      'New email from Ada <ada@example.org>',
+    );
+  });
+
   it('keeps the built-in /wake and /agent ahead of mappings', async () => {
     expect((await send(server, 'wake', { text: 'still here' })).status).toBe(200);
+  });
+});
+
+describe('sessionKeyWhenEmpty', () => {
+  it("default: a request without the key's value runs in hooks.defaultSessionKey; with it, in its own", async () => {
+    const server = await startTestServer({
+      hooks: {
+        defaultSessionKey: 'hook:ingress',
+        mappings: [
+          {
+            id: 'alerts',
+            match: { path: 'alerts' },
+            action: 'agent',
+            sessionKeyWhenEmpty: 'default',
+            templates: { message: 'alert {{name}}', sessionKey: 'hook:alert:{{payload.group}}' },
+          },
+        ],
+      },
+    });
+    try {
+      const without = await send(server, 'alerts', { name: 'disk' });
+      expect(without.status).toBe(200);
+      expect(without.body?.['sessionKey']).toBe('hook:ingress');
+      const keyed = await send(server, 'alerts', { name: 'cpu', group: 'db' });
+      expect(keyed.body?.['sessionKey']).toBe('hook:alert:db');
+      // Only emptiness falls back: a value the key cannot hold is still refused.
+      const unsafe = await send(server, 'alerts', { name: 'x', group: 'a:b' });
+      expect(unsafe.status).toBe(400);
+      expect(unsafe.body?.error?.code).toBe('invalid_session_key');
+    } finally {
+      await server.stop();
+    }
   });
 });
 

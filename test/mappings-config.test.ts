@@ -37,6 +37,11 @@ describe('boot errors', () => {
       'hooks.mappings.0.templates.message: (mapping "m1")',
     ],
     [
+      'sessionKeyWhenEmpty on a fixed sessionKey',
+      m({ sessionKey: 'hook:fixed', sessionKeyWhenEmpty: 'default' }),
+      'hooks.mappings.0.sessionKeyWhenEmpty: (mapping "m1") applies only to a templated sessionKey',
+    ],
+    [
       'unknown helper',
       m({ templates: { name: '{{shout x}}' } }),
       'hooks.mappings.0.templates.name',
