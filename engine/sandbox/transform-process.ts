@@ -22,6 +22,7 @@ import {
   type FailureKind,
   type FromSandbox,
   type ModuleSpec,
+  type ResultMessage,
   type SandboxLimits,
   type ToSandbox,
 } from './protocol.ts';
@@ -110,11 +111,18 @@ function drainConsole(
   }
 }
 
+/**
+ * Run one call. A rebuild it makes due (its isolate disposed, or left above the heap threshold)
+ * is done before its answer leaves: the server's deadline for it then covers the rebuild, so a
+ * module that reloads slowly (or crashes the process reloading) and makes every one of its
+ * calls leave a rebuild behind is charged for it, not the next call, another mapping's.
+ */
 async function call(id: number, key: string, input: string): Promise<void> {
   await ready;
   inflight++;
+  let answer: ResultMessage;
   try {
-    await runCall(id, key, input);
+    answer = await runCall(id, key, input);
   } finally {
     inflight--;
     if (inflight === 0) for (const resolve of idleWaiters.splice(0)) resolve();
@@ -127,18 +135,24 @@ async function call(id: number, key: string, input: string): Promise<void> {
     heap > limits.recycleAboveHeapMb * MB
   ) {
     rebuild();
+    await ready;
   }
+  send(answer);
+}
+
+function failed(id: number, kind: FailureKind, message: string): ResultMessage {
+  return { type: 'result', id, failure: { kind, message }, console: [], droppedLines: 0 };
 }
 
 function fail(id: number, kind: FailureKind, message: string): void {
-  send({ type: 'result', id, failure: { kind, message }, console: [], droppedLines: 0 });
+  send(failed(id, kind, message));
 }
 
-async function runCall(id: number, key: string, input: string): Promise<void> {
+async function runCall(id: number, key: string, input: string): Promise<ResultMessage> {
   const current = modules.get(key);
-  if (!current) return fail(id, 'unavailable', 'module not loaded');
+  if (!current) return failed(id, 'unavailable', 'module not loaded');
   const loaded = await modules.refresh(current);
-  if ('refused' in loaded) return fail(id, 'unavailable', 'module refused');
+  if ('refused' in loaded) return failed(id, 'unavailable', 'module refused');
   let output: string | undefined;
   let failure: { kind: FailureKind; message: string } | undefined;
   try {
@@ -165,16 +179,16 @@ async function runCall(id: number, key: string, input: string): Promise<void> {
     output = undefined;
   }
   if (isolate.isDisposed)
-    return fail(id, failure?.kind ?? 'memory', failure?.message ?? 'disposed');
+    return failed(id, failure?.kind ?? 'memory', failure?.message ?? 'disposed');
   const logs = drainConsole(loaded);
-  if (!logs) return fail(id, 'threw', 'the console of the transform was tampered with');
-  send({
+  if (!logs) return failed(id, 'threw', 'the console of the transform was tampered with');
+  return {
     type: 'result',
     id,
     ...(output !== undefined && { output }),
     ...(failure && { failure }),
     ...logs,
-  });
+  };
 }
 
 function onCommand(message: ToSandbox): void {
