@@ -32,6 +32,9 @@ const MODULES: Record<string, string> = {
   'proxy-rejection': `export default async () => { await null; throw new Proxy({}, { get() { ${LOOP} } }); };`,
   'unreadable-rejection': 'export default () => Promise.reject(Object.create(null));',
   'forged-timeout': "export default () => { throw new Error('Script execution timed out.'); };",
+  // A rejection nothing handles is copied out by isolated-vm with its own message.
+  'forged-timeout-unhandled':
+    "export default () => { Promise.reject(new Error('Script execution timed out.')); return { message: 'x' }; };",
   'forged-size': "export default () => { throw new Error('hookgate:output-too-large'); };",
   'thrown-symbol': "export default () => { throw Symbol('s'); };",
 };
@@ -77,14 +80,17 @@ describe('a transform throwing values that run code when read', () => {
     expect(restarts - before).toBe(0);
   });
 
-  it.each(['forged-timeout', 'forged-size', 'thrown-symbol', 'unreadable-rejection'])(
-    '%s: a thrown value is a transform failure, whatever it says',
-    async (hook) => {
-      const before = restarts;
-      expect(await post(hook)).toEqual({ status: 500, code: 'transform_failed' });
-      expect(restarts - before).toBe(0);
-    },
-  );
+  it.each([
+    'forged-timeout',
+    'forged-timeout-unhandled',
+    'forged-size',
+    'thrown-symbol',
+    'unreadable-rejection',
+  ])('%s: a thrown value is a transform failure, whatever it says', async (hook) => {
+    const before = restarts;
+    expect(await post(hook)).toEqual({ status: 500, code: 'transform_failed' });
+    expect(restarts - before).toBe(0);
+  });
 
   it('an honest stack-trace module still answers a payload it expects', async () => {
     const answer = await post('stack-trace', { pull_request: { title: 'fine' } });

@@ -76,13 +76,15 @@ function rebuild(): void {
 
 /**
  * Why a call into the isolate threw. The runner catches everything the transform throws
- * (isolate-scripts.ts), so what arrives here is isolated-vm's own: its message is not the
- * transform's to choose.
+ * (isolate-scripts.ts), so what arrives here is isolated-vm's own, or a rejection the
+ * transform left unhandled (whose message it chose: never taken as a timeout alone).
  */
-function classify(err: unknown): { kind: FailureKind; message: string } {
+function classify(err: unknown, elapsedMs: number): { kind: FailureKind; message: string } {
   const message = err instanceof Error ? err.message : String(err);
   if (isolate.isDisposed) return { kind: 'memory', message: 'the transform ran out of memory' };
-  if (/timed out/i.test(message))
+  // A rejection nothing handled is copied out with the transform's own message, which can say
+  // "timed out": a timeout is only one that took the time (CPU time never exceeds wall time).
+  if (/timed out/i.test(message) && elapsedMs >= limits.cpuTimeoutMs)
     return { kind: 'timeout', message: 'the transform exceeded its CPU time' };
   return { kind: 'threw', message: cutMessage(message) };
 }
@@ -155,6 +157,7 @@ async function runCall(id: number, key: string, input: string): Promise<ResultMe
   if ('refused' in loaded) return failed(id, 'unavailable', 'module refused');
   let output: string | undefined;
   let failure: { kind: FailureKind; message: string } | undefined;
+  const began = performance.now();
   try {
     // A synchronous transform is one applySync (no thread hop); an async one is then awaited.
     let result = loaded.start.applySync(
@@ -175,7 +178,7 @@ async function runCall(id: number, key: string, input: string): Promise<ResultMe
       output = result;
     }
   } catch (err) {
-    failure = classify(err);
+    failure = classify(err, performance.now() - began);
     output = undefined;
   }
   if (isolate.isDisposed)
