@@ -27,6 +27,11 @@ const files: Record<string, string> = {
   'top-level-throw.js': "throw new Error('boom');\nexport default () => ({});",
   'top-level-loop.js': 'for (;;) {}\nexport default () => ({});',
   'data.json': '{}',
+  // Over the 2 MiB a module may have (a restart sends its text to the process in one frame).
+  'huge.js': `export default () => ({ message: 'x' });\n/*${'x'.repeat(2 * 1024 * 1024)}*/\n`,
+  'huge-parts.js': "import './part-a.js';\nimport './part-b.js';\nexport default () => ({});",
+  'part-a.js': `/*${'a'.repeat(1024 * 1024 + 16)}*/\n`,
+  'part-b.js': `/*${'b'.repeat(1024 * 1024 + 16)}*/\n`,
   'sub/ok.js': 'export default () => ({ message: "sub" });',
 };
 for (const [file, source] of Object.entries(files)) {
@@ -88,6 +93,12 @@ describe('transform modules at boot', () => {
     ['a throw at top level', 'top-level-throw.js', /boom/],
     ['an infinite loop at top level', 'top-level-loop.js', /timed out/i],
     ['a module that is not JS or TS', 'data.json', /must be a \.js/],
+    ['a module file over 2 MiB', 'huge.js', /huge\.js" is larger than 2 MiB/],
+    [
+      'a module over 2 MiB with its imports',
+      'huge-parts.js',
+      /with its imports is larger than 2 MiB/,
+    ],
     ['a missing module', 'missing.js', /not found/],
     ['a path escape', '../../etc/passwd.js', /contains "\.\."/],
     ['an absolute path', '/etc/passwd.js', /absolute/],

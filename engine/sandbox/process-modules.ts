@@ -13,7 +13,13 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type ivm from 'isolated-vm';
 import { CONSOLE_BOOTSTRAP, lockdownScript, RUNNERS } from './isolate-scripts.ts';
-import { readContained, realRootOf, signatureOf } from './module-files.ts';
+import {
+  MAX_MODULE_BYTES,
+  readContained,
+  realRootOf,
+  signatureOf,
+  tooLargeError,
+} from './module-files.ts';
 import { ContainmentError, MODULE_EXTENSIONS, resolveContained } from './paths.ts';
 import {
   cutMessage,
@@ -94,6 +100,7 @@ export function createProcessModules(deps: {
       runners.release();
       const fileOf = new Map<ivm.Module, string>();
       const compiled = new Map<string, ivm.Module>();
+      let bytes = 0;
       const compile = async (file: string): Promise<ivm.Module> => {
         const cached = compiled.get(file);
         if (cached) return cached;
@@ -103,6 +110,8 @@ export function createProcessModules(deps: {
         const source = held?.get(file) ?? (heldOnly ? notHeld(file) : readFile(spec, file));
         files.set(file, source.signature);
         used.set(file, source);
+        bytes += Buffer.byteLength(source.code);
+        if (bytes > MAX_MODULE_BYTES) throw tooLargeError(`module "${spec.file}" with its imports`);
         const module = await isolate().compileModule(stripped(file, source.code), {
           filename: pathToFileURL(file).href,
         });
