@@ -5,6 +5,9 @@
  * ran after, charged to whatever call came next: another mapping's call missed its deadline
  * (500 transform_timeout, its process killed for it). The rebuild is now part of the call that
  * made it due: that call misses its own deadline, and the next call starts on a fresh process.
+ * A module whose load crashes (or hangs) every process, a bomb armed after boot, had every
+ * new process die loading it, and every mapping's transforms fail with it for good: a module
+ * a process died loading twice is now set aside, and the others run without it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestServer, tempDir } from './helpers/hookgate.ts';
@@ -51,4 +54,41 @@ describe('a module that reloads slowly and makes every call rebuild the isolate'
     expect(await hostile).toEqual({ status: 500, code: 'transform_timeout' });
     expect(await post(server, 'quick')).toEqual({ status: 200, code: undefined });
   }, 60_000);
+});
+
+describe('a module armed after boot to crash every process that loads it', () => {
+  const temp = tempDir();
+  let server: TestServer;
+  let armAt = 0;
+  beforeAll(async () => {
+    // Armed once the server is up: boot loads it cleanly.
+    armAt = Date.now() + 8000;
+    server = await startWithTransforms(
+      temp.dir,
+      {
+        quick: QUICK,
+        bomb: `if (Date.now() > ${armAt}) new Array(1e9).fill(0);
+          export default () => { ${LEAVES_HEAP} return { message: 'bomb' }; };`,
+      },
+      {},
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await server.stop();
+    temp.cleanup();
+  });
+
+  it('is set aside after two processes died loading it; the other mappings keep answering', async () => {
+    expect(await post(server, 'quick')).toEqual({ status: 200, code: undefined });
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, armAt - Date.now() + 100)));
+    // Its call leaves the isolate to rebuild, and the rebuild dies loading it.
+    expect((await post(server, 'bomb')).status).toBe(500);
+    expect(await post(server, 'quick')).toEqual({ status: 200, code: undefined });
+    expect(await post(server, 'quick')).toEqual({ status: 200, code: undefined });
+    const aside = await server.post('bomb', {});
+    expect(aside.status).toBe(500);
+    const body = (await aside.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('transform_failed');
+    expect(body.error.message).toContain('set aside');
+  }, 90_000);
 });

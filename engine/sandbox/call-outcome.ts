@@ -21,7 +21,7 @@ export type TransformResult = { value: unknown };
 
 /** Why a call failed on the server's side, beside the kinds the sandbox reports. */
 export type FailureReason = ResultMessage extends { failure?: { kind: infer K } }
-  ? K | 'crash' | 'no-process'
+  ? K | 'crash' | 'no-process' | 'set-aside'
   : never;
 
 /** The value of an answer, or the error it stands for. */
@@ -61,5 +61,7 @@ export function failureMessage(mappingId: string | undefined, kind: FailureReaso
   if (kind === 'output') return `${who} returned an output that is too large.`;
   if (kind === 'no-process') return `${who} failed: no transform process is available.`;
   if (kind === 'unavailable') return `${who} failed: the module is not loaded.`;
+  if (kind === 'set-aside')
+    return `${who} failed: its module stopped the transform process while loading, twice, and is set aside until the configuration is reloaded.`;
   return `${who} failed.`;
 }

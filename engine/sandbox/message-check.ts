@@ -68,6 +68,10 @@ function checkValue(value: unknown, caps: Caps): FromSandbox {
     const errors = list(fields['errors'], caps.maxModules, 'errors').map(loadError);
     return { type, errors };
   }
+  if (type === 'loading') {
+    only(fields, ['type', 'key']);
+    return { type, key: text(fields['key'], MESSAGE_CHARS, 'loading.key') };
+  }
   if (type === 'compiled') {
     only(fields, ['type', 'key', 'files']);
     const files = list(fields['files'], MAX_REPORTED_FILES, 'compiled.files').map(reportedFile);

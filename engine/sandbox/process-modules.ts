@@ -202,6 +202,7 @@ export function createProcessModules(deps: {
     async loadAll(specs) {
       const errors: LoadError[] = [];
       for (const spec of specs) {
+        send({ type: 'loading', key: spec.key });
         try {
           const loaded = await loadOrRefuse(spec, 'held');
           modules.set(spec.key, loaded);

@@ -26,6 +26,8 @@ export type Slot<C> = {
   failedStarts: number;
   /** The current process has loaded its modules. */
   loaded: boolean;
+  /** The module the current process said it is loading, until its next message. */
+  loading?: string;
   loadTimer?: NodeJS.Timeout;
   /** Boot only: who waits for the first load. */
   onLoaded?: (errors: LoadError[]) => void;

@@ -66,6 +66,11 @@ export type ResultMessage = {
 
 export type FromSandbox =
   | { type: 'loaded'; errors: LoadError[] }
+  /**
+   * The process starts loading module `key` (at start or in a rebuild): if it dies or hangs
+   * before the next message, that module's load is the suspect.
+   */
+  | { type: 'loading'; key: string }
   /** A module compiled from disk (`files` empty: it is refused, nothing of it may be kept). */
   | ({ type: 'compiled' } & CompiledFiles)
   | ResultMessage

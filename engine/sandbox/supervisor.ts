@@ -51,6 +51,7 @@ import {
   type ResultMessage,
   type SandboxLimits,
 } from './protocol.ts';
+import { createLoadSuspects } from './load-suspects.ts';
 import { createVersionHandoff } from './version-handoff.ts';
 import { BUSY, createWaitingBound } from './waiting-bound.ts';
 import { keyHoldsBackslash } from '../foreign-json.ts';
@@ -109,6 +110,7 @@ export function createSupervisor(
     createSlot<Call>(),
   );
   const versions = createVersionHandoff(modules, slots);
+  const suspects = createLoadSuspects();
   const queue = createCallQueue<Call>(QUEUE_WAIT_MS, (call) =>
     call.reject(
       new HookError('transform_failed', failureMessage(mappingOf.get(call.key), 'no-process')),
@@ -162,15 +164,37 @@ export function createSupervisor(
       logger.warn({ pid: link.pid }, 'transform process did not load in time; killing it');
       stopSlot(slot, 'load_timeout');
     }, LOAD_TIMEOUT_MS);
-    link.send({ type: 'load', modules: [...modules], limits, sources: versions.sources() });
+    link.send({
+      type: 'load',
+      modules: modules.filter((m) => !suspects.isAside(m.key)),
+      limits,
+      sources: versions.sources().filter(({ key }) => !suspects.isAside(key)),
+    });
   }
 
   function onMessage(slot: Slot, message: FromSandbox): void {
+    // Any message after a 'loading' means that load ended (a call's answer follows its rebuild).
+    slot.loading = undefined;
     if (message.type === 'loaded') onLoaded(slot, message.errors);
     else if (message.type === 'result') onResult(slot, message);
     else if (!mappingOf.has(message.key)) onRefused(slot, 'message for an unknown module');
+    else if (message.type === 'loading') slot.loading = message.key;
     else if (message.type === 'compiled') versions.compiled(slot, message);
     else log.process(message);
+  }
+
+  /** The slot's process is gone while loading module `key`: it may be set aside. */
+  function loadDied(key: string): void {
+    if (!suspects.died(key)) return;
+    const mappingId = mappingOf.get(key);
+    logger.error(
+      { mappingId },
+      'transform module set aside: it stopped the transform process while loading, twice; fix it and reload the configuration',
+    );
+    for (let call = queue.takeFirst((c) => c.key === key); call; ) {
+      call.reject(new HookError('transform_failed', failureMessage(mappingId, 'set-aside')));
+      call = queue.takeFirst((c) => c.key === key);
+    }
   }
 
   function onLoaded(slot: Slot, errors: LoadError[]): void {
@@ -209,6 +233,8 @@ export function createSupervisor(
   function onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
     const wasStarting = !slot.loaded;
     const crashed = slot.state !== 'stopping' && !closed;
+    const suspect = slot.loading;
+    slot.loading = undefined;
     clearTimeout(slot.loadTimer);
     // Idle first: calls sent again below must not come back to this process.
     slot.state = 'idle';
@@ -226,6 +252,7 @@ export function createSupervisor(
       return;
     }
     if (closed) return;
+    if (suspect !== undefined) loadDied(suspect);
     const reason = crashed ? 'crash' : (slot.stopReason ?? 'crash');
     if (transformRestarted.hasSubscribers) transformRestarted.publish({ reason });
     if (wasStarting) slot.failedStarts++;
@@ -274,6 +301,8 @@ export function createSupervisor(
     },
     async call(key, input, alsoHeld = 0) {
       if (closed) throw new HookError('transform_failed', 'The transform process is stopped.');
+      if (suspects.isAside(key))
+        throw new HookError('transform_failed', failureMessage(mappingOf.get(key), 'set-aside'));
       if (!started) void this.start().catch(() => undefined);
       if (!bound.mayWait(queue.size)) throw busy(key);
       const text = JSON.stringify(input);
