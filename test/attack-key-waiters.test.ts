@@ -169,6 +169,10 @@ describe('pipelined copies behind a slow holder, end to end', () => {
       `POST /hooks/${hook} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TOKEN}\r\n` +
       `Idempotency-Key: held-by-slow\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(json)}\r\n${last ? 'Connection: close\r\n' : ''}\r\n${json}`;
+    // Two slow calls ahead of the holder in the one transform process: the holder holds the
+    // key while they run and while it runs (about 13 s), time for the copies to arrive even on
+    // a loaded machine (behind the holder alone, 4.5 s, some ran out of it).
+    const ahead = [server.post('slow', { n: -1 }), server.post('slow', { n: 0 })];
     // First on the connection, the holder takes the key; its transform then runs for seconds
     // while the copies behind it arrive.
     const requests = [
@@ -179,6 +183,7 @@ describe('pipelined copies behind a slow holder, end to end', () => {
     const ordinary = await server.post('wake', { text: 'beside the copies' });
     expect(ordinary.status).toBe(200);
     const text = await answers;
+    for (const res of await Promise.all(ahead)) expect(res.status).toBe(200);
     const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
     expect(statuses).toHaveLength(copies + 1);
     expect(statuses[0]).toBe('200');
