@@ -37,6 +37,9 @@ const MODULES: Record<string, string> = {
     "export default () => { Promise.reject(new Error('Script execution timed out.')); return { message: 'x' }; };",
   'forged-size': "export default () => { throw new Error('hookgate:output-too-large'); };",
   'thrown-symbol': "export default () => { throw Symbol('s'); };",
+  // Joined pieces (repeat builds them by doubling): cheap to make, 0.5 GB to copy whole.
+  'huge-console':
+    "export default () => { console.log('x'.repeat((1 << 29) - 24)); return { message: 'logged' }; };",
 };
 
 type Answer = { status: number; code: string | undefined };
@@ -89,6 +92,12 @@ describe('a transform throwing values that run code when read', () => {
   ])('%s: a thrown value is a transform failure, whatever it says', async (hook) => {
     const before = restarts;
     expect(await post(hook)).toEqual({ status: 500, code: 'transform_failed' });
+    expect(restarts - before).toBe(0);
+  });
+
+  it('a console line of 512M joined characters is named by its length, without a restart', async () => {
+    const before = restarts;
+    expect(await post('huge-console')).toEqual({ status: 200, code: undefined });
     expect(restarts - before).toBe(0);
   });
 

@@ -7,6 +7,10 @@
  */
 import { CONSOLE_LINE_CHARS, CONSOLE_LINES_PER_CALL, MESSAGE_CHARS } from './protocol.ts';
 
+// Longest string the console cuts for a line; a longer one is named by its length (copying a few
+// megabytes to cut them is cheap; hundreds are not).
+const READ_CHARS = 4 * 1024 * 1024;
+
 /**
  * Removes what escapes the isolate's memory limit: WebAssembly memories,
  * SharedArrayBuffer and Atomics (unless allowed), and growing an ArrayBuffer
@@ -32,7 +36,9 @@ export const CONSOLE_BOOTSTRAP = `(() => {
   // Bound now: user code that replaces String.prototype methods later cannot lift the cut.
   const cut = Function.prototype.call.bind(String.prototype.slice);
   const show = (value) => {
-    if (typeof value === 'string') return value;
+    // A long string may be joined pieces: cutting it would first copy all of it, outside the
+    // isolate's memory limit and timeout (512M characters: 0.5 GB and a missed deadline).
+    if (typeof value === 'string') return value.length > ${READ_CHARS} ? '[' + value.length + ' characters]' : value;
     try { return JSON.stringify(value) ?? String(value); } catch { return String(value); }
   };
   const collect = (level) => (...args) => {
