@@ -68,6 +68,10 @@ function checkValue(value: unknown, caps: Caps): FromSandbox {
     const errors = list(fields['errors'], caps.maxModules, 'errors').map(loadError);
     return { type, errors };
   }
+  if (type === 'rebuilding' || type === 'rebuilt') {
+    only(fields, ['type']);
+    return { type };
+  }
   if (type === 'loading') {
     only(fields, ['type', 'key']);
     return { type, key: text(fields['key'], MESSAGE_CHARS, 'loading.key') };

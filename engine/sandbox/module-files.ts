@@ -11,8 +11,8 @@ import {
   fstatSync,
   lstatSync,
   openSync,
+  readFileSync,
   readlinkSync,
-  readSync,
   realpathSync,
   statSync,
 } from 'node:fs';
@@ -52,13 +52,11 @@ export function readContained(realRoot: string, file: string): string {
     const stat = fstatSync(fd);
     if (!stat.isFile()) throw new ContainmentError(`"${file}" is not a regular file`);
     if (stat.size > MAX_MODULE_BYTES) throw tooLargeError(`"${file}"`);
-    // Read to the cap at most: the file may grow after the size was read.
-    const bytes = Buffer.allocUnsafe(MAX_MODULE_BYTES + 1);
-    let length = 0;
-    for (let read = 1; read > 0 && length <= MAX_MODULE_BYTES; length += read)
-      read = readSync(fd, bytes, length, bytes.length - length, null);
-    if (length > MAX_MODULE_BYTES) throw tooLargeError(`"${file}"`);
-    return bytes.toString('utf8', 0, length);
+    // Node reads UTF-8 text straight into a string (no buffer of ours held until a GC); a file
+    // that grew since its size was read is caught by its length.
+    const code = readFileSync(fd, 'utf8');
+    if (code.length > MAX_MODULE_BYTES) throw tooLargeError(`"${file}"`);
+    return code;
   } finally {
     closeSync(fd);
   }

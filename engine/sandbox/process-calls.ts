@@ -43,8 +43,17 @@ export type ProcessCalls = {
   answer(slot: Slot<Call>, message: ResultMessage): boolean;
   /** The slot's process died on its own: fail the call it was running, send the others again. */
   crashed(slot: Slot<Call>): void;
+  /**
+   * The slot's process died or was killed loading its modules (module `key`, if known): no call
+   * had started, so all are sent again, that module's charged for it (kill-charges.ts).
+   */
+  diedLoading(slot: Slot<Call>, key: string | undefined): void;
   /** Fail every call the slot's process held (it is being stopped for good or for lying). */
   failAll(slot: Slot<Call>, kind: FailureReason): void;
+  /** The process rebuilds its isolate: the call it would start next has not started. */
+  pause(slot: Slot<Call>): void;
+  /** The rebuild is done: the oldest call starts now. */
+  resume(slot: Slot<Call>): void;
 };
 
 /** The calls of one supervisor; `pump` hands it queued calls once a process has room. */
@@ -152,6 +161,7 @@ export function createProcessCalls(deps: {
    * starts its own deadline when the calls before it have been answered.
    */
   function armOldest(slot: Slot<Call>): void {
+    if (slot.rebuilding) return;
     const oldest = slot.inflight.entries().next();
     if (oldest.done) return;
     const [id, call] = oldest.value;
@@ -160,5 +170,16 @@ export function createProcessCalls(deps: {
     call.timer ??= setTimeout(() => setImmediate(() => onLate(slot, id)), deadlineMs);
   }
 
-  return { send, answer, crashed, failAll };
+  function pause(slot: Slot<Call>): void {
+    const oldest = slot.inflight.values().next();
+    if (oldest.done) return;
+    clearTimeout(oldest.value.timer);
+    oldest.value.timer = undefined;
+  }
+
+  function diedLoading(slot: Slot<Call>, key: string | undefined): void {
+    requeueAll(slot, { cause: 'crash', key: key ?? '' });
+  }
+
+  return { send, answer, crashed, diedLoading, failAll, pause, resume: armOldest };
 }

@@ -28,6 +28,15 @@ export type Slot<C> = {
   loaded: boolean;
   /** The module the current process said it is loading, until its next message. */
   loading?: string;
+  /** The modules the current process loads, in order, and how many it has started. */
+  loadOrder?: readonly string[];
+  loadNext?: number;
+  /** The process is rebuilding its isolate: the calls it holds have not started. */
+  rebuilding?: boolean;
+  /** Bounds the load of the module in `loading`. */
+  moduleTimer?: NodeJS.Timeout;
+  /** The module whose load ran past its time (the process was killed for it). */
+  blamed?: string;
   loadTimer?: NodeJS.Timeout;
   /** Boot only: who waits for the first load. */
   onLoaded?: (errors: LoadError[]) => void;

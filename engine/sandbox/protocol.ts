@@ -71,6 +71,10 @@ export type FromSandbox =
    * before the next message, that module's load is the suspect.
    */
   | { type: 'loading'; key: string }
+  /** The isolate is being rebuilt (recycling): the calls waiting have not started. */
+  | { type: 'rebuilding' }
+  /** The rebuild is done: the next call starts now. */
+  | { type: 'rebuilt' }
   /** A module compiled from disk (`files` empty: it is refused, nothing of it may be kept). */
   | ({ type: 'compiled' } & CompiledFiles)
   | ResultMessage

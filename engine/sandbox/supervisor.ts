@@ -52,6 +52,7 @@ import {
   type SandboxLimits,
 } from './protocol.ts';
 import { createLoadSuspects } from './load-suspects.ts';
+import { createLoadWatch } from './process-loading.ts';
 import { createVersionHandoff } from './version-handoff.ts';
 import { BUSY, createWaitingBound } from './waiting-bound.ts';
 import { keyHoldsBackslash } from '../foreign-json.ts';
@@ -125,6 +126,13 @@ export function createSupervisor(
     logger,
     pump,
   });
+  const loadWatch = createLoadWatch({
+    cpuTimeoutMs: settings.cpuTimeoutMs,
+    logger,
+    mappingOf,
+    pause: calls.pause,
+    resume: calls.resume,
+  });
   let nextId = 1;
   let turn = 0;
   const bound = createWaitingBound(settings);
@@ -164,21 +172,30 @@ export function createSupervisor(
       logger.warn({ pid: link.pid }, 'transform process did not load in time; killing it');
       stopSlot(slot, 'load_timeout');
     }, LOAD_TIMEOUT_MS);
+    const loads = modules.filter((m) => !suspects.isAside(m.key));
+    loadWatch.spawned(
+      slot,
+      loads.map((m) => m.key),
+    );
     link.send({
       type: 'load',
-      modules: modules.filter((m) => !suspects.isAside(m.key)),
+      modules: loads,
       limits,
       sources: versions.sources().filter(({ key }) => !suspects.isAside(key)),
     });
   }
 
   function onMessage(slot: Slot, message: FromSandbox): void {
-    // Any message after a 'loading' means that load ended (a call's answer follows its rebuild).
-    slot.loading = undefined;
+    loadWatch.heard(slot);
     if (message.type === 'loaded') onLoaded(slot, message.errors);
     else if (message.type === 'result') onResult(slot, message);
-    else if (!mappingOf.has(message.key)) onRefused(slot, 'message for an unknown module');
-    else if (message.type === 'loading') slot.loading = message.key;
+    else if (
+      message.type === 'rebuilding' ||
+      message.type === 'rebuilt' ||
+      message.type === 'loading'
+    ) {
+      if (!loadWatch.loadMessage(slot, message)) onRefused(slot, `"${message.type}" out of turn`);
+    } else if (!mappingOf.has(message.key)) onRefused(slot, 'message for an unknown module');
     else if (message.type === 'compiled') versions.compiled(slot, message);
     else log.process(message);
   }
@@ -233,16 +250,15 @@ export function createSupervisor(
   function onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
     const wasStarting = !slot.loaded;
     const crashed = slot.state !== 'stopping' && !closed;
-    const suspect = slot.loading;
-    slot.loading = undefined;
+    const { suspect, loading } = loadWatch.exited(slot, crashed);
     clearTimeout(slot.loadTimer);
     // Idle first: calls sent again below must not come back to this process.
     slot.state = 'idle';
     slot.link = undefined;
-    if (crashed) {
-      logger.warn({ code, signal }, 'transform process stopped; restarting');
-      calls.crashed(slot);
-    } else calls.failAll(slot, 'crash');
+    if (crashed) logger.warn({ code, signal }, 'transform process stopped; restarting');
+    if (loading && (crashed || suspect !== undefined)) calls.diedLoading(slot, suspect);
+    else if (crashed) calls.crashed(slot);
+    else calls.failAll(slot, 'crash');
     for (const waiter of slot.exitWaiters.splice(0)) waiter();
     if (slot.onStartFailed) {
       const fail = slot.onStartFailed;

@@ -56,7 +56,11 @@ function newIsolate(): ivm.Isolate {
   });
 }
 
-/** Throw the isolate away and build everything again (recycling, or after a memory kill). */
+/**
+ * Throw the isolate away and build everything again (recycling, or after a memory kill). The
+ * server is told when it starts and ends: the calls waiting meanwhile have not started, so their
+ * deadlines wait too, and each module's load is timed on its own (supervisor.ts).
+ */
 function rebuild(): void {
   if (recycling) return;
   recycling = true;
@@ -64,15 +68,27 @@ function rebuild(): void {
     // Calls in flight finish in the old isolate first (unless it is already gone).
     if (inflight > 0 && !isolate.isDisposed)
       await new Promise<void>((resolve) => idleWaiters.push(resolve));
+    send({ type: 'rebuilding' });
     modules.clear();
     if (!isolate.isDisposed) isolate.dispose();
     isolate = newIsolate();
     calls = 0;
+    lastHeapRebuild = performance.now();
     for (const { key, message } of await modules.loadAll(specs))
       send({ type: 'log', key, level: 'error', message: cutMessage(`reload failed: ${message}`) });
+    send({ type: 'rebuilt' });
     recycling = false;
   })();
 }
+
+/**
+ * Rebuilds for a heap left above the threshold, at most one per this many ms: a module whose
+ * every call leaves a big heap otherwise made the process reload every module after each of
+ * its calls, the other mappings' calls waiting for each reload. The isolate's memory limit
+ * still bounds the heap meanwhile.
+ */
+const HEAP_REBUILD_SPACING_MS = 5_000;
+let lastHeapRebuild = Number.NEGATIVE_INFINITY;
 
 /**
  * Why a call into the isolate threw. The runner catches everything the transform throws
@@ -113,33 +129,22 @@ function drainConsole(
   }
 }
 
-/**
- * Run one call. A rebuild it makes due (its isolate disposed, or left above the heap threshold)
- * is done before its answer leaves: the server's deadline for it then covers the rebuild, so a
- * module that reloads slowly (or crashes the process reloading) and makes every one of its
- * calls leave a rebuild behind is charged for it, not the next call, another mapping's.
- */
 async function call(id: number, key: string, input: string): Promise<void> {
   await ready;
   inflight++;
-  let answer: ResultMessage;
   try {
-    answer = await runCall(id, key, input);
+    send(await runCall(id, key, input));
   } finally {
     inflight--;
     if (inflight === 0) for (const resolve of idleWaiters.splice(0)) resolve();
   }
   calls++;
-  const heap = isolate.isDisposed ? 0 : isolate.getHeapStatisticsSync().used_heap_size;
-  if (
-    isolate.isDisposed ||
-    calls >= limits.recycleAfterCalls ||
-    heap > limits.recycleAboveHeapMb * MB
-  ) {
-    rebuild();
-    await ready;
-  }
-  send(answer);
+  if (isolate.isDisposed || calls >= limits.recycleAfterCalls || heapRebuildDue()) rebuild();
+}
+
+function heapRebuildDue(): boolean {
+  if (performance.now() - lastHeapRebuild < HEAP_REBUILD_SPACING_MS) return false;
+  return isolate.getHeapStatisticsSync().used_heap_size > limits.recycleAboveHeapMb * MB;
 }
 
 function failed(id: number, kind: FailureKind, message: string): ResultMessage {

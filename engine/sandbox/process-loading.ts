@@ -1,0 +1,99 @@
+/**
+ * What a transform process says while it loads its modules, at start and when it rebuilds its
+ * isolate (recycling): which module it is loading, in the order the server sent them, each
+ * timed on its own; and while it rebuilds, the calls waiting have not started, so their
+ * deadlines wait (process-calls.ts). A module the process died loading, or that ran past its
+ * own load time, is the suspect (load-suspects.ts): a kill for any other reason (a call's
+ * deadline, the whole start's timeout) names no module. Anything out of turn is a lie.
+ */
+import type { Logger } from '../log.ts';
+import type { LoadSuspects } from './load-suspects.ts';
+import { type Slot, stopSlot } from './process-slot.ts';
+
+/** Beside a module's own top-level limit (4 x cpuTimeoutMs): compiling up to 2 MiB of source. */
+const COMPILE_ALLOWANCE_MS = 5_000;
+
+/** A load message from a process. */
+export type LoadMessage = { type: 'loading'; key: string } | { type: 'rebuilding' | 'rebuilt' };
+
+export type LoadWatch = {
+  /** A process was spawned to load `keys`, in this order. */
+  spawned(slot: Slot<unknown>, keys: readonly string[]): void;
+  /** Any message from the process: a 'loading' ends with the next one. */
+  heard(slot: Slot<unknown>): void;
+  /** A load message; false when it came out of turn (the process is lying). */
+  loadMessage(slot: Slot<unknown>, message: LoadMessage): boolean;
+  /**
+   * The process is gone (`crashed`: on its own): the module it was loading, if that is the
+   * suspect, and whether it was loading at all (then no call of it had started).
+   */
+  exited(slot: Slot<unknown>, crashed: boolean): { suspect?: string; loading: boolean };
+};
+
+export function createLoadWatch(deps: {
+  cpuTimeoutMs: number;
+  logger: Logger;
+  mappingOf: ReadonlyMap<string, string>;
+  /** The calls waiting in a rebuilding process have not started: no deadline runs. */
+  pause(slot: Slot<unknown>): void;
+  resume(slot: Slot<unknown>): void;
+}): LoadWatch {
+  const { cpuTimeoutMs, logger, mappingOf, pause, resume } = deps;
+  const perModuleMs = 4 * cpuTimeoutMs + COMPILE_ALLOWANCE_MS;
+
+  function ended(slot: Slot<unknown>): void {
+    clearTimeout(slot.moduleTimer);
+    slot.moduleTimer = undefined;
+    slot.loading = undefined;
+  }
+
+  function loading(slot: Slot<unknown>, key: string): boolean {
+    const order = slot.loadOrder ?? [];
+    const turn = slot.state === 'starting' || slot.rebuilding === true;
+    if (!turn || order[slot.loadNext ?? 0] !== key) return false;
+    slot.loadNext = (slot.loadNext ?? 0) + 1;
+    slot.loading = key;
+    slot.moduleTimer = setTimeout(() => {
+      logger.warn(
+        { mappingId: mappingOf.get(key), ms: perModuleMs },
+        'transform module did not load in time; restarting its process',
+      );
+      slot.blamed = key;
+      stopSlot(slot, 'load_timeout');
+    }, perModuleMs);
+    return true;
+  }
+
+  return {
+    spawned(slot, keys) {
+      ended(slot);
+      slot.loadOrder = keys;
+      slot.loadNext = 0;
+      slot.rebuilding = false;
+      slot.blamed = undefined;
+    },
+    heard: ended,
+    loadMessage(slot, message) {
+      if (message.type === 'loading') return loading(slot, message.key);
+      if (message.type === 'rebuilding') {
+        if (slot.state !== 'ready' || slot.rebuilding) return false;
+        slot.rebuilding = true;
+        slot.loadNext = 0;
+        pause(slot);
+        return true;
+      }
+      if (!slot.rebuilding) return false;
+      slot.rebuilding = false;
+      resume(slot);
+      return true;
+    },
+    exited(slot, crashed) {
+      const suspect = crashed ? slot.loading : slot.blamed;
+      const loading = slot.rebuilding === true || slot.loading !== undefined;
+      ended(slot);
+      slot.blamed = undefined;
+      slot.rebuilding = false;
+      return suspect === undefined ? { loading } : { suspect, loading };
+    },
+  };
+}

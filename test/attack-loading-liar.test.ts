@@ -1,0 +1,42 @@
+/**
+ * Attack: a transform process (one a transform escaped into) names another mapping's module as
+ * the one it is loading, then dies, to get that module set aside for the life of the
+ * configuration. A 'loading' is taken only in the order the server sent the modules, while the
+ * process starts or rebuilds: out of turn it is a lie, the process is replaced, and nothing is
+ * set aside.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, expect, it } from 'vitest';
+import { createLogger } from '../engine/log.ts';
+import { createSupervisor } from '../engine/sandbox/supervisor.ts';
+import { tempDir } from './helpers/hookgate.ts';
+import { SANDBOX_SETTINGS } from './helpers/sandbox-settings.ts';
+
+const CHILD = fileURLToPath(new URL('./fixtures/sandbox/loading-liar.mjs', import.meta.url));
+const temp = tempDir();
+afterAll(() => temp.cleanup());
+
+it('a process naming another module out of turn, then dying, never gets it set aside', async () => {
+  const supervisor = createSupervisor(
+    [
+      { key: 'm', mappingId: 'liar', root: temp.dir, file: path.join(temp.dir, 'm.js') },
+      { key: 'victim', mappingId: 'victim', root: temp.dir, file: path.join(temp.dir, 'v.js') },
+    ],
+    SANDBOX_SETTINGS,
+    createLogger('silent'),
+    { entry: CHILD },
+  );
+  try {
+    await supervisor.start();
+    for (let i = 0; i < 3; i++) {
+      const failure = (await supervisor.call('m', {}).catch((err: Error) => err)) as Error;
+      expect(failure.message).not.toContain('set aside');
+    }
+    const victim = (await supervisor.call('victim', {}).catch((err: Error) => err)) as Error;
+    // The liar fails the victim's call too (it dies on every call), but only as a crash.
+    expect(victim.message).not.toContain('set aside');
+  } finally {
+    await supervisor.close();
+  }
+}, 60_000);
