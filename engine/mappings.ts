@@ -264,7 +264,7 @@ function compileSessionKey(
   policy: Policy,
   fail: Fail,
 ): CompiledMapping['sessionKey'] {
-  if (whenEmpty !== undefined && (source === undefined || !isTemplated(source.value)))
+  if (whenEmpty === 'default' && (source === undefined || !isTemplated(source.value)))
     fail('sessionKeyWhenEmpty', 'applies only to a templated sessionKey (one with {{...}})');
   if (source === undefined) return undefined;
   if (!isTemplated(source.value)) {

@@ -52,30 +52,36 @@ export function compileSessionKeyTemplate(source: string): SessionKeyTemplate {
       'the text before the first {{ must be a fixed namespace ending in ":" (e.g. "hook:github:")',
     );
   }
+  // The key, or undefined when a value is empty and `emptyIsNone`; every value is checked first.
   function render(context: unknown, budget: RenderBudget | undefined, emptyIsNone: boolean) {
     let key = '';
+    let empty = false;
     for (const part of parts) {
-      if (typeof part === 'string') {
-        key += part;
-        continue;
-      }
-      const value = part(context, budget);
-      if (value === '' && emptyIsNone) return undefined;
-      if (!SAFE_KEY_VALUE.test(value)) {
-        throw new HookError(
-          'invalid_session_key',
-          value === ''
-            ? 'sessionKey: an interpolated value is empty.'
-            : 'sessionKey: interpolated values may only contain letters, digits and ._@+- (keySegment turns any text into such a value)',
-        );
+      const value = typeof part === 'string' ? part : checkedValue(part(context, budget));
+      if (value === '' && typeof part !== 'string') {
+        if (!emptyIsNone) throw new HookError('invalid_session_key', EMPTY_VALUE);
+        empty = true;
       }
       key += value;
     }
-    return key;
+    return empty ? undefined : key;
   }
   return {
     prefix,
-    render: (context, budget) => render(context, budget, false) as string,
+    render: (context, budget) => render(context, budget, false) ?? '',
     renderUnlessEmpty: (context, budget) => render(context, budget, true),
   };
+}
+
+const EMPTY_VALUE = 'sessionKey: an interpolated value is empty.';
+
+/** An interpolated value: empty (the caller decides), or of the safe characters only. */
+function checkedValue(value: string): string {
+  if (value !== '' && !SAFE_KEY_VALUE.test(value)) {
+    throw new HookError(
+      'invalid_session_key',
+      'sessionKey: interpolated values may only contain letters, digits and ._@+- (keySegment turns any text into such a value)',
+    );
+  }
+  return value;
 }

@@ -5,10 +5,10 @@
 /** Longest session key accepted anywhere. */
 export const MAX_SESSION_KEY_LENGTH = 256;
 
-// Printable, no whitespace, control or format characters: keys end up in logs and file names,
-// and a zero-width space or a bidi override makes two keys that read the same (or a key that
-// reads as another) two sessions.
-const WELL_FORMED = /^[^\s\p{Cc}\p{Cf}]+$/u;
+// Printable, no whitespace, control, format or other invisible characters: keys end up in logs
+// and file names, and a zero-width space, a bidi override, a variation selector or a Hangul
+// filler makes two keys that read the same (or a key that reads as another) two sessions.
+const WELL_FORMED = /^[^\s\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]+$/u;
 
 /** True when the key has an acceptable shape (length, no spaces or controls, whole characters). */
 export function isWellFormedSessionKey(key: string): boolean {

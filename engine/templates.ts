@@ -231,12 +231,17 @@ export function templateErrorText(err: unknown): string {
   return `${parse[1]} near ${JSON.stringify(near)}: ${expected}`;
 }
 
-/** The parts of every path a template reads (`headers.x-id` gives ['headers', 'x-id']). */
+/**
+ * Every path a template reads, as parts from the root: `headers.x-id` and `@root.headers.x-id`
+ * both give ['headers', 'x-id']; other `@` data paths are left out.
+ */
 export function pathsRead(source: string): string[][] {
   const paths: string[][] = [];
   const visitor = new Handlebars.Visitor();
   visitor.PathExpression = (path: hbs.AST.PathExpression) => {
-    paths.push(path.parts.map(String));
+    const parts = path.parts.map(String);
+    if (!path.data) paths.push(parts);
+    else if (parts[0] === 'root') paths.push(parts.slice(1));
   };
   visitor.accept(hb.parse(source));
   return paths;

@@ -93,3 +93,21 @@ describe('a report that lists one file many times', () => {
     expect(sources.record({ key: 'm', files: [{ file, signature }] })).toHaveLength(1);
   });
 });
+
+describe('a report naming files of more source than a module may have', () => {
+  const temp = tempDir();
+  afterAll(() => temp.cleanup());
+
+  it('is not kept: every restart would send it to the new process in one frame', () => {
+    const files = ['a.js', 'b.js', 'c.js'].map((name) => {
+      const file = path.join(temp.dir, name);
+      writeFileSync(file, `/*${'x'.repeat(MB)}*/\n`);
+      return { file, signature: signatureOf(file) };
+    });
+    const sources = createLastGoodSources([{ key: 'm', realRoot: realRootOf(temp.dir) }]);
+    expect(sources.record({ key: 'm', files })).toBeUndefined();
+    expect(sources.sources()).toEqual([]);
+    // One of them is within the limit: kept.
+    expect(sources.record({ key: 'm', files: files.slice(0, 1) })).toHaveLength(1);
+  });
+});

@@ -25,6 +25,11 @@ it.each([
   ['a byte order mark', 'hook:ab\ufeff'],
   ['a soft hyphen', 'hook:a\u00adb'],
   ['a word joiner', 'hook:a\u2060b'],
+  ['a combining grapheme joiner', 'hook:a\u034fb'],
+  ['a variation selector', 'hook:a\ufe0fb'],
+  ['a supplementary variation selector', 'hook:a\udb40\udd00b'],
+  ['a Hangul filler', 'hook:a\u3164b'],
+  ['a Mongolian variation selector', 'hook:a\u180bb'],
 ])('a request session key holding %s is refused and nothing is stored', async (_name, key) => {
   const before = await stored();
   const res = await server.post('agent', { message: 'hi', sessionKey: key });

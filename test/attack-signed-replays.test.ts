@@ -145,22 +145,29 @@ describe('replays on generic hmac routes', () => {
     expect(await actionCount(s)).toBe(1);
   });
 
-  it('an idempotencyKey template over a header sent twice (ids joined into a new one) is refused 401', async () => {
-    const s = await start({ mappings: [shopify('{{headers.x-shopify-webhook-id}}')] });
-    const body = JSON.stringify({ order: 1003 });
-    const headers = shopHeaders(body, 'id-a');
-    const res = await rawPost(`${s.url}/hooks/shop`, {
-      headers: {
-        ...headers,
-        'x-shopify-webhook-id': ['id-a', 'id-b'],
-        'content-type': 'application/json',
-      },
-      chunks: [body],
-    });
-    expect(res.status).toBe(401);
-    expect(await actionCount(s)).toBe(0);
-    expect((await s.post('shop', body, { token: null, headers })).status).toBe(200);
-  });
+  it.each([
+    ['by name', '{{headers.x-shopify-webhook-id}}'],
+    ['through lookup', '{{lookup headers "x-shopify-webhook-id"}}'],
+    ['from the root', '{{#with payload}}{{@root.headers.x-shopify-webhook-id}}{{/with}}'],
+  ])(
+    'an idempotencyKey template reading a header %s, the header sent twice (ids joined into a new one), is refused 401',
+    async (_how, template) => {
+      const s = await start({ mappings: [shopify(template)] });
+      const body = JSON.stringify({ order: 1003 });
+      const headers = shopHeaders(body, 'id-a');
+      const res = await rawPost(`${s.url}/hooks/shop`, {
+        headers: {
+          ...headers,
+          'x-shopify-webhook-id': ['id-a', 'id-b'],
+          'content-type': 'application/json',
+        },
+        chunks: [body],
+      });
+      expect(res.status).toBe(401);
+      expect(await actionCount(s)).toBe(0);
+      expect((await s.post('shop', body, { token: null, headers })).status).toBe(200);
+    },
+  );
 });
 
 describe('weak secrets', () => {

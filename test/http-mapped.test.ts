@@ -422,7 +422,10 @@ describe('sessionKeyWhenEmpty', () => {
             match: { path: 'alerts' },
             action: 'agent',
             sessionKeyWhenEmpty: 'default',
-            templates: { message: 'alert {{name}}', sessionKey: 'hook:alert:{{payload.group}}' },
+            templates: {
+              message: 'alert {{name}}',
+              sessionKey: 'hook:alert:{{payload.group}}-{{payload.zone}}',
+            },
           },
         ],
       },
@@ -431,12 +434,15 @@ describe('sessionKeyWhenEmpty', () => {
       const without = await send(server, 'alerts', { name: 'disk' });
       expect(without.status).toBe(200);
       expect(without.body?.['sessionKey']).toBe('hook:ingress');
-      const keyed = await send(server, 'alerts', { name: 'cpu', group: 'db' });
-      expect(keyed.body?.['sessionKey']).toBe('hook:alert:db');
-      // Only emptiness falls back: a value the key cannot hold is still refused.
-      const unsafe = await send(server, 'alerts', { name: 'x', group: 'a:b' });
-      expect(unsafe.status).toBe(400);
-      expect(unsafe.body?.error?.code).toBe('invalid_session_key');
+      const keyed = await send(server, 'alerts', { name: 'cpu', group: 'db', zone: 'eu' });
+      expect(keyed.body?.['sessionKey']).toBe('hook:alert:db-eu');
+      // Only emptiness falls back: a value the key cannot hold is still refused, also beside an
+      // empty one.
+      for (const fields of [{ group: 'a:b', zone: 'eu' }, { zone: 'a:b' }]) {
+        const unsafe = await send(server, 'alerts', { name: 'x', ...fields });
+        expect(unsafe.status).toBe(400);
+        expect(unsafe.body?.error?.code).toBe('invalid_session_key');
+      }
     } finally {
       await server.stop();
     }

@@ -14,6 +14,7 @@ import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { PresentedToken } from '../auth.ts';
 import { rateLimited } from './admit.ts';
 import type { RouteGate } from './routes.ts';
+import { EVERY_HEADER } from './delivery-ids.ts';
 import { type Exchange, had, type Stage } from './exchange.ts';
 
 // One body for every failure: nothing tells a guesser which part was wrong.
@@ -94,8 +95,19 @@ export function createAuthenticateBody({ limiter }: Pick<AuthenticateSettings, '
 function idHeaderRepeated(x: Exchange): AuthFailure | undefined {
   const names = x.route?.deliveryId?.headers;
   if (names === undefined) return undefined;
+  if (names[0] === EVERY_HEADER) return anyRepeated(x.source.rawHeaders) ? 'duplicate' : undefined;
   for (const name of names) if (x.headers(name).length > 1) return 'duplicate';
   return undefined;
+}
+
+function anyRepeated(raw: readonly string[]): boolean {
+  const seen = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as string).toLowerCase();
+    if (seen.has(name)) return true;
+    seen.add(name);
+  }
+  return false;
 }
 
 function seconds(ms: number): number {

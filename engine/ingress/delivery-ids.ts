@@ -66,14 +66,17 @@ export function deliveryIdRule(
   return Object.assign(rule, { headers: headersRead(template) });
 }
 
+/** In a rule's `headers`: the template reads the headers as a whole, so every one counts. */
+export const EVERY_HEADER = '*';
+
 // Node joins a repeated header's values with ", " in the headers a template reads: a doubled
-// id header would give an id of its own to a replay.
+// id header would give an id of its own to a replay. `headers` used whole (`lookup headers
+// "x-id"`, `#with headers`, `json headers`) may read any of them.
 function headersRead(template: string): string[] {
   const names = new Set<string>();
-  for (const parts of pathsRead(template)) {
-    const at = parts.indexOf('headers');
-    const name = at < 0 ? undefined : parts[at + 1];
-    if (name !== undefined) names.add(name.toLowerCase());
+  for (const [first, name] of pathsRead(template)) {
+    if (first !== 'headers') continue;
+    names.add(name === undefined ? EVERY_HEADER : name.toLowerCase());
   }
-  return [...names];
+  return names.has(EVERY_HEADER) ? [EVERY_HEADER] : [...names];
 }

@@ -5,7 +5,7 @@
  * newer version one process compiled is handed to the others, so a broken
  * edit seen by a process that missed the good one keeps that one too.
  */
-import { readUnchanged } from './module-files.ts';
+import { MAX_MODULE_BYTES, readUnchanged } from './module-files.ts';
 import type { CompiledFiles, SourceFile } from './protocol.ts';
 
 export type LastGoodSources = {
@@ -39,11 +39,15 @@ export function createLastGoodSources(
       // The same version again (another process caught up with it): nothing new to read or hand on.
       if (kept && sameVersion(kept, files)) return undefined;
       const read: SourceFile[] = [];
+      let size = 0;
       // Read here (contained, and only if each file still has the signature reported).
       for (const { file, signature } of files) {
         const code = readUnchanged(root, file, signature);
         // Changed again since: that process will recompile and report the newer version.
         if (code === undefined) return undefined;
+        // More than a module may have (a lying report): nothing kept to send to every restart.
+        size += code.length;
+        if (size > MAX_MODULE_BYTES) return undefined;
         read.push({ file, signature, code });
       }
       if (read.length === 0) {
