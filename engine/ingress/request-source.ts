@@ -45,8 +45,8 @@ class HttpSource implements RequestSource {
   }
 
   // `Expect: 100-continue` is answered only when the body is read: after authentication, the
-  // route, its content type and a declared length that fits, so a sender refused for any of
-  // them uploads nothing.
+  // route, its content type (on token routes) and a declared length that fits, so a sender
+  // refused for any of them uploads nothing.
   readBody(limits: BodyLimits): Promise<Buffer> {
     return readBody(this.#req, limits, undefined, this.#res);
   }
