@@ -50,6 +50,13 @@ function checkStore(config: Config): ConfigProblem | null {
   if (!/^postgres(ql)?:\/\//.test(store.url)) {
     return { path: 'store.url', message: 'must be a postgres:// or postgresql:// URL' };
   }
+  if (!URL.canParse(store.url)) {
+    return {
+      path: 'store.url',
+      message:
+        'does not parse as a URL (postgres://user:password@host:port/database; a port of digits, special characters of the password percent-encoded)',
+    };
+  }
   if (config.hooks.gmail?.account) {
     return {
       path: 'hooks.gmail',
@@ -146,9 +153,15 @@ function runnerProblem(runner: Runner, at: string, hasProviders: boolean): Confi
       message: 'required for an openai runner (or define providers)',
     };
   }
-  for (const url of [runner.url, runner.baseUrl]) {
+  for (const field of ['url', 'baseUrl'] as const) {
+    const url = runner[field];
+    // Not quoted: a runner URL may carry credentials (user info, a key in the query), and this
+    // message reaches the terminal, the log and the readiness check.
     if (url !== undefined && !/^https?:\/\/[^\s]+$/.test(url))
-      return { path: at, message: `"${url}" is not an http(s) URL` };
+      return {
+        path: `${at}.${field}`,
+        message: 'is not an http(s) URL (http:// or https://, then the host, no spaces)',
+      };
   }
   return null;
 }

@@ -141,6 +141,36 @@ describe('refusals name the offending path', () => {
     });
     expect(message).not.toContain('s3cret-value');
   });
+
+  it('refuses a PostgreSQL URL that does not parse at boot (naming store.url, not the password)', () => {
+    const message = problem({
+      store: { kind: 'postgres', url: 'postgres://u:PGPASSWORD123@db.example:54x32/x' },
+    });
+    expect(message).toContain('store.url');
+    expect(message).toContain('does not parse');
+    expect(message).not.toContain('PGPASSWORD123');
+  });
+
+  it.each(['url', 'baseUrl'])(
+    'never echoes a runner %s that does not parse (it may carry credentials), from the file or a variable',
+    (field) => {
+      const url = 'http://agent:PASSWORD123456@127.0.0.1:1/run?key=QUERYSECRET123456 x';
+      const kind = field === 'url' ? 'http' : 'openai';
+      for (const [value, env] of [
+        [url, {}],
+        ['${RUNNER_URL}', { RUNNER_URL: url }],
+      ] as const) {
+        const message = problem(
+          { agents: { defaults: { runner: { kind, [field]: value } } } },
+          env,
+        );
+        expect(message).toContain(`agents.defaults.runner.${field}`);
+        expect(message).toContain('is not an http(s) URL');
+        expect(message).not.toContain('PASSWORD123456');
+        expect(message).not.toContain('QUERYSECRET123456');
+      }
+    },
+  );
 });
 
 describe('${VAR} substitution', () => {
