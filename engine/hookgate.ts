@@ -6,7 +6,7 @@
  * library by a gateway that embeds hookgate.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type AdminListener, startAdmin } from './admin/server.ts';
 import { adminDeps, type AdminParts } from './admin/wiring.ts';
@@ -15,7 +15,7 @@ import { capConnections } from './connection-limit.ts';
 import { type LoadedConfig, loadConfigDocument } from './config.ts';
 import { compileConfig } from './config/compile.ts';
 import { createLedger } from './dispatcher.ts';
-import { createLogger, type Logger } from './log.ts';
+import { createLogger, type Logger, requestLineLogger } from './log.ts';
 import { recipientAllowedBy } from './policy.ts';
 import { createRequestHandler } from './ingress/http-handler.ts';
 import { type MailFlow, startMailFlow } from './gmail/flow.ts';
@@ -25,6 +25,7 @@ import { SqliteRuntimeStore } from './store/sqlite/runtime-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { createMemoryLimiter, reportingStoreErrors } from './rate-limit.ts';
 import { refuseMessage, whenAnswersOut } from './ingress/parser-refusals.ts';
+import { messageRefused } from './observe/events.ts';
 import { responseOnDetached } from './respond.ts';
 import { warmFolds } from './safety/skeleton.ts';
 import { type Generation, startGeneration } from './reload/generation.ts';
@@ -217,8 +218,16 @@ export async function startHookgate(
       }
     }),
   );
-  // In order with the answers the connection still owes (engine/ingress/parser-refusals.ts).
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => refuseMessage(socket, err.code));
+  // In order with the answers the connection still owes (engine/ingress/parser-refusals.ts);
+  // each answered refusal gets its request line and is counted, as the handler's answers are.
+  const refusalLines = requestLineLogger(logger);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
+    refuseMessage(socket, err.code, ({ status, code, requestId }) => {
+      const client = (socket as Partial<Socket>).remoteAddress ?? '';
+      refusalLines.info({ requestId, client, status, code }, 'request');
+      if (messageRefused.hasSubscribers) messageRefused.publish({ status, code });
+    }),
+  );
 
   const prune = setInterval(() => {
     store

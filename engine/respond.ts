@@ -81,10 +81,13 @@ export function sendError(
 }
 
 /** Answer a request Node's HTTP parser refused (malformed, oversized headers, timeout) with JSON. */
-export function answerClientError(socket: Duplex, code: string | undefined): void {
+export function answerClientError(
+  socket: Duplex,
+  code: string | undefined,
+): { status: number; code: ErrorCode; requestId: string } | undefined {
   if (!socket.writable) {
     socket.destroy();
-    return;
+    return undefined;
   }
   const errorCode: ErrorCode =
     code === 'HPE_HEADER_OVERFLOW'
@@ -94,11 +97,13 @@ export function answerClientError(socket: Duplex, code: string | undefined): voi
         : 'bad_request';
   const { status, message } = ERRORS[errorCode];
   const body = JSON.stringify({ ok: false, error: { code: errorCode, message } });
+  const requestId = randomUUID();
   endAndClose(
     socket,
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
+      `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
   );
+  return { status, code: errorCode, requestId };
 }
 
 /**

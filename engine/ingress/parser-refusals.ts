@@ -65,18 +65,31 @@ export function planParserRefusal(
   return open === 0 ? 'answer' : 'answer-after';
 }
 
-/** The `clientError` listener of the hook listener. */
-export function refuseMessage(socket: Duplex, code: string | undefined): void {
+/** A refusal of the parser's that was answered (it has a request line of its own in the log). */
+export type ParserRefusal = { status: number; code: string; requestId: string };
+
+/**
+ * The `clientError` listener of the hook listener, telling `answered` of each refusal written
+ * (for the request log line and the metrics: these never reach the request handler).
+ */
+export function refuseMessage(
+  socket: Duplex,
+  code: string | undefined,
+  answered: (refusal: ParserRefusal) => void,
+): void {
+  const answer = () => {
+    const refusal = answerClientError(socket, code);
+    if (refusal) answered(refusal);
+  };
   const owed = owedBy.get(socket);
   if (!owed) {
-    answerClientError(socket, code);
+    answer();
     return;
   }
   // The parser stays refused: each further chunk from the peer reports again. Decided once.
   if (owed.afterOwed) return;
   const plan = planParserRefusal(owed.open, !owed.last.complete);
   const close = () => socket.destroy();
-  const answer = () => answerClientError(socket, code);
   if (plan === 'answer') answer();
   else if (plan === 'close') close();
   // The answers still owed go first, in order; a response that closed the connection leaves

@@ -20,6 +20,11 @@ export type RequestFinished = {
 
 export const requestFinished = channel('hookgate:request');
 
+/** A message Node's parser refused was answered (400, 408, 431): no exchange, no route. */
+export type MessageRefused = { status: number; code: string };
+
+export const messageRefused = channel('hookgate:message-refused');
+
 /** One stage ran (published by the stage runner, only when someone listens). */
 export type StageTimed = {
   stage: StageName;

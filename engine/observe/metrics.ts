@@ -18,6 +18,8 @@ import {
   deliveryFinished,
   type RequestFinished,
   type RunFinished,
+  type MessageRefused,
+  messageRefused,
   requestFinished,
   runFinished,
   type StageTimed,
@@ -194,6 +196,13 @@ export function createMetrics(deps: MetricsDeps = {}): Metrics {
         if (e.replayed) replays.inc({ route });
         const count = e.exchange.accepted?.actions.length ?? 0;
         if (count > 0) accepted.inc({ route }, count);
+      },
+    ],
+    [
+      messageRefused.name as string,
+      (m) => {
+        const e = m as MessageRefused;
+        requests.inc({ route: label(undefined), status: String(e.status), code: e.code });
       },
     ],
     [
