@@ -90,13 +90,14 @@ async function attempt(
   ledger: DeliveryLedger,
   job: Partial<DeliveryJob> = {},
   recipientAllowed?: (channel: string, to: string) => boolean,
+  logger = pino({ level: 'silent' }),
 ) {
   await stores.runtime.setRoute('main', 'slack', LAST);
   await attemptDelivery(
     {
       store: stores.runtime,
       adapters,
-      logger: pino({ level: 'silent' }),
+      logger,
       settings: {
         mainKey: 'main',
         retry: RETRY,
@@ -118,6 +119,23 @@ async function attempt(
     ledger,
   );
 }
+
+describe('what the log says of a delivery that ends unsent', () => {
+  it.each([
+    ['out of retries: gave up (dead, as its record and the run say)', 'retry', 'delivery gave up'],
+    ['refused for good: failed', 'failed', 'delivery failed'],
+  ] as const)('%s', async (_name, status, msg) => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+    );
+    const { adapters } = product([{ status, reason: 'HTTP 500' }]);
+    const run = recorder();
+    await attempt(adapters, run.ledger, { attempts: RETRY.maxAttempts }, undefined, logger);
+    expect(lines.map((line) => line['msg'])).toContain(msg);
+  });
+});
 
 describe('one delivery attempt', () => {
   it('sends every part to the last route, keeps progress after each, ends sent', async () => {

@@ -169,8 +169,13 @@ async function next(
     }
     return;
   }
-  log.error({ channel: route.channel, reason }, 'failed');
-  await ledger.end(recordOf(job, sent.outcome === 'retry' ? 'dead' : 'failed', detail, reason));
+  // Named as the record and the run's summary name it: out of retries it gave up (dead).
+  const state = sent.outcome === 'retry' ? 'dead' : 'failed';
+  log.error(
+    { channel: route.channel, reason, attempts: job.attempts },
+    state === 'dead' ? 'gave up' : 'failed',
+  );
+  await ledger.end(recordOf(job, state, detail, reason));
 }
 
 /** Where the reply goes: the rest of a reply where its first parts went, else where it asks. */
