@@ -142,6 +142,12 @@ export async function startHookgate(
       agents.swap(next.compiled.agents);
       adapters.swap(next.compiled.adapters);
     },
+    warningsOf: (next) =>
+      runtime
+        ? agentPathProblems(next.loaded.config, next.loaded.baseDir, process.env).map(
+            (problem) => `${problem.path}: ${problem.message}`,
+          )
+        : [],
     logger,
   });
   const current = live;

@@ -125,6 +125,22 @@ describe('hot reload', () => {
     expect(await s.lastText()).toContain('fixed: 4');
   });
 
+  it('hookgate reload warns of a runner command that does not exist (it reloads, as serve starts, but check refuses it)', async () => {
+    const s = await start(configText('first'));
+    writeFileSync(
+      s.file,
+      configText(
+        'first',
+        'agents: { defaults: { runner: { kind: command, argv: [./missing-runner.sh] } } }',
+      ),
+    );
+    const result = await runHookgate(['reload', '--config', s.file]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Reloaded');
+    expect(result.stderr).toContain('hookgate reload: warning: agents.defaults.runner.argv.0');
+    expect(result.stderr).toContain('missing-runner.sh');
+  });
+
   it('names the settings that wait for a restart and keeps listening where it was', async () => {
     const s = await start(configText('first'));
     writeFileSync(

@@ -59,6 +59,9 @@ function report(outcome: ReloadOutcome, out: (line: string) => void): number {
     return 1;
   }
   out(terminalText(`Reloaded ${file}.`));
+  // Running, but what `check` refuses (a runner command missing): its runs would go dead.
+  for (const warning of outcome.warnings ?? [])
+    process.stderr.write(`${terminalText(`hookgate reload: warning: ${warning}`)}\n`);
   if (outcome.restartNeeded.length > 0) {
     out(`Changed, but wait for a restart: ${outcome.restartNeeded.join(', ')}`);
   }

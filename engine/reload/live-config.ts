@@ -21,6 +21,8 @@ export type ReloadOutcome = {
   error?: string;
   /** Changed settings that wait for a restart (the running values stay). */
   restartNeeded: string[];
+  /** What the new configuration may lack though it runs (a runner command not installed yet). */
+  warnings?: string[];
 };
 
 export type LiveConfig = {
@@ -40,6 +42,8 @@ export type LiveConfigDeps = {
   start: (compiled: CompiledConfig) => Promise<Generation>;
   /** Called with the new generation as it becomes current. */
   swapped: (next: Generation) => void;
+  /** Warnings about a configuration that loads (`path: message`), told to whoever reloaded. */
+  warningsOf?: (compiled: CompiledConfig) => string[];
   logger: Logger;
 };
 
@@ -83,7 +87,8 @@ export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveC
         'retiring the previous configuration failed',
       );
     });
-    return finish({ ...base, ok: true, restartNeeded });
+    const warnings = deps.warningsOf?.(next.compiled) ?? [];
+    return finish({ ...base, ok: true, restartNeeded, ...(warnings.length > 0 && { warnings }) });
   }
 
   function finish(outcome: Omit<ReloadOutcome, 'at'>): ReloadOutcome {
