@@ -33,12 +33,12 @@ describe('a module that reloads slowly and makes every call rebuild the isolate'
       temp.dir,
       {
         quick: QUICK,
-        // Top-level work just under what a module's load may take (4 x cpuTimeoutMs), over the
-        // deadline of one call.
+        // Top-level work within what a module's load may take, over the deadline of one call.
         slow: `const until = Date.now() + 2200; while (Date.now() < until) {}
           export default () => { ${LEAVES_HEAP} return { message: 'slow' }; };`,
       },
-      { cpuTimeoutMs: 600, deadlineMs: 2000 },
+      // Room to fill 50 MB on a loaded machine; its top level (2.2 s) within 4 x cpuTimeoutMs.
+      { cpuTimeoutMs: 1000, deadlineMs: 2000 },
     );
   }, 60_000);
   afterAll(async () => {
