@@ -67,3 +67,25 @@ export function createTokenCheck(expected: string): (presented: PresentedToken) 
     return timingSafeEqual(bytes, expectedBytes);
   };
 }
+
+/**
+ * Whether a request path after the hooks prefix has the token as one of its segments (a sender
+ * that put it in the URL: it would reach logs, the 404's message and proxies' access logs).
+ * Only segments of the token's length are compared, in constant time; any other path costs a
+ * length check.
+ */
+export function createPathTokenCheck(expected: string): (hook: string) => boolean {
+  const expectedBytes = Buffer.from(expected, 'utf8');
+  const length = expected.length;
+  return function pathHoldsToken(hook) {
+    if (length === 0 || hook.length < length) return false;
+    // The whole rest too: a token may itself hold a slash.
+    for (const segment of hook.length === length ? [hook] : [hook, ...hook.split('/')]) {
+      if (segment.length !== length) continue;
+      const bytes = Buffer.from(segment, 'utf8');
+      if (bytes.length === expectedBytes.length && timingSafeEqual(bytes, expectedBytes))
+        return true;
+    }
+    return false;
+  };
+}

@@ -26,6 +26,10 @@ export const ERRORS = Object.freeze({
     message:
       'Send the token in the Authorization or x-hookgate-token header, not the query string.',
   },
+  token_in_path: {
+    status: 400,
+    message: 'Send the token in the Authorization or x-hookgate-token header, not the URL path.',
+  },
   unauthorized: {
     status: 401,
     message: 'Missing or invalid credentials (the hook token, or the sender signature).',

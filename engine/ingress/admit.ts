@@ -23,10 +23,22 @@ export type AdmitSettings = {
   hooksPath: string;
   limiter: AuthFailureLimiter;
   resolveClient: ClientAddressResolver;
+  /** The hook token is a segment of the path after the prefix. */
+  pathHoldsToken: (hook: string) => boolean;
 };
 
+const TOKEN_IN_PATH = new HookError('token_in_path');
+// What the request line says of a path that holds the token.
+const HIDDEN_HOOK = '(holds the hook token)';
+
 /** Build the admit stage. GET passes only towards a route's subscription handshake. */
-export function createAdmit({ enabled, hooksPath, limiter, resolveClient }: AdmitSettings): Stage {
+export function createAdmit({
+  enabled,
+  hooksPath,
+  limiter,
+  resolveClient,
+  pathHoldsToken,
+}: AdmitSettings): Stage {
   const prefix = `${hooksPath}/`;
   return function admit(x: Exchange) {
     const url = x.source.url;
@@ -36,6 +48,13 @@ export function createAdmit({ enabled, hooksPath, limiter, resolveClient }: Admi
     x.pathname = pathname;
     x.query = q < 0 ? '' : url.slice(q + 1);
     x.hook = pathname.slice(prefix.length);
+    // Before anything logs the name: refused like a token in the query, not counted.
+    if (pathHoldsToken(x.hook)) {
+      x.hook = HIDDEN_HOOK;
+      x.pathname = `${prefix}${HIDDEN_HOOK}`;
+      x.log['hook'] = HIDDEN_HOOK;
+      return TOKEN_IN_PATH;
+    }
     const forwarded = x.source.headers['x-forwarded-for'];
     x.client = resolveClient(
       x.source.remoteAddress,

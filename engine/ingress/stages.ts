@@ -26,6 +26,7 @@ export type StageSettings = {
   limiter: AuthFailureLimiter;
   resolveClient: ClientAddressResolver;
   tokenMatches: (presented: PresentedToken) => boolean;
+  pathHoldsToken: (hook: string) => boolean;
   body: BodySettings;
   ledger: Ledger;
 };

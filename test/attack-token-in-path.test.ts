@@ -1,0 +1,53 @@
+/**
+ * Attack (or a sender's mistake): the hook token put in the URL path, `POST /hooks/<token>`.
+ * With the token also in its header, it was answered 404 with the token in the message, and
+ * the request line logged it as the hook's name: the token in logs and in every proxy's access
+ * log. The path's token is refused as the query's is (400 token_in_path, before
+ * authentication, not counted), and the line names the path as holding it.
+ */
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTestServer, TOKEN, type TestServer, tempDir } from './helpers/hookgate.ts';
+import { readLogLines } from './helpers/log-lines.ts';
+import { waitFor } from './helpers/runtime.ts';
+
+const temp = tempDir();
+const logFile = path.join(temp.dir, 'service.log');
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({}, { logFile });
+});
+afterAll(async () => {
+  await server.stop();
+  temp.cleanup();
+});
+
+it.each([
+  ['as the hook name, with the token in its header too', `/hooks/${TOKEN}`, true],
+  ['as the hook name, without a header', `/hooks/${TOKEN}`, false],
+  ['as a later segment', `/hooks/wake/${TOKEN}`, true],
+])('the token %s: 400 token_in_path, never echoed or logged', async (_name, url, header) => {
+  const res = await fetch(`${server.url}${url}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(header && { authorization: `Bearer ${TOKEN}` }),
+    },
+    body: JSON.stringify({ text: 'x' }),
+  });
+  const text = await res.text();
+  expect(res.status).toBe(400);
+  expect(JSON.parse(text).error.code).toBe('token_in_path');
+  expect(text).not.toContain(TOKEN);
+  const requestId = res.headers.get('x-request-id');
+  await waitFor('its request line', () =>
+    readLogLines(logFile).some((line) => line['requestId'] === requestId),
+  );
+  const line = readLogLines(logFile).find((l) => l['requestId'] === requestId);
+  expect(line).toMatchObject({ status: 400, code: 'token_in_path' });
+  expect(JSON.stringify(line)).not.toContain(TOKEN);
+});
+
+it('an ordinary hook name is served as before', async () => {
+  expect((await server.post('wake', { text: 'fine' })).status).toBe(200);
+});
