@@ -112,7 +112,9 @@ describe('rebuilds a module did not cause', () => {
         victim: `const until = Date.now() + 1800; while (Date.now() < until) {}
           export default () => ({ message: 'victim' });`,
       },
-      { cpuTimeoutMs: 500, deadlineMs: 1500, recycleAfterCalls: 2 },
+      // A second of CPU for the 50 MB fill on a loaded machine; the victim's load (1.8 s) within
+      // 4 x cpuTimeoutMs and over the deadline.
+      { cpuTimeoutMs: 1000, deadlineMs: 1500, recycleAfterCalls: 2 },
     );
   }, 60_000);
   afterAll(async () => {
@@ -121,11 +123,13 @@ describe('rebuilds a module did not cause', () => {
   });
 
   it("another mapping's rebuilds and plain recycling never fail a call nor set a slow-loading module aside", async () => {
-    const answers: Answer[] = [];
+    // The heavy calls' own outcome is theirs; the others' is what this is about.
+    const innocent: Array<[string, Answer]> = [];
     for (let i = 0; i < 4; i++) {
-      answers.push(await post(server, i % 2 === 0 ? 'heavy' : 'quick'));
-      answers.push(await post(server, 'victim'));
+      if (i % 2 === 0) await post(server, 'heavy');
+      else innocent.push(['quick', await post(server, 'quick')]);
+      innocent.push(['victim', await post(server, 'victim')]);
     }
-    expect(answers.every((answer) => answer.status === 200)).toBe(true);
+    expect(innocent.filter(([, answer]) => answer.status !== 200)).toEqual([]);
   }, 90_000);
 });
