@@ -186,6 +186,12 @@ function exitAfterOutput(code: number): void {
   process.stdout.once('error', () => process.exit(code));
 }
 
+const USAGE_ERRORS: ReadonlySet<string> = new Set([
+  'ERR_PARSE_ARGS_UNKNOWN_OPTION',
+  'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
+  'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL',
+]);
+
 main(process.argv.slice(2)).then(
   (code) => exitAfterOutput(code),
   async (err: unknown) => {
@@ -193,7 +199,9 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`hookgate: config error: ${err.message}\n`);
       process.exit(2);
     }
-    if ((err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    // A flag the command does not take, or given without its value (`--limit -1` reads as one):
+    // a usage error, as a value a command refuses is.
+    if (USAGE_ERRORS.has((err as { code?: string }).code ?? '')) {
       process.stderr.write(`hookgate: ${(err as Error).message}\n${await usage()}`);
       process.exit(2);
     }

@@ -163,6 +163,17 @@ describe('hookgate test', () => {
     expect(stdout).toContain('Refused: 400 invalid_payload');
   });
 
+  it('exits 2, not 1 (refused), for a payload file that cannot be read', () => {
+    const missing = path.join(path.dirname(good), 'no-such-payload.json');
+    const { code, stdout, stderr } = run(['test', 'wake', '--config', good, '--payload', missing], {
+      HOOKS_TOKEN: 't',
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain('cannot read --payload');
+    expect(stderr).toContain('ENOENT');
+    expect(stdout).not.toContain('Refused');
+  });
+
   it('a wrong token on a token route: the hint is about the hook token, not signatures', () => {
     const payload = writeConfig('wake-payload.json', '{"text": "hi"}');
     const { code, stdout } = run(

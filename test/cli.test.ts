@@ -676,6 +676,8 @@ describe('usage', () => {
     { args: ['frobnicate'], mentions: 'frobnicate' },
     { args: ['serve', '--bogus'], mentions: '--bogus' },
     { args: ['actions', '--bogus'], mentions: '--bogus' },
+    // Read as a flag without its value, not as a limit the command refuses (which is 2 too).
+    { args: ['runs', '--limit', '-1'], mentions: '--limit' },
   ])('$args exits 2 with usage', async ({ args, mentions }) => {
     const result = await runHookgate(args, { cwd: temp(), timeoutMs: 30_000 });
     expect(result.code).toBe(2);

@@ -33,7 +33,10 @@ const WHY: Record<MatchOutcome, string> = {
   skipped: 'not tried (an earlier mapping matched)',
 };
 
-/** Run `test`; exit 0 when the request would be accepted (200/204), 1 when refused. */
+/**
+ * Run `test`; exit 0 when the request would be accepted (200/204), 1 when refused, 2 when the
+ * payload file cannot be read (as for a config error: nothing was tried).
+ */
 export async function testRequest(flags: TestFlags, out: (line: string) => void): Promise<number> {
   const setup = compileSetup(flags.config, process.env, process.cwd());
   if (!setup)
@@ -41,7 +44,16 @@ export async function testRequest(flags: TestFlags, out: (line: string) => void)
       '',
       'no config file found (--config, HOOKGATE_CONFIG or ./hookgate.yaml)',
     );
-  const body = readFileSync(flags.payload);
+  let body: Buffer;
+  try {
+    body = readFileSync(flags.payload);
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    process.stderr.write(
+      `${terminalText(`hookgate test: cannot read --payload ${flags.payload} (${why})`)}\n`,
+    );
+    return 2;
+  }
   const transforms = await startTransforms(
     setup.loaded.config,
     setup.mappings,
