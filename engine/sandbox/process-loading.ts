@@ -25,7 +25,7 @@ export type LoadWatch = {
   loadMessage(slot: Slot<unknown>, message: LoadMessage): boolean;
   /**
    * The process is gone (`crashed`: on its own): the module it was loading, if that is the
-   * suspect, and whether it was loading at all (then no call of it had started).
+   * suspect, and whether it died loading (then no call of it had started).
    */
   exited(slot: Slot<unknown>, crashed: boolean): { suspect?: string; loading: boolean };
 };
@@ -47,20 +47,27 @@ export function createLoadWatch(deps: {
     slot.loading = undefined;
   }
 
+  /** Bound what comes next (module `key`'s load, or a rebuild's steps between loads). */
+  function timed(slot: Slot<unknown>, key: string | undefined): void {
+    slot.moduleTimer = setTimeout(() => {
+      logger.warn(
+        { mappingId: key === undefined ? undefined : mappingOf.get(key), ms: perModuleMs },
+        key === undefined
+          ? 'transform process did not go on with its rebuild in time; restarting it'
+          : 'transform module did not load in time; restarting its process',
+      );
+      slot.blamed = key;
+      stopSlot(slot, 'load_timeout');
+    }, perModuleMs);
+  }
+
   function loading(slot: Slot<unknown>, key: string): boolean {
     const order = slot.loadOrder ?? [];
     const turn = slot.state === 'starting' || slot.rebuilding === true;
     if (!turn || order[slot.loadNext ?? 0] !== key) return false;
     slot.loadNext = (slot.loadNext ?? 0) + 1;
     slot.loading = key;
-    slot.moduleTimer = setTimeout(() => {
-      logger.warn(
-        { mappingId: mappingOf.get(key), ms: perModuleMs },
-        'transform module did not load in time; restarting its process',
-      );
-      slot.blamed = key;
-      stopSlot(slot, 'load_timeout');
-    }, perModuleMs);
+    timed(slot, key);
     return true;
   }
 
@@ -72,16 +79,26 @@ export function createLoadWatch(deps: {
       slot.rebuilding = false;
       slot.blamed = undefined;
     },
-    heard: ended,
+    heard(slot) {
+      ended(slot);
+      // While deadlines wait on a rebuild, something bounds it at every step: a process that
+      // said 'rebuilding' and then nothing would otherwise hold its calls for ever.
+      if (slot.rebuilding) timed(slot, undefined);
+    },
     loadMessage(slot, message) {
-      if (message.type === 'loading') return loading(slot, message.key);
+      if (message.type === 'loading') {
+        ended(slot);
+        return loading(slot, message.key);
+      }
       if (message.type === 'rebuilding') {
         if (slot.state !== 'ready' || slot.rebuilding) return false;
         slot.rebuilding = true;
         slot.loadNext = 0;
         pause(slot);
+        timed(slot, undefined);
         return true;
       }
+      ended(slot);
       if (!slot.rebuilding) return false;
       slot.rebuilding = false;
       resume(slot);
@@ -89,7 +106,10 @@ export function createLoadWatch(deps: {
     },
     exited(slot, crashed) {
       const suspect = crashed ? slot.loading : slot.blamed;
-      const loading = slot.rebuilding === true || slot.loading !== undefined;
+      // Killed for a load (or a rebuild) that did not go on counts as dying in it.
+      const loading =
+        (slot.rebuilding === true || slot.loading !== undefined) &&
+        (crashed || slot.stopReason === 'load_timeout');
       ended(slot);
       slot.blamed = undefined;
       slot.rebuilding = false;

@@ -256,7 +256,7 @@ export function createSupervisor(
     slot.state = 'idle';
     slot.link = undefined;
     if (crashed) logger.warn({ code, signal }, 'transform process stopped; restarting');
-    if (loading && (crashed || suspect !== undefined)) calls.diedLoading(slot, suspect);
+    if (loading) calls.diedLoading(slot, suspect);
     else if (crashed) calls.crashed(slot);
     else calls.failAll(slot, 'crash');
     for (const waiter of slot.exitWaiters.splice(0)) waiter();

@@ -78,7 +78,10 @@ function rebuild(): void {
       send({ type: 'log', key, level: 'error', message: cutMessage(`reload failed: ${message}`) });
     send({ type: 'rebuilt' });
     recycling = false;
-  })();
+  })().catch(() => {
+    // No isolate to run calls in: the supervisor replaces the process (and sends its calls again).
+    process.exit(1);
+  });
 }
 
 /**
