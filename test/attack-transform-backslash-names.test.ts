@@ -5,30 +5,20 @@
  * one isolate serves every sender: a name holding a backslash is refused (400 invalid_payload)
  * before the call, and a later request's escaped payload key reaches the transform as written.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestServer, tempDir, TOKEN } from './helpers/hookgate.ts';
-import { startWithTransforms } from './helpers/transform-server.ts';
+import { describe, expect, it } from 'vitest';
+import { TOKEN } from './helpers/hookgate.ts';
+import { transformServerFor } from './helpers/transform-server.ts';
 
 describe('field names holding a backslash, on their way to a transform', () => {
-  const temp = tempDir();
-  let server: TestServer;
-
-  beforeAll(async () => {
-    server = await startWithTransforms(
-      temp.dir,
-      {
-        keys: 'export default ({ payload }) => ({ message: JSON.stringify(Object.keys(payload)) });',
-      },
-      {},
-    );
-  });
-  afterAll(async () => {
-    await server.stop();
-    temp.cleanup();
-  });
+  const server = transformServerFor(
+    {
+      keys: 'export default ({ payload }) => ({ message: JSON.stringify(Object.keys(payload)) });',
+    },
+    {},
+  );
 
   const post = (query: string, body: string, type = 'application/json') =>
-    fetch(`${server.url}/hooks/keys${query}`, {
+    fetch(`${server().url}/hooks/keys${query}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': type },
       body,
@@ -42,7 +32,7 @@ describe('field names holding a backslash, on their way to a transform', () => {
     );
     const later = await post('', '{"qn":1,"\\n":1}');
     expect(later.status).toBe(200);
-    const [newest] = await server.store.listActions({ limit: 1 });
+    const [newest] = await server().store.listActions({ limit: 1 });
     expect(newest?.action).toMatchObject({ message: JSON.stringify(['qn', '\n']) });
   });
 
