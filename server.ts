@@ -13,6 +13,7 @@
 import './engine/cli/hold-reloads-early.ts';
 import { parseArgs } from 'node:util';
 import { ConfigError } from './engine/config.ts';
+import { UsageError } from './engine/cli/usage-error.ts';
 
 // Each command loads only its own modules: a store view need not load the server, the
 // sandbox or the Gmail client (about half a second of every command's start).
@@ -197,6 +198,10 @@ main(process.argv.slice(2)).then(
   async (err: unknown) => {
     if (err instanceof ConfigError) {
       process.stderr.write(`hookgate: config error: ${err.message}\n`);
+      process.exit(2);
+    }
+    if (err instanceof UsageError) {
+      process.stderr.write(`hookgate: ${err.message}\n`);
       process.exit(2);
     }
     // A flag the command does not take, or given without its value (`--limit -1` reads as one):

@@ -3,7 +3,7 @@
  * disk and the real `server.ts` process: terminal safety of what they print,
  * where they find the store, and what they say when no server runs.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Action } from '../schemas/action.ts';
@@ -172,6 +172,24 @@ describe('store commands', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('hi \\x1b]0;owned');
+  });
+
+  it('a mistyped --data-dir exits 2 naming it; an existing directory without a store is "no store yet"', async () => {
+    const typo = path.join(temp.dir, 'dta');
+    for (const command of ['actions', 'runs', 'events', 'heartbeats', 'reload']) {
+      const result = await hookgate([command, '--data-dir', typo]);
+      expect(result.code, command).toBe(2);
+      expect(result.stderr, command).toBe(`hookgate: --data-dir ${typo}: no such directory\n`);
+      expect(result.stdout, command).toBe('');
+    }
+    const file = await hookgate(['actions', '--data-dir', path.join(temp.dir, 'hookgate.yaml')]);
+    expect(file.code).toBe(2);
+    expect(file.stderr).toContain('not a directory');
+    const empty = path.join(temp.dir, 'empty');
+    mkdirSync(empty);
+    const none = await hookgate(['actions', '--data-dir', empty]);
+    expect(none.code).toBe(0);
+    expect(none.stdout).toContain(`No actions: no store in ${empty} yet.`);
   });
 
   it('store commands with --config read the store without the secrets ${VAR} refers to', async () => {

@@ -6,10 +6,12 @@
  * other secrets the config refers to. With `--data-dir` no config is read
  * unless `--config` is given too.
  */
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { configSchema } from '../../schemas/config.ts';
 import type { StoreSettings } from '../store/backend.ts';
 import { ConfigError, findConfigFile, readConfigDocument, substituteEnv } from '../config.ts';
+import { UsageError } from './usage-error.ts';
 
 export type StoreFlags = { dataDir?: string; config?: string };
 export type StoreLocation = { dataDir: string; mainKey: string; store: StoreSettings };
@@ -34,11 +36,10 @@ export function storeLocation(
   const file = flags.dataDir ? flags.config : findConfigFile(flags.config, env, cwd);
   const fromFile = file ? readLocation(path.resolve(cwd, file), env) : undefined;
   if (flags.dataDir) {
-    return {
-      dataDir: path.resolve(cwd, flags.dataDir),
-      mainKey: fromFile?.mainKey ?? DEFAULT_MAIN_KEY,
-      store: fromFile?.store ?? SQLITE,
-    };
+    const store = fromFile?.store ?? SQLITE;
+    const dataDir = path.resolve(cwd, flags.dataDir);
+    if (store.kind === 'sqlite') requireDirectory(dataDir);
+    return { dataDir, mainKey: fromFile?.mainKey ?? DEFAULT_MAIN_KEY, store };
   }
   return (
     fromFile ?? {
@@ -47,6 +48,17 @@ export function storeLocation(
       store: SQLITE,
     }
   );
+}
+
+/**
+ * A directory named on the command line must be there: a mistyped path read as "no store
+ * yet" (exit 0) looked like an empty store. The default and a config's directory may be
+ * missing before the first `serve`, which creates them.
+ */
+function requireDirectory(dataDir: string): void {
+  const found = statSync(dataDir, { throwIfNoEntry: false });
+  if (found === undefined) throw new UsageError(`--data-dir ${dataDir}: no such directory`);
+  if (!found.isDirectory()) throw new UsageError(`--data-dir ${dataDir}: not a directory`);
 }
 
 function readLocation(file: string, env: NodeJS.ProcessEnv): StoreLocation {

@@ -7,7 +7,6 @@
  * deadline, the whole start's timeout) names no module. Anything out of turn is a lie.
  */
 import type { Logger } from '../log.ts';
-import type { LoadSuspects } from './load-suspects.ts';
 import { type Slot, stopSlot } from './process-slot.ts';
 
 /** Beside a module's own top-level limit (4 x cpuTimeoutMs): compiling up to 2 MiB of source. */
