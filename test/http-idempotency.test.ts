@@ -49,6 +49,30 @@ describe('idempotency', () => {
     expect(await count()).toBe(before);
   });
 
+  it('compares the payload as parsed: spacing and escapes are the same request, a default spelt out is not', async () => {
+    const send = (body: string) =>
+      rawPost(`${server.url}/hooks/wake`, {
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'key-parsed',
+        },
+        chunks: [body],
+      });
+    const first = await send('{"text":"deploy é"}');
+    expect(first.status).toBe(200);
+    const before = await count();
+    const spaced = await send('{ "text" :\n "deploy \\u00e9" }');
+    expect(spaced.status).toBe(200);
+    expect(spaced.headers['idempotent-replayed']).toBe('true');
+    expect(JSON.parse(spaced.body)).toEqual(JSON.parse(first.body));
+    // mode "now" is the default, but the request says something the first did not.
+    const explicit = await send('{"text":"deploy é","mode":"now"}');
+    expect(explicit.status).toBe(409);
+    expect(JSON.parse(explicit.body).error.code).toBe('idempotency_conflict');
+    expect(await count()).toBe(before);
+  });
+
   it('accepts the key as an idempotencyKey body field', async () => {
     const first = await server.post('wake', { text: 'body key', idempotencyKey: 'key-3' });
     const again = await server.post('wake', { text: 'body key', idempotencyKey: 'key-3' });
