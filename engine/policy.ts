@@ -8,6 +8,7 @@ import type { ChannelId, Config } from '../schemas/config.ts';
 import type { SessionKeySource } from '../schemas/action.ts';
 import type { ChannelAdapter } from './delivery/adapter.ts';
 import type { RecipientAllowed } from './delivery/deliver.ts';
+import { recipientFormProblem } from './delivery/recipient-form.ts';
 import { createAdapters } from './delivery/registry.ts';
 import { HookError } from './errors.ts';
 import { isWellFormedSessionKey, keyHasAllowedPrefix } from './session-key.ts';
@@ -167,9 +168,10 @@ export function resolveModel(policy: Policy, requested: string | undefined): str
 
 /** Check a recipient against its channel's form (E.164, chat id, ...): a bad one is refused at the door. */
 export function checkRecipient(policy: Policy, channel: string, to: string | undefined): void {
-  // With `last` the channel is only known at delivery time.
-  if (to === undefined || channel === 'last') return;
-  const problem = policy.recipientChecks.get(channel)?.(to);
+  if (to === undefined) return;
+  // With `last` the channel is only known at delivery time: only what every channel refuses.
+  const problem =
+    channel === 'last' ? recipientFormProblem(to) : policy.recipientChecks.get(channel)?.(to);
   if (problem) throw new HookError('invalid_recipient', `to: ${problem} (channel ${channel})`);
 }
 

@@ -12,6 +12,7 @@ import { createSignalAdapter } from './adapters/signal.ts';
 import { createSlackAdapter } from './adapters/slack.ts';
 import { createTelegramAdapter } from './adapters/telegram.ts';
 import { createWhatsAppAdapter } from './adapters/whatsapp.ts';
+import { guardedAdapter } from './guarded-adapter.ts';
 
 /** Adapter factories by channel id. */
 export const ADAPTERS: Readonly<Record<string, AdapterFactory>> = Object.freeze({
@@ -25,12 +26,13 @@ export const ADAPTERS: Readonly<Record<string, AdapterFactory>> = Object.freeze(
   msteams: createTeamsAdapter,
 });
 
-/** Build the adapters of the configured channels. */
+/** Build the adapters of the configured channels, each guarded (guarded-adapter.ts). */
 export function createAdapters(channels: Config['channels']): Map<string, ChannelAdapter> {
   const adapters = new Map<string, ChannelAdapter>();
   for (const [id, settings] of Object.entries(channels)) {
     const factory = ADAPTERS[id];
-    if (factory && settings) adapters.set(id, factory(settings as Record<string, unknown>));
+    if (factory && settings)
+      adapters.set(id, guardedAdapter(factory(settings as Record<string, unknown>)));
   }
   return adapters;
 }

@@ -90,8 +90,45 @@ export function createRunStep(deps: RunStepDeps) {
     ...(deps.routeMoved && { routeMoved: deps.routeMoved }),
   });
 
-  /** Run an action; `ended` is called once its last write (end or requeue) is asked. */
+  /**
+   * Run an action; `ended` is called once its last write (end or requeue) is asked. A run that
+   * throws before asking for it is ended failed: left running, it would hold its session's
+   * later runs back until a restart, which would run it into the same throw.
+   */
   async function execute(row: RunRow, ended: () => void): Promise<void> {
+    let asked = false;
+    const end = () => {
+      asked = true;
+      ended();
+    };
+    try {
+      await runRow(row, end);
+    } catch (err) {
+      if (asked || deps.stopped()) throw err;
+      await endCrashed(row, err, end);
+      throw err;
+    }
+  }
+
+  async function endCrashed(row: RunRow, err: unknown, ended: () => void): Promise<void> {
+    // Only the error's kind: its message may quote a URL with a credential, or request text.
+    const kind = err instanceof Error ? err.name : typeof err;
+    const reason = `hookgate error while running it (${kind}); not retried: see the log`;
+    const action: unknown = row.action;
+    await lastWrite(
+      store.finish(
+        row,
+        'failed',
+        { status: 'error', reason },
+        isRunnableAction(action) && action.kind === 'agent'
+          ? summaryEvent(settings.mainKey, action, 'error', reason)
+          : undefined,
+      ),
+      ended,
+    );
+  }
+
+  async function runRow(row: RunRow, ended: () => void): Promise<void> {
     const action: unknown = row.action;
     if (!isRunnableAction(action)) {
       // Parseable, but not what any hook writes (another writer, damage): it ends, alone.

@@ -1,0 +1,18 @@
+/**
+ * What every channel refuses in a recipient, before its own form: text that
+ * cannot be written as UTF-8 (a lone surrogate, which JSON carries and URL
+ * encoding throws on) and control characters (no product's id holds one;
+ * they would reach URLs, request bodies and the operator's terminal).
+ * Pure.
+ */
+
+// C0, DEL and C1 controls.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding controls is the point.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Why `to` is no recipient on any channel, or null. */
+export function recipientFormProblem(to: string): string | null {
+  if (!to.isWellFormed()) return 'holds a lone surrogate (not valid UTF-16 text)';
+  if (CONTROL.test(to)) return 'holds a control character';
+  return null;
+}
