@@ -33,7 +33,8 @@ export type OutboundResult =
    * peer was reached and answered, so this is never "unreachable".
    */
   | { kind: 'headers_too_large'; status?: number }
-  | { kind: 'timeout' }
+  /** `answerStatus`: an answer began (with this status), then its body did not end in time. */
+  | { kind: 'timeout'; answerStatus?: number }
   /** The caller's signal ended the call. */
   | { kind: 'aborted' }
   /**
@@ -120,7 +121,8 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
   } catch (err) {
     if (call.signal?.aborted) return { kind: 'aborted' };
     const code = errorCode(err);
-    if (bound.timedOut() || TIMEOUT_CODES.has(code)) return { kind: 'timeout' };
+    if (bound.timedOut() || TIMEOUT_CODES.has(code))
+      return answerStatus === undefined ? { kind: 'timeout' } : { kind: 'timeout', answerStatus };
     if (code === HEADERS_OVERFLOW)
       return answerStatus === undefined
         ? { kind: 'headers_too_large' }

@@ -32,10 +32,22 @@ export type HttpReply = {
  */
 export const CHANNEL_ANSWER_MAX_BYTES = 1_048_576;
 
-/** Either the product answered (`reply`) or it did not (`result`). */
+/**
+ * Either the product answered (`reply`) or it did not (`result`); `brokenOff`: the status of an
+ * answer that began and then broke off or stalled (its body never came whole).
+ */
 export type HttpOutcome =
+  | { reply: HttpReply; result?: undefined; brokenOff?: undefined }
+  | {
+      reply?: undefined;
+      result: Extract<SendResult, { status: 'retry' | 'failed' }>;
+      brokenOff?: number;
+    };
+
+/** A send's outcome: as HttpOutcome, with a 2xx that broke off taken as the part sent. */
+export type SendOutcome =
   | { reply: HttpReply; result?: undefined }
-  | { reply?: undefined; result: Extract<SendResult, { status: 'retry' | 'failed' }> };
+  | { reply?: undefined; result: SendResult };
 
 export type HttpCall = {
   method?: 'POST' | 'GET' | 'PUT';
@@ -54,21 +66,31 @@ export async function httpCall(url: string, call: HttpCall): Promise<HttpOutcome
     const { status, headers, text } = outcome;
     return { reply: { status, headers, text, json: parseJson(text) } };
   }
+  const brokenOff =
+    outcome.kind === 'timeout' || outcome.kind === 'failed' ? outcome.answerStatus : undefined;
+  if (brokenOff !== undefined) return { result: brokenOffResult(brokenOff), brokenOff };
   return { result: noAnswer(outcome, call) };
 }
 
-/** POST a JSON body (`content-type: application/json` unless the headers name another). */
-export function postJson(
+/**
+ * POST a part as a JSON body (`content-type: application/json` unless the headers name
+ * another). A 2xx whose body broke off is the product saying it took the part: sending it
+ * again would post it twice (the body only names the message), so it counts as sent.
+ */
+export async function postJson(
   url: string,
   body: unknown,
   call: Omit<HttpCall, 'body' | 'method'>,
-): Promise<HttpOutcome> {
-  return httpCall(url, {
+): Promise<SendOutcome> {
+  const outcome = await httpCall(url, {
     ...call,
     method: 'POST',
     headers: { 'content-type': 'application/json', ...call.headers },
     body: JSON.stringify(body),
   });
+  const status = outcome.brokenOff;
+  if (status !== undefined && status >= 200 && status < 300) return { result: { status: 'sent' } };
+  return outcome;
 }
 
 function noAnswer(
@@ -91,6 +113,18 @@ function noAnswer(
   if (outcome.beforeSending)
     return { status: 'retry', reason: `could not connect (${outcome.code})` };
   return { status: 'retry', reason: `connection failed (${outcome.code}); ${duplicate}` };
+}
+
+/**
+ * An answer whose status came and whose body then broke off or stalled: judged by its status,
+ * as a runner's is. 429 and 5xx say the call did not take, as a whole answer with them would;
+ * another refusal would be repeated. A 2xx is retried here (a token's answer is needed whole);
+ * a send takes it as done (postJson).
+ */
+function brokenOffResult(status: number): Extract<SendResult, { status: 'retry' | 'failed' }> {
+  const reason = `HTTP ${status}, then the answer broke off`;
+  if (status >= 400 && status !== 429 && status < 500) return { status: 'failed', reason };
+  return { status: 'retry', reason };
 }
 
 function parseJson(text: string): unknown {

@@ -1,0 +1,101 @@
+/**
+ * Attack: a channel API (or whatever answers at its address: a proxy, a
+ * tunnel, a relay) that says `200 OK` to a send, then breaks the answer's
+ * body off (the connection reset mid-body) or stops sending it until the
+ * channel's timeoutMs. The status line came: the product took the message
+ * and posted it. hookgate read only "no complete answer" and sent the part
+ * again, so the owner's chat got the reply twice (once per attempt, up to
+ * runtime.retry.maxAttempts times when every answer is cut so). The
+ * runner's side judges a broken-off answer by its status ("an HTTP answer
+ * that breaks off midway is judged by its status"), and a channel answer
+ * that came too large is never resent ("an answer came, so the request
+ * arrived and the message may have gone out"); a 2xx that breaks off must
+ * not be resent either: it counts as sent. Other statuses are judged as a
+ * whole answer with them would be.
+ */
+import { createServer } from 'node:http';
+import { afterEach, expect, it } from 'vitest';
+import { listenLoopback } from './helpers/loopback.ts';
+import { startTestServer } from './helpers/hookgate.ts';
+import { startStub } from './helpers/runtime.ts';
+import { waitForRun } from './helpers/store-reads.ts';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of cleanups.splice(0).reverse()) await close();
+});
+
+/**
+ * A Telegram stand-in whose answer to every send is `200`, then part of the body, then (reset)
+ * the connection destroyed, or (stall) nothing more.
+ */
+async function cutTelegram(mode: 'reset' | 'stall', status = 200) {
+  const sends: string[] = [];
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      raw += chunk;
+    });
+    req.on('end', () => {
+      sends.push(raw);
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.write(status === 200 ? '{"ok":true,"result":{"message_id":' : '{"ok":false,"descr');
+      if (mode === 'reset') setTimeout(() => res.socket?.destroy(), 20);
+    });
+  });
+  const { port, close } = await listenLoopback(server);
+  cleanups.push(close);
+  return { baseUrl: `http://127.0.0.1:${port}`, sends };
+}
+
+async function deliver(telegram: { baseUrl: string }) {
+  const agent = await startStub(() => ({ body: { reply: 'the owner should read this once' } }));
+  cleanups.push(() => agent.close());
+  const server = await startTestServer(
+    {
+      channels: {
+        telegram: { botToken: '123456:tg-secret', baseUrl: telegram.baseUrl, timeoutMs: 1000 },
+      },
+      runtime: {
+        heartbeat: { every: 'off' },
+        retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 100 },
+      },
+      agents: { defaults: { runner: { kind: 'http', url: `${agent.url}/run` } } },
+    },
+    { runtime: true },
+  );
+  cleanups.push(() => server.stop());
+  const res = await server.post('agent', {
+    message: 'summarise this',
+    channel: 'telegram',
+    to: '123456789',
+  });
+  expect(res.status).toBe(200);
+  const { runId } = (await res.json()) as { runId: string };
+  return waitForRun(server, runId, 20_000);
+}
+
+it.each([
+  ['resets the connection mid-body', 'reset'],
+  ['stalls mid-body until the timeout', 'stall'],
+] as const)('a send answered 200 whose body %s is not sent again', async (_what, mode) => {
+  const telegram = await cutTelegram(mode);
+  const run = await deliver(telegram);
+  // The product said 200 to the first send: the part went out, once.
+  expect(run.state).toBe('done');
+  expect(run.outcome?.delivery).toMatchObject({ state: 'sent', partsSent: 1 });
+  expect(telegram.sends).toHaveLength(1);
+});
+
+it('a 503 that breaks off is retried, a 400 that breaks off fails at once', async () => {
+  const unavailable = await cutTelegram('reset', 503);
+  const retried = await deliver(unavailable);
+  expect(retried.outcome?.delivery).toMatchObject({ state: 'dead', attempts: 3 });
+  expect(retried.outcome?.delivery?.reason).toContain('HTTP 503, then the answer broke off');
+  expect(unavailable.sends).toHaveLength(3);
+  const refused = await cutTelegram('reset', 400);
+  const failed = await deliver(refused);
+  expect(failed.outcome?.delivery).toMatchObject({ state: 'failed', attempts: 1 });
+  expect(refused.sends).toHaveLength(1);
+});
