@@ -24,6 +24,13 @@ function deadlinesOf(timeoutMs: number): Deadlines {
   return deadlines;
 }
 
+// A chunked body is handed over a piece per chunk: past this many pieces averaging under
+// MIN_AVERAGE_PIECE bytes it is refused. Sent a byte per chunk, a body within the size limit was
+// millions of pieces parsed in one turn of the event loop (a quarter of a second and more, every
+// other request waiting); a Content-Length body is not counted (its pieces are the network's).
+const MAX_SMALL_PIECES = 4096;
+const MIN_AVERAGE_PIECE = 64;
+
 // The test node:http uses to raise `checkContinue` (a list such as `100-continue, foo` too).
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 
@@ -54,6 +61,8 @@ export function readBody(
     // per packet held a Buffer object per byte (about 370 bytes each).
     const collected = collectBytes(limits.maxBytes);
     const watch = deadlines.watch(() => finish(new HookError('request_timeout')));
+    const chunked = req.headers['transfer-encoding'] !== undefined;
+    let pieces = 0;
     function finish(error: HookError | null): void {
       deadlines.cancel(watch);
       req.off('data', onData);
@@ -61,8 +70,12 @@ export function readBody(
       req.off('error', onError);
       req.off('close', onClose);
       if (error) {
-        // Stop reading; the caller answers and closes the connection.
+        // Stop reading; the caller answers and closes the connection. The socket too: node:http
+        // reads it on until the request's own buffer is full (16 KiB of body, some 2,700
+        // one-byte chunks parsed for each KiB kept), and the answer waits for the event loop's
+        // turn, while libuv reads on (up to 32 x 64 KiB per turn).
         req.pause();
+        req.socket?.pause();
         reject(error);
       } else {
         resolve(collected.bytes());
@@ -70,6 +83,17 @@ export function readBody(
     }
     function onData(chunk: Buffer): void {
       if (!collected.add(chunk)) finish(tooLarge(limits.maxBytes));
+      else if (
+        chunked &&
+        ++pieces > MAX_SMALL_PIECES &&
+        collected.received() < pieces * MIN_AVERAGE_PIECE
+      )
+        finish(
+          new HookError(
+            'body_too_fragmented',
+            `The chunked body came in more than ${MAX_SMALL_PIECES} chunks averaging under ${MIN_AVERAGE_PIECE} bytes.`,
+          ),
+        );
     }
     const onEnd = () => finish(null);
     const onError = (err: Error) =>

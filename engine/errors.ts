@@ -44,6 +44,10 @@ export const ERRORS = Object.freeze({
     message: 'The request body is larger than hooks.maxBodyBytes.',
   },
   request_timeout: { status: 408, message: 'The request body did not arrive in time.' },
+  body_too_fragmented: {
+    status: 400,
+    message: 'The chunked body came in too many small chunks.',
+  },
   invalid_json: { status: 400, message: 'The body must be a UTF-8 JSON object.' },
   invalid_form: {
     status: 400,

@@ -75,7 +75,12 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
       return parseJsonObject(raw, 64);
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (code === 'payload_too_large' || code === 'request_timeout') throw new AdminError(code);
+      if (
+        code === 'payload_too_large' ||
+        code === 'request_timeout' ||
+        code === 'body_too_fragmented'
+      )
+        throw new AdminError(code);
       throw new AdminError('invalid_json');
     }
   }

@@ -180,7 +180,12 @@ function turnBatch(onError: (err: unknown) => void): (task: () => void) => void 
 }
 
 function mustClose(req: IncomingMessage, error: HookError): boolean {
-  if (error.code === 'payload_too_large' || error.code === 'request_timeout') return true;
+  if (
+    error.code === 'payload_too_large' ||
+    error.code === 'request_timeout' ||
+    error.code === 'body_too_fragmented'
+  )
+    return true;
   if (req.complete) return false;
   // Refused before its 100 Continue: the body was never asked for, so do not wait to drain it.
   if (expectsContinue(req.headers)) return true;
