@@ -212,7 +212,11 @@ function readAnswer<T>(call: Call<T>, json: unknown, text: string): GmailOutcome
     return { kind: 'ok', value: call.read(json) };
   } catch (err) {
     if (err instanceof InvalidAnswer) {
-      return { kind: 'failed', reason: `Gmail answer invalid at ${err.message}` };
+      return {
+        kind: 'failed',
+        reason: `Gmail answer invalid at ${err.message}`,
+        invalidAnswer: true,
+      };
     }
     throw err;
   }

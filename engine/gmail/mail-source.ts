@@ -41,8 +41,13 @@ export function createMailSource(api: GmailApi, settings: MailSourceSettings): M
     async message(id) {
       const format = settings.includeBody ? 'full' : 'metadata';
       let got = await api.getMessage(id, { format, metadataHeaders: METADATA_HEADERS });
-      // A message too large to read whole is still announced, from its headers and snippet.
-      if (got.kind === 'too_large') {
+      // A message too large to read whole, or whose body's shape is past what is read (more
+      // parts, deeper nesting or more or longer headers than the bounds: all the sender's
+      // choice), is still announced, from its headers and snippet.
+      if (
+        format === 'full' &&
+        (got.kind === 'too_large' || (got.kind === 'failed' && got.invalidAnswer))
+      ) {
         got = await api.getMessage(id, { format: 'metadata', metadataHeaders: METADATA_HEADERS });
       }
       if (got.kind === 'not_found') return { kind: 'ok', value: undefined };

@@ -28,8 +28,11 @@ export type GmailOutcome<T> =
   | { kind: 'too_large'; maxBytes: number }
   /** The caller's signal ended the call. */
   | { kind: 'aborted' }
-  /** Anything else: a bad request, a broken answer, wrong OAuth client settings. */
-  | { kind: 'failed'; reason: string };
+  /**
+   * Anything else: a bad request, a broken answer, wrong OAuth client settings. `invalidAnswer`:
+   * a JSON answer not of the shape read, or past its bounds (parts, nesting, headers).
+   */
+  | { kind: 'failed'; reason: string; invalidAnswer?: true };
 
 /** Every outcome but a value. */
 export type GmailFailure = Exclude<GmailOutcome<never>, { kind: 'ok' }>;
