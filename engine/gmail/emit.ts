@@ -30,6 +30,33 @@ export type EmitterDeps = {
 
 const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
 
+/** The ledger key a message runs under, kept as long as the current settings say. */
+function messageClaim(current: HeldRoutes, account: string, id: string) {
+  // A message id is remembered at least a week (Pub/Sub's longest redelivery) or longer.
+  const windowMs = Math.max(WEEK_MS, current.hooks.deliveryRetentionSeconds * 1000);
+  return { key: `gmail-message:${account}:${id}`, windowMs };
+}
+
+/**
+ * Whether a message already ran (its key is in the ledger): the sync asks before it fetches the
+ * message, so a sync that stopped on Gmail's rate limit part way does not spend its next quota
+ * fetching again what ran, and stop at the same place for ever.
+ */
+export function createRanCheck(
+  deps: EmitterDeps,
+): (account: string, id: string) => Promise<boolean> {
+  return async (account, id) => {
+    const current = deps.routes();
+    try {
+      const held = await deps.ledger.hold([messageClaim(current, account, id)]);
+      held.release();
+      return held.previous !== undefined;
+    } finally {
+      current.release();
+    }
+  };
+}
+
 /** The emitter of the mail flow. */
 export function createEmitter(deps: EmitterDeps): Emit {
   return async function emit(account, item) {
@@ -38,9 +65,7 @@ export function createEmitter(deps: EmitterDeps): Emit {
     try {
       const route = current.routes.find('gmail');
       const { hooks } = current;
-      // A message id is remembered at least a week (Pub/Sub's longest redelivery) or longer.
-      const windowMs = Math.max(WEEK_MS, hooks.deliveryRetentionSeconds * 1000);
-      const claim = { key: `gmail-message:${account}:${item.id}`, windowMs };
+      const claim = messageClaim(current, account, item.id);
       const held = await deps.ledger.hold([claim]);
       try {
         if (held.previous) return false;

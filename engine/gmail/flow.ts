@@ -10,7 +10,7 @@ import { ConfigError } from '../config.ts';
 import type { Ledger } from '../dispatcher.ts';
 import type { RouteTable } from '../ingress/routes.ts';
 import type { Logger } from '../log.ts';
-import { createEmitter, type HeldRoutes } from './emit.ts';
+import { createEmitter, createRanCheck, type HeldRoutes } from './emit.ts';
 import { pushIsNew } from './history-id.ts';
 import { MAIL_FIELDS_MAX_BYTES } from './message-text.ts';
 import { createMailSource } from './mail-source.ts';
@@ -133,14 +133,16 @@ export async function startMailFlow(
   for (const problem of problems) deps.logger.warn({ path: problem.path }, problem.message);
   const store = openMailboxStore(loaded.dataDir);
   const { api, tokenHash } = createMailboxClient(loaded, account, CALL_TIMEOUT_MS);
+  const emitterDeps = {
+    routes: deps.holdRoutes ?? (() => ({ routes: deps.routes, hooks, release: () => undefined })),
+    ledger: deps.ledger,
+  };
   const sync = createMailboxSync({
     account,
     store,
     source: createMailSource(api, gmail),
-    emit: createEmitter({
-      routes: deps.holdRoutes ?? (() => ({ routes: deps.routes, hooks, release: () => undefined })),
-      ledger: deps.ledger,
-    }),
+    emit: createEmitter(emitterDeps),
+    ran: createRanCheck(emitterDeps),
     notify: deps.notify,
     tokenHash,
     logger: deps.logger,

@@ -58,6 +58,8 @@ export type SyncDeps = {
   store: MailboxStore;
   source: MailSource;
   emit: Emit;
+  /** Whether a message ran before (asked before it is fetched again). */
+  ran?: (account: string, id: string) => Promise<boolean>;
   /** Tell the owner (a main-session event) that the mailbox needs attention. */
   notify: (text: string) => void;
   /** A hash of the refresh token in use: a new one lifts a refused one's stop. */
@@ -219,6 +221,9 @@ async function emitAll(run: Run, ids: readonly string[]): Promise<number | Failu
   let emitted = 0;
   for (const id of ids) {
     if (run.stopping()) return { kind: 'waiting', reason: 'stopping' };
+    // A sync that stopped part way (Gmail's rate limit) reads the same ids again: those that
+    // ran are not fetched again, so each try gets further.
+    if (await run.deps.ran?.(run.deps.account, id)) continue;
     const message = await run.deps.source.message(id);
     if (message.kind === 'failed') {
       skip(run, id, message.reason);
