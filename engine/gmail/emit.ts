@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Ledger } from '../dispatcher.ts';
 import type { Envelope } from '../envelope.ts';
 import type { RouteTable } from '../ingress/routes.ts';
+import { MESSAGE_MEMORY_MS } from './message-memory.ts';
 import type { Emit, MailItem } from './sync.ts';
 
 /**
@@ -28,12 +29,9 @@ export type EmitterDeps = {
   ledger: Ledger;
 };
 
-const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
-
 /** The ledger key a message runs under, kept as long as the current settings say. */
 function messageClaim(current: HeldRoutes, account: string, id: string) {
-  // A message id is remembered at least a week (Pub/Sub's longest redelivery) or longer.
-  const windowMs = Math.max(WEEK_MS, current.hooks.deliveryRetentionSeconds * 1000);
+  const windowMs = Math.max(MESSAGE_MEMORY_MS, current.hooks.deliveryRetentionSeconds * 1000);
   return { key: `gmail-message:${account}:${id}`, windowMs };
 }
 

@@ -13,6 +13,7 @@
 import { HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { MailboxStore } from './mailbox-store.ts';
+import { MESSAGE_MEMORY_MS } from './message-memory.ts';
 
 /** A message as the gmail preset takes it. */
 export type MailItem = {
@@ -270,7 +271,12 @@ async function recover(
   );
   const recent = await deps.source.recent(RECENT_FALLBACK);
   if (recent.kind !== 'ok') return stopped(run, recent);
-  const since = (lastSuccessAtMs ?? run.now()) - FALLBACK_MARGIN_MS;
+  // Never older than the ledger remembers a message that ran (less a margin for Gmail's clock):
+  // after more than a week out, mail from the hour before the last good sync would run again.
+  const since = Math.max(
+    (lastSuccessAtMs ?? run.now()) - FALLBACK_MARGIN_MS,
+    run.now() - MESSAGE_MEMORY_MS + FALLBACK_MARGIN_MS,
+  );
   // Oldest first, as new mail would have come; the list is newest first.
   const ids = [...recent.value.messageIds].reverse();
   const pending = deps.store.pendingPushes(deps.account);
