@@ -242,6 +242,22 @@ describe('mailbox sync', () => {
     expect(t.store.state(ACCOUNT)).toMatchObject({ cursor: '100', lastError: 'backoff' });
   });
 
+  it("a cursor ahead of the mailbox's own history id (set from a wrong answer): the sync goes on from the recent messages, with a cursor of the mailbox's, and tells the owner", async () => {
+    const t = setup();
+    t.box.add('m1', 101);
+    t.store.advanceCursor(ACCOUNT, '101');
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 0 });
+    // A wrong answer put the cursor far ahead; mail keeps coming at the mailbox's own ids.
+    t.store.advanceCursor(ACCOUNT, '18446744073709551615');
+    t.box.add('m2', 102);
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 2 });
+    expect(t.store.state(ACCOUNT).cursor).toBe('102');
+    expect(t.notes).toHaveLength(1);
+    expect(t.notes[0]).toContain("Gmail's history is behind the stored cursor");
+    t.box.add('m3', 103);
+    expect(await t.sync.request()).toEqual({ kind: 'synced', emitted: 1 });
+  });
+
   it('a history answering the same next page token for ever (the provider looping): the token is not followed twice, the sync goes on from the recent messages and tells the owner', async () => {
     const t = setup();
     t.store.advanceCursor(ACCOUNT, '100');

@@ -23,10 +23,15 @@ export function laterHistoryId(a: string, b: string): string {
   return BigInt(b) > BigInt(a) ? b : a;
 }
 
+/** Whether history id `a` is later than `b` (both normalised). */
+export function isLaterHistoryId(a: string, b: string): boolean {
+  return BigInt(a) > BigInt(b);
+}
+
 /**
  * Whether a push up to `pushed` can hold mail a sync has not read: not when the cursor is at or
  * past it (a replayed or late push; a sync would list nothing new). No cursor yet: it can.
  */
 export function pushIsNew(pushed: string, cursor: string | undefined): boolean {
-  return cursor === undefined || BigInt(pushed) > BigInt(cursor);
+  return cursor === undefined || isLaterHistoryId(pushed, cursor);
 }

@@ -7,6 +7,7 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { openDatabase } from '../store/sqlite/schema.ts';
+import { pushIsNew } from './history-id.ts';
 
 /** A mailbox as the flow knows it. */
 export type MailboxState = {
@@ -123,7 +124,17 @@ export function openMailboxStore(dataDir: string): MailboxStore {
     recordPush(push, nowMs) {
       ensure.run(push.account);
       const added = insertPush.run(push.messageId, push.account, push.historyId, nowMs).changes > 0;
-      run(touchPush, nowMs, push.account);
+      // Only a push past the cursor says the mailbox is followed: one at or behind it (late,
+      // replayed, or behind a cursor a wrong answer put ahead of the mailbox) leaves the safety
+      // net's hour running, so a sync still comes.
+      const cursor = (select.get(push.account) as Row | undefined)?.['cursor'];
+      if (
+        pushIsNew(
+          push.historyId,
+          cursor === null || cursor === undefined ? undefined : String(cursor),
+        )
+      )
+        run(touchPush, nowMs, push.account);
       return added;
     },
     pendingPushes(account) {

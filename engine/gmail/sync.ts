@@ -13,6 +13,7 @@
 import { HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { MailboxStore } from './mailbox-store.ts';
+import { isLaterHistoryId } from './history-id.ts';
 import { MESSAGE_MEMORY_MS } from './message-memory.ts';
 
 /** A message as the gmail preset takes it. */
@@ -180,6 +181,13 @@ async function syncOnce(run: Run): Promise<SyncOutcome> {
       tokens.add(next.pageToken);
       pageToken = next.pageToken;
       continue;
+    }
+    // The mailbox's current history id behind the cursor: the cursor came from a wrong answer
+    // and would cover every push from now on (each one at or behind it). Started again from the
+    // recent messages, the owner told.
+    if (isLaterHistoryId(state.cursor, next.historyId)) {
+      const reason = "Gmail's history is behind the stored cursor";
+      return recover(run, state.lastSuccessAtMs, reason);
     }
     // Only now: every message up to this history id is committed.
     store.advanceCursor(account, next.historyId);
