@@ -18,7 +18,12 @@ import type { Accepted } from './actions.ts';
 import { HookError } from './errors.ts';
 import { testFaults } from './faults.ts';
 import { actionsCommitted } from './observe/events.ts';
-import type { ActionStore, AppendOutcome, IdempotencyRecord } from './queue/action-store.ts';
+import {
+  type ActionStore,
+  AppendInDoubt,
+  type AppendOutcome,
+  type IdempotencyRecord,
+} from './queue/action-store.ts';
 
 /** A key that makes a repeat of a request a replay, and how long it is remembered. */
 export type KeyClaim = {
@@ -145,7 +150,7 @@ export function createLedger(
       try {
         outcome = await store.appendOrGet({ actions: accepted.actions, idempotency });
       } catch (err) {
-        throw unavailable(err);
+        throw err instanceof AppendInDoubt ? inDoubt(err) : unavailable(err);
       }
       if (!outcome.stored) return { previous: outcome.previous };
       if (actionsCommitted.hasSubscribers)
@@ -159,6 +164,15 @@ export function createLedger(
 function mayWait(waiters: number, heldBytes: number, bytes: number): boolean {
   if (waiters >= MAX_KEY_WAITERS) return false;
   return waiters === 0 || heldBytes + bytes <= MAX_KEY_WAITING_BYTES;
+}
+
+/** Not "nothing was accepted": a request sent again without a key could then run twice. */
+function inDoubt(cause: unknown): HookError {
+  return new HookError(
+    'unavailable',
+    'The store did not confirm the request: it may have been accepted. Send it again with the same Idempotency-Key, or check before sending it again.',
+    { cause },
+  );
 }
 
 function unavailable(cause: unknown): HookError {

@@ -35,6 +35,17 @@ export type AcceptedRecord = {
  */
 export type AppendOutcome = { stored: true } | { stored: false; previous: IdempotencyRecord };
 
+/**
+ * An append whose outcome the store could not learn (its COMMIT went unconfirmed and the store
+ * could not be asked afterwards): the actions may have been stored.
+ */
+export class AppendInDoubt extends Error {
+  constructor(cause: unknown) {
+    super('the store did not confirm whether the request was stored', { cause });
+    this.name = 'AppendInDoubt';
+  }
+}
+
 /** Lifecycle state of a stored action. */
 export type ActionState = 'queued' | 'running' | 'done' | 'failed' | 'dead';
 

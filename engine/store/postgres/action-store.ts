@@ -8,16 +8,23 @@
  */
 import pg from 'pg';
 import type { Action } from '../../../schemas/action.ts';
-import type {
-  AcceptedRecord,
-  ActionState,
-  ActionStore,
-  AppendOutcome,
-  IdempotencyRecord,
-  NewIdempotencyRecord,
-  StoredAction,
+import {
+  type AcceptedRecord,
+  AppendInDoubt,
+  type ActionState,
+  type ActionStore,
+  type AppendOutcome,
+  type IdempotencyRecord,
+  type NewIdempotencyRecord,
+  type StoredAction,
 } from '../../queue/action-store.ts';
-import { closePool, inTransaction, openPool, type PostgresSettings } from './pool.ts';
+import {
+  CommitInDoubt,
+  closePool,
+  inTransaction,
+  openPool,
+  type PostgresSettings,
+} from './pool.ts';
 import { migratePostgres } from './schema.ts';
 import { storableText } from './session-records.ts';
 import { parseStoredAction } from '../stored-action.ts';
@@ -203,6 +210,21 @@ function isRequestError(err: unknown): boolean {
   );
 }
 
+/**
+ * How long an accept waits for a key another transaction holds: an instance cut off mid-accept
+ * (its connection not closed) holds its keys until the server ends its transaction, and every
+ * request of a batch that meets one would wait with it, then fail together.
+ */
+const KEY_LOCK_TIMEOUT = '2s';
+const BEGIN_ACCEPT = `BEGIN; SET LOCAL lock_timeout = '${KEY_LOCK_TIMEOUT}'`;
+// How long an unconfirmed COMMIT is looked for afterwards, and the pauses between looks.
+const IN_DOUBT_LOOKS_MS = [0, 250, 1000, 2000];
+
+/** A key's lock not given within KEY_LOCK_TIMEOUT (SQLSTATE 55P03): nothing was stored. */
+function isLockTimeout(err: unknown): boolean {
+  return (err as { code?: unknown }).code === '55P03';
+}
+
 /** Deadlock or serialisation failure: nothing was stored, the same batch may simply run again. */
 function isTransient(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
@@ -375,31 +397,24 @@ class PostgresActionStore implements ActionStore {
     }
     const stored = new Set<Pending>();
     try {
-      const rows = await this.transact(sent);
-      for (const row of rows) {
-        const request = sent[row.ord] as Pending;
-        if (row.outcome === 'stored') {
-          stored.add(request);
-          request.resolve({ stored: true });
-        } else if (row.outcome === 'held') {
-          request.resolve({
-            stored: false,
-            previous: {
-              key: row.key as string,
-              fingerprint: row.fingerprint as string,
-              actionId: row.action_id as string,
-              response: row.response as string,
-              createdAtMs: Number(row.created_at_ms),
-            },
-          });
-        } else {
-          // Lost to another instance's commit this statement could not see: the next one will.
-          this.retry([request]);
-        }
-      }
+      this.answerRows(sent, await this.transact(sent), stored);
     } catch (err) {
       if (err instanceof PartialBatch || isTransient(err)) {
         this.retry(batch, err);
+        return;
+      }
+      if (err instanceof CommitInDoubt) {
+        await this.settleInDoubt(sent, err.result as AcceptRow[], stored, err);
+        this.answerWaiting(waiting, owner, stored);
+        return;
+      }
+      if (sent.length > 1 && isLockTimeout(err)) {
+        // A key held elsewhere: only requests with keys can wait on one. The others go on
+        // together at once, each keyed one alone, so only the one whose key is held fails.
+        const keyless = sent.filter((request) => request.keys.length === 0);
+        if (keyless.length > 0) await this.commitBatch(keyless);
+        for (const request of sent) if (request.keys.length > 0) await this.commitBatch([request]);
+        this.retry(waiting);
         return;
       }
       if (sent.length > 1 && isRequestError(err)) {
@@ -413,6 +428,71 @@ class PostgresActionStore implements ActionStore {
       return;
     }
     this.answerWaiting(waiting, owner, stored);
+  }
+
+  /** Answer the requests of a statement's rows: stored, an earlier record, or tried again. */
+  private answerRows(sent: readonly Pending[], rows: readonly AcceptRow[], stored: Set<Pending>) {
+    for (const row of rows) {
+      const request = sent[row.ord] as Pending;
+      if (row.outcome === 'stored') {
+        stored.add(request);
+        request.resolve({ stored: true });
+      } else if (row.outcome === 'held') {
+        request.resolve({
+          stored: false,
+          previous: {
+            key: row.key as string,
+            fingerprint: row.fingerprint as string,
+            actionId: row.action_id as string,
+            response: row.response as string,
+            createdAtMs: Number(row.created_at_ms),
+          },
+        });
+      } else {
+        // Lost to another instance's commit this statement could not see: the next one will.
+        this.retry([request]);
+      }
+    }
+  }
+
+  /**
+   * A COMMIT not confirmed: the batch is stored whole or not at all. Whether it was is looked
+   * up (a fresh connection, a few tries over about three seconds): a stored request gets its
+   * 200 and one not stored its refusal. Answering "nothing was stored" without looking would
+   * have a caller send again what runs already; if the store cannot be asked, the refusal says
+   * the request may have been accepted.
+   */
+  private async settleInDoubt(
+    sent: readonly Pending[],
+    rows: readonly AcceptRow[],
+    stored: Set<Pending>,
+    doubt: CommitInDoubt,
+  ): Promise<void> {
+    const ids = rows
+      .filter((row) => row.outcome === 'stored')
+      .map((row) => (sent[row.ord] as Pending).actions[0]?.id)
+      .filter((id): id is string => id !== undefined);
+    let committed: boolean | undefined = ids.length === 0 ? false : undefined;
+    for (const pause of IN_DOUBT_LOOKS_MS) {
+      if (committed !== undefined) break;
+      if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+      committed = await this.anyStored(ids).catch(() => undefined);
+    }
+    if (committed === true) {
+      this.answerRows(sent, rows, stored);
+      return;
+    }
+    const err = committed === false ? doubt : new AppendInDoubt(doubt);
+    for (const request of sent) request.reject(err);
+  }
+
+  /** Whether any of these action ids is in the store (a batch commits whole or not at all). */
+  private async anyStored(ids: readonly string[]): Promise<boolean> {
+    const { rows } = await this.pool.query<{ found: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM actions WHERE id = ANY($1::text[])) AS found',
+      [ids],
+    );
+    return rows[0]?.found === true;
   }
 
   /** Requests that shared a key with an earlier one: its record if it stored, else try again. */
@@ -437,11 +517,15 @@ class PostgresActionStore implements ActionStore {
   /** Run the accept statement in a transaction; COMMIT unless a request won only part. */
   private async transact(batch: readonly Pending[]): Promise<AcceptRow[]> {
     if (batch.length === 0) return [];
-    return inTransaction(this.pool, async (client) => {
-      const { rows } = await client.query<AcceptRow>(ACCEPT, acceptParams(batch));
-      if (rows.some((row) => row.outcome === 'partial')) throw new PartialBatch('partial keys');
-      return rows;
-    });
+    return inTransaction(
+      this.pool,
+      async (client) => {
+        const { rows } = await client.query<AcceptRow>(ACCEPT, acceptParams(batch));
+        if (rows.some((row) => row.outcome === 'partial')) throw new PartialBatch('partial keys');
+        return rows;
+      },
+      { begin: BEGIN_ACCEPT },
+    );
   }
 }
 

@@ -44,15 +44,34 @@ export async function closePool(pool: pg.Pool): Promise<void> {
 }
 
 /**
+ * The COMMIT was sent and did not answer OK: the connection lost, the backend ended while the
+ * COMMIT waited for a synchronous standby (PostgreSQL: "the transaction has already committed
+ * locally"), a server error. The transaction may or may not have committed; `result` is what
+ * the work returned.
+ */
+export class CommitInDoubt<T = unknown> extends Error {
+  readonly result: T;
+  constructor(result: T, cause: unknown) {
+    super('the COMMIT was not confirmed: the transaction may or may not have committed', {
+      cause,
+    });
+    this.name = 'CommitInDoubt';
+    this.result = result;
+  }
+}
+
+/**
  * Run work in one transaction on one connection: BEGIN, the work, COMMIT; ROLLBACK when the
  * work throws (the error is rethrown). While checked out a connection has no 'error' listener
  * of the pool's, so a reset socket would be an uncaught exception: one is attached here. A
  * connection that failed (its socket, or a ROLLBACK) is destroyed, not given back; after a
- * statement's error rolled back it is as good as new.
+ * statement's error rolled back it is as good as new. A COMMIT not confirmed throws
+ * CommitInDoubt. `begin`: the statement that opens the transaction (with its SET LOCALs).
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
+  options: { begin?: string } = {},
 ): Promise<T> {
   const client = await pool.connect();
   let failure: Error | undefined;
@@ -61,7 +80,7 @@ export async function inTransaction<T>(
   };
   client.on('error', onError);
   try {
-    await client.query('BEGIN');
+    await client.query(options.begin ?? 'BEGIN');
     let result: T;
     try {
       result = await work(client);
@@ -71,7 +90,12 @@ export async function inTransaction<T>(
       });
       throw err;
     }
-    await client.query('COMMIT');
+    try {
+      await client.query('COMMIT');
+    } catch (err) {
+      failure ??= err as Error;
+      throw new CommitInDoubt(result, err);
+    }
     return result;
   } finally {
     client.off('error', onError);
