@@ -6,13 +6,16 @@
  * Pure.
  */
 
-// C0, DEL and C1 controls.
+// No product's recipient id holds one of these.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding controls is the point.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
-/** Why `to` is no recipient on any channel, or null. */
+/**
+ * Why `to` is no recipient on any channel, or null. Whitespace around it (a line break a
+ * folded YAML template renders) is left to the channel, which trims it as it always has.
+ */
 export function recipientFormProblem(to: string): string | null {
   if (!to.isWellFormed()) return 'holds a lone surrogate (not valid UTF-16 text)';
-  if (CONTROL.test(to)) return 'holds a control character';
+  if (CONTROL.test(to.trim())) return 'holds a control character';
   return null;
 }
