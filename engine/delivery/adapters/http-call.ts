@@ -32,22 +32,10 @@ export type HttpReply = {
  */
 export const CHANNEL_ANSWER_MAX_BYTES = 1_048_576;
 
-/**
- * Either the product answered (`reply`) or it did not (`result`); `brokenOff`: the status of an
- * answer that began and then broke off or stalled (its body never came whole).
- */
+/** Either the product answered (`reply`) or it did not (`result`). */
 export type HttpOutcome =
-  | { reply: HttpReply; result?: undefined; brokenOff?: undefined }
-  | {
-      reply?: undefined;
-      result: Extract<SendResult, { status: 'retry' | 'failed' }>;
-      brokenOff?: number;
-    };
-
-/** A send's outcome: as HttpOutcome, with a 2xx that broke off taken as the part sent. */
-export type SendOutcome =
   | { reply: HttpReply; result?: undefined }
-  | { reply?: undefined; result: SendResult };
+  | { reply?: undefined; result: Extract<SendResult, { status: 'retry' | 'failed' }> };
 
 export type HttpCall = {
   method?: 'POST' | 'GET' | 'PUT';
@@ -57,6 +45,8 @@ export type HttpCall = {
   timeoutMs: number;
   /** The caller's signal (e.g. shutdown); combined with the timeout. */
   signal?: AbortSignal;
+  /** The call posts a message (postJson): a 2xx that broke off may have posted it. */
+  posts?: boolean;
 };
 
 /** Make one HTTP call; a missing answer becomes a `retry` result. */
@@ -68,29 +58,23 @@ export async function httpCall(url: string, call: HttpCall): Promise<HttpOutcome
   }
   const brokenOff =
     outcome.kind === 'timeout' || outcome.kind === 'failed' ? outcome.answerStatus : undefined;
-  if (brokenOff !== undefined) return { result: brokenOffResult(brokenOff), brokenOff };
+  if (brokenOff !== undefined) return { result: brokenOffResult(brokenOff, call.posts === true) };
   return { result: noAnswer(outcome, call) };
 }
 
-/**
- * POST a part as a JSON body (`content-type: application/json` unless the headers name
- * another). A 2xx whose body broke off is the product saying it took the part: sending it
- * again would post it twice (the body only names the message), so it counts as sent.
- */
-export async function postJson(
+/** POST a JSON body (`content-type: application/json` unless the headers name another). */
+export function postJson(
   url: string,
   body: unknown,
   call: Omit<HttpCall, 'body' | 'method'>,
-): Promise<SendOutcome> {
-  const outcome = await httpCall(url, {
+): Promise<HttpOutcome> {
+  return httpCall(url, {
     ...call,
     method: 'POST',
     headers: { 'content-type': 'application/json', ...call.headers },
     body: JSON.stringify(body),
+    posts: true,
   });
-  const status = outcome.brokenOff;
-  if (status !== undefined && status >= 200 && status < 300) return { result: { status: 'sent' } };
-  return outcome;
 }
 
 function noAnswer(
@@ -116,15 +100,22 @@ function noAnswer(
 }
 
 /**
- * An answer whose status came and whose body then broke off or stalled: judged by its status,
- * as a runner's is. 429 and 5xx say the call did not take, as a whole answer with them would;
- * another refusal would be repeated. A 2xx is retried here (a token's answer is needed whole);
- * a send takes it as done (postJson).
+ * An answer whose status came and whose body then broke off or stalled. A 2xx: the product
+ * took the part, and the body that would say more (Signal's per-recipient failures, a
+ * WhatsApp error, Slack's `ok`) never came: not resent (it would post twice), as an answer too
+ * large is not. Any other status refused the part, so nothing was posted: sent again, as a
+ * whole refusal would mostly be (a refreshed token, a wait, a moved chat); so is a call that
+ * posts nothing (a token's answer, needed whole).
  */
-function brokenOffResult(status: number): Extract<SendResult, { status: 'retry' | 'failed' }> {
-  const reason = `HTTP ${status}, then the answer broke off`;
-  if (status >= 400 && status !== 429 && status < 500) return { status: 'failed', reason };
-  return { status: 'retry', reason };
+function brokenOffResult(
+  status: number,
+  posts: boolean,
+): Extract<SendResult, { status: 'retry' | 'failed' }> {
+  if (posts && status >= 200 && status < 300) {
+    const reason = `HTTP ${status}, then the answer broke off; the message may have been posted, not resent`;
+    return { status: 'failed', reason };
+  }
+  return { status: 'retry', reason: `HTTP ${status}, then the answer broke off` };
 }
 
 function parseJson(text: string): unknown {
