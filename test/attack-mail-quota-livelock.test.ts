@@ -132,4 +132,6 @@ it('a burst larger than one quota window: every mail runs once, the retries read
   ).catch(() => undefined);
   expect({ ran: (await ran()).length, fetched: quota.gets() }).toMatchObject({ ran: BURST });
   expect(await ran()).toEqual([...ids].sort());
+  // Each message fetched once: a retry reads on from where the last try stopped.
+  expect(quota.gets()).toBe(BURST);
 }, 20_000);

@@ -9,6 +9,7 @@ import { createLogger } from '../engine/log.ts';
 import { type MailboxStore, openMailboxStore } from '../engine/gmail/mailbox-store.ts';
 import {
   createMailboxSync,
+  fallbackSince,
   MAX_SYNC_MESSAGES,
   MAX_SYNC_PAGES,
   type MailItem,
@@ -240,6 +241,18 @@ describe('mailbox sync', () => {
       retryAfterMs: 30_000,
     });
     expect(t.store.state(ACCOUNT)).toMatchObject({ cursor: '100', lastError: 'backoff' });
+  });
+
+  it('the fallback reads from an hour before the last good sync, never mail the ledger may have forgotten, always mail since that sync', () => {
+    const HOUR = 60 * 60 * 1000;
+    const DAY = 24 * HOUR;
+    expect(fallbackSince(NOW - DAY, NOW)).toBe(NOW - DAY - HOUR);
+    expect(fallbackSince(undefined, NOW)).toBe(NOW - HOUR);
+    // Eight days out: the hour before the last good sync is past a week's memory.
+    expect(fallbackSince(NOW - 8 * DAY, NOW)).toBe(NOW - 8 * DAY);
+    // Six days: the whole hour is remembered. Just under a week: only part of it.
+    expect(fallbackSince(NOW - 6 * DAY, NOW)).toBe(NOW - 6 * DAY - HOUR);
+    expect(fallbackSince(NOW - 7 * DAY + 90 * 60_000, NOW)).toBe(NOW - 7 * DAY + HOUR);
   });
 
   it("a cursor ahead of the mailbox's own history id (set from a wrong answer): the sync goes on from the recent messages, with a cursor of the mailbox's, and tells the owner", async () => {

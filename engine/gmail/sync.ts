@@ -264,6 +264,18 @@ function skip(run: Run, messageId: string, reason: string): void {
 }
 
 /**
+ * Where the fallback starts reading: a margin before the last good sync (mail the sync may not
+ * have reached). Not where the ledger no longer remembers a message that ran (a week, less a
+ * margin for Gmail's clock): after a longer outage that margin's mail would run a second time.
+ * Mail since the last good sync is always read: it cannot have run. Pure.
+ */
+export function fallbackSince(lastSuccessAtMs: number | undefined, nowMs: number): number {
+  if (lastSuccessAtMs === undefined) return nowMs - FALLBACK_MARGIN_MS;
+  const remembered = nowMs - MESSAGE_MEMORY_MS + FALLBACK_MARGIN_MS;
+  return Math.max(lastSuccessAtMs - FALLBACK_MARGIN_MS, Math.min(remembered, lastSuccessAtMs));
+}
+
+/**
  * No usable cursor: the recent messages since the last good sync, then a fresh cursor. `why`
  * the history could not be read to its end, when that is the reason (the owner is always told).
  */
@@ -279,12 +291,9 @@ async function recover(
   );
   const recent = await deps.source.recent(RECENT_FALLBACK);
   if (recent.kind !== 'ok') return stopped(run, recent);
-  // Never older than the ledger remembers a message that ran (less a margin for Gmail's clock):
-  // after more than a week out, mail from the hour before the last good sync would run again.
-  const since = Math.max(
-    (lastSuccessAtMs ?? run.now()) - FALLBACK_MARGIN_MS,
-    run.now() - MESSAGE_MEMORY_MS + FALLBACK_MARGIN_MS,
-  );
+  const since = fallbackSince(lastSuccessAtMs, run.now());
+  // Mail of the margin before the last good sync that the ledger may have forgotten: not run.
+  let forgotten = 0;
   // Oldest first, as new mail would have come; the list is newest first.
   const ids = [...recent.value.messageIds].reverse();
   const pending = deps.store.pendingPushes(deps.account);
@@ -301,8 +310,21 @@ async function recover(
     const item = message.value;
     if (!item) continue;
     oldestSeen = Math.min(oldestSeen, item.receivedAtMs);
+    if (item.receivedAtMs < since) {
+      if (
+        lastSuccessAtMs !== undefined &&
+        item.receivedAtMs >= lastSuccessAtMs - FALLBACK_MARGIN_MS
+      )
+        forgotten++;
+      continue;
+    }
     // Skipped as in the history sync: a refused message must not end the fallback for ever.
-    if (item.receivedAtMs >= since && (await emitOne(run, id, item))) emitted++;
+    if (await emitOne(run, id, item)) emitted++;
+  }
+  if (forgotten > 0) {
+    deps.notify(
+      `Gmail sync for ${deps.account} did not run ${forgotten} message(s) received shortly before its last good sync, more than a week ago: they may have run then, and a week is as long as it remembers.`,
+    );
   }
   if (why !== undefined) {
     deps.notify(

@@ -22,6 +22,7 @@ import type { CompiledMapping } from '../mappings.ts';
 import type { Policy } from '../policy.ts';
 import { renderLimits } from '../render-budget.ts';
 import type { TransformSupervisor } from '../sandbox/supervisor.ts';
+import { MESSAGE_MEMORY_MS } from '../gmail/message-memory.ts';
 import { type AcceptStep, builtInAccept, mappedAccept } from './accept-steps.ts';
 import { type DeliveryIdRule, deliveryIdRule } from './delivery-ids.ts';
 
@@ -121,7 +122,12 @@ export function compileRoutes(
   };
   return {
     find: (hook) => routes.get(hook) ?? fallback,
-    maxKeyWindowMs: Math.max(windows.tokenMs, windows.signedMs),
+    // The mail flow's message ids are kept at least a week (engine/gmail/message-memory.ts).
+    maxKeyWindowMs: Math.max(
+      windows.tokenMs,
+      windows.signedMs,
+      hooks.gmail?.account !== undefined ? MESSAGE_MEMORY_MS : 0,
+    ),
   };
 }
 
