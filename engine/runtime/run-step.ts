@@ -92,8 +92,8 @@ export function createRunStep(deps: RunStepDeps) {
 
   /**
    * Run an action; `ended` is called once its last write (end or requeue) is asked. A run that
-   * throws before asking for it is ended failed: left running, it would hold its session's
-   * later runs back until a restart, which would run it into the same throw.
+   * throws before asking for it (a store write that failed, a defect) is a failed attempt:
+   * left running, it would hold its session's later runs back until a restart.
    */
   async function execute(row: RunRow, ended: () => void): Promise<void> {
     let asked = false;
@@ -110,18 +110,34 @@ export function createRunStep(deps: RunStepDeps) {
     }
   }
 
+  /**
+   * A counted attempt, tried again with the usual backoff and ended dead once the attempts are
+   * spent. The progress the run saved (a reply being delivered, the parts already sent) is what
+   * it keeps: the next attempt redoes only the delivery, from where it stopped.
+   */
   async function endCrashed(row: RunRow, err: unknown, ended: () => void): Promise<void> {
     // Only the error's kind: its message may quote a URL with a credential, or request text.
     const kind = err instanceof Error ? err.name : typeof err;
-    const reason = `hookgate error while running it (${kind}); not retried: see the log`;
+    const reason = `hookgate error while running it (${kind}); see the log`;
+    const saved = (await store.run(row.id).catch(() => undefined))?.outcome ?? row.outcome;
+    const progress = saved?.status === 'delivering' ? saved : undefined;
+    if (row.attempts < settings.retry.maxAttempts) {
+      const delay = retryDelayMs(row.attempts, settings.retry, undefined);
+      const outcome = progress ?? { status: 'retrying' as const, reason };
+      if (await lastWrite(store.requeue(row, delay, outcome), ended))
+        setTimeout(deps.kick, delay + 5).unref();
+      return;
+    }
     const action: unknown = row.action;
+    const final = `gave up after ${row.attempts} attempts: ${reason}`;
+    const kept = progress && { reply: progress.reply, delivery: progress.delivery };
     await lastWrite(
       store.finish(
         row,
-        'failed',
-        { status: 'error', reason },
+        'dead',
+        { status: 'error', reason: final, ...kept },
         isRunnableAction(action) && action.kind === 'agent'
-          ? summaryEvent(settings.mainKey, action, 'error', reason)
+          ? summaryEvent(settings.mainKey, action, 'error', final)
           : undefined,
       ),
       ended,

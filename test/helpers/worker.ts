@@ -5,6 +5,7 @@
  * during a test), a silent log.
  */
 import pino from 'pino';
+import type { ChannelAdapter } from '../../engine/delivery/adapter.ts';
 import { DEFAULT_MAX_PROMPT_BYTES } from '../../engine/runtime/prompt-budget.ts';
 import type { Runner } from '../../engine/runtime/runners/runner.ts';
 import type { RuntimeStore } from '../../engine/runtime/runtime-store.ts';
@@ -19,6 +20,9 @@ export function testWorker(
     concurrency: number;
     pollMs: number;
     onRequest?: (kind: string, seq: number) => void;
+    /** Default: retries ten minutes apart. */
+    retry?: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+    adapters?: ReadonlyMap<string, ChannelAdapter>;
   },
 ) {
   return createActionWorker({
@@ -29,13 +33,13 @@ export function testWorker(
         { id: 'main', runner, workspace: options.workspace, model: undefined, timeoutSeconds: 60 },
       ],
     ]),
-    adapters: new Map(),
+    adapters: options.adapters ?? new Map(),
     heartbeat: NO_HEARTBEAT,
     settings: {
       mainKey: 'main',
       concurrency: options.concurrency,
       ackToken: 'HEARTBEAT_OK',
-      retry: { maxAttempts: 5, baseDelayMs: 600_000, maxDelayMs: 600_000 },
+      retry: options.retry ?? { maxAttempts: 5, baseDelayMs: 600_000, maxDelayMs: 600_000 },
       defaultAgentId: 'main',
       pollMs: options.pollMs,
       historyTurns: 10,
