@@ -24,8 +24,8 @@ function deadlinesOf(timeoutMs: number): Deadlines {
   return deadlines;
 }
 
-// A chunked body is handed over a piece per chunk: past this many pieces averaging under
-// MIN_AVERAGE_PIECE bytes it is refused. Sent a byte per chunk, a body within the size limit was
+// A chunked body is handed over a piece per chunk: past this many pieces in one turn of the
+// event loop, averaging under MIN_AVERAGE_PIECE bytes, it is refused. Sent a byte per chunk, a body within the size limit was
 // millions of pieces parsed in one turn of the event loop (a quarter of a second and more, every
 // other request waiting); a Content-Length body is not counted (its pieces are the network's).
 const MAX_SMALL_PIECES = 4096;
@@ -62,7 +62,16 @@ export function readBody(
     const collected = collectBytes(limits.maxBytes);
     const watch = deadlines.watch(() => finish(new HookError('request_timeout')));
     const chunked = req.headers['transfer-encoding'] !== undefined;
+    // Counted per turn of the event loop: what holds it is many pieces parsed in one turn; a
+    // chunk trickled over many turns (a slow sender) holds nothing.
     let pieces = 0;
+    let pieceBytes = 0;
+    let counting = false;
+    const newTurn = () => {
+      pieces = 0;
+      pieceBytes = 0;
+      counting = false;
+    };
     function finish(error: HookError | null): void {
       deadlines.cancel(watch);
       req.off('data', onData);
@@ -81,17 +90,22 @@ export function readBody(
         resolve(collected.bytes());
       }
     }
+    function tooFragmented(bytes: number): boolean {
+      if (!counting) {
+        counting = true;
+        setImmediate(newTurn);
+      }
+      pieces++;
+      pieceBytes += bytes;
+      return pieces > MAX_SMALL_PIECES && pieceBytes < pieces * MIN_AVERAGE_PIECE;
+    }
     function onData(chunk: Buffer): void {
       if (!collected.add(chunk)) finish(tooLarge(limits.maxBytes));
-      else if (
-        chunked &&
-        ++pieces > MAX_SMALL_PIECES &&
-        collected.received() < pieces * MIN_AVERAGE_PIECE
-      )
+      else if (chunked && tooFragmented(chunk.length))
         finish(
           new HookError(
             'body_too_fragmented',
-            `The chunked body came in more than ${MAX_SMALL_PIECES} chunks averaging under ${MIN_AVERAGE_PIECE} bytes.`,
+            `The chunked body came in more than ${MAX_SMALL_PIECES} chunks at once, averaging under ${MIN_AVERAGE_PIECE} bytes.`,
           ),
         );
     }
