@@ -40,7 +40,7 @@ async function trickle(framing: 'one-chunk' | 'length'): Promise<string> {
   for (let i = 0; i < 200 && !answer.includes('\r\n\r\n{'); i++)
     await new Promise((r) => setTimeout(r, 25));
   socket.destroy();
-  return answer.split('\r\n')[0] + ' ' + answer.slice(answer.indexOf('\r\n\r\n') + 4);
+  return `${answer.split('\r\n')[0]} ${answer.slice(answer.indexOf('\r\n\r\n') + 4)}`;
 }
 
 it('one chunk trickled in small writes is accepted, as the same trickle with a Content-Length is', async () => {
