@@ -4,9 +4,10 @@
  * validator): a reload reads the file in a worker thread (reload/read-config.ts),
  * which loads only this; config.ts validates the document.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument } from 'yaml';
 
 /** A configuration problem, reported as `path: message` and exit status 2. */
 export class ConfigError extends Error {
@@ -18,27 +19,95 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Largest config file read: real ones are a few KB. A bigger one (a path replaced by a large or
+ * sparse file) would be read whole into the process's memory before any parser could refuse it.
+ */
+export const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Open a config file for reading without blocking (a FIFO or device put at the path opens at
+ * once and is refused by its type, rather than holding the reader in open(2) for ever), and
+ * check what was opened, not the path: it is a regular file within MAX_CONFIG_BYTES.
+ */
+function checkOpened(absolute: string, stat: { isFile(): boolean; size: number }): void {
+  if (!stat.isFile()) throw new ConfigError('', `config file ${absolute} is not a regular file`);
+  if (stat.size > MAX_CONFIG_BYTES) {
+    throw new ConfigError(
+      '',
+      `config file ${absolute} is ${stat.size} bytes; at most ${MAX_CONFIG_BYTES} are read`,
+    );
+  }
+}
+
+function cannotRead(absolute: string, err: unknown): ConfigError {
+  if (err instanceof ConfigError) return err;
+  const code = (err as NodeJS.ErrnoException).code ?? 'error';
+  return new ConfigError('', `cannot read config file ${absolute}: ${code}`);
+}
+
+/** A config file's text, read on this thread (serve and check: nothing is served yet). */
+export function readConfigText(absolute: string): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(absolute, constants.O_RDONLY | constants.O_NONBLOCK);
+    checkOpened(absolute, fstatSync(fd));
+    return readFileSync(fd, 'utf8');
+  } catch (err) {
+    throw cannotRead(absolute, err);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** A config file's text, read without holding the event loop (a reload while serving). */
+export async function readConfigTextAsync(absolute: string): Promise<string> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(absolute, constants.O_RDONLY | constants.O_NONBLOCK);
+    checkOpened(absolute, await handle.stat());
+    return await handle.readFile('utf8');
+  } catch (err) {
+    throw cannotRead(absolute, err);
+  } finally {
+    await handle?.close();
+  }
+}
+
 /** Read and parse a config file, `${VAR}` references not yet substituted (see substituteEnv). */
 export function readConfigDocument(file: string): { absolute: string; raw: unknown } {
   const absolute = path.resolve(file);
-  let text: string;
-  try {
-    text = readFileSync(absolute, 'utf8');
-  } catch (err) {
-    throw new ConfigError(
-      '',
-      `cannot read config file ${absolute}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
-    );
-  }
+  return parseConfigDocument(absolute, readConfigText(absolute));
+}
+
+/** Parse a config file's text (its path names it in errors). */
+export function parseConfigDocument(
+  absolute: string,
+  text: string,
+): { absolute: string; raw: unknown } {
   let raw: unknown;
   try {
-    raw = parseYaml(shieldReferences(text), { prettyErrors: true, uniqueKeys: true });
+    // Silent: the library would hand a warning (an unknown tag such as `!secret`) to
+    // process.emitWarning, which prints the offending line, secret and all, on stderr.
+    const doc = parseDocument(shieldReferences(text), {
+      prettyErrors: true,
+      uniqueKeys: true,
+      logLevel: 'silent',
+    });
+    // A warning is refused too: an unknown tag is dropped, and `token: !ENV NAME` would run
+    // with the literal text as the token.
+    const problem = doc.errors[0] ?? doc.warnings[0];
+    if (problem) throw problem;
+    raw = doc.toJS();
   } catch (err) {
-    // The first line has the reason and where ("... at line 2, column 6:"); the rest quotes the file.
-    const reason = ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
-    throw new ConfigError('', `cannot parse ${absolute}: ${reason}`);
+    throw new ConfigError('', `cannot parse ${absolute}: ${firstLine(err)}`);
   }
   return { absolute, raw: raw ?? {} };
+}
+
+/** The first line has the reason and where ("... at line 2, column 6:"); the rest quotes the file. */
+function firstLine(err: unknown): string {
+  return ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
 }
 
 /**

@@ -106,8 +106,27 @@ export function quickstartConfig(env: NodeJS.ProcessEnv): { raw: object; generat
 
 const VAR = /\$\$\{|\$\{([^}]*)\}|hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.placeholder/g;
 
+/**
+ * Most values a config document may hold once its aliases are expanded: the parser returns an
+ * alias as the value it names, shared, and copying it here expanded 400 KB of anchors used 99
+ * times into 20 million values on the main thread (seconds of every request waiting). Real
+ * configurations hold a few thousand.
+ */
+const MAX_CONFIG_VALUES = 100_000;
+
 /** Substitute `${VAR}` in a value of a config document; `at` names it in errors. */
-export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, at: string): unknown {
+export function substituteEnv(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  at: string,
+  budget: { left: number } = { left: MAX_CONFIG_VALUES },
+): unknown {
+  if (--budget.left < 0) {
+    throw new ConfigError(
+      '',
+      `the document holds more than ${MAX_CONFIG_VALUES} values (YAML aliases repeat what they name)`,
+    );
+  }
   if (typeof value === 'string') {
     return value.replace(VAR, (match, braced: string | undefined, shielded: string | undefined) => {
       if (match === '$${') return '${';
@@ -121,13 +140,13 @@ export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, at: string
     });
   }
   if (Array.isArray(value))
-    return value.map((item, i) => substituteEnv(item, env, joinPath(at, String(i))));
+    return value.map((item, i) => substituteEnv(item, env, joinPath(at, String(i)), budget));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
       // defineProperty: a "__proto__" key stays a plain (refused) key, never a prototype.
       Object.defineProperty(out, key, {
-        value: substituteEnv(item, env, joinPath(at, key)),
+        value: substituteEnv(item, env, joinPath(at, key), budget),
         enumerable: true,
         writable: true,
         configurable: true,

@@ -3,14 +3,16 @@
  * synchronous and can be slow on a hostile or mistaken file (a large file,
  * a mapping of many thousand keys, whose duplicate check is quadratic): on
  * the main thread it stalled every request for seconds or minutes, or ran
- * the process out of memory. A worker reads it under a deadline and a heap
- * limit, and what it cannot read in them is a failed reload that changes
- * nothing. `serve` and `check` read on the main thread, as nothing is served yet.
+ * the process out of memory. The file is read here (a regular file of at
+ * most MAX_CONFIG_BYTES, checked on what was opened) and parsed by a worker
+ * under a deadline and a heap limit; what it cannot parse in them is a
+ * failed reload that changes nothing. `serve` and `check` read on the main
+ * thread, as nothing is served yet.
  */
-import { statSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ConfigError } from '../config.ts';
+import { readConfigTextAsync } from '../config-document.ts';
 
 /** How long a reload may take to read and parse the config file. */
 export const READ_TIMEOUT_MS = 10_000;
@@ -25,17 +27,11 @@ export async function readConfigOffThread(
   timeoutMs = READ_TIMEOUT_MS,
 ): Promise<ConfigDocument> {
   const absolute = path.resolve(file);
-  // A FIFO or device would block the worker's read where no deadline can end it.
-  let regular: boolean;
-  try {
-    regular = statSync(absolute).isFile();
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new ConfigError('', `cannot read config file ${absolute}: ${code}`);
-  }
-  if (!regular) throw new ConfigError('', `config file ${absolute} is not a regular file`);
+  // Read here, from what was opened (never reopened by name): a FIFO swapped in after a check
+  // of the path held the worker in open(2), where no terminate reaches, and the process with it.
+  const text = await readConfigTextAsync(absolute);
   const worker = new Worker(new URL('./read-config-worker.ts', import.meta.url), {
-    workerData: { file: absolute },
+    workerData: { file: absolute, text },
     resourceLimits: { maxOldGenerationSizeMb: READ_HEAP_MB },
     stdout: true,
     stderr: true,

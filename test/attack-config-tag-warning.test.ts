@@ -1,0 +1,40 @@
+/**
+ * A config file's parse errors are reported by their first line only (the rest quotes the
+ * file, and a line may hold a literal secret). A YAML tag the parser does not know (`!secret`,
+ * `!vault`, `!ENV`, idioms of other tools) was not an error but a warning, which the yaml
+ * library handed to process.emitWarning with the offending line quoted in full: `serve`
+ * printed the hook token of that line on its stderr (the journal, the container log), the tag
+ * was dropped and the config ran (`token: !ENV NAME` with the literal text as the token), and
+ * `check` said it was OK. Now such a tag is a config error like any other, by its first line.
+ */
+import { afterAll, expect, it } from 'vitest';
+import { killAll, runHookgate, tempDir, writeConfig } from './helpers/process.ts';
+
+afterAll(killAll);
+
+const SECRET = 'hook-token-Zq81-very-secret-0123456789';
+
+it('a config line with a tag the parser does not know is refused, and never printed', async () => {
+  const { dir, cleanup } = tempDir('hookgate-tag-warning-');
+  try {
+    const file = writeConfig(
+      dir,
+      `server: { host: 127.0.0.1, port: 0 }
+hooks:
+  enabled: true
+  token: !secret ${SECRET}
+runtime: { dataDir: ./data, heartbeat: { every: "off" } }
+`,
+    );
+    for (const args of [['check', '--config', file], ['--config', file]]) {
+      const result = await runHookgate(args, { cwd: dir });
+      expect(result.code, args[0]).toBe(2);
+      expect(result.stderr, args[0]).toContain(
+        `cannot parse ${file}: Unresolved tag: !secret at line 4, column 10`,
+      );
+      expect(`${result.stdout}\n${result.stderr}`, args[0]).not.toContain(SECRET);
+    }
+  } finally {
+    cleanup();
+  }
+}, 60_000);
