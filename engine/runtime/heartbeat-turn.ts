@@ -24,7 +24,7 @@ import { cutPlain } from './prompt-cut.ts';
 import { isAckOnly } from './replies.ts';
 import { historyWithin } from './run-history.ts';
 import type { RuntimeStore, TurnOwner } from './runtime-store.ts';
-import type { Runner, RunRequest } from './runners/runner.ts';
+import type { Runner, RunRequest, RunResult } from './runners/runner.ts';
 
 /** What a turn needs from the heartbeat that runs it. */
 export type TurnContext = {
@@ -84,7 +84,7 @@ export async function heartbeatTurn(ctx: TurnContext, input: TurnInput): Promise
   // held by a flood, a stall): the new leader runs these events, and a turn here would show
   // them to the agent a second time. Checked with no wait before the turn starts.
   if (ctx.leading && !ctx.leading()) return leadLost(ctx, input);
-  const result = await ask(ctx, input, message, history);
+  const result = await askGuarded(ctx, input, message, history);
   let outcome: TurnOutcome =
     result.status === 'ok' ? 'answered' : result.status === 'retry' ? 'not-run' : 'refused';
   // A turn that did not happen in all the retry policy's attempts is taken as refused: a
@@ -130,6 +130,34 @@ export async function heartbeatTurn(ctx: TurnContext, input: TurnInput): Promise
   if (!ack) await ctx.delivery.deliver(id);
   ctx.logger.info({ heartbeatId: id, reason: input.reason, events: seqs.length, ack }, 'heartbeat');
   return { served: true, more: (input.servesNow && more) || step.next };
+}
+
+/**
+ * The turn, a runner that throws (a defect, or events no check foresaw) taken as a refusal:
+ * the heartbeat's record ends failed and the events go through the isolation of refused
+ * events, instead of the record staying running and the same events meeting the same throw
+ * at every heartbeat.
+ */
+async function askGuarded(
+  ctx: TurnContext,
+  input: TurnInput,
+  message: string,
+  history: RunRequest['history'],
+): Promise<RunResult> {
+  try {
+    return await ask(ctx, input, message, history);
+  } catch (err) {
+    // Only the error's kind: its message may quote a URL with a credential, or event text.
+    const kind = err instanceof Error ? err.name : typeof err;
+    ctx.logger.error(
+      { heartbeatId: input.id, err: (err as Error).message },
+      'heartbeat runner threw',
+    );
+    return {
+      status: 'error',
+      reason: `hookgate error while running the turn (${kind}); see the log`,
+    };
+  }
 }
 
 /** The runner's turn over `message`, its process group recorded as it starts. */
