@@ -9,6 +9,7 @@ import { collectBytes } from './byte-collector.ts';
 import { createDeadlines, type Deadlines } from './deadlines.ts';
 import { HookError } from './errors.ts';
 import { BackslashKeyError, parseForeignJson } from './foreign-json.ts';
+import { createPieceCounter, MAX_SMALL_PIECES, MIN_AVERAGE_PIECE } from './piece-rate.ts';
 
 export type BodyLimits = { maxBytes: number; timeoutMs: number };
 
@@ -23,13 +24,6 @@ function deadlinesOf(timeoutMs: number): Deadlines {
   }
   return deadlines;
 }
-
-// A chunked body is handed over a piece per chunk: past this many pieces in one turn of the
-// event loop, averaging under MIN_AVERAGE_PIECE bytes, it is refused. Sent a byte per chunk, a body within the size limit was
-// millions of pieces parsed in one turn of the event loop (a quarter of a second and more, every
-// other request waiting); a Content-Length body is not counted (its pieces are the network's).
-const MAX_SMALL_PIECES = 4096;
-const MIN_AVERAGE_PIECE = 64;
 
 // The test node:http uses to raise `checkContinue` (a list such as `100-continue, foo` too).
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
@@ -61,17 +55,9 @@ export function readBody(
     // per packet held a Buffer object per byte (about 370 bytes each).
     const collected = collectBytes(limits.maxBytes);
     const watch = deadlines.watch(() => finish(new HookError('request_timeout')));
-    const chunked = req.headers['transfer-encoding'] !== undefined;
-    // Counted per turn of the event loop: what holds it is many pieces parsed in one turn; a
-    // chunk trickled over many turns (a slow sender) holds nothing.
-    let pieces = 0;
-    let pieceBytes = 0;
-    let counting = false;
-    const newTurn = () => {
-      pieces = 0;
-      pieceBytes = 0;
-      counting = false;
-    };
+    // Only a chunked body: a Content-Length body's pieces are the network's.
+    const tooFragmented =
+      req.headers['transfer-encoding'] !== undefined ? createPieceCounter() : undefined;
     function finish(error: HookError | null): void {
       deadlines.cancel(watch);
       req.off('data', onData);
@@ -90,18 +76,9 @@ export function readBody(
         resolve(collected.bytes());
       }
     }
-    function tooFragmented(bytes: number): boolean {
-      if (!counting) {
-        counting = true;
-        setImmediate(newTurn);
-      }
-      pieces++;
-      pieceBytes += bytes;
-      return pieces > MAX_SMALL_PIECES && pieceBytes < pieces * MIN_AVERAGE_PIECE;
-    }
     function onData(chunk: Buffer): void {
       if (!collected.add(chunk)) finish(tooLarge(limits.maxBytes));
-      else if (chunked && tooFragmented(chunk.length))
+      else if (tooFragmented?.(chunk.length))
         finish(
           new HookError(
             'body_too_fragmented',
