@@ -7,7 +7,7 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { openDatabase } from '../store/sqlite/schema.ts';
-import { pushIsNew } from './history-id.ts';
+import { isLaterHistoryId, pushIsNew } from './history-id.ts';
 
 /** A mailbox as the flow knows it. */
 export type MailboxState = {
@@ -62,11 +62,6 @@ type Row = Record<string, unknown>;
 const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
 const int = (value: unknown) =>
   typeof value === 'number' || typeof value === 'bigint' ? Number(value) : undefined;
-
-/** True when history id `a` is later than `b` (decimal strings, beyond 2^53 too). */
-export function isLater(a: string, b: string | undefined): boolean {
-  return b === undefined || BigInt(a) > BigInt(b);
-}
 
 /** Open the mailbox state in the data directory's store file. */
 export function openMailboxStore(dataDir: string): MailboxStore {
@@ -127,13 +122,7 @@ export function openMailboxStore(dataDir: string): MailboxStore {
       // Only a push past the cursor says the mailbox is followed: one at or behind it (late,
       // replayed, or behind a cursor a wrong answer put ahead of the mailbox) leaves the safety
       // net's hour running, so a sync still comes.
-      const cursor = (select.get(push.account) as Row | undefined)?.['cursor'];
-      if (
-        pushIsNew(
-          push.historyId,
-          cursor === null || cursor === undefined ? undefined : String(cursor),
-        )
-      )
+      if (pushIsNew(push.historyId, state(push.account).cursor))
         run(touchPush, nowMs, push.account);
       return added;
     },
@@ -156,7 +145,7 @@ export function openMailboxStore(dataDir: string): MailboxStore {
     state,
     advanceCursor(account, historyId) {
       const current = state(account).cursor;
-      if (!isLater(historyId, current)) return current as string;
+      if (current !== undefined && !isLaterHistoryId(historyId, current)) return current;
       run(setCursor, historyId, account);
       return historyId;
     },
