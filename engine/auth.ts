@@ -69,22 +69,26 @@ export function createTokenCheck(expected: string): (presented: PresentedToken) 
 }
 
 /**
- * Whether a request path after the hooks prefix has the token as one of its segments (a sender
- * that put it in the URL: it would reach logs, the 404's message and proxies' access logs).
- * Only segments of the token's length are compared, in constant time; any other path costs a
- * length check.
+ * Whether a request path after the hooks prefix holds the token: as one of its segments, or at
+ * a segment's start or end (`/hooks/<token>.json`): a sender that put it in the URL, where it
+ * would reach logs, the 404's message and proxies' access logs. Only windows of the token's
+ * length at a segment's edges are compared, in constant time (a search inside the path would
+ * time the secret); any shorter path costs a length check.
  */
 export function createPathTokenCheck(expected: string): (hook: string) => boolean {
   const expectedBytes = Buffer.from(expected, 'utf8');
   const length = expected.length;
+  const same = (window: string) => {
+    const bytes = Buffer.from(window, 'utf8');
+    return bytes.length === expectedBytes.length && timingSafeEqual(bytes, expectedBytes);
+  };
   return function pathHoldsToken(hook) {
     if (length === 0 || hook.length < length) return false;
     // The whole rest too: a token may itself hold a slash.
     for (const segment of hook.length === length ? [hook] : [hook, ...hook.split('/')]) {
-      if (segment.length !== length) continue;
-      const bytes = Buffer.from(segment, 'utf8');
-      if (bytes.length === expectedBytes.length && timingSafeEqual(bytes, expectedBytes))
-        return true;
+      if (segment.length < length) continue;
+      if (same(segment.slice(0, length))) return true;
+      if (segment.length > length && same(segment.slice(segment.length - length))) return true;
     }
     return false;
   };

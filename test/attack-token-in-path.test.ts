@@ -3,7 +3,8 @@
  * With the token also in its header, it was answered 404 with the token in the message, and
  * the request line logged it as the hook's name: the token in logs and in every proxy's access
  * log. The path's token is refused as the query's is (400 token_in_path, before
- * authentication, not counted), and the line names the path as holding it.
+ * authentication, not counted), and the line names the path as holding it; so is the token at
+ * the start or end of a segment (`/hooks/<token>.json`), compared in constant time there.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -26,6 +27,8 @@ it.each([
   ['as the hook name, with the token in its header too', `/hooks/${TOKEN}`, true],
   ['as the hook name, without a header', `/hooks/${TOKEN}`, false],
   ['as a later segment', `/hooks/wake/${TOKEN}`, true],
+  ['with a suffix', `/hooks/${TOKEN}.json`, false],
+  ['with a prefix, in a later segment', `/hooks/wake/x${TOKEN}`, true],
 ])('the token %s: 400 token_in_path, never echoed or logged', async (_name, url, header) => {
   const res = await fetch(`${server.url}${url}`, {
     method: 'POST',
