@@ -95,7 +95,8 @@ SELECT r.ord,
        WHEN EXISTS (SELECT 1 FROM keys WHERE keys.ord = r.ord AND keys.key IN (SELECT key FROM won))
          THEN 'partial'
        ELSE 'lost' END AS outcome,
-  h.key, h.fingerprint, h.action_id, h.response, h.created_at_ms
+  h.key, h.fingerprint, h.action_id, h.response, h.created_at_ms,
+  pg_current_xact_id()::text AS xid
 FROM unnest($16::int[]) AS r(ord) LEFT JOIN held h ON h.ord = r.ord
 `;
 
@@ -107,6 +108,8 @@ type AcceptRow = {
   action_id: string | null;
   response: string | null;
   created_at_ms: string | null;
+  /** The statement's transaction: asked about when its COMMIT goes unconfirmed. */
+  xid: string;
 };
 
 /** A request waiting for its batch. */
@@ -217,8 +220,10 @@ function isRequestError(err: unknown): boolean {
  */
 const KEY_LOCK_TIMEOUT = '2s';
 const BEGIN_ACCEPT = `BEGIN; SET LOCAL lock_timeout = '${KEY_LOCK_TIMEOUT}'`;
-// How long an unconfirmed COMMIT is looked for afterwards, and the pauses between looks.
-const IN_DOUBT_LOOKS_MS = [0, 250, 1000, 2000];
+// How long an unconfirmed COMMIT's fate is asked after (the pauses between looks), and the
+// longest one look may take (the database unreachable: a look would wait for a connection).
+const IN_DOUBT_LOOKS_MS = [0, 250, 500, 1000];
+const IN_DOUBT_LOOK_TIMEOUT_MS = 750;
 
 /** A key's lock not given within KEY_LOCK_TIMEOUT (SQLSTATE 55P03): nothing was stored. */
 function isLockTimeout(err: unknown): boolean {
@@ -408,12 +413,8 @@ class PostgresActionStore implements ActionStore {
         this.answerWaiting(waiting, owner, stored);
         return;
       }
-      if (sent.length > 1 && isLockTimeout(err)) {
-        // A key held elsewhere: only requests with keys can wait on one. The others go on
-        // together at once, each keyed one alone, so only the one whose key is held fails.
-        const keyless = sent.filter((request) => request.keys.length === 0);
-        if (keyless.length > 0) await this.commitBatch(keyless);
-        for (const request of sent) if (request.keys.length > 0) await this.commitBatch([request]);
+      if (isLockTimeout(err)) {
+        await this.afterLockTimeout(sent, err);
         this.retry(waiting);
         return;
       }
@@ -456,11 +457,36 @@ class PostgresActionStore implements ActionStore {
   }
 
   /**
-   * A COMMIT not confirmed: the batch is stored whole or not at all. Whether it was is looked
-   * up (a fresh connection, a few tries over about three seconds): a stored request gets its
-   * 200 and one not stored its refusal. Answering "nothing was stored" without looking would
-   * have a caller send again what runs already; if the store cannot be asked, the refusal says
-   * the request may have been accepted.
+   * A key's lock not given in time. Only requests with keys wait on another transaction's key:
+   * those without go on together at once, each keyed one alone (in parallel: the slot is held
+   * one wait, not one per key), and a keyed request alone whose key is still held is refused
+   * (its sender tries again later). A batch with no key to blame (a table lock: a migration,
+   * VACUUM FULL) goes back to the queue, its attempts counted.
+   */
+  private async afterLockTimeout(sent: readonly Pending[], err: unknown): Promise<void> {
+    const keyed = sent.filter((request) => request.keys.length > 0);
+    const keyless = sent.filter((request) => request.keys.length === 0);
+    if (keyed.length === 0) {
+      this.retry(sent, err);
+      return;
+    }
+    if (sent.length === 1) {
+      (sent[0] as Pending).reject(err);
+      return;
+    }
+    await Promise.all([
+      keyless.length > 0 ? this.commitBatch(keyless) : undefined,
+      ...keyed.map((request) => this.commitBatch([request])),
+    ]);
+  }
+
+  /**
+   * A COMMIT not confirmed. An earlier record (held) was read, not written, and a request lost
+   * to another instance is tried again, whatever became of it. The stored requests' fate is the
+   * transaction's, asked of the database by its id (a few looks over about two seconds, each
+   * bounded): committed, they get their 200; aborted, their refusal; still in progress or
+   * unknown (the database cannot be asked), a refusal that says they may have been accepted.
+   * Answering "nothing was stored" without asking would have a caller send again what runs.
    */
   private async settleInDoubt(
     sent: readonly Pending[],
@@ -468,31 +494,47 @@ class PostgresActionStore implements ActionStore {
     stored: Set<Pending>,
     doubt: CommitInDoubt,
   ): Promise<void> {
-    const ids = rows
-      .filter((row) => row.outcome === 'stored')
-      .map((row) => (sent[row.ord] as Pending).actions[0]?.id)
-      .filter((id): id is string => id !== undefined);
-    let committed: boolean | undefined = ids.length === 0 ? false : undefined;
+    const storing = rows.filter((row) => row.outcome === 'stored');
+    this.answerRows(
+      sent,
+      rows.filter((row) => row.outcome !== 'stored'),
+      stored,
+    );
+    if (storing.length === 0) return;
+    let fate: string | undefined;
     for (const pause of IN_DOUBT_LOOKS_MS) {
-      if (committed !== undefined) break;
       if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-      committed = await this.anyStored(ids).catch(() => undefined);
+      fate = await this.transactionFate((storing[0] as AcceptRow).xid);
+      if (fate === 'committed' || fate === 'aborted') break;
     }
-    if (committed === true) {
-      this.answerRows(sent, rows, stored);
+    if (fate === 'committed') {
+      this.answerRows(sent, storing, stored);
       return;
     }
-    const err = committed === false ? doubt : new AppendInDoubt(doubt);
-    for (const request of sent) request.reject(err);
+    const err = fate === 'aborted' ? doubt : new AppendInDoubt(doubt);
+    for (const row of storing) (sent[row.ord] as Pending).reject(err);
   }
 
-  /** Whether any of these action ids is in the store (a batch commits whole or not at all). */
-  private async anyStored(ids: readonly string[]): Promise<boolean> {
-    const { rows } = await this.pool.query<{ found: boolean }>(
-      'SELECT EXISTS (SELECT 1 FROM actions WHERE id = ANY($1::text[])) AS found',
-      [ids],
-    );
-    return rows[0]?.found === true;
+  /**
+   * 'committed', 'aborted' or 'in progress' (pg_xact_status), 'aborted' for a transaction too
+   * old for the status log to know, undefined when the database could not be asked in time.
+   */
+  private async transactionFate(xid: string): Promise<string | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), IN_DOUBT_LOOK_TIMEOUT_MS);
+    });
+    const look = this.pool
+      .query<{ status: string | null }>('SELECT pg_xact_status($1::xid8) AS status', [xid])
+      .then(
+        ({ rows }) => rows[0]?.status ?? 'aborted',
+        () => undefined,
+      );
+    try {
+      return await Promise.race([look, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Requests that shared a key with an earlier one: its record if it stored, else try again. */
