@@ -131,3 +131,85 @@ it('a store write that throws mid-delivery keeps the reply and the parts sent: t
   expect(sent).toHaveLength((delivery?.parts ?? 0) + 1);
   expect(sent[2]).toBe(sent[1]);
 });
+
+it('a store that fails the progress write and then the read leaves the run as it was: the next start resumes its delivery', async () => {
+  const stores = await openSqliteStores('hookgate-run-throws-unread-');
+  const sent: string[] = [];
+  const adapter: ChannelAdapter = {
+    id: 'telegram',
+    maxLength: 20,
+    checkRecipient: () => null,
+    send: async (_to, text) => {
+      sent.push(text);
+      return { status: 'sent' };
+    },
+  };
+  let turns = 0;
+  const runner: Runner = {
+    run: async () => {
+      turns++;
+      return { status: 'ok', reply: 'part one is here.\n\npart two is here.\n\npart three.' };
+    },
+  };
+  let busy = 0;
+  // The same busy spell fails the progress write after the second part, then the read that
+  // would tell what the run had saved.
+  const store = new Proxy(stores.runtime, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (key === 'saveOutcome')
+        return async (...args: Parameters<RuntimeStore['saveOutcome']>) => {
+          if (sent.length === 2 && busy === 0) {
+            busy = 1;
+            throw new Error('SQLITE_BUSY: database is locked');
+          }
+          return target.saveOutcome(...args);
+        };
+      if (key === 'run')
+        return async (...args: Parameters<RuntimeStore['run']>) => {
+          if (busy === 1) {
+            busy = 2;
+            throw new Error('SQLITE_BUSY: database is locked');
+          }
+          return target.run(...args);
+        };
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as RuntimeStore;
+  const settings = {
+    workspace: stores.dir,
+    concurrency: 1,
+    pollMs: 60_000,
+    retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 },
+    adapters: new Map([['telegram', adapter]]),
+  };
+  const first = testWorker(store, runner, settings);
+  const action = {
+    ...agentAction('hook:inbox', 'go'),
+    deliver: true,
+    channel: 'telegram',
+    to: '42',
+  };
+  await stores.accept([action]);
+  await first.start();
+  while (busy < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+  await first.idle();
+  await first.stop();
+  // Nothing written over what it had saved: still running, its reply and first part kept.
+  const left = await stores.runtime.run(action.id);
+  expect(left?.state).toBe('running');
+  expect(left?.outcome).toMatchObject({ status: 'delivering', delivery: { partsSent: 1 } });
+  // The next start takes it over and delivers the rest, without a second turn.
+  const second = testWorker(stores.runtime, runner, settings);
+  cleanups.push(async () => {
+    await second.stop();
+    await stores.close();
+  });
+  await second.start();
+  while ((await stores.runtime.run(action.id))?.state !== 'done')
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  const run = await stores.runtime.run(action.id);
+  expect(turns).toBe(1);
+  expect(run?.outcome?.delivery?.partsSent).toBe(run?.outcome?.delivery?.parts);
+  expect(sent).toHaveLength((run?.outcome?.delivery?.parts ?? 0) + 1);
+});

@@ -105,7 +105,8 @@ export function createRunStep(deps: RunStepDeps) {
       await runRow(row, end);
     } catch (err) {
       if (asked || deps.stopped()) throw err;
-      await endCrashed(row, err, end);
+      // A store that fails here too leaves the run running: resumed after a restart or its lease.
+      await endCrashed(row, err, end).catch(() => undefined);
       throw err;
     }
   }
@@ -119,7 +120,10 @@ export function createRunStep(deps: RunStepDeps) {
     // Only the error's kind: its message may quote a URL with a credential, or request text.
     const kind = err instanceof Error ? err.name : typeof err;
     const reason = `hookgate error while running it (${kind}); see the log`;
-    const saved = (await store.run(row.id).catch(() => undefined))?.outcome ?? row.outcome;
+    // What the run saved must be known before anything is written over it: a store that
+    // cannot even say leaves the run as it is (resumed after a restart or its lease).
+    const current = await store.run(row.id);
+    const saved = current ? current.outcome : row.outcome;
     const progress = saved?.status === 'delivering' ? saved : undefined;
     if (row.attempts < settings.retry.maxAttempts) {
       const delay = retryDelayMs(row.attempts, settings.retry, undefined);
