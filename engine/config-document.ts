@@ -4,7 +4,7 @@
  * validator): a reload reads the file in a worker thread (reload/read-config.ts),
  * which loads only this; config.ts validates the document.
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
@@ -25,19 +25,11 @@ export class ConfigError extends Error {
  */
 export const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 
-/**
- * Open a config file for reading without blocking (a FIFO or device put at the path opens at
- * once and is refused by its type, rather than holding the reader in open(2) for ever), and
- * check what was opened, not the path: it is a regular file within MAX_CONFIG_BYTES.
- */
-function checkOpened(absolute: string, stat: { isFile(): boolean; size: number }): void {
-  if (!stat.isFile()) throw new ConfigError('', `config file ${absolute} is not a regular file`);
-  if (stat.size > MAX_CONFIG_BYTES) {
-    throw new ConfigError(
-      '',
-      `config file ${absolute} is ${stat.size} bytes; at most ${MAX_CONFIG_BYTES} are read`,
-    );
-  }
+function tooLarge(absolute: string, size: number | string): ConfigError {
+  return new ConfigError(
+    '',
+    `config file ${absolute} is ${size} bytes; at most ${MAX_CONFIG_BYTES} are read`,
+  );
 }
 
 function cannotRead(absolute: string, err: unknown): ConfigError {
@@ -46,13 +38,26 @@ function cannotRead(absolute: string, err: unknown): ConfigError {
   return new ConfigError('', `cannot read config file ${absolute}: ${code}`);
 }
 
-/** A config file's text, read on this thread (serve and check: nothing is served yet). */
+/**
+ * A config file's text, read on this thread (serve and check: nothing is served yet). A pipe
+ * (`--config /dev/stdin`, a process substitution) is read too, to MAX_CONFIG_BYTES at most.
+ */
 export function readConfigText(absolute: string): string {
   let fd: number | undefined;
   try {
-    fd = openSync(absolute, constants.O_RDONLY | constants.O_NONBLOCK);
-    checkOpened(absolute, fstatSync(fd));
-    return readFileSync(fd, 'utf8');
+    fd = openSync(absolute, 'r');
+    const stat = fstatSync(fd);
+    if (stat.isFile() && stat.size > MAX_CONFIG_BYTES) throw tooLarge(absolute, stat.size);
+    // One byte past the bound: a file that grew after the check, or a pipe, is caught too.
+    const buffer = Buffer.alloc(MAX_CONFIG_BYTES + 1);
+    let length = 0;
+    for (;;) {
+      const read = readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) break;
+      length += read;
+      if (length > MAX_CONFIG_BYTES) throw tooLarge(absolute, `more than ${MAX_CONFIG_BYTES}`);
+    }
+    return buffer.toString('utf8', 0, length);
   } catch (err) {
     throw cannotRead(absolute, err);
   } finally {
@@ -60,13 +65,23 @@ export function readConfigText(absolute: string): string {
   }
 }
 
-/** A config file's text, read without holding the event loop (a reload while serving). */
+/**
+ * A config file's text for a reload, read without holding the event loop: opened once without
+ * blocking (a FIFO or device put at the path opens at once and is refused by its type, rather
+ * than holding the reader in open(2) for ever) and checked as opened, never reopened by name: a
+ * regular file of at most MAX_CONFIG_BYTES.
+ */
 export async function readConfigTextAsync(absolute: string): Promise<string> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(absolute, constants.O_RDONLY | constants.O_NONBLOCK);
-    checkOpened(absolute, await handle.stat());
-    return await handle.readFile('utf8');
+    const stat = await handle.stat();
+    if (!stat.isFile()) throw new ConfigError('', `config file ${absolute} is not a regular file`);
+    if (stat.size > MAX_CONFIG_BYTES) throw tooLarge(absolute, stat.size);
+    const bytes = await handle.readFile();
+    // A file that grew after the check.
+    if (bytes.length > MAX_CONFIG_BYTES) throw tooLarge(absolute, bytes.length);
+    return bytes.toString('utf8');
   } catch (err) {
     throw cannotRead(absolute, err);
   } finally {

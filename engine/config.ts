@@ -107,24 +107,27 @@ export function quickstartConfig(env: NodeJS.ProcessEnv): { raw: object; generat
 const VAR = /\$\$\{|\$\{([^}]*)\}|hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.placeholder/g;
 
 /**
- * Most values a config document may hold once its aliases are expanded: the parser returns an
- * alias as the value it names, shared, and copying it here expanded 400 KB of anchors used 99
- * times into 20 million values on the main thread (seconds of every request waiting). Real
- * configurations hold a few thousand.
+ * Most values a config document's aliases may repeat: the parser returns an alias as the value
+ * it names, shared, and copying it here expanded 400 KB of anchors used 99 times into 20 million
+ * values on the main thread (seconds of every request waiting). Values written out, however
+ * many, are not counted: only those walked again because an alias named them.
  */
-const MAX_CONFIG_VALUES = 100_000;
+const MAX_REPEATED_VALUES = 100_000;
+
+type Walk = { seen: Set<object>; left: number };
 
 /** Substitute `${VAR}` in a value of a config document; `at` names it in errors. */
 export function substituteEnv(
   value: unknown,
   env: NodeJS.ProcessEnv,
   at: string,
-  budget: { left: number } = { left: MAX_CONFIG_VALUES },
+  walk: Walk = { seen: new Set(), left: MAX_REPEATED_VALUES },
+  repeated = false,
 ): unknown {
-  if (--budget.left < 0) {
+  if (repeated && --walk.left < 0) {
     throw new ConfigError(
       '',
-      `the document holds more than ${MAX_CONFIG_VALUES} values (YAML aliases repeat what they name)`,
+      `YAML aliases in the document repeat more than ${MAX_REPEATED_VALUES} values`,
     );
   }
   if (typeof value === 'string') {
@@ -139,22 +142,29 @@ export function substituteEnv(
       return found;
     });
   }
-  if (Array.isArray(value))
-    return value.map((item, i) => substituteEnv(item, env, joinPath(at, String(i)), budget));
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) {
-      // defineProperty: a "__proto__" key stays a plain (refused) key, never a prototype.
-      Object.defineProperty(out, key, {
-        value: substituteEnv(item, env, joinPath(at, key), budget),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
-    return out;
+  if (value === null || typeof value !== 'object') return value;
+  // An object walked before is an alias's repeat: it and all it holds are counted.
+  const again = repeated || walk.seen.has(value);
+  walk.seen.add(value);
+  if (again && !repeated && --walk.left < 0) {
+    throw new ConfigError(
+      '',
+      `YAML aliases in the document repeat more than ${MAX_REPEATED_VALUES} values`,
+    );
   }
-  return value;
+  if (Array.isArray(value))
+    return value.map((item, i) => substituteEnv(item, env, joinPath(at, String(i)), walk, again));
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    // defineProperty: a "__proto__" key stays a plain (refused) key, never a prototype.
+    Object.defineProperty(out, key, {
+      value: substituteEnv(item, env, joinPath(at, key), walk, again),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
 }
 
 function deepFreeze<T>(value: T): T {
