@@ -34,7 +34,7 @@ let bytes;
 if (mode === 'length') bytes = head + 'Content-Length: ' + body.length + '\\r\\n\\r\\n' + body;
 else {
   const parts = [head + 'Transfer-Encoding: chunked\\r\\n\\r\\n'];
-  const piece = mode === 'chunks' ? 1 : 100;
+  const piece = mode === 'hundreds' ? 100 : 1;
   for (let i = 0; i < body.length; i += piece) {
     const c = body.slice(i, i + piece);
     parts.push(c.length.toString(16) + '\\r\\n' + c + '\\r\\n');
@@ -55,11 +55,19 @@ socket.on('data', (d) => {
   }
 });
 socket.on('error', () => {});
-socket.on('connect', () => socket.write(Buffer.from(bytes, 'latin1')));
+socket.on('connect', async () => {
+  const all = Buffer.from(bytes, 'latin1');
+  if (mode !== 'paced') return socket.write(all);
+  // Paced: a thousand one-byte chunks a write, a pause between (each a turn of its own).
+  for (let i = 0; i < all.length && !answer; i += 6_000) {
+    socket.write(all.subarray(i, i + 6_000));
+    await new Promise((r) => setTimeout(r, 15));
+  }
+});
 setTimeout(() => { console.log('no answer'); socket.destroy(); }, 10_000).unref();
 `;
 
-function send(mode: 'chunks' | 'hundreds' | 'length', size = 262_000): Promise<string> {
+function send(mode: 'chunks' | 'paced' | 'hundreds' | 'length', size = 262_000): Promise<string> {
   const port = new URL(server.url).port;
   const args = ['--input-type=module', '-e', SENDER, port, TOKEN, mode, String(size)];
   return new Promise((resolve) => execFile(NODE, args, (_err, stdout) => resolve(stdout.trim())));
@@ -73,6 +81,12 @@ it('a body sent one byte per chunk is refused 400 body_too_fragmented, nothing s
   expect((await server.store.listActions({ limit: 10 })).length).toBe(before);
   // The server goes on serving, the same body sent whole included.
   expect(await send('length')).toMatch(/^HTTP\/1\.1 200/);
+}, 60_000);
+
+it('the same body paced a thousand chunks a turn is refused too', async () => {
+  const result = await send('paced', 60_000);
+  expect(result).toMatch(/^HTTP\/1\.1 400 /);
+  expect(result).toContain('"code":"body_too_fragmented"');
 }, 60_000);
 
 it('a small body in tiny chunks, and a large one in chunks of 100 bytes, are accepted', async () => {
