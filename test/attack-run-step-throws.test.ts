@@ -56,7 +56,7 @@ it('a run that throws every time is tried again, then ends dead with its summary
   const dead = await stores.runtime.run(boom.id);
   expect(dead?.state).toBe('dead');
   expect(dead?.outcome?.reason).toBe(
-    'gave up after 2 attempts: hookgate error while running it (URIError); see the log',
+    'gave up after 2 attempts: hookgate error while running it (URIError)',
   );
   expect(JSON.stringify(dead)).not.toContain('sekrit');
   const summaries = (await stores.runtime.events('main', 10)).filter(

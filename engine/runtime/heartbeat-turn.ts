@@ -5,6 +5,7 @@
  * keeps the turns, queues the reply and answers the operators' requests it
  * served, in one write. The heartbeat (heartbeat.ts) decides when turns run.
  */
+import { errorText } from '../observe/error-text.ts';
 import type { AgentSettings } from './agents.ts';
 import {
   afterHeartbeat,
@@ -147,16 +148,11 @@ async function askGuarded(
   try {
     return await ask(ctx, input, message, history);
   } catch (err) {
-    // Only the error's kind: its message may quote a URL with a credential, or event text.
+    // The record names the kind only (it is shown with the events); the log, the message with
+    // what may be secret in it blanked.
     const kind = err instanceof Error ? err.name : typeof err;
-    ctx.logger.error(
-      { heartbeatId: input.id, err: (err as Error).message },
-      'heartbeat runner threw',
-    );
-    return {
-      status: 'error',
-      reason: `hookgate error while running the turn (${kind}); see the log`,
-    };
+    ctx.logger.error({ heartbeatId: input.id, err: errorText(err) }, 'heartbeat runner threw');
+    return { status: 'error', reason: `hookgate error while running the turn (${kind})` };
   }
 }
 

@@ -119,7 +119,7 @@ export function createRunStep(deps: RunStepDeps) {
   async function endCrashed(row: RunRow, err: unknown, ended: () => void): Promise<void> {
     // Only the error's kind: its message may quote a URL with a credential, or request text.
     const kind = err instanceof Error ? err.name : typeof err;
-    const reason = `hookgate error while running it (${kind}); see the log`;
+    const reason = `hookgate error while running it (${kind})`;
     // What the run saved must be known before anything is written over it: a store that
     // cannot even say leaves the run as it is (resumed after a restart or its lease).
     const current = await store.run(row.id);

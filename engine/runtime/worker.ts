@@ -13,6 +13,7 @@
  * run to another changes nothing. One run's work is run-step.ts; when the
  * store is looked at for work this process did not start, store-watch.ts.
  */
+import { errorText } from '../observe/error-text.ts';
 import { endStaleGroup } from './runners/stale-group.ts';
 import type { Claim, Outcome, RunRow } from './runtime-store.ts';
 import { createRunStep, type RunSettings, type RunStepDeps } from './run-step.ts';
@@ -206,7 +207,7 @@ export function createActionWorker(deps: WorkerDeps): ActionWorker {
       try {
         await execute(current, ended);
       } catch (err) {
-        logger.error({ actionId: current.id, err: (err as Error).message }, 'action crashed');
+        logger.error({ actionId: current.id, err: errorText(err) }, 'action crashed');
       }
       running.delete(current.id);
       let own: RunRow | undefined;
