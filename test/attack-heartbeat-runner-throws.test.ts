@@ -54,3 +54,37 @@ it('a heartbeat whose runner throws ends failed, and the event that throws is se
   expect(byId.get(String(done?.consumedBy))?.state).toBe('done');
   expect(answered.some((message) => message.includes('deploy done'))).toBe(true);
 });
+
+it('a heartbeat whose end cannot be written ends failed, and the next heartbeat answers its events', async () => {
+  const runner: Runner = {
+    run: () => Promise.resolve({ status: 'ok', reply: 'noted' }),
+  };
+  const { heartbeat, store, close } = testHeartbeat({
+    runner,
+    logger: pino({ level: 'silent' }),
+    maxEvents: 10,
+  });
+  cleanups.push(close);
+  // The end of the first answered heartbeat fails once (a busy disk).
+  const finish = store.finishHeartbeat.bind(store);
+  let thrown = false;
+  store.finishHeartbeat = async (id, result) => {
+    if (!thrown && result.state === 'done') {
+      thrown = true;
+      throw new Error('SQLITE_BUSY: database is locked');
+    }
+    return finish(id, result);
+  };
+  await store.addEvent({ sessionKey: 'main', text: 'deploy done', source: 'wake', trusted: true });
+  heartbeat.requestNow('wake');
+  await heartbeat.idle();
+  heartbeat.requestNow('wake');
+  await heartbeat.idle();
+  const records = await store.heartbeats(10);
+  expect(records.map((r) => r.state).sort()).toEqual(['done', 'failed']);
+  expect(records.find((r) => r.state === 'failed')?.error).toBe(
+    'hookgate error while running the heartbeat (Error)',
+  );
+  const [event] = await store.events('main', 10);
+  expect(records.find((r) => r.id === event?.consumedBy)?.state).toBe('done');
+});

@@ -160,6 +160,13 @@ export function createHeartbeat(deps: {
         return false;
       }
       return await turn(id, reason, servesNow, { ...agent, runner: agent.runner });
+    } catch (err) {
+      // A throw past the turn (a store write that failed): the record ends failed rather than
+      // staying running; its events stay pending for the next heartbeat.
+      const kind = err instanceof Error ? err.name : typeof err;
+      const error = `hookgate error while running the heartbeat (${kind})`;
+      await store.finishHeartbeat(id, { state: 'failed', events: [], error }).catch(() => false);
+      throw err;
     } finally {
       own.delete(id);
     }
