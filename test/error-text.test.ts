@@ -17,7 +17,7 @@ it("blanks a URL's credentials and query, and tokens, wherever they are in the m
     ),
   );
   expect(text).toBe(
-    'TypeError: fetch failed for https://***@api.example.test/send?*** (Bearer ***) more',
+    'TypeError: fetch failed for https://***@api.example.test/send?*** (Bearer *** more',
   );
   expect(text).not.toContain('sekrit');
   expect(errorText(new Error('token=0123456789abcdef rejected'))).toBe('Error: token=*** rejected');
