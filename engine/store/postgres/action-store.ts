@@ -482,10 +482,11 @@ class PostgresActionStore implements ActionStore {
 
   /**
    * A COMMIT not confirmed. An earlier record (held) was read, not written, and a request lost
-   * to another instance is tried again, whatever became of it. The stored requests' fate is the
-   * transaction's, asked of the database by its id (a few looks over about two seconds, each
-   * bounded): committed, they get their 200; aborted, their refusal; still in progress or
-   * unknown (the database cannot be asked), a refusal that says they may have been accepted.
+   * to another instance is tried again, whatever became of it. For the stored requests, the
+   * database is asked (a few looks over about two seconds, each bounded) whether the
+   * transaction has ended, then whether their rows are there: found, they get their 200; not,
+   * their refusal; still in progress or unknown (the database cannot be asked), a refusal that
+   * says they may have been accepted.
    * Answering "nothing was stored" without asking would have a caller send again what runs.
    */
   private async settleInDoubt(
@@ -501,37 +502,59 @@ class PostgresActionStore implements ActionStore {
       stored,
     );
     if (storing.length === 0) return;
-    let fate: string | undefined;
+    // The transaction's id tells whether it has ended; whether it stored is read from the rows
+    // (a transaction whose COMMIT never reached the disk leaves its id to be given again after a
+    // crash, to a transaction that may commit).
+    let committed: boolean | undefined;
     for (const pause of IN_DOUBT_LOOKS_MS) {
       if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-      fate = await this.transactionFate((storing[0] as AcceptRow).xid);
-      if (fate === 'committed' || fate === 'aborted') break;
+      const fate = await this.bounded(this.transactionStatus((storing[0] as AcceptRow).xid));
+      if (fate === undefined || fate === 'in progress') continue;
+      committed = await this.bounded(
+        this.anyStored(
+          storing.map((row) => row.ord),
+          sent,
+        ),
+      );
+      if (committed !== undefined) break;
     }
-    if (fate === 'committed') {
+    if (committed === true) {
       this.answerRows(sent, storing, stored);
       return;
     }
-    const err = fate === 'aborted' ? doubt : new AppendInDoubt(doubt);
+    const err = committed === false ? doubt : new AppendInDoubt(doubt);
     for (const row of storing) (sent[row.ord] as Pending).reject(err);
   }
 
-  /**
-   * 'committed', 'aborted' or 'in progress' (pg_xact_status), 'aborted' for a transaction too
-   * old for the status log to know, undefined when the database could not be asked in time.
-   */
-  private async transactionFate(xid: string): Promise<string | undefined> {
+  /** pg_xact_status of a transaction: 'committed', 'aborted', 'in progress', or null (unknown). */
+  private async transactionStatus(xid: string): Promise<string | null> {
+    const { rows } = await this.pool.query<{ status: string | null }>(
+      'SELECT pg_xact_status($1::xid8) AS status',
+      [xid],
+    );
+    return rows[0]?.status ?? null;
+  }
+
+  /** Whether the requests at `ords` were stored (a batch commits whole or not at all). */
+  private async anyStored(ords: readonly number[], sent: readonly Pending[]): Promise<boolean> {
+    const ids = ords
+      .map((ord) => (sent[ord] as Pending).actions[0]?.id)
+      .filter((id): id is string => id !== undefined);
+    const { rows } = await this.pool.query<{ found: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM actions WHERE id = ANY($1::text[])) AS found',
+      [ids],
+    );
+    return rows[0]?.found === true;
+  }
+
+  /** A look at the database, undefined when it fails or takes too long (it may be unreachable). */
+  private async bounded<T>(look: Promise<T>): Promise<T | undefined> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => resolve(undefined), IN_DOUBT_LOOK_TIMEOUT_MS);
     });
-    const look = this.pool
-      .query<{ status: string | null }>('SELECT pg_xact_status($1::xid8) AS status', [xid])
-      .then(
-        ({ rows }) => rows[0]?.status ?? 'aborted',
-        () => undefined,
-      );
     try {
-      return await Promise.race([look, late]);
+      return await Promise.race([look.catch(() => undefined), late]);
     } finally {
       clearTimeout(timer);
     }
