@@ -9,7 +9,12 @@ import { collectBytes } from './byte-collector.ts';
 import { createDeadlines, type Deadlines } from './deadlines.ts';
 import { HookError } from './errors.ts';
 import { BackslashKeyError, parseForeignJson } from './foreign-json.ts';
-import { createPieceCounter, MAX_SMALL_PIECES, MIN_AVERAGE_PIECE } from './piece-rate.ts';
+import {
+  createPieceCounter,
+  MAX_SMALL_PIECES,
+  MAX_SMALL_PIECES_IN_ALL,
+  MIN_AVERAGE_PIECE,
+} from './piece-rate.ts';
 
 export type BodyLimits = { maxBytes: number; timeoutMs: number };
 
@@ -82,7 +87,7 @@ export function readBody(
         finish(
           new HookError(
             'body_too_fragmented',
-            `The chunked body came in more than ${MAX_SMALL_PIECES} chunks at once, averaging under ${MIN_AVERAGE_PIECE} bytes.`,
+            `The chunked body came in more than ${MAX_SMALL_PIECES} chunks at once, or ${MAX_SMALL_PIECES_IN_ALL} in all, averaging under ${MIN_AVERAGE_PIECE} bytes.`,
           ),
         );
     }

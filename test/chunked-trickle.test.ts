@@ -1,7 +1,7 @@
 /**
  * The bound on chunked bodies in many small pieces counts the pieces of one turn of the event
  * loop (what holds it), not of the whole body: a body sent as one chunk and trickled in small
- * writes (a slow sender: more than 4096 pieces of 50 bytes, each read on a turn of its own) is
+ * writes (a slow sender: 4200 pieces of 50 bytes, each read on a turn of its own) is
  * accepted, as the same trickle with a Content-Length is.
  */
 import { connect } from 'node:net';
