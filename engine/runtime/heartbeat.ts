@@ -12,6 +12,7 @@
  * runtime.maxPromptBytes: events are weighed before they are read, and those
  * past the budget stay pending for the next heartbeat.
  */
+import { errorText } from '../observe/error-text.ts';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { type LongTimer, longInterval } from '../long-timer.ts';
@@ -222,7 +223,7 @@ export function createHeartbeat(deps: {
     lastStart = performance.now();
     running = runOnce(reason)
       .catch((err: unknown) => {
-        logger.error({ err: (err as Error).message }, 'heartbeat crashed');
+        logger.error({ err: errorText(err) }, 'heartbeat crashed');
         return false;
       })
       .then((more) => {
