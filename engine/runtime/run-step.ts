@@ -120,9 +120,10 @@ export function createRunStep(deps: RunStepDeps) {
     // Only the error's kind: its message may quote a URL with a credential, or request text.
     const kind = err instanceof Error ? err.name : typeof err;
     const reason = `hookgate error while running it (${kind})`;
-    // What the run saved must be known before anything is written over it: a store that
-    // cannot even say leaves the run as it is (resumed after a restart or its lease).
-    const current = await store.run(row.id);
+    // What the run saved must be known before anything is written over it: asked a few times
+    // (a busy store passes), and a store that still cannot say leaves the run as it is
+    // (resumed after a restart or its lease).
+    const current = await readAgain(() => store.run(row.id));
     const saved = current ? current.outcome : row.outcome;
     const progress = saved?.status === 'delivering' ? saved : undefined;
     if (row.attempts < settings.retry.maxAttempts) {
@@ -443,6 +444,22 @@ export function createRunStep(deps: RunStepDeps) {
   }
 
   return execute;
+}
+
+// Pauses before the tries of a read after a step threw (the store may have been busy).
+const READ_AGAIN_MS = [0, 100, 500];
+
+async function readAgain<T>(read: () => Promise<T>): Promise<T> {
+  let failure: unknown;
+  for (const pause of READ_AGAIN_MS) {
+    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+    try {
+      return await read();
+    } catch (err) {
+      failure = err;
+    }
+  }
+  throw failure;
 }
 
 /**
