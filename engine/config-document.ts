@@ -48,16 +48,19 @@ export function readConfigText(absolute: string): string {
     fd = openSync(absolute, 'r');
     const stat = fstatSync(fd);
     if (stat.isFile() && stat.size > MAX_CONFIG_BYTES) throw tooLarge(absolute, stat.size);
-    // One byte past the bound: a file that grew after the check, or a pipe, is caught too.
-    const buffer = Buffer.alloc(MAX_CONFIG_BYTES + 1);
+    // Read in pieces and counted: a file that grew after the check, or a pipe, is bounded too,
+    // and a config of a few KB costs a few KB.
+    const piece = Buffer.allocUnsafe(64 * 1024);
+    const pieces: Buffer[] = [];
     let length = 0;
     for (;;) {
-      const read = readSync(fd, buffer, length, buffer.length - length, null);
+      const read = readSync(fd, piece, 0, piece.length, null);
       if (read === 0) break;
       length += read;
       if (length > MAX_CONFIG_BYTES) throw tooLarge(absolute, `more than ${MAX_CONFIG_BYTES}`);
+      pieces.push(Buffer.from(piece.subarray(0, read)));
     }
-    return buffer.toString('utf8', 0, length);
+    return Buffer.concat(pieces, length).toString('utf8');
   } catch (err) {
     throw cannotRead(absolute, err);
   } finally {

@@ -4,6 +4,7 @@
  * input no check foresaw) is a failed part, not a crash of the run that
  * would leave it and its session's later runs waiting for ever.
  */
+import { errorKind } from '../observe/error-text.ts';
 import type { ChannelAdapter, SendResult } from './adapter.ts';
 import { recipientFormProblem } from './recipient-form.ts';
 
@@ -15,8 +16,7 @@ export function guardedAdapter(adapter: ChannelAdapter): ChannelAdapter {
       try {
         return await adapter.send(to, text, signal);
       } catch (err) {
-        // Only the error's kind: its message may quote the request's URL or the recipient.
-        const kind = err instanceof Error ? err.name : typeof err;
+        const kind = errorKind(err);
         return {
           status: 'failed',
           reason: `${adapter.id} could not send this part (hookgate error: ${kind}); not retried`,

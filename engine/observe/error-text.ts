@@ -10,6 +10,14 @@ const MAX_CHARS = 300;
 // PostgreSQL's SQLSTATE: five digits or capital letters.
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
+/**
+ * What kind of error a record (a run's reason, a heartbeat's error, a delivery's reason) may
+ * name: its class, never its message.
+ */
+export function errorKind(err: unknown): string {
+  return err instanceof Error ? err.name : typeof err;
+}
+
 export function errorText(err: unknown): string {
   if (!(err instanceof Error)) return typeof err;
   const code = (err as { code?: unknown }).code;

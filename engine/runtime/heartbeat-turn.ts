@@ -5,7 +5,7 @@
  * keeps the turns, queues the reply and answers the operators' requests it
  * served, in one write. The heartbeat (heartbeat.ts) decides when turns run.
  */
-import { errorText } from '../observe/error-text.ts';
+import { errorKind, errorText } from '../observe/error-text.ts';
 import type { AgentSettings } from './agents.ts';
 import {
   afterHeartbeat,
@@ -148,9 +148,9 @@ async function askGuarded(
   try {
     return await ask(ctx, input, message, history);
   } catch (err) {
-    // The record names the kind only (it is shown with the events); the log, the message with
-    // what may be secret in it blanked.
-    const kind = err instanceof Error ? err.name : typeof err;
+    // The record names the kind only (it is shown with the events); the log, what errorText
+    // allows of it.
+    const kind = errorKind(err);
     ctx.logger.error({ heartbeatId: input.id, err: errorText(err) }, 'heartbeat runner threw');
     return { status: 'error', reason: `hookgate error while running the turn (${kind})` };
   }

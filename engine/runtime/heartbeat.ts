@@ -12,7 +12,7 @@
  * runtime.maxPromptBytes: events are weighed before they are read, and those
  * past the budget stay pending for the next heartbeat.
  */
-import { errorText } from '../observe/error-text.ts';
+import { errorKind, errorText } from '../observe/error-text.ts';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
 import { type LongTimer, longInterval } from '../long-timer.ts';
@@ -164,7 +164,7 @@ export function createHeartbeat(deps: {
     } catch (err) {
       // A throw past the turn (a store write that failed): the record ends failed rather than
       // staying running; its events stay pending for the next heartbeat.
-      const kind = err instanceof Error ? err.name : typeof err;
+      const kind = errorKind(err);
       const error = `hookgate error while running the heartbeat (${kind})`;
       await store.finishHeartbeat(id, { state: 'failed', events: [], error }).catch(() => false);
       throw err;

@@ -7,6 +7,7 @@
  * dead. Every write is fenced by the run's claim. The message and history a
  * turn sends, and the turns it keeps, fit runtime.maxPromptBytes.
  */
+import { errorKind } from '../observe/error-text.ts';
 import type { RecipientAllowed } from '../delivery/deliver.ts';
 import type { AgentAction, WakeAction } from '../../schemas/action.ts';
 import type { ChannelAdapter } from '../delivery/adapter.ts';
@@ -117,8 +118,7 @@ export function createRunStep(deps: RunStepDeps) {
    * it keeps: the next attempt redoes only the delivery, from where it stopped.
    */
   async function endCrashed(row: RunRow, err: unknown, ended: () => void): Promise<void> {
-    // Only the error's kind: its message may quote a URL with a credential, or request text.
-    const kind = err instanceof Error ? err.name : typeof err;
+    const kind = errorKind(err);
     const reason = `hookgate error while running it (${kind})`;
     // What the run saved must be known before anything is written over it: asked a few times
     // (a busy store passes), and a store that still cannot say leaves the run as it is
