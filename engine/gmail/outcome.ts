@@ -95,6 +95,8 @@ export function noAnswer(outcome: Exclude<OutboundResult, { kind: 'answer' }>): 
       return { kind: 'aborted' };
     case 'headers_too_large':
       return { kind: 'failed', reason: 'Gmail answer headers too large' };
+    case 'too_fragmented':
+      return { kind: 'failed', reason: 'Gmail answer came in too many tiny pieces' };
     case 'timeout':
       return { kind: 'backoff', reason: 'Gmail did not answer in time' };
     default:

@@ -8,6 +8,7 @@
 import { request } from 'undici';
 import { collectBytes } from '../byte-collector.ts';
 import { linkedAbort } from '../linked-abort.ts';
+import { guardedDispatcher } from './fragment-guard.ts';
 
 export type OutboundHeaders = Record<string, string | string[] | undefined>;
 
@@ -33,6 +34,11 @@ export type OutboundResult =
    * peer was reached and answered, so this is never "unreachable".
    */
   | { kind: 'headers_too_large'; status?: number }
+  /**
+   * The answer's body came in too many tiny pieces (a byte per chunk): the peer answered in a
+   * shape no honest server sends, and reading it on would hold the event loop.
+   */
+  | { kind: 'too_fragmented'; status: number }
   /** `answerStatus`: an answer began (with this status), then its body did not end in time. */
   | { kind: 'timeout'; answerStatus?: number }
   /** The caller's signal ended the call. */
@@ -58,6 +64,9 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 
 // Headers or trailers over undici's cap (Node's max header size, 16 KiB by default).
 const HEADERS_OVERFLOW = 'UND_ERR_HEADERS_OVERFLOW';
+
+// fragment-guard.ts stopped the answer.
+const TOO_FRAGMENTED = 'ANSWER_TOO_FRAGMENTED';
 
 // Node fires a longer timer at once (with a warning): a timeout of ~25 days or more is this.
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -101,6 +110,7 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
       headers: call.headers,
       body: call.body,
       signal: bound.signal,
+      dispatcher: guardedDispatcher,
       // undici's own waits (300 s for the headers, 300 s between pieces of the body) would end a
       // call allowed longer, such as an agent turn of the default 600 s, half way: the call's
       // timeout bounds the whole exchange alone.
@@ -123,6 +133,8 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
     const code = errorCode(err);
     if (bound.timedOut() || TIMEOUT_CODES.has(code))
       return answerStatus === undefined ? { kind: 'timeout' } : { kind: 'timeout', answerStatus };
+    if (code === TOO_FRAGMENTED && answerStatus !== undefined)
+      return { kind: 'too_fragmented', status: answerStatus };
     if (code === HEADERS_OVERFLOW)
       return answerStatus === undefined
         ? { kind: 'headers_too_large' }

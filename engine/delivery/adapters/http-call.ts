@@ -91,6 +91,10 @@ function noAnswer(
     const reason = 'answer headers too large; the message may have been posted, not resent';
     return { status: 'failed', reason };
   }
+  if (outcome.kind === 'too_fragmented') {
+    const reason = `HTTP ${outcome.status} answer came in too many tiny pieces; the message may have been posted, not resent`;
+    return { status: 'failed', reason };
+  }
   if (outcome.kind === 'timeout')
     return { status: 'retry', reason: `no answer within ${call.timeoutMs} ms; ${duplicate}` };
   if (outcome.kind === 'aborted') return { status: 'retry', reason: `interrupted; ${duplicate}` };

@@ -71,6 +71,11 @@ export function noAnswer(
   if (outcome.kind === 'too_large') return replyTooLarge(outcome.maxBytes);
   if (outcome.kind === 'headers_too_large')
     return { status: 'error', reason: "the runner's answer headers are too large" };
+  if (outcome.kind === 'too_fragmented')
+    return {
+      status: 'error',
+      reason: `HTTP ${outcome.status}: the answer came in too many tiny pieces`,
+    };
   if (outcome.kind === 'aborted') return { status: 'retry', reason: 'interrupted by shutdown' };
   if (outcome.kind === 'timeout') {
     return { status: 'timeout', reason: `no reply within ${timeoutSeconds}s` };
