@@ -74,6 +74,17 @@ describe('restart-only settings', () => {
     a.cleanup();
     b.cleanup();
   });
+
+  it('leaves out the mail settings the gmail preset applies at once, not the flow\'s own', () => {
+    const gmail = (settings: Record<string, unknown>) =>
+      load({ hooks: { enabled: true, token: TOKEN, presets: ['gmail'], gmail: settings } });
+    const a = gmail({ allowUnsafeExternalContent: false });
+    const b = gmail({ allowUnsafeExternalContent: true, model: 'openai/gpt-4o', thinking: 'low' });
+    const c = gmail({ allowUnsafeExternalContent: false, label: 'Receipts' });
+    expect(restartOnlyChanges(a.loaded.config, b.loaded.config)).toEqual([]);
+    expect(restartOnlyChanges(a.loaded.config, c.loaded.config)).toEqual(['hooks.gmail']);
+    for (const one of [a, b, c]) one.cleanup();
+  });
 });
 
 describe('a burst of reloads', () => {
