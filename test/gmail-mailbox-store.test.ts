@@ -74,4 +74,18 @@ describe('mailbox store', () => {
     });
     store.close();
   });
+
+  it('a failed watch stays recorded through a good sync, until a watch is made', () => {
+    const store = openMailboxStore(fresh());
+    store.recordWatchFailure(ACCOUNT, 'Gmail HTTP 403');
+    store.recordSync(ACCOUNT, 11, undefined);
+    expect(store.state(ACCOUNT)).toMatchObject({
+      watchError: 'Gmail HTTP 403',
+      lastError: undefined,
+      lastSuccessAtMs: 11,
+    });
+    store.recordWatch(ACCOUNT, 9_000, 12);
+    expect(store.state(ACCOUNT).watchError).toBeUndefined();
+    store.close();
+  });
 });

@@ -25,6 +25,7 @@ function state(partial: Partial<MailboxState>): MailboxState {
     lastSyncAtMs: undefined,
     lastSuccessAtMs: undefined,
     lastError: undefined,
+    watchError: undefined,
     needsConsent: false,
     refusedTokenHash: undefined,
     ...partial,

@@ -35,7 +35,7 @@ export function gmailConfig(configFlag: string | undefined): {
 
 const when = (ms: number | undefined) => (ms === undefined ? 'never' : new Date(ms).toISOString());
 
-/** Print the mailbox's state; exit 0, or 1 when it needs the operator. */
+/** Print the mailbox's state; exit 0, or 1 when it needs the operator (no watch covers it, a consent). */
 export function gmailStatus(
   flags: { config?: string; json?: boolean },
   out: (line: string) => void,
@@ -52,13 +52,19 @@ export function gmailStatus(
     const state = store.state(account);
     const pending = store.pendingPushes(account).length;
     const expired = state.watchExpirationMs !== undefined && state.watchExpirationMs < Date.now();
+    // No watch was ever made (the service's first attempts failed): no push arrives either.
+    const unwatched = state.watchExpirationMs === undefined;
     if (flags.json) {
-      out(jsonLine({ ...state, pendingPushes: pending, watchExpired: expired }));
+      out(jsonLine({ ...state, pendingPushes: pending, watchExpired: expired, unwatched }));
     } else {
       out(terminalText(`mailbox: ${account}`));
       out(
-        `watch expires: ${when(state.watchExpirationMs)}${expired ? ' (EXPIRED: no pushes arrive)' : ''}`,
+        unwatched
+          ? 'watch expires: no watch yet (NO PUSHES ARRIVE)'
+          : `watch expires: ${when(state.watchExpirationMs)}${expired ? ' (EXPIRED: no pushes arrive)' : ''}`,
       );
+      if (state.watchError !== undefined)
+        out(terminalText(`last watch attempt failed: ${state.watchError}`));
       out(`watch renewed: ${when(state.watchedAtMs)}`);
       out(`cursor (history id): ${state.cursor ?? 'none yet'}`);
       out(`last push: ${when(state.lastPushAtMs)}; pushes waiting for a sync: ${pending}`);
@@ -66,7 +72,7 @@ export function gmailStatus(
       out(terminalText(`last error: ${state.lastError ?? 'none'}`));
       if (state.needsConsent) out(`NEEDS CONSENT: run hookgate gmail setup --account ${account}`);
     }
-    return state.needsConsent || expired ? 1 : 0;
+    return state.needsConsent || expired || unwatched ? 1 : 0;
   } finally {
     store.close();
   }

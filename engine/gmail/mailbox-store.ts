@@ -22,6 +22,8 @@ export type MailboxState = {
   /** The last sync that read the mailbox up to its cursor. */
   lastSuccessAtMs: number | undefined;
   lastError: string | undefined;
+  /** Why the last attempt at a watch failed; cleared by a watch made. */
+  watchError: string | undefined;
   /** The refresh token was refused (invalid_grant): the operator must run the consent again. */
   needsConsent: boolean;
   /** A hash of the refresh token that was refused (a new one lifts needsConsent). */
@@ -48,9 +50,11 @@ export type MailboxStore = {
   /** Replace the cursor (after an expired one: a fresh start point). */
   resetCursor(account: string, historyId: string): void;
   recordWatch(account: string, expirationMs: number, nowMs: number): void;
+  /** A watch that could not be made (kept until one is; also the last error). */
+  recordWatchFailure(account: string, reason: string): void;
   /** A sync attempt; without an error it read the mailbox up to its cursor. */
   recordSync(account: string, nowMs: number, error: string | undefined): void;
-  /** An error that is not a sync's (a failed watch), for `gmail status`. */
+  /** An error that is not a sync's (a sync skipped), for `gmail status`. */
   recordError(account: string, error: string): void;
   /** Mark (with the refused token's hash) or lift the need for a new consent. */
   setNeedsConsent(account: string, needs: boolean, refusedTokenHash?: string): void;
@@ -87,7 +91,10 @@ export function openMailboxStore(dataDir: string): MailboxStore {
   const select = db.prepare('SELECT * FROM gmail_mailboxes WHERE account = ?');
   const setCursor = db.prepare('UPDATE gmail_mailboxes SET cursor = ? WHERE account = ?');
   const setWatch = db.prepare(
-    'UPDATE gmail_mailboxes SET watch_expiration_ms = ?, watched_at_ms = ? WHERE account = ?',
+    'UPDATE gmail_mailboxes SET watch_expiration_ms = ?, watched_at_ms = ?, watch_error = NULL WHERE account = ?',
+  );
+  const setWatchError = db.prepare(
+    'UPDATE gmail_mailboxes SET watch_error = ?, last_error = ? WHERE account = ?',
   );
   const setSync = db.prepare(
     'UPDATE gmail_mailboxes SET last_sync_at_ms = ?, last_error = ? WHERE account = ?',
@@ -110,6 +117,7 @@ export function openMailboxStore(dataDir: string): MailboxStore {
       lastSyncAtMs: int(row['last_sync_at_ms']),
       lastSuccessAtMs: int(row['last_success_at_ms']),
       lastError: text(row['last_error']),
+      watchError: text(row['watch_error']),
       needsConsent: row['needs_consent'] === 1,
       refusedTokenHash: text(row['refused_token_hash']),
     };
@@ -156,6 +164,10 @@ export function openMailboxStore(dataDir: string): MailboxStore {
     recordWatch(account, expirationMs, nowMs) {
       ensure.run(account);
       run(setWatch, expirationMs, nowMs, account);
+    },
+    recordWatchFailure(account, reason) {
+      ensure.run(account);
+      run(setWatchError, reason, `watch: ${reason}`, account);
     },
     recordSync(account, nowMs, error) {
       ensure.run(account);

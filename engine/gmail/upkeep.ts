@@ -101,7 +101,7 @@ async function renew(deps: UpkeepDeps, now: () => number): Promise<boolean> {
     }
     const reason = result.kind === 'failed' ? result.reason : result.kind;
     // Not a sync: the last good sync stays what the safety net and the fallback go by.
-    deps.store.recordError(deps.account, `watch: ${reason}`);
+    deps.store.recordWatchFailure(deps.account, reason);
     deps.logger.warn({ account: deps.account, reason }, 'gmail watch failed');
     return false;
   }

@@ -123,6 +123,9 @@ export async function actionMessageIds(dataDir: string): Promise<string[]> {
 export type MailboxStatus = {
   cursor?: string;
   lastError?: string;
+  watchError?: string;
+  watchExpirationMs?: number;
+  unwatched?: boolean;
   lastPushAtMs?: number;
   pendingPushes: number;
   needsConsent: boolean;

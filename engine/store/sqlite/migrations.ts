@@ -325,4 +325,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE system_events ADD COLUMN copy_of INTEGER;
   CREATE INDEX system_events_copies ON system_events (copy_of) WHERE copy_of IS NOT NULL;
   `,
+  // 15: a mailbox's failed watch kept apart from the last error, which the next good sync
+  // cleared: `gmail status` showed a mailbox no watch covered as fine.
+  'ALTER TABLE gmail_mailboxes ADD COLUMN watch_error TEXT;',
 ];
