@@ -48,7 +48,10 @@ export async function gmailSetup(
     findConfigFile(flags.config, process.env, process.cwd()) ?? 'hookgate.yaml',
   );
   const before = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  const mode = flags.pushMode ?? configuredMode(before) ?? (flags.pushEndpoint ? 'oidc' : 'token');
+  // A push endpoint given is OIDC's audience (also over a file set up in token mode before the
+  // public URL was known); without one, a run again keeps the file's mode.
+  const mode =
+    flags.pushMode ?? (flags.pushEndpoint ? 'oidc' : (configuredMode(before) ?? 'token'));
   const result = writeGmailSetup(withHookToken(before), setupOptions({ ...flags, pushMode: mode }));
   if (result.conflicts.length > 0) {
     for (const c of result.conflicts) {
@@ -115,7 +118,7 @@ function setupOptions(flags: GmailSetupFlags): GmailSetupOptions {
   };
 }
 
-/** The push mode the file already has (a setup run again keeps it). */
+/** The push mode the file already has (a setup run again without an endpoint keeps it). */
 function configuredMode(text: string): 'oidc' | 'token' | undefined {
   const doc = parseDocument(text === '' ? '{}' : text);
   const mode = doc.errors.length > 0 ? undefined : doc.getIn(['hooks', 'gmail', 'push', 'mode']);
