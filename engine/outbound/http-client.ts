@@ -41,8 +41,8 @@ export type OutboundResult =
   | { kind: 'too_fragmented'; status: number }
   /** `answerStatus`: an answer began (with this status), then its body did not end in time. */
   | { kind: 'timeout'; answerStatus?: number }
-  /** The caller's signal ended the call. */
-  | { kind: 'aborted' }
+  /** The caller's signal ended the call; `answerStatus`: after an answer began with it. */
+  | { kind: 'aborted'; answerStatus?: number }
   /**
    * No (complete) answer. `beforeSending`: the request cannot have reached
    * the peer. `answerStatus`: an answer began (with this status) and broke off.
@@ -129,7 +129,8 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
     }
     return { kind: 'answer', status: response.statusCode, headers: response.headers, text: read };
   } catch (err) {
-    if (call.signal?.aborted) return { kind: 'aborted' };
+    if (call.signal?.aborted)
+      return answerStatus === undefined ? { kind: 'aborted' } : { kind: 'aborted', answerStatus };
     const code = errorCode(err);
     if (bound.timedOut() || TIMEOUT_CODES.has(code))
       return answerStatus === undefined ? { kind: 'timeout' } : { kind: 'timeout', answerStatus };

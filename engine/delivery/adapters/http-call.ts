@@ -56,8 +56,11 @@ export async function httpCall(url: string, call: HttpCall): Promise<HttpOutcome
     const { status, headers, text } = outcome;
     return { reply: { status, headers, text, json: parseJson(text) } };
   }
+  // A shutdown that cut an answer short is an answer broken off too: its status was given.
   const brokenOff =
-    outcome.kind === 'timeout' || outcome.kind === 'failed' ? outcome.answerStatus : undefined;
+    outcome.kind === 'timeout' || outcome.kind === 'failed' || outcome.kind === 'aborted'
+      ? outcome.answerStatus
+      : undefined;
   if (brokenOff !== undefined) return { result: brokenOffResult(brokenOff, call.posts === true) };
   return { result: noAnswer(outcome, call) };
 }
