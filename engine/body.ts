@@ -9,12 +9,7 @@ import { collectBytes } from './byte-collector.ts';
 import { createDeadlines, type Deadlines } from './deadlines.ts';
 import { HookError } from './errors.ts';
 import { BackslashKeyError, parseForeignJson } from './foreign-json.ts';
-import {
-  createPieceCounter,
-  MAX_SMALL_PIECES,
-  MAX_SMALL_PIECES_IN_ALL,
-  MIN_AVERAGE_PIECE,
-} from './piece-rate.ts';
+import { createPieceCounter, MIN_AVERAGE_PIECE, smallPiecesAllowed } from './piece-rate.ts';
 
 export type BodyLimits = { maxBytes: number; timeoutMs: number };
 
@@ -61,9 +56,13 @@ export function readBody(
     const collected = collectBytes(limits.maxBytes);
     const watch = deadlines.watch(() => finish(new HookError('request_timeout')));
     // Only a chunked body: a Content-Length body's pieces are the network's.
+    const inAll = smallPiecesAllowed(limits.maxBytes);
     const tooFragmented =
-      req.headers['transfer-encoding'] !== undefined ? createPieceCounter() : undefined;
+      req.headers['transfer-encoding'] !== undefined ? createPieceCounter(inAll) : undefined;
+    let done = false;
     function finish(error: HookError | null): void {
+      if (done) return;
+      done = true;
       deadlines.cancel(watch);
       req.off('data', onData);
       req.off('end', onEnd);
@@ -82,14 +81,23 @@ export function readBody(
       }
     }
     function onData(chunk: Buffer): void {
-      if (!collected.add(chunk)) finish(tooLarge(limits.maxBytes));
-      else if (tooFragmented?.(chunk.length))
+      if (!collected.add(chunk)) return finish(tooLarge(limits.maxBytes));
+      const verdict = tooFragmented?.(chunk.length);
+      if (verdict === 'refuse') {
         finish(
           new HookError(
             'body_too_fragmented',
-            `The chunked body came in more than ${MAX_SMALL_PIECES} chunks at once, or ${MAX_SMALL_PIECES_IN_ALL} in all, averaging under ${MIN_AVERAGE_PIECE} bytes.`,
+            `The chunked body came in more than ${inAll} chunks averaging under ${MIN_AVERAGE_PIECE} bytes.`,
           ),
         );
+      } else if (verdict === 'pause') {
+        // Past MAX_SMALL_PIECES in this turn: read no more of it until the next one (what the
+        // parser already holds is still handed over).
+        req.socket?.pause();
+        setImmediate(() => {
+          if (!done) req.socket?.resume();
+        });
+      }
     }
     const onEnd = () => finish(null);
     const onError = (err: Error) =>

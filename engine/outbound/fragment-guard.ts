@@ -4,7 +4,8 @@
  * each piece parsed and passed up one by one (six wire bytes a piece, so a 1 MiB cap is six
  * MiB on the wire and about a million callbacks); the pieces reach the caller's reader
  * coalesced, so only here can they be seen. Past the same bounds as a request body's pieces
- * (piece-rate.ts) the call is aborted with FragmentedAnswerError.
+ * (piece-rate.ts) the parser is paused until the next turn, or the call is aborted with
+ * FragmentedAnswerError.
  */
 import { Agent, type Dispatcher } from 'undici';
 import { createPieceCounter } from '../piece-rate.ts';
@@ -33,16 +34,30 @@ function countingHandler(inner: Handler): Handler {
       inner.onResponseStart?.(controller, status, headers, message),
     onResponseData(controller: Controller, chunk: Buffer) {
       if (stopped) return;
-      if (tooFragmented(chunk.length)) {
+      const verdict = tooFragmented(chunk.length);
+      if (verdict === 'refuse') {
         stopped = true;
         // Destroys the socket: the parser stops at its next piece instead of reading the rest.
         controller.abort(new FragmentedAnswerError());
         return;
       }
       inner.onResponseData?.(controller, chunk);
+      if (verdict === 'pause' && !controller.paused) {
+        // The parser stops at this piece and goes on in the next turn of the event loop.
+        controller.pause();
+        setImmediate(() => {
+          if (!stopped && !controller.aborted) controller.resume();
+        });
+      }
     },
-    onResponseEnd: (controller, trailers) => inner.onResponseEnd?.(controller, trailers),
-    onResponseError: (controller, err) => inner.onResponseError?.(controller, err),
+    onResponseEnd: (controller, trailers) => {
+      stopped = true;
+      inner.onResponseEnd?.(controller, trailers);
+    },
+    onResponseError: (controller, err) => {
+      stopped = true;
+      inner.onResponseError?.(controller, err);
+    },
   };
 }
 
