@@ -68,28 +68,64 @@ export function createTokenCheck(expected: string): (presented: PresentedToken) 
   };
 }
 
+/** Where in a request's URL the hook token may have been put. */
+export type UrlTokenCheck = {
+  /** The path after the hooks prefix holds it. */
+  inPath(hook: string): boolean;
+  /** The query string holds it, as a parameter's name or value. */
+  inQuery(query: string): boolean;
+};
+
+// Percent-decoding rounds: a proxy or framework in front may decode once more.
+const DECODE_ROUNDS = 3;
+const AN_ESCAPE = /%[0-9a-f]{2}/i;
+
+/** `text` and what up to DECODE_ROUNDS rounds of percent-decoding make of it (`+` too, in a query). */
+function readings(text: string, plusIsBlank: boolean): string[] {
+  const all = [text];
+  let current = plusIsBlank ? text.replaceAll('+', ' ') : text;
+  if (current !== text) all.push(current);
+  for (let round = 0; round < DECODE_ROUNDS && AN_ESCAPE.test(current); round++) {
+    // Byte by byte (unescape), kept from its own %uXXXX form: the token is visible ASCII.
+    current = unescape(current.replace(/%u/g, '%25u'));
+    all.push(current);
+  }
+  return all;
+}
+
 /**
- * Whether a request path after the hooks prefix holds the token: as one of its segments, or at
- * a segment's start or end (`/hooks/<token>.json`): a sender that put it in the URL, where it
- * would reach logs, the 404's message and proxies' access logs. Only windows of the token's
- * length at a segment's edges are compared, in constant time (a search inside the path would
- * time the secret); any shorter path costs a length check.
+ * The hook token put in a URL, where it would reach logs, the 404's message and proxies' access
+ * logs: as a path segment or at a segment's start or end (`/hooks/<token>.json`), as a query
+ * parameter's name or value or at their edges, raw or percent-encoded (a token with inner
+ * spaces can only be in a URL so). Only windows of the token's length at a part's edges are
+ * compared, in constant time (a search inside the URL would time the secret); a part shorter
+ * than the token costs a length check.
  */
-export function createPathTokenCheck(expected: string): (hook: string) => boolean {
+export function createUrlTokenCheck(expected: string): UrlTokenCheck {
   const expectedBytes = Buffer.from(expected, 'utf8');
   const length = expected.length;
   const same = (window: string) => {
     const bytes = Buffer.from(window, 'utf8');
     return bytes.length === expectedBytes.length && timingSafeEqual(bytes, expectedBytes);
   };
-  return function pathHoldsToken(hook) {
-    if (length === 0 || hook.length < length) return false;
-    // The whole rest too: a token may itself hold a slash.
-    for (const segment of hook.length === length ? [hook] : [hook, ...hook.split('/')]) {
-      if (segment.length < length) continue;
-      if (same(segment.slice(0, length))) return true;
-      if (segment.length > length && same(segment.slice(segment.length - length))) return true;
-    }
-    return false;
+  const atEdges = (part: string) =>
+    part.length >= length &&
+    (same(part.slice(0, length)) ||
+      (part.length > length && same(part.slice(part.length - length))));
+  // The whole text too: a token may itself hold a separator.
+  const holds = (text: string, separators: RegExp) =>
+    text.length >= length && (atEdges(text) || text.split(separators).some(atEdges));
+  return {
+    inPath(hook) {
+      if (length === 0 || hook.length < length) return false;
+      return readings(hook, false).some((path) => holds(path, /\//));
+    },
+    inQuery(query) {
+      if (length === 0 || query.length < length) return false;
+      // Each pair decoded on its own: an encoded `&` or `=` is the token's, not a separator.
+      return query
+        .split(/[&;]/)
+        .some((pair) => readings(pair, true).some((text) => holds(text, /=/)));
+    },
   };
 }

@@ -54,3 +54,61 @@ it.each([
 it('an ordinary hook name is served as before', async () => {
   expect((await server.post('wake', { text: 'fine' })).status).toBe(200);
 });
+
+/** Every character of `text` percent-encoded (`%74%65...`), `rounds` times. */
+function encoded(text: string, rounds = 1): string {
+  let out = text;
+  for (let i = 0; i < rounds; i++)
+    out = [...out].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
+  return out;
+}
+
+/** POST `url` with the token in its header; the answer's error code, text and logged line. */
+async function postWithToken(url: string) {
+  const res = await fetch(`${server.url}${url}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ text: 'x' }),
+  });
+  const text = await res.text();
+  const requestId = res.headers.get('x-request-id');
+  await waitFor('its request line', () =>
+    readLogLines(logFile).some((line) => line['requestId'] === requestId),
+  );
+  const line = readLogLines(logFile).find((l) => l['requestId'] === requestId);
+  return {
+    status: res.status,
+    code: JSON.parse(text).error?.code,
+    text,
+    line: JSON.stringify(line),
+  };
+}
+
+it.each([
+  ['percent-encoded, as the hook name', `/hooks/${encoded(TOKEN)}`],
+  ['percent-encoded twice, in a later segment', `/hooks/wake/${encoded(TOKEN, 2)}`],
+  ['with only its dashes encoded', `/hooks/${TOKEN.replaceAll('-', '%2D')}`],
+])('the token %s: 400 token_in_path, never logged in any form', async (_name, url) => {
+  const { status, code, text, line } = await postWithToken(url);
+  expect({ status, code }).toEqual({ status: 400, code: 'token_in_path' });
+  for (const form of [TOKEN, url.slice(url.lastIndexOf('/') + 1)]) {
+    expect(text).not.toContain(form);
+    expect(line).not.toContain(form);
+  }
+});
+
+it.each([
+  ['as the value of a parameter of another name', `/hooks/wake?key=${TOKEN}`],
+  ['as a parameter name', `/hooks/wake?${TOKEN}`],
+  ['percent-encoded, as a value', `/hooks/wake?a=1&sig=${encoded(TOKEN)}`],
+  ['with a prefix, as a value', `/hooks/wake?a=1;b=Bearer+${TOKEN}`],
+])('the token in the query %s: 400 token_in_query', async (_name, url) => {
+  const { status, code, line } = await postWithToken(url);
+  expect({ status, code }).toEqual({ status: 400, code: 'token_in_query' });
+  expect(line).not.toContain(TOKEN);
+});
+
+it('a query that does not hold the token is served as before', async () => {
+  const { status } = await postWithToken('/hooks/wake?source=ci&build=42');
+  expect(status).toBe(200);
+});

@@ -4,6 +4,7 @@
  * method, the message's framing (engine/ingress/framing.ts), and a credential
  * in the query string.
  */
+import type { UrlTokenCheck } from '../auth.ts';
 import { type ClientAddressResolver, limiterKey } from '../client-address.ts';
 import { HookError } from '../errors.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
@@ -23,8 +24,8 @@ export type AdmitSettings = {
   hooksPath: string;
   limiter: AuthFailureLimiter;
   resolveClient: ClientAddressResolver;
-  /** The hook token is a segment of the path after the prefix. */
-  pathHoldsToken: (hook: string) => boolean;
+  /** Where the hook token may have been put in the URL. */
+  urlToken: UrlTokenCheck;
 };
 
 const TOKEN_IN_PATH = new HookError('token_in_path');
@@ -37,7 +38,7 @@ export function createAdmit({
   hooksPath,
   limiter,
   resolveClient,
-  pathHoldsToken,
+  urlToken,
 }: AdmitSettings): Stage {
   const prefix = `${hooksPath}/`;
   return function admit(x: Exchange) {
@@ -49,7 +50,7 @@ export function createAdmit({
     x.query = q < 0 ? '' : url.slice(q + 1);
     x.hook = pathname.slice(prefix.length);
     // Before anything logs the name: refused like a token in the query, not counted.
-    if (pathHoldsToken(x.hook)) {
+    if (urlToken.inPath(x.hook)) {
       x.hook = HIDDEN_HOOK;
       x.pathname = `${prefix}${HIDDEN_HOOK}`;
       x.log['hook'] = HIDDEN_HOOK;
@@ -74,7 +75,7 @@ export function createAdmit({
     const framing = framingRefusal(x.source);
     if (framing) return framing;
     // Refused before authentication, and not counted as a failure (spec 5.3).
-    if (queryCarriesToken(x.query)) return TOKEN_IN_QUERY;
+    if (queryCarriesToken(x.query) || urlToken.inQuery(x.query)) return TOKEN_IN_QUERY;
     return undefined;
   };
 }

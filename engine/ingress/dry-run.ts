@@ -7,7 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Action } from '../../schemas/action.ts';
 import type { Config } from '../../schemas/config.ts';
-import { createPathTokenCheck, createTokenCheck } from '../auth.ts';
+import { createUrlTokenCheck, createTokenCheck } from '../auth.ts';
 import { signatureHeaders } from '../auth/sign.ts';
 import type { CompiledMapping } from '../mappings.ts';
 import type { Ledger } from '../dispatcher.ts';
@@ -66,7 +66,7 @@ export async function dryRun(
     limiter: createMemoryLimiter(config.hooks.authRateLimit),
     resolveClient: () => '127.0.0.1',
     tokenMatches: createTokenCheck(config.hooks.token ?? ''),
-    pathHoldsToken: createPathTokenCheck(config.hooks.token ?? ''),
+    urlToken: createUrlTokenCheck(config.hooks.token ?? ''),
     body: {
       maxBytes: config.hooks.maxBodyBytes,
       maxDepth: config.hooks.maxJsonDepth,

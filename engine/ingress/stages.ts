@@ -5,7 +5,7 @@
  * -> normalise -> replay check -> accept -> commit. The server and the dry
  * run (`hookgate test`) build the same list; only the ledger differs.
  */
-import type { PresentedToken } from '../auth.ts';
+import type { PresentedToken, UrlTokenCheck } from '../auth.ts';
 import type { ClientAddressResolver } from '../client-address.ts';
 import type { Ledger } from '../dispatcher.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
@@ -26,7 +26,7 @@ export type StageSettings = {
   limiter: AuthFailureLimiter;
   resolveClient: ClientAddressResolver;
   tokenMatches: (presented: PresentedToken) => boolean;
-  pathHoldsToken: (hook: string) => boolean;
+  urlToken: UrlTokenCheck;
   body: BodySettings;
   ledger: Ledger;
 };

@@ -5,7 +5,7 @@
  * transform processes once the last of them is answered.
  */
 import type { ClientAddressResolver } from '../client-address.ts';
-import { createPathTokenCheck, createTokenCheck } from '../auth.ts';
+import { createUrlTokenCheck, createTokenCheck } from '../auth.ts';
 import type { CompiledConfig } from '../config/compile.ts';
 import type { Ledger } from '../dispatcher.ts';
 import type { NamedStage } from '../ingress/exchange.ts';
@@ -57,7 +57,7 @@ export async function startGeneration(
     limiter: deps.limiter,
     resolveClient: deps.resolveClient,
     tokenMatches: createTokenCheck(config.hooks.token ?? ''),
-    pathHoldsToken: createPathTokenCheck(config.hooks.token ?? ''),
+    urlToken: createUrlTokenCheck(config.hooks.token ?? ''),
     body: {
       maxBytes: config.hooks.maxBodyBytes,
       maxDepth: config.hooks.maxJsonDepth,
