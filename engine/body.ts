@@ -81,7 +81,10 @@ export function readBody(
       }
     }
     function onData(chunk: Buffer): void {
-      if (!collected.add(chunk)) return finish(tooLarge(limits.maxBytes));
+      if (!collected.add(chunk)) {
+        finish(tooLarge(limits.maxBytes));
+        return;
+      }
       const verdict = tooFragmented?.(chunk.length);
       if (verdict === 'refuse') {
         finish(
