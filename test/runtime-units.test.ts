@@ -7,7 +7,12 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, resolveConfig } from '../engine/config.ts';
-import { isAckOnly, retryDelayMs, summaryLine } from '../engine/runtime/replies.ts';
+import {
+  isAckOnly,
+  MAX_SERVER_WAIT_MS,
+  retryDelayMs,
+  summaryLine,
+} from '../engine/runtime/replies.ts';
 import { retryAfterMs } from '../engine/outbound/retry-after.ts';
 import { parseSchedule } from '../engine/runtime/schedule.ts';
 
@@ -36,6 +41,19 @@ describe('isAckOnly', () => {
   it('uses the configured token', () => {
     expect(isAckOnly('**NO_REPLY**', 'NO_REPLY')).toBe(true);
     expect(isAckOnly('HEARTBEAT_OK', 'NO_REPLY')).toBe(false);
+  });
+
+  it.each([
+    ['ALL_CLEAR!', 'ALL_CLEAR!', true],
+    ['ALL_CLEAR!', '**ALL_CLEAR!**', true],
+    ['NOTHING_NEW.', 'NOTHING_NEW.', true],
+    ['NOTHING_NEW.', 'NOTHING_NEW', true],
+    ['NOTHING_NEW.', 'NOTHING_NEW, but the disk is full', false],
+    ['...', '...', true],
+    ['...', '', false],
+    ['...', '**', false],
+  ])('a token with punctuation at its ends (%s): %j -> %s', (token, reply, expected) => {
+    expect(isAckOnly(reply, token)).toBe(expected);
   });
 
   it('a runner reply of 60,000 `<a` (tag starts never closed) is a real reply, read in one pass', () => {
@@ -148,9 +166,10 @@ describe('retryDelayMs', () => {
     expect(retryDelayMs(attempt, settings, undefined, () => random)).toBe(expected);
   });
 
-  it('waits at least the Retry-After, capped by maxDelayMs', () => {
+  it('waits at least the Retry-After, past maxDelayMs too, up to an hour', () => {
     expect(retryDelayMs(1, settings, 5_000, () => 0)).toBe(5_000);
-    expect(retryDelayMs(1, settings, 600_000, () => 0)).toBe(60_000);
+    expect(retryDelayMs(1, settings, 600_000, () => 0)).toBe(600_000);
+    expect(retryDelayMs(1, settings, 10 * 86_400_000, () => 0)).toBe(MAX_SERVER_WAIT_MS);
     expect(retryDelayMs(5, settings, 2_000, () => 1)).toBe(16_000);
   });
 
@@ -162,12 +181,13 @@ describe('retryDelayMs', () => {
   const retryAfterArb = fc.option(fc.integer({ min: 0, max: 1_000_000 }), { nil: undefined });
 
   test.prop([attemptArb, settingsArb, retryAfterArb, randomArb])(
-    'never exceeds maxDelayMs and never comes before Retry-After (within the cap)',
+    'never exceeds maxDelayMs or the Retry-After, and never comes before the Retry-After (up to an hour)',
     (attempt, limits, retryAfter, random) => {
       const delay = retryDelayMs(attempt, limits, retryAfter, () => random);
+      const serverWait = Math.min(retryAfter ?? 0, MAX_SERVER_WAIT_MS);
       expect(Number.isFinite(delay)).toBe(true);
-      expect(delay).toBeLessThanOrEqual(limits.maxDelayMs);
-      expect(delay).toBeGreaterThanOrEqual(Math.min(limits.maxDelayMs, retryAfter ?? 0));
+      expect(delay).toBeLessThanOrEqual(Math.max(limits.maxDelayMs, serverWait));
+      expect(delay).toBeGreaterThanOrEqual(serverWait);
     },
   );
 

@@ -14,10 +14,16 @@ const ACK_MARKUP_MAX = 256;
 const TAG = /<\/?[a-z][^<>]*>/gi;
 const DECORATION = /[\s*_`~#>"'.!-]/;
 
-/** True when a reply is only the ack token, allowing whitespace and light markup around it. */
+/**
+ * True when a reply is only the ack token, allowing whitespace and light markup around it. The
+ * token's own punctuation at its ends (`ALL_CLEAR!`) is read as the reply's is; a token of
+ * decoration alone must be the whole reply.
+ */
 export function isAckOnly(reply: string, ackToken: string): boolean {
   if (reply.length > ackToken.length + ACK_MARKUP_MAX) return false;
-  return trimDecoration(reply.replace(TAG, '')) === ackToken;
+  const core = trimDecoration(ackToken);
+  if (core === '') return reply.trim() === ackToken;
+  return trimDecoration(reply.replace(TAG, '')) === core;
 }
 
 // Without a regex anchored at the end, which retries from every character of a long run.
@@ -64,7 +70,17 @@ export function summaryText(
   return `Hook summary (${outcome.status}):\n${wrapUntrusted(content, SUMMARY_SOURCE).text}`;
 }
 
-/** Exponential backoff with full jitter, at least the server's Retry-After, capped. */
+/**
+ * The longest wait a server's Retry-After (or a product's retry hint) is honoured for: past
+ * `maxDelayMs`, since a retry before it only spends an attempt, but not for days on a hostile
+ * or mistaken answer.
+ */
+export const MAX_SERVER_WAIT_MS = 3_600_000;
+
+/**
+ * Exponential backoff with full jitter, capped by `maxDelayMs`, and never before the server's
+ * Retry-After (up to MAX_SERVER_WAIT_MS).
+ */
 export function retryDelayMs(
   attempt: number,
   settings: { baseDelayMs: number; maxDelayMs: number },
@@ -76,5 +92,8 @@ export function retryDelayMs(
     settings.baseDelayMs * 2 ** Math.max(0, attempt - 1),
   );
   const jittered = exponential / 2 + random() * (exponential / 2);
-  return Math.min(settings.maxDelayMs, Math.max(jittered, retryAfterMs ?? 0));
+  return Math.max(
+    Math.min(settings.maxDelayMs, jittered),
+    Math.min(retryAfterMs ?? 0, MAX_SERVER_WAIT_MS),
+  );
 }
