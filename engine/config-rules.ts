@@ -5,6 +5,7 @@
 import { BlockList } from 'node:net';
 import type { Config } from '../schemas/config.ts';
 import { addTrusted } from './client-address.ts';
+import { isModelRef } from './model-ref.ts';
 import { parseSchedule } from './runtime/schedule.ts';
 import { isWellFormedSessionKey, keyHasAllowedPrefix } from './session-key.ts';
 
@@ -94,6 +95,13 @@ function checkHooks(config: Config): ConfigProblem | null {
     return {
       path: 'hooks.path',
       message: 'must be a path prefix such as /hooks ("/" is not allowed)',
+    };
+  }
+  const { cpuTimeoutMs, deadlineMs } = hooks.transforms;
+  if (cpuTimeoutMs > deadlineMs) {
+    return {
+      path: 'hooks.transforms.cpuTimeoutMs',
+      message: `must not exceed hooks.transforms.deadlineMs (${deadlineMs}): the deadline would end every long call first, by restarting its process`,
     };
   }
   return null;
@@ -208,7 +216,7 @@ function checkModels(config: Config): ConfigProblem | null {
   if (!models) return null;
   const aliases = new Map<string, string>();
   for (const [id, entry] of Object.entries(models)) {
-    if (!id.includes('/')) {
+    if (!isModelRef(id)) {
       return {
         path: `agents.defaults.models.${id}`,
         message: 'model ids have the form <provider>/<model>',
@@ -216,6 +224,13 @@ function checkModels(config: Config): ConfigProblem | null {
     }
     const alias = entry.alias;
     if (alias === undefined) continue;
+    // A request naming that id would be sent to this model instead.
+    if (alias !== id && Object.hasOwn(models, alias)) {
+      return {
+        path: `agents.defaults.models.${id}.alias`,
+        message: `alias "${alias}" is the id of another model in the list`,
+      };
+    }
     const other = aliases.get(alias);
     if (other !== undefined) {
       return {

@@ -109,6 +109,13 @@ export function compileMappings(
     const other = seen.get(id);
     if (other) throw new ConfigError(`${at}.id`, `duplicate mapping id "${id}" (also ${other})`);
     seen.set(id, at);
+    // Refused at boot, not answered 400 to every sender of a request it maps.
+    if (mapping.timeoutSeconds !== undefined && mapping.timeoutSeconds > hooks.maxTimeoutSeconds) {
+      throw new ConfigError(
+        `${at}.timeoutSeconds`,
+        `(mapping "${id}") must be at most ${hooks.maxTimeoutSeconds} (hooks.maxTimeoutSeconds)`,
+      );
+    }
     return compileMapping(mapping, id, at, policy, places, settingsAt);
   });
 }

@@ -11,6 +11,7 @@ import type { RecipientAllowed } from './delivery/deliver.ts';
 import { recipientFormProblem } from './delivery/recipient-form.ts';
 import { createAdapters } from './delivery/registry.ts';
 import { HookError } from './errors.ts';
+import { isModelRef } from './model-ref.ts';
 import { isWellFormedSessionKey, keyHasAllowedPrefix } from './session-key.ts';
 
 /** The policy-relevant part of the configuration, precomputed at boot. */
@@ -141,13 +142,11 @@ export function resolveSessionKey(
   return { sessionKey: requested.key, source: requested.source };
 }
 
-const MODEL_REF = /^[^\s/]+\/\S+$/;
-
 /** Resolve a model override: an alias or `<provider>/<model>`, within agents.defaults.models when set. */
 export function resolveModel(policy: Policy, requested: string | undefined): string | undefined {
   if (requested === undefined) return undefined;
   const model = policy.modelAliases.get(requested) ?? requested;
-  const wellFormed = MODEL_REF.test(model);
+  const wellFormed = isModelRef(model);
   // With a list, anything not on it is refused alike, whatever its form (`gpt-4`, `MINI`).
   if (policy.allowedModels !== null && !(wellFormed && policy.allowedModels.has(model))) {
     throw new HookError(

@@ -68,6 +68,26 @@ describe('refusals name the offending path', () => {
       'hooks.token: must differ from gateway.token',
     ],
     ['path "/"', enabled({ path: '/' }), 'hooks.path:'],
+    [
+      'a model id without a provider',
+      { agents: { defaults: { models: { '/gpt-5': {} } } } },
+      'agents.defaults.models./gpt-5: model ids have the form <provider>/<model>',
+    ],
+    [
+      'a model id without a model',
+      { agents: { defaults: { models: { 'openai/': {} } } } },
+      'agents.defaults.models.openai/: model ids have the form <provider>/<model>',
+    ],
+    [
+      "an alias that is another model's id (requests for that id would go to this one)",
+      { agents: { defaults: { models: { 'a/b': { alias: 'c/d' }, 'c/d': {} } } } },
+      'agents.defaults.models.a/b.alias: alias "c/d" is the id of another model in the list',
+    ],
+    [
+      "a transform's CPU timeout above its call's deadline",
+      enabled({ transforms: { cpuTimeoutMs: 3000, deadlineMs: 1000 } }),
+      'hooks.transforms.cpuTimeoutMs: must not exceed hooks.transforms.deadlineMs (1000)',
+    ],
     ['path with a query', enabled({ path: '/hooks?x' }), 'hooks.path:'],
     ['path with a dot segment', enabled({ path: '/a/../b' }), 'hooks.path:'],
     ['unknown top-level key', { ...enabled(), extra: 1 }, 'extra: unknown setting'],

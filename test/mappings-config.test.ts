@@ -126,6 +126,11 @@ describe('boot errors', () => {
     ],
     ['absolute transformsDir, even unused', { transformsDir: '/etc' }, 'hooks.transformsDir'],
     ['bad action', m({ action: 'run' }), 'hooks.mappings.0.action'],
+    [
+      'a timeoutSeconds above hooks.maxTimeoutSeconds (every request would be refused for it)',
+      { ...m({ timeoutSeconds: 120 }), maxTimeoutSeconds: 60 },
+      'hooks.mappings.0.timeoutSeconds: (mapping "m1") must be at most 60 (hooks.maxTimeoutSeconds)',
+    ],
   ])('%s', (_name, hooks, expected) => {
     expect(bootError(hooks)).toContain(expected);
   });
