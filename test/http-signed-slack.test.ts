@@ -1,9 +1,10 @@
 /**
  * End-to-end: the slack preset over real HTTP. Slack ships no signer, so each
  * request is signed by Slack's documented recipe and every signature is first
- * checked by @slack/bolt's own verifier: url_verification and ssl_check
- * answered only after verification, a slash command (form fields) as an
- * agent run, event_callback replays by event_id, and Slack's retry marker.
+ * checked by @slack/bolt's own verifier: url_verification answered only
+ * after verification, ssl_check signed or as Slack sends it (unsigned), a
+ * slash command (form fields) as an agent run, event_callback replays by
+ * event_id, and Slack's retry marker.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { isValidSlackRequest } from '@slack/bolt';
@@ -83,8 +84,13 @@ describe('slack preset', () => {
     expect(await storedActions(server)).toHaveLength(before);
   });
 
-  it('refuses an unsigned ssl_check with 401', async () => {
-    const res = await post('ssl_check=1&token=legacy', { 'content-type': FORM_TYPE });
+  it.each([
+    ['another form body', 'command=%2Fask&text=hi'],
+    ['an ssl_check with another field beside it', 'ssl_check=1&text=hi'],
+    ['an ssl_check twice', 'ssl_check=1&ssl_check=1'],
+    ['an ssl_check of another value', 'ssl_check=2&token=legacy'],
+  ])('refuses unsigned %s with 401', async (_name, body) => {
+    const res = await post(body, { 'content-type': FORM_TYPE });
     expect(res.status).toBe(401);
     expect(res.body).toEqual(UNAUTHORIZED_BODY);
   });
@@ -153,5 +159,37 @@ describe('slack preset', () => {
     const body = mention(`EvSTALE${offset}`);
     const res = await post(body, slackHeaders(body, JSON_TYPE, nowSeconds() + offset));
     expect(res.status).toBe(401);
+  });
+});
+
+describe("Slack's SSL check as Slack sends it (unsigned)", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({
+      hooks: {
+        presets: ['slack'],
+        slack: { auth: { secret: SECRET } },
+        authRateLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 },
+      },
+    });
+  });
+  afterAll(() => server.stop());
+
+  it('is answered 200, stores nothing and is never counted as a failed authentication', async () => {
+    const before = (await storedActions(server)).length;
+    // The request Slack sends to a slash command's Request URL: no signature headers.
+    const probe = {
+      'content-type': FORM_TYPE,
+      'user-agent': 'Slackbot 1.0 (+https://api.slack.com/robots)',
+    };
+    for (let i = 0; i < 5; i++) {
+      const res = await sendRaw(server, 'slack', 'ssl_check=1&token=xxx', probe);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ ok: true });
+    }
+    expect(await storedActions(server)).toHaveLength(before);
+    // Not locked: the address's signed requests still get through.
+    const body = 'ssl_check=1';
+    expect((await sendRaw(server, 'slack', body, slackHeaders(body, FORM_TYPE))).status).toBe(200);
   });
 });

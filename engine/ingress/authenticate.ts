@@ -15,7 +15,8 @@ import type { PresentedToken } from '../auth.ts';
 import { rateLimited } from './admit.ts';
 import type { RouteGate } from './routes.ts';
 import { EVERY_HEADER } from './delivery-ids.ts';
-import { type Exchange, had, type Stage } from './exchange.ts';
+import { type Answer, type Exchange, had, type Stage } from './exchange.ts';
+import { isSslCheck, maySslCheck } from './slack-probe.ts';
 
 // One body for every failure: nothing tells a guesser which part was wrong.
 const UNAUTHORIZED = new HookError('unauthorized', undefined, {
@@ -23,6 +24,7 @@ const UNAUTHORIZED = new HookError('unauthorized', undefined, {
 });
 
 const BY_TOKEN: Verification = Object.freeze({ scheme: 'token' });
+const SSL_CHECK_ANSWER: Answer = Object.freeze({ kind: 'json', status: 200, body: '{"ok":true}' });
 
 export type AuthenticateSettings = {
   limiter: AuthFailureLimiter;
@@ -49,6 +51,11 @@ export function createAuthenticateHeaders({ limiter, tokenMatches }: Authenticat
     if (gate.verifier) {
       const failure =
         idHeaderRepeated(x) ?? gate.verifier.precheck(x.headers, seconds(x.arrivedAtMs));
+      // Slack sends its SSL check unsigned: read on (a few bytes) to see whether it is one.
+      if (failure === 'missing' && gate.scheme === 'slack' && maySslCheck(x.headers)) {
+        x.unsignedProbe = true;
+        return undefined;
+      }
       if (failure) return refuseAuth(x, limiter, failure);
     } else {
       x.verification = BY_TOKEN;
@@ -79,6 +86,13 @@ export function createAuthenticateBody({ limiter }: Pick<AuthenticateSettings, '
     // Again after the upload: guesses sent side by side while the lock began get no MAC work.
     const lockedFor = limiter.lockedFor(x.limiterKey, Date.now());
     if (lockedFor > 0) return rateLimited(lockedFor);
+    if (x.unsignedProbe) {
+      if (!isSslCheck(had(x.raw, 'raw'))) return refuseAuth(x, limiter, 'missing');
+      // Nothing is stored or run for it, and nothing was guessed: not a failure.
+      x.log['handshake'] = 'ssl_check';
+      x.log['scheme'] = 'unsigned';
+      return SSL_CHECK_ANSWER;
+    }
     const result = gate.verifier.verify(x.headers, had(x.raw, 'raw'), seconds(x.arrivedAtMs));
     if (typeof result === 'string') return refuseAuth(x, limiter, result);
     // No reset of the failure count: a valid signature proves a captured request, not a secret,

@@ -34,6 +34,8 @@ export type Exchange = {
   route?: CompiledRoute;
   // authenticate
   verification?: Verification;
+  /** Unsigned, but small enough to be read as Slack's SSL check (slack-probe.ts). */
+  unsignedProbe?: true;
   // body, parse
   format?: BodyFormat;
   raw?: Buffer;

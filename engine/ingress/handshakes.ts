@@ -2,7 +2,8 @@
  * Provider handshakes, answered by the route instead of becoming actions:
  * Meta's subscription check (GET with hub.verify_token, unsigned, answered
  * with hub.challenge when the verify token matches, else 403), and Slack's
- * url_verification and ssl_check (signed POSTs, answered after verification).
+ * url_verification and ssl_check (signed POSTs, answered after verification; an unsigned
+ * ssl_check, as Slack sends it, is answered by the authenticate stage: slack-probe.ts).
  */
 import { parseQuery } from '../envelope.ts';
 import { HookError } from '../errors.ts';
