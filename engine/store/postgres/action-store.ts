@@ -219,7 +219,18 @@ function isRequestError(err: unknown): boolean {
  * request of a batch that meets one would wait with it, then fail together.
  */
 const KEY_LOCK_TIMEOUT = '2s';
-const BEGIN_ACCEPT = `BEGIN; SET LOCAL lock_timeout = '${KEY_LOCK_TIMEOUT}'`;
+/**
+ * A keyed request tried alone after its batch met a held key: a key another instance is
+ * committing is free within milliseconds, one a cut-off instance holds is not, and a batch of
+ * retried keys must not hold a connection two seconds each.
+ */
+const SOLO_LOCK_TIMEOUT = '250ms';
+/**
+ * Keyed requests tried alone at once: the pool (10 connections by default) also serves the
+ * runtime's claims and lease renewals, which must not wait behind a batch of held keys.
+ */
+const SOLO_AT_ONCE = 3;
+const beginAccept = (lockTimeout: string) => `BEGIN; SET LOCAL lock_timeout = '${lockTimeout}'`;
 // How long an unconfirmed COMMIT's fate is asked after (the pauses between looks), and the
 // longest one look may take (the database unreachable: a look would wait for a connection).
 const IN_DOUBT_LOOKS_MS = [0, 250, 500, 1000];
@@ -391,7 +402,10 @@ class PostgresActionStore implements ActionStore {
    * Commit one batch and answer each request. A request naming a key an earlier request of the
    * batch names waits: it is answered with that request's record once stored.
    */
-  private async commitBatch(batch: readonly Pending[]): Promise<void> {
+  private async commitBatch(
+    batch: readonly Pending[],
+    lockTimeout: string = KEY_LOCK_TIMEOUT,
+  ): Promise<void> {
     const owner = new Map<string, Pending>();
     const sent: Pending[] = [];
     const waiting: Pending[] = [];
@@ -402,7 +416,7 @@ class PostgresActionStore implements ActionStore {
     }
     const stored = new Set<Pending>();
     try {
-      this.answerRows(sent, await this.transact(sent), stored);
+      this.answerRows(sent, await this.transact(sent, lockTimeout), stored);
     } catch (err) {
       if (err instanceof PartialBatch || isTransient(err)) {
         this.retry(batch, err);
@@ -458,10 +472,10 @@ class PostgresActionStore implements ActionStore {
 
   /**
    * A key's lock not given in time. Only requests with keys wait on another transaction's key:
-   * those without go on together at once, each keyed one alone (in parallel: the slot is held
-   * one wait, not one per key), and a keyed request alone whose key is still held is refused
-   * (its sender tries again later). A batch with no key to blame (a table lock: a migration,
-   * VACUUM FULL) goes back to the queue, its attempts counted.
+   * those without go on together at once, each keyed one alone (SOLO_AT_ONCE at a time, each
+   * waiting SOLO_LOCK_TIMEOUT for its key), and a keyed request alone whose key is still held
+   * is refused (its sender tries again later). A batch with no key to blame (a table lock: a
+   * migration, VACUUM FULL) goes back to the queue, its attempts counted.
    */
   private async afterLockTimeout(sent: readonly Pending[], err: unknown): Promise<void> {
     const keyed = sent.filter((request) => request.keys.length > 0);
@@ -474,9 +488,13 @@ class PostgresActionStore implements ActionStore {
       (sent[0] as Pending).reject(err);
       return;
     }
+    const alone = async () => {
+      for (let request = keyed.shift(); request; request = keyed.shift())
+        await this.commitBatch([request], SOLO_LOCK_TIMEOUT);
+    };
     await Promise.all([
       keyless.length > 0 ? this.commitBatch(keyless) : undefined,
-      ...keyed.map((request) => this.commitBatch([request])),
+      ...Array.from({ length: Math.min(SOLO_AT_ONCE, keyed.length) }, alone),
     ]);
   }
 
@@ -580,7 +598,7 @@ class PostgresActionStore implements ActionStore {
   }
 
   /** Run the accept statement in a transaction; COMMIT unless a request won only part. */
-  private async transact(batch: readonly Pending[]): Promise<AcceptRow[]> {
+  private async transact(batch: readonly Pending[], lockTimeout: string): Promise<AcceptRow[]> {
     if (batch.length === 0) return [];
     return inTransaction(
       this.pool,
@@ -589,7 +607,7 @@ class PostgresActionStore implements ActionStore {
         if (rows.some((row) => row.outcome === 'partial')) throw new PartialBatch('partial keys');
         return rows;
       },
-      { begin: BEGIN_ACCEPT },
+      { begin: beginAccept(lockTimeout) },
     );
   }
 }
