@@ -76,6 +76,8 @@ export type UrlTokenCheck = {
   inQuery(query: string): boolean;
 };
 
+// The shortest token looked for at the edges of a URL's parts, not only as a whole part.
+const MIN_EDGE_TOKEN = 12;
 // Percent-decoding rounds: a proxy or framework in front may decode once more.
 const DECODE_ROUNDS = 3;
 const AN_ESCAPE = /%[0-9a-f]{2}/i;
@@ -108,8 +110,12 @@ export function createUrlTokenCheck(expected: string): UrlTokenCheck {
     const bytes = Buffer.from(window, 'utf8');
     return bytes.length === expectedBytes.length && timingSafeEqual(bytes, expectedBytes);
   };
+  // A short token (the schema allows one) at a part's edge would match ordinary names (`git`
+  // in `github`): only whole parts are compared then.
+  const edges = length >= MIN_EDGE_TOKEN;
   const atEdges = (part: string) =>
     part.length >= length &&
+    (part.length === length || edges) &&
     (same(part.slice(0, length)) ||
       (part.length > length && same(part.slice(part.length - length))));
   // The whole text too: a token may itself hold a separator.

@@ -38,6 +38,9 @@ function cannotRead(absolute: string, err: unknown): ConfigError {
   return new ConfigError('', `cannot read config file ${absolute}: ${code}`);
 }
 
+// Bytes read at a time: a config of a few KB costs a few KB.
+const READ_PIECE = 64 * 1024;
+
 /**
  * A config file's text, read on this thread (serve and check: nothing is served yet). A pipe
  * (`--config /dev/stdin`, a process substitution) is read too, to MAX_CONFIG_BYTES at most.
@@ -50,7 +53,7 @@ export function readConfigText(absolute: string): string {
     if (stat.isFile() && stat.size > MAX_CONFIG_BYTES) throw tooLarge(absolute, stat.size);
     // Read in pieces and counted: a file that grew after the check, or a pipe, is bounded too,
     // and a config of a few KB costs a few KB.
-    const piece = Buffer.allocUnsafe(64 * 1024);
+    const piece = Buffer.allocUnsafe(READ_PIECE);
     const pieces: Buffer[] = [];
     let length = 0;
     for (;;) {
@@ -81,10 +84,22 @@ export async function readConfigTextAsync(absolute: string): Promise<string> {
     const stat = await handle.stat();
     if (!stat.isFile()) throw new ConfigError('', `config file ${absolute} is not a regular file`);
     if (stat.size > MAX_CONFIG_BYTES) throw tooLarge(absolute, stat.size);
-    const bytes = await handle.readFile();
-    // A file that grew after the check.
-    if (bytes.length > MAX_CONFIG_BYTES) throw tooLarge(absolute, bytes.length);
-    return bytes.toString('utf8');
+    // In pieces up to the bound, not readFile: a file that grows after the check (or reports
+    // no size) would be read whole.
+    const pieces: Buffer[] = [];
+    let length = 0;
+    for (;;) {
+      const { bytesRead, buffer } = await handle.read(
+        Buffer.allocUnsafe(READ_PIECE),
+        0,
+        READ_PIECE,
+      );
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length > MAX_CONFIG_BYTES) throw tooLarge(absolute, `more than ${MAX_CONFIG_BYTES}`);
+      pieces.push(buffer.subarray(0, bytesRead));
+    }
+    return Buffer.concat(pieces, length).toString('utf8');
   } catch (err) {
     throw cannotRead(absolute, err);
   } finally {

@@ -6,10 +6,11 @@
  * heap limit: requests are answered meanwhile, and the reload fails and changes nothing.
  */
 import { execFileSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { loadConfigFile } from '../engine/config.ts';
+import { MAX_CONFIG_BYTES, readConfigTextAsync } from '../engine/config-document.ts';
 import { startHookgate } from '../engine/hookgate.ts';
 import { createLogger } from '../engine/log.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
@@ -68,3 +69,21 @@ it('a config path that is a FIFO is refused without a read, and changes nothing'
   expect(outcome.error).toContain('not a regular file');
   expect((await s.post('3')).status).toBe(200);
 });
+
+// A regular file that reports no size and holds more than the bound (procfs): what a file that
+// grows after the size check looks like to the reader.
+const SIZELESS = '/proc/kallsyms';
+const sizeless = (() => {
+  try {
+    return statSync(SIZELESS).size === 0 && readFileSync(SIZELESS).length > MAX_CONFIG_BYTES;
+  } catch {
+    return false;
+  }
+})();
+
+it.skipIf(!sizeless)(
+  'a reload of a file larger than it says is read no further than the bound',
+  async () => {
+    await expect(readConfigTextAsync(SIZELESS)).rejects.toThrow(`more than ${MAX_CONFIG_BYTES}`);
+  },
+);

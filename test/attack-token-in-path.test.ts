@@ -8,6 +8,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createUrlTokenCheck } from '../engine/auth.ts';
 import { startTestServer, TOKEN, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { readLogLines } from './helpers/log-lines.ts';
 import { waitFor } from './helpers/runtime.ts';
@@ -111,4 +112,12 @@ it.each([
 it('a query that does not hold the token is served as before', async () => {
   const { status } = await postWithToken('/hooks/wake?source=ci&build=42');
   expect(status).toBe(200);
+});
+
+it('a short token (the schema allows one) is looked for as a whole part only, not in longer names', () => {
+  const check = createUrlTokenCheck('git');
+  expect(check.inPath('github')).toBe(false);
+  expect(check.inPath('ci/git')).toBe(true);
+  expect(check.inQuery('repo=github')).toBe(false);
+  expect(check.inQuery('key=git')).toBe(true);
 });
