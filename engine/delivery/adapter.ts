@@ -22,6 +22,12 @@ export type ChannelAdapter = {
   id: ChannelId;
   /** Longest part the product takes, in UTF-16 code units (a safe count for every product). */
   maxLength: number;
+  /**
+   * A part's length as the product counts it against `maxLength`, where that is not its own
+   * (Teams: as escaped in the activity's JSON; Slack: with `&`, `<`, `>` as entities); never
+   * less than its UTF-16 code units.
+   */
+  measure?(part: string): number;
   /** Why `to` is not a valid recipient for this product, or null when it is. */
   checkRecipient(to: string): string | null;
   /** The recipient in the form the API wants (e.g. an iMessage chat GUID from a phone number). */

@@ -99,7 +99,8 @@ export async function sendParts(
   signal?: AbortSignal,
 ): Promise<Attempt> {
   const prepared = route.adapter.prepareText?.(text) ?? text;
-  const parts = capParts(splitMessage(prepared, route.adapter.maxLength), route.adapter.maxLength);
+  const { maxLength, measure } = route.adapter;
+  const parts = capParts(splitMessage(prepared, maxLength, measure), maxLength, undefined, measure);
   let recipient = route.recipient;
   // A move is reported with the outcome, whatever it is, so the new id is recorded.
   let moved: string | undefined;

@@ -14,38 +14,73 @@ const FENCE = '```';
  */
 export const MAX_PARTS = 20;
 
+/**
+ * A part's length as the product counts it (its UTF-16 code units unless the adapter says);
+ * never less than its units.
+ */
+export type Measure = (part: string) => number;
+const UNITS: Measure = (part) => part.length;
+
 /** The parts to send: at most `maxParts`, the last one ending with a note of what was left out. */
-export function capParts(parts: readonly string[], max: number, maxParts = MAX_PARTS): string[] {
+export function capParts(
+  parts: readonly string[],
+  max: number,
+  maxParts = MAX_PARTS,
+  measure: Measure = UNITS,
+): string[] {
   if (parts.length <= maxParts) return [...parts];
   const note = `\n\n[reply cut: ${parts.length - maxParts + 1} more parts not sent; the whole reply is in hookgate runs]`;
   const kept = parts.slice(0, maxParts - 1);
-  kept.push(headUnits(parts[maxParts - 1] as string, Math.max(0, max - note.length)) + note);
+  // The cut part may have lost the fence closing it: closed again before the note.
+  const closing = `\n${FENCE}`;
+  const source = parts[maxParts - 1] as string;
+  const ending = (head: string) => (isFenceOpen(head) ? `${head}${closing}${note}` : head + note);
+  let units = Math.max(0, max - note.length - closing.length);
+  let last = ending(headUnits(source, units));
+  // Shrunk until the product's count fits too (escapes can make a part count more than it has).
+  while (units > 0 && measure(last) > max) {
+    units = Math.max(0, Math.floor((units * max) / measure(last)) - 1);
+    last = ending(headUnits(source, units));
+  }
+  kept.push(last);
   return kept;
 }
 
-/** Split `text` into parts of at most `max` UTF-16 code units. */
-export function splitMessage(text: string, max: number): string[] {
+/** Split `text` into parts of at most `max` by `measure` (UTF-16 code units by default). */
+export function splitMessage(text: string, max: number, measure: Measure = UNITS): string[] {
   if (max < 16) throw new Error('max part length is too small');
   const parts: string[] = [];
   let rest = text;
   let reopen = '';
   while (rest.length > 0) {
-    const budget = max - reopen.length;
-    if (rest.length <= budget) {
+    // A measure never counts less than the units (escapes only add): only a rest within the
+    // units is measured whole, not a megabyte once per part.
+    if (reopen.length + rest.length <= max && measure(reopen + rest) <= max) {
       parts.push(reopen + rest);
       break;
     }
     // Leave room to close a fence that is open at the cut.
-    let cut = findCut(rest, budget - (FENCE.length + 1));
-    let part = rest.slice(0, cut);
-    const open = isFenceOpen(reopen + part);
-    if (open) part = `${part.replace(/\n?$/, '\n')}${FENCE}`;
-    parts.push(reopen + part);
-    rest = rest.slice(cut).replace(/^\n+/, '');
-    reopen = open ? `${FENCE}\n` : '';
-    cut = 0;
+    let budget = Math.min(rest.length, max - reopen.length - (FENCE.length + 1));
+    let next = cutAt(rest, reopen, budget);
+    // Shrunk until the product's count fits too; each round cuts by the overshoot's share.
+    while (budget > 1 && measure(next.part) > max) {
+      budget = Math.max(1, Math.floor((budget * max) / measure(next.part)) - 1);
+      next = cutAt(rest, reopen, budget);
+    }
+    parts.push(next.part);
+    rest = rest.slice(next.cut).replace(/^\n+/, '');
+    reopen = next.open ? `${FENCE}\n` : '';
   }
   return parts.filter((part) => part.trim().length > 0);
+}
+
+/** The part cut from `rest` within `budget` units, its fence closed if the cut leaves it open. */
+function cutAt(rest: string, reopen: string, budget: number) {
+  const cut = Math.max(1, findCut(rest, budget));
+  let part = rest.slice(0, cut);
+  const open = isFenceOpen(reopen + part);
+  if (open) part = `${part.replace(/\n?$/, '\n')}${FENCE}`;
+  return { part: reopen + part, cut, open };
 }
 
 function findCut(text: string, budget: number): number {

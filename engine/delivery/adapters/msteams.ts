@@ -12,11 +12,16 @@ import { type HttpOutcome, type HttpReply, httpCall, postJson } from './http-cal
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 
 /**
- * Longest part, in UTF-16 code units. We keep each activity within 28 KB of
- * UTF-16 (14,336 code units of serialised JSON); 12,000 leaves room for the
- * activity's other fields and JSON escapes of newlines and quotes.
+ * Longest part, in UTF-16 code units of its text as escaped in the activity's JSON (measure
+ * below). Teams takes a message of about 28 KB: each activity stays within 28 KB of UTF-16
+ * (14,336 code units of serialised JSON), 12,000 for the text and the rest for its other fields.
  */
 export const TEAMS_MAX_LENGTH = 12_000;
+
+/** A part's length as escaped in JSON (quotes, backslashes and line breaks count twice). */
+function escapedLength(part: string): number {
+  return JSON.stringify(part).length - 2;
+}
 
 /** Longest conversation id we accept (ids are opaque; real ones are far shorter). */
 export const TEAMS_MAX_RECIPIENT_LENGTH = 512;
@@ -70,6 +75,7 @@ export function createTeamsAdapter(settings: Record<string, unknown>): ChannelAd
   return {
     id: 'msteams',
     maxLength: TEAMS_MAX_LENGTH,
+    measure: escapedLength,
     checkRecipient: checkTeamsRecipient,
     async send(to, text, signal) {
       const first = await attempt(to, text, signal);

@@ -78,13 +78,15 @@ export function createSlackAdapter(settings: Record<string, unknown>): ChannelAd
   return {
     id: 'slack',
     maxLength: SLACK_MAX_LENGTH,
+    // Counted as sent, entities included (Slack's recommended 4,000 is of the text it gets).
+    measure: (part) => slackPlainText(part).length,
     checkRecipient: checkSlackRecipient,
     normaliseRecipient: (to) => to.trim(),
     conversationOf: (to) => slackRecipient(to).channel,
     async send(to, text, signal) {
       const { channel, threadTs } = slackRecipient(to);
-      // Escaped per part, after the split, so no part ends inside an entity: a part of 4,000
-      // characters stays far below the 40,000 Slack takes.
+      // Escaped per part, after the split (which counts the entities), so no part ends inside
+      // an entity.
       const plain = slackPlainText(text);
       // No unfurling: Slack would fetch a URL that payload text put in the reply (with whatever
       // the agent wrote into it) before anyone clicks.
