@@ -236,8 +236,9 @@ export async function startHookgate(
   );
 
   const prune = setInterval(() => {
+    // The mail flow's message keys back to where its fallback would read again.
     store
-      .pruneIdempotency(Date.now() - current.current().routes.maxKeyWindowMs)
+      .pruneIdempotency(Date.now() - current.current().routes.maxKeyWindowMs, mail?.keepKeys())
       .catch((err: unknown) => logger.warn({ err }, 'prune failed'));
   }, PRUNE_EVERY_MS);
   prune.unref();

@@ -10,6 +10,7 @@ import { type MailboxStore, openMailboxStore } from '../engine/gmail/mailbox-sto
 import {
   createMailboxSync,
   fallbackSince,
+  ledgerFloorMs,
   MAX_SYNC_MESSAGES,
   MAX_SYNC_PAGES,
   type MailItem,
@@ -243,16 +244,14 @@ describe('mailbox sync', () => {
     expect(t.store.state(ACCOUNT)).toMatchObject({ cursor: '100', lastError: 'backoff' });
   });
 
-  it('the fallback reads from an hour before the last good sync, never mail the ledger may have forgotten, always mail since that sync', () => {
+  it('the fallback reads from an hour before the last good sync, however long ago; the ledger keeps the keys of mail that ran back to there', () => {
     const HOUR = 60 * 60 * 1000;
     const DAY = 24 * HOUR;
     expect(fallbackSince(NOW - DAY, NOW)).toBe(NOW - DAY - HOUR);
+    expect(fallbackSince(NOW - 9 * DAY, NOW)).toBe(NOW - 9 * DAY - HOUR);
     expect(fallbackSince(undefined, NOW)).toBe(NOW - HOUR);
-    // Eight days out: the hour before the last good sync is past a week's memory.
-    expect(fallbackSince(NOW - 8 * DAY, NOW)).toBe(NOW - 8 * DAY);
-    // Six days: the whole hour is remembered. Just under a week: only part of it.
-    expect(fallbackSince(NOW - 6 * DAY, NOW)).toBe(NOW - 6 * DAY - HOUR);
-    expect(fallbackSince(NOW - 7 * DAY + 90 * 60_000, NOW)).toBe(NOW - 7 * DAY + HOUR);
+    expect(ledgerFloorMs(NOW - 9 * DAY)).toBe(NOW - 9 * DAY - HOUR);
+    expect(ledgerFloorMs(undefined)).toBeUndefined();
   });
 
   it("a cursor ahead of the mailbox's own history id (set from a wrong answer): the sync goes on from the recent messages, with a cursor of the mailbox's, and tells the owner", async () => {

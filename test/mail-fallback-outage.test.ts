@@ -1,10 +1,9 @@
 /**
  * The mail flow after an outage, when Gmail no longer keeps the history the cursor points into
  * and the sync falls back to the newest messages: a mail that ran never runs again, and mail
- * that never ran does. The fallback reads from an hour before the last good sync, but not mail
- * of that hour older than the week the ledger remembers a message that ran (it may have run
- * then); mail since the last good sync cannot have run and is always read. The store's prune
- * keeps message keys that week while the service runs. Time passing is stood in for by a faked
+ * that never ran does. The fallback reads from an hour before the last good sync; the store's
+ * prune keeps message keys a week while the service runs, and back to there when that is longer
+ * ago (mail-fallback-partial-sync.test.ts). Time passing is stood in for by a faked
  * clock (Date only) between two starts on the same data directory.
  */
 import { afterEach, expect, it, vi } from 'vitest';

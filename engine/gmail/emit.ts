@@ -27,12 +27,25 @@ export type EmitterDeps = {
   /** The current routes, held for the time one message takes. */
   routes: () => HeldRoutes;
   ledger: Ledger;
+  /**
+   * Since when a message that ran must still be found, beyond the week (the fallback's start
+   * after a long time without a good sync: sync.ts ledgerFloorMs); undefined: the week does.
+   */
+  keptSinceMs?: () => number | undefined;
 };
 
-/** The ledger key a message runs under, kept as long as the current settings say. */
-function messageClaim(current: HeldRoutes, account: string, id: string) {
-  const windowMs = Math.max(MESSAGE_MEMORY_MS, current.hooks.deliveryRetentionSeconds * 1000);
-  return { key: `gmail-message:${account}:${id}`, windowMs };
+/** What the ledger keys of messages that ran start with. */
+export const MESSAGE_KEY_PREFIX = 'gmail-message:';
+
+/** The ledger key a message runs under, looked up as far back as the fallback may read. */
+function messageClaim(deps: EmitterDeps, current: HeldRoutes, account: string, id: string) {
+  const since = deps.keptSinceMs?.();
+  const windowMs = Math.max(
+    MESSAGE_MEMORY_MS,
+    current.hooks.deliveryRetentionSeconds * 1000,
+    since === undefined ? 0 : Date.now() - since,
+  );
+  return { key: `${MESSAGE_KEY_PREFIX}${account}:${id}`, windowMs };
 }
 
 /**
@@ -46,7 +59,7 @@ export function createRanCheck(
   return async (account, id) => {
     const current = deps.routes();
     try {
-      const held = await deps.ledger.hold([messageClaim(current, account, id)]);
+      const held = await deps.ledger.hold([messageClaim(deps, current, account, id)]);
       held.release();
       return held.previous !== undefined;
     } finally {
@@ -63,7 +76,7 @@ export function createEmitter(deps: EmitterDeps): Emit {
     try {
       const route = current.routes.find('gmail');
       const { hooks } = current;
-      const claim = messageClaim(current, account, item.id);
+      const claim = messageClaim(deps, current, account, item.id);
       const held = await deps.ledger.hold([claim]);
       try {
         if (held.previous) return false;

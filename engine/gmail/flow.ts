@@ -10,7 +10,8 @@ import { ConfigError } from '../config.ts';
 import type { Ledger } from '../dispatcher.ts';
 import type { RouteTable } from '../ingress/routes.ts';
 import type { Logger } from '../log.ts';
-import { createEmitter, createRanCheck, type HeldRoutes } from './emit.ts';
+import type { KeepKeys } from '../queue/action-store.ts';
+import { createEmitter, createRanCheck, type HeldRoutes, MESSAGE_KEY_PREFIX } from './emit.ts';
 import { pushIsNew } from './history-id.ts';
 import { MAIL_FIELDS_MAX_BYTES } from './message-text.ts';
 import { createMailSource } from './mail-source.ts';
@@ -20,7 +21,13 @@ import { createPushAuthenticator } from './push-auth.ts';
 import { decodePush } from './push-envelope.ts';
 import { startPushServer } from './push-server.ts';
 import { retryWaitMs } from './retry-wait.ts';
-import { createMailboxSync, type MailboxSync, markNeedsConsent, type SyncOutcome } from './sync.ts';
+import {
+  createMailboxSync,
+  ledgerFloorMs,
+  type MailboxSync,
+  markNeedsConsent,
+  type SyncOutcome,
+} from './sync.ts';
 import { readRefreshToken } from './token-file.ts';
 import { startUpkeep } from './upkeep.ts';
 
@@ -31,6 +38,8 @@ export type MailFlow = {
   state(): MailboxState;
   /** How many recorded pushes wait for a sync. */
   pendingPushes(): number;
+  /** The message keys the store's prune must keep longer: those the fallback may read again. */
+  keepKeys(): KeepKeys | undefined;
   close(): Promise<void>;
 };
 
@@ -136,6 +145,7 @@ export async function startMailFlow(
   const emitterDeps = {
     routes: deps.holdRoutes ?? (() => ({ routes: deps.routes, hooks, release: () => undefined })),
     ledger: deps.ledger,
+    keptSinceMs: () => ledgerFloorMs(store.state(account).lastSuccessAtMs),
   };
   const sync = createMailboxSync({
     account,
@@ -190,6 +200,10 @@ export async function startMailFlow(
     pushUrl: push.url,
     state: () => store.state(account),
     pendingPushes: () => store.pendingCount(account),
+    keepKeys: () => {
+      const sinceMs = ledgerFloorMs(store.state(account).lastSuccessAtMs);
+      return sinceMs === undefined ? undefined : { prefix: MESSAGE_KEY_PREFIX, sinceMs };
+    },
     sync,
     async close() {
       retry.stop();

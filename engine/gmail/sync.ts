@@ -14,7 +14,6 @@ import { HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { MailboxStore } from './mailbox-store.ts';
 import { isLaterHistoryId } from './history-id.ts';
-import { MESSAGE_MEMORY_MS } from './message-memory.ts';
 
 /** A message as the gmail preset takes it. */
 export type MailItem = {
@@ -265,14 +264,20 @@ function skip(run: Run, messageId: string, reason: string): void {
 
 /**
  * Where the fallback starts reading: a margin before the last good sync (mail the sync may not
- * have reached). Not where the ledger no longer remembers a message that ran (a week, less a
- * margin for Gmail's clock): after a longer outage that margin's mail would run a second time.
- * Mail since the last good sync is always read: it cannot have run. Pure.
+ * have reached, Gmail's clock). Mail since then may have run (a sync that stopped part way runs
+ * mail without being a good sync), so the ledger keeps those messages' keys however long ago
+ * that was (ledgerFloorMs): each is looked up, none runs twice. Pure.
  */
 export function fallbackSince(lastSuccessAtMs: number | undefined, nowMs: number): number {
-  if (lastSuccessAtMs === undefined) return nowMs - FALLBACK_MARGIN_MS;
-  const remembered = nowMs - MESSAGE_MEMORY_MS + FALLBACK_MARGIN_MS;
-  return Math.max(lastSuccessAtMs - FALLBACK_MARGIN_MS, Math.min(remembered, lastSuccessAtMs));
+  return (lastSuccessAtMs ?? nowMs) - FALLBACK_MARGIN_MS;
+}
+
+/**
+ * Since when the ledger must keep the keys of messages that ran, beyond its week: from where
+ * the fallback would read again (undefined: no good sync yet, the week covers it). Pure.
+ */
+export function ledgerFloorMs(lastSuccessAtMs: number | undefined): number | undefined {
+  return lastSuccessAtMs === undefined ? undefined : fallbackSince(lastSuccessAtMs, 0);
 }
 
 /**
@@ -292,8 +297,6 @@ async function recover(
   const recent = await deps.source.recent(RECENT_FALLBACK);
   if (recent.kind !== 'ok') return stopped(run, recent);
   const since = fallbackSince(lastSuccessAtMs, run.now());
-  // Mail of the margin before the last good sync that the ledger may have forgotten: not run.
-  let forgotten = 0;
   // Oldest first, as new mail would have come; the list is newest first.
   const ids = [...recent.value.messageIds].reverse();
   const pending = deps.store.pendingPushes(deps.account);
@@ -310,21 +313,9 @@ async function recover(
     const item = message.value;
     if (!item) continue;
     oldestSeen = Math.min(oldestSeen, item.receivedAtMs);
-    if (item.receivedAtMs < since) {
-      if (
-        lastSuccessAtMs !== undefined &&
-        item.receivedAtMs >= lastSuccessAtMs - FALLBACK_MARGIN_MS
-      )
-        forgotten++;
-      continue;
-    }
+    if (item.receivedAtMs < since) continue;
     // Skipped as in the history sync: a refused message must not end the fallback for ever.
     if (await emitOne(run, id, item)) emitted++;
-  }
-  if (forgotten > 0) {
-    deps.notify(
-      `Gmail sync for ${deps.account} did not run ${forgotten} message(s) received shortly before its last good sync, more than a week ago: they may have run then, and a week is as long as it remembers.`,
-    );
   }
   if (why !== undefined) {
     deps.notify(

@@ -7,6 +7,9 @@
 import type { Action } from '../../schemas/action.ts';
 
 /** What an idempotency key remembers: the first request's fingerprint and answer. */
+/** Keys kept longer than the rest: the mail flow's, back to what its fallback may read again. */
+export type KeepKeys = { prefix: string; sinceMs: number };
+
 export type IdempotencyRecord = {
   key: string;
   fingerprint: string;
@@ -62,8 +65,11 @@ export interface ActionStore {
   appendOrGet(record: AcceptedRecord): Promise<AppendOutcome>;
   /** The idempotency record for a key, if created at or after `notBeforeMs` (a fast first look). */
   findIdempotency(key: string, notBeforeMs: number): Promise<IdempotencyRecord | undefined>;
-  /** Forget idempotency records older than `beforeMs`; returns how many. */
-  pruneIdempotency(beforeMs: number): Promise<number>;
+  /**
+   * Forget idempotency records older than `beforeMs`, but those whose key starts with
+   * `keep.prefix` only when older than `keep.sinceMs` too; returns how many.
+   */
+  pruneIdempotency(beforeMs: number, keep?: KeepKeys): Promise<number>;
   /** Accepted actions, newest first. */
   listActions(options: { limit: number }): Promise<StoredAction[]>;
   /**

@@ -15,6 +15,7 @@ import {
   type ActionStore,
   type AppendOutcome,
   type IdempotencyRecord,
+  type KeepKeys,
   type NewIdempotencyRecord,
   type StoredAction,
 } from '../../queue/action-store.ts';
@@ -219,6 +220,8 @@ function isRequestError(err: unknown): boolean {
  * request of a batch that meets one would wait with it, then fail together.
  */
 const KEY_LOCK_TIMEOUT = '2s';
+// A key the prune keeps: $2 its prefix, $3 since when (a prefix of '' with $3 = $1 keeps nothing).
+const KEPT = 'left(key, length($2)) = $2 AND created_at_ms >= $3';
 /**
  * A keyed request tried alone after its batch met a held key: a key another instance is
  * committing is free within milliseconds, one a cut-off instance holds is not, and a batch of
@@ -307,15 +310,15 @@ class PostgresActionStore implements ActionStore {
     };
   }
 
-  async pruneIdempotency(beforeMs: number): Promise<number> {
+  async pruneIdempotency(beforeMs: number, keep?: KeepKeys): Promise<number> {
     let total = 0;
     for (;;) {
       // The outer condition is checked again on a row a concurrent accept just replaced, so a
       // fresh record is never deleted for its expired predecessor.
       const { rowCount } = await this.pool.query(
-        `DELETE FROM idempotency_keys WHERE created_at_ms < $1 AND key IN (
-           SELECT key FROM idempotency_keys WHERE created_at_ms < $1 LIMIT ${PRUNE_BATCH})`,
-        [beforeMs],
+        `DELETE FROM idempotency_keys WHERE created_at_ms < $1 AND NOT (${KEPT}) AND key IN (
+           SELECT key FROM idempotency_keys WHERE created_at_ms < $1 AND NOT (${KEPT}) LIMIT ${PRUNE_BATCH})`,
+        [beforeMs, keep?.prefix ?? '', keep?.sinceMs ?? beforeMs],
       );
       total += rowCount ?? 0;
       if ((rowCount ?? 0) < PRUNE_BATCH) return total;

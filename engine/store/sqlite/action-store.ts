@@ -15,6 +15,7 @@ import type {
   ActionStore,
   AppendOutcome,
   IdempotencyRecord,
+  KeepKeys,
   StoredAction,
 } from '../../queue/action-store.ts';
 import { prepareDataDir } from './data-dir.ts';
@@ -153,9 +154,9 @@ export class SqliteActionStore implements ActionStore {
     return findKey(this.selectKey, key, notBeforeMs);
   }
 
-  async pruneIdempotency(beforeMs: number): Promise<number> {
+  async pruneIdempotency(beforeMs: number, keep?: KeepKeys): Promise<number> {
     this.flush();
-    return this.writer.prune(beforeMs);
+    return this.writer.prune(beforeMs, keep);
   }
 
   async listActions({ limit }: { limit: number }): Promise<StoredAction[]> {

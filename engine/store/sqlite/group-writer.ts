@@ -7,6 +7,7 @@
  * connection makes the check and the insert one step.
  */
 import type { DatabaseSync } from 'node:sqlite';
+import type { KeepKeys } from '../../queue/action-store.ts';
 import { storedEventText } from '../stored-event.ts';
 import { findKey, prepareKeyLookup } from './key-records.ts';
 import { openDatabase } from './schema.ts';
@@ -44,8 +45,8 @@ export type WriteItem = { rows: WriteRow[]; keys?: readonly WriteKey[] };
 export type GroupWriter = {
   /** Store every item in one transaction; one result per item, in the items' order. */
   commit(items: readonly WriteItem[]): WriteResult[];
-  /** Forget idempotency records older than `beforeMs`; returns how many. */
-  prune(beforeMs: number): number;
+  /** Forget idempotency records older than `beforeMs` (see ActionStore.pruneIdempotency). */
+  prune(beforeMs: number, keep?: KeepKeys): number;
   close(): void;
 };
 
@@ -77,7 +78,10 @@ function createGroupWriter(db: DatabaseSync): GroupWriter {
   const insertKey = db.prepare(
     'INSERT OR REPLACE INTO idempotency_keys (key, fingerprint, action_id, response, created_at_ms) VALUES (?, ?, ?, ?, ?)',
   );
-  const deleteKeys = db.prepare('DELETE FROM idempotency_keys WHERE created_at_ms < ?');
+  // ?1 before, ?2 a prefix kept longer, ?3 since when (a prefix of '' with ?3 = ?1 keeps nothing).
+  const deleteKeys = db.prepare(
+    'DELETE FROM idempotency_keys WHERE created_at_ms < ?1 AND NOT (substr(key, 1, length(?2)) = ?2 AND created_at_ms >= ?3)',
+  );
   const selectKey = prepareKeyLookup(db);
 
   /** The first live record among a request's keys (this group's earlier requests included). */
@@ -166,8 +170,10 @@ function createGroupWriter(db: DatabaseSync): GroupWriter {
       }
       return results;
     },
-    prune(beforeMs) {
-      return Number(deleteKeys.run(beforeMs).changes);
+    prune(beforeMs, keep) {
+      return Number(
+        deleteKeys.run(beforeMs, keep?.prefix ?? '', keep?.sinceMs ?? beforeMs).changes,
+      );
     },
     close() {
       db.close();
