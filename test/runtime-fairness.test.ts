@@ -346,7 +346,8 @@ describe('session heads in an existing store', () => {
       `DROP TRIGGER actions_head_insert; DROP TRIGGER actions_head_state;
        DROP TRIGGER actions_head_backoff; DROP TABLE session_heads;
        DROP INDEX actions_session_pending; DROP INDEX system_events_copies;
-       ALTER TABLE system_events DROP COLUMN copy_of; PRAGMA user_version = 3;`,
+       ALTER TABLE system_events DROP COLUMN copy_of;
+       ALTER TABLE gmail_mailboxes DROP COLUMN watch_error; PRAGMA user_version = 3;`,
     );
     for (const id of ['x-1', 'x-2', 'y-1', 'x-3', 'y-2']) insert(dir, `hook:${id[0]}`, id);
     insert(dir, null, 'wake-1');

@@ -2,7 +2,7 @@
  * SQL that takes a current store's tables back to their shape at schema version 12, before
  * turn order and marked event copies: session heads without their place, the old index and no
  * triggers (the migrations after the version a test sets create them), events without
- * `copy_of`. For tests that turn a fresh store file into an older one: the migrations after
+ * `copy_of`, mailboxes without `watch_error`. For tests that turn a fresh store file into an older one: the migrations after
  * that version then run on the shape they were written for.
  */
 export const BACK_TO_VERSION_12 = `
@@ -17,4 +17,5 @@ export const BACK_TO_VERSION_12 = `
   CREATE INDEX session_heads_due ON session_heads (not_before_ms, head_seq);
   DROP INDEX system_events_copies;
   ALTER TABLE system_events DROP COLUMN copy_of;
+  ALTER TABLE gmail_mailboxes DROP COLUMN watch_error;
 `;
