@@ -1,7 +1,7 @@
 /**
  * Failed-authentication rate limit per client address (spec 5.5, 8.2).
- * After `maxFailures` failures within `windowSeconds` the address is locked
- * for `lockoutSeconds`. While locked, nothing lifts the lock early, not even
+ * After `maxFailures` failures within any `windowSeconds` (a sliding window)
+ * the address is locked for `lockoutSeconds`. While locked, nothing lifts the lock early, not even
  * a correct token: otherwise the lock would only relabel wrong guesses.
  * Memory is bounded: counting and locked addresses are kept apart, each at
  * most `maxClients`, so a flood of fresh addresses can push out other
@@ -95,14 +95,28 @@ export function reportingStoreErrors(
   };
 }
 
-type Window = { start: number; count: number };
+/**
+ * The failures of an address that count towards a lock: those within the window before `nowMs`,
+ * at most the `maxFailures - 1` newest (one more makes the lock). A sliding window: a fixed one
+ * that restarts at its first failure let twice `maxFailures - 1` failures through in a burst
+ * across its end. Pure.
+ */
+export function recentFailures(
+  earlier: readonly number[],
+  nowMs: number,
+  settings: Pick<RateLimitSettings, 'maxFailures' | 'windowSeconds'>,
+): number[] {
+  const since = nowMs - settings.windowSeconds * 1000;
+  const recent = earlier.filter((at) => at > since);
+  return recent.slice(Math.max(0, recent.length - (settings.maxFailures - 1)));
+}
 
 /** The embedded, single-process limiter. */
 export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLimiter {
-  const counting = new Map<string, Window>();
+  // Per address, the times of its failures that still count (recentFailures), oldest first.
+  const counting = new Map<string, number[]>();
   // Lock ends are all `lockoutSeconds` after their start, so insertion order is expiry order.
   const locked = new Map<string, number>();
-  const windowMs = settings.windowSeconds * 1000;
   const lockoutMs = settings.lockoutSeconds * 1000;
 
   function bounded<V>(map: Map<string, V>, key: string, value: V): void {
@@ -126,13 +140,10 @@ export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLim
     lockedFor,
     recordFailure(client, nowMs) {
       if (lockedFor(client, nowMs) > 0) return undefined;
-      const entry = counting.get(client);
-      const next: Window =
-        !entry || nowMs - entry.start >= windowMs
-          ? { start: nowMs, count: 1 }
-          : { start: entry.start, count: entry.count + 1 };
-      if (next.count < settings.maxFailures) {
-        bounded(counting, client, next);
+      const recent = recentFailures(counting.get(client) ?? [], nowMs, settings);
+      if (recent.length + 1 < settings.maxFailures) {
+        recent.push(nowMs);
+        bounded(counting, client, recent);
         return undefined;
       }
       counting.delete(client);

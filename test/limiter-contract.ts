@@ -67,6 +67,19 @@ export function describeLimiter(
       }
     });
 
+    it("locks on maxFailures within any window, also across the end of the first failure's", async () => {
+      const l = await limiter();
+      const a = address();
+      // A fixed window opened at 0 ends at 60 s, and one opened at 61 s would let these
+      // through: three failures within 11 s.
+      await fail(l, a, 0);
+      await fail(l, a, 50_000);
+      await fail(l, a, 61_000);
+      expect(l.lockedFor(a, 61_000)).toBe(0);
+      await fail(l, a, 61_000);
+      expect(l.lockedFor(a, 61_000)).toBe(30);
+    });
+
     it('counts each address on its own', async () => {
       const l = await limiter();
       const [a, b] = [address(), address()];
@@ -170,10 +183,11 @@ export function describeLimiter(
             continue;
           }
           await l.recordFailure(key, now);
-          // Model: a fixed window opened by the first failure after a lock or window end.
-          const list = failures[client] as number[];
-          if (list.length === 0 || now - (list[0] as number) >= 60_000) failures[client] = [now];
-          else list.push(now);
+          // Model: a sliding window, the failures of the 60 s before this one (none before a lock).
+          failures[client] = [
+            ...(failures[client] as number[]).filter((at) => at > now - 60_000),
+            now,
+          ];
           if ((failures[client] as number[]).length >= contractSettings.maxFailures) {
             lockedUntil[client] = now + 30_000;
             failures[client] = [];

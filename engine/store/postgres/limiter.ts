@@ -1,7 +1,7 @@
 /**
  * The failed-auth limiter shared by every instance on one PostgreSQL database
  * (the UNLOGGED `auth_failures` table). A failure is one upsert that applies
- * the fixed window and the lockout by the database's clock and answers the
+ * the sliding window and the lockout by the database's clock and answers the
  * lock, if any; a periodic read of the addresses locked now brings locks
  * started on other instances into the local view that `lockedFor` answers
  * from; the same loop deletes rows whose window and lock are both over.
@@ -48,22 +48,26 @@ const LOCKOUT = `$5::bigint * interval '1 millisecond'`;
 // Locked when the failure happened: the row is written back unchanged (only an instance that
 // has not seen the lock yet gets here), so that RETURNING still answers the lock.
 const LOCKED = 'f.locked_until > EXCLUDED.window_start';
-// A lock that ended, or a window that ended, starts a fresh window.
-const FRESH = `(f.locked_until IS NOT NULL
-  OR f.window_start <= EXCLUDED.window_start - $4::bigint * interval '1 millisecond')`;
-const COUNT = `CASE WHEN ${FRESH} THEN 1 ELSE f.count + 1 END`;
+// The address's earlier failures that still count: within the window before this one, and none
+// from before a lock (a lock empties the list). A sliding window, as the memory limiter's.
+const RECENT = `ARRAY(SELECT t FROM unnest(f.failures) AS t
+  WHERE t > $2::bigint - $4::bigint ORDER BY t)`;
+const COUNT = `cardinality(${RECENT}) + 1`;
+// window_start: the newest failure (the sweep deletes rows with none within the window).
 const RECORD_FAILURE = `
-  INSERT INTO auth_failures AS f (client, window_start, count, locked_until)
-  VALUES ($1, ${AT}, 1, CASE WHEN 1 >= $3::integer THEN ${AT} + ${LOCKOUT} END)
+  INSERT INTO auth_failures AS f (client, window_start, count, locked_until, failures)
+  VALUES ($1, ${AT}, 1, CASE WHEN 1 >= $3::integer THEN ${AT} + ${LOCKOUT} END,
+    CASE WHEN 1 >= $3::integer THEN '{}'::bigint[] ELSE ARRAY[$2::bigint] END)
   ON CONFLICT (client) DO UPDATE SET
-    window_start = CASE WHEN ${LOCKED} OR NOT ${FRESH} THEN f.window_start
-      ELSE EXCLUDED.window_start END,
+    window_start = CASE WHEN ${LOCKED} THEN f.window_start ELSE EXCLUDED.window_start END,
     count = CASE WHEN ${LOCKED} THEN f.count ELSE ${COUNT} END,
     locked_until = CASE WHEN ${LOCKED} THEN f.locked_until
-      WHEN ${COUNT} >= $3::integer THEN EXCLUDED.window_start + ${LOCKOUT} END
+      WHEN ${COUNT} >= $3::integer THEN EXCLUDED.window_start + ${LOCKOUT} END,
+    failures = CASE WHEN ${LOCKED} THEN f.failures
+      WHEN ${COUNT} >= $3::integer THEN '{}'::bigint[]
+      ELSE ${RECENT} || $2::bigint END
   RETURNING extract(epoch FROM f.locked_until - ${AT})::float8 * 1000 AS locked_ms,
     f.locked_until = ${AT} + ${LOCKOUT} AS started`;
-
 // The database's clock, and the addresses locked now (one row with a null client when none).
 // Latest ends first, so the LIMIT keeps the newest locks, as the memory limiter's bound does.
 const LOCKED_NOW = `

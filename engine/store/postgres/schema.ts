@@ -185,6 +185,11 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE system_events ADD COLUMN copy_of bigint;
   CREATE INDEX system_events_copies ON system_events (copy_of) WHERE copy_of IS NOT NULL;
   `,
+  // 6: the failed-auth limit counts in a sliding window: each address keeps the times (epoch ms,
+  // the database's clock) of its failures that still count, at most maxFailures - 1.
+  `
+  ALTER TABLE auth_failures ADD COLUMN failures bigint[] NOT NULL DEFAULT '{}';
+  `,
 ];
 
 /** The schema version this hookgate writes. */
