@@ -18,16 +18,19 @@ export function headerIdempotencyKey(values: readonly string[]): string | undefi
   return checkedKey(values[0], 'Idempotency-Key');
 }
 
-/** The same 1-256 rule for every carrier: a header, a built-in body or a mapped hook's body. */
+/**
+ * The same rule for every carrier (a header, a built-in body or a mapped hook's body): 1-256
+ * characters, not only white space (a header's value is trimmed, so a blank one is empty).
+ */
 function checkedKey(value: unknown, where: string): string {
   if (
     typeof value !== 'string' ||
-    value.length === 0 ||
+    value.trim().length === 0 ||
     value.length > MAX_IDEMPOTENCY_KEY_LENGTH
   ) {
     throw new HookError(
       'invalid_payload',
-      `${where}: must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`,
+      `${where}: must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters, not only white space.`,
     );
   }
   return value;

@@ -88,6 +88,14 @@ describe('idempotency', () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_payload');
   });
 
+  it('refuses a body key of only white space, as a blank header key is', async () => {
+    const res = await server.post('wake', { text: 'x', idempotencyKey: '   ' });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe(
+      'idempotencyKey: must be 1-256 characters, not only white space.',
+    );
+  });
+
   it('refuses an overlong header key before reading the body', async () => {
     const res = await keyed('wake', { text: 'x' }, 'k'.repeat(257));
     expect(res.status).toBe(400);
