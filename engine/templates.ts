@@ -105,6 +105,53 @@ const HELPERS: Record<string, (...args: unknown[]) => unknown> = {
 };
 for (const [name, helper] of Object.entries(HELPERS)) hb.registerHelper(name, helper);
 
+/**
+ * The values each helper needs. Handlebars passes its options object in the place of a missing
+ * one, and `{{json}}` rendered that object, the whole input with it: refused at compile.
+ */
+const HELPER_VALUES: Readonly<Record<string, number>> = {
+  json: 1,
+  default: 2,
+  truncate: 1,
+  lower: 1,
+  upper: 1,
+  join: 1,
+  eq: 2,
+  keySegment: 1,
+  oneLine: 1,
+  money: 1,
+};
+
+/** Throws when a helper is called with fewer values than it needs. */
+function checkHelperValues(program: hbs.AST.Program): void {
+  const visitor = new Handlebars.Visitor();
+  const check = (
+    node: hbs.AST.MustacheStatement | hbs.AST.SubExpression | hbs.AST.BlockStatement,
+  ) => {
+    const name =
+      node.path.type === 'PathExpression' ? (node.path as hbs.AST.PathExpression).original : '';
+    const needed = Object.hasOwn(HELPER_VALUES, name) ? (HELPER_VALUES[name] as number) : 0;
+    if (node.params.length < needed)
+      throw new Error(
+        `helper "${name}" needs ${needed} value${needed > 1 ? 's' : ''}, given ${node.params.length}`,
+      );
+  };
+  const base = Handlebars.Visitor.prototype;
+  visitor.MustacheStatement = function (node) {
+    check(node);
+    base.MustacheStatement.call(this, node);
+  };
+  visitor.SubExpression = function (node) {
+    check(node);
+    base.SubExpression.call(this, node);
+  };
+  visitor.BlockStatement = function (node) {
+    check(node);
+    base.BlockStatement.call(this, node);
+  };
+  visitor.accept(program);
+}
+
 hb.registerHelper(OUTPUT, (value: unknown) => {
   const s = display(value);
   active.output(s.length);
@@ -203,6 +250,7 @@ export const HELPER_NAMES = Object.freeze(Object.keys(HELPERS));
 /** Compile a template from a config string; throws with a message on a syntax error or a partial. */
 export function compileTemplate(source: string): Template {
   // precompile is eager: syntax errors and unknown helpers surface now, at boot.
+  checkHelperValues(hb.parse(source));
   hb.precompile(bounded(source), COMPILE_OPTIONS);
   const render = hb.compile(bounded(source), COMPILE_OPTIONS);
   return function renderTemplate(context, budget) {

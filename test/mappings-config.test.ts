@@ -42,6 +42,16 @@ describe('boot errors', () => {
       'hooks.mappings.0.sessionKeyWhenEmpty: (mapping "m1") applies only to a templated sessionKey',
     ],
     [
+      'a helper without its value (it rendered Handlebars\' options, the whole input with them)',
+      m({ templates: { message: 'all: {{json}}' } }),
+      'hooks.mappings.0.templates.message: (mapping "m1") helper "json" needs 1 value, given 0',
+    ],
+    [
+      'default without its fallback',
+      m({ templates: { name: '{{default payload.name}}' } }),
+      'hooks.mappings.0.templates.name: (mapping "m1") helper "default" needs 2 values, given 1',
+    ],
+    [
       'unknown helper',
       m({ templates: { name: '{{shout x}}' } }),
       'hooks.mappings.0.templates.name',
