@@ -5,6 +5,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { collectBytes } from './byte-collector.ts';
 import { createDeadlines, type Deadlines } from './deadlines.ts';
 import { HookError } from './errors.ts';
@@ -60,9 +61,11 @@ export function readBody(
     const tooFragmented =
       req.headers['transfer-encoding'] !== undefined ? createPieceCounter(inAll) : undefined;
     let done = false;
+    let refused = false;
     function finish(error: HookError | null): void {
       if (done) return;
       done = true;
+      refused = error !== null;
       deadlines.cancel(watch);
       req.off('data', onData);
       req.off('end', onEnd);
@@ -86,20 +89,15 @@ export function readBody(
         return;
       }
       const verdict = tooFragmented?.(chunk.length);
-      if (verdict === 'refuse') {
+      const refuse =
+        verdict === 'refuse' || (verdict === 'pause' && !pauseForATurn(req.socket, () => !refused));
+      if (refuse) {
         finish(
           new HookError(
             'body_too_fragmented',
             `The chunked body came in more than ${inAll} chunks averaging under ${MIN_AVERAGE_PIECE} bytes.`,
           ),
         );
-      } else if (verdict === 'pause') {
-        // Past MAX_SMALL_PIECES in this turn: read no more of it until the next one (what the
-        // parser already holds is still handed over).
-        req.socket?.pause();
-        setImmediate(() => {
-          if (!done) req.socket?.resume();
-        });
       }
     }
     const onEnd = () => finish(null);
@@ -114,6 +112,36 @@ export function readBody(
     req.on('error', onError);
     req.on('close', onClose);
   });
+}
+
+/**
+ * node:http's own mark on a socket it holds back (pipelining): its reads do not restart it, and
+ * it pauses the socket's parser after the bytes in hand (resumed with the mark cleared).
+ */
+type HeldSocket = Socket & { _paused?: unknown; parser?: { resume(): void } | null };
+
+/**
+ * Read no more of the connection until the next turn of the event loop (what the parser already
+ * holds of the current read is still handed over). A plain pause is undone in the same turn:
+ * the request stream restarts its socket whenever its own buffer runs low, unless node:http has
+ * marked the socket held back, as it does between pipelined requests; that mark is set here too.
+ * false when this Node has no such mark (the caller refuses the body instead).
+ */
+function pauseForATurn(socket: Socket | null | undefined, resume: () => boolean): boolean {
+  const held = socket as HeldSocket | null | undefined;
+  if (!held || typeof held._paused !== 'boolean') return false;
+  if (held._paused) return true;
+  held._paused = true;
+  held.pause();
+  setImmediate(() => {
+    // Unless the body was refused (its reading stays stopped): a body that ended meanwhile
+    // leaves a keep-alive connection that must read its next request.
+    if (!resume()) return;
+    held._paused = false;
+    held.parser?.resume();
+    if (!held.destroyed) held.resume();
+  });
+  return true;
 }
 
 function tooLarge(maxBytes: number): HookError {
