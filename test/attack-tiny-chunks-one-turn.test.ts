@@ -47,7 +47,7 @@ it('past 16,384 tiny pieces in one turn, the rest of the body waits for the next
 
   // 120,000 one-byte chunks: under the whole-body bound (131,072), so accepted.
   const pieces = 120_000;
-  const body = '{"text":"' + 'a'.repeat(pieces - 11) + '"}';
+  const body = `{"text":"${'a'.repeat(pieces - 11)}"}`;
   const frames = [
     `POST /hooks/wake HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TOKEN}\r\n` +
       'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n',

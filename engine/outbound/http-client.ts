@@ -110,7 +110,7 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
       headers: call.headers,
       body: call.body,
       signal: bound.signal,
-      dispatcher: guardedDispatcher,
+      dispatcher: guardedDispatcher(call.maxBytes),
       // undici's own waits (300 s for the headers, 300 s between pieces of the body) would end a
       // call allowed longer, such as an agent turn of the default 600 s, half way: the call's
       // timeout bounds the whole exchange alone.
