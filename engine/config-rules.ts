@@ -97,13 +97,6 @@ function checkHooks(config: Config): ConfigProblem | null {
       message: 'must be a path prefix such as /hooks ("/" is not allowed)',
     };
   }
-  const { cpuTimeoutMs, deadlineMs } = hooks.transforms;
-  if (cpuTimeoutMs > deadlineMs) {
-    return {
-      path: 'hooks.transforms.cpuTimeoutMs',
-      message: `must not exceed hooks.transforms.deadlineMs (${deadlineMs}): the deadline would end every long call first, by restarting its process`,
-    };
-  }
   return null;
 }
 

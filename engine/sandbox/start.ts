@@ -18,7 +18,15 @@ export async function startTransforms(
 ): Promise<TransformSupervisor | undefined> {
   const specs = mappings.flatMap((mapping) => (mapping.transform ? [mapping.transform] : []));
   if (specs.length === 0) return undefined;
-  const settings = config.hooks.transforms;
+  // A call's CPU limit past its deadline could never end it: the deadline would restart the
+  // process instead (a deadline set below the CPU limit's default, 250 ms, is allowed).
+  const settings = {
+    ...config.hooks.transforms,
+    cpuTimeoutMs: Math.min(
+      config.hooks.transforms.cpuTimeoutMs,
+      config.hooks.transforms.deadlineMs,
+    ),
+  };
   const supervisor = createPool(specs, settings, logger, settings.processes);
   let errors: Map<string, string>;
   try {
