@@ -95,26 +95,43 @@ export function reportingStoreErrors(
   };
 }
 
+/** The most failure times kept per address: a limit past it is counted in fixed windows only. */
+export const MAX_FAILURE_TIMES = 1000;
+
+/** What is kept of an address's failures: a fixed window's count, and the latest times. */
+export type FailureCount = { windowStart: number; count: number; times: readonly number[] };
+
 /**
- * The failures of an address that count towards a lock: those within the window before `nowMs`,
- * at most the `maxFailures - 1` newest (one more makes the lock). A sliding window: a fixed one
- * that restarts at its first failure let twice `maxFailures - 1` failures through in a burst
- * across its end. Pure.
+ * An address's failures after one more at `nowMs`, and whether that one starts the lock. Two
+ * counts, either of which locks: the failures within the window before this one (a sliding
+ * window, from the latest times kept: at most `maxFailures - 1`, and MAX_FAILURE_TIMES), and the
+ * fixed window opened by the first failure after the last one ended (the count the previous
+ * version kept, which alone let twice `maxFailures - 1` through in a burst across its end, and
+ * which counts a limit past MAX_FAILURE_TIMES). Pure.
  */
-export function recentFailures(
-  earlier: readonly number[],
+export function countFailure(
+  earlier: FailureCount | undefined,
   nowMs: number,
   settings: Pick<RateLimitSettings, 'maxFailures' | 'windowSeconds'>,
-): number[] {
-  const since = nowMs - settings.windowSeconds * 1000;
-  const recent = earlier.filter((at) => at > since);
-  return recent.slice(Math.max(0, recent.length - (settings.maxFailures - 1)));
+): { next: FailureCount; locks: boolean } {
+  const windowMs = settings.windowSeconds * 1000;
+  const fresh = !earlier || nowMs - earlier.windowStart >= windowMs;
+  const count = fresh ? 1 : earlier.count + 1;
+  const windowStart = fresh ? nowMs : earlier.windowStart;
+  const recent = (earlier?.times ?? []).filter((at) => at > nowMs - windowMs);
+  recent.push(nowMs);
+  const keep = Math.min(settings.maxFailures - 1, MAX_FAILURE_TIMES);
+  const times = recent.slice(Math.max(0, recent.length - keep));
+  return {
+    next: { windowStart, count, times },
+    locks: count >= settings.maxFailures || recent.length >= settings.maxFailures,
+  };
 }
 
 /** The embedded, single-process limiter. */
 export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLimiter {
-  // Per address, the times of its failures that still count (recentFailures), oldest first.
-  const counting = new Map<string, number[]>();
+  // Per address, what counts towards its lock (countFailure).
+  const counting = new Map<string, FailureCount>();
   // Lock ends are all `lockoutSeconds` after their start, so insertion order is expiry order.
   const locked = new Map<string, number>();
   const lockoutMs = settings.lockoutSeconds * 1000;
@@ -140,10 +157,9 @@ export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLim
     lockedFor,
     recordFailure(client, nowMs) {
       if (lockedFor(client, nowMs) > 0) return undefined;
-      const recent = recentFailures(counting.get(client) ?? [], nowMs, settings);
-      if (recent.length + 1 < settings.maxFailures) {
-        recent.push(nowMs);
-        bounded(counting, client, recent);
+      const { next, locks } = countFailure(counting.get(client), nowMs, settings);
+      if (!locks) {
+        bounded(counting, client, next);
         return undefined;
       }
       counting.delete(client);

@@ -57,8 +57,7 @@ const authRateLimitSchema = {
   additionalProperties: false,
   default: {},
   properties: {
-    // Each counted address keeps the times of up to maxFailures - 1 failures (a sliding window).
-    maxFailures: { type: 'integer', minimum: 1, maximum: 1000, default: 20 },
+    maxFailures: { type: 'integer', minimum: 1, default: 20 },
     windowSeconds: { type: 'integer', minimum: 1, default: 60 },
     lockoutSeconds: { type: 'integer', minimum: 1, default: 60 },
     // Bound on tracked client addresses; the oldest are forgotten first.

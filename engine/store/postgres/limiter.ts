@@ -1,7 +1,7 @@
 /**
  * The failed-auth limiter shared by every instance on one PostgreSQL database
  * (the UNLOGGED `auth_failures` table). A failure is one upsert that applies
- * the sliding window and the lockout by the database's clock and answers the
+ * the counts (fixed and sliding windows) and the lockout by the database's clock and answers the
  * lock, if any; a periodic read of the addresses locked now brings locks
  * started on other instances into the local view that `lockedFor` answers
  * from; the same loop deletes rows whose window and lock are both over.
@@ -16,7 +16,11 @@
  */
 import type pg from 'pg';
 import { authLocked } from '../../observe/events.ts';
-import type { AuthFailureLimiter, RateLimitSettings } from '../../rate-limit.ts';
+import {
+  type AuthFailureLimiter,
+  MAX_FAILURE_TIMES,
+  type RateLimitSettings,
+} from '../../rate-limit.ts';
 
 export type PostgresLimiterOptions = {
   /** How often the locks other instances started are read (default 1 s). */
@@ -48,24 +52,32 @@ const LOCKOUT = `$5::bigint * interval '1 millisecond'`;
 // Locked when the failure happened: the row is written back unchanged (only an instance that
 // has not seen the lock yet gets here), so that RETURNING still answers the lock.
 const LOCKED = 'f.locked_until > EXCLUDED.window_start';
-// The address's earlier failures that still count: within the window before this one, and none
-// from before a lock (a lock empties the list). A sliding window, as the memory limiter's.
+// Two counts, either of which locks (rate-limit.ts countFailure). The fixed window opened by the
+// first failure after the last one ended (window_start, count), as the previous version keeps
+// it, so instances of both versions count together during an upgrade. And the failures within
+// the window before this one (the newest times kept, none from before a lock, whichever version
+// set it): a sliding window, which the fixed one alone let a burst across its end through.
+const FRESH = `(f.locked_until IS NOT NULL
+  OR f.window_start <= EXCLUDED.window_start - $4::bigint * interval '1 millisecond')`;
+const FIXED = `CASE WHEN ${FRESH} THEN 1 ELSE f.count + 1 END`;
 const RECENT = `ARRAY(SELECT t FROM unnest(f.failures) AS t
-  WHERE t > $2::bigint - $4::bigint ORDER BY t)`;
-const COUNT = `cardinality(${RECENT}) + 1`;
-// window_start: the newest failure (the sweep deletes rows with none within the window).
+  WHERE t > $2::bigint - $4::bigint
+    AND (f.locked_until IS NULL OR t > extract(epoch FROM f.locked_until) * 1000)
+  ORDER BY t DESC LIMIT ${MAX_FAILURE_TIMES})`;
+const LOCKS = `(${FIXED} >= $3::integer OR cardinality(${RECENT}) + 1 >= $3::integer)`;
 const RECORD_FAILURE = `
   INSERT INTO auth_failures AS f (client, window_start, count, locked_until, failures)
   VALUES ($1, ${AT}, 1, CASE WHEN 1 >= $3::integer THEN ${AT} + ${LOCKOUT} END,
     CASE WHEN 1 >= $3::integer THEN '{}'::bigint[] ELSE ARRAY[$2::bigint] END)
   ON CONFLICT (client) DO UPDATE SET
-    window_start = CASE WHEN ${LOCKED} THEN f.window_start ELSE EXCLUDED.window_start END,
-    count = CASE WHEN ${LOCKED} THEN f.count ELSE ${COUNT} END,
+    window_start = CASE WHEN ${LOCKED} OR NOT ${FRESH} THEN f.window_start
+      ELSE EXCLUDED.window_start END,
+    count = CASE WHEN ${LOCKED} THEN f.count ELSE ${FIXED} END,
     locked_until = CASE WHEN ${LOCKED} THEN f.locked_until
-      WHEN ${COUNT} >= $3::integer THEN EXCLUDED.window_start + ${LOCKOUT} END,
+      WHEN ${LOCKS} THEN EXCLUDED.window_start + ${LOCKOUT} END,
     failures = CASE WHEN ${LOCKED} THEN f.failures
-      WHEN ${COUNT} >= $3::integer THEN '{}'::bigint[]
-      ELSE ${RECENT} || $2::bigint END
+      WHEN ${LOCKS} THEN '{}'::bigint[]
+      ELSE (ARRAY[$2::bigint] || ${RECENT})[1:least($3::integer - 1, ${MAX_FAILURE_TIMES})] END
   RETURNING extract(epoch FROM f.locked_until - ${AT})::float8 * 1000 AS locked_ms,
     f.locked_until = ${AT} + ${LOCKOUT} AS started`;
 // The database's clock, and the addresses locked now (one row with a null client when none).
@@ -90,6 +102,8 @@ const SWEEP = `
     SELECT client FROM auth_failures
     WHERE window_start <= now() - $1::float8 * interval '1 millisecond'
       AND (locked_until IS NULL OR locked_until <= now())
+      AND NOT EXISTS (SELECT 1 FROM unnest(failures) AS t
+        WHERE t > extract(epoch FROM now()) * 1000 - $1::float8)
     LIMIT $2 FOR UPDATE SKIP LOCKED)`;
 
 /**
