@@ -50,9 +50,11 @@ function holdable(controller: Controller) {
   return {
     view,
     hold() {
-      if (held || controller.paused) return;
+      if (held) return;
+      // Also when the caller has just paused (its reader is behind): its resume, in this same
+      // turn, waits for the hold's end like any other.
       held = true;
-      controller.pause();
+      if (!controller.paused) controller.pause();
       setImmediate(() => {
         held = false;
         if (!callerPaused && !controller.aborted) controller.resume();
@@ -67,6 +69,8 @@ function countingHandler(inner: Handler, maxInAll: number): Handler {
   let control: ReturnType<typeof holdable> | undefined;
   let stopped = false;
   const viewOf = (controller: Controller) => {
+    // A call that failed before it started may be told so without a controller.
+    if (controller === null || typeof controller !== 'object') return controller;
     control ??= holdable(controller);
     return control.view;
   };

@@ -1,0 +1,73 @@
+/**
+ * Attack: the guard holds undici's parser for the rest of the turn past 16,384 tiny pieces,
+ * also when the caller's handler has just paused it (its buffer full): that caller resumes as
+ * soon as its reader drains it, in the same turn, and the parser went on with everything the
+ * socket held, up to the whole answer's bound.
+ */
+import { type AddressInfo, createServer, type Socket } from 'node:net';
+import type { Dispatcher } from 'undici';
+import { afterAll, expect, it } from 'vitest';
+import { guardedDispatcher } from '../engine/outbound/fragment-guard.ts';
+import { MAX_SMALL_PIECES } from '../engine/piece-rate.ts';
+
+const sockets = new Set<Socket>();
+const upstream = createServer((socket) => {
+  sockets.add(socket);
+  socket.on('error', () => undefined);
+  socket.once('data', () => {
+    const body = `{"reply":"${'x'.repeat(60_000 - 12)}"}`;
+    let frames =
+      'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n';
+    for (const c of body) frames += `1\r\n${c}\r\n`;
+    socket.end(`${frames}0\r\n\r\n`);
+  });
+});
+afterAll(
+  () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      upstream.close(() => resolve());
+    }),
+);
+
+it("the hold holds also when the caller's own pause lands on the piece it holds at", async () => {
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const { port } = upstream.address() as AddressInfo;
+  let inTurn = 0;
+  let most = 0;
+  let turnStarted = false;
+  let counted = 0;
+  const done = new Promise<void>((resolve, reject) => {
+    const handler: Dispatcher.DispatchHandler = {
+      onResponseData(controller, chunk) {
+        inTurn++;
+        most = Math.max(most, inTurn);
+        // The turn as the guard sees it: its first piece is not counted.
+        if (!turnStarted) {
+          turnStarted = true;
+          setImmediate(() => {
+            turnStarted = false;
+            inTurn = 0;
+            counted = 0;
+          });
+          return;
+        }
+        counted += chunk.length > 0 ? 1 : 0;
+        // A buffer that filled on this piece: paused, resumed once the reader drained it.
+        if (counted === MAX_SMALL_PIECES + 1) {
+          controller.pause();
+          queueMicrotask(() => controller.resume());
+        }
+      },
+      onResponseEnd: () => resolve(),
+      onResponseError: (_controller, err) => reject(err),
+    };
+    guardedDispatcher(1024 * 1024).dispatch(
+      { origin: `http://127.0.0.1:${port}`, path: '/', method: 'POST', body: '{}' },
+      handler,
+    );
+  });
+  await done;
+  // A hold that held leaves a turn the 16,384 pieces plus the rest of one 64 KiB read.
+  expect(most).toBeLessThan(MAX_SMALL_PIECES + 11_000);
+}, 60_000);
