@@ -122,14 +122,19 @@ const HELPER_VALUES: Readonly<Record<string, number>> = {
   money: 1,
 };
 
-/** Throws when a helper is called with fewer values than it needs. */
+/**
+ * Throws when a helper is called with fewer values than it needs. A block parameter of a
+ * helper's name (`{{#each items as |json|}}`) is a value inside its block, not that helper.
+ */
 function checkHelperValues(program: hbs.AST.Program): void {
   const visitor = new Handlebars.Visitor();
+  const blockParams: string[][] = [];
   const check = (
     node: hbs.AST.MustacheStatement | hbs.AST.SubExpression | hbs.AST.BlockStatement,
   ) => {
     const name =
       node.path.type === 'PathExpression' ? (node.path as hbs.AST.PathExpression).original : '';
+    if (blockParams.some((names) => names.includes(name))) return;
     const needed = Object.hasOwn(HELPER_VALUES, name) ? (HELPER_VALUES[name] as number) : 0;
     if (node.params.length < needed)
       throw new Error(
@@ -137,6 +142,11 @@ function checkHelperValues(program: hbs.AST.Program): void {
       );
   };
   const base = Handlebars.Visitor.prototype;
+  visitor.Program = function (node) {
+    blockParams.push(node.blockParams ?? []);
+    base.Program.call(this, node);
+    blockParams.pop();
+  };
   visitor.MustacheStatement = function (node) {
     check(node);
     base.MustacheStatement.call(this, node);
