@@ -119,6 +119,15 @@ describe.skipIf(skip)('PostgreSQL store', () => {
       );
     });
 
+    it('refuses a database a newer hookgate migrated, as a newer SQLite store is refused', async () => {
+      const url = await server.createDatabase();
+      await (await open(url)).close();
+      await queryRows(url, 'UPDATE schema_version SET version = version + 1');
+      await expect(openPostgresStore({ url, poolSize: 2 })).rejects.toThrow(
+        `the PostgreSQL database is at schema version ${POSTGRES_SCHEMA_VERSION + 1}; this hookgate reads version ${POSTGRES_SCHEMA_VERSION} (use the hookgate that serves it)`,
+      );
+    });
+
     it('starts with a role that may read and write but no longer create tables', async () => {
       const url = await server.createDatabase();
       await (await open(url)).close();

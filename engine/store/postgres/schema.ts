@@ -208,17 +208,26 @@ export async function postgresSchemaVersion(pool: pg.Pool): Promise<number | und
   return rows[0]?.version;
 }
 
+/** A database a newer hookgate migrated: rows of its shape this one would misread or damage. */
+function tooNew(found: number): Error {
+  return new Error(
+    `the PostgreSQL database is at schema version ${found}; this hookgate reads version ${MIGRATIONS.length} (use the hookgate that serves it)`,
+  );
+}
+
 /**
  * Create or migrate the schema to the current version in one transaction. Instances starting
  * at once wait for each other on a transaction-scoped advisory lock, so each migration runs
- * once. A database already at a newer version (a newer instance migrated it) is left as it is.
- * Returns the version the database is at.
+ * once. A database already at a newer version (a newer instance migrated it) is refused, as
+ * the SQLite store's file is: instances of this version already running go on, a new start of
+ * one does not. Returns the version the database is at.
  */
 export async function migratePostgres(pool: pg.Pool): Promise<number> {
   // Already current (the usual start): read only, so a role that may no longer create tables
   // starts, and no instance waits on the lock.
   const current = await postgresSchemaVersion(pool);
-  if (current !== undefined && current >= MIGRATIONS.length) return current;
+  if (current !== undefined && current > MIGRATIONS.length) throw tooNew(current);
+  if (current === MIGRATIONS.length) return current;
   return inTransaction(pool, async (client) => {
     // A migration may rewrite a big table: the pool's statement timeout is for queue work.
     await client.query("SET LOCAL statement_timeout = '10min'");
@@ -229,6 +238,7 @@ export async function migratePostgres(pool: pg.Pool): Promise<number> {
     )`);
     const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_version');
     const from = rows[0]?.version ?? 0;
+    if (from > MIGRATIONS.length) throw tooNew(from);
     for (let next = from; next < MIGRATIONS.length; next++) {
       await client.query(MIGRATIONS[next] as string);
     }
@@ -239,6 +249,6 @@ export async function migratePostgres(pool: pg.Pool): Promise<number> {
         [MIGRATIONS.length],
       );
     }
-    return Math.max(from, MIGRATIONS.length);
+    return MIGRATIONS.length;
   });
 }
