@@ -17,6 +17,14 @@ const PICKUP_POLL_MS = 100;
 const TAKEN =
   'The running server took the request and runs a heartbeat (see `hookgate heartbeats`; without a runner, a failed one is recorded at most once a minute).';
 
+/**
+ * How long a heartbeat request waits to be taken. On PostgreSQL the leader takes it, and after
+ * a leader stopped the next one leads once its lease lapsed: up to `store.leaseSeconds` more.
+ */
+function pickupWaitMs(store: { kind: string; leaseSeconds: number }): number {
+  return store.kind === 'postgres' ? PICKUP_WAIT_MS + store.leaseSeconds * 1000 : PICKUP_WAIT_MS;
+}
+
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
 export async function heartbeatNow(flags: ListFlags, out: (line: string) => void): Promise<number> {
   const opened = await openStore(flags);
@@ -25,9 +33,10 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     return 1;
   }
   const { store } = opened;
+  const waitMs = pickupWaitMs(opened.at.store);
   try {
     const seq = await store.request('heartbeat');
-    const deadline = Date.now() + PICKUP_WAIT_MS;
+    const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
       if (await store.requestTaken(seq)) {
         out(TAKEN);
@@ -44,7 +53,7 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     await opened.close();
   }
   process.stderr.write(
-    `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s); start one with \`hookgate serve\`\n`,
+    `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${waitMs / 1000} s); start one with \`hookgate serve\`\n`,
   );
   return 1;
 }
