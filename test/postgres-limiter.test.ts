@@ -125,6 +125,17 @@ describe.skipIf(skip)('PostgreSQL failed-auth limiter', () => {
     expect(one.hasFailures(a)).toBe(false);
   });
 
+  it('a correct credential on one instance clears the failures another counted (a balancer spreads a client)', async () => {
+    const [one, two] = [limiter(first), limiter(second)];
+    const a = address();
+    await fail(one, a, Date.now(), 2);
+    // Within a refresh the other instance knows of the count, and its success resets it.
+    await waitFor('the count seen by the other instance', () => two.hasFailures(a), 10_000);
+    await two.reset(a);
+    await fail(one, a, Date.now());
+    expect(one.lockedFor(a, Date.now())).toBe(0);
+  });
+
   it('a lock begun on one instance is refused on the other within a second', async () => {
     const [one, two] = [limiter(first), limiter(second)];
     const a = address();

@@ -89,6 +89,10 @@ const LOCKED_NOW = `
     FROM auth_failures WHERE locked_until > now()
     ORDER BY locked_until DESC LIMIT $1) AS locked ON true`;
 
+// Addresses with failures counted and no lock in force, whichever instance counted them: a
+// success here resets those too (one every instance may have counted behind a balancer).
+const COUNTING_NOW = `
+  SELECT client FROM auth_failures WHERE locked_until IS NULL OR locked_until <= now() LIMIT $1`;
 type LockedNow = { now_ms: number; client: string | null; until_ms: number | null };
 
 // Never a lock in force: a correct credential must not lift it.
@@ -126,6 +130,9 @@ export function createPostgresLimiter(
   // while (see refresh) so that a read cannot bring it back.
   const locked = new Map<string, number>();
   const lockoutMs = settings.lockoutSeconds * 1000;
+
+  // Addresses other instances counted failures for, as of the last read (see COUNTING_NOW).
+  let countedElsewhere = new Set<string>();
 
   function touch(client: string): void {
     counting.delete(client);
@@ -182,6 +189,12 @@ export function createPostgresLimiter(
       learnLock(client, until);
       counting.delete(client);
     }
+    const counted = await pool.query<{ client: string }>({
+      name: 'hookgate_auth_counting_now',
+      text: COUNTING_NOW,
+      values: [settings.maxClients],
+    });
+    countedElsewhere = new Set(counted.rows.map((row) => row.client));
   }
 
   // One read at a time: the loop's and the one a first failure waits for are the same.
@@ -255,10 +268,11 @@ export function createPostgresLimiter(
         authLocked.publish({ lockoutSeconds: settings.lockoutSeconds });
     },
     hasFailures(client) {
-      return counting.has(client);
+      return counting.has(client) || countedElsewhere.has(client);
     },
     async reset(client) {
       counting.delete(client);
+      countedElsewhere.delete(client);
       await counts.query({ name: 'hookgate_auth_reset', text: RESET, values: [client] });
     },
     async close() {
