@@ -233,6 +233,12 @@ const SOLO_LOCK_TIMEOUT = '250ms';
  * runtime's claims and lease renewals, which must not wait behind a batch of held keys.
  */
 const SOLO_AT_ONCE = 3;
+/**
+ * The longest an accept's transaction may take on this side: a database that stops answering
+ * (a hung host, a partition dropping packets) ends no statement itself, and the requests of the
+ * batch would wait without an answer. Lock waits end in 2 s, a batch's statement in well under.
+ */
+const ACCEPT_TIMEOUT_MS = 10_000;
 const beginAccept = (lockTimeout: string) => `BEGIN; SET LOCAL lock_timeout = '${lockTimeout}'`;
 // How long an unconfirmed COMMIT's fate is asked after (the pauses between looks), and the
 // longest one look may take (the database unreachable: a look would wait for a connection).
@@ -610,7 +616,7 @@ class PostgresActionStore implements ActionStore {
         if (rows.some((row) => row.outcome === 'partial')) throw new PartialBatch('partial keys');
         return rows;
       },
-      { begin: beginAccept(lockTimeout) },
+      { begin: beginAccept(lockTimeout), timeoutMs: ACCEPT_TIMEOUT_MS },
     );
   }
 }

@@ -61,17 +61,31 @@ export class CommitInDoubt<T = unknown> extends Error {
 }
 
 /**
+ * The transaction did not end within its time: the database stopped answering (a hung host, a
+ * partition that drops packets), which its own statement timeout cannot end. Nothing was
+ * committed unless it is thrown as CommitInDoubt's cause.
+ */
+export class TransactionTimeout extends Error {
+  constructor(ms: number) {
+    super(`the database did not answer within ${ms} ms`);
+    this.name = 'TransactionTimeout';
+  }
+}
+
+/**
  * Run work in one transaction on one connection: BEGIN, the work, COMMIT; ROLLBACK when the
  * work throws (the error is rethrown). While checked out a connection has no 'error' listener
  * of the pool's, so a reset socket would be an uncaught exception: one is attached here. A
  * connection that failed (its socket, or a ROLLBACK) is destroyed, not given back; after a
  * statement's error rolled back it is as good as new. A COMMIT not confirmed throws
  * CommitInDoubt. `begin`: the statement that opens the transaction (with its SET LOCALs).
+ * `timeoutMs`: the whole transaction's bound on this side (TransactionTimeout; the connection
+ * is dropped, which ends the transaction on the server whenever it answers again).
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
-  options: { begin?: string } = {},
+  options: { begin?: string; timeoutMs?: number } = {},
 ): Promise<T> {
   const client = await pool.connect();
   let failure: Error | undefined;
@@ -79,25 +93,45 @@ export async function inTransaction<T>(
     failure ??= err;
   };
   client.on('error', onError);
+  let timer: NodeJS.Timeout | undefined;
+  const { timeoutMs } = options;
+  const expired =
+    timeoutMs === undefined
+      ? undefined
+      : new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new TransactionTimeout(timeoutMs)), timeoutMs);
+        });
+  // What is left waiting when the time is up rejects once the connection is dropped: unheard.
+  const within = <R>(step: Promise<R>): Promise<R> => {
+    if (!expired) return step;
+    step.catch(() => undefined);
+    return Promise.race([step, expired]);
+  };
   try {
-    await client.query(options.begin ?? 'BEGIN');
+    await within(client.query(options.begin ?? 'BEGIN'));
     let result: T;
     try {
-      result = await work(client);
+      result = await within(work(client));
     } catch (err) {
-      await client.query('ROLLBACK').catch((rollback: Error) => {
-        failure ??= rollback;
-      });
+      if (err instanceof TransactionTimeout) failure ??= err;
+      else
+        await within(client.query('ROLLBACK')).catch((rollback: Error) => {
+          failure ??= rollback;
+        });
       throw err;
     }
     try {
-      await client.query('COMMIT');
+      await within(client.query('COMMIT'));
     } catch (err) {
       failure ??= err as Error;
       throw new CommitInDoubt(result, err);
     }
     return result;
+  } catch (err) {
+    if (err instanceof TransactionTimeout) failure ??= err;
+    throw err;
   } finally {
+    clearTimeout(timer);
     client.off('error', onError);
     client.release(failure);
   }
