@@ -28,7 +28,7 @@ export type RateLimitSettings = {
  * of an address not locked here (a locked one is refused before it can fail), so a guesser
  * costs about `maxFailures` writes per window (plus those in flight when the lock begins,
  * and one per instance that has not seen the lock yet) and none while locked. A success
- * writes only when `hasFailures` says this instance counted one. Local state stays bounded
+ * writes only when `hasFailures` says a failure is counted. Local state stays bounded
  * by `maxClients`.
  * `recordFailure` and `reset` may reject when a shared store is down; the instance wraps the
  * limiter in `reportingStoreErrors`, so a request never fails because of it.
@@ -44,9 +44,10 @@ export interface AuthFailureLimiter {
    */
   recordFailure(client: string, nowMs: number): Promise<void> | undefined;
   /**
-   * Whether this instance counted a failure for the address that no lock or reset has cleared
-   * (a local answer). Callers reset only then, so a successful authentication writes nothing
-   * to a shared store; a count another instance holds simply runs out with its window.
+   * Whether a failure is counted for the address that no lock or reset has cleared, as far as
+   * this instance knows (a local answer: its own counts, and on a shared store those the other
+   * instances hold as of the last refresh). Callers reset only then, so a successful
+   * authentication of an address with nothing counted writes nothing to a shared store.
    */
   hasFailures(client: string): boolean;
   /** Forget the failures counted for an address after it authenticated (never a lock). */
@@ -120,7 +121,8 @@ export function countFailure(
   const windowStart = fresh ? nowMs : earlier.windowStart;
   const recent = (earlier?.times ?? []).filter((at) => at > nowMs - windowMs);
   recent.push(nowMs);
-  const keep = Math.min(settings.maxFailures - 1, MAX_FAILURE_TIMES);
+  // Past MAX_FAILURE_TIMES the sliding count could never reach the limit: no times kept.
+  const keep = settings.maxFailures - 1 > MAX_FAILURE_TIMES ? 0 : settings.maxFailures - 1;
   const times = recent.slice(Math.max(0, recent.length - keep));
   return {
     next: { windowStart, count, times },

@@ -239,7 +239,10 @@ const SOLO_AT_ONCE = 3;
  * batch would wait without an answer. Lock waits end in 2 s, a batch's statement in well under.
  */
 const ACCEPT_TIMEOUT_MS = 10_000;
-const beginAccept = (lockTimeout: string) => `BEGIN; SET LOCAL lock_timeout = '${lockTimeout}'`;
+// A database that is slow but answers ends the statement itself, a little before this side
+// gives up on it: no transaction is left running, holding the batch's keys, once the 503 went.
+const beginAccept = (lockTimeout: string) =>
+  `BEGIN; SET LOCAL lock_timeout = '${lockTimeout}'; SET LOCAL statement_timeout = '${ACCEPT_TIMEOUT_MS - 1000}ms'`;
 // How long an unconfirmed COMMIT's fate is asked after (the pauses between looks), and the
 // longest one look may take (the database unreachable: a look would wait for a connection).
 const IN_DOUBT_LOOKS_MS = [0, 250, 500, 1000];

@@ -64,11 +64,11 @@ const RECENT = `ARRAY(SELECT t FROM unnest(f.failures) AS t
   WHERE t > $2::bigint - $4::bigint
     AND (f.locked_until IS NULL OR t > extract(epoch FROM f.locked_until) * 1000)
   ORDER BY t DESC LIMIT ${MAX_FAILURE_TIMES})`;
-const LOCKS = `(${FIXED} >= $3::integer OR cardinality(${RECENT}) + 1 >= $3::integer)`;
+const LOCKS = `(${FIXED} >= $3::bigint OR cardinality(${RECENT}) + 1 >= $3::bigint)`;
 const RECORD_FAILURE = `
   INSERT INTO auth_failures AS f (client, window_start, count, locked_until, failures)
-  VALUES ($1, ${AT}, 1, CASE WHEN 1 >= $3::integer THEN ${AT} + ${LOCKOUT} END,
-    CASE WHEN 1 >= $3::integer THEN '{}'::bigint[] ELSE ARRAY[$2::bigint] END)
+  VALUES ($1, ${AT}, 1, CASE WHEN 1 >= $3::bigint THEN ${AT} + ${LOCKOUT} END,
+    CASE WHEN 1 >= $3::bigint THEN '{}'::bigint[] ELSE ARRAY[$2::bigint] END)
   ON CONFLICT (client) DO UPDATE SET
     window_start = CASE WHEN ${LOCKED} OR NOT ${FRESH} THEN f.window_start
       ELSE EXCLUDED.window_start END,
@@ -77,7 +77,8 @@ const RECORD_FAILURE = `
       WHEN ${LOCKS} THEN EXCLUDED.window_start + ${LOCKOUT} END,
     failures = CASE WHEN ${LOCKED} THEN f.failures
       WHEN ${LOCKS} THEN '{}'::bigint[]
-      ELSE (ARRAY[$2::bigint] || ${RECENT})[1:least($3::integer - 1, ${MAX_FAILURE_TIMES})] END
+      WHEN $3::bigint - 1 > ${MAX_FAILURE_TIMES} THEN '{}'::bigint[]
+      ELSE (ARRAY[$2::bigint] || ${RECENT})[1:($3::bigint - 1)::integer] END
   RETURNING extract(epoch FROM f.locked_until - ${AT})::float8 * 1000 AS locked_ms,
     f.locked_until = ${AT} + ${LOCKOUT} AS started`;
 // The database's clock, and the addresses locked now (one row with a null client when none).
@@ -91,8 +92,14 @@ const LOCKED_NOW = `
 
 // Addresses with failures counted and no lock in force, whichever instance counted them: a
 // success here resets those too (one every instance may have counted behind a balancer).
+// The newest first (a flood of other addresses must not crowd a client's out), and only rows
+// whose failures may still count ($2 the window in ms; a fixed window's start may be up to one
+// window older than its last failure).
 const COUNTING_NOW = `
-  SELECT client FROM auth_failures WHERE locked_until IS NULL OR locked_until <= now() LIMIT $1`;
+  SELECT client FROM auth_failures
+  WHERE (locked_until IS NULL OR locked_until <= now())
+    AND window_start > now() - 2 * $2::float8 * interval '1 millisecond'
+  ORDER BY window_start DESC LIMIT $1`;
 type LockedNow = { now_ms: number; client: string | null; until_ms: number | null };
 
 // Never a lock in force: a correct credential must not lift it.
@@ -192,7 +199,7 @@ export function createPostgresLimiter(
     const counted = await pool.query<{ client: string }>({
       name: 'hookgate_auth_counting_now',
       text: COUNTING_NOW,
-      values: [settings.maxClients],
+      values: [settings.maxClients, settings.windowSeconds * 1000],
     });
     countedElsewhere = new Set(counted.rows.map((row) => row.client));
   }
