@@ -138,6 +138,25 @@ describe('framing that Node would answer or misread', () => {
     await expectRefused(await send(wake({ ...locked, expect: 'foo' })), 429, 'rate_limited');
   });
 
+  it('a request target in the absolute form (as sent to a proxy) is served by its path', async () => {
+    const head = (target: string) =>
+      request(
+        `POST ${target} HTTP/1.1`,
+        {
+          host: 'a',
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(WAKE)),
+        },
+        WAKE,
+      );
+    const before = await stored();
+    expect((await send(head('http://hooks.example.com/hooks/wake'))).status).toBe(200);
+    expect((await send(head('HTTP://hooks.example.com:8787/hooks/wake?x=1'))).status).toBe(200);
+    expect(await stored()).toBe(before + 2);
+    await expectRefused(await send(head('http://hooks.example.com/elsewhere')), 404, 'not_found');
+  });
+
   it('CONNECT: answered as JSON with a request id and logged, then the connection closes', async () => {
     const answer = await send(request('CONNECT 127.0.0.1:1 HTTP/1.1', { host: '127.0.0.1:1' }));
     await expectRefused(answer, 404, 'not_found');

@@ -42,7 +42,7 @@ export function createAdmit({
 }: AdmitSettings): Stage {
   const prefix = `${hooksPath}/`;
   return function admit(x: Exchange) {
-    const url = x.source.url;
+    const url = originForm(x.source.url);
     const q = url.indexOf('?');
     const pathname = q < 0 ? url : url.slice(0, q);
     if (!enabled || !pathname.startsWith(prefix)) return NOT_FOUND;
@@ -78,6 +78,22 @@ export function createAdmit({
     if (queryCarriesToken(x.query) || urlToken.inQuery(x.query)) return TOKEN_IN_QUERY;
     return undefined;
   };
+}
+
+// A request target's scheme and authority (`http://host:port`), in the absolute form.
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
+
+/**
+ * The request target as a path and query. HTTP/1.1 servers must accept the absolute form
+ * (`POST http://host/hooks/wake`, what a client configured to use a proxy sends): its path is
+ * the request's, the authority is dropped (routes do not depend on the host). Pure.
+ */
+export function originForm(target: string): string {
+  if (target.charCodeAt(0) === 0x2f) return target;
+  const authority = ABSOLUTE_FORM.exec(target);
+  if (!authority) return target;
+  const rest = target.slice(authority[0].length);
+  return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
 /** 405 for a method the route does not take. */
