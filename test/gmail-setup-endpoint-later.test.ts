@@ -38,4 +38,30 @@ describe('gmail setup run again', () => {
       '--push-auth-token-audience=https://hooks.example.com/gmail-pubsub',
     );
   });
+
+  it('--client-secret-env writes the OAuth client secret as a reference to that variable, never its value', async () => {
+    const dir = temp();
+    const config = path.join(dir, 'hookgate.yaml');
+    writeFileSync(config, 'hooks:\n  enabled: true\nruntime: { dataDir: ./data }\n');
+    const args = [
+      ...['gmail', 'setup', '--config', config, '--account', 'me@example.com'],
+      ...['--client-id', 'ID', '--client-secret-env', 'GMAIL_CLIENT_SECRET', '--no-consent'],
+    ];
+    const env = { GMAIL_CLIENT_SECRET: 'the-client-secret-value' };
+    const first = await runHookgate(args, { env });
+    expect(first.code).toBe(0);
+    const text = readFileSync(config, 'utf8');
+    expect(parse(text).hooks.gmail.oauth.clientSecret).toBe('${GMAIL_CLIENT_SECRET}');
+    expect(text).not.toContain('the-client-secret-value');
+    expect(first.stdout).not.toContain('plain text');
+    // Run again: nothing more changes.
+    expect((await runHookgate(args, { env })).code).toBe(0);
+    expect(readFileSync(config, 'utf8')).toBe(text);
+    // Not a variable name: refused, nothing written.
+    const bad = await runHookgate([...args.slice(0, -2), '--client-secret-env', 'a secret'], {
+      env,
+    });
+    expect(bad.code).toBe(2);
+    expect(readFileSync(config, 'utf8')).toBe(text);
+  });
 });

@@ -10,7 +10,8 @@ import { gmailStop } from './gmail-stop.ts';
 
 export const GMAIL_USAGE = `  hookgate gmail setup --account A [--label L] [--project P] [--project-number N] [--topic T]
       [--subscription S] [--push-endpoint URL] [--push-mode oidc|token] [--service-account EMAIL]
-      [--client-id ID] [--include-body|--no-include-body] [--max-bytes N] [--renew-minutes N]
+      [--client-id ID] [--client-secret-env VAR] [--include-body|--no-include-body]
+      [--max-bytes N] [--renew-minutes N]
       [--no-consent] [--config FILE]
   hookgate gmail status [--json] [--config FILE]
   hookgate gmail stop [--config FILE]
@@ -52,6 +53,7 @@ function setupFlags(args: string[]) {
       'push-mode': text,
       'service-account': text,
       'client-id': text,
+      'client-secret-env': text,
       'include-body': { type: 'boolean' },
       'no-include-body': { type: 'boolean' },
       'max-bytes': text,
@@ -81,6 +83,9 @@ function setupFlags(args: string[]) {
       pushEndpoint: values['push-endpoint'],
       serviceAccount: values['service-account'],
       clientId: values['client-id'],
+      // The variable's name, not the secret: on the command line it would stay in the shell's
+      // history and the process list.
+      clientSecretEnv: values['client-secret-env'],
     }),
     ...numbers({ maxBytes: values['max-bytes'], renewMinutes: values['renew-minutes'] }),
   };

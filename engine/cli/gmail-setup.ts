@@ -32,6 +32,8 @@ export type GmailSetupFlags = {
   pushMode?: 'oidc' | 'token';
   serviceAccount?: string;
   clientId?: string;
+  /** The environment variable holding the OAuth client's secret (written as `${VAR}`). */
+  clientSecretEnv?: string;
   includeBody?: boolean;
   maxBytes?: number;
   renewMinutes?: number;
@@ -114,7 +116,12 @@ function setupOptions(flags: GmailSetupFlags): GmailSetupOptions {
       ...(mode === 'oidc' && flags.pushEndpoint !== undefined && { audience: flags.pushEndpoint }),
       ...(mode === 'oidc' && serviceAccountEmail !== undefined && { serviceAccountEmail }),
     },
-    ...(flags.clientId !== undefined && { oauth: { clientId: flags.clientId } }),
+    ...((flags.clientId !== undefined || flags.clientSecretEnv !== undefined) && {
+      oauth: {
+        ...(flags.clientId !== undefined && { clientId: flags.clientId }),
+        ...(flags.clientSecretEnv !== undefined && { clientSecretEnv: flags.clientSecretEnv }),
+      },
+    }),
   };
 }
 

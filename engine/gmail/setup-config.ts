@@ -24,7 +24,8 @@ export type GmailSetupOptions = {
   renewEveryMinutes?: number;
   serve?: { bind?: string; port?: number; path?: string };
   push?: { mode?: 'oidc' | 'token'; audience?: string; serviceAccountEmail?: string };
-  oauth?: { clientId?: string };
+  /** `clientSecretEnv`: the variable that holds the client secret, written as `${NAME}`. */
+  oauth?: { clientId?: string; clientSecretEnv?: string };
   /** Values of `${VAR}` references, to tell whether a kept reference already says what is wanted. */
   env?: Readonly<Record<string, string | undefined>>;
 };
@@ -102,6 +103,7 @@ function gmailEntries(options: GmailSetupOptions): [string[], Scalar][] {
     [['serve', 'port'], options.serve?.port],
     [['serve', 'path'], options.serve?.path],
     [['oauth', 'clientId'], options.oauth?.clientId],
+    [['oauth', 'clientSecret'], referenceTo(options.oauth?.clientSecretEnv)],
     [['push', 'mode'], options.push?.mode],
     [['push', 'audience'], options.push?.audience],
     [['push', 'serviceAccountEmail'], options.push?.serviceAccountEmail],
@@ -141,12 +143,24 @@ function addPreset(edit: Edit): void {
   if (!present) node.add(edit.doc.createNode('gmail'));
 }
 
+/**
+ * A reference to an environment variable as the parsed document holds one (rendered `${NAME}`):
+ * a secret is only ever written so, never its value.
+ */
+function referenceTo(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+    throw new ConfigError('--client-secret-env', 'must be the name of an environment variable');
+  return shieldReferences(`\${${name}}`);
+}
+
 // One value: kept when equal, kept (and reported) when a reference, else written.
 function setValue(edit: Edit, path: string[], value: Scalar): void {
   const node = edit.doc.getIn(path, true);
   if (node !== undefined && !isScalar(node)) {
     throw new ConfigError(path.join('.'), 'must be a single value, not a mapping or list');
   }
+  if (isScalar(node) && node.value === value) return;
   if (isScalar(node) && typeof node.value === 'string' && HAS_PLACEHOLDER.test(node.value)) {
     keepReference(edit, path, node.value, value);
     return;
