@@ -66,6 +66,19 @@ describe('journal: headers that are kept', () => {
     expect(isSafeHeader(name.toLowerCase(), new Set(['webhook-id']))).toBe(kept);
   });
 
+  it('drops a header of an ordinary name whose value is a credential (Bearer ..., Basic ...)', () => {
+    const kept = keptHeaders(
+      {
+        'x-upstream': 'Bearer the-hook-token-0123456789',
+        'x-forwarded-authorisation': 'basic dXNlcjpwYXNz',
+        'x-note': 'good news for the bearer',
+        'user-agent': 'GitHub-Hookshot/1',
+      },
+      new Set(),
+    );
+    expect(kept).toEqual({ 'x-note': 'good news for the bearer', 'user-agent': 'GitHub-Hookshot/1' });
+  });
+
   it('keeps at most 64 headers, each value bounded', () => {
     const many = Object.fromEntries(
       Array.from({ length: 200 }, (_, i) => [`x-h${i}`, 'v'.repeat(10_000)]),

@@ -130,6 +130,10 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
   return record;
 }
 
+// A value in the form of an HTTP credential: an authentication scheme, then its token.
+const CREDENTIAL_VALUE =
+  /^\s*(?:bearer|basic|digest|token|apikey|api-key|hoba|negotiate|ntlm)\s+\S/i;
+
 /** The request's headers without any that could carry a credential, bounded. Pure. */
 export function keptHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,
@@ -141,10 +145,10 @@ export function keptHeaders(
     if (count >= MAX_HEADERS) break;
     const lower = name.toLowerCase();
     if (value === undefined || !isSafeHeader(lower, hidden)) continue;
-    kept[clipUnits(lower, NAME_CHARS)] = clipUnits(
-      Array.isArray(value) ? value.join(', ') : value,
-      VALUE_CHARS,
-    );
+    const text = Array.isArray(value) ? value.join(', ') : value;
+    // A credential under an ordinary name (`x-upstream: Bearer ...`, a proxy's copy of it).
+    if (CREDENTIAL_VALUE.test(text)) continue;
+    kept[clipUnits(lower, NAME_CHARS)] = clipUnits(text, VALUE_CHARS);
     count += 1;
   }
   return kept;

@@ -13,7 +13,15 @@ const MAX_ROWS = 1000;
 
 // `pane`: bumped by whatever changes the detail pane (a selection, a replay's result), so a
 // render started earlier, or a refresh a retry scheduled, never overwrites a later one.
-const state = { info: null, selected: null, filter: '', streamAbort: null, refetch: null, pane: 0 };
+const state = {
+  info: null,
+  selected: null,
+  filter: '',
+  streamAbort: null,
+  streamed: false,
+  refetch: null,
+  pane: 0,
+};
 
 // Characters that change how the text around them reads (bidi overrides, embeddings, isolates
 // and marks) or hide text (zero-width characters, tag characters models read as letters,
@@ -55,8 +63,15 @@ function $(id) {
 function readToken() {
   const match = /^#token=(.+)$/.exec(location.hash);
   if (match) {
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    // Gone from the address bar first, whatever the rest does.
     history.replaceState(null, '', location.pathname);
+    let token = match[1];
+    try {
+      token = decodeURIComponent(token);
+    } catch {
+      // Not percent-encoding (`50%-off`): the text as it is.
+    }
+    sessionStorage.setItem(TOKEN_KEY, token);
   }
   return sessionStorage.getItem(TOKEN_KEY);
 }
@@ -193,6 +208,10 @@ async function startStream() {
     if (response.status === 401) return showLogin('The token was refused.');
     if (!response.ok || !response.body) throw new Error(`stream: ${response.status}`);
     setLive(true);
+    // Back after a drop or a restart underneath: what came meanwhile (or the new process's
+    // list) is read again, not only what the stream brings from now on.
+    if (state.streamed) void loadList();
+    state.streamed = true;
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = '';
     for (;;) {
@@ -215,7 +234,7 @@ async function startStream() {
   if (state.streamAbort !== abort) return;
   setLive(false);
   setTimeout(() => {
-    if (state.streamAbort === abort) startStream().then(loadList);
+    if (state.streamAbort === abort) startStream();
   }, 2000);
 }
 

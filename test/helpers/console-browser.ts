@@ -1,0 +1,113 @@
+/**
+ * The console under a browser: hookgate plus its admin listener assembled as
+ * test/helpers/admin.ts does, but with a chosen admin port, so the stack can be
+ * stopped and started again under a browser page that stays open (a restart).
+ */
+import { resolveConfig } from '../../engine/config.ts';
+import { startHookgate } from '../../engine/hookgate.ts';
+import { createLogger } from '../../engine/log.ts';
+import { heldDryRun, heldSigner } from '../../engine/admin/dry-run.ts';
+import { RequestJournal } from '../../engine/admin/journal.ts';
+import { runsView } from '../../engine/admin/runs-view.ts';
+import { startAdmin } from '../../engine/admin/server.ts';
+import { type Browser, chromium } from 'playwright-core';
+import { ADMIN_TOKEN } from './admin.ts';
+import { ensureChromium } from './chromium.ts';
+import { TOKEN } from './hookgate.ts';
+
+export { ADMIN_TOKEN, TOKEN };
+
+export type Restartable = {
+  adminUrl: string;
+  hooksUrl: string;
+  journal: RequestJournal;
+  post(name: string, body: unknown): Promise<Response>;
+  /** The hooks listener and journal are up; the admin listener is not yet (see startAdminNow). */
+  startAdminNow(): Promise<void>;
+  stop(): Promise<void>;
+};
+
+/** hookgate with its journal; its admin listener on `adminPort` (0: any) once startAdminNow runs. */
+export async function startRestartable(
+  dataDir: string,
+  adminPort: number,
+  overrides: Record<string, unknown> = {},
+  options: { runtime?: boolean; keepPayloads?: boolean } = {},
+): Promise<Restartable> {
+  const { hooks, ...rest } = overrides as { hooks?: Record<string, unknown> };
+  const raw = {
+    ...rest,
+    server: { host: '127.0.0.1', port: 0 },
+    hooks: { enabled: true, token: TOKEN, ...hooks },
+    admin: {
+      port: adminPort,
+      token: ADMIN_TOKEN,
+      keepPayloads: options.keepPayloads ?? false,
+      recentRequests: 1000,
+    },
+  };
+  const loaded = resolveConfig(raw, { baseDir: dataDir, dataDir, env: {} });
+  const { config } = loaded;
+  const settings = config.admin as NonNullable<typeof config.admin>;
+  const logger = createLogger('silent');
+  const journal = new RequestJournal({
+    recentRequests: settings.recentRequests,
+    keepPayloads: settings.keepPayloads,
+    maxBodyBytes: () => config.hooks.maxBodyBytes,
+  }).start();
+  const { admin: _a, ...withoutAdmin } = config;
+  const hookgate = await startHookgate(
+    { ...loaded, config: withoutAdmin },
+    { logger, runtime: options.runtime ?? false },
+  );
+  const hold = () => hookgate.live.current().acquire();
+  let admin: Awaited<ReturnType<typeof startAdmin>> | undefined;
+  const stack: Restartable = {
+    adminUrl: '',
+    hooksUrl: hookgate.url,
+    journal,
+    post(name, body) {
+      return fetch(`${hookgate.url}${config.hooks.path}/${name}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify(body),
+      });
+    },
+    async startAdminNow() {
+      admin = await startAdmin(
+        {
+          host: settings.host,
+          port: settings.port,
+          token: ADMIN_TOKEN,
+          logger,
+          maxBodyBytes: () => config.hooks.maxBodyBytes,
+          caps: config.server,
+        },
+        {
+          readiness: async () => ({ ready: true, checks: { store: { ok: true } } }),
+          journal,
+          runs: hookgate.runtime ? runsView(hookgate.runtime.store) : undefined,
+          dryRun: heldDryRun(hold),
+          signFor: heldSigner(hold),
+        },
+      );
+      stack.adminUrl = admin.url;
+    },
+    async stop() {
+      journal.stop();
+      await admin?.close();
+      await hookgate.close();
+    },
+  };
+  return stack;
+}
+
+export const chrome = ensureChromium();
+
+/** Debian's Chromium through playwright-core, as the console's own browser test launches it. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: (chrome as { path: string }).path,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+}
