@@ -13,6 +13,9 @@ const MAX_ROWS = 1000;
 
 // `pane`: bumped by whatever changes the detail pane (a selection, a replay's result), so a
 // render started earlier, or a refresh a retry scheduled, never overwrites a later one.
+// How often a detail pane showing an unfinished run reads it again.
+const RUN_REFRESH_MS = 1000;
+
 const state = {
   info: null,
   selected: null,
@@ -253,6 +256,14 @@ async function select(id) {
     return;
   }
   pane.replaceChildren(...detail(body.request).flat());
+  // A run still queued or running is shown as it goes on (a retry's, or one just accepted), as
+  // long as the same request stays selected and nothing else changed the pane.
+  const runs = Object.values(body.request.runs ?? {});
+  if (runs.some((run) => run && (run.state === 'queued' || run.state === 'running'))) {
+    setTimeout(() => {
+      if (state.pane === version && state.selected === id) select(id);
+    }, RUN_REFRESH_MS);
+  }
 }
 
 function facts(pairs) {
