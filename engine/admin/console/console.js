@@ -187,6 +187,17 @@ function addLive(summary) {
 }
 
 // ---- the live stream: fetch, so the token goes in a header (EventSource cannot send one) ----
+//
+// One stream per browser, not per tab: a browser opens at most six connections to one host, and
+// a stream held open by each of six tabs left none for anything else (every click waited). The
+// tab holding a Web Lock reads the stream and passes what comes to the others of this browser
+// over a BroadcastChannel; when it closes, a waiting tab takes the lock and the stream.
+
+const STREAM_LOCK = 'hookgate-console-stream';
+const shared = 'BroadcastChannel' in window ? new BroadcastChannel('hookgate-console') : null;
+const canShare = Boolean(shared && navigator.locks);
+let holding = false;
+let liveNow = false;
 
 function stopStream() {
   state.streamAbort?.abort();
@@ -195,50 +206,98 @@ function stopStream() {
 }
 
 function setLive(on) {
+  // Back after a drop or a restart underneath: what came meanwhile (or the new process's list)
+  // is read again, not only what the stream brings from now on.
+  if (on && !liveNow && state.streamed) void loadList();
+  if (on) state.streamed = true;
+  liveNow = on;
   $('live').textContent = on ? 'live' : 'offline';
   $('live').classList.toggle('on', on);
 }
 
-async function startStream() {
+// What the holding tab tells the others: each request, and whether the stream is live.
+function tell(message) {
+  if (holding) shared?.postMessage(message);
+}
+
+shared?.addEventListener('message', (event) => {
+  const message = event.data;
+  // A tab logged out, or not logged in, shows nothing; the holder answers a newcomer's hello.
+  if (!state.streamAbort) return;
+  if (message?.kind === 'hello') tell({ kind: 'live', on: liveNow });
+  else if (holding) return;
+  else if (message?.kind === 'live') setLive(message.on === true);
+  else if (message?.kind === 'request' && message.summary) addLive(message.summary);
+});
+
+function startStream() {
   stopStream();
   const abort = new AbortController();
   state.streamAbort = abort;
-  const headers = {};
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  if (token) headers.authorization = `Bearer ${token}`;
-  try {
-    const response = await fetch('/api/stream', { headers, signal: abort.signal });
-    if (response.status === 401) return showLogin('The token was refused.');
-    if (!response.ok || !response.body) throw new Error(`stream: ${response.status}`);
-    setLive(true);
-    // Back after a drop or a restart underneath: what came meanwhile (or the new process's
-    // list) is read again, not only what the stream brings from now on.
-    if (state.streamed) void loadList();
-    state.streamed = true;
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let end = buffer.indexOf('\n\n');
-      while (end >= 0) {
-        const event = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        for (const line of event.split('\n')) {
-          if (line.startsWith('data: ')) addLive(JSON.parse(line.slice(6)));
-        }
-        end = buffer.indexOf('\n\n');
-      }
-    }
-  } catch {
-    // Aborted or dropped: reconnect below unless this stream was replaced.
+  if (!canShare) {
+    void readStream(abort);
+    return;
   }
-  if (state.streamAbort !== abort) return;
-  setLive(false);
-  setTimeout(() => {
-    if (state.streamAbort === abort) startStream();
-  }, 2000);
+  // Waits while another tab of this browser holds the stream; its events come over the channel.
+  navigator.locks
+    .request(STREAM_LOCK, { signal: abort.signal }, async () => {
+      holding = true;
+      // Taking over from a tab that closed: what came between its stream and this one is read.
+      liveNow = false;
+      try {
+        await readStream(abort);
+      } finally {
+        holding = false;
+      }
+    })
+    .catch(() => {
+      // Aborted while waiting (logged out): nothing to do.
+    });
+  shared.postMessage({ kind: 'hello' });
+}
+
+/** Read the stream until `abort`, reconnecting after a drop. */
+async function readStream(abort) {
+  while (state.streamAbort === abort) {
+    const headers = {};
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.authorization = `Bearer ${token}`;
+    try {
+      const response = await fetch('/api/stream', { headers, signal: abort.signal });
+      if (response.status === 401) {
+        showLogin('The token was refused.');
+        return;
+      }
+      if (!response.ok || !response.body) throw new Error(`stream: ${response.status}`);
+      setLive(true);
+      tell({ kind: 'live', on: true });
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end = buffer.indexOf('\n\n');
+        while (end >= 0) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          for (const line of event.split('\n')) {
+            if (!line.startsWith('data: ')) continue;
+            const summary = JSON.parse(line.slice(6));
+            addLive(summary);
+            tell({ kind: 'request', summary });
+          }
+          end = buffer.indexOf('\n\n');
+        }
+      }
+    } catch {
+      // Aborted or dropped: reconnect below unless this stream was replaced.
+    }
+    if (state.streamAbort !== abort) return;
+    setLive(false);
+    tell({ kind: 'live', on: false });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
 }
 
 // ---- a request's detail ----
