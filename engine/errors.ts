@@ -30,6 +30,11 @@ export const ERRORS = Object.freeze({
     status: 400,
     message: 'Send the token in the Authorization or x-hookgate-token header, not the URL path.',
   },
+  credentials_in_url: {
+    status: 400,
+    message:
+      'The request target carries credentials (user:password@): send the token in the Authorization or x-hookgate-token header.',
+  },
   unauthorized: {
     status: 401,
     message: 'Missing or invalid credentials (the hook token, or the sender signature).',

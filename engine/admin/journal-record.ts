@@ -132,7 +132,7 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
 
 // A value in the form of an HTTP credential: an authentication scheme, then its token.
 const CREDENTIAL_VALUE =
-  /^\s*(?:bearer|basic|digest|token|apikey|api-key|hoba|negotiate|ntlm)\s+\S/i;
+  /^\s*(?:bearer|basic|digest|token|apikey|api-key|hoba|negotiate|ntlm|oauth|bot|ssws|sharedaccesssignature|aws4-hmac-sha256|hawk)\s+\S/i;
 
 /** The request's headers without any that could carry a credential, bounded. Pure. */
 export function keptHeaders(
@@ -146,8 +146,9 @@ export function keptHeaders(
     const lower = name.toLowerCase();
     if (value === undefined || !isSafeHeader(lower, hidden)) continue;
     const text = Array.isArray(value) ? value.join(', ') : value;
-    // A credential under an ordinary name (`x-upstream: Bearer ...`, a proxy's copy of it).
-    if (CREDENTIAL_VALUE.test(text)) continue;
+    // A credential under an ordinary name (`x-upstream: Bearer ...`, a proxy's copy of it), in
+    // any of the header's copies (Node joins them with ", ").
+    if (text.split(',').some((part) => CREDENTIAL_VALUE.test(part))) continue;
     kept[clipUnits(lower, NAME_CHARS)] = clipUnits(text, VALUE_CHARS);
     count += 1;
   }

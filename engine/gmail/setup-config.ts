@@ -161,7 +161,14 @@ function setValue(edit: Edit, path: string[], value: Scalar): void {
     throw new ConfigError(path.join('.'), 'must be a single value, not a mapping or list');
   }
   if (isScalar(node) && node.value === value) return;
-  if (isScalar(node) && typeof node.value === 'string' && HAS_PLACEHOLDER.test(node.value)) {
+  // A reference over a reference: the new one is written (no value changes hands).
+  const newReference = typeof value === 'string' && HAS_PLACEHOLDER.test(value);
+  if (
+    !newReference &&
+    isScalar(node) &&
+    typeof node.value === 'string' &&
+    HAS_PLACEHOLDER.test(node.value)
+  ) {
     keepReference(edit, path, node.value, value);
     return;
   }

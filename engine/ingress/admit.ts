@@ -42,7 +42,10 @@ export function createAdmit({
 }: AdmitSettings): Stage {
   const prefix = `${hooksPath}/`;
   return function admit(x: Exchange) {
-    const url = originForm(x.source.url);
+    const { path: url, userinfo } = originForm(x.source.url);
+    // user:password@ in the target (no sender should send it): credentials in a URL, refused
+    // before anything reads or logs them, as a token in the path or query is.
+    if (userinfo) return CREDENTIALS_IN_URL;
     const q = url.indexOf('?');
     const pathname = q < 0 ? url : url.slice(0, q);
     if (!enabled || !pathname.startsWith(prefix)) return NOT_FOUND;
@@ -82,18 +85,19 @@ export function createAdmit({
 
 // A request target's scheme and authority (`http://host:port`), in the absolute form.
 const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
+const CREDENTIALS_IN_URL = new HookError('credentials_in_url');
 
 /**
  * The request target as a path and query. HTTP/1.1 servers must accept the absolute form
  * (`POST http://host/hooks/wake`, what a client configured to use a proxy sends): its path is
  * the request's, the authority is dropped (routes do not depend on the host). Pure.
  */
-export function originForm(target: string): string {
-  if (target.charCodeAt(0) === 0x2f) return target;
+export function originForm(target: string): { path: string; userinfo: boolean } {
+  if (target.charCodeAt(0) === 0x2f) return { path: target, userinfo: false };
   const authority = ABSOLUTE_FORM.exec(target);
-  if (!authority) return target;
+  if (!authority) return { path: target, userinfo: false };
   const rest = target.slice(authority[0].length);
-  return rest.startsWith('/') ? rest : `/${rest}`;
+  return { path: rest.startsWith('/') ? rest : `/${rest}`, userinfo: authority[0].includes('@') };
 }
 
 /** 405 for a method the route does not take. */

@@ -15,6 +15,7 @@ const MAX_ROWS = 1000;
 // render started earlier, or a refresh a retry scheduled, never overwrites a later one.
 // How often a detail pane showing an unfinished run reads it again.
 const RUN_REFRESH_MS = 1000;
+const RUN_REFRESH_MAX_MS = 15_000;
 
 const state = {
   info: null,
@@ -168,22 +169,39 @@ function render(requests) {
   $('empty').hidden = requests.length > 0;
 }
 
+// The latest rows the stream brought, numbered: a list read while they came is a snapshot from
+// before some of them, and they are put back on top of it rather than lost.
+const live = { seq: 0, recent: [] };
+
 async function loadList() {
+  const from = live.seq;
   const { body } = await api(`/api/requests${state.filter ? `?${state.filter}` : ''}`);
-  render(body?.requests ?? []);
+  const requests = body?.requests ?? [];
+  render(requests);
+  if (state.filter) return;
+  const listed = new Set(requests.map((summary) => summary.id));
+  for (const { seq, summary } of live.recent) {
+    if (seq > from && !listed.has(summary.id)) prependRow(summary);
+  }
+}
+
+function prependRow(summary) {
+  const rows = $('request-rows');
+  rows.prepend(row(summary));
+  while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
+  $('empty').hidden = true;
 }
 
 function addLive(summary) {
+  live.recent.push({ seq: ++live.seq, summary });
+  if (live.recent.length > MAX_ROWS) live.recent.shift();
   // Under a filter the server decides what matches (run states live in the store): ask again.
   if (state.filter) {
     clearTimeout(state.refetch);
     state.refetch = setTimeout(loadList, 250);
     return;
   }
-  const rows = $('request-rows');
-  rows.prepend(row(summary));
-  while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
-  $('empty').hidden = true;
+  prependRow(summary);
 }
 
 // ---- the live stream: fetch, so the token goes in a header (EventSource cannot send one) ----
@@ -200,6 +218,8 @@ let holding = false;
 let liveNow = false;
 
 function stopStream() {
+  // The others wait for the next tab to take the stream, and read their list again then.
+  tell({ kind: 'live', on: false });
   state.streamAbort?.abort();
   state.streamAbort = null;
   setLive(false);
@@ -242,8 +262,10 @@ function startStream() {
   navigator.locks
     .request(STREAM_LOCK, { signal: abort.signal }, async () => {
       holding = true;
-      // Taking over from a tab that closed: what came between its stream and this one is read.
-      liveNow = false;
+      // Taking over from a tab that closed: every tab reads what came between its stream and
+      // this one once this one is live.
+      setLive(false);
+      tell({ kind: 'live', on: false });
       try {
         await readStream(abort);
       } finally {
@@ -318,11 +340,17 @@ async function select(id) {
   // A run still queued or running is shown as it goes on (a retry's, or one just accepted), as
   // long as the same request stays selected and nothing else changed the pane.
   const runs = Object.values(body.request.runs ?? {});
-  if (runs.some((run) => run && (run.state === 'queued' || run.state === 'running'))) {
-    setTimeout(() => {
-      if (state.pane === version && state.selected === id) select(id);
-    }, RUN_REFRESH_MS);
-  }
+  if (runs.some((run) => run && (run.state === 'queued' || run.state === 'running')))
+    followRun(id, RUN_REFRESH_MS);
+}
+
+/** Read the selected request again after `delayMs`; a failed read is tried again, less often. */
+function followRun(id, delayMs) {
+  const version = state.pane;
+  setTimeout(() => {
+    if (state.pane !== version || state.selected !== id) return;
+    select(id).catch(() => followRun(id, Math.min(delayMs * 2, RUN_REFRESH_MAX_MS)));
+  }, delayMs);
 }
 
 function facts(pairs) {
