@@ -22,7 +22,6 @@ const state = {
   selected: null,
   filter: '',
   streamAbort: null,
-  streamed: false,
   refetch: null,
   pane: 0,
 };
@@ -103,6 +102,9 @@ function post(path, value) {
 
 function showLogin(message) {
   stopStream();
+  // Nothing selected any more: a run followed in the detail is no longer read.
+  state.pane += 1;
+  state.selected = null;
   $('login').hidden = false;
   $('requests-view').hidden = true;
   $('playground-view').hidden = true;
@@ -130,8 +132,10 @@ async function open() {
   $('tabs').hidden = false;
   $('logout').hidden = !sessionStorage.getItem(TOKEN_KEY);
   showView('requests');
-  await loadList();
+  // The stream first: what it brings (or another tab passes on) while the list is read is
+  // merged into it, not lost between the two.
   startStream();
+  await loadList();
 }
 
 // ---- the list ----
@@ -187,6 +191,8 @@ async function loadList() {
 
 function prependRow(summary) {
   const rows = $('request-rows');
+  // Listed already (a list read and the stream can both bring it, in either order).
+  for (const tr of rows.children) if (tr.dataset.id === summary.id) return;
   rows.prepend(row(summary));
   while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
   $('empty').hidden = true;
@@ -228,8 +234,7 @@ function stopStream() {
 function setLive(on) {
   // Back after a drop or a restart underneath: what came meanwhile (or the new process's list)
   // is read again, not only what the stream brings from now on.
-  if (on && !liveNow && state.streamed) void loadList();
-  if (on) state.streamed = true;
+  if (on && !liveNow) void loadList();
   liveNow = on;
   $('live').textContent = on ? 'live' : 'offline';
   $('live').classList.toggle('on', on);
