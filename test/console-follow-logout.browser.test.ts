@@ -64,7 +64,7 @@ describe.skipIf('missing' in chrome)('following a run after logging out', () => 
     await page.locator('#logout').click();
     await page.locator('#login').waitFor();
     // Refused reads of the followed request after the logout (each one 401, no token sent), up
-    // to the first two retries (2 s, then 4 s after it). A stopped follow makes none.
+    // to the first two (the pending read at 1 s, a retry 2 s after it). A stopped follow makes none.
     let refused = 0;
     await page
       .waitForResponse(
@@ -73,7 +73,7 @@ describe.skipIf('missing' in chrome)('following a run after logging out', () => 
           if (response.status() === 401) refused += 1;
           return refused >= 2;
         },
-        { timeout: 12_000 },
+        { timeout: 7_000 },
       )
       .catch(() => undefined);
     expect(refused, 'reads of the followed request after logging out').toBe(0);
