@@ -102,9 +102,11 @@ function post(path, value) {
 
 function showLogin(message) {
   stopStream();
-  // Nothing selected any more: a run followed in the detail is no longer read.
+  // Nothing selected any more: a run followed in the detail is no longer read, and the pane
+  // shows no request (its Retry would act on one no longer selected).
   state.pane += 1;
   state.selected = null;
+  $('detail').replaceChildren(h('p', { class: 'muted' }, 'Select a request.'));
   $('login').hidden = false;
   $('requests-view').hidden = true;
   $('playground-view').hidden = true;
@@ -175,11 +177,15 @@ function render(requests) {
 
 // The latest rows the stream brought, numbered: a list read while they came is a snapshot from
 // before some of them, and they are put back on top of it rather than lost.
-const live = { seq: 0, recent: [] };
+const live = { seq: 0, recent: [], reads: 0 };
 
 async function loadList() {
   const from = live.seq;
+  // Only the newest read is shown: reads answer in any order (a filter set or cleared, a stream
+  // back while one is in flight), and an older snapshot would hide what a newer one has.
+  const generation = ++live.reads;
   const { body } = await api(`/api/requests${state.filter ? `?${state.filter}` : ''}`);
+  if (generation !== live.reads) return;
   const requests = body?.requests ?? [];
   render(requests);
   if (state.filter) return;
@@ -427,7 +433,7 @@ function runBlock(actionId, run) {
       // Shown again shortly (the run queued), unless the pane changed meanwhile.
       if (status === 200)
         setTimeout(() => {
-          if (state.pane === version) select(state.selected);
+          if (state.pane === version && state.selected) select(state.selected);
         }, 300);
       else button.disabled = false;
     });

@@ -1,0 +1,80 @@
+/**
+ * A page load reads the list twice (before the stream and once it is live); a request answered
+ * before the stream listens stays listed when the first read answers last (its older snapshot
+ * replaced the newer one's rows).
+ */
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
+import { chrome, launchChromium } from './helpers/console-browser.ts';
+
+describe.skipIf('missing' in chrome)('the two list reads of a page load', () => {
+  let browser: Browser;
+  let stack: AdminStack;
+
+  beforeAll(async () => {
+    stack = await startAdminStack({});
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it('a request answered before the stream listens stays listed when the first read answers last', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.addInitScript(() => {
+      const w = globalThis as unknown as { __listsRendered: number };
+      w.__listsRendered = 0;
+      const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
+      const json = proto.json;
+      proto.json = function (this: Response) {
+        const isList = new URL(this.url).pathname === '/api/requests';
+        return json.call(this).then((value: unknown) => {
+          if (isList) setTimeout(() => (w.__listsRendered += 1), 0);
+          return value;
+        });
+      };
+    });
+    const rendered = () =>
+      page.evaluate(() => (globalThis as unknown as { __listsRendered: number }).__listsRendered);
+
+    // The stream is let through once the first list snapshot is taken and a request answered.
+    let openStream: () => void = () => undefined;
+    const streamMayOpen = new Promise<void>((resolve) => {
+      openStream = resolve;
+    });
+    await page.route('**/api/stream', async (route) => {
+      await streamMayOpen;
+      await route.continue();
+    });
+    let arrived = '';
+    let reads = 0;
+    await page.route('**/api/requests', async (route) => {
+      reads += 1;
+      if (reads !== 1) return route.continue();
+      // open()'s read: the snapshot as the server has it now, before the request below.
+      const response = await route.fetch();
+      expect((await stack.post('wake', { text: 'between' })).status).toBe(200);
+      const id = stack.journal.list()[0]?.id as string;
+      openStream();
+      // The read asked once live has it and shows it.
+      await page.locator(`#request-rows tr[data-id="${id}"]`).waitFor({ timeout: 15_000 });
+      arrived = id;
+      // Then open()'s older snapshot answers.
+      await route.fulfill({ response });
+    });
+    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+    await page.locator('#live.on').waitFor({ timeout: 15_000 });
+    await expect.poll(() => arrived, { timeout: 20_000 }).not.toBe('');
+    await expect.poll(rendered, { timeout: 10_000 }).toBe(2);
+
+    const ids = await page
+      .locator('#request-rows tr')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+    expect(ids, 'the request answered before the stream listened').toContain(arrived);
+    await context.close();
+  }, 90_000);
+});
