@@ -177,18 +177,27 @@ function render(requests) {
 
 // The latest rows the stream brought, numbered: a list read while they came is a snapshot from
 // before some of them, and they are put back on top of it rather than lost.
-const live = { seq: 0, recent: [], reads: 0 };
+const live = { seq: 0, recent: [], reads: 0, shown: 0 };
 
 async function loadList() {
   const from = live.seq;
-  // Only the newest read is shown: reads answer in any order (a filter set or cleared, a stream
-  // back while one is in flight), and an older snapshot would hide what a newer one has.
+  const filter = state.filter;
   const generation = ++live.reads;
-  const { body } = await api(`/api/requests${state.filter ? `?${state.filter}` : ''}`);
-  if (generation !== live.reads) return;
-  const requests = body?.requests ?? [];
+  let answer;
+  try {
+    answer = await api(`/api/requests${filter ? `?${filter}` : ''}`);
+  } catch {
+    // Refused (the login is shown) or not answered: the rows stay as they are.
+    return;
+  }
+  // Reads answer in any order (a filter set or cleared, a stream back while one is in flight):
+  // never an older snapshot over a newer one shown, nor one for a filter no longer set, nor a
+  // failed read as an empty list.
+  if (generation < live.shown || filter !== state.filter || answer.status !== 200) return;
+  live.shown = generation;
+  const requests = answer.body?.requests ?? [];
   render(requests);
-  if (state.filter) return;
+  if (filter) return;
   const listed = new Set(requests.map((summary) => summary.id));
   for (const { seq, summary } of live.recent) {
     if (seq > from && !listed.has(summary.id)) prependRow(summary);

@@ -1,0 +1,80 @@
+/**
+ * The page load's second list read fails (a connection reset): the first, which succeeded, is
+ * still shown (only the newest read was shown, so the list stayed empty).
+ */
+import type { Browser, Route } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
+import { chrome, launchChromium } from './helpers/console-browser.ts';
+
+describe.skipIf('missing' in chrome)('the newest list read fails', () => {
+  let browser: Browser;
+  let stack: AdminStack;
+
+  beforeAll(async () => {
+    stack = await startAdminStack({});
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it("an older read that succeeded is still shown when the page load's live read fails", async () => {
+    expect((await stack.post('wake', { text: 'one' })).status).toBe(200);
+    const id = stack.journal.list()[0]?.id as string;
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    // Counts the list reads whose JSON was read (a task queued after it: loadList has gone on).
+    await page.addInitScript(() => {
+      const w = globalThis as unknown as { __listsRendered: number };
+      w.__listsRendered = 0;
+      const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
+      const json = proto.json;
+      proto.json = function (this: Response) {
+        const isList = new URL(this.url).pathname === '/api/requests';
+        return json.call(this).then((value: unknown) => {
+          if (isList) setTimeout(() => (w.__listsRendered += 1), 0);
+          return value;
+        });
+      };
+    });
+    const rendered = () =>
+      page.evaluate(() => (globalThis as unknown as { __listsRendered: number }).__listsRendered);
+
+    // open()'s read is held until the live transition's read has failed (a dropped connection).
+    let reads = 0;
+    let first: Route | undefined;
+    let secondFailed: () => void = () => undefined;
+    const failed = new Promise<void>((resolve) => {
+      secondFailed = resolve;
+    });
+    await page.route('**/api/requests', async (route) => {
+      reads += 1;
+      if (reads === 1) {
+        first = route;
+        return;
+      }
+      if (reads === 2) {
+        await route.abort('connectionreset');
+        secondFailed();
+        return;
+      }
+      await route.continue();
+    });
+    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+    await page.locator('#live.on').waitFor();
+    await failed;
+    // The older read answers, with the request in it.
+    await first?.continue();
+    await expect.poll(rendered).toBe(1);
+
+    const ids = await page
+      .locator('#request-rows tr')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+    expect(ids, 'the request the successful read listed').toEqual([id]);
+    expect(await page.locator('#empty').isVisible(), '"No requests yet." is not shown').toBe(false);
+    await context.close();
+  }, 90_000);
+});
