@@ -177,25 +177,37 @@ function render(requests) {
 
 // The latest rows the stream brought, numbered: a list read while they came is a snapshot from
 // before some of them, and they are put back on top of it rather than lost.
-const live = { seq: 0, recent: [], reads: 0, shown: 0 };
+const live = { seq: 0, recent: [], reads: 0, shown: 0, shownFilter: '' };
 
 async function loadList() {
   const from = live.seq;
   const filter = state.filter;
   const generation = ++live.reads;
-  let answer;
+  let answer = null;
   try {
     answer = await api(`/api/requests${filter ? `?${filter}` : ''}`);
   } catch {
-    // Refused (the login is shown) or not answered: the rows stay as they are.
+    // Refused (the login is shown) or not answered: taken as a failed read below.
+  }
+  // Reads answer in any order (a filter set or cleared, a stream back while one is in flight).
+  // One for a filter no longer set is not shown; nor, for the filter shown, an older one over a
+  // newer one. A failed read (no list in its answer) shows nothing, but never leaves another
+  // filter's rows under this one.
+  if (filter !== state.filter) return;
+  const requests =
+    answer?.status === 200 && Array.isArray(answer.body?.requests) ? answer.body.requests : null;
+  if (requests === null) {
+    if (live.shownFilter !== filter) {
+      // Emptied, not shown: any read for this filter that succeeds is shown over it.
+      live.shownFilter = filter;
+      live.shown = 0;
+      render([]);
+    }
     return;
   }
-  // Reads answer in any order (a filter set or cleared, a stream back while one is in flight):
-  // never an older snapshot over a newer one shown, nor one for a filter no longer set, nor a
-  // failed read as an empty list.
-  if (generation < live.shown || filter !== state.filter || answer.status !== 200) return;
+  if (live.shownFilter === filter && generation < live.shown) return;
+  live.shownFilter = filter;
   live.shown = generation;
-  const requests = answer.body?.requests ?? [];
   render(requests);
   if (filter) return;
   const listed = new Set(requests.map((summary) => summary.id));

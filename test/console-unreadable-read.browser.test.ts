@@ -1,0 +1,87 @@
+/**
+ * A list read answered 200 with a body that cannot be read (cut off, a proxy's HTML) is a failed
+ * read: it neither empties the list nor hides an older read that succeeded.
+ */
+import type { Browser, Route } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
+import { chrome, launchChromium } from './helpers/console-browser.ts';
+
+describe.skipIf('missing' in chrome)('a list read with an unreadable body', () => {
+  let browser: Browser;
+  let stack: AdminStack;
+
+  beforeAll(async () => {
+    stack = await startAdminStack({});
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it('a 200 read whose body is cut off does not empty the list nor hide the older good read', async () => {
+    expect((await stack.post('wake', { text: 'one' })).status).toBe(200);
+    const id = stack.journal.list()[0]?.id as string;
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    // Counts list reads whose body was read, well or not (a task after: loadList has gone on).
+    await page.addInitScript(() => {
+      const w = globalThis as unknown as { __listsSettled: number };
+      w.__listsSettled = 0;
+      const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
+      const json = proto.json;
+      proto.json = function (this: Response) {
+        const isList = new URL(this.url).pathname === '/api/requests';
+        const done = () => {
+          if (isList) setTimeout(() => (w.__listsSettled += 1), 0);
+        };
+        return json.call(this).then(
+          (value: unknown) => {
+            done();
+            return value;
+          },
+          (error: unknown) => {
+            done();
+            throw error;
+          },
+        );
+      };
+    });
+    const settled = () =>
+      page.evaluate(() => (globalThis as unknown as { __listsSettled: number }).__listsSettled);
+
+    let reads = 0;
+    let first: Route | undefined;
+    await page.route('**/api/requests', async (route) => {
+      reads += 1;
+      if (reads === 1) {
+        first = route;
+        return;
+      }
+      if (reads === 2) {
+        // The live transition's read: 200, but the body stops part way.
+        await route.fulfill({
+          status: 200,
+          contentType: 'application/json',
+          body: '{"requests":[',
+        });
+        return;
+      }
+      await route.continue();
+    });
+    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+    await page.locator('#live.on').waitFor();
+    await expect.poll(settled).toBe(1);
+    await first?.continue();
+    await expect.poll(settled).toBe(2);
+
+    const ids = await page
+      .locator('#request-rows tr')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+    expect(ids, 'the request the successful read listed').toEqual([id]);
+    expect(await page.locator('#empty').isVisible(), '"No requests yet." is not shown').toBe(false);
+    await context.close();
+  }, 90_000);
+});
