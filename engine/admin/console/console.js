@@ -170,8 +170,9 @@ function row(summary) {
   return tr;
 }
 
-function render(requests) {
+function render(requests, empty = 'No requests yet.') {
   $('request-rows').replaceChildren(...requests.map(row));
+  $('empty').textContent = empty;
   $('empty').hidden = requests.length > 0;
 }
 
@@ -198,10 +199,12 @@ async function loadList() {
     answer?.status === 200 && Array.isArray(answer.body?.requests) ? answer.body.requests : null;
   if (requests === null) {
     if (live.shownFilter !== filter) {
-      // Emptied, not shown: any read for this filter that succeeds is shown over it.
+      // Emptied, not shown: any read for this filter that succeeds is shown over it. Unfiltered,
+      // what the stream brought since the read began is still shown.
       live.shownFilter = filter;
       live.shown = 0;
-      render([]);
+      render([], 'The list could not be read (it is read again when the stream comes back).');
+      if (!filter) mergeLive(from, new Set());
     }
     return;
   }
@@ -209,8 +212,11 @@ async function loadList() {
   live.shownFilter = filter;
   live.shown = generation;
   render(requests);
-  if (filter) return;
-  const listed = new Set(requests.map((summary) => summary.id));
+  if (!filter) mergeLive(from, new Set(requests.map((summary) => summary.id)));
+}
+
+/** The rows the stream brought since `from` that `listed` lacks, put on top, oldest first. */
+function mergeLive(from, listed) {
   for (const { seq, summary } of live.recent) {
     if (seq > from && !listed.has(summary.id)) prependRow(summary);
   }
@@ -229,7 +235,9 @@ function addLive(summary) {
   live.recent.push({ seq: ++live.seq, summary });
   if (live.recent.length > MAX_ROWS) live.recent.shift();
   // Under a filter the server decides what matches (run states live in the store): ask again.
-  if (state.filter) {
+  // So too while another filter's rows are shown (an unfiltered read is on its way, and merges
+  // this row, which came after it began).
+  if (state.filter || live.shownFilter !== '') {
     clearTimeout(state.refetch);
     state.refetch = setTimeout(loadList, 250);
     return;
