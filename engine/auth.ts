@@ -5,6 +5,7 @@
  * tells neither the expected token's bytes nor its length.
  */
 import { timingSafeEqual } from 'node:crypto';
+import { percentReadings } from './ingress/query-names.ts';
 
 /** Header carrying the token when Authorization is not used. */
 export const TOKEN_HEADER = 'x-hookgate-token';
@@ -78,22 +79,6 @@ export type UrlTokenCheck = {
 
 // The shortest token looked for at the edges of a URL's parts, not only as a whole part.
 const MIN_EDGE_TOKEN = 12;
-// Percent-decoding rounds: a proxy or framework in front may decode once more.
-const DECODE_ROUNDS = 3;
-const AN_ESCAPE = /%[0-9a-f]{2}/i;
-
-/** `text` and what up to DECODE_ROUNDS rounds of percent-decoding make of it (`+` too, in a query). */
-function readings(text: string, plusIsBlank: boolean): string[] {
-  const all = [text];
-  let current = plusIsBlank ? text.replaceAll('+', ' ') : text;
-  if (current !== text) all.push(current);
-  for (let round = 0; round < DECODE_ROUNDS && AN_ESCAPE.test(current); round++) {
-    // Byte by byte (unescape), kept from its own %uXXXX form: the token is visible ASCII.
-    current = unescape(current.replace(/%u/g, '%25u'));
-    all.push(current);
-  }
-  return all;
-}
 
 /**
  * The hook token put in a URL, where it would reach logs, the 404's message and proxies' access
@@ -124,14 +109,14 @@ export function createUrlTokenCheck(expected: string): UrlTokenCheck {
   return {
     inPath(hook) {
       if (length === 0 || hook.length < length) return false;
-      return readings(hook, false).some((path) => holds(path, /\//));
+      return percentReadings(hook, false).some((path) => holds(path, /\//));
     },
     inQuery(query) {
       if (length === 0 || query.length < length) return false;
       // Each pair decoded on its own: an encoded `&` or `=` is the token's, not a separator.
       return query
         .split(/[&;]/)
-        .some((pair) => readings(pair, true).some((text) => holds(text, /=/)));
+        .some((pair) => percentReadings(pair, true).some((text) => holds(text, /=/)));
     },
   };
 }

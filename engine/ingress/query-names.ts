@@ -38,6 +38,22 @@ export function decodedQuery(query: string): string {
 }
 
 const AN_ESCAPE = /%[0-9a-f]{2}/i;
+
+/**
+ * `text` and what each round of percent-decoding (up to DECODE_ROUNDS, as decodedQuery reads
+ * a query) makes of it, `+` read as a blank first when `plusIsBlank`: every form in which a
+ * server in the chain might read it (the URL token check looks at each).
+ */
+export function percentReadings(text: string, plusIsBlank: boolean): string[] {
+  const all = [text];
+  let current = plusIsBlank ? text.replaceAll('+', ' ') : text;
+  if (current !== text) all.push(current);
+  for (let round = 0; round < DECODE_ROUNDS && AN_ESCAPE.test(current); round++) {
+    current = decodeBytes(current);
+    all.push(current);
+  }
+  return all;
+}
 const SEPARATOR_ESCAPE = /%(?:26|3b|3d)/gi;
 
 // `%u` written as `%25u`, so unescape reads only %XX escapes (each one byte, one character).
