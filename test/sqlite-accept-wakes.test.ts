@@ -107,6 +107,54 @@ describe('wakes applied as they are accepted (runtime on)', () => {
     expect((await runtime.pendingEvents(MAIN, 10)).map((event) => event.text)).toEqual(['first']);
   });
 
+  it('a wake whose event cannot be stored is refused without its action; the others of its group stand', async () => {
+    const { dir, accepting, runtime } = await openStores();
+    accepting.applyWakesOnAccept(MAIN);
+    const refuser = new DatabaseSync(path.join(dir, STORE_FILE));
+    refuser.exec(`CREATE TRIGGER refuse_event BEFORE INSERT ON system_events
+      WHEN NEW.text = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+    refuser.close();
+    const [before, refused, after] = ['before', 'refused', 'after'].map((text) => wakeAction(text));
+    // One event-loop turn: one group, one transaction.
+    const outcomes = await Promise.allSettled(
+      [before, refused, after].map((wake) => accepting.appendOrGet({ actions: [wake!] })),
+    );
+    expect(outcomes.map((outcome) => outcome.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+    ]);
+    expect(await runtime.run(refused!.id)).toBeUndefined();
+    expect((await runtime.run(before!.id))?.state).toBe('done');
+    expect((await runtime.run(after!.id))?.state).toBe('done');
+    expect((await runtime.pendingEvents(MAIN, 10)).map((event) => event.text)).toEqual([
+      'before',
+      'after',
+    ]);
+  });
+
+  it('a wake that can be neither stored whole nor taken back refuses its whole group, keeping none of it', async () => {
+    const { dir, accepting, runtime } = await openStores();
+    accepting.applyWakesOnAccept(MAIN);
+    const refuser = new DatabaseSync(path.join(dir, STORE_FILE));
+    refuser.exec(`CREATE TRIGGER refuse_event BEFORE INSERT ON system_events
+      WHEN NEW.text = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
+      CREATE TRIGGER refuse_undo BEFORE DELETE ON actions
+      BEGIN SELECT RAISE(ABORT, 'no undo either'); END`);
+    refuser.close();
+    const wakes = ['before', 'refused', 'after'].map((text) => wakeAction(text));
+    const outcomes = await Promise.allSettled(
+      wakes.map((wake) => accepting.appendOrGet({ actions: [wake] })),
+    );
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    for (const wake of wakes) expect(await runtime.run(wake.id)).toBeUndefined();
+    expect(await runtime.pendingEvents(MAIN, 10)).toEqual([]);
+    // The writer goes on: the next group is stored.
+    const next = wakeAction('next');
+    expect(await accepting.appendOrGet({ actions: [next] })).toEqual({ stored: true });
+    expect((await runtime.run(next.id))?.state).toBe('done');
+  });
+
   it('with the runtime off (never asked, or asked to stop), wakes stay queued', async () => {
     const { accepting, runtime } = await openStores();
     const queued = wakeAction('queued');
