@@ -18,11 +18,17 @@ const TAKEN =
   'The running server took the request and runs a heartbeat (see `hookgate heartbeats`; without a runner, a failed one is recorded at most once a minute).';
 
 /**
- * How long a heartbeat request waits to be taken. On PostgreSQL the leader takes it, and after
- * a leader stopped the next one leads once its lease lapsed: up to `store.leaseSeconds` more.
+ * How long a heartbeat request waits to be taken: the pick-up, and on PostgreSQL the lead's
+ * lease still running (a leader that died keeps the lead until then, and the next instance
+ * leads at its next check), at most `store.leaseSeconds`. A lease that ran out, or none (no
+ * server ran, or the last one stopped), adds nothing: no instance is waiting to lead.
  */
-function pickupWaitMs(store: { kind: string; leaseSeconds: number }): number {
-  return store.kind === 'postgres' ? PICKUP_WAIT_MS + store.leaseSeconds * 1000 : PICKUP_WAIT_MS;
+async function pickupWaitMs(
+  store: { leaderLeaseLeftMs(): Promise<number> },
+  at: { leaseSeconds: number },
+): Promise<number> {
+  const left = await store.leaderLeaseLeftMs();
+  return PICKUP_WAIT_MS + Math.min(left, at.leaseSeconds * 1000);
 }
 
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
@@ -33,9 +39,10 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     return 1;
   }
   const { store } = opened;
-  const waitMs = pickupWaitMs(opened.at.store);
+  let waitMs = PICKUP_WAIT_MS;
   try {
     const seq = await store.request('heartbeat');
+    waitMs = await pickupWaitMs(store, opened.at.store);
     const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
       if (await store.requestTaken(seq)) {
@@ -53,7 +60,7 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     await opened.close();
   }
   process.stderr.write(
-    `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${waitMs / 1000} s); start one with \`hookgate serve\`\n`,
+    `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${Math.round(waitMs / 1000)} s); start one with \`hookgate serve\`\n`,
   );
   return 1;
 }

@@ -428,5 +428,11 @@ export interface Leadership {
 /** The runtime's store. */
 export interface RuntimeStore extends RunQueue, SessionStore {
   readonly leadership: Leadership;
+  /**
+   * How long the heartbeat lead's lease still runs by the store's clock; 0 when none is held
+   * (where one process owns the store, always 0). A request may wait that long for a leader:
+   * a leader that died keeps the lead until its lease runs out.
+   */
+  leaderLeaseLeftMs(): Promise<number>;
   close(): Promise<void>;
 }

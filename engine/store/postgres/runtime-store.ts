@@ -126,6 +126,15 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     return rows.length > 0;
   }
 
+  async leaderLeaseLeftMs(): Promise<number> {
+    const { rows } = await this.pool.query<{ left: number }>(
+      `SELECT GREATEST(0, EXTRACT(EPOCH FROM (until - now())) * 1000)::float8 AS left
+       FROM leases WHERE name = $1`,
+      [LEADER],
+    );
+    return Math.ceil(rows[0]?.left ?? 0);
+  }
+
   async claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]> {
     if (room <= 0) return [];
     const params = [this.owner, this.leaseMs, [...busy], room];

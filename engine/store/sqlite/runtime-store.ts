@@ -143,6 +143,11 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   /** Nothing to renew: no other process can take a run over. */
   async renewLeases(): Promise<void> {}
 
+  /** No lease: the server on this file leads whenever it runs. */
+  async leaderLeaseLeftMs(): Promise<number> {
+    return 0;
+  }
+
   /**
    * Queued wakes (the main session's event lane), oldest first. They only append events, so
    * they never wait for a runner or behind any session's backlog.
