@@ -1,8 +1,10 @@
 /**
- * `heartbeat now` on PostgreSQL waits for a new leader only as long as the last leader's lease
- * still runs: with no server running and the lease long run out (or never taken), it says so
- * after the pick-up wait, as on SQLite, instead of waiting a whole `store.leaseSeconds` more
- * (an hour here). A lease that still runs, its leader dead, is waited out, and no longer.
+ * `heartbeat now` on PostgreSQL waits for a new leader only as long as one may be on its way:
+ * the last leader's lease while it still runs (its leader maybe dead), a whole lease after it
+ * was given up or ran out recently (a successor takes it at its next check), and no longer
+ * once it ran out longer ago than a lease (no instance took it over: none is running). Then it
+ * says so after the pick-up wait, as on SQLite, instead of waiting a whole `store.leaseSeconds`
+ * more (an hour here). A failed read of the lease waits the whole lease and leaves no request.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +21,8 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
   let server: PostgresServer;
   let client: pg.Client;
   let config: string;
+  // The same database, a lease of 8 s: for the cases that wait a whole lease.
+  let shortLease: string;
   const temp = tempDir('pg-hb-now-wait-');
 
   beforeAll(async () => {
@@ -28,6 +32,7 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
       store: { leaseSeconds: LEASE_SECONDS },
     });
     config = written.config;
+    shortLease = writeInstanceConfig(temp.dir, 'cli', url, { store: { leaseSeconds: 8 } }).config;
     // One instance ran (the schema is there, it took the lead), then died without a word.
     const instance = await startInstance(written.config, written.dataDir);
     instance.child.kill('SIGKILL');
@@ -48,36 +53,51 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
       (await client.query<{ n: string }>('SELECT count(*) AS n FROM control_requests')).rows[0]?.n,
     );
 
+  const ask = (file: string) =>
+    runHookgate(['heartbeat', 'now', '--config', file], { timeoutMs: 60_000 });
+
   it('the last lease ran out long ago: no server is running, said without waiting out a lease', async () => {
-    await client.query("UPDATE leases SET until = now() - interval '1 hour'");
-    const asked = await runHookgate(['heartbeat', 'now', '--config', config], {
-      timeoutMs: 60_000,
-    });
+    await client.query("UPDATE leases SET until = now() - interval '2 hours'");
+    const asked = await ask(config);
     expect(asked.code, asked.stderr).toBe(1);
     expect(asked.stderr).toMatch(/no server is running on .*within 5 s/);
     expect(await openRequests()).toBe(0);
   }, 90_000);
 
-  it('no lease at all (the last leader stopped and gave it up): the same', async () => {
-    await client.query('DELETE FROM leases');
-    const asked = await runHookgate(['heartbeat', 'now', '--config', config], {
-      timeoutMs: 60_000,
-    });
+  it("a dead leader's lease that still runs is waited out, and no longer", async () => {
+    await client.query("UPDATE leases SET owner = 'gone:1', until = now() + interval '15 seconds'");
+    const asked = await ask(config);
     expect(asked.code, asked.stderr).toBe(1);
-    expect(asked.stderr).toMatch(/within 5 s/);
+    // The pick-up's 5 s and what was left of the lease (15 s, less the command's start).
+    expect(asked.stderr).toMatch(/within (1[0-9]|20) s/);
     expect(await openRequests()).toBe(0);
   }, 90_000);
 
-  it("a dead leader's lease that still runs is waited out, and no longer", async () => {
-    await client.query(
-      "INSERT INTO leases (name, owner, until) VALUES ('heartbeat', 'gone:1', now() + interval '10 seconds')",
-    );
-    const asked = await runHookgate(['heartbeat', 'now', '--config', config], {
-      timeoutMs: 60_000,
-    });
+  it('a lease given up a moment ago (a clean stop): a successor may be on its way, a whole lease is waited', async () => {
+    await client.query("UPDATE leases SET until = now() - interval '1 second'");
+    const asked = await ask(shortLease);
     expect(asked.code, asked.stderr).toBe(1);
-    // The pick-up's 5 s and what was left of the lease (10 s, less the moments before it was read).
-    expect(asked.stderr).toMatch(/within 1[0-5] s/);
+    expect(asked.stderr).toMatch(/within 13 s/);
     expect(await openRequests()).toBe(0);
+  }, 90_000);
+
+  it('no lease at all (an older hookgate deleted it at its stop): a whole lease is waited', async () => {
+    await client.query('DELETE FROM leases');
+    const asked = await ask(shortLease);
+    expect(asked.code, asked.stderr).toBe(1);
+    expect(asked.stderr).toMatch(/within 13 s/);
+    expect(await openRequests()).toBe(0);
+  }, 90_000);
+
+  it('a lease that cannot be read: a whole lease is waited, and no request is left behind', async () => {
+    await client.query('ALTER TABLE leases RENAME TO leases_away');
+    try {
+      const asked = await ask(shortLease);
+      expect(asked.code, asked.stderr).toBe(1);
+      expect(asked.stderr).toMatch(/within 13 s/);
+      expect(await openRequests()).toBe(0);
+    } finally {
+      await client.query('ALTER TABLE leases_away RENAME TO leases');
+    }
   }, 90_000);
 });

@@ -1441,7 +1441,10 @@ export function describeRuntimeStore(
           expect(await store.leadership.lead()).toBe(true);
           expect(await other.leadership.lead()).toBe(false);
           expect(await store.leadership.lead()).toBe(true);
+          expect((await other.leaderLease()).kind).toBe('held');
           await store.leadership.resign();
+          // Given up, not forgotten: a command asking the leader knows a successor may come.
+          expect(await other.leaderLease()).toEqual({ kind: 'lapsed', agoMs: expect.any(Number) });
           expect(await other.leadership.lead()).toBe(true);
           expect(await store.leadership.lead()).toBe(false);
         });

@@ -147,6 +147,10 @@ describe('wakes applied as they are accepted (runtime on)', () => {
       wakes.map((wake) => accepting.appendOrGet({ actions: [wake] })),
     );
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    // Both causes named: the refused event and the undo that failed.
+    const reason = (outcomes[0] as PromiseRejectedResult).reason as Error;
+    expect(reason.message).toContain('refused by the test');
+    expect(reason.message).toContain('no undo either');
     for (const wake of wakes) expect(await runtime.run(wake.id)).toBeUndefined();
     expect(await runtime.pendingEvents(MAIN, 10)).toEqual([]);
     // The writer goes on: the next group is stored.

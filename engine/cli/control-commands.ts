@@ -4,7 +4,7 @@
  * `events requeue <seq>`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Requeued } from '../runtime/runtime-store.ts';
+import type { LeaderLease, Requeued } from '../runtime/runtime-store.ts';
 import type { ListFlags } from './list-actions.ts';
 import { openStore } from './runtime-commands.ts';
 
@@ -18,17 +18,19 @@ const TAKEN =
   'The running server took the request and runs a heartbeat (see `hookgate heartbeats`; without a runner, a failed one is recorded at most once a minute).';
 
 /**
- * How long a heartbeat request waits to be taken: the pick-up, and on PostgreSQL the lead's
- * lease still running (a leader that died keeps the lead until then, and the next instance
- * leads at its next check), at most `store.leaseSeconds`. A lease that ran out, or none (no
- * server ran, or the last one stopped), adds nothing: no instance is waiting to lead.
+ * How long a heartbeat request waits to be taken on PostgreSQL: the pick-up, plus the time a
+ * leader may still take to come. A lease held (its leader maybe dead) runs out in its time, and
+ * the next instance then leads at its next check. One given up or run out within the last
+ * lease, or none to be read (an older hookgate gave it up by deleting it; no instance with a
+ * runtime ever led; `undefined`: the read failed), may have a successor on its way: a whole
+ * lease. Only a lease run out longer ago than that means no instance is there to lead: none
+ * took it over in all that time. Pure.
  */
-async function pickupWaitMs(
-  store: { leaderLeaseLeftMs(): Promise<number> },
-  at: { leaseSeconds: number },
-): Promise<number> {
-  const left = await store.leaderLeaseLeftMs();
-  return PICKUP_WAIT_MS + Math.min(left, at.leaseSeconds * 1000);
+export function pickupWaitMs(lease: LeaderLease | undefined, leaseSeconds: number): number {
+  const leaseMs = leaseSeconds * 1000;
+  if (lease?.kind === 'held') return PICKUP_WAIT_MS + Math.min(lease.leftMs, leaseMs);
+  if (lease?.kind === 'lapsed' && lease.agoMs >= leaseMs) return PICKUP_WAIT_MS;
+  return PICKUP_WAIT_MS + leaseMs;
 }
 
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
@@ -39,17 +41,22 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     return 1;
   }
   const { store } = opened;
-  let waitMs = PICKUP_WAIT_MS;
+  const at = opened.at.store;
+  // Read before asking: nothing is asked that a failed read would leave behind.
+  const lease =
+    at.kind === 'postgres' ? await store.leaderLease().catch(() => undefined) : undefined;
+  const waitMs = at.kind === 'postgres' ? pickupWaitMs(lease, at.leaseSeconds) : PICKUP_WAIT_MS;
   try {
     const seq = await store.request('heartbeat');
-    waitMs = await pickupWaitMs(store, opened.at.store);
-    const deadline = Date.now() + waitMs;
-    while (Date.now() < deadline) {
-      if (await store.requestTaken(seq)) {
+    try {
+      if (await takenWithin(store, seq, waitMs)) {
         out(TAKEN);
         return 0;
       }
-      await sleep(PICKUP_POLL_MS);
+    } catch (err) {
+      // Not known to be taken: taken back, so that a server started later does not act on it.
+      await store.withdrawRequest(seq).catch(() => undefined);
+      throw err;
     }
     // Withdrawn, so that a server started later does not run a heartbeat nobody asked it for.
     if (!(await store.withdrawRequest(seq))) {
@@ -63,6 +70,19 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${Math.round(waitMs / 1000)} s); start one with \`hookgate serve\`\n`,
   );
   return 1;
+}
+
+async function takenWithin(
+  store: { requestTaken(seq: number): Promise<boolean> },
+  seq: number,
+  waitMs: number,
+): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    if (await store.requestTaken(seq)) return true;
+    await sleep(PICKUP_POLL_MS);
+  }
+  return false;
 }
 
 /** `retry <action id> [--failed]`: a dead (or failed) action back to the queue with fresh attempts. */

@@ -425,14 +425,22 @@ export interface Leadership {
   resign(): Promise<void>;
 }
 
+/**
+ * The heartbeat lead's lease: held (a leader that died keeps the lead for `leftMs` more), run
+ * out `agoMs` ago (given up at a stop, or not renewed), or none (no instance took it).
+ */
+export type LeaderLease =
+  | { kind: 'held'; leftMs: number }
+  | { kind: 'lapsed'; agoMs: number }
+  | { kind: 'none' };
+
 /** The runtime's store. */
 export interface RuntimeStore extends RunQueue, SessionStore {
   readonly leadership: Leadership;
   /**
-   * How long the heartbeat lead's lease still runs by the store's clock; 0 when none is held
-   * (where one process owns the store, always 0). A request may wait that long for a leader:
-   * a leader that died keeps the lead until its lease runs out.
+   * The heartbeat lead's lease by the store's clock (where one process owns the store, none):
+   * what a request to the leader may have to wait for.
    */
-  leaderLeaseLeftMs(): Promise<number>;
+  leaderLease(): Promise<LeaderLease>;
   close(): Promise<void>;
 }

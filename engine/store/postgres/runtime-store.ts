@@ -13,6 +13,7 @@ import type { ActionState } from '../../queue/action-store.ts';
 import type {
   Claim,
   DeliveryRecord,
+  LeaderLease,
   Leadership,
   NewEvent,
   Outcome,
@@ -104,11 +105,13 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     this.leaseMs = options.leaseMs;
     this.leadership = {
       lead: () => this.lead(),
+      // Run out, not deleted: the next instance leads at its next check all the same, and the
+      // row says when the lead was given up (`heartbeat now` waits for a successor only then).
       resign: async () => {
-        await this.pool.query('DELETE FROM leases WHERE name = $1 AND owner = $2', [
-          LEADER,
-          this.owner,
-        ]);
+        await this.pool.query(
+          "UPDATE leases SET until = now() - interval '1 millisecond' WHERE name = $1 AND owner = $2 AND until > now()",
+          [LEADER, this.owner],
+        );
       },
     };
   }
@@ -126,13 +129,18 @@ export class PostgresRuntimeStore extends PostgresSessionRecords implements Runt
     return rows.length > 0;
   }
 
-  async leaderLeaseLeftMs(): Promise<number> {
-    const { rows } = await this.pool.query<{ left: number }>(
-      `SELECT GREATEST(0, EXTRACT(EPOCH FROM (until - now())) * 1000)::float8 AS left
+  async leaderLease(): Promise<LeaderLease> {
+    // Compared as text-free numbers on the database's clock; 'infinity' (no hookgate writes it)
+    // reads as a lease that runs on.
+    const { rows } = await this.pool.query<{ left: number | null }>(
+      `SELECT CASE WHEN isfinite(until) THEN EXTRACT(EPOCH FROM (until - now())) * 1000
+                   ELSE 'Infinity'::float8 END::float8 AS left
        FROM leases WHERE name = $1`,
       [LEADER],
     );
-    return Math.ceil(rows[0]?.left ?? 0);
+    const left = rows[0]?.left;
+    if (left === undefined || left === null) return { kind: 'none' };
+    return left > 0 ? { kind: 'held', leftMs: Math.ceil(left) } : { kind: 'lapsed', agoMs: -left };
   }
 
   async claimHeads(room: number, busy: ReadonlySet<string>): Promise<RunRow[]> {

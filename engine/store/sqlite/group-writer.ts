@@ -141,7 +141,10 @@ function createGroupWriter(db: DatabaseSync): GroupWriter {
       } catch (undoErr) {
         // The wake cannot be taken back alone: the whole group is refused instead.
         if (db.isTransaction) db.exec('ROLLBACK');
-        throw undoErr;
+        throw new AggregateError(
+          [err, undoErr],
+          `a wake was neither stored whole (${(err as Error).message}) nor undone (${(undoErr as Error).message})`,
+        );
       }
       throw err;
     }

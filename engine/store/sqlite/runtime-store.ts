@@ -11,6 +11,7 @@ import type { ActionState } from '../../queue/action-store.ts';
 import type {
   Claim,
   DeliveryRecord,
+  LeaderLease,
   Leadership,
   NewEvent,
   Outcome,
@@ -144,8 +145,8 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
   async renewLeases(): Promise<void> {}
 
   /** No lease: the server on this file leads whenever it runs. */
-  async leaderLeaseLeftMs(): Promise<number> {
-    return 0;
+  async leaderLease(): Promise<LeaderLease> {
+    return { kind: 'none' };
   }
 
   /**
