@@ -1,50 +1,153 @@
 /**
- * How long `heartbeat now` waits on PostgreSQL for the request to be taken, by what the lead's
- * lease says (pickupWaitMs): never less than the pick-up, never more than the pick-up and a
- * lease, and the shortest only once no instance can be on its way to lead.
+ * `heartbeat now`: how long it waits for the request to be taken, by what the lead's lease says
+ * (pickupWaitMs), and how it ends when the store fails under it (askForHeartbeat): a request
+ * nobody took is taken back, one a server took is reported taken even when a read failed, and
+ * one that could not be taken back is said to be left.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { pickupWaitMs } from '../engine/cli/control-commands.ts';
+import { askForHeartbeat, pickupWaitMs } from '../engine/cli/control-commands.ts';
 import type { LeaderLease } from '../engine/runtime/runtime-store.ts';
 
 const PICKUP = 5_000;
+const GRACE = 5_000;
+
+const leases: fc.Arbitrary<LeaderLease | undefined> = fc.oneof(
+  fc.record({
+    kind: fc.constant('held' as const),
+    leftMs: fc.double({ min: 0, max: 1e13, noNaN: true }),
+  }),
+  fc.record({
+    kind: fc.constant('lapsed' as const),
+    agoMs: fc.double({ min: 0, max: 1e13, noNaN: true }),
+  }),
+  fc.constant({ kind: 'none' as const }),
+  fc.constant(undefined),
+);
 
 describe('heartbeat now: the wait for a leader', () => {
-  it('waits out a held lease, a whole lease after a recent lapse or none, nothing after a lapse longer ago', () => {
-    expect(pickupWaitMs({ kind: 'held', leftMs: 4_000 }, 30)).toBe(PICKUP + 4_000);
-    expect(pickupWaitMs({ kind: 'held', leftMs: 1e12 }, 30)).toBe(PICKUP + 30_000);
-    expect(pickupWaitMs({ kind: 'lapsed', agoMs: 1_000 }, 30)).toBe(PICKUP + 30_000);
-    expect(pickupWaitMs({ kind: 'lapsed', agoMs: 30_000 }, 30)).toBe(PICKUP);
-    expect(pickupWaitMs({ kind: 'none' }, 30)).toBe(PICKUP + 30_000);
-    expect(pickupWaitMs(undefined, 30)).toBe(PICKUP + 30_000);
+  it('waits until a grace after the lease runs out, nothing more without a lease, the most when it cannot be read', () => {
+    expect(pickupWaitMs({ kind: 'held', leftMs: 4_000 }, 30)).toBe(PICKUP + 4_000 + GRACE);
+    expect(pickupWaitMs({ kind: 'held', leftMs: 1e12 }, 30)).toBe(PICKUP + 30_000 + GRACE);
+    expect(pickupWaitMs({ kind: 'lapsed', agoMs: 1_000 }, 30)).toBe(PICKUP + GRACE - 1_000);
+    expect(pickupWaitMs({ kind: 'lapsed', agoMs: 60_000 }, 30)).toBe(PICKUP);
+    expect(pickupWaitMs({ kind: 'none' }, 30)).toBe(PICKUP);
+    expect(pickupWaitMs(undefined, 30)).toBe(PICKUP + 30_000 + GRACE);
   });
 
-  it('stays between the pick-up and the pick-up plus a lease, whatever the lease says', () => {
-    const lease: fc.Arbitrary<LeaderLease | undefined> = fc.oneof(
-      fc.record({
-        kind: fc.constant('held' as const),
-        leftMs: fc.double({ min: 0, max: 1e15, noNaN: true }),
-      }),
-      fc.record({
-        kind: fc.constant('lapsed' as const),
-        agoMs: fc.double({ min: 0, max: 1e15, noNaN: true }),
-      }),
-      fc.constant({ kind: 'none' as const }),
-      fc.constant(undefined),
-    );
+  it('stays between the pick-up and the pick-up with a lease and the grace', () => {
     fc.assert(
-      fc.property(lease, fc.integer({ min: 2, max: 86_400 }), (read, seconds) => {
-        const waitMs = pickupWaitMs(read, seconds);
+      fc.property(leases, fc.integer({ min: 2, max: 86_400 }), (lease, seconds) => {
+        const waitMs = pickupWaitMs(lease, seconds);
         expect(waitMs).toBeGreaterThanOrEqual(PICKUP);
-        expect(waitMs).toBeLessThanOrEqual(PICKUP + seconds * 1000);
-        // A successor may be on its way: never the shortest wait.
-        const successorPossible =
-          read === undefined ||
-          read.kind === 'none' ||
-          (read.kind === 'lapsed' && read.agoMs < seconds * 1000);
-        if (successorPossible) expect(waitMs).toBe(PICKUP + seconds * 1000);
+        expect(waitMs).toBeLessThanOrEqual(PICKUP + seconds * 1000 + GRACE);
       }),
     );
+  });
+
+  it('has no jump where the lease runs out: a moment before and a moment after wait about as long', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 10_000, noNaN: true }),
+        fc.double({ min: 0, max: 10_000, noNaN: true }),
+        fc.integer({ min: 2, max: 86_400 }),
+        (left, ago, seconds) => {
+          const before = pickupWaitMs({ kind: 'held', leftMs: left }, seconds);
+          const after = pickupWaitMs({ kind: 'lapsed', agoMs: ago }, seconds);
+          expect(before).toBeGreaterThanOrEqual(after);
+          expect(before - after).toBeLessThanOrEqual(left + ago + 1e-6);
+        },
+      ),
+    );
+  });
+
+  it('waits less the longer ago the lease ran out, and more the longer it still runs', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        fc.integer({ min: 2, max: 86_400 }),
+        (a, b, seconds) => {
+          const [low, high] = a <= b ? [a, b] : [b, a];
+          expect(pickupWaitMs({ kind: 'lapsed', agoMs: low }, seconds)).toBeGreaterThanOrEqual(
+            pickupWaitMs({ kind: 'lapsed', agoMs: high }, seconds),
+          );
+          expect(pickupWaitMs({ kind: 'held', leftMs: low }, seconds)).toBeLessThanOrEqual(
+            pickupWaitMs({ kind: 'held', leftMs: high }, seconds),
+          );
+        },
+      ),
+    );
+  });
+});
+
+/** A store whose requests table is a map; `fail` makes the named calls throw. */
+function fakeStore(options: {
+  lease?: LeaderLease;
+  takenAfterPolls?: number;
+  fail?: { requestTaken?: boolean; withdraw?: boolean; lease?: boolean; request?: boolean };
+}) {
+  const requests = new Map<number, { taken: boolean }>();
+  let polls = 0;
+  const store = {
+    async leaderLease(): Promise<LeaderLease> {
+      if (options.fail?.lease) throw new Error('lease unreadable');
+      return options.lease ?? { kind: 'lapsed', agoMs: 1e9 };
+    },
+    async request(): Promise<number> {
+      if (options.fail?.request) throw new Error('cannot ask');
+      requests.set(1, { taken: false });
+      return 1;
+    },
+    async requestTaken(seq: number): Promise<boolean> {
+      polls++;
+      const request = requests.get(seq);
+      if (request && options.takenAfterPolls !== undefined && polls >= options.takenAfterPolls)
+        request.taken = true;
+      if (options.fail?.requestTaken) throw new Error('connection reset');
+      return request?.taken ?? false;
+    },
+    async withdrawRequest(seq: number): Promise<boolean> {
+      if (options.fail?.withdraw) throw new Error('connection reset');
+      const request = requests.get(seq);
+      if (!request || request.taken) return false;
+      requests.delete(seq);
+      return true;
+    },
+  };
+  return { store, requests };
+}
+
+describe('heartbeat now: asking', () => {
+  it('a request a server takes is taken', async () => {
+    const { store } = fakeStore({ takenAfterPolls: 2 });
+    expect(await askForHeartbeat(store, 30)).toEqual({ kind: 'taken' });
+  });
+
+  it('a server took it, though whether it did could not be read: taken, not an error', async () => {
+    const { store, requests } = fakeStore({ takenAfterPolls: 1, fail: { requestTaken: true } });
+    expect(await askForHeartbeat(store, 30)).toEqual({ kind: 'taken' });
+    expect(requests.get(1)?.taken).toBe(true);
+  });
+
+  it('a failed read with nobody taking it: taken back, and said so', async () => {
+    const { store, requests } = fakeStore({ fail: { requestTaken: true } });
+    const asked = await askForHeartbeat(store, 30);
+    expect(asked).toMatchObject({ kind: 'unknown' });
+    expect(requests.size).toBe(0);
+  });
+
+  it('a request that cannot be taken back is reported left behind, with its number', async () => {
+    const { store, requests } = fakeStore({ fail: { requestTaken: true, withdraw: true } });
+    expect(await askForHeartbeat(store, 30)).toMatchObject({ kind: 'left', seq: 1 });
+    expect(requests.size).toBe(1);
+  });
+
+  it('a lease that cannot be read still asks, and a failure to ask asks nothing', async () => {
+    const asking = fakeStore({ takenAfterPolls: 1, fail: { lease: true } });
+    expect(await askForHeartbeat(asking.store, 30)).toEqual({ kind: 'taken' });
+    const refused = fakeStore({ fail: { request: true } });
+    await expect(askForHeartbeat(refused.store, 30)).rejects.toThrow('cannot ask');
+    expect(refused.requests.size).toBe(0);
   });
 });

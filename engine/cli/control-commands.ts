@@ -4,7 +4,8 @@
  * `events requeue <seq>`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { LeaderLease, Requeued } from '../runtime/runtime-store.ts';
+import { errorText } from '../observe/error-text.ts';
+import type { LeaderLease, Requeued, RuntimeStore } from '../runtime/runtime-store.ts';
 import type { ListFlags } from './list-actions.ts';
 import { openStore } from './runtime-commands.ts';
 
@@ -17,20 +18,63 @@ const PICKUP_POLL_MS = 100;
 const TAKEN =
   'The running server took the request and runs a heartbeat (see `hookgate heartbeats`; without a runner, a failed one is recorded at most once a minute).';
 
+// A live instance checks for the lead every second: once a lease runs out, the next leader
+// comes within a check or two; this grace also covers one whose checks are slowed down.
+const SUCCESSION_MS = 5_000;
+
 /**
- * How long a heartbeat request waits to be taken on PostgreSQL: the pick-up, plus the time a
- * leader may still take to come. A lease held (its leader maybe dead) runs out in its time, and
- * the next instance then leads at its next check. One given up or run out within the last
- * lease, or none to be read (an older hookgate gave it up by deleting it; no instance with a
- * runtime ever led; `undefined`: the read failed), may have a successor on its way: a whole
- * lease. Only a lease run out longer ago than that means no instance is there to lead: none
- * took it over in all that time. Pure.
+ * How long a heartbeat request waits to be taken: the pick-up, plus, on PostgreSQL, the time a
+ * new leader may still take to come, which ends SUCCESSION_MS after the lead's lease runs out
+ * (a leader that died keeps the lead until then, or one that stopped gave it up): the longer
+ * ago it ran out, the less is left, down to nothing. No lease (SQLite; no instance ever led, or
+ * an older hookgate deleted it when it stopped) adds nothing; one that could not be read
+ * (`undefined`) adds the most a held one can: a lease and the grace. Pure.
  */
 export function pickupWaitMs(lease: LeaderLease | undefined, leaseSeconds: number): number {
-  const leaseMs = leaseSeconds * 1000;
-  if (lease?.kind === 'held') return PICKUP_WAIT_MS + Math.min(lease.leftMs, leaseMs);
-  if (lease?.kind === 'lapsed' && lease.agoMs >= leaseMs) return PICKUP_WAIT_MS;
-  return PICKUP_WAIT_MS + leaseMs;
+  const most = leaseSeconds * 1000 + SUCCESSION_MS;
+  if (lease === undefined) return PICKUP_WAIT_MS + most;
+  if (lease.kind === 'none') return PICKUP_WAIT_MS;
+  const untilLapseMs = lease.kind === 'held' ? lease.leftMs : -lease.agoMs;
+  return PICKUP_WAIT_MS + Math.min(most, Math.max(0, untilLapseMs + SUCCESSION_MS));
+}
+
+/** How a request for a heartbeat ended (askForHeartbeat). */
+export type HeartbeatAsked =
+  | { kind: 'taken' }
+  | { kind: 'not-taken'; waitMs: number }
+  /** Whether it was taken could not be read; it was taken back. */
+  | { kind: 'unknown'; err: unknown }
+  /** Not seen taken, and it could not be taken back: a server started later may run it. */
+  | { kind: 'left'; seq: number; err: unknown };
+
+/**
+ * Ask for a heartbeat and wait for a server to take the request; one nobody took is taken back
+ * (a server started later must not run a heartbeat nobody asks for any longer). A failure to
+ * ask at all (nothing asked) is thrown.
+ */
+export async function askForHeartbeat(
+  store: Pick<RuntimeStore, 'leaderLease' | 'request' | 'requestTaken' | 'withdrawRequest'>,
+  leaseSeconds: number,
+): Promise<HeartbeatAsked> {
+  // Read before asking: a failed read leaves nothing asked.
+  const lease = await store.leaderLease().catch(() => undefined);
+  const waitMs = pickupWaitMs(lease, leaseSeconds);
+  const seq = await store.request('heartbeat');
+  let failed: { err: unknown } | undefined;
+  const seen = await takenWithin(store, seq, waitMs).catch((err: unknown) => {
+    failed = { err };
+    return false;
+  });
+  if (seen) return { kind: 'taken' };
+  let withdrawn: boolean;
+  try {
+    withdrawn = await store.withdrawRequest(seq);
+  } catch (err) {
+    return { kind: 'left', seq, err };
+  }
+  // Not withdrawn: a server took it meanwhile.
+  if (!withdrawn) return { kind: 'taken' };
+  return failed ? { kind: 'unknown', err: failed.err } : { kind: 'not-taken', waitMs };
 }
 
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
@@ -40,36 +84,32 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     process.stderr.write(`hookgate heartbeat: ${opened} No server has run on it.\n`);
     return 1;
   }
-  const { store } = opened;
-  const at = opened.at.store;
-  // Read before asking: nothing is asked that a failed read would leave behind.
-  const lease =
-    at.kind === 'postgres' ? await store.leaderLease().catch(() => undefined) : undefined;
-  const waitMs = at.kind === 'postgres' ? pickupWaitMs(lease, at.leaseSeconds) : PICKUP_WAIT_MS;
+  let asked: HeartbeatAsked;
   try {
-    const seq = await store.request('heartbeat');
-    try {
-      if (await takenWithin(store, seq, waitMs)) {
-        out(TAKEN);
-        return 0;
-      }
-    } catch (err) {
-      // Not known to be taken: taken back, so that a server started later does not act on it.
-      await store.withdrawRequest(seq).catch(() => undefined);
-      throw err;
-    }
-    // Withdrawn, so that a server started later does not run a heartbeat nobody asked it for.
-    if (!(await store.withdrawRequest(seq))) {
-      out(TAKEN);
-      return 0;
-    }
+    asked = await askForHeartbeat(opened.store, opened.at.store.leaseSeconds);
   } finally {
     await opened.close();
   }
-  process.stderr.write(
-    `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${Math.round(waitMs / 1000)} s); start one with \`hookgate serve\`\n`,
-  );
-  return 1;
+  switch (asked.kind) {
+    case 'taken':
+      out(TAKEN);
+      return 0;
+    case 'not-taken':
+      process.stderr.write(
+        `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${Math.round(asked.waitMs / 1000)} s); start one with \`hookgate serve\`\n`,
+      );
+      return 1;
+    case 'unknown':
+      process.stderr.write(
+        `hookgate heartbeat: whether a server took the request could not be read (${errorText(asked.err)}); it was taken back\n`,
+      );
+      return 1;
+    case 'left':
+      process.stderr.write(
+        `hookgate heartbeat: the request (${asked.seq}) was not seen taken and could not be taken back (${errorText(asked.err)}): a server started later may still run it\n`,
+      );
+      return 1;
+  }
 }
 
 async function takenWithin(
