@@ -4,6 +4,7 @@
  * `events requeue <seq>`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { configSchema } from '../../schemas/config.ts';
 import { errorText } from '../observe/error-text.ts';
 import type { LeaderLease, Requeued, RuntimeStore } from '../runtime/runtime-store.ts';
 import type { ListFlags } from './list-actions.ts';
@@ -21,29 +22,37 @@ const TAKEN =
 // A live instance checks for the lead every second: once a lease runs out, the next leader
 // comes within a check or two; this grace also covers one whose checks are slowed down.
 const SUCCESSION_MS = 5_000;
+// The longest lease any instance may hold (store.leaseSeconds' maximum).
+const MAX_LEASE_MS = configSchema.properties.store.properties.leaseSeconds.maximum * 1000;
 
 /**
- * How long a heartbeat request waits to be taken: the pick-up, plus, on PostgreSQL, the time a
- * new leader may still take to come, which ends SUCCESSION_MS after the lead's lease runs out
- * (a leader that died keeps the lead until then, or one that stopped gave it up): the longer
- * ago it ran out, the less is left, down to nothing. No lease (SQLite; no instance ever led, or
- * an older hookgate deleted it when it stopped) adds nothing; one that could not be read
- * (`undefined`) adds the most a held one can: a lease and the grace. Pure.
+ * How long a heartbeat request waits to be taken: the pick-up, plus, where instances share the
+ * store, the time a new leader may still take to come, which ends SUCCESSION_MS after the
+ * lead's lease runs out (a leader that died keeps the lead until then; one that stopped gave it
+ * up): the longer ago it ran out, the less is left, down to nothing. No lease row is read as one
+ * that just ran out (an older hookgate deleted it at its stop). A lease read is taken as the
+ * database has it (the instances' leaseSeconds may differ from this command's), up to the
+ * longest any may hold; one that could not be read (`undefined`) waits as for a lease of this
+ * command's leaseSeconds just renewed. Where one process owns the store, the pick-up only. Pure.
  */
 export function pickupWaitMs(lease: LeaderLease | undefined, leaseSeconds: number): number {
-  const most = leaseSeconds * 1000 + SUCCESSION_MS;
-  if (lease === undefined) return PICKUP_WAIT_MS + most;
-  if (lease.kind === 'none') return PICKUP_WAIT_MS;
-  const untilLapseMs = lease.kind === 'held' ? lease.leftMs : -lease.agoMs;
-  return PICKUP_WAIT_MS + Math.min(most, Math.max(0, untilLapseMs + SUCCESSION_MS));
+  if (lease === undefined) return PICKUP_WAIT_MS + leaseSeconds * 1000 + SUCCESSION_MS;
+  if (lease.kind === 'sole') return PICKUP_WAIT_MS;
+  const untilLapseMs =
+    lease.kind === 'held'
+      ? Math.min(lease.leftMs, MAX_LEASE_MS)
+      : lease.kind === 'lapsed'
+        ? -lease.agoMs
+        : 0;
+  return PICKUP_WAIT_MS + Math.max(0, untilLapseMs + SUCCESSION_MS);
 }
 
 /** How a request for a heartbeat ended (askForHeartbeat). */
 export type HeartbeatAsked =
   | { kind: 'taken' }
   | { kind: 'not-taken'; waitMs: number }
-  /** Whether it was taken could not be read; it was taken back. */
-  | { kind: 'unknown'; err: unknown }
+  /** Not taken (it was taken back), but the last looks failed: the store, not the servers. */
+  | { kind: 'unchecked'; err: unknown }
   /** Not seen taken, and it could not be taken back: a server started later may run it. */
   | { kind: 'left'; seq: number; err: unknown };
 
@@ -56,16 +65,14 @@ export async function askForHeartbeat(
   store: Pick<RuntimeStore, 'leaderLease' | 'request' | 'requestTaken' | 'withdrawRequest'>,
   leaseSeconds: number,
 ): Promise<HeartbeatAsked> {
-  // Read before asking: a failed read leaves nothing asked.
+  // Read before asking: a failed read asks nothing it would leave behind.
   const lease = await store.leaderLease().catch(() => undefined);
   const waitMs = pickupWaitMs(lease, leaseSeconds);
+  // A failure to ask is thrown (if the database kept the request before its answer was lost,
+  // it stays, as any request whose answer is lost: nothing here knows its number).
   const seq = await store.request('heartbeat');
-  let failed: { err: unknown } | undefined;
-  const seen = await takenWithin(store, seq, waitMs).catch((err: unknown) => {
-    failed = { err };
-    return false;
-  });
-  if (seen) return { kind: 'taken' };
+  const seen = await takenWithin(store, seq, waitMs);
+  if (seen.taken) return { kind: 'taken' };
   let withdrawn: boolean;
   try {
     withdrawn = await store.withdrawRequest(seq);
@@ -74,7 +81,7 @@ export async function askForHeartbeat(
   }
   // Not withdrawn: a server took it meanwhile.
   if (!withdrawn) return { kind: 'taken' };
-  return failed ? { kind: 'unknown', err: failed.err } : { kind: 'not-taken', waitMs };
+  return 'failed' in seen ? { kind: 'unchecked', err: seen.failed } : { kind: 'not-taken', waitMs };
 }
 
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
@@ -99,9 +106,9 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
         `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${Math.round(asked.waitMs / 1000)} s); start one with \`hookgate serve\`\n`,
       );
       return 1;
-    case 'unknown':
+    case 'unchecked':
       process.stderr.write(
-        `hookgate heartbeat: whether a server took the request could not be read (${errorText(asked.err)}); it was taken back\n`,
+        `hookgate heartbeat: the store could not be read while waiting (${errorText(asked.err)}); no server took the request, and it was taken back\n`,
       );
       return 1;
     case 'left':
@@ -112,17 +119,28 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
   }
 }
 
+/**
+ * Whether the request was seen taken before the deadline. A failed look is looked again at the
+ * next poll (a dropped connection must not cut the wait short while a server is about to take
+ * it); `failed` is the error of the last look when none after it went through.
+ */
 async function takenWithin(
-  store: { requestTaken(seq: number): Promise<boolean> },
+  store: Pick<RuntimeStore, 'requestTaken'>,
   seq: number,
   waitMs: number,
-): Promise<boolean> {
+): Promise<{ taken: boolean; failed?: unknown }> {
   const deadline = Date.now() + waitMs;
+  let failed: { err: unknown } | undefined;
   while (Date.now() < deadline) {
-    if (await store.requestTaken(seq)) return true;
+    try {
+      if (await store.requestTaken(seq)) return { taken: true };
+      failed = undefined;
+    } catch (err) {
+      failed = { err };
+    }
     await sleep(PICKUP_POLL_MS);
   }
-  return false;
+  return failed ? { taken: false, failed: failed.err } : { taken: false };
 }
 
 /** `retry <action id> [--failed]`: a dead (or failed) action back to the queue with fresh attempts. */

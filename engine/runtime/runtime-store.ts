@@ -427,12 +427,14 @@ export interface Leadership {
 
 /**
  * The heartbeat lead's lease: held (a leader that died keeps the lead for `leftMs` more), run
- * out `agoMs` ago (given up at a stop, or not renewed), or none (no instance took it).
+ * out `agoMs` ago (given up at a stop, or not renewed), none (no instance took it, or an older
+ * hookgate deleted it at its stop), or no lease at all: one process owns the store.
  */
 export type LeaderLease =
   | { kind: 'held'; leftMs: number }
   | { kind: 'lapsed'; agoMs: number }
-  | { kind: 'none' };
+  | { kind: 'none' }
+  | { kind: 'sole' };
 
 /** The runtime's store. */
 export interface RuntimeStore extends RunQueue, SessionStore {

@@ -146,7 +146,7 @@ export class SqliteRuntimeStore extends SqliteSessionRecords implements RuntimeS
 
   /** No lease: the server on this file leads whenever it runs. */
   async leaderLease(): Promise<LeaderLease> {
-    return { kind: 'none' };
+    return { kind: 'sole' };
   }
 
   /**
