@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { askForHeartbeat, pickupWaitMs } from '../engine/cli/control-commands.ts';
+import { askForHeartbeat, pickupWaitMs } from '../engine/cli/heartbeat-request.ts';
 import type { LeaderLease } from '../engine/runtime/runtime-store.ts';
 
 const PICKUP = 5_000;
@@ -28,7 +28,7 @@ const leases: fc.Arbitrary<LeaderLease | undefined> = fc.oneof(
 );
 
 describe('heartbeat now: the wait for a leader', () => {
-  it('waits until a grace after the lease runs out, the grace without a lease row, the most when it cannot be read', () => {
+  it('waits until a grace after the lease runs out, the grace without a lease row, a lease of its own when it cannot be read', () => {
     expect(pickupWaitMs({ kind: 'held', leftMs: 4_000 }, 30)).toBe(PICKUP + 4_000 + GRACE);
     // A lease read is the database's, whatever this command's leaseSeconds, up to the longest.
     expect(pickupWaitMs({ kind: 'held', leftMs: 100_000 }, 30)).toBe(PICKUP + 100_000 + GRACE);
@@ -51,10 +51,14 @@ describe('heartbeat now: the wait for a leader', () => {
   });
 
   it('reads no lease row as a lease that just ran out (an older hookgate deleted it at its stop)', () => {
+    expect(pickupWaitMs({ kind: 'none' }, 30)).toBe(pickupWaitMs({ kind: 'lapsed', agoMs: 0 }, 30));
+  });
+
+  it('waits for an unreadable lease as for one of its own leaseSeconds just renewed', () => {
     fc.assert(
       fc.property(fc.integer({ min: 2, max: 3_600 }), (seconds) => {
-        expect(pickupWaitMs({ kind: 'none' }, seconds)).toBe(
-          pickupWaitMs({ kind: 'lapsed', agoMs: 0 }, seconds),
+        expect(pickupWaitMs(undefined, seconds)).toBe(
+          pickupWaitMs({ kind: 'held', leftMs: seconds * 1000 }, seconds),
         );
       }),
     );
@@ -95,6 +99,14 @@ describe('heartbeat now: the wait for a leader', () => {
     );
   });
 });
+
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 /** A store whose requests table is a map; `fail` makes the named calls throw. */
 function fakeStore(options: {
@@ -179,6 +191,58 @@ describe('heartbeat now: asking', () => {
     expect(await askForHeartbeat(store, 30)).toMatchObject({ kind: 'left', seq: 1 });
     expect(requests.size).toBe(1);
   }, 20_000);
+
+  it('a look that failed, then looks that went through: nobody took it, said as such (not the store)', async () => {
+    let looks = 0;
+    const { store, requests } = fakeStore({ lease: { kind: 'sole' } });
+    const once = {
+      ...store,
+      async requestTaken(seq: number) {
+        looks++;
+        if (looks === 1) throw new Error('connection reset');
+        return store.requestTaken(seq);
+      },
+    };
+    expect(await askForHeartbeat(once, 30)).toEqual({ kind: 'not-taken', waitMs: 5_000 });
+    expect(requests.size).toBe(0);
+  }, 20_000);
+
+  it('interrupted while it waits: the request is taken back', async () => {
+    const { store, requests } = fakeStore({ lease: { kind: 'held', leftMs: 3_600_000 } });
+    const interrupt = new AbortController();
+    const asking = askForHeartbeat(store, 30, interrupt.signal);
+    await until(() => requests.size === 1);
+    interrupt.abort();
+    expect(await asking).toEqual({ kind: 'interrupted' });
+    expect(requests.size).toBe(0);
+  });
+
+  it('interrupted during a look that hangs: not held by it, and the request taken back', async () => {
+    const { store, requests } = fakeStore({ lease: { kind: 'held', leftMs: 3_600_000 } });
+    const hanging = { ...store, requestTaken: () => new Promise<boolean>(() => undefined) };
+    const interrupt = new AbortController();
+    const asking = askForHeartbeat(hanging, 30, interrupt.signal);
+    await until(() => requests.size === 1);
+    interrupt.abort();
+    expect(await asking).toEqual({ kind: 'interrupted' });
+    expect(requests.size).toBe(0);
+  });
+
+  it('looks that never answer do not hold the command past its wait', async () => {
+    const { store, requests } = fakeStore({ lease: { kind: 'sole' } });
+    const hanging = { ...store, requestTaken: () => new Promise<boolean>(() => undefined) };
+    const asked = await askForHeartbeat(hanging, 30);
+    expect(asked).toMatchObject({ kind: 'unchecked' });
+    expect(String((asked as { err: Error }).err)).toContain('did not answer');
+    expect(requests.size).toBe(0);
+  }, 30_000);
+
+  it('a taking back that never answers is reported left behind', async () => {
+    const { store, requests } = fakeStore({ lease: { kind: 'sole' } });
+    const hanging = { ...store, withdrawRequest: () => new Promise<boolean>(() => undefined) };
+    expect(await askForHeartbeat(hanging, 30)).toMatchObject({ kind: 'left', seq: 1 });
+    expect(requests.size).toBe(1);
+  }, 40_000);
 
   it('a lease that cannot be read still asks, and a failure to ask asks nothing', async () => {
     const asking = fakeStore({ takenAfterPolls: 1, fail: { lease: true } });

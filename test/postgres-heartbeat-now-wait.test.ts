@@ -3,13 +3,15 @@
  * grace of 5 s after the last leader's lease runs out (a leader that died keeps the lead until
  * then; one that stopped gave it up). With no server running and the lease long run out, it
  * says so after the pick-up wait, as on SQLite, instead of waiting a whole `store.leaseSeconds`
- * more (an hour here). A lease that cannot be read waits the most a held one could.
+ * more (an hour here). A lease that cannot be read is waited as one of the command's own
+ * leaseSeconds just renewed. Interrupted, or left with a store that fails, it says what became
+ * of its request.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, writeInstanceConfig } from './helpers/pg-instances.ts';
 import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
-import { killAll, runHookgate, tempDir } from './helpers/process.ts';
+import { killAll, runHookgate, spawnHookgate, tempDir } from './helpers/process.ts';
 
 const skip = skipPostgres();
 // Far longer than the commands below may take: a wait that counted the whole lease would
@@ -52,11 +54,18 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
       (await client.query<{ n: string }>('SELECT count(*) AS n FROM control_requests')).rows[0]?.n,
     );
 
+  /** The lead's lease row, whatever the earlier tests left, running out at `until` (SQL). */
+  const setLease = (until: string) =>
+    client.query(
+      `INSERT INTO leases (name, owner, until) VALUES ('heartbeat', 'gone:1', ${until})
+       ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until`,
+    );
+
   const ask = (file: string) =>
     runHookgate(['heartbeat', 'now', '--config', file], { timeoutMs: 60_000 });
 
   it('the last lease ran out long ago: no server is running, said without waiting out a lease', async () => {
-    await client.query("UPDATE leases SET until = now() - interval '2 hours'");
+    await setLease("now() - interval '2 hours'");
     const asked = await ask(config);
     expect(asked.code, asked.stderr).toBe(1);
     expect(asked.stderr).toMatch(/no server is running on .*within 5 s/);
@@ -64,7 +73,7 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
   }, 90_000);
 
   it("a dead leader's lease that still runs is waited out with the grace, and no longer", async () => {
-    await client.query("UPDATE leases SET owner = 'gone:1', until = now() + interval '8 seconds'");
+    await setLease("now() + interval '8 seconds'");
     const asked = await ask(config);
     expect(asked.code, asked.stderr).toBe(1);
     // The pick-up's 5 s, the 8 s left of the lease less the command's start, the grace's 5 s.
@@ -73,7 +82,7 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
   }, 90_000);
 
   it('a lease given up a moment ago (a clean stop): the grace is waited for a successor', async () => {
-    await client.query("UPDATE leases SET until = now() - interval '1 second'");
+    await setLease("now() - interval '1 second'");
     const asked = await ask(config);
     expect(asked.code, asked.stderr).toBe(1);
     expect(asked.stderr).toMatch(/within [6-9] s/);
@@ -88,7 +97,7 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
     expect(await openRequests()).toBe(0);
   }, 90_000);
 
-  it('a lease that cannot be read: the most a held lease could take, a lease and the grace', async () => {
+  it("a lease that cannot be read: waited as one of the command's own leaseSeconds just renewed", async () => {
     await client.query('ALTER TABLE leases RENAME TO leases_away');
     try {
       const started = Date.now();
@@ -103,7 +112,7 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
     }
   }, 90_000);
   it('a request that cannot be taken back (the store failed while it waited) is said to be left, with its number', async () => {
-    await client.query("UPDATE leases SET until = now() - interval '2 hours'");
+    await setLease("now() - interval '2 hours'");
     const asking = ask(config);
     // Once the request is there, its table goes away under the command.
     let seq: string | undefined;
@@ -127,5 +136,18 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
     // As said: it is still there.
     expect(await openRequests()).toBe(1);
     await client.query('DELETE FROM control_requests');
+  }, 90_000);
+  it('interrupted (Ctrl-C) while it waits for a dead leader: the request is taken back, exit 130', async () => {
+    await setLease("now() + interval '1 hour'");
+    const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && (await openRequests()) === 0)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await openRequests()).toBe(1);
+    asking.child.kill('SIGINT');
+    const exit = await asking.waitForExit(30_000);
+    expect(exit.code, asking.stderr()).toBe(130);
+    expect(asking.stderr()).toContain('interrupted; the request was taken back');
+    expect(await openRequests()).toBe(0);
   }, 90_000);
 });

@@ -440,7 +440,7 @@ export type LeaderLease =
 export interface RuntimeStore extends RunQueue, SessionStore {
   readonly leadership: Leadership;
   /**
-   * The heartbeat lead's lease by the store's clock (where one process owns the store, none):
+   * The heartbeat lead's lease by the store's clock (where one process owns the store, 'sole'):
    * what a request to the leader may have to wait for.
    */
   leaderLease(): Promise<LeaderLease>;

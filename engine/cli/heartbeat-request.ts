@@ -1,0 +1,165 @@
+/**
+ * Asking the running server for a heartbeat from the command line: the request goes into the
+ * store, the command waits for a server to take it, and a request nobody took is taken back,
+ * so that a server started later does not run a heartbeat nobody asks for any longer. Every
+ * call to the store is bounded in time (a database that stops answering must not hold the
+ * command, or its request, forever), and an interrupted command takes its request back too.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { configSchema } from '../../schemas/config.ts';
+import type { LeaderLease, RuntimeStore } from '../runtime/runtime-store.ts';
+
+// The server looks at once when the store's doorbell rings (every 500 ms where it polls); a
+// loaded machine gets ample slack.
+export const PICKUP_WAIT_MS = 5_000;
+const PICKUP_POLL_MS = 100;
+// A live instance checks for the lead every second: once a lease runs out, the next leader
+// comes within a check or two; this grace also covers one whose checks are slowed down.
+const SUCCESSION_MS = 5_000;
+// The longest lease any instance may hold (store.leaseSeconds' maximum).
+const MAX_LEASE_MS = configSchema.properties.store.properties.leaseSeconds.maximum * 1000;
+// The longest any one call to the store may take: reading the lease, asking, taking back.
+const CALL_LIMIT_MS = 10_000;
+// A look at the request may take the time left to wait, but never less than this.
+const MIN_LOOK_MS = 1_000;
+
+/**
+ * How long a heartbeat request waits to be taken: the pick-up, plus, where instances share the
+ * store, the time a new leader may still take to come, which ends SUCCESSION_MS after the
+ * lead's lease runs out (a leader that died keeps the lead until then; one that stopped gave it
+ * up): the longer ago it ran out, the less is left, down to nothing. No lease row is read as one
+ * that just ran out (an older hookgate deleted it at its stop). A lease read is taken as the
+ * database has it (the instances' leaseSeconds may differ from this command's), up to the
+ * longest any may hold; one that could not be read (`undefined`) is waited as a lease of this
+ * command's leaseSeconds just renewed. Where one process owns the store, the pick-up only. Pure.
+ */
+export function pickupWaitMs(lease: LeaderLease | undefined, leaseSeconds: number): number {
+  if (lease === undefined) return PICKUP_WAIT_MS + leaseSeconds * 1000 + SUCCESSION_MS;
+  if (lease.kind === 'sole') return PICKUP_WAIT_MS;
+  const untilLapseMs =
+    lease.kind === 'held'
+      ? Math.min(lease.leftMs, MAX_LEASE_MS)
+      : lease.kind === 'lapsed'
+        ? -lease.agoMs
+        : 0;
+  return PICKUP_WAIT_MS + Math.max(0, untilLapseMs + SUCCESSION_MS);
+}
+
+/** How a request for a heartbeat ended (askForHeartbeat). */
+export type HeartbeatAsked =
+  | { kind: 'taken' }
+  | { kind: 'not-taken'; waitMs: number }
+  /** Not taken (it was taken back), but the last looks failed: the store, not the servers. */
+  | { kind: 'unchecked'; err: unknown }
+  /** The wait was interrupted (a signal); the request was taken back. */
+  | { kind: 'interrupted' }
+  /** Not seen taken, and it could not be taken back: a server started later may run it. */
+  | { kind: 'left'; seq: number; err: unknown };
+
+type RequestStore = Pick<
+  RuntimeStore,
+  'leaderLease' | 'request' | 'requestTaken' | 'withdrawRequest'
+>;
+
+/** A store call that did not answer in time. */
+export class StoreTimeout extends Error {
+  constructor(what: string, ms: number) {
+    super(`the store did not answer (${what}) within ${Math.round(ms / 1000)} s`);
+    this.name = 'StoreTimeout';
+  }
+}
+
+/** `call`'s answer, or StoreTimeout after `ms` (a late answer or failure is dropped). */
+async function bounded<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
+  const timer = new AbortController();
+  call.catch(() => undefined);
+  try {
+    return await Promise.race([
+      call,
+      sleep(ms, undefined, { signal: timer.signal }).then(() => {
+        throw new StoreTimeout(what, ms);
+      }),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}
+
+/**
+ * Ask for a heartbeat and wait for a server to take the request; one nobody took is taken back.
+ * A failure to ask is thrown: if the database kept the request before its answer was lost (or
+ * came too late), it stays, as any request whose answer is lost; the error says so.
+ */
+export async function askForHeartbeat(
+  store: RequestStore,
+  leaseSeconds: number,
+  signal?: AbortSignal,
+): Promise<HeartbeatAsked> {
+  // Read before asking: a failed read asks nothing it would leave behind.
+  const lease = await bounded(store.leaderLease(), CALL_LIMIT_MS, 'reading the lead').catch(
+    () => undefined,
+  );
+  const waitMs = pickupWaitMs(lease, leaseSeconds);
+  let seq: number;
+  try {
+    seq = await bounded(store.request('heartbeat'), CALL_LIMIT_MS, 'asking');
+  } catch (err) {
+    if (err instanceof StoreTimeout)
+      throw new Error(`${err.message}: the request may have been kept, and a server run it`);
+    throw err;
+  }
+  const seen = await takenWithin(store, seq, waitMs, signal);
+  if (seen.taken) return { kind: 'taken' };
+  let withdrawn: boolean;
+  try {
+    withdrawn = await bounded(store.withdrawRequest(seq), CALL_LIMIT_MS, 'taking it back');
+  } catch (err) {
+    return { kind: 'left', seq, err };
+  }
+  // Not withdrawn: a server took it meanwhile.
+  if (!withdrawn) return { kind: 'taken' };
+  if (seen.interrupted) return { kind: 'interrupted' };
+  return 'failed' in seen ? { kind: 'unchecked', err: seen.failed } : { kind: 'not-taken', waitMs };
+}
+
+type Seen = { taken: boolean; interrupted?: true; failed?: unknown };
+
+/**
+ * Whether the request was seen taken before the deadline or the signal. A look that fails or
+ * does not answer in the time left is looked again at the next poll (a dropped connection must
+ * not cut the wait short while a server is about to take it); `failed` is the error of the last
+ * look when none after it went through.
+ */
+async function takenWithin(
+  store: Pick<RuntimeStore, 'requestTaken'>,
+  seq: number,
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Seen> {
+  const deadline = Date.now() + waitMs;
+  let failed: { err: unknown } | undefined;
+  // A look that hangs is not waited for once the command is interrupted.
+  const interrupted = new Promise<'interrupted'>((resolve) => {
+    if (signal?.aborted) resolve('interrupted');
+    signal?.addEventListener('abort', () => resolve('interrupted'), { once: true });
+  });
+  while (Date.now() < deadline) {
+    if (signal?.aborted) return { taken: false, interrupted: true };
+    const left = Math.max(MIN_LOOK_MS, deadline - Date.now());
+    try {
+      const look = bounded(store.requestTaken(seq), left, 'looking at the request');
+      const seen = await Promise.race([look, interrupted]);
+      if (seen === 'interrupted') return { taken: false, interrupted: true };
+      if (seen) return { taken: true };
+      failed = undefined;
+    } catch (err) {
+      failed = { err };
+    }
+    try {
+      await sleep(PICKUP_POLL_MS, undefined, signal ? { signal } : {});
+    } catch {
+      return { taken: false, interrupted: true };
+    }
+  }
+  return failed ? { taken: false, failed: failed.err } : { taken: false };
+}
