@@ -213,9 +213,44 @@ describe('heartbeat now: asking', () => {
     const asking = askForHeartbeat(store, 30, interrupt.signal);
     await until(() => requests.size === 1);
     interrupt.abort();
-    expect(await asking).toEqual({ kind: 'interrupted' });
+    expect(await asking).toEqual({ kind: 'interrupted', asked: true });
     expect(requests.size).toBe(0);
   });
+
+  it('interrupted while the lease is read (the store hangs): nothing is asked', async () => {
+    const { store, requests } = fakeStore({});
+    let reading = false;
+    const hanging = {
+      ...store,
+      leaderLease: () => {
+        reading = true;
+        return new Promise<LeaderLease>(() => undefined);
+      },
+    };
+    const interrupt = new AbortController();
+    const asking = askForHeartbeat(hanging, 30, interrupt.signal);
+    await until(() => reading);
+    interrupt.abort();
+    expect(await asking).toEqual({ kind: 'interrupted', asked: false });
+    expect(requests.size).toBe(0);
+  });
+
+  it('a look that hangs is given up and looked again: a server that took the request meanwhile is seen', async () => {
+    let looks = 0;
+    const { store, requests } = fakeStore({ lease: { kind: 'held', leftMs: 20_000 } });
+    const firstHangs = {
+      ...store,
+      requestTaken: (seq: number) => {
+        looks++;
+        const request = requests.get(seq);
+        if (request) request.taken = true;
+        return looks === 1 ? new Promise<boolean>(() => undefined) : store.requestTaken(seq);
+      },
+    };
+    // Taken within a look's limit and a poll, not after the lease's 30 s.
+    expect(await askForHeartbeat(firstHangs, 30)).toEqual({ kind: 'taken' });
+    expect(looks).toBe(2);
+  }, 15_000);
 
   it('interrupted during a look that hangs: not held by it, and the request taken back', async () => {
     const { store, requests } = fakeStore({ lease: { kind: 'held', leftMs: 3_600_000 } });
@@ -224,7 +259,7 @@ describe('heartbeat now: asking', () => {
     const asking = askForHeartbeat(hanging, 30, interrupt.signal);
     await until(() => requests.size === 1);
     interrupt.abort();
-    expect(await asking).toEqual({ kind: 'interrupted' });
+    expect(await asking).toEqual({ kind: 'interrupted', asked: true });
     expect(requests.size).toBe(0);
   });
 

@@ -7,13 +7,31 @@
  * leaseSeconds just renewed. Interrupted, or left with a store that fails, it says what became
  * of its request.
  */
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, writeInstanceConfig } from './helpers/pg-instances.ts';
 import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
-import { killAll, runHookgate, spawnHookgate, tempDir } from './helpers/process.ts';
+import { killAll, ROOT, runHookgate, spawnHookgate, tempDir } from './helpers/process.ts';
 
 const skip = skipPostgres();
+const LAUNCHER = path.join(ROOT, 'bin/hookgate.js');
+// The system's own Node when it is older than hookgate needs: the launcher then runs the
+// command as a child and passes signals on to it (this machine kind's system Node is 20).
+const oldSystemNode = ((): string | undefined => {
+  const candidate = '/usr/bin/node';
+  if (!existsSync(candidate)) return undefined;
+  const [major, minor] = execFileSync(candidate, ['-p', 'process.versions.node'], {
+    encoding: 'utf8',
+  })
+    .trim()
+    .split('.')
+    .map(Number);
+  const recent = (major ?? 0) > 24 || (major === 24 && (minor ?? 0) >= 16);
+  return recent ? undefined : candidate;
+})();
 // Far longer than the commands below may take: a wait that counted the whole lease would
 // outlast their timeout.
 const LEASE_SECONDS = 3_600;
@@ -150,4 +168,74 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
     expect(asking.stderr()).toContain('interrupted; the request was taken back');
     expect(await openRequests()).toBe(0);
   }, 90_000);
+  /** The backends serving the command (the one instance ran long ago: nobody else is in). */
+  const commandBackends = async (): Promise<number[]> =>
+    (
+      await client.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      )
+    ).rows.map((row) => row.pid);
+
+  it('a database that stops answering while it waits does not hold the command: it says what became of the request', async () => {
+    await setLease("now() - interval '2 hours'");
+    const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && (await openRequests()) === 0)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await openRequests()).toBe(1);
+    const frozen = await commandBackends();
+    expect(frozen.length).toBeGreaterThan(0);
+    // The command's backends and the postmaster (a new connection would get a new backend).
+    server.kill('SIGSTOP');
+    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+    try {
+      // Looks of 2 s, the 5 s wait, a taking back of 10 s, a close of 2 s: well within this.
+      const exit = await asking.waitForExit(45_000);
+      expect(exit.code, asking.stderr()).toBe(1);
+      expect(asking.stderr()).toMatch(
+        /the request \(\d+\) was not seen taken and could not be taken back \(.+\): a server started later may still run it/,
+      );
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGCONT');
+      server.kill('SIGCONT');
+      await client.query('DELETE FROM control_requests');
+    }
+  }, 90_000);
+
+  it.skipIf(!oldSystemNode)(
+    'Ctrl-C through the launcher on an older system Node (the signal reaches the command twice): taken back once, exit 130',
+    async () => {
+      await setLease("now() + interval '1 hour'");
+      const launcher = spawn(
+        oldSystemNode as string,
+        [LAUNCHER, 'heartbeat', 'now', '--config', config],
+        {
+          cwd: ROOT,
+          detached: true,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let stderr = '';
+      launcher.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const exited = new Promise<number | null>((resolve) =>
+        launcher.on('exit', (code) => resolve(code)),
+      );
+      try {
+        const deadline = Date.now() + 30_000;
+        while (Date.now() < deadline && (await openRequests()) === 0)
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(await openRequests()).toBe(1);
+        // As a terminal's Ctrl-C: to the whole process group, the launcher and the command.
+        process.kill(-(launcher.pid as number), 'SIGINT');
+        expect(await exited, stderr).toBe(130);
+        expect(stderr).toContain('interrupted; the request was taken back');
+        expect(await openRequests()).toBe(0);
+      } finally {
+        if (launcher.exitCode === null) process.kill(-(launcher.pid as number), 'SIGKILL');
+      }
+    },
+    90_000,
+  );
 });

@@ -5,7 +5,12 @@
  */
 import { errorText } from '../observe/error-text.ts';
 import type { Requeued } from '../runtime/runtime-store.ts';
-import { askForHeartbeat, type HeartbeatAsked } from './heartbeat-request.ts';
+import {
+  askForHeartbeat,
+  bounded,
+  type HeartbeatAsked,
+  StoreTimeout,
+} from './heartbeat-request.ts';
 import type { ListFlags } from './list-actions.ts';
 import { openStore } from './runtime-commands.ts';
 
@@ -16,6 +21,17 @@ const TAKEN =
 
 // The exit status of a command ended by a signal, as a shell reports it.
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+// A repeat of a signal this soon is the same one delivered twice (Ctrl-C reaches both the
+// launcher, which passes it on, and this process; so does a SIGTERM to the process group).
+const SAME_SIGNAL_MS = 1_000;
+// Closing the store's connections after the outcome is said: a database that stopped answering
+// must not hold the command.
+const CLOSE_LIMIT_MS = 2_000;
+
+/** What a store error may say on the terminal: a timeout's own words, else errorText's. */
+function storeError(err: unknown): string {
+  return err instanceof StoreTimeout ? err.message : errorText(err);
+}
 
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
 export async function heartbeatNow(flags: ListFlags, out: (line: string) => void): Promise<number> {
@@ -24,45 +40,69 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
     process.stderr.write(`hookgate heartbeat: ${opened} No server has run on it.\n`);
     return 1;
   }
-  // Interrupted while it waits, the command takes its request back before it ends.
+  // Interrupted while it waits, the command takes its request back before it ends; interrupted
+  // again (later than the same signal's repeat), it ends at once.
   const interrupt = new AbortController();
-  let signalled: string | undefined;
+  let first: { name: string; atMs: number } | undefined;
   const onSignal = (name: string) => {
-    // A second signal is not waited on: the command ends at once, as it would have.
-    if (signalled !== undefined) process.exit(SIGNAL_EXIT[name] ?? 1);
-    signalled = name;
-    interrupt.abort();
+    if (first === undefined) {
+      first = { name, atMs: Date.now() };
+      interrupt.abort();
+      return;
+    }
+    if (name === first.name && Date.now() - first.atMs < SAME_SIGNAL_MS) return;
+    process.stderr.write(
+      'hookgate heartbeat: interrupted again: ended before its request was seen taken back\n',
+    );
+    process.exit(SIGNAL_EXIT[name] ?? 1);
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  let asked: HeartbeatAsked;
   try {
-    asked = await askForHeartbeat(opened.store, opened.at.store.leaseSeconds, interrupt.signal);
+    const asked = await askForHeartbeat(
+      opened.store,
+      opened.at.store.leaseSeconds,
+      interrupt.signal,
+    );
+    return say(asked, opened.where, first?.name, out);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await opened.close();
+    await bounded(opened.close(), CLOSE_LIMIT_MS, 'closing').catch(() => undefined);
   }
+}
+
+/** The outcome on the terminal; the exit status. */
+function say(
+  asked: HeartbeatAsked,
+  where: string,
+  signal: string | undefined,
+  out: (line: string) => void,
+): number {
   switch (asked.kind) {
     case 'taken':
       out(TAKEN);
       return 0;
     case 'not-taken':
       process.stderr.write(
-        `hookgate heartbeat: no server is running on ${opened.where} (nothing took the request within ${Math.round(asked.waitMs / 1000)} s); start one with \`hookgate serve\`\n`,
+        `hookgate heartbeat: no server is running on ${where} (nothing took the request within ${Math.round(asked.waitMs / 1000)} s); start one with \`hookgate serve\`\n`,
       );
       return 1;
     case 'unchecked':
       process.stderr.write(
-        `hookgate heartbeat: the store could not be read while waiting (${errorText(asked.err)}); no server took the request, and it was taken back\n`,
+        `hookgate heartbeat: the store could not be read while waiting (${storeError(asked.err)}); no server took the request, and it was taken back\n`,
       );
       return 1;
     case 'interrupted':
-      process.stderr.write('hookgate heartbeat: interrupted; the request was taken back\n');
-      return SIGNAL_EXIT[signalled ?? ''] ?? 1;
+      process.stderr.write(
+        asked.asked
+          ? 'hookgate heartbeat: interrupted; the request was taken back\n'
+          : 'hookgate heartbeat: interrupted before asking; nothing was asked\n',
+      );
+      return SIGNAL_EXIT[signal ?? ''] ?? 1;
     case 'left':
       process.stderr.write(
-        `hookgate heartbeat: the request (${asked.seq}) was not seen taken and could not be taken back (${errorText(asked.err)}): a server started later may still run it\n`,
+        `hookgate heartbeat: the request (${asked.seq}) was not seen taken and could not be taken back (${storeError(asked.err)}): a server started later may still run it\n`,
       );
       return 1;
   }

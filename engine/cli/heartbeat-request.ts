@@ -20,8 +20,9 @@ const SUCCESSION_MS = 5_000;
 const MAX_LEASE_MS = configSchema.properties.store.properties.leaseSeconds.maximum * 1000;
 // The longest any one call to the store may take: reading the lease, asking, taking back.
 const CALL_LIMIT_MS = 10_000;
-// A look at the request may take the time left to wait, but never less than this.
-const MIN_LOOK_MS = 1_000;
+// The longest one look at the request may take: one that does not answer is given up and the
+// next poll looks again (a server may have taken the request meanwhile).
+const LOOK_LIMIT_MS = 2_000;
 
 /**
  * How long a heartbeat request waits to be taken: the pick-up, plus, where instances share the
@@ -51,8 +52,8 @@ export type HeartbeatAsked =
   | { kind: 'not-taken'; waitMs: number }
   /** Not taken (it was taken back), but the last looks failed: the store, not the servers. */
   | { kind: 'unchecked'; err: unknown }
-  /** The wait was interrupted (a signal); the request was taken back. */
-  | { kind: 'interrupted' }
+  /** Interrupted (a signal): before asking (nothing asked), or the request was taken back. */
+  | { kind: 'interrupted'; asked: boolean }
   /** Not seen taken, and it could not be taken back: a server started later may run it. */
   | { kind: 'left'; seq: number; err: unknown };
 
@@ -61,7 +62,7 @@ type RequestStore = Pick<
   'leaderLease' | 'request' | 'requestTaken' | 'withdrawRequest'
 >;
 
-/** A store call that did not answer in time. */
+/** A store call that did not answer in time (its message names no address or credential). */
 export class StoreTimeout extends Error {
   constructor(what: string, ms: number) {
     super(`the store did not answer (${what}) within ${Math.round(ms / 1000)} s`);
@@ -70,7 +71,7 @@ export class StoreTimeout extends Error {
 }
 
 /** `call`'s answer, or StoreTimeout after `ms` (a late answer or failure is dropped). */
-async function bounded<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
+export async function bounded<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
   const timer = new AbortController();
   call.catch(() => undefined);
   try {
@@ -85,6 +86,16 @@ async function bounded<T>(call: Promise<T>, ms: number, what: string): Promise<T
   }
 }
 
+const INTERRUPTED = Symbol('interrupted');
+
+/** Resolves with INTERRUPTED once `signal` aborts (never without one). */
+function onInterrupt(signal: AbortSignal | undefined): Promise<typeof INTERRUPTED> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) resolve(INTERRUPTED);
+    signal?.addEventListener('abort', () => resolve(INTERRUPTED), { once: true });
+  });
+}
+
 /**
  * Ask for a heartbeat and wait for a server to take the request; one nobody took is taken back.
  * A failure to ask is thrown: if the database kept the request before its answer was lost (or
@@ -95,11 +106,15 @@ export async function askForHeartbeat(
   leaseSeconds: number,
   signal?: AbortSignal,
 ): Promise<HeartbeatAsked> {
-  // Read before asking: a failed read asks nothing it would leave behind.
-  const lease = await bounded(store.leaderLease(), CALL_LIMIT_MS, 'reading the lead').catch(
-    () => undefined,
-  );
+  const interrupted = onInterrupt(signal);
+  // Read before asking: a failed read asks nothing it would leave behind, nor does a signal.
+  const lease = await Promise.race([
+    bounded(store.leaderLease(), CALL_LIMIT_MS, 'reading the lead').catch(() => undefined),
+    interrupted,
+  ]);
+  if (lease === INTERRUPTED || signal?.aborted) return { kind: 'interrupted', asked: false };
   const waitMs = pickupWaitMs(lease, leaseSeconds);
+  // Asking is not given up for a signal: a request sent may be kept, and is then taken back.
   let seq: number;
   try {
     seq = await bounded(store.request('heartbeat'), CALL_LIMIT_MS, 'asking');
@@ -108,7 +123,7 @@ export async function askForHeartbeat(
       throw new Error(`${err.message}: the request may have been kept, and a server run it`);
     throw err;
   }
-  const seen = await takenWithin(store, seq, waitMs, signal);
+  const seen = await takenWithin(store, seq, waitMs, interrupted);
   if (seen.taken) return { kind: 'taken' };
   let withdrawn: boolean;
   try {
@@ -118,48 +133,38 @@ export async function askForHeartbeat(
   }
   // Not withdrawn: a server took it meanwhile.
   if (!withdrawn) return { kind: 'taken' };
-  if (seen.interrupted) return { kind: 'interrupted' };
+  if (seen.interrupted) return { kind: 'interrupted', asked: true };
   return 'failed' in seen ? { kind: 'unchecked', err: seen.failed } : { kind: 'not-taken', waitMs };
 }
 
 type Seen = { taken: boolean; interrupted?: true; failed?: unknown };
 
 /**
- * Whether the request was seen taken before the deadline or the signal. A look that fails or
- * does not answer in the time left is looked again at the next poll (a dropped connection must
- * not cut the wait short while a server is about to take it); `failed` is the error of the last
- * look when none after it went through.
+ * Whether the request was seen taken before the deadline or an interruption. A look that fails
+ * or does not answer within LOOK_LIMIT_MS is looked again at the next poll (a dropped
+ * connection must not cut the wait short while a server is about to take it); `failed` is the
+ * error of the last look when none after it went through.
  */
 async function takenWithin(
   store: Pick<RuntimeStore, 'requestTaken'>,
   seq: number,
   waitMs: number,
-  signal: AbortSignal | undefined,
+  interrupted: Promise<typeof INTERRUPTED>,
 ): Promise<Seen> {
   const deadline = Date.now() + waitMs;
   let failed: { err: unknown } | undefined;
-  // A look that hangs is not waited for once the command is interrupted.
-  const interrupted = new Promise<'interrupted'>((resolve) => {
-    if (signal?.aborted) resolve('interrupted');
-    signal?.addEventListener('abort', () => resolve('interrupted'), { once: true });
-  });
   while (Date.now() < deadline) {
-    if (signal?.aborted) return { taken: false, interrupted: true };
-    const left = Math.max(MIN_LOOK_MS, deadline - Date.now());
     try {
-      const look = bounded(store.requestTaken(seq), left, 'looking at the request');
+      const look = bounded(store.requestTaken(seq), LOOK_LIMIT_MS, 'looking at the request');
       const seen = await Promise.race([look, interrupted]);
-      if (seen === 'interrupted') return { taken: false, interrupted: true };
+      if (seen === INTERRUPTED) return { taken: false, interrupted: true };
       if (seen) return { taken: true };
       failed = undefined;
     } catch (err) {
       failed = { err };
     }
-    try {
-      await sleep(PICKUP_POLL_MS, undefined, signal ? { signal } : {});
-    } catch {
-      return { taken: false, interrupted: true };
-    }
+    const next = await Promise.race([sleep(PICKUP_POLL_MS), interrupted]);
+    if (next === INTERRUPTED) return { taken: false, interrupted: true };
   }
   return failed ? { taken: false, failed: failed.err } : { taken: false };
 }
