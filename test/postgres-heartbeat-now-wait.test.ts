@@ -185,21 +185,42 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
     expect(await openRequests()).toBe(1);
     const frozen = await commandBackends();
     expect(frozen.length).toBeGreaterThan(0);
-    // The command's backends and the postmaster (a new connection would get a new backend).
-    server.kill('SIGSTOP');
-    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
     try {
-      // Looks of 2 s, the 5 s wait, a taking back of 10 s, a close of 2 s: well within this.
+      // The command's backends and the postmaster (a new connection would get a new backend).
+      server.kill('SIGSTOP');
+      for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+      // Looks of 2 s, the 5 s wait, a taking back of 8 s, a close of 2 s: well within this.
       const exit = await asking.waitForExit(45_000);
       expect(exit.code, asking.stderr()).toBe(1);
       expect(asking.stderr()).toMatch(
-        /the request \(\d+\) was not seen taken and could not be taken back \(.+\): a server started later may still run it/,
+        /the request \(\d+\) was not seen taken and could not be taken back \(the store did not answer \(taking it back\) within 8 s\): a server started later may still run it/,
       );
     } finally {
-      for (const pid of frozen) process.kill(pid, 'SIGCONT');
+      for (const pid of frozen) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          // Gone already.
+        }
+      }
       server.kill('SIGCONT');
       await client.query('DELETE FROM control_requests');
     }
+  }, 90_000);
+
+  it('a database that does not answer when the command opens it: said in 8 s, nothing asked', async () => {
+    server.kill('SIGSTOP');
+    let asked: Awaited<ReturnType<typeof ask>>;
+    try {
+      asked = await ask(config);
+    } finally {
+      server.kill('SIGCONT');
+    }
+    expect(asked.code, asked.stderr).toBe(1);
+    expect(asked.stderr).toContain(
+      'the store did not answer (opening it) within 8 s; nothing was asked',
+    );
+    expect(await openRequests()).toBe(0);
   }, 90_000);
 
   it.skipIf(!oldSystemNode)(

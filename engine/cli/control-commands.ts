@@ -8,6 +8,7 @@ import type { Requeued } from '../runtime/runtime-store.ts';
 import {
   askForHeartbeat,
   bounded,
+  CALL_LIMIT_MS,
   type HeartbeatAsked,
   StoreTimeout,
 } from './heartbeat-request.ts';
@@ -35,15 +36,24 @@ function storeError(err: unknown): string {
 
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
 export async function heartbeatNow(flags: ListFlags, out: (line: string) => void): Promise<number> {
-  const opened = await openStore(flags);
+  let opened: Awaited<ReturnType<typeof openStore>>;
+  try {
+    opened = await bounded(openStore(flags), CALL_LIMIT_MS, 'opening it');
+  } catch (err) {
+    if (!(err instanceof StoreTimeout)) throw err;
+    process.stderr.write(`hookgate heartbeat: ${err.message}; nothing was asked\n`);
+    return 1;
+  }
   if (typeof opened === 'string') {
     process.stderr.write(`hookgate heartbeat: ${opened} No server has run on it.\n`);
     return 1;
   }
   // Interrupted while it waits, the command takes its request back before it ends; interrupted
-  // again (later than the same signal's repeat), it ends at once.
+  // again (later than the same signal's repeat), it ends at once. The handlers stay until the
+  // store is closed: a repeat arriving then must not end it by the default action (exit 1).
   const interrupt = new AbortController();
   let first: { name: string; atMs: number } | undefined;
+  let said = false;
   const onSignal = (name: string) => {
     if (first === undefined) {
       first = { name, atMs: Date.now() };
@@ -51,9 +61,10 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
       return;
     }
     if (name === first.name && Date.now() - first.atMs < SAME_SIGNAL_MS) return;
-    process.stderr.write(
-      'hookgate heartbeat: interrupted again: ended before its request was seen taken back\n',
-    );
+    if (!said)
+      process.stderr.write(
+        'hookgate heartbeat: interrupted again: ended before its request was seen taken back\n',
+      );
     process.exit(SIGNAL_EXIT[name] ?? 1);
   };
   process.on('SIGINT', onSignal);
@@ -64,11 +75,13 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
       opened.at.store.leaseSeconds,
       interrupt.signal,
     );
-    return say(asked, opened.where, first?.name, out);
+    const status = say(asked, opened.where, first?.name, out);
+    said = true;
+    return status;
   } finally {
+    await bounded(opened.close(), CLOSE_LIMIT_MS, 'closing').catch(() => undefined);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await bounded(opened.close(), CLOSE_LIMIT_MS, 'closing').catch(() => undefined);
   }
 }
 

@@ -18,8 +18,10 @@ const PICKUP_POLL_MS = 100;
 const SUCCESSION_MS = 5_000;
 // The longest lease any instance may hold (store.leaseSeconds' maximum).
 const MAX_LEASE_MS = configSchema.properties.store.properties.leaseSeconds.maximum * 1000;
-// The longest any one call to the store may take: reading the lease, asking, taking back.
-const CALL_LIMIT_MS = 10_000;
+// The longest any one call to the store may take: opening it, reading the lease, asking, taking
+// back. Under the PostgreSQL pool's 10 s wait for a connection, so that a database that stopped
+// answering is said to be that, not the pool's own timeout.
+export const CALL_LIMIT_MS = 8_000;
 // The longest one look at the request may take: one that does not answer is given up and the
 // next poll looks again (a server may have taken the request meanwhile).
 const LOOK_LIMIT_MS = 2_000;
