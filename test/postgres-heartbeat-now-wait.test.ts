@@ -8,15 +8,47 @@
  * of its request.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInstance, writeInstanceConfig } from './helpers/pg-instances.ts';
 import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
+import { waitFor } from './helpers/runtime.ts';
 import { killAll, ROOT, runHookgate, spawnHookgate, tempDir } from './helpers/process.ts';
 
 const skip = skipPostgres();
+
+/** Whether process `pid` holds a TCP connection to 127.0.0.1:`port` (read from /proc). */
+function connectedTo(pid: number, port: number): boolean {
+  let inodes: Set<string>;
+  try {
+    inodes = new Set(
+      readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+        try {
+          const link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+          const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
+          return inode ? [inode] : [];
+        } catch {
+          return [];
+        }
+      }),
+    );
+  } catch {
+    return false;
+  }
+  const remote = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return ['/proc/net/tcp', '/proc/net/tcp6'].some((table) => {
+    if (!existsSync(table)) return false;
+    return readFileSync(table, 'utf8')
+      .split('\n')
+      .slice(1)
+      .some((line) => {
+        const fields = line.trim().split(/\s+/);
+        return fields[2]?.endsWith(remote) === true && inodes.has(fields[9] ?? '');
+      });
+  });
+}
 const LAUNCHER = path.join(ROOT, 'bin/hookgate.js');
 // The system's own Node when it is older than hookgate needs: the launcher then runs the
 // command as a child and passes signals on to it (this machine kind's system Node is 20).
@@ -220,6 +252,24 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
     expect(asked.stderr).toContain(
       'the store did not answer (opening it) within 8 s; nothing was asked',
     );
+    expect(await openRequests()).toBe(0);
+  }, 90_000);
+
+  it('interrupted while the store is being opened (the database does not answer): nothing asked, exit 130', async () => {
+    server.kill('SIGSTOP');
+    try {
+      const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
+      // Opening: its connection to the database is there (the kernel took it; nobody answers).
+      await waitFor('the command to connect', async () =>
+        connectedTo(asking.child.pid as number, server.port) ? true : undefined,
+      );
+      asking.child.kill('SIGINT');
+      const exit = await asking.waitForExit(30_000);
+      expect(exit.code, asking.stderr()).toBe(130);
+      expect(asking.stderr()).toContain('interrupted before asking; nothing was asked');
+    } finally {
+      server.kill('SIGCONT');
+    }
     expect(await openRequests()).toBe(0);
   }, 90_000);
 

@@ -36,22 +36,14 @@ function storeError(err: unknown): string {
 
 /** `heartbeat now`: ask the running server for an immediate heartbeat; exit 1 when none takes it. */
 export async function heartbeatNow(flags: ListFlags, out: (line: string) => void): Promise<number> {
-  let opened: Awaited<ReturnType<typeof openStore>>;
-  try {
-    opened = await bounded(openStore(flags), CALL_LIMIT_MS, 'opening it');
-  } catch (err) {
-    if (!(err instanceof StoreTimeout)) throw err;
-    process.stderr.write(`hookgate heartbeat: ${err.message}; nothing was asked\n`);
-    return 1;
-  }
-  if (typeof opened === 'string') {
-    process.stderr.write(`hookgate heartbeat: ${opened} No server has run on it.\n`);
-    return 1;
-  }
-  // Interrupted while it waits, the command takes its request back before it ends; interrupted
-  // again (later than the same signal's repeat), it ends at once. The handlers stay until the
-  // store is closed: a repeat arriving then must not end it by the default action (exit 1).
+  // Interrupted (from the moment the store is being opened), the command takes back whatever it
+  // asked before it ends; interrupted again (later than the same signal's repeat), it ends at
+  // once. The handlers stay until the store is closed: a repeat arriving then must not end it by
+  // the default action (exit 1 through the launcher).
   const interrupt = new AbortController();
+  const interrupted = new Promise<'interrupted'>((resolve) =>
+    interrupt.signal.addEventListener('abort', () => resolve('interrupted'), { once: true }),
+  );
   let first: { name: string; atMs: number } | undefined;
   let said = false;
   const onSignal = (name: string) => {
@@ -70,16 +62,40 @@ export async function heartbeatNow(flags: ListFlags, out: (line: string) => void
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const asked = await askForHeartbeat(
-      opened.store,
-      opened.at.store.leaseSeconds,
-      interrupt.signal,
-    );
-    const status = say(asked, opened.where, first?.name, out);
-    said = true;
-    return status;
+    const opening = bounded(openStore(flags), CALL_LIMIT_MS, 'opening it');
+    let opened: Awaited<typeof opening> | 'interrupted';
+    try {
+      opened = await Promise.race([opening, interrupted]);
+    } catch (err) {
+      if (!(err instanceof StoreTimeout)) throw err;
+      process.stderr.write(`hookgate heartbeat: ${err.message}; nothing was asked\n`);
+      return 1;
+    }
+    if (opened === 'interrupted') {
+      // A store that opens later is closed unused (the process ends first, as a rule).
+      opening
+        .then((late) => (typeof late === 'string' ? undefined : late.close()))
+        .catch(() => undefined);
+      process.stderr.write('hookgate heartbeat: interrupted before asking; nothing was asked\n');
+      return SIGNAL_EXIT[first?.name ?? ''] ?? 1;
+    }
+    if (typeof opened === 'string') {
+      process.stderr.write(`hookgate heartbeat: ${opened} No server has run on it.\n`);
+      return 1;
+    }
+    try {
+      const asked = await askForHeartbeat(
+        opened.store,
+        opened.at.store.leaseSeconds,
+        interrupt.signal,
+      );
+      const status = say(asked, opened.where, first?.name, out);
+      said = true;
+      return status;
+    } finally {
+      await bounded(opened.close(), CLOSE_LIMIT_MS, 'closing').catch(() => undefined);
+    }
   } finally {
-    await bounded(opened.close(), CLOSE_LIMIT_MS, 'closing').catch(() => undefined);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
