@@ -5,7 +5,7 @@
 import type { Browser, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
+import { chrome, countListsRendered, launchChromium } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('the newest list read fails', () => {
   let browser: Browser;
@@ -26,22 +26,7 @@ describe.skipIf('missing' in chrome)('the newest list read fails', () => {
     const id = stack.journal.list()[0]?.id as string;
     const context = await browser.newContext();
     const page = await context.newPage();
-    // Counts the list reads whose JSON was read (a task queued after it: loadList has gone on).
-    await page.addInitScript(() => {
-      const w = globalThis as unknown as { __listsRendered: number };
-      w.__listsRendered = 0;
-      const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
-      const json = proto.json;
-      proto.json = function (this: Response) {
-        const isList = new URL(this.url).pathname === '/api/requests';
-        return json.call(this).then((value: unknown) => {
-          if (isList) setTimeout(() => (w.__listsRendered += 1), 0);
-          return value;
-        });
-      };
-    });
-    const rendered = () =>
-      page.evaluate(() => (globalThis as unknown as { __listsRendered: number }).__listsRendered);
+    const rendered = await countListsRendered(page);
 
     // open()'s read is held until the live transition's read has failed (a dropped connection).
     let reads = 0;

@@ -5,7 +5,7 @@
 import type { Browser, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
+import { chrome, countListsRendered, launchChromium } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('a filter applied during the live transition read', () => {
   let browser: Browser;
@@ -27,24 +27,7 @@ describe.skipIf('missing' in chrome)('a filter applied during the live transitio
     const [second, first] = stack.journal.list().map((r) => r.id);
     const context = await browser.newContext();
     const page = await context.newPage();
-    // Counts the list reads rendered (a task queued once a list's JSON is read).
-    await page.addInitScript(() => {
-      const w = globalThis as unknown as { __listsRendered: number };
-      w.__listsRendered = 0;
-      const proto = Response.prototype as unknown as {
-        json: (this: Response) => Promise<unknown>;
-      };
-      const json = proto.json;
-      proto.json = function (this: Response) {
-        const isList = new URL(this.url).pathname === '/api/requests';
-        return json.call(this).then((value: unknown) => {
-          if (isList) setTimeout(() => (w.__listsRendered += 1), 0);
-          return value;
-        });
-      };
-    });
-    const rendered = () =>
-      page.evaluate(() => (globalThis as unknown as { __listsRendered: number }).__listsRendered);
+    const rendered = await countListsRendered(page);
 
     // The second unfiltered read of the page load (setLive(true)'s) is held.
     let unfiltered = 0;

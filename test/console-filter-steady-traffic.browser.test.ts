@@ -6,7 +6,7 @@
 import type { Browser, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
+import { chrome, countListsRendered, launchChromium } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('a filter under steady traffic', () => {
   let browser: Browser;
@@ -28,21 +28,7 @@ describe.skipIf('missing' in chrome)('a filter under steady traffic', () => {
     const [second, first] = stack.journal.list().map((r) => r.id);
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.addInitScript(() => {
-      const w = globalThis as unknown as { __listsRendered: number };
-      w.__listsRendered = 0;
-      const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
-      const json = proto.json;
-      proto.json = function (this: Response) {
-        const isList = new URL(this.url).pathname === '/api/requests';
-        return json.call(this).then((value: unknown) => {
-          if (isList) setTimeout(() => (w.__listsRendered += 1), 0);
-          return value;
-        });
-      };
-    });
-    const rendered = () =>
-      page.evaluate(() => (globalThis as unknown as { __listsRendered: number }).__listsRendered);
+    const rendered = await countListsRendered(page);
     const rowIds = () =>
       page
         .locator('#request-rows tr')

@@ -6,7 +6,7 @@
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
+import { chrome, countListsRendered, launchChromium } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('a tab opened next to the holder', () => {
   let browser: Browser;
@@ -31,23 +31,12 @@ describe.skipIf('missing' in chrome)('a tab opened next to the holder', () => {
     await holder.locator('#live.on').waitFor();
 
     const next = await context.newPage();
+    await countListsRendered(next);
     // A listener of the same channel, made before the console's own: it sees each broadcast
     // just before the console's channel does.
     await next.addInitScript(() => {
-      const w = globalThis as unknown as { __seen: string[]; __listsRendered: number };
+      const w = globalThis as unknown as { __seen: string[] };
       w.__seen = [];
-      // Counts the list reads rendered: bumped in a task queued once the list's JSON is read,
-      // so after the microtasks that render it (and merge what came meanwhile).
-      w.__listsRendered = 0;
-      const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
-      const json = proto.json;
-      proto.json = function (this: Response) {
-        const isList = new URL(this.url).pathname === '/api/requests';
-        return json.call(this).then((value: unknown) => {
-          if (isList) setTimeout(() => (w.__listsRendered += 1), 0);
-          return value;
-        });
-      };
       new BroadcastChannel('hookgate-console').addEventListener('message', (event) => {
         const m = (event as unknown as { data: unknown }).data as {
           kind?: string;

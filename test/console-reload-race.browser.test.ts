@@ -9,6 +9,7 @@ import { tempDir } from './helpers/hookgate.ts';
 import {
   ADMIN_TOKEN,
   chrome,
+  countListsRendered,
   launchChromium,
   type Restartable,
   startRestartable,
@@ -32,23 +33,7 @@ describe.skipIf('missing' in chrome)('rows arriving while the list is read again
   });
 
   it('a row the stream brings during the reload stays listed', async () => {
-    // Counts the list reads rendered: bumped in a task queued once the list's JSON is read, so
-    // after the microtasks that render it.
-    await page.addInitScript(() => {
-      const w = globalThis as unknown as { __listsRendered: number };
-      w.__listsRendered = 0;
-      const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
-      const json = proto.json;
-      proto.json = function (this: Response) {
-        const isList = new URL(this.url).pathname === '/api/requests';
-        return json.call(this).then((value: unknown) => {
-          if (isList) setTimeout(() => (w.__listsRendered += 1), 0);
-          return value;
-        });
-      };
-    });
-    const rendered = () =>
-      page.evaluate(() => (globalThis as unknown as { __listsRendered: number }).__listsRendered);
+    const rendered = await countListsRendered(page);
     const first = await startRestartable(temp.dir, 0);
     stack = first;
     await first.startAdminNow();

@@ -10,7 +10,7 @@ import { heldDryRun, heldSigner } from '../../engine/admin/dry-run.ts';
 import { RequestJournal } from '../../engine/admin/journal.ts';
 import { runsView } from '../../engine/admin/runs-view.ts';
 import { startAdmin } from '../../engine/admin/server.ts';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { ADMIN_TOKEN } from './admin.ts';
 import { ensureChromium } from './chromium.ts';
 import { TOKEN } from './hookgate.ts';
@@ -110,4 +110,27 @@ export function launchChromium(): Promise<Browser> {
     executablePath: (chrome as { path: string }).path,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
   });
+}
+
+/**
+ * Count the console's list reads rendered on `page` (from its next load): bumped in a task
+ * queued once a list's JSON is read, so after the microtasks that render it (and merge what
+ * the stream brought meanwhile). Returns the count's reader.
+ */
+export async function countListsRendered(page: Page): Promise<() => Promise<number>> {
+  await page.addInitScript(() => {
+    const w = globalThis as unknown as { __listsRendered: number };
+    w.__listsRendered = 0;
+    const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
+    const json = proto.json;
+    proto.json = function (this: Response) {
+      const isList = new URL(this.url).pathname === '/api/requests';
+      return json.call(this).then((value: unknown) => {
+        if (isList) setTimeout(() => (w.__listsRendered += 1), 0);
+        return value;
+      });
+    };
+  });
+  return () =>
+    page.evaluate(() => (globalThis as unknown as { __listsRendered: number }).__listsRendered);
 }
