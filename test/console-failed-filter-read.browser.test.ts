@@ -3,43 +3,10 @@
  * the filter now set is shown when the newest one fails (reads of different filters are not
  * compared by their order).
  */
-import type { Browser, Page, Route } from 'playwright-core';
+import type { Browser, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
-
-/** Counts list reads loadList is done with: JSON read (well or not) or fetch rejected. */
-async function countReads(page: Page) {
-  await page.addInitScript(() => {
-    const w = globalThis as unknown as { __listsDone: number };
-    w.__listsDone = 0;
-    const here = (globalThis as unknown as { location: { href: string } }).location.href;
-    const isList = (url: string) => new URL(url, here).pathname === '/api/requests';
-    const done = () => setTimeout(() => (w.__listsDone += 1), 0);
-    const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
-    const json = proto.json;
-    proto.json = function (this: Response) {
-      const list = isList(this.url);
-      return json.call(this).finally(() => {
-        if (list) done();
-      });
-    };
-    const fetch0 = globalThis.fetch;
-    globalThis.fetch = function (this: unknown, input: string | URL | Request, init?: RequestInit) {
-      const list = isList(String(input instanceof Request ? input.url : input));
-      return fetch0.call(this, input, init).catch((error: unknown) => {
-        if (list) done();
-        throw error;
-      });
-    } as typeof fetch;
-  });
-  return () => page.evaluate(() => (globalThis as unknown as { __listsDone: number }).__listsDone);
-}
-
-const rowIds = (page: Page) =>
-  page
-    .locator('#request-rows tr')
-    .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+import { chrome, countListReadsDone, launchChromium, rowIds } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('failed reads and filters', () => {
   let browser: Browser;
@@ -63,7 +30,7 @@ describe.skipIf('missing' in chrome)('failed reads and filters', () => {
   it('a filter whose read fails does not leave the unfiltered rows shown under it', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    const done = await countReads(page);
+    const done = await countListReadsDone(page);
     await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
     await page.locator('#live.on').waitFor();
     await expect.poll(done).toBe(2);
@@ -84,7 +51,7 @@ describe.skipIf('missing' in chrome)('failed reads and filters', () => {
   it('an older read for the filter now set is shown when the newest one fails', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    const done = await countReads(page);
+    const done = await countListReadsDone(page);
     // The live transition's unfiltered read (the second) is held.
     let unfiltered = 0;
     let held: Route | undefined;

@@ -8,40 +8,7 @@
 import type { Browser, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
-
-/** Counts list reads loadList is done with: JSON read (well or not) or fetch rejected. */
-async function countReads(page: Page) {
-  await page.addInitScript(() => {
-    const w = globalThis as unknown as { __listsDone: number };
-    w.__listsDone = 0;
-    const here = (globalThis as unknown as { location: { href: string } }).location.href;
-    const isList = (url: string) => new URL(url, here).pathname === '/api/requests';
-    const done = () => setTimeout(() => (w.__listsDone += 1), 0);
-    const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
-    const json = proto.json;
-    proto.json = function (this: Response) {
-      const list = isList(this.url);
-      return json.call(this).finally(() => {
-        if (list) done();
-      });
-    };
-    const fetch0 = globalThis.fetch;
-    globalThis.fetch = function (this: unknown, input: string | URL | Request, init?: RequestInit) {
-      const list = isList(String(input instanceof Request ? input.url : input));
-      return fetch0.call(this, input, init).catch((error: unknown) => {
-        if (list) done();
-        throw error;
-      });
-    } as typeof fetch;
-  });
-  return () => page.evaluate(() => (globalThis as unknown as { __listsDone: number }).__listsDone);
-}
-
-const rowIds = (page: Page) =>
-  page
-    .locator('#request-rows tr')
-    .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+import { chrome, countListReadsDone, launchChromium, rowIds } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('streamed rows and failed reads', () => {
   let browser: Browser;
@@ -102,7 +69,7 @@ describe.skipIf('missing' in chrome)('streamed rows and failed reads', () => {
   it('a failed unfiltered read keeps the row the stream brought after it started', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    const done = await countReads(page);
+    const done = await countListReadsDone(page);
     const { route, third } = await filteredThenCleared(page, done);
 
     const before = await done();
@@ -117,7 +84,7 @@ describe.skipIf('missing' in chrome)('streamed rows and failed reads', () => {
   it('a filter set again whose read fails does not keep an unfiltered streamed row under it', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    const done = await countReads(page);
+    const done = await countListReadsDone(page);
     const { third } = await filteredThenCleared(page, done);
     const before = await done();
     // The unfiltered read stays held; the same filter is set again and its read fails.
@@ -136,7 +103,7 @@ describe.skipIf('missing' in chrome)('streamed rows and failed reads', () => {
   it('a failed read for a new filter does not say "No requests yet."', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    const done = await countReads(page);
+    const done = await countListReadsDone(page);
     await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
     await page.locator('#live.on').waitFor();
     await expect.poll(done).toBe(2);

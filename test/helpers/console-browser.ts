@@ -134,3 +134,37 @@ export async function countListsRendered(page: Page): Promise<() => Promise<numb
   return () =>
     page.evaluate(() => (globalThis as unknown as { __listsRendered: number }).__listsRendered);
 }
+
+/** Counts list reads loadList is done with: JSON read (well or not) or fetch rejected. */
+export async function countListReadsDone(page: Page): Promise<() => Promise<number>> {
+  await page.addInitScript(() => {
+    const w = globalThis as unknown as { __listsDone: number };
+    w.__listsDone = 0;
+    const here = (globalThis as unknown as { location: { href: string } }).location.href;
+    const isList = (url: string) => new URL(url, here).pathname === '/api/requests';
+    const done = () => setTimeout(() => (w.__listsDone += 1), 0);
+    const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
+    const json = proto.json;
+    proto.json = function (this: Response) {
+      const list = isList(this.url);
+      return json.call(this).finally(() => {
+        if (list) done();
+      });
+    };
+    const fetch0 = globalThis.fetch;
+    globalThis.fetch = function (this: unknown, input: string | URL | Request, init?: RequestInit) {
+      const list = isList(String(input instanceof Request ? input.url : input));
+      return fetch0.call(this, input, init).catch((error: unknown) => {
+        if (list) done();
+        throw error;
+      });
+    } as typeof fetch;
+  });
+  return () => page.evaluate(() => (globalThis as unknown as { __listsDone: number }).__listsDone);
+}
+
+/** The ids of the rows listed, top to bottom. */
+export const rowIds = (page: Page) =>
+  page
+    .locator('#request-rows tr')
+    .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
