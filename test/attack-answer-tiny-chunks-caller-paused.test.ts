@@ -4,35 +4,21 @@
  * soon as its reader drains it, in the same turn, and the parser went on with everything the
  * socket held, up to the whole answer's bound.
  */
-import { type AddressInfo, createServer, type Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTinyChunkUpstream, type TinyChunkUpstream } from './helpers/tiny-chunk-upstream.ts';
 import { guardedDispatcher } from '../engine/outbound/fragment-guard.ts';
 import { MAX_SMALL_PIECES } from '../engine/piece-rate.ts';
 
-const sockets = new Set<Socket>();
-const upstream = createServer((socket) => {
-  sockets.add(socket);
-  socket.on('error', () => undefined);
-  socket.once('data', () => {
-    const body = `{"reply":"${'x'.repeat(60_000 - 12)}"}`;
-    let frames =
-      'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n';
-    for (const c of body) frames += `1\r\n${c}\r\n`;
-    socket.end(`${frames}0\r\n\r\n`);
-  });
+// 60,000 one-byte chunks (under the 65,536 refusal), written at once.
+let upstream: TinyChunkUpstream;
+beforeAll(async () => {
+  upstream = await startTinyChunkUpstream(60_000);
 });
-afterAll(
-  () =>
-    new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      upstream.close(() => resolve());
-    }),
-);
+afterAll(() => upstream?.close());
 
 it("the hold holds also when the caller's own pause lands on the piece it holds at", async () => {
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const { port } = upstream.address() as AddressInfo;
+  const { port } = upstream;
   let inTurn = 0;
   let most = 0;
   let turnStarted = false;

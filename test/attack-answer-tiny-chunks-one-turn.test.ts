@@ -5,34 +5,19 @@
  * reader drains), so the parser went on with everything the socket held.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { type AddressInfo, createServer, type Socket } from 'node:net';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTinyChunkUpstream, type TinyChunkUpstream } from './helpers/tiny-chunk-upstream.ts';
 import { outboundCall } from '../engine/outbound/http-client.ts';
 
-const sockets = new Set<Socket>();
-const upstream = createServer((socket) => {
-  sockets.add(socket);
-  socket.on('error', () => undefined);
-  socket.once('data', () => {
-    // 60,000 one-byte chunks (under the 65,536 refusal), written at once.
-    const body = `{"reply":"${'x'.repeat(60_000 - 12)}"}`;
-    let frames =
-      'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n';
-    for (const c of body) frames += `1\r\n${c}\r\n`;
-    socket.end(`${frames}0\r\n\r\n`);
-  });
+// 60,000 one-byte chunks (under the 65,536 refusal), written at once.
+let upstream: TinyChunkUpstream;
+beforeAll(async () => {
+  upstream = await startTinyChunkUpstream(60_000);
 });
-afterAll(
-  () =>
-    new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      upstream.close(() => resolve());
-    }),
-);
+afterAll(() => upstream?.close());
 
 it('an answer in tiny pieces is read at most about 16,384 pieces (plus one read) per turn', async () => {
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const { port } = upstream.address() as AddressInfo;
+  const { port } = upstream;
   let inTurn = 0;
   let most = 0;
   let running = true;
