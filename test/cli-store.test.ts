@@ -230,6 +230,20 @@ describe('store commands', () => {
     }
   });
 
+  it('`reload` with no server running says so as `heartbeat now` does, exits 1 and leaves no request', async () => {
+    const result = await hookgate(['reload', '--data-dir', dataDir], { timeoutMs: 20_000 });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `hookgate reload: no server is running on ${dataDir} (nothing took the request within 5 s)`,
+    );
+    const store = SqliteRuntimeStore.open(dataDir);
+    try {
+      expect(await store.takeRequests()).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('`retry --failed` requeues a failed run; plain `retry` refuses it; a done run never', async () => {
     const plain = await hookgate(['retry', ids['failed'] as string, '--data-dir', dataDir]);
     expect(plain.code).toBe(1);

@@ -1,12 +1,12 @@
 /**
  * `heartbeat now`: how long it waits for the request to be taken, by what the lead's lease says
- * (pickupWaitMs), and how it ends when the store fails under it (askForHeartbeat): a request
+ * (pickupWaitMs), and how it ends when the store fails under it (askServer): a request
  * nobody took is taken back, one a server took is reported taken even when a read failed, and
  * one that could not be taken back is said to be left.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { askForHeartbeat, pickupWaitMs } from '../engine/cli/heartbeat-request.ts';
+import { askServer, pickupWaitMs } from '../engine/cli/server-request.ts';
 import type { LeaderLease } from '../engine/runtime/runtime-store.ts';
 
 const PICKUP = 5_000;
@@ -148,12 +148,12 @@ function fakeStore(options: {
 describe('heartbeat now: asking', () => {
   it('a request a server takes is taken', async () => {
     const { store } = fakeStore({ takenAfterPolls: 2 });
-    expect(await askForHeartbeat(store, 30)).toEqual({ kind: 'taken' });
+    expect(await askServer(store, 'heartbeat', 30)).toEqual({ kind: 'taken', seq: 1 });
   });
 
   it('a server took it, though every look failed: taken (it could not be taken back), not an error', async () => {
     const { store, requests } = fakeStore({ takenAfterPolls: 1, fail: { requestTaken: true } });
-    expect(await askForHeartbeat(store, 30)).toEqual({ kind: 'taken' });
+    expect(await askServer(store, 'heartbeat', 30)).toEqual({ kind: 'taken', seq: 1 });
     expect(requests.get(1)?.taken).toBe(true);
   }, 20_000);
 
@@ -168,7 +168,7 @@ describe('heartbeat now: asking', () => {
         return store.requestTaken(seq);
       },
     };
-    expect(await askForHeartbeat(flaky, 30)).toEqual({ kind: 'taken' });
+    expect(await askServer(flaky, 'heartbeat', 30)).toEqual({ kind: 'taken', seq: 1 });
     expect(requests.get(1)?.taken).toBe(true);
   });
 
@@ -177,7 +177,7 @@ describe('heartbeat now: asking', () => {
       lease: { kind: 'sole' },
       fail: { requestTaken: true },
     });
-    const asked = await askForHeartbeat(store, 30);
+    const asked = await askServer(store, 'heartbeat', 30);
     expect(asked).toMatchObject({ kind: 'unchecked' });
     expect(String((asked as { err: Error }).err)).toContain('connection reset');
     expect(requests.size).toBe(0);
@@ -188,7 +188,7 @@ describe('heartbeat now: asking', () => {
       lease: { kind: 'sole' },
       fail: { requestTaken: true, withdraw: true },
     });
-    expect(await askForHeartbeat(store, 30)).toMatchObject({ kind: 'left', seq: 1 });
+    expect(await askServer(store, 'heartbeat', 30)).toMatchObject({ kind: 'left', seq: 1 });
     expect(requests.size).toBe(1);
   }, 20_000);
 
@@ -203,14 +203,14 @@ describe('heartbeat now: asking', () => {
         return store.requestTaken(seq);
       },
     };
-    expect(await askForHeartbeat(once, 30)).toEqual({ kind: 'not-taken', waitMs: 5_000 });
+    expect(await askServer(once, 'heartbeat', 30)).toEqual({ kind: 'not-taken', waitMs: 5_000 });
     expect(requests.size).toBe(0);
   }, 20_000);
 
   it('interrupted while it waits: the request is taken back', async () => {
     const { store, requests } = fakeStore({ lease: { kind: 'held', leftMs: 3_600_000 } });
     const interrupt = new AbortController();
-    const asking = askForHeartbeat(store, 30, interrupt.signal);
+    const asking = askServer(store, 'heartbeat', 30, interrupt.signal);
     await until(() => requests.size === 1);
     interrupt.abort();
     expect(await asking).toEqual({ kind: 'interrupted', asked: true });
@@ -228,7 +228,7 @@ describe('heartbeat now: asking', () => {
       },
     };
     const interrupt = new AbortController();
-    const asking = askForHeartbeat(hanging, 30, interrupt.signal);
+    const asking = askServer(hanging, 'heartbeat', 30, interrupt.signal);
     await until(() => reading);
     interrupt.abort();
     expect(await asking).toEqual({ kind: 'interrupted', asked: false });
@@ -248,7 +248,7 @@ describe('heartbeat now: asking', () => {
       },
     };
     // Taken within a look's limit and a poll, not after the lease's 30 s.
-    expect(await askForHeartbeat(firstHangs, 30)).toEqual({ kind: 'taken' });
+    expect(await askServer(firstHangs, 'heartbeat', 30)).toEqual({ kind: 'taken', seq: 1 });
     expect(looks).toBe(2);
   }, 15_000);
 
@@ -256,7 +256,7 @@ describe('heartbeat now: asking', () => {
     const { store, requests } = fakeStore({ lease: { kind: 'held', leftMs: 3_600_000 } });
     const hanging = { ...store, requestTaken: () => new Promise<boolean>(() => undefined) };
     const interrupt = new AbortController();
-    const asking = askForHeartbeat(hanging, 30, interrupt.signal);
+    const asking = askServer(hanging, 'heartbeat', 30, interrupt.signal);
     await until(() => requests.size === 1);
     interrupt.abort();
     expect(await asking).toEqual({ kind: 'interrupted', asked: true });
@@ -266,7 +266,7 @@ describe('heartbeat now: asking', () => {
   it('looks that never answer do not hold the command past its wait', async () => {
     const { store, requests } = fakeStore({ lease: { kind: 'sole' } });
     const hanging = { ...store, requestTaken: () => new Promise<boolean>(() => undefined) };
-    const asked = await askForHeartbeat(hanging, 30);
+    const asked = await askServer(hanging, 'heartbeat', 30);
     expect(asked).toMatchObject({ kind: 'unchecked' });
     expect(String((asked as { err: Error }).err)).toContain('did not answer');
     expect(requests.size).toBe(0);
@@ -275,15 +275,15 @@ describe('heartbeat now: asking', () => {
   it('a taking back that never answers is reported left behind', async () => {
     const { store, requests } = fakeStore({ lease: { kind: 'sole' } });
     const hanging = { ...store, withdrawRequest: () => new Promise<boolean>(() => undefined) };
-    expect(await askForHeartbeat(hanging, 30)).toMatchObject({ kind: 'left', seq: 1 });
+    expect(await askServer(hanging, 'heartbeat', 30)).toMatchObject({ kind: 'left', seq: 1 });
     expect(requests.size).toBe(1);
   }, 40_000);
 
   it('a lease that cannot be read still asks, and a failure to ask asks nothing', async () => {
     const asking = fakeStore({ takenAfterPolls: 1, fail: { lease: true } });
-    expect(await askForHeartbeat(asking.store, 30)).toEqual({ kind: 'taken' });
+    expect(await askServer(asking.store, 'heartbeat', 30)).toEqual({ kind: 'taken', seq: 1 });
     const refused = fakeStore({ fail: { request: true } });
-    await expect(askForHeartbeat(refused.store, 30)).rejects.toThrow('cannot ask');
+    await expect(askServer(refused.store, 'heartbeat', 30)).rejects.toThrow('cannot ask');
     expect(refused.requests.size).toBe(0);
   });
 });

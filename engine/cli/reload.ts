@@ -5,48 +5,51 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReloadOutcome } from '../reload/live-config.ts';
+import { askFromCommandLine, SIGNAL_EXIT } from './ask-command.ts';
 import type { ListFlags } from './list-actions.ts';
-import { openStore } from './runtime-commands.ts';
+import { bounded, INTERRUPTED, onInterrupt } from './server-request.ts';
 import { terminalText } from './terminal-text.ts';
 
-// The server looks at once when the store's doorbell rings (every 500 ms where it polls); a
-// reload starts transform processes, so its answer may take longer than the pick-up.
-const PICKUP_WAIT_MS = 5_000;
+// A reload starts transform processes, so its answer may take longer than the pick-up.
 const ANSWER_WAIT_MS = 60_000;
 const POLL_MS = 100;
+const LOOK_LIMIT_MS = 2_000;
 
-export async function reload(flags: ListFlags, out: (line: string) => void): Promise<number> {
-  const opened = await openStore(flags);
-  if (typeof opened === 'string') {
-    process.stderr.write(`hookgate reload: ${opened} No server has run on it.\n`);
-    return 1;
-  }
-  const { store } = opened;
-  try {
-    const seq = await store.request('reload');
-    const pickup = Date.now() + PICKUP_WAIT_MS;
-    while (!(await store.requestTaken(seq))) {
-      if (Date.now() > pickup && (await store.withdrawRequest(seq))) {
-        process.stderr.write(
-          `hookgate reload: no server is running on ${opened.where} (nothing took the request within ${PICKUP_WAIT_MS / 1000} s)\n`,
-        );
-        return 1;
+/**
+ * The request goes to the server that takes operator requests (the leader, on PostgreSQL), as
+ * `heartbeat now` does (ask-command.ts: the wait for it, interruptions, a store that stops
+ * answering); once taken, the command waits for its outcome.
+ */
+export function reload(flags: ListFlags, out: (line: string) => void): Promise<number> {
+  return askFromCommandLine(
+    flags,
+    'reload',
+    'reload',
+    async ({ store, seq, signal, interruptedBy }) => {
+      const interrupted = onInterrupt(signal);
+      const deadline = Date.now() + ANSWER_WAIT_MS;
+      while (Date.now() < deadline) {
+        const answer = await Promise.race([
+          bounded(store.requestResult(seq), LOOK_LIMIT_MS, 'reading the outcome').catch(
+            () => undefined,
+          ),
+          interrupted,
+        ]);
+        if (answer === INTERRUPTED) {
+          process.stderr.write(
+            'hookgate reload: interrupted; the server took the request and reloads (its log says how it went)\n',
+          );
+          return SIGNAL_EXIT[interruptedBy() ?? ''] ?? 1;
+        }
+        if (answer !== undefined) return report(JSON.parse(answer) as ReloadOutcome, out);
+        if ((await Promise.race([sleep(POLL_MS), interrupted])) === INTERRUPTED) continue;
       }
-      await sleep(POLL_MS);
-    }
-    const deadline = Date.now() + ANSWER_WAIT_MS;
-    while (Date.now() < deadline) {
-      const answer = await store.requestResult(seq);
-      if (answer !== undefined) return report(JSON.parse(answer) as ReloadOutcome, out);
-      await sleep(POLL_MS);
-    }
-    process.stderr.write(
-      `hookgate reload: the server took the request but gave no outcome within ${ANSWER_WAIT_MS / 1000} s (see its log)\n`,
-    );
-    return 1;
-  } finally {
-    await opened.close();
-  }
+      process.stderr.write(
+        `hookgate reload: the server took the request but gave no outcome within ${ANSWER_WAIT_MS / 1000} s (see its log)\n`,
+      );
+      return 1;
+    },
+  );
 }
 
 function report(outcome: ReloadOutcome, out: (line: string) => void): number {

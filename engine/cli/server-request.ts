@@ -1,7 +1,8 @@
 /**
- * Asking the running server for a heartbeat from the command line: the request goes into the
- * store, the command waits for a server to take it, and a request nobody took is taken back,
- * so that a server started later does not run a heartbeat nobody asks for any longer. Every
+ * Asking the running server for something from the command line (a heartbeat now, a reload):
+ * the request goes into the store, the command waits for the server that takes such requests
+ * (the leader, on PostgreSQL) to take it, and a request nobody took is taken back, so that a
+ * server started later does not act on what nobody asks for any longer. Every
  * call to the store is bounded in time (a database that stops answering must not hold the
  * command, or its request, forever), and an interrupted command takes its request back too.
  */
@@ -27,7 +28,7 @@ export const CALL_LIMIT_MS = 8_000;
 const LOOK_LIMIT_MS = 2_000;
 
 /**
- * How long a heartbeat request waits to be taken: the pick-up, plus, where instances share the
+ * How long a request waits to be taken: the pick-up, plus, where instances share the
  * store, the time a new leader may still take to come, which ends SUCCESSION_MS after the
  * lead's lease runs out (a leader that died keeps the lead until then; one that stopped gave it
  * up): the longer ago it ran out, the less is left, down to nothing. No lease row is read as one
@@ -48,9 +49,9 @@ export function pickupWaitMs(lease: LeaderLease | undefined, leaseSeconds: numbe
   return PICKUP_WAIT_MS + Math.max(0, untilLapseMs + SUCCESSION_MS);
 }
 
-/** How a request for a heartbeat ended (askForHeartbeat). */
-export type HeartbeatAsked =
-  | { kind: 'taken' }
+/** How a request ended (askServer). */
+export type ServerAsked =
+  | { kind: 'taken'; seq: number }
   | { kind: 'not-taken'; waitMs: number }
   /** Not taken (it was taken back), but the last looks failed: the store, not the servers. */
   | { kind: 'unchecked'; err: unknown }
@@ -88,10 +89,10 @@ export async function bounded<T>(call: Promise<T>, ms: number, what: string): Pr
   }
 }
 
-const INTERRUPTED = Symbol('interrupted');
+export const INTERRUPTED = Symbol('interrupted');
 
 /** Resolves with INTERRUPTED once `signal` aborts (never without one). */
-function onInterrupt(signal: AbortSignal | undefined): Promise<typeof INTERRUPTED> {
+export function onInterrupt(signal: AbortSignal | undefined): Promise<typeof INTERRUPTED> {
   return new Promise((resolve) => {
     if (signal?.aborted) resolve(INTERRUPTED);
     signal?.addEventListener('abort', () => resolve(INTERRUPTED), { once: true });
@@ -99,15 +100,16 @@ function onInterrupt(signal: AbortSignal | undefined): Promise<typeof INTERRUPTE
 }
 
 /**
- * Ask for a heartbeat and wait for a server to take the request; one nobody took is taken back.
+ * Ask the server for `kind` and wait for it to take the request; one nobody took is taken back.
  * A failure to ask is thrown: if the database kept the request before its answer was lost (or
  * came too late), it stays, as any request whose answer is lost; the error says so.
  */
-export async function askForHeartbeat(
+export async function askServer(
   store: RequestStore,
+  kind: string,
   leaseSeconds: number,
   signal?: AbortSignal,
-): Promise<HeartbeatAsked> {
+): Promise<ServerAsked> {
   const interrupted = onInterrupt(signal);
   // Read before asking: a failed read asks nothing it would leave behind, nor does a signal.
   const lease = await Promise.race([
@@ -119,14 +121,14 @@ export async function askForHeartbeat(
   // Asking is not given up for a signal: a request sent may be kept, and is then taken back.
   let seq: number;
   try {
-    seq = await bounded(store.request('heartbeat'), CALL_LIMIT_MS, 'asking');
+    seq = await bounded(store.request(kind), CALL_LIMIT_MS, 'asking');
   } catch (err) {
     if (err instanceof StoreTimeout)
       throw new Error(`${err.message}: the request may have been kept, and a server run it`);
     throw err;
   }
   const seen = await takenWithin(store, seq, waitMs, interrupted);
-  if (seen.taken) return { kind: 'taken' };
+  if (seen.taken) return { kind: 'taken', seq };
   let withdrawn: boolean;
   try {
     withdrawn = await bounded(store.withdrawRequest(seq), CALL_LIMIT_MS, 'taking it back');
@@ -134,7 +136,7 @@ export async function askForHeartbeat(
     return { kind: 'left', seq, err };
   }
   // Not withdrawn: a server took it meanwhile.
-  if (!withdrawn) return { kind: 'taken' };
+  if (!withdrawn) return { kind: 'taken', seq };
   if (seen.interrupted) return { kind: 'interrupted', asked: true };
   return 'failed' in seen ? { kind: 'unchecked', err: seen.failed } : { kind: 'not-taken', waitMs };
 }
