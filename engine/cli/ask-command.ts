@@ -25,7 +25,7 @@ const SAME_SIGNAL_MS = 1_000;
 const CLOSE_LIMIT_MS = 2_000;
 
 /** What a store error may say on the terminal: a timeout's own words, else errorText's. */
-function storeError(err: unknown): string {
+export function storeError(err: unknown): string {
   return err instanceof StoreTimeout ? err.message : errorText(err);
 }
 

@@ -5,15 +5,15 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReloadOutcome } from '../reload/live-config.ts';
-import { askFromCommandLine, SIGNAL_EXIT } from './ask-command.ts';
+import { askFromCommandLine, SIGNAL_EXIT, storeError } from './ask-command.ts';
 import type { ListFlags } from './list-actions.ts';
-import { bounded, INTERRUPTED, onInterrupt } from './server-request.ts';
+import { bounded, INTERRUPTED, LOOK_LIMIT_MS, onInterrupt } from './server-request.ts';
 import { terminalText } from './terminal-text.ts';
 
 // A reload starts transform processes, so its answer may take longer than the pick-up.
 const ANSWER_WAIT_MS = 60_000;
 const POLL_MS = 100;
-const LOOK_LIMIT_MS = 2_000;
+const TAKEN = 'the server took the request and reloads (its log says how it went)';
 
 /**
  * The request goes to the server that takes operator requests (the leader, on PostgreSQL), as
@@ -28,28 +28,63 @@ export function reload(flags: ListFlags, out: (line: string) => void): Promise<n
     async ({ store, seq, signal, interruptedBy }) => {
       const interrupted = onInterrupt(signal);
       const deadline = Date.now() + ANSWER_WAIT_MS;
-      while (Date.now() < deadline) {
-        const answer = await Promise.race([
-          bounded(store.requestResult(seq), LOOK_LIMIT_MS, 'reading the outcome').catch(
-            () => undefined,
-          ),
-          interrupted,
-        ]);
-        if (answer === INTERRUPTED) {
+      // The error of the last look, when none after it went through.
+      let failed: { err: unknown } | undefined;
+      while (Date.now() < deadline && !signal.aborted) {
+        const look = bounded(store.requestResult(seq), LOOK_LIMIT_MS, 'reading the outcome').then(
+          (answer) => {
+            failed = undefined;
+            return answer;
+          },
+          (err: unknown) => {
+            failed = { err };
+            return undefined;
+          },
+        );
+        const answer = await Promise.race([look, interrupted]);
+        if (answer === INTERRUPTED) break;
+        if (answer !== undefined) {
+          const outcome = readOutcome(answer);
+          if (outcome) return report(outcome, out);
           process.stderr.write(
-            'hookgate reload: interrupted; the server took the request and reloads (its log says how it went)\n',
+            `hookgate reload: the server's answer could not be read; ${TAKEN}\n`,
           );
-          return SIGNAL_EXIT[interruptedBy() ?? ''] ?? 1;
+          return 1;
         }
-        if (answer !== undefined) return report(JSON.parse(answer) as ReloadOutcome, out);
-        if ((await Promise.race([sleep(POLL_MS), interrupted])) === INTERRUPTED) continue;
+        await Promise.race([sleep(POLL_MS), interrupted]);
+      }
+      if (signal.aborted) {
+        process.stderr.write(`hookgate reload: interrupted; ${TAKEN}\n`);
+        return SIGNAL_EXIT[interruptedBy() ?? ''] ?? 1;
       }
       process.stderr.write(
-        `hookgate reload: the server took the request but gave no outcome within ${ANSWER_WAIT_MS / 1000} s (see its log)\n`,
+        failed
+          ? `hookgate reload: the store could not be read while waiting for the outcome (${storeError(failed.err)}); ${TAKEN}\n`
+          : `hookgate reload: the server took the request but gave no outcome within ${ANSWER_WAIT_MS / 1000} s (see its log)\n`,
       );
       return 1;
     },
   );
+}
+
+/** The stored outcome as the server wrote it; undefined for a row it could not have written. */
+export function readOutcome(answer: string): ReloadOutcome | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(answer);
+  } catch {
+    return undefined;
+  }
+  const outcome = parsed as Partial<ReloadOutcome> | null;
+  const strings = (value: unknown) =>
+    Array.isArray(value) && value.every((item) => typeof item === 'string');
+  const readable =
+    typeof outcome?.ok === 'boolean' &&
+    strings(outcome.restartNeeded) &&
+    (outcome.warnings === undefined || strings(outcome.warnings)) &&
+    (outcome.error === undefined || typeof outcome.error === 'string') &&
+    (outcome.file === null || typeof outcome.file === 'string');
+  return readable ? (outcome as ReloadOutcome) : undefined;
 }
 
 function report(outcome: ReloadOutcome, out: (line: string) => void): number {

@@ -12,7 +12,7 @@ import type { LeaderLease, RuntimeStore } from '../runtime/runtime-store.ts';
 
 // The server looks at once when the store's doorbell rings (every 500 ms where it polls); a
 // loaded machine gets ample slack.
-export const PICKUP_WAIT_MS = 5_000;
+const PICKUP_WAIT_MS = 5_000;
 const PICKUP_POLL_MS = 100;
 // A live instance checks for the lead every second: once a lease runs out, the next leader
 // comes within a check or two; this grace also covers one whose checks are slowed down.
@@ -25,7 +25,7 @@ const MAX_LEASE_MS = configSchema.properties.store.properties.leaseSeconds.maxim
 export const CALL_LIMIT_MS = 8_000;
 // The longest one look at the request may take: one that does not answer is given up and the
 // next poll looks again (a server may have taken the request meanwhile).
-const LOOK_LIMIT_MS = 2_000;
+export const LOOK_LIMIT_MS = 2_000;
 
 /**
  * How long a request waits to be taken: the pick-up, plus, where instances share the
