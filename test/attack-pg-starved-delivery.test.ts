@@ -125,10 +125,14 @@ describe.skipIf(skip)('attack: the leader stalls as it claims a reply delivery',
         30_000,
         20,
       );
-      void b.heartbeat.sweepDeliveries(true);
+      // b sweeps at every look, as a leader does after each lead check (runtime.ts): one sweep
+      // alone could run before the hand-back is readable, or while b's lead check was late.
       await waitFor(
         'the delivery to be over',
-        async () => (await b.pool.query('SELECT 1 FROM heartbeat_deliveries')).rows.length === 0,
+        async () => {
+          void b.heartbeat.sweepDeliveries(true);
+          return (await b.pool.query('SELECT 1 FROM heartbeat_deliveries')).rows.length === 0;
+        },
         30_000,
         20,
       );
