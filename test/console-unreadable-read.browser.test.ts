@@ -5,7 +5,7 @@
 import type { Browser, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
+import { chrome, countListReadsDone, launchChromium, rowIds } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('a list read with an unreadable body', () => {
   let browser: Browser;
@@ -26,31 +26,8 @@ describe.skipIf('missing' in chrome)('a list read with an unreadable body', () =
     const id = stack.journal.list()[0]?.id as string;
     const context = await browser.newContext();
     const page = await context.newPage();
-    // Counts list reads whose body was read, well or not (a task after: loadList has gone on).
-    await page.addInitScript(() => {
-      const w = globalThis as unknown as { __listsSettled: number };
-      w.__listsSettled = 0;
-      const proto = Response.prototype as unknown as { json: (this: Response) => Promise<unknown> };
-      const json = proto.json;
-      proto.json = function (this: Response) {
-        const isList = new URL(this.url).pathname === '/api/requests';
-        const done = () => {
-          if (isList) setTimeout(() => (w.__listsSettled += 1), 0);
-        };
-        return json.call(this).then(
-          (value: unknown) => {
-            done();
-            return value;
-          },
-          (error: unknown) => {
-            done();
-            throw error;
-          },
-        );
-      };
-    });
-    const settled = () =>
-      page.evaluate(() => (globalThis as unknown as { __listsSettled: number }).__listsSettled);
+    // List reads whose body was read, well or not (a task after: loadList has gone on).
+    const settled = await countListReadsDone(page);
 
     let reads = 0;
     let first: Route | undefined;
@@ -77,10 +54,7 @@ describe.skipIf('missing' in chrome)('a list read with an unreadable body', () =
     await first?.continue();
     await expect.poll(settled).toBe(2);
 
-    const ids = await page
-      .locator('#request-rows tr')
-      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
-    expect(ids, 'the request the successful read listed').toEqual([id]);
+    expect(await rowIds(page), 'the request the successful read listed').toEqual([id]);
     expect(await page.locator('#empty').isVisible(), '"No requests yet." is not shown').toBe(false);
     await context.close();
   }, 90_000);

@@ -108,6 +108,19 @@ async function until(condition: () => boolean): Promise<void> {
   }
 }
 
+/** `store` whose first look at the request fails (a dropped connection), the others as it answers. */
+function firstLookFails<T extends { requestTaken(seq: number): Promise<boolean> }>(store: T): T {
+  let looks = 0;
+  return {
+    ...store,
+    async requestTaken(seq: number) {
+      looks++;
+      if (looks === 1) throw new Error('connection reset');
+      return store.requestTaken(seq);
+    },
+  };
+}
+
 /** A store whose requests table is a map; `fail` makes the named calls throw. */
 function fakeStore(options: {
   lease?: LeaderLease;
@@ -158,16 +171,8 @@ describe('heartbeat now: asking', () => {
   }, 20_000);
 
   it('a look that fails does not end the wait: a server taking the request after it is seen', async () => {
-    let looks = 0;
     const { store, requests } = fakeStore({ takenAfterPolls: 3 });
-    const flaky = {
-      ...store,
-      async requestTaken(seq: number) {
-        looks++;
-        if (looks === 1) throw new Error('connection reset');
-        return store.requestTaken(seq);
-      },
-    };
+    const flaky = firstLookFails(store);
     expect(await askServer(flaky, 'heartbeat', 30)).toEqual({ kind: 'taken', seq: 1 });
     expect(requests.get(1)?.taken).toBe(true);
   });
@@ -193,16 +198,8 @@ describe('heartbeat now: asking', () => {
   }, 20_000);
 
   it('a look that failed, then looks that went through: nobody took it, said as such (not the store)', async () => {
-    let looks = 0;
     const { store, requests } = fakeStore({ lease: { kind: 'sole' } });
-    const once = {
-      ...store,
-      async requestTaken(seq: number) {
-        looks++;
-        if (looks === 1) throw new Error('connection reset');
-        return store.requestTaken(seq);
-      },
-    };
+    const once = firstLookFails(store);
     expect(await askServer(once, 'heartbeat', 30)).toEqual({ kind: 'not-taken', waitMs: 5_000 });
     expect(requests.size).toBe(0);
   }, 20_000);

@@ -104,6 +104,13 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
       (await client.query<{ n: string }>('SELECT count(*) AS n FROM control_requests')).rows[0]?.n,
     );
 
+  /** Until the command's request is in the table (up to 30 s; the caller checks it is). */
+  const untilRequestOpen = async () => {
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && (await openRequests()) === 0)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+  };
+
   /** The lead's lease row, whatever the earlier tests left, running out at `until` (SQL). */
   const setLease = (until: string) =>
     client.query(
@@ -190,9 +197,7 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
   it('interrupted (Ctrl-C) while it waits for a dead leader: the request is taken back, exit 130', async () => {
     await setLease("now() + interval '1 hour'");
     const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline && (await openRequests()) === 0)
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    await untilRequestOpen();
     expect(await openRequests()).toBe(1);
     asking.child.kill('SIGINT');
     const exit = await asking.waitForExit(30_000);
@@ -211,9 +216,7 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
   it('a database that stops answering while it waits does not hold the command: it says what became of the request', async () => {
     await setLease("now() - interval '2 hours'");
     const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline && (await openRequests()) === 0)
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    await untilRequestOpen();
     expect(await openRequests()).toBe(1);
     const frozen = await commandBackends();
     expect(frozen.length).toBeGreaterThan(0);
@@ -294,9 +297,7 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
         launcher.on('exit', (code) => resolve(code)),
       );
       try {
-        const deadline = Date.now() + 30_000;
-        while (Date.now() < deadline && (await openRequests()) === 0)
-          await new Promise((resolve) => setTimeout(resolve, 20));
+        await untilRequestOpen();
         expect(await openRequests()).toBe(1);
         // As a terminal's Ctrl-C: to the whole process group, the launcher and the command.
         process.kill(-(launcher.pid as number), 'SIGINT');

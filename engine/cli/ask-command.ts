@@ -11,6 +11,8 @@ import {
   askServer,
   bounded,
   CALL_LIMIT_MS,
+  INTERRUPTED,
+  onInterrupt,
   type ServerAsked,
   StoreTimeout,
 } from './server-request.ts';
@@ -56,9 +58,7 @@ export async function askFromCommandLine(
   // once. The handlers stay until the store is closed: a repeat arriving then must not end it by
   // the default action (exit 1 through the launcher).
   const interrupt = new AbortController();
-  const interrupted = new Promise<'interrupted'>((resolve) =>
-    interrupt.signal.addEventListener('abort', () => resolve('interrupted'), { once: true }),
-  );
+  const interrupted = onInterrupt(interrupt.signal);
   let first: { name: string; atMs: number } | undefined;
   let said = false;
   const onSignal = (name: string) => {
@@ -78,7 +78,7 @@ export async function askFromCommandLine(
   process.on('SIGTERM', onSignal);
   try {
     const opening = bounded(openStore(flags), CALL_LIMIT_MS, 'opening it');
-    let opened: Awaited<typeof opening> | 'interrupted';
+    let opened: Awaited<typeof opening> | typeof INTERRUPTED;
     try {
       opened = await Promise.race([opening, interrupted]);
     } catch (err) {
@@ -86,7 +86,7 @@ export async function askFromCommandLine(
       process.stderr.write(`${name}: ${err.message}; nothing was asked\n`);
       return 1;
     }
-    if (opened === 'interrupted') {
+    if (opened === INTERRUPTED) {
       // A store that opens later is closed unused (the process ends first, as a rule).
       opening
         .then((late) => (typeof late === 'string' ? undefined : late.close()))

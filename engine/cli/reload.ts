@@ -3,16 +3,14 @@
  * reload its config file, and print the outcome (what changed nothing and
  * why, or which settings wait for a restart).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReloadOutcome } from '../reload/live-config.ts';
 import { askFromCommandLine, SIGNAL_EXIT, storeError } from './ask-command.ts';
 import type { ListFlags } from './list-actions.ts';
-import { bounded, INTERRUPTED, LOOK_LIMIT_MS, onInterrupt } from './server-request.ts';
+import { onInterrupt, pollStore } from './server-request.ts';
 import { terminalText } from './terminal-text.ts';
 
 // A reload starts transform processes, so its answer may take longer than the pick-up.
 const ANSWER_WAIT_MS = 60_000;
-const POLL_MS = 100;
 const TAKEN = 'the server took the request and reloads (its log says how it went)';
 
 /**
@@ -26,40 +24,25 @@ export function reload(flags: ListFlags, out: (line: string) => void): Promise<n
     'reload',
     'reload',
     async ({ store, seq, signal, interruptedBy }) => {
-      const interrupted = onInterrupt(signal);
-      const deadline = Date.now() + ANSWER_WAIT_MS;
-      // The error of the last look, when none after it went through.
-      let failed: { err: unknown } | undefined;
-      while (Date.now() < deadline && !signal.aborted) {
-        const look = bounded(store.requestResult(seq), LOOK_LIMIT_MS, 'reading the outcome').then(
-          (answer) => {
-            failed = undefined;
-            return answer;
-          },
-          (err: unknown) => {
-            failed = { err };
-            return undefined;
-          },
-        );
-        const answer = await Promise.race([look, interrupted]);
-        if (answer === INTERRUPTED) break;
-        if (answer !== undefined) {
-          const outcome = readOutcome(answer);
-          if (outcome) return report(outcome, out);
-          process.stderr.write(
-            `hookgate reload: the server's answer could not be read; ${TAKEN}\n`,
-          );
-          return 1;
-        }
-        await Promise.race([sleep(POLL_MS), interrupted]);
+      const polled = await pollStore(
+        () => store.requestResult(seq),
+        'reading the outcome',
+        ANSWER_WAIT_MS,
+        onInterrupt(signal),
+      );
+      if (polled.kind === 'found') {
+        const outcome = readOutcome(polled.value);
+        if (outcome) return report(outcome, out);
+        process.stderr.write(`hookgate reload: the server's answer could not be read; ${TAKEN}\n`);
+        return 1;
       }
-      if (signal.aborted) {
+      if (polled.kind === 'interrupted') {
         process.stderr.write(`hookgate reload: interrupted; ${TAKEN}\n`);
         return SIGNAL_EXIT[interruptedBy() ?? ''] ?? 1;
       }
       process.stderr.write(
-        failed
-          ? `hookgate reload: the store could not be read while waiting for the outcome (${storeError(failed.err)}); ${TAKEN}\n`
+        polled.failed
+          ? `hookgate reload: the store could not be read while waiting for the outcome (${storeError(polled.failed.err)}); ${TAKEN}\n`
           : `hookgate reload: the server took the request but gave no outcome within ${ANSWER_WAIT_MS / 1000} s (see its log)\n`,
       );
       return 1;

@@ -127,8 +127,13 @@ export async function askServer(
       throw new Error(`${err.message}: the request may have been kept, and a server run it`);
     throw err;
   }
-  const seen = await takenWithin(store, seq, waitMs, interrupted);
-  if (seen.taken) return { kind: 'taken', seq };
+  const seen = await pollStore(
+    async () => ((await store.requestTaken(seq)) ? true : undefined),
+    'looking at the request',
+    waitMs,
+    interrupted,
+  );
+  if (seen.kind === 'found') return { kind: 'taken', seq };
   let withdrawn: boolean;
   try {
     withdrawn = await bounded(store.withdrawRequest(seq), CALL_LIMIT_MS, 'taking it back');
@@ -137,38 +142,42 @@ export async function askServer(
   }
   // Not withdrawn: a server took it meanwhile.
   if (!withdrawn) return { kind: 'taken', seq };
-  if (seen.interrupted) return { kind: 'interrupted', asked: true };
-  return 'failed' in seen ? { kind: 'unchecked', err: seen.failed } : { kind: 'not-taken', waitMs };
+  if (seen.kind === 'interrupted') return { kind: 'interrupted', asked: true };
+  return seen.failed ? { kind: 'unchecked', err: seen.failed.err } : { kind: 'not-taken', waitMs };
 }
 
-type Seen = { taken: boolean; interrupted?: true; failed?: unknown };
+/** How a poll of the store ended (pollStore). */
+export type Polled<T> =
+  | { kind: 'found'; value: T }
+  | { kind: 'interrupted' }
+  /** `failed`: the error of the last look, when none after it went through. */
+  | { kind: 'timeout'; failed?: { err: unknown } };
 
 /**
- * Whether the request was seen taken before the deadline or an interruption. A look that fails
- * or does not answer within LOOK_LIMIT_MS is looked again at the next poll (a dropped
- * connection must not cut the wait short while a server is about to take it); `failed` is the
- * error of the last look when none after it went through.
+ * Look at the store every PICKUP_POLL_MS until `look` finds something (not undefined), `waitMs`
+ * pass or `interrupted` settles. A look that fails or does not answer within LOOK_LIMIT_MS is
+ * looked again at the next poll (a dropped connection must not cut the wait short while the
+ * server is about to answer).
  */
-async function takenWithin(
-  store: Pick<RuntimeStore, 'requestTaken'>,
-  seq: number,
+export async function pollStore<T>(
+  look: () => Promise<T | undefined>,
+  what: string,
   waitMs: number,
   interrupted: Promise<typeof INTERRUPTED>,
-): Promise<Seen> {
+): Promise<Polled<T>> {
   const deadline = Date.now() + waitMs;
   let failed: { err: unknown } | undefined;
   while (Date.now() < deadline) {
     try {
-      const look = bounded(store.requestTaken(seq), LOOK_LIMIT_MS, 'looking at the request');
-      const seen = await Promise.race([look, interrupted]);
-      if (seen === INTERRUPTED) return { taken: false, interrupted: true };
-      if (seen) return { taken: true };
+      const seen = await Promise.race([bounded(look(), LOOK_LIMIT_MS, what), interrupted]);
+      if (seen === INTERRUPTED) return { kind: 'interrupted' };
+      if (seen !== undefined) return { kind: 'found', value: seen };
       failed = undefined;
     } catch (err) {
       failed = { err };
     }
     const next = await Promise.race([sleep(PICKUP_POLL_MS), interrupted]);
-    if (next === INTERRUPTED) return { taken: false, interrupted: true };
+    if (next === INTERRUPTED) return { kind: 'interrupted' };
   }
-  return failed ? { taken: false, failed: failed.err } : { taken: false };
+  return failed ? { kind: 'timeout', failed } : { kind: 'timeout' };
 }
