@@ -4,16 +4,7 @@
  * test is named after the attack; each checks that the call fails cleanly
  * (or is contained) and that the server keeps answering.
  */
-import {
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, openSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../engine/config.ts';
@@ -21,6 +12,7 @@ import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
 import { createLogger } from '../engine/log.ts';
 import type { AgentAction } from '../schemas/action.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { transformPids } from './helpers/transform-processes.ts';
 import { readLogLines } from './helpers/log-lines.ts';
 import { unwrap } from './helpers/wrapped.ts';
 
@@ -36,17 +28,6 @@ const FLOOD = `export default ({ payload }) => {
   return { message: 'flooded' };
 };`;
 const GOOD = "export default () => ({ message: 'good' });";
-
-/** Pids of this process's children (the server runs in-process: its transform processes). */
-function childPids(): number[] {
-  const tasks = `/proc/${process.pid}/task`;
-  return readdirSync(tasks).flatMap((task) =>
-    readFileSync(path.join(tasks, task, 'children'), 'utf8')
-      .split(' ')
-      .filter(Boolean)
-      .map(Number),
-  );
-}
 
 async function waitFor(check: () => boolean, what: string): Promise<void> {
   const until = Date.now() + 30_000;
@@ -341,7 +322,7 @@ describe('deadlines and process count', () => {
       { cpuTimeoutMs: 100, deadlineMs: 1500, processes: 1 },
     );
     try {
-      const [before] = childPids();
+      const [before] = transformPids();
       const bomb = server.post('bomb');
       const during = await Promise.all(Array.from({ length: 30 }, () => server.post('good')));
       const bombed = await bomb;
@@ -354,8 +335,8 @@ describe('deadlines and process count', () => {
         /missed its deadline/.test(String(l['msg'])),
       );
       expect(missed).toHaveLength(1);
-      expect(childPids()).toHaveLength(1);
-      expect(childPids()).not.toContain(before);
+      expect(transformPids()).toHaveLength(1);
+      expect(transformPids()).not.toContain(before);
     } finally {
       await server.stop();
     }
@@ -373,7 +354,7 @@ describe('deadlines and process count', () => {
       { deadlineMs: 1500, cpuTimeoutMs: 1000, processes: 1 },
     );
     try {
-      const [before] = childPids();
+      const [before] = transformPids();
       const results = await Promise.all(Array.from({ length: 25 }, () => server.post('slow')));
       // A failed call shows its code.
       expect(
@@ -383,7 +364,7 @@ describe('deadlines and process count', () => {
         /missed its deadline/.test(String(l['msg'])),
       );
       expect(missed).toHaveLength(0);
-      expect(childPids()).toEqual([before]);
+      expect(transformPids()).toEqual([before]);
     } finally {
       await server.stop();
     }
@@ -395,17 +376,17 @@ describe('deadlines and process count', () => {
       { deadlineMs: 800, processes: 3 },
     );
     try {
-      const before = childPids();
+      const before = transformPids();
       expect(before).toHaveLength(3);
       const late = await server.post('never');
       expect(late.status).toBe(500);
       expect(codeOf(late.body)).toBe('transform_timeout');
       await waitFor(
-        () => childPids().filter((pid) => !before.includes(pid)).length === 1,
+        () => transformPids().filter((pid) => !before.includes(pid)).length === 1,
         'a replacement',
       );
-      expect(childPids()).toHaveLength(3);
-      expect(childPids().filter((pid) => before.includes(pid))).toHaveLength(2);
+      expect(transformPids()).toHaveLength(3);
+      expect(transformPids().filter((pid) => before.includes(pid))).toHaveLength(2);
       const good = await Promise.all(Array.from({ length: 9 }, () => server.post('good')));
       expect(good.every((r) => r.status === 200)).toBe(true);
     } finally {
@@ -419,12 +400,12 @@ describe('deadlines and process count', () => {
       { cpuTimeoutMs: 100, deadlineMs: 1500, processes: 2 },
     );
     try {
-      expect(childPids()).toHaveLength(2);
+      expect(transformPids()).toHaveLength(2);
       let most = 0;
       let sampling = true;
       const sampler = (async () => {
         while (sampling) {
-          most = Math.max(most, childPids().length);
+          most = Math.max(most, transformPids().length);
           await new Promise((r) => setTimeout(r, 5));
         }
       })();
@@ -432,7 +413,7 @@ describe('deadlines and process count', () => {
         ...Array.from({ length: 3 }, () => server.post('bomb')),
         ...Array.from({ length: 10 }, () => server.post('good')),
       ]);
-      await waitFor(() => childPids().length === 2, 'two processes again');
+      await waitFor(() => transformPids().length === 2, 'two processes again');
       const good = await Promise.all(Array.from({ length: 10 }, () => server.post('good')));
       sampling = false;
       await sampler;
@@ -441,10 +422,10 @@ describe('deadlines and process count', () => {
       expect(most).toBeLessThanOrEqual(2);
       // A bomb answered 500 at its deadline may still have its process exiting (its replacement
       // starts only once it is gone): the count settles at two.
-      await waitFor(() => childPids().length === 2, 'two processes at the end');
+      await waitFor(() => transformPids().length === 2, 'two processes at the end');
     } finally {
       await server.stop();
     }
-    await waitFor(() => childPids().length === 0, 'no process after close');
+    await waitFor(() => transformPids().length === 0, 'no process after close');
   });
 });
