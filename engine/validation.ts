@@ -4,6 +4,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { HEADER_TOKEN_PATTERN } from '../schemas/config.ts';
+import { VISIBLE_PATTERN } from '../schemas/payloads.ts';
 
 /**
  * Why a value failed: the first bad field, a readable message, and whether the field was
@@ -20,6 +21,10 @@ type Options = { useDefaults?: boolean; unknownLabel?: string };
 // the failure means nothing was given.
 const PATTERN_WORDS: ReadonlyMap<string, { message: string; empty: boolean }> = new Map([
   ['\\S', { message: 'must not be blank', empty: true }],
+  [
+    VISIBLE_PATTERN,
+    { message: 'must not be blank (white space and invisible characters alone)', empty: true },
+  ],
   [
     HEADER_TOKEN_PATTERN,
     {

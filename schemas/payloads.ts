@@ -5,8 +5,15 @@
  */
 import type { FromSchema } from 'json-schema-to-ts';
 
-/** A string with at least one non-space character. */
-export const text = { type: 'string', minLength: 1, pattern: '\\S' } as const;
+/**
+ * At least one character that shows: white space, controls and the characters that render as
+ * nothing (zero-width space and joiners, soft hyphen, tag characters, Hangul fillers: Unicode's
+ * default-ignorables) are blank. A text of only those would reach the agent as an empty event.
+ */
+export const VISIBLE_PATTERN = '[^\\s\\p{Cc}\\p{Default_Ignorable_Code_Point}]';
+
+/** A string with at least one visible character. */
+export const text = { type: 'string', minLength: 1, pattern: VISIBLE_PATTERN } as const;
 
 export const WAKE_MODES = ['now', 'next-heartbeat'] as const;
 export const THINKING_LEVELS = ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;

@@ -74,6 +74,11 @@ describe('refusals name the offending path', () => {
     ],
     ['path "/"', enabled({ path: '/' }), 'hooks.path:'],
     [
+      "a mapping's plain message of a zero-width space alone",
+      enabled({ mappings: [{ match: { path: 'x' }, action: 'agent', message: '\u200b' }] }),
+      'hooks.mappings.0.message: must not be blank (white space and invisible characters alone)',
+    ],
+    [
       'a model id without a provider',
       { agents: { defaults: { models: { '/gpt-5': {} } } } },
       'agents.defaults.models./gpt-5: model ids have the form <provider>/<model>',

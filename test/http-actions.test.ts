@@ -60,16 +60,32 @@ describe('/wake', () => {
     expect(body['mode']).toBe('next-heartbeat');
   });
 
+  it('accepts a text with a zero-width space beside a letter and the wording of the blank refusal', async () => {
+    const accepted = await send(server, 'wake', { text: '\u200bx' });
+    expect(accepted.status).toBe(200);
+    const refused = await send(server, 'wake', { text: '\u200b' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error?.message).toBe(
+      'text: must not be blank (white space and invisible characters alone)',
+    );
+  });
+
   it.each([
     ['missing text', {}, 'text'],
     ['empty text', { text: '' }, 'text'],
     ['whitespace text', { text: ' \n\t ' }, 'text'],
+    [
+      'text of characters that render as nothing (zero-width, soft hyphen, tag, Hangul filler)',
+      { text: '\u200b\u00ad\u2060\u{e0041}\u3164\ufe0f' },
+      'text',
+    ],
+    ['text of control characters alone', { text: '\u0000\u001b\u007f' }, 'text'],
     ['numeric text', { text: 5 }, 'text'],
     ['unknown mode', { text: 'x', mode: 'soon' }, 'mode'],
     ['unknown field', { text: 'x', priority: 1 }, 'priority'],
     ['prototype key', JSON.parse('{"text":"x","__proto__":{"polluted":true}}'), '__proto__'],
     ['overlong idempotency key', { text: 'x', idempotencyKey: 'k'.repeat(257) }, 'idempotencyKey'],
-  ])('%s -> 400 invalid_payload naming %s', async (_name, payload, field) => {
+  ])('%s -> 400 invalid_payload naming the field', async (_name, payload, field) => {
     const { status, body } = await send(server, 'wake', payload);
     expect(status).toBe(400);
     expect(body.error?.code).toBe('invalid_payload');
@@ -143,6 +159,13 @@ describe('/agent defaults and validation', () => {
   it.each([
     ['missing message', {}, 400, 'invalid_payload', 'message'],
     ['blank message', { message: '   ' }, 400, 'invalid_payload', 'message'],
+    [
+      'message of a zero-width joiner alone',
+      { message: '\u200d' },
+      400,
+      'invalid_payload',
+      'message',
+    ],
     ['deliver as a string', { message: 'm', deliver: 'yes' }, 400, 'invalid_payload', 'deliver'],
     [
       'timeoutSeconds zero',

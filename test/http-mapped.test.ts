@@ -313,6 +313,7 @@ describe('mapped hooks', () => {
   it.each([
     ['blank', '   '],
     ['empty', ''],
+    ['zero-width and tag characters alone', '\u200b\u2060\u{e0041}'],
   ])(
     'refuses a %s rendered message with 400 naming the mapping and the field',
     async (_name, text) => {
