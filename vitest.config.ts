@@ -13,8 +13,17 @@ const shared: TestProjectInlineConfiguration['test'] = {
 };
 
 // Files that leave something behind in their process for its whole life, which a later file
-// in the same worker would see: recheck's synchronous check keeps its native agent running.
-const OWN_PROCESS = ['test/regex-linear.test.ts'];
+// in the same worker would see. recheck's synchronous check keeps its native agent running.
+// A file that fakes timers can leave a library's module-wide timer (undici's) a fake one that
+// never fires, and modules are not reloaded between files.
+const OWN_PROCESS = [
+  'test/regex-linear.test.ts',
+  'test/attack-runner-slow-answer.test.ts',
+  'test/deadlines.test.ts',
+  'test/mail-fallback-outage.test.ts',
+  'test/mail-fallback-partial-sync.test.ts',
+  'test/worker-looks.test.ts',
+];
 
 export default defineConfig({
   test: {
@@ -26,8 +35,8 @@ export default defineConfig({
       {
         // One worker process runs many files: a process and its module imports per file cost
         // about 2.8 s on this machine, over 300 files (on a slow day: 842 s with a process per
-        // file, 553 s shared). Every file closes what it opens; one that leaves a child
-        // process behind goes to OWN_PROCESS.
+        // file, 553 s shared). Every file closes what it opens and restores what it changes;
+        // one that cannot goes to OWN_PROCESS.
         test: {
           ...shared,
           name: 'shared',

@@ -7,6 +7,7 @@
  * string may hold a reference instead (its value is checked at load time).
  */
 import { configSchema } from './config.ts';
+import { VISIBLE_PATTERN } from './payloads.ts';
 
 /** Identity of the published schema (a name, not a place to fetch it from). */
 export const SCHEMA_ID = 'hookgate:config';
@@ -43,6 +44,9 @@ function forEditors(value: unknown): unknown {
     );
     if ((node['required'] as string[]).length === 0) delete node['required'];
   }
+  // Editors' validators may read a pattern without the `u` flag (or, in Python, not at all),
+  // where `\p{…}` is not a Unicode property: they check "not blank", the loader the rest.
+  if (node['pattern'] === VISIBLE_PATTERN) node['pattern'] = '\\S';
   return refusesReference(node) ? { anyOf: [node, REFERENCE] } : node;
 }
 

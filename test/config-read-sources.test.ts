@@ -6,11 +6,15 @@
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { tempDir } from './helpers/hookgate.ts';
 
 const SERVER = path.join(import.meta.dirname, '..', 'server.ts');
-const CONFIG = `runtime:\n  dataDir: ${tempDir().dir}\nhooks:\n  token: abcdefghijklmnopqrstuvwxyz012345\n`;
+const temps = [tempDir(), tempDir()];
+afterAll(() => {
+  for (const temp of temps) temp.cleanup();
+});
+const CONFIG = `runtime:\n  dataDir: ${temps[0]?.dir}\nhooks:\n  token: abcdefghijklmnopqrstuvwxyz012345\n`;
 
 /** `hookgate check --config <file>` (the file from a shell, so /dev/stdin and <(...) work). */
 function check(shell: string, stdin?: string): Promise<{ code: number; out: string }> {
@@ -18,7 +22,8 @@ function check(shell: string, stdin?: string): Promise<{ code: number; out: stri
     const child = execFile(
       'bash',
       ['-c', shell],
-      { env: { ...process.env, SERVER } },
+      // The config in the shell's own environment: this process's is shared with later files.
+      { env: { ...process.env, SERVER, CFG: CONFIG } },
       (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
     );
@@ -40,7 +45,6 @@ it.each([
 ])(
   'a config %s is read, as before',
   async (_what, shell, stdin) => {
-    process.env.CFG = CONFIG;
     const result = await check(shell, stdin);
     expect(result).toMatchObject({ code: 0, out: expect.stringContaining('Config OK') });
   },
@@ -48,8 +52,7 @@ it.each([
 );
 
 it('a 2 MB config with a 100,001-entry allowlist and no alias at all is not refused for aliases', async () => {
-  const { dir } = tempDir();
-  const file = path.join(dir, 'hookgate.yaml');
+  const file = path.join(temps[1]?.dir as string, 'hookgate.yaml');
   const lines = [
     'channels:',
     '  telegram:',

@@ -12,9 +12,12 @@ import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
 import { createLogger } from '../engine/log.ts';
 import type { AgentAction } from '../schemas/action.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
-import { transformPids } from './helpers/transform-processes.ts';
+import { childrenFromNow } from './helpers/started-children.ts';
 import { readLogLines } from './helpers/log-lines.ts';
 import { unwrap } from './helpers/wrapped.ts';
+
+// The transform processes this file's supervisors started.
+const transformPids = childrenFromNow();
 
 const BOMB = 'export default () => ({ message: String(new Array(1e9).fill(0).length) });';
 const FLOOD = `export default ({ payload }) => {

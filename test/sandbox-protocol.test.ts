@@ -18,9 +18,12 @@ import { encodeFrame, FrameReader, turnWriter } from '../engine/sandbox/frames.t
 import { checkMessage } from '../engine/sandbox/message-check.ts';
 import { createSupervisor, type TransformSupervisor } from '../engine/sandbox/supervisor.ts';
 import { tempDir } from './helpers/hookgate.ts';
-import { transformPids } from './helpers/transform-processes.ts';
+import { childrenFromNow } from './helpers/started-children.ts';
 import { SANDBOX_SETTINGS } from './helpers/sandbox-settings.ts';
 import { readLogLines } from './helpers/log-lines.ts';
+
+// The transform processes this file's supervisors started.
+const transformPids = childrenFromNow();
 
 const LYING_CHILD = fileURLToPath(new URL('./fixtures/sandbox/lying-child.mjs', import.meta.url));
 const SETTINGS = SANDBOX_SETTINGS;
@@ -93,15 +96,14 @@ describe('a lying transform process', () => {
   ])(
     '%s: the call fails with transform_failed, the process is replaced, the next call works',
     async (_name, attack) => {
-      const before = transformPids(LYING_CHILD);
+      const before = transformPids();
       expect(before).toHaveLength(1);
       const code = await codeOf(supervisor.call('m', { attack }));
       // "twice" may resolve the first answer before the lie is seen; every other lie fails the call.
       if (attack === 'twice') expect(['resolved', 'transform_failed']).toContain(code);
       else expect(code).toBe('transform_failed');
       await waitFor(
-        () =>
-          transformPids(LYING_CHILD).length === 1 && transformPids(LYING_CHILD)[0] !== before[0],
+        () => transformPids().length === 1 && transformPids()[0] !== before[0],
         'a replacement',
       );
       expect(await supervisor.call('m', { attack: 'none' })).toEqual({
@@ -111,12 +113,12 @@ describe('a lying transform process', () => {
   );
 
   it('a call that is never answered times out and only then is the process replaced', async () => {
-    const [before] = transformPids(LYING_CHILD);
+    const [before] = transformPids();
     expect(await codeOf(supervisor.call('m', { attack: 'never-answers' }))).toBe(
       'transform_timeout',
     );
     await waitFor(
-      () => transformPids(LYING_CHILD).length === 1 && transformPids(LYING_CHILD)[0] !== before,
+      () => transformPids().length === 1 && transformPids()[0] !== before,
       'a replacement',
     );
     expect(await supervisor.call('m', { attack: 'none' })).toEqual({
@@ -125,23 +127,23 @@ describe('a lying transform process', () => {
   });
 
   it('a process that dies with calls in flight: the oldest call fails, the others are sent again', async () => {
-    const [before] = transformPids(LYING_CHILD);
+    const [before] = transformPids();
     const held = supervisor.call('m', { attack: 'exit-on-next-call' });
     const next = supervisor.call('m', { attack: 'none' });
     expect(await codeOf(held)).toBe('transform_failed');
     expect(await next).toEqual({ value: { message: 'honest' } });
-    expect(transformPids(LYING_CHILD)).not.toContain(before);
+    expect(transformPids()).not.toContain(before);
   });
 
   it('an output that is not JSON is transform_invalid_output and the process stays', async () => {
-    const [before] = transformPids(LYING_CHILD);
+    const [before] = transformPids();
     expect(await codeOf(supervisor.call('m', { attack: 'output-invalid-json' }))).toBe(
       'transform_invalid_output',
     );
     expect(await supervisor.call('m', { attack: 'none' })).toEqual({
       value: { message: 'honest' },
     });
-    expect(transformPids(LYING_CHILD)).toEqual([before]);
+    expect(transformPids()).toEqual([before]);
   });
 
   it('a flood on stderr: the call is served, at most 20 chunks a minute reach the log, each cut', async () => {
@@ -175,7 +177,7 @@ describe('a transform process that never finishes loading', () => {
     );
     try {
       expect(await codeOf(supervisor.start())).toMatch(/not a HookError: .*exited/);
-      await waitFor(() => transformPids(LYING_CHILD).length === 0, 'the process to be gone');
+      await waitFor(() => transformPids().length === 0, 'the process to be gone');
     } finally {
       await supervisor.close();
       temp.cleanup();

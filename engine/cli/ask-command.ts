@@ -55,13 +55,17 @@ export async function askFromCommandLine(
   const name = `hookgate ${command}`;
   // Interrupted (from the moment the store is being opened), the command takes back whatever it
   // asked before it ends; interrupted again (later than the same signal's repeat), it ends at
-  // once. The handlers stay until the store is closed and the repeat's window is over: a repeat
-  // arriving then must not end it by the default action (exit 1 through the launcher).
+  // once. The handlers stay until the store is closed and, once interrupted, until the repeat's
+  // window is over: a repeat arriving then must not end it by the default action (exit 1
+  // through the launcher).
   const interrupt = new AbortController();
   const interrupted = onInterrupt(interrupt.signal);
   let first: { name: string; atMs: number } | undefined;
   let said = false;
+  let ended = false;
   const onSignal = (name: string) => {
+    // After the end, only the first signal's repeat is still listened for, to be ignored.
+    if (ended) return;
     if (first === undefined) {
       first = { name, atMs: Date.now() };
       interrupt.abort();
@@ -122,13 +126,19 @@ export async function askFromCommandLine(
       await bounded(opened.close(), CLOSE_LIMIT_MS, 'closing').catch(() => undefined);
     }
   } finally {
-    // The repeat of the signal that interrupted the command can still be on its way (the
-    // launcher passes it on late on a loaded machine); without a handler it would end the
-    // process by the default action before the status it returns is the exit status.
-    setTimeout(() => {
+    const release = () => {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
-    }, SAME_SIGNAL_MS).unref();
+    };
+    // The repeat of the signal that interrupted the command can still be on its way (the
+    // launcher passes it on late on a loaded machine): without a handler it would end the
+    // process by the default action before the status returned is its exit status. It is
+    // ignored until the repeat's window closes; a command never interrupted lets go at once.
+    if (first === undefined) release();
+    else {
+      ended = true;
+      setTimeout(release, Math.max(0, first.atMs + SAME_SIGNAL_MS - Date.now())).unref();
+    }
   }
 }
 
