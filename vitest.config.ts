@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 
 // Forks, not threads: isolated-vm (later) needs --no-node-snapshot, and the
@@ -13,16 +15,18 @@ const shared: TestProjectInlineConfiguration['test'] = {
 };
 
 // Files that leave something behind in their process for its whole life, which a later file
-// in the same worker would see. recheck's synchronous check keeps its native agent running.
-// A file that fakes timers can leave a library's module-wide timer (undici's) a fake one that
-// never fires, and modules are not reloaded between files.
+// in the same worker would see (modules are not reloaded between files). recheck's synchronous
+// check keeps its native agent running. A file that fakes timers can leave a library's
+// module-wide timer (undici's) a fake one that never fires, and a module mock would outlive its
+// file: such files are found by what they call, so a new one cannot be missed.
+const ROOT = import.meta.dirname;
+const SHARES_BADLY = /\bvi\.(?:useFakeTimers|mock)\(/;
 const OWN_PROCESS = [
   'test/regex-linear.test.ts',
-  'test/attack-runner-slow-answer.test.ts',
-  'test/deadlines.test.ts',
-  'test/mail-fallback-outage.test.ts',
-  'test/mail-fallback-partial-sync.test.ts',
-  'test/worker-looks.test.ts',
+  ...readdirSync(path.join(ROOT, 'test'), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.test.ts'))
+    .map((file) => path.join('test', file))
+    .filter((file) => SHARES_BADLY.test(readFileSync(path.join(ROOT, file), 'utf8'))),
 ];
 
 export default defineConfig({
