@@ -13,6 +13,8 @@ declare module 'autocannon' {
     body?: string;
     connections?: number;
     duration?: number;
+    /** Send this many requests in all, then stop (instead of a duration). */
+    amount?: number;
     pipelining?: number;
     timeout?: number;
     title?: string;

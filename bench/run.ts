@@ -182,7 +182,6 @@ async function measureTarget(
     // last slice (queued runs, heartbeats, the transform process) is its cost, not free.
     const before = await sampleAll(servers);
     const postgresBefore = database?.cpuMicros() ?? 0;
-    const startedAt = performance.now();
     let base: { reqPerSec: number; micros: number } | undefined;
     if (pairing) {
       const baseBefore = await pairing.sample();
@@ -192,6 +191,9 @@ async function measureTarget(
       base = { reqPerSec: load.reqPerSec, micros: micros.serverMicrosPerResponse };
     }
     const clientBefore = process.cpuUsage();
+    // The shares of a core are over the target's own slices: the server is all but idle in its
+    // baseline slice, and the load generator's CPU is counted in its own slices only.
+    const startedAt = performance.now();
     const load = await measure(urls, target, slice, 0, histogram);
     wallMicros += (performance.now() - startedAt) * 1000;
     const clientCpu = process.cpuUsage(clientBefore);
