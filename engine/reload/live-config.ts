@@ -9,6 +9,7 @@ import { type CompiledConfig, compileConfig } from '../config/compile.ts';
 import type { Logger } from '../log.ts';
 import type { Generation } from './generation.ts';
 import { restartOnlyChanges } from './restart-only.ts';
+import { sharedAdminToken } from './running-admin.ts';
 
 export type ReloadOutcome = {
   ok: boolean;
@@ -73,7 +74,10 @@ export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveC
     }
     let next: Generation;
     try {
-      next = await deps.start(compileConfig(await deps.load()));
+      const loaded = await deps.load();
+      const shared = sharedAdminToken(boot, loaded.config);
+      if (shared) return finish({ ...base, ok: false, error: shared, restartNeeded: [] });
+      next = await deps.start(compileConfig(loaded));
     } catch (err) {
       return finish({ ...base, ok: false, error: (err as Error).message, restartNeeded: [] });
     }
