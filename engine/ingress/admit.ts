@@ -4,7 +4,7 @@
  * method, the message's framing (engine/ingress/framing.ts), and a credential
  * in the query string.
  */
-import type { UrlTokenCheck } from '../auth.ts';
+import { type PresentedToken, presentedToken, type UrlTokenCheck } from '../auth.ts';
 import { type ClientAddressResolver, limiterKey } from '../client-address.ts';
 import { HookError } from '../errors.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
@@ -21,6 +21,8 @@ const TOKEN_IN_QUERY = new HookError('token_in_query');
 
 export type AdmitSettings = {
   enabled: boolean;
+  /** Whether a request presents the hook token where it belongs (a header). */
+  tokenMatches: (presented: PresentedToken) => boolean;
   hooksPath: string;
   limiter: AuthFailureLimiter;
   resolveClient: ClientAddressResolver;
@@ -39,6 +41,7 @@ export function createAdmit({
   limiter,
   resolveClient,
   urlToken,
+  tokenMatches,
 }: AdmitSettings): Stage {
   const prefix = `${hooksPath}/`;
   return function admit(x: Exchange) {
@@ -52,12 +55,11 @@ export function createAdmit({
     x.pathname = pathname;
     x.query = q < 0 ? '' : url.slice(q + 1);
     x.hook = pathname.slice(prefix.length);
-    // Before anything logs the name: refused like a token in the query, not counted.
-    if (urlToken.inPath(x.hook)) {
+    // Before anything logs the name or looks the route up: the name is hidden everywhere.
+    const inPath = urlToken.inPath(x.hook);
+    if (inPath) {
       x.hook = HIDDEN_HOOK;
       x.pathname = `${prefix}${HIDDEN_HOOK}`;
-      x.log['hook'] = HIDDEN_HOOK;
-      return TOKEN_IN_PATH;
     }
     const forwarded = x.source.headers['x-forwarded-for'];
     x.client = resolveClient(
@@ -77,8 +79,18 @@ export function createAdmit({
     // Host, Transfer-Encoding, Expect: answered here, as JSON and logged, rather than by Node.
     const framing = framingRefusal(x.source);
     if (framing) return framing;
-    // Refused before authentication, and not counted as a failure (spec 5.3).
-    if (queryCarriesToken(x.query) || urlToken.inQuery(x.query)) return TOKEN_IN_QUERY;
+    // A token parameter by its name: refused before authentication, not counted (spec 5.3).
+    // Whatever its value, so the answer says nothing of it.
+    if (queryCarriesToken(x.query)) return TOKEN_IN_QUERY;
+    // The hook token itself in the path or a query value is told apart from a wrong guess only
+    // to a request that presents it as it should (a header) too: told to anyone, the answer
+    // would confirm a guess, and a wrong guess (an unknown hook, an ordinary parameter) is not
+    // counted toward the lock. Otherwise the request goes on as any other, the name hidden
+    // (no hook has it: 404 as for any unknown name) and the query read as empty.
+    const inQuery = urlToken.inQuery(x.query);
+    if (inQuery) x.query = '';
+    if ((inPath || inQuery) && tokenMatches(presentedToken(x.source.rawHeaders)))
+      return inPath ? TOKEN_IN_PATH : TOKEN_IN_QUERY;
     return undefined;
   };
 }
