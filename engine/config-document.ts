@@ -7,7 +7,8 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import path from 'node:path';
-import { parseDocument } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
+import { unresolvedAlias, yamlProblem } from './config/yaml-problem.ts';
 
 /** A configuration problem, reported as `path: message` and exit status 2. */
 export class ConfigError extends Error {
@@ -118,29 +119,30 @@ export function parseConfigDocument(
   absolute: string,
   text: string,
 ): { absolute: string; raw: unknown } {
+  const refuse = (reason: string) => new ConfigError('', `cannot parse ${absolute}: ${reason}`);
+  // Silent: the library would hand a warning (an unknown tag such as `!secret`) to
+  // process.emitWarning, which prints the offending line, secret and all, on stderr.
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(shieldReferences(text), {
+    prettyErrors: true,
+    uniqueKeys: true,
+    logLevel: 'silent',
+    lineCounter,
+  });
+  // A warning is refused too: an unknown tag is dropped, and `token: !ENV NAME` would run
+  // with the literal text as the token.
+  const problem = doc.errors[0] ?? doc.warnings[0];
+  if (problem) throw refuse(yamlProblem(problem));
+  const alias = unresolvedAlias(doc, lineCounter);
+  if (alias) throw refuse(alias);
   let raw: unknown;
   try {
-    // Silent: the library would hand a warning (an unknown tag such as `!secret`) to
-    // process.emitWarning, which prints the offending line, secret and all, on stderr.
-    const doc = parseDocument(shieldReferences(text), {
-      prettyErrors: true,
-      uniqueKeys: true,
-      logLevel: 'silent',
-    });
-    // A warning is refused too: an unknown tag is dropped, and `token: !ENV NAME` would run
-    // with the literal text as the token.
-    const problem = doc.errors[0] ?? doc.warnings[0];
-    if (problem) throw problem;
     raw = doc.toJS();
-  } catch (err) {
-    throw new ConfigError('', `cannot parse ${absolute}: ${firstLine(err)}`);
+  } catch {
+    // The library's alias bound (a billion-laughs document), or a nesting too deep to walk.
+    throw refuse('its values cannot be built (aliases that expand too far, or nesting too deep)');
   }
   return { absolute, raw: raw ?? {} };
-}
-
-/** The first line has the reason and where ("... at line 2, column 6:"); the rest quotes the file. */
-function firstLine(err: unknown): string {
-  return ((err as Error).message.split('\n')[0] ?? '').replace(/:$/, '');
 }
 
 /**

@@ -5,7 +5,11 @@
  * library handed to process.emitWarning with the offending line quoted in full: `serve`
  * printed the hook token of that line on its stderr (the journal, the container log), the tag
  * was dropped and the config ran (`token: !ENV NAME` with the literal text as the token), and
- * `check` said it was OK. Now such a tag is a config error like any other, by its first line.
+ * `check` said it was OK. Now such a tag is a config error like any other. Its reason is
+ * told in hookgate's words, never the library's, which quote the text at fault: a secret that
+ * itself starts with `!`, `*` or `|` (as generated passwords do) is the tag, alias or block
+ * header the library named, and was printed by `check`, `serve`, a failed reload's log line,
+ * `/readyz` and `hookgate reload`.
  */
 import { afterAll, expect, it } from 'vitest';
 import { killAll, runHookgate, tempDir, writeConfig } from './helpers/process.ts';
@@ -26,11 +30,14 @@ hooks:
 runtime: { dataDir: ./data, heartbeat: { every: "off" } }
 `,
     );
-    for (const args of [['check', '--config', file], ['--config', file]]) {
+    for (const args of [
+      ['check', '--config', file],
+      ['--config', file],
+    ]) {
       const result = await runHookgate(args, { cwd: dir });
       expect(result.code, args[0]).toBe(2);
       expect(result.stderr, args[0]).toContain(
-        `cannot parse ${file}: Unresolved tag: !secret at line 4, column 10`,
+        `cannot parse ${file}: a YAML tag (a value starting with !) is not one the loader reads; quote a value that starts with ! at line 4, column 10`,
       );
       expect(`${result.stdout}\n${result.stderr}`, args[0]).not.toContain(SECRET);
     }
@@ -38,3 +45,43 @@ runtime: { dataDir: ./data, heartbeat: { every: "off" } }
     cleanup();
   }
 }, 60_000);
+
+// Each would be the first thing the library quotes: the tag, the alias's anchor name, the
+// block scalar header.
+const STARTS = ['!', '*', '|', '&', '>', '%', '@'];
+
+it.each(STARTS)(
+  'a literal secret starting with %s is refused without being printed',
+  async (start) => {
+    const secret = `${start}Zq81-secret-hook-token-0123456789`;
+    const { dir, cleanup } = tempDir('hookgate-tag-secret-');
+    try {
+      const file = writeConfig(
+        dir,
+        `server: { host: 127.0.0.1, port: 0 }
+hooks:
+  enabled: true
+  token: ${secret}
+runtime: { dataDir: ./data, heartbeat: { every: "off" } }
+`,
+      );
+      for (const args of [
+        ['check', '--config', file],
+        ['--config', file],
+      ]) {
+        const result = await runHookgate(args, { cwd: dir });
+        expect(result.code, args[0]).toBe(2);
+        // An anchor (`&`) leaves the token empty: a schema error, which quotes no value.
+        expect(result.stderr, args[0]).toMatch(
+          start === '&'
+            ? /config error: hooks\.token: must be string/
+            : new RegExp(`cannot parse ${file}: .* at line 4, column \\d+`),
+        );
+        expect(`${result.stdout}\n${result.stderr}`, args[0]).not.toContain('Zq81-secret');
+      }
+    } finally {
+      cleanup();
+    }
+  },
+  60_000,
+);

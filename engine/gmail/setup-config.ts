@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type Document, isMap, isScalar, isSeq, parseDocument } from 'yaml';
+import { yamlProblem } from '../config/yaml-problem.ts';
 import { ConfigError, shieldReferences } from '../config.ts';
 
 /** What setup writes into `hooks.gmail`; keys left undefined are not touched. */
@@ -81,7 +82,7 @@ function parseConfig(yamlText: string): Document {
   const doc = parseDocument(shieldReferences(yamlText), { uniqueKeys: true });
   const error = doc.errors[0];
   if (error !== undefined) {
-    throw new ConfigError('', `cannot parse the config file: ${error.message.split('\n')[0]}`);
+    throw new ConfigError('', `cannot parse the config file: ${yamlProblem(error)}`);
   }
   if (doc.contents === null) doc.contents = doc.createNode({}) as unknown as typeof doc.contents;
   if (!isMap(doc.contents)) throw new ConfigError('', 'the config file must hold a mapping');
