@@ -62,8 +62,14 @@ export function requestFingerprint(hook: string, payload: Record<string, unknown
     .digest('base64url');
 }
 
-/** JSON with object keys sorted, so key order does not change the fingerprint. */
+/**
+ * JSON with object keys sorted, so key order does not change the fingerprint. A number too
+ * large for a double (`1e400`) parses to ±Infinity, which JSON.stringify writes as `null`: such
+ * numbers are written bare instead (`Infinity`, `-Infinity`), which no JSON value can be, so
+ * `1e400`, `-1e400` and `null` are three payloads (a template renders them differently).
+ */
 export function canonicalJson(value: unknown): string {
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const keys = Object.keys(value).sort();
