@@ -210,12 +210,20 @@ async function existingPostgres(store: StoreSettings): Promise<Backend | string>
   );
 }
 
-/** A PostgreSQL URL without its password (or anything else secret): host, port and database. */
+/**
+ * A PostgreSQL URL without its password (or anything else secret): host, port and database.
+ * A password with an unencoded `/`, `?` or `#` ends the authority early: what follows would read
+ * as the port, path, query or fragment, and be shown. An `@` after the authority is the sign of
+ * it (an encoded password has none), and then nothing of the URL is shown.
+ */
 export function describeUrl(url: string): string {
+  let parsed: URL;
   try {
-    const parsed = new URL(url);
-    return `postgres://${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}${parsed.pathname}`;
+    parsed = new URL(url);
   } catch {
     return 'postgres (the URL does not parse)';
   }
+  if (`${parsed.pathname}${parsed.search}${parsed.hash}`.includes('@'))
+    return 'postgres (not shown: an @ after the host; percent-encode the user and password)';
+  return `postgres://${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}${parsed.pathname}`;
 }

@@ -1,0 +1,45 @@
+/**
+ * Attack (or a copy-paste): a PostgreSQL URL whose password holds an unencoded `/`, `?` or `#`
+ * (base64-style passwords do). The URL parser then ends the authority early and reads the rest
+ * of the password as the port, the path, the query or the fragment, and `check`, `serve`'s
+ * listening line and the "cannot open the store" error printed it as the database's place.
+ */
+import { afterAll, expect, it } from 'vitest';
+import { describeUrl } from '../engine/store/backend.ts';
+import { killAll, runHookgate, tempDir, writeConfig } from './helpers/process.ts';
+
+afterAll(killAll);
+
+const PASSWORDS = ['4711/Xk9+pQ2w/LmZ=', '4711?Xk9+pQ2w=', '4711#Xk9+pQ2w=', 'Xk9+pQ2w/LmZ='];
+
+it.each(PASSWORDS)('an unencoded password %s is never described', (password) => {
+  const described = describeUrl(`postgres://app:${password}@db.internal:5432/hookgate`);
+  expect(described).not.toContain('Xk9');
+  expect(described).not.toContain('4711');
+});
+
+it('an encoded password leaves host, port and database shown', () => {
+  expect(describeUrl('postgres://app:Xk9%2BpQ2w%2FLmZ%3D@db.internal:5432/hookgate')).toBe(
+    'postgres://db.internal:5432/hookgate',
+  );
+});
+
+it('check prints no part of such a password', async () => {
+  const { dir, cleanup } = tempDir('hookgate-store-url-');
+  try {
+    const file = writeConfig(
+      dir,
+      `server: { host: 127.0.0.1, port: 0 }
+hooks: { enabled: true, token: hook-token-0123456789abcdefgh }
+store: { kind: postgres, url: "postgres://app:4711/Xk9+pQ2w/LmZ=@db.internal:5432/hookgate" }
+`,
+    );
+    const result = await runHookgate(['check', '--config', file], { cwd: dir });
+    expect(`${result.stdout}\n${result.stderr}`).toContain(
+      'store: PostgreSQL at postgres (not shown',
+    );
+    expect(`${result.stdout}\n${result.stderr}`).not.toContain('Xk9');
+  } finally {
+    cleanup();
+  }
+}, 60_000);
