@@ -13,8 +13,18 @@ export function oneLine(text: string): string {
   return text.replace(SPACE_RUNS, ' ').trim();
 }
 
-/** `text` on one line of at most `max` units, ending with `…` where cut. */
+/**
+ * `text` on one line of at most `max` units, ending with `…` where cut. Only a head of the text
+ * is flattened, grown until it gives more than `max` units: flattening a whole reply of
+ * runtime.maxReplyBytes to keep 280 characters of it (a run's summary) took most of a second
+ * for a text of many short words. A head longer than `max` once trimmed is the start of the
+ * whole text's line: a run of white space cut at its end is one space either way.
+ */
 export function clipLine(text: string, max: number): string {
+  for (let size = 2 * max + 64; size < text.length; size *= 2) {
+    const head = text.slice(0, size).replace(SPACE_RUNS, ' ').trim();
+    if (head.length > max) return `${headUnits(head, max - 1)}…`;
+  }
   const flat = oneLine(text);
   return flat.length > max ? `${headUnits(flat, max - 1)}…` : flat;
 }

@@ -272,7 +272,7 @@ for (const backend of storeBackends()) {
         expect(parts).toHaveLength(MAX_PARTS);
         expect(parts.every((p) => p.length <= 2000)).toBe(true);
         expect(parts.at(-1)).toMatch(
-          /\[reply cut: \d+ more parts not sent; the whole reply is in hookgate runs\]$/,
+          /\[reply cut: about \d+ more characters not sent; the whole reply is in hookgate runs\]$/,
         );
         expect(done.outcome?.reply).toHaveLength(200_000);
       });

@@ -7,7 +7,7 @@
  * (runtime/last-route.ts); this only reads the route and says what happened.
  */
 import type { ChannelAdapter } from './adapter.ts';
-import { capParts, splitMessage } from './split.ts';
+import { replyParts } from './split.ts';
 
 /** Where a reply should go, as the action says it. */
 export type DeliveryRequest = {
@@ -100,7 +100,7 @@ export async function sendParts(
 ): Promise<Attempt> {
   const prepared = route.adapter.prepareText?.(text) ?? text;
   const { maxLength, measure } = route.adapter;
-  const parts = capParts(splitMessage(prepared, maxLength, measure), maxLength, undefined, measure);
+  const parts = replyParts(prepared, maxLength, measure);
   let recipient = route.recipient;
   // A move is reported with the outcome, whatever it is, so the new id is recorded.
   let moved: string | undefined;

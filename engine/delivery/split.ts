@@ -21,42 +21,64 @@ export const MAX_PARTS = 20;
 export type Measure = (part: string) => number;
 const UNITS: Measure = (part) => part.length;
 
-/** The parts to send: at most `maxParts`, the last one ending with a note of what was left out. */
-export function capParts(
-  parts: readonly string[],
+/**
+ * The parts to send of `text`: at most `maxParts`, the last one then ending with a note of what
+ * was left out. Only as much of the text is split as the parts sent hold: splitting a whole
+ * reply of `runtime.maxReplyBytes` measured every part of it with the product's measure (a
+ * regex or a JSON.stringify each), which held the event loop for most of a second for a
+ * megabyte of `&` sent in 20 parts.
+ */
+export function replyParts(
+  text: string,
   max: number,
-  maxParts = MAX_PARTS,
   measure: Measure = UNITS,
+  maxParts = MAX_PARTS,
 ): string[] {
-  if (parts.length <= maxParts) return [...parts];
-  const note = `\n\n[reply cut: ${parts.length - maxParts + 1} more parts not sent; the whole reply is in hookgate runs]`;
-  const kept = parts.slice(0, maxParts - 1);
+  const { parts, rest } = splitHead(text, max, measure, maxParts);
+  if (rest.trim().length === 0) return parts;
+  const source = parts[parts.length - 1] as string;
+  // Reserved for the note: the number in it is at most this one, so the note no longer.
+  const note = (left: number) =>
+    `\n\n[reply cut: about ${left} more characters not sent; the whole reply is in hookgate runs]`;
+  const reserve = note(source.length + rest.length).length;
   // The cut part may have lost the fence closing it: closed again before the note.
   const closing = `\n${FENCE}`;
-  const source = parts[maxParts - 1] as string;
-  const ending = (head: string) => (isFenceOpen(head) ? `${head}${closing}${note}` : head + note);
-  let units = Math.max(0, max - note.length - closing.length);
+  const ending = (head: string) => {
+    const tail = note(source.length - head.length + rest.length);
+    return isFenceOpen(head) ? `${head}${closing}${tail}` : head + tail;
+  };
+  let units = Math.max(0, max - reserve - closing.length);
   let last = ending(headUnits(source, units));
   // Shrunk until the product's count fits too (escapes can make a part count more than it has).
   while (units > 0 && measure(last) > max) {
     units = Math.max(0, Math.floor((units * max) / measure(last)) - 1);
     last = ending(headUnits(source, units));
   }
-  kept.push(last);
-  return kept;
+  return [...parts.slice(0, -1), last];
 }
 
 /** Split `text` into parts of at most `max` by `measure` (UTF-16 code units by default). */
 export function splitMessage(text: string, max: number, measure: Measure = UNITS): string[] {
+  return splitHead(text, max, measure, Number.POSITIVE_INFINITY).parts;
+}
+
+/** The first `limit` parts of `text` (none blank), and what is left after them. */
+function splitHead(
+  text: string,
+  max: number,
+  measure: Measure,
+  limit: number,
+): { parts: string[]; rest: string } {
   if (max < 16) throw new Error('max part length is too small');
   const parts: string[] = [];
   let rest = text;
   let reopen = '';
-  while (rest.length > 0) {
+  while (rest.length > 0 && parts.length < limit) {
     // A measure never counts less than the units (escapes only add): only a rest within the
     // units is measured whole, not a megabyte once per part.
     if (reopen.length + rest.length <= max && measure(reopen + rest) <= max) {
-      parts.push(reopen + rest);
+      if ((reopen + rest).trim().length > 0) parts.push(reopen + rest);
+      rest = '';
       break;
     }
     // Leave room to close a fence that is open at the cut.
@@ -67,11 +89,11 @@ export function splitMessage(text: string, max: number, measure: Measure = UNITS
       budget = Math.max(1, Math.floor((budget * max) / measure(next.part)) - 1);
       next = cutAt(rest, reopen, budget);
     }
-    parts.push(next.part);
+    if (next.part.trim().length > 0) parts.push(next.part);
     rest = rest.slice(next.cut).replace(/^\n+/, '');
     reopen = next.open ? `${FENCE}\n` : '';
   }
-  return parts.filter((part) => part.trim().length > 0);
+  return { parts, rest };
 }
 
 /** The part cut from `rest` within `budget` units, its fence closed if the cut leaves it open. */
