@@ -29,10 +29,27 @@ function deadlinesOf(timeoutMs: number): Deadlines {
 // The test node:http uses to raise `checkContinue` (a list such as `100-continue, foo` too).
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 
-/** True when the client waits for 100 Continue before sending its body. */
+/** True when the request asks for 100 Continue before sending its body. */
 export function expectsContinue(headers: IncomingHttpHeaders): boolean {
   const expect = headers.expect;
   return expect !== undefined && CONTINUE.test(expect);
+}
+
+/**
+ * True when the client waits for 100 Continue: an HTTP/1.1 request that asks for it. RFC 9110
+ * 10.1.1: an expectation in an HTTP/1.0 request is ignored, and no 1xx goes to such a client
+ * (it could take the 100 for its answer).
+ */
+export function waitsForContinue(request: {
+  httpVersion?: string | undefined;
+  headers: IncomingHttpHeaders;
+}): boolean {
+  return !isHttp10(request.httpVersion) && expectsContinue(request.headers);
+}
+
+/** An HTTP/1.0 (or older) request, whose Expect header is ignored. */
+export function isHttp10(version: string | undefined): boolean {
+  return version === '1.0' || version === '0.9';
 }
 
 /**
@@ -50,7 +67,7 @@ export function readBody(
   if (declared !== undefined && Number(declared) > limits.maxBytes) {
     return Promise.reject(tooLarge(limits.maxBytes));
   }
-  if (res && expectsContinue(req.headers)) res.writeContinue();
+  if (res && waitsForContinue(req)) res.writeContinue();
   return new Promise((resolve, reject) => {
     // One buffer that grows by doubling, not the chunks as they came: a body trickled a byte
     // per packet held a Buffer object per byte (about 370 bytes each).

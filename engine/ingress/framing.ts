@@ -9,7 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { HookError } from '../errors.ts';
 import { codingsOf } from './content-types.ts';
-import { expectsContinue } from '../body.ts';
+import { expectsContinue, isHttp10 } from '../body.ts';
 
 // Built once: a flood of such requests allocates nothing per refusal.
 const INVALID_HOST = new HookError('invalid_host');
@@ -39,7 +39,12 @@ export function framingRefusal(
   if (transfer !== undefined && !onlyCodings(transfer, 'chunked')) {
     return UNSUPPORTED_TRANSFER_ENCODING;
   }
-  if (request.headers.expect !== undefined && !expectsContinue(request.headers)) {
+  // RFC 9110 10.1.1: HTTP/1.0 had no expectations; its Expect header is ignored.
+  if (
+    request.headers.expect !== undefined &&
+    !isHttp10(request.httpVersion) &&
+    !expectsContinue(request.headers)
+  ) {
     return EXPECTATION_FAILED;
   }
   return undefined;

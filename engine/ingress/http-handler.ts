@@ -16,7 +16,7 @@ import {
   runStages,
 } from './exchange.ts';
 import { owesAnswer } from './parser-refusals.ts';
-import { expectsContinue } from '../body.ts';
+import { waitsForContinue } from '../body.ts';
 import { headerValues, httpSource } from './request-source.ts';
 
 /** The stages a request runs, held until it is answered (a reload retires them after). */
@@ -188,7 +188,7 @@ function mustClose(req: IncomingMessage, error: HookError): boolean {
     return true;
   if (req.complete) return false;
   // Refused before its 100 Continue: the body was never asked for, so do not wait to drain it.
-  if (expectsContinue(req.headers)) return true;
+  if (waitsForContinue(req)) return true;
   const length = req.headers['content-length'];
   return length === undefined
     ? req.headers['transfer-encoding'] !== undefined
