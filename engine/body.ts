@@ -53,6 +53,23 @@ export function isHttp10(version: string | undefined): boolean {
 }
 
 /**
+ * Body reads the HTTP parser ended: once node:http's parser refuses the rest of a request's body
+ * (a bad chunk size, a huge trailer), the request stream gets no more data, no end and no error
+ * (the listener's `clientError` handles it), so its read waited for the body time limit and the
+ * client got 408 where the message was malformed. The listener breaks the read instead.
+ */
+const bodyBreaks = new WeakMap<IncomingMessage, (() => void) | 'broken'>();
+
+const malformed = () => new HookError('bad_request');
+
+/** The parser refused the rest of `req`'s body: its read (now or when it starts) fails with 400. */
+export function breakBodyRead(req: IncomingMessage): void {
+  const pending = bodyBreaks.get(req);
+  if (typeof pending === 'function') pending();
+  else bodyBreaks.set(req, 'broken');
+}
+
+/**
  * Read the whole body, refusing it past `maxBytes` or after `timeoutMs` (watched by
  * `deadlines`, by default the process's one set for that limit). A client that waits
  * (`Expect: 100-continue`) is told to send it on `res` once its declared length fits.
@@ -67,6 +84,7 @@ export function readBody(
   if (declared !== undefined && Number(declared) > limits.maxBytes) {
     return Promise.reject(tooLarge(limits.maxBytes));
   }
+  if (bodyBreaks.get(req) === 'broken') return Promise.reject(malformed());
   if (res && waitsForContinue(req)) res.writeContinue();
   return new Promise((resolve, reject) => {
     // One buffer that grows by doubling, not the chunks as they came: a body trickled a byte
@@ -83,6 +101,7 @@ export function readBody(
       if (done) return;
       done = true;
       refused = error !== null;
+      bodyBreaks.delete(req);
       deadlines.cancel(watch);
       req.off('data', onData);
       req.off('end', onEnd);
@@ -128,6 +147,7 @@ export function readBody(
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('close', onClose);
+    bodyBreaks.set(req, () => finish(malformed()));
   });
 }
 

@@ -10,6 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { breakBodyRead } from '../body.ts';
 import { answerClientError } from '../respond.ts';
 
 /** What a connection owes: answers not yet out, and the last request handed over. */
@@ -90,6 +91,9 @@ export function refuseMessage(
   if (owed.afterOwed) return;
   const plan = planParserRefusal(owed.open, !owed.last.complete);
   const close = () => socket.destroy();
+  // The refused message is the body of a request whose answer is still owed: its read gets no
+  // more of it, so it ends now (400) instead of at the body time limit (408).
+  if (plan === 'close-after') breakBodyRead(owed.last);
   if (plan === 'answer') answer();
   else if (plan === 'close') close();
   // The answers still owed go first, in order; a response that closed the connection leaves
