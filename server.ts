@@ -14,6 +14,7 @@ import './engine/cli/hold-reloads-early.ts';
 import { parseArgs } from 'node:util';
 import { ConfigError } from './engine/config.ts';
 import { UsageError } from './engine/cli/usage-error.ts';
+import { storeCommand } from './engine/cli/store-command-args.ts';
 
 // Each command loads only its own modules: a store view need not load the server, the
 // sandbox or the Gmail client (about half a second of every command's start).
@@ -90,48 +91,17 @@ async function main(argv: string[]): Promise<number> {
     command === 'retry' ||
     command === 'reload'
   ) {
-    const { values, positionals } = parseArgs({
-      args: rest,
-      allowPositionals: true,
-      options: {
-        json: { type: 'boolean' },
-        limit: { type: 'string' },
-        state: { type: 'string' },
-        session: { type: 'string' },
-        failed: { type: 'boolean' },
-        config: { type: 'string' },
-        'data-dir': { type: 'string' },
-      },
-    });
-    const { 'data-dir': dataDir, ...others } = values;
-    const flags = { ...others, ...(dataDir !== undefined && { dataDir }) };
-    if (command === 'runs') return (await cli.views()).runs(flags, print);
-    if (command === 'events') {
-      if (positionals[0] === 'requeue') {
-        return (await cli.control()).requeueEvent({ ...flags, seq: positionals[1] ?? '' }, print);
-      }
-      if (positionals.length > 0) {
-        process.stderr.write(
-          `hookgate events: unknown argument "${positionals[0]}"\n${await usage()}`,
-        );
-        return 2;
-      }
-      return (await cli.views()).events(flags, print);
-    }
-    if (command === 'heartbeats') return (await cli.views()).heartbeats(flags, print);
-    if (command === 'reload') return (await cli.reload()).reload(flags, print);
-    if (command === 'heartbeat') {
-      if (positionals[0] !== 'now') {
-        process.stderr.write(`hookgate heartbeat: say "heartbeat now"\n${await usage()}`);
-        return 2;
-      }
-      return (await cli.control()).heartbeatNow(flags, print);
-    }
-    if (!positionals[0]) {
-      process.stderr.write(`hookgate retry: an action id is required\n${await usage()}`);
-      return 2;
-    }
-    return (await cli.control()).retry({ ...flags, id: positionals[0] }, print);
+    const asked = storeCommand(command, rest);
+    const { flags } = asked;
+    if (asked.kind === 'requeue')
+      return (await cli.control()).requeueEvent({ ...flags, seq: asked.seq }, print);
+    if (asked.kind === 'retry')
+      return (await cli.control()).retry({ ...flags, id: asked.id }, print);
+    if (asked.kind === 'runs') return (await cli.views()).runs(flags, print);
+    if (asked.kind === 'events') return (await cli.views()).events(flags, print);
+    if (asked.kind === 'heartbeats') return (await cli.views()).heartbeats(flags, print);
+    if (asked.kind === 'reload') return (await cli.reload()).reload(flags, print);
+    return (await cli.control()).heartbeatNow(flags, print);
   }
   if (command === 'check') {
     const { values } = parseArgs({
@@ -173,7 +143,10 @@ async function main(argv: string[]): Promise<number> {
       print,
     );
   }
-  if (command === 'schema') return (await cli.schema()).printSchema(print);
+  if (command === 'schema') {
+    parseArgs({ args: rest, options: {}, strict: true });
+    return (await cli.schema()).printSchema(print);
+  }
   if (command === 'gmail') return (await cli.gmail()).gmailCommand(rest, print);
   process.stderr.write(`hookgate: unknown command "${command}"\n${await usage()}`);
   return 2;

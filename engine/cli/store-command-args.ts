@@ -1,0 +1,116 @@
+/**
+ * The arguments of the commands that read or ask a server's store (`runs`, `events`,
+ * `heartbeats`, `heartbeat now`, `retry`, `reload`): each takes its own flags and its own
+ * positional arguments, nothing else. They shared one parse of every flag any of them took, so a
+ * flag of another (`heartbeats --state done`) or a word too many (`runs dead`, `reload
+ * other.yaml`) was silently ignored and the command ran as if it had not been given.
+ * A wrong command line throws (node's parseArgs errors, or a UsageError), exit status 2.
+ */
+import { parseArgs } from 'node:util';
+import { UsageError } from './usage-error.ts';
+
+const STORE = { config: { type: 'string' }, 'data-dir': { type: 'string' } } as const;
+const LIST = { ...STORE, json: { type: 'boolean' }, limit: { type: 'string' } } as const;
+
+export type StoreCommandFlags = {
+  config?: string;
+  dataDir?: string;
+  json?: boolean;
+  limit?: string;
+  state?: string;
+  session?: string;
+  failed?: boolean;
+};
+
+export type StoreCommand =
+  | {
+      kind: 'runs' | 'events' | 'heartbeats' | 'heartbeat-now' | 'reload';
+      flags: StoreCommandFlags;
+    }
+  | { kind: 'requeue'; flags: StoreCommandFlags; seq: string }
+  | { kind: 'retry'; flags: StoreCommandFlags; id: string };
+
+/** The store command `command` with its arguments `args`, checked. */
+export function storeCommand(command: string, args: string[]): StoreCommand {
+  switch (command) {
+    case 'runs':
+      return {
+        kind: 'runs',
+        flags: only(command, args, { ...LIST, state: { type: 'string' } }, undefined).flags,
+      };
+    case 'heartbeats':
+      return { kind: 'heartbeats', flags: only(command, args, LIST, undefined).flags };
+    case 'reload':
+      return { kind: 'reload', flags: only(command, args, STORE, undefined).flags };
+    case 'events': {
+      if (args[0] === 'requeue') {
+        const { flags, positionals } = only(
+          'events requeue',
+          args.slice(1),
+          STORE,
+          'the event number',
+        );
+        return { kind: 'requeue', flags, seq: positionals[0] as string };
+      }
+      return {
+        kind: 'events',
+        flags: only(command, args, { ...LIST, session: { type: 'string' } }, undefined).flags,
+      };
+    }
+    case 'heartbeat': {
+      if (args[0] !== 'now') throw new UsageError('heartbeat: say "heartbeat now"');
+      return {
+        kind: 'heartbeat-now',
+        flags: only('heartbeat now', args.slice(1), STORE, undefined).flags,
+      };
+    }
+    case 'retry': {
+      const { flags, positionals } = only(
+        command,
+        args,
+        { ...STORE, failed: { type: 'boolean' } },
+        'an action id',
+      );
+      return { kind: 'retry', flags, id: positionals[0] as string };
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+type Options = Record<string, { type: 'string' | 'boolean' }>;
+
+/**
+ * `args` parsed with exactly these options and, with `what`, exactly one positional argument
+ * (that thing), else none. The message names how many were given, never what: a word typed
+ * there may be anything.
+ */
+function only(
+  command: string,
+  args: string[],
+  options: Options,
+  what: string | undefined,
+): { flags: StoreCommandFlags; positionals: string[] } {
+  const { values, positionals } = parseArgs({
+    args,
+    options,
+    allowPositionals: true,
+    strict: true,
+  });
+  const wanted = what === undefined ? 0 : 1;
+  if (positionals.length < wanted) throw new UsageError(`${command}: ${what} is required`);
+  if (positionals.length > wanted) {
+    const takes = what === undefined ? 'no arguments' : `one argument, ${what}`;
+    throw new UsageError(
+      `${command} takes ${takes} besides its flags (${positionals.length} given; see hookgate help)`,
+    );
+  }
+  const { 'data-dir': dataDir, ...others } = values as Record<string, string | boolean | undefined>;
+  return {
+    flags: {
+      ...(others as StoreCommandFlags),
+      ...(dataDir !== undefined && { dataDir: dataDir as string }),
+    },
+    positionals,
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * Attack (or a typo): a store command given a flag of another command or a word too many. The
+ * store commands shared one parse of every flag any of them took, so `heartbeats --state done`
+ * listed failed heartbeats too, `runs dead` listed every run, `reload other.yaml` reloaded the
+ * server's own file and said so, and `retry <id> --limit 2` went on to the store: each exited 0
+ * as if it had understood. Each is now a usage error (exit 2) that says what the command takes.
+ */
+import { afterAll, expect, it } from 'vitest';
+import { killAll, runHookgate, tempDir } from './helpers/process.ts';
+
+afterAll(killAll);
+
+it.each([
+  [['runs', 'dead']],
+  [['runs', '--session', 'main']],
+  [['heartbeats', '--state', 'done']],
+  [['heartbeats', '--failed']],
+  [['events', '--state', 'dead']],
+  [['events', '--failed']],
+  [['events', 'requeue', '7', '8']],
+  [['events', 'requeue', '7', '--json']],
+  [['heartbeat', 'now', 'extra']],
+  [['heartbeat', 'now', '--limit', '2']],
+  [['reload', '/some/other.yaml']],
+  [['retry', 'some-id', '--limit', '2']],
+  [['retry', 'some-id', 'another-id']],
+  [['schema', '--bogus']],
+  [['schema', 'extra']],
+])(
+  'hookgate %j is a usage error',
+  async (args) => {
+    const { dir, cleanup } = tempDir('hookgate-cli-stray-');
+    try {
+      const stored = args[0] === 'schema' ? args : [...args, '--data-dir', dir];
+      const result = await runHookgate(stored, { cwd: dir });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/^hookgate: /);
+      expect(result.stdout).toBe('');
+    } finally {
+      cleanup();
+    }
+  },
+  60_000,
+);
+
+it('the flags a command takes still work', async () => {
+  const { dir, cleanup } = tempDir('hookgate-cli-stray-');
+  try {
+    for (const args of [
+      ['runs', '--state', 'dead', '--json', '--limit', '5'],
+      ['events', '--session', 'main', '--json'],
+      ['heartbeats', '--json', '--limit', '3'],
+    ]) {
+      const result = await runHookgate([...args, '--data-dir', dir], { cwd: dir });
+      expect(result.code, args.join(' ')).toBe(0);
+    }
+    expect((await runHookgate(['schema'], { cwd: dir })).code).toBe(0);
+  } finally {
+    cleanup();
+  }
+}, 60_000);
