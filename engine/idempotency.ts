@@ -20,7 +20,9 @@ export function headerIdempotencyKey(values: readonly string[]): string | undefi
 
 /**
  * The same rule for every carrier (a header, a built-in body or a mapped hook's body): 1-256
- * characters, not only white space (a header's value is trimmed, so a blank one is empty).
+ * characters, not only white space (a header's value is trimmed, so a blank one is empty), and
+ * no lone surrogate (a JSON body can carry `\ud800`): one has no UTF-8 form, so the store would
+ * keep it as U+FFFD, and `\ud800` and `\udc00` would be one key.
  */
 function checkedKey(value: unknown, where: string): string {
   if (
@@ -31,6 +33,12 @@ function checkedKey(value: unknown, where: string): string {
     throw new HookError(
       'invalid_payload',
       `${where}: must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters, not only white space.`,
+    );
+  }
+  if (!value.isWellFormed()) {
+    throw new HookError(
+      'invalid_payload',
+      `${where}: must be well-formed text (it holds a lone surrogate, which the store cannot keep).`,
     );
   }
   return value;
