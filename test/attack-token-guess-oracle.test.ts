@@ -3,9 +3,12 @@
  * the token itself, and a hit was answered 400 token_in_path / token_in_query to anyone, before
  * the lock: a right guess was told apart from a wrong one (a wrong name is 404, a wrong
  * parameter is served on), wrong guesses were never counted, and a locked address could go on
- * guessing. Now the lock comes first, and without the token in its header a request that holds
- * it in its URL gets what a wrong guess gets (its name and query still hidden from every log).
+ * guessing. Now the lock comes first, and a request that holds the token in its URL is told so
+ * only once it proved a credential (the token in its header, or a verified signature); before
+ * that it gets what a wrong guess gets, on every route, a subscription handshake's included (its
+ * name and query still kept out of every log and of the console's journal).
  */
+import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { afterEach, expect, it } from 'vitest';
 import { startTestServer, TOKEN, type TestServer } from './helpers/hookgate.ts';
@@ -15,9 +18,29 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await server.stop();
 });
 
+const VERIFY = 'meta-verify-token-0123456789';
+const SECRET = 'meta-app-secret-0123456789';
+// A signed route with a subscription handshake: the verify token travels in URLs.
+const META = {
+  id: 'meta',
+  match: { path: 'meta' },
+  action: 'wake',
+  textTemplate: 'meta {{query.other}}',
+  auth: {
+    scheme: 'hmac',
+    secret: SECRET,
+    header: 'x-hub-signature-256',
+    prefix: 'sha256=',
+    verifyToken: VERIFY,
+  },
+};
+
 async function started(maxFailures: number): Promise<TestServer> {
   const server = await startTestServer({
-    hooks: { authRateLimit: { maxFailures, windowSeconds: 60, lockoutSeconds: 600 } },
+    hooks: {
+      authRateLimit: { maxFailures, windowSeconds: 60, lockoutSeconds: 600 },
+      mappings: [META],
+    },
   });
   servers.push(server);
   return server;
@@ -30,6 +53,9 @@ async function answer(server: TestServer, method: string, target: string) {
     ...(method === 'POST' && { body: '{"text":"x"}' }),
   });
   const text = await res.text();
+  // A handshake's answer is its challenge, as plain text.
+  if (!res.headers.get('content-type')?.startsWith('application/json'))
+    return { status: res.status, text };
   return {
     status: res.status,
     code: (JSON.parse(text) as { error?: { code?: string } }).error?.code,
@@ -54,6 +80,10 @@ it('without the header, the right token in the path or a query value is answered
         (t: string) => `/hooks/${t}.json`,
         (t: string) => `/hooks/wake?q=${t}`,
         (t: string) => `/hooks/wake?${t}`,
+        // Whoever knows the verify token (it travels in URLs) must learn nothing more.
+        (t: string) =>
+          `/hooks/meta?hub.mode=subscribe&hub.verify_token=${VERIFY}&hub.challenge=abc&x=${t}`,
+        (t: string) => `/hooks/meta?x=${t}`,
       ]) {
         expect(await answer(server, method, shape(TOKEN))).toEqual(
           await answer(server, method, shape(wrong)),
@@ -97,4 +127,36 @@ it('with the token in its header too, the token in the URL is still refused by n
   });
   expect(res.status).toBe(400);
   expect(((await res.json()) as { error: { code: string } }).error.code).toBe('token_in_path');
+});
+
+function signed(body: string): Record<string, string> {
+  const mac = createHmac('sha256', SECRET).update(body).digest('hex');
+  return { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${mac}` };
+}
+
+it("a signed request whose query holds the token: 400 once its signature verifies, else a wrong guess's 401", async () => {
+  const server = await started(1_000_000);
+  const body = '{"x":1}';
+  const good = await fetch(`${server.url}/hooks/meta?tag=${TOKEN}&other=1`, {
+    method: 'POST',
+    headers: signed(body),
+    body,
+  });
+  expect(good.status).toBe(400);
+  expect(((await good.json()) as { error: { code: string } }).error.code).toBe('token_in_query');
+  const forged = await fetch(`${server.url}/hooks/meta?tag=${TOKEN}&other=1`, {
+    method: 'POST',
+    headers: { ...signed(body), 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` },
+    body,
+  });
+  expect(forged.status).toBe(401);
+  // A signed request whose query holds no token is served, its query read as sent.
+  const plain = await fetch(`${server.url}/hooks/meta?other=1`, {
+    method: 'POST',
+    headers: signed(body),
+    body,
+  });
+  expect(plain.status).toBe(200);
+  const stored = await server.store.listActions({ limit: 10 });
+  expect(JSON.stringify(stored)).not.toContain(TOKEN);
 });

@@ -124,11 +124,14 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
       body: Buffer.from(x.raw.subarray(0, maxBodyBytes)),
       truncated: x.raw.length > maxBodyBytes,
       headers: keptHeaders(x.source.headers, hidden),
-      query: clipUnits(keptQuery(x.query), VALUE_CHARS),
+      query: x.queryHoldsToken ? QUERY_WITH_TOKEN : clipUnits(keptQuery(x.query), VALUE_CHARS),
     };
   }
   return record;
 }
+
+// Shown for a query that holds the hook token (admit.ts), as a path that holds it is named.
+const QUERY_WITH_TOKEN = '(holds the hook token)';
 
 // A value in the form of an HTTP credential: an authentication scheme, then its token.
 const CREDENTIAL_VALUE =
