@@ -165,7 +165,9 @@ describe('mailbox sync', () => {
     t.box.add('m1', 101);
     t.store.recordPush({ messageId: 'p1', account: ACCOUNT, historyId: '101' }, NOW);
     t.failEmits(true);
-    await expect(t.sync.request()).rejects.toThrow('store unavailable');
+    // The mailbox waits (tried again later), its reason shown; nothing is skipped.
+    expect(await t.sync.request()).toEqual({ kind: 'waiting', reason: 'failed' });
+    expect(t.store.state(ACCOUNT).lastError).toBe('sync failed: internal');
     expect(t.store.state(ACCOUNT).cursor).toBe('100');
     expect(t.store.pendingPushes(ACCOUNT)).toHaveLength(1);
     t.failEmits(false);

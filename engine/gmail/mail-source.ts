@@ -117,6 +117,11 @@ function failure(outcome: GmailFailure): MailResult<never> {
         reason: outcome.reason,
       };
     case 'failed':
+      // The token endpoint refused the OAuth client (a secret being rotated, say): not this
+      // message's fault, so it waits; skipped, it was lost without a trace once the token worked.
+      if (outcome.mailbox)
+        return { kind: 'backoff', retryAfterMs: DEFAULT_BACKOFF_MS, reason: outcome.reason };
+      return { kind: 'failed', reason: outcome.reason };
     case 'forbidden':
       return { kind: 'failed', reason: outcome.reason };
     case 'too_large':

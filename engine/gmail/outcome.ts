@@ -31,8 +31,10 @@ export type GmailOutcome<T> =
   /**
    * Anything else: a bad request, a broken answer, wrong OAuth client settings. `invalidAnswer`:
    * a JSON answer not of the shape read, or past its bounds (parts, nesting, headers).
+   * `mailbox`: about no call's subject (the token endpoint refused the OAuth client): a message
+   * being fetched then waits, never skipped.
    */
-  | { kind: 'failed'; reason: string; invalidAnswer?: true };
+  | { kind: 'failed'; reason: string; invalidAnswer?: true; mailbox?: true };
 
 /** Every outcome but a value. */
 export type GmailFailure = Exclude<GmailOutcome<never>, { kind: 'ok' }>;
@@ -107,7 +109,8 @@ export function noAnswer(outcome: Exclude<OutboundResult, { kind: 'answer' }>): 
 /** Map a token source failure to a Gmail outcome. */
 export function tokenFailure(failure: TokenFailure): GmailFailure {
   if (failure.kind === 'needs_consent') return { kind: 'needs_consent' };
-  if (failure.kind === 'misconfigured') return { kind: 'failed', reason: failure.reason };
+  if (failure.kind === 'misconfigured')
+    return { kind: 'failed', reason: failure.reason, mailbox: true };
   if (failure.kind === 'aborted') return failure;
   return failure.retryAfterMs === undefined
     ? { kind: 'backoff', reason: failure.reason }

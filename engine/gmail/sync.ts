@@ -117,7 +117,7 @@ export function createMailboxSync(deps: SyncDeps): MailboxSync {
     let outcome: SyncOutcome;
     do {
       again = false;
-      outcome = await syncOnce(run);
+      outcome = await syncOnce(run).catch((err: unknown) => thrown(run, err));
     } while (again && !stopping && outcome.kind === 'synced');
     return outcome;
   }
@@ -244,16 +244,41 @@ async function emitAll(run: Run, ids: readonly string[]): Promise<number | Failu
   return emitted;
 }
 
+/**
+ * What a mapping's transform answers about one message: a throw, an action it may not return, a
+ * loop cut at its CPU time. A mail's text chose each (anyone can send one), so each is that
+ * message's, skipped like a refusal: thrown on, it stopped every sync at the same message.
+ */
+const MESSAGE_REFUSALS: ReadonlySet<string> = new Set([
+  'transform_failed',
+  'transform_invalid_output',
+  'transform_timeout',
+]);
+
 /** Emit one message; false when it ran before or the mapping or policy refused it (skipped). */
 async function emitOne(run: Run, id: string, item: MailItem): Promise<boolean> {
   try {
     return await run.deps.emit(run.deps.account, item);
   } catch (err) {
-    // A refusal of the mapping or policy is about this message; anything else (the store) waits.
-    if (!(err instanceof HookError) || err.status >= 500) throw err;
+    // A refusal of the mapping, its transform or the policy is about this message; anything
+    // else (the store, a transform queue that is full) is the mailbox's: the sync waits.
+    if (!(err instanceof HookError) || (err.status >= 500 && !MESSAGE_REFUSALS.has(err.code)))
+      throw err;
     skip(run, id, err.code);
     return false;
   }
+}
+
+/**
+ * A sync that threw (the store failed, the transform queue was full): the mailbox waits and is
+ * tried again as after any failure, its reason shown as the last error. Unhandled, the sync
+ * only logged it, and nothing tried again until a push or the safety-net check came.
+ */
+function thrown(run: Run, err: unknown): SyncOutcome {
+  const reason = err instanceof HookError ? err.code : 'internal';
+  run.deps.logger.error({ account: run.deps.account, reason }, 'gmail sync failed');
+  run.deps.store.recordError(run.deps.account, `sync failed: ${reason}`);
+  return { kind: 'waiting', reason: 'failed' };
 }
 
 function skip(run: Run, messageId: string, reason: string): void {

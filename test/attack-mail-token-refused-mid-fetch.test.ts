@@ -1,0 +1,121 @@
+/**
+ * Attack (or an operator rotating the OAuth client's secret): the access token lapses while a
+ * message is fetched, and the token endpoint refuses the refresh with `invalid_client`. That
+ * refusal was taken for the message's ("Gmail cannot give it"), so the message was skipped, the
+ * cursor moved past it, and once the token worked again nothing showed that a mail was lost.
+ * It is the mailbox's failure: the sync waits, and the next sync runs the message.
+ */
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, expect, it } from 'vitest';
+import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
+import {
+  type GmailStandIn,
+  gmailSettings,
+  googleError,
+  PUSH_PATH,
+  startGmailStandIn,
+} from './helpers/gmail-stand-in.ts';
+import { startTestServer, type TestServer } from './helpers/hookgate.ts';
+import { until } from './helpers/signed-http.ts';
+
+const PUSH_TOKEN = 'token-skip-push-token-0123456789';
+let gmail: GmailStandIn | undefined;
+let proxy: Server | undefined;
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  await new Promise<void>((resolve) => {
+    if (!proxy) return resolve();
+    proxy.closeAllConnections();
+    proxy.close(() => resolve());
+  });
+  await gmail?.close();
+});
+
+/** Gmail behind a front that answers 401 to the next message fetch once armed. */
+async function expiringFront(target: string) {
+  const base = new URL(target);
+  let armed = false;
+  proxy = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (armed && /\/messages\/[^/]+$/.test(path)) {
+      armed = false;
+      req.resume();
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(googleError(401));
+      return;
+    }
+    const upstream = request(
+      {
+        host: base.hostname,
+        port: base.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => proxy?.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    arm: () => {
+      armed = true;
+    },
+  };
+}
+
+it('a refused token refresh while a message is fetched: the message waits and runs later', async () => {
+  gmail = await startGmailStandIn();
+  const front = await expiringFront(gmail.apiBaseUrl);
+  server = await startTestServer({
+    hooks: {
+      presets: ['gmail'],
+      gmail: gmailSettings(gmail, ACCOUNT, {
+        push: { mode: 'token' },
+        pushToken: PUSH_TOKEN,
+        apiBaseUrl: front.url,
+      }),
+    },
+  });
+  const running = server;
+  const g = gmail;
+  await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
+  await running.mail?.sync.idle();
+  const first = g.addMessage({ from: 'a@example.com', subject: 'First', text: 'one' });
+  const second = g.addMessage({ from: 'b@example.com', subject: 'Second', text: 'two' });
+  front.arm();
+  g.answerNext({ status: 401, body: JSON.stringify({ error: 'invalid_client' }) }, 'token');
+  const push = (id: string) =>
+    fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
+      body: JSON.stringify(envelope(id, g.historyId())),
+    });
+  expect((await push('p-1')).status).toBe(204);
+  const ran = async () =>
+    (await running.store.listActions({ limit: 100 })).map((a) => a.action.verification?.deliveryId);
+  // The sync that met the refusal is over (it waits) before the next push asks again.
+  await until(
+    'the sync stopped on the refusal',
+    () => running.mail?.state().lastError !== undefined,
+  );
+  await running.mail?.sync.idle();
+  expect(await ran()).not.toContain(first);
+  const third = g.addMessage({ from: 'c@example.com', subject: 'Third', text: 'three' });
+  expect((await push('p-2')).status).toBe(204);
+  await until(
+    'all three ran',
+    async () => {
+      const ids = await ran();
+      return [first, second, third].every((id) => ids.includes(id));
+    },
+    20_000,
+  );
+}, 40_000);

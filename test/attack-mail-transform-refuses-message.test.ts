@@ -1,0 +1,81 @@
+/**
+ * Attack: a mail that the operator's own gmail transform fails on (it throws on a subject it
+ * did not expect; anyone can send such a mail). The transform's failure (500 transform_failed)
+ * was taken for the mailbox's: the sync stopped at that message, recorded nothing, and tried
+ * nothing again, and every later sync met the same message first: the mailbox was blocked for
+ * good while `gmail status` showed nothing wrong. A transform's refusal of one message (a
+ * throw, an invalid action, its CPU time run out) is now that message's: skipped, logged and
+ * shown as the last error, the mail after it run.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
+import {
+  type GmailStandIn,
+  gmailSettings,
+  PUSH_PATH,
+  startGmailStandIn,
+} from './helpers/gmail-stand-in.ts';
+import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
+import { until } from './helpers/signed-http.ts';
+
+const PUSH_TOKEN = 'transform-block-push-token-0123456789';
+let gmail: GmailStandIn | undefined;
+let server: TestServer | undefined;
+const temp = tempDir();
+afterEach(async () => {
+  await server?.close();
+  await gmail?.close();
+  temp.cleanup();
+});
+
+const TRANSFORM = `export default ({ payload }) => {
+  const m = payload.messages[0];
+  if (m.subject.includes('boom')) throw new Error('unexpected subject');
+  if (m.subject.includes('spin')) for (;;) {}
+  return { message: 'Mail from ' + m.from + ': ' + m.subject };
+};`;
+
+it.each(['boom', 'spin'])(
+  'a mail the transform fails on (%s) is skipped and shown; the mail after it runs',
+  async (subject) => {
+    const root = path.join(temp.dir, 'hooks', 'transforms');
+    mkdirSync(root, { recursive: true });
+    writeFileSync(path.join(root, 'mail.js'), TRANSFORM);
+    gmail = await startGmailStandIn();
+    server = await startTestServer(
+      {
+        hooks: {
+          presets: ['gmail'],
+          mappings: [
+            { id: 'my-gmail', match: { path: 'gmail' }, transform: { module: 'mail.js' } },
+          ],
+          gmail: gmailSettings(gmail, ACCOUNT, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
+        },
+      },
+      { dataDir: temp.dir },
+    );
+    const running = server;
+    const g = gmail;
+    await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
+    await running.mail?.sync.idle();
+    const push = (id: string) =>
+      fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
+        body: JSON.stringify(envelope(id, g.historyId())),
+      });
+    const bad = g.addMessage({ from: 'attacker@example.com', subject, text: 'x' });
+    const good = g.addMessage({ from: 'friend@example.com', subject: 'Lunch?', text: 'y' });
+    expect((await push('p-1')).status).toBe(204);
+    const ran = async () =>
+      (await running.store.listActions({ limit: 100 })).map(
+        (a) => a.action.verification?.deliveryId,
+      );
+    await until('the good mail ran', async () => (await ran()).includes(good), 20_000);
+    expect(await ran()).not.toContain(bad);
+    expect(running.mail?.state().lastError).toContain(`message ${bad} skipped: transform_`);
+  },
+  40_000,
+);
