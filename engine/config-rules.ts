@@ -2,6 +2,7 @@
  * Rules a schema cannot express, checked at boot after validation. Pure:
  * each returns the first problem as a dotted path and a message, or null.
  */
+import { atAfterHost } from './store/postgres-url.ts';
 import { BlockList } from 'node:net';
 import type { Config } from '../schemas/config.ts';
 import { addTrusted } from './client-address.ts';
@@ -56,6 +57,13 @@ function checkStore(config: Config): ConfigProblem | null {
       path: 'store.url',
       message:
         'does not parse as a URL (postgres://user:password@host:port/database; a port of digits, special characters of the password percent-encoded)',
+    };
+  }
+  if (atAfterHost(store.url)) {
+    return {
+      path: 'store.url',
+      message:
+        'has an @ after its host: percent-encode the user and password (a /, ? or # in them ends the host early, and the rest would be taken for the port or the database)',
     };
   }
   if (config.hooks.gmail?.account) {

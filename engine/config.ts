@@ -135,7 +135,11 @@ export function substituteEnv(
       if (match === '$${') return '${';
       const name = braced ?? shielded;
       if (!name || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-        throw new ConfigError(at, `invalid variable reference ${match}`);
+        // The reference is not echoed: in a literal secret, `${` is the secret's own text.
+        throw new ConfigError(
+          at,
+          'an invalid ${...} reference (a name of letters, digits and _, not starting with a digit; write $${ for a literal ${)',
+        );
       }
       const found = env[name];
       if (found === undefined) throw new ConfigError(at, `environment variable ${name} is not set`);

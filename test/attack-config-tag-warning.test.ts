@@ -85,3 +85,24 @@ runtime: { dataDir: ./data, heartbeat: { every: "off" } }
   },
   60_000,
 );
+
+it('a literal secret holding ${ with no valid name after it is refused without being printed', async () => {
+  const { dir, cleanup } = tempDir('hookgate-ref-secret-');
+  try {
+    const file = writeConfig(
+      dir,
+      `server: { host: 127.0.0.1, port: 0 }
+hooks:
+  enabled: true
+  token: "Zq7\${kQ9!x}Lm2-secret-0123456789"
+runtime: { dataDir: ./data, heartbeat: { every: "off" } }
+`,
+    );
+    const result = await runHookgate(['check', '--config', file], { cwd: dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('hooks.token: an invalid ${...} reference');
+    expect(`${result.stdout}\n${result.stderr}`).not.toContain('kQ9');
+  } finally {
+    cleanup();
+  }
+}, 60_000);

@@ -36,6 +36,25 @@ it.each(ESCAPES)('a reply of %s: the same measuring for 1 MiB as for 8', (_name,
   expect(measured[0]).toBeLessThan(MAX_PARTS * 4000 * 8);
 });
 
+it.each([
+  ['vertical tabs', '\v'],
+  ['spaces and line breaks', ' \n'],
+])('a reply that is mostly %s: the white space is skipped unmeasured', (_name, space) => {
+  const teams = (part: string) => JSON.stringify(part).length - 2;
+  const measured: number[] = [];
+  for (const size of [1_040_000, 8_320_000]) {
+    let units = 0;
+    const measure = (part: string) => {
+      units += part.length;
+      return teams(part);
+    };
+    const parts = replyParts(`a${space.repeat(size / space.length)}b`, 4000, measure);
+    expect(parts.map((part) => part.trim())).toEqual(['a', 'b']);
+    measured.push(units);
+  }
+  expect(measured[1]).toBe(measured[0]);
+});
+
 it('a reply that fits in 20 parts is sent whole, without a note', () => {
   const reply = Array.from({ length: 19 }, (_, i) => `${i} ${'z'.repeat(3000)}`).join('\n\n');
   const parts = replyParts(reply, 4000);

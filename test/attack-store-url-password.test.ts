@@ -2,7 +2,9 @@
  * Attack (or a copy-paste): a PostgreSQL URL whose password holds an unencoded `/`, `?` or `#`
  * (base64-style passwords do). The URL parser then ends the authority early and reads the rest
  * of the password as the port, the path, the query or the fragment, and `check`, `serve`'s
- * listening line and the "cannot open the store" error printed it as the database's place.
+ * listening line and the "cannot open the store" error printed it as the database's place (and
+ * `serve` connected there, the driver's error naming it too). Such a URL is now a config error,
+ * and never described.
  */
 import { afterAll, expect, it } from 'vitest';
 import { describeUrl } from '../engine/store/backend.ts';
@@ -24,7 +26,7 @@ it('an encoded password leaves host, port and database shown', () => {
   );
 });
 
-it('check prints no part of such a password', async () => {
+it('check refuses such a URL, naming the field, printing no part of the password', async () => {
   const { dir, cleanup } = tempDir('hookgate-store-url-');
   try {
     const file = writeConfig(
@@ -34,11 +36,16 @@ hooks: { enabled: true, token: hook-token-0123456789abcdefgh }
 store: { kind: postgres, url: "postgres://app:4711/Xk9+pQ2w/LmZ=@db.internal:5432/hookgate" }
 `,
     );
-    const result = await runHookgate(['check', '--config', file], { cwd: dir });
-    expect(`${result.stdout}\n${result.stderr}`).toContain(
-      'store: PostgreSQL at postgres (not shown',
-    );
-    expect(`${result.stdout}\n${result.stderr}`).not.toContain('Xk9');
+    for (const args of [
+      ['check', '--config', file],
+      ['--config', file],
+    ]) {
+      const result = await runHookgate(args, { cwd: dir });
+      expect(result.code, args[0]).toBe(2);
+      expect(result.stderr, args[0]).toContain('store.url: has an @ after its host');
+      expect(`${result.stdout}\n${result.stderr}`, args[0]).not.toContain('Xk9');
+      expect(`${result.stdout}\n${result.stderr}`, args[0]).not.toContain('4711');
+    }
   } finally {
     cleanup();
   }

@@ -6,6 +6,7 @@
 import { headUnits } from '../text-cut.ts';
 
 const FENCE = '```';
+const LEADING_SPACE = /^\s+/;
 
 /**
  * Most parts one reply is sent in. A runner's reply may be up to runtime.maxReplyBytes (1 MiB):
@@ -80,6 +81,15 @@ function splitHead(
       if ((reopen + rest).trim().length > 0) parts.push(reopen + rest);
       rest = '';
       break;
+    }
+    // White space outside a fence makes only blank parts, which are not sent: skipped in one
+    // step, unmeasured (measured part by part, a megabyte of it cost what the reply's text did).
+    if (reopen === '') {
+      const blank = LEADING_SPACE.exec(rest)?.[0].length ?? 0;
+      if (blank > 0 && blank >= Math.min(rest.length, max)) {
+        rest = rest.slice(blank);
+        continue;
+      }
     }
     // Leave room to close a fence that is open at the cut.
     let budget = Math.min(rest.length, max - reopen.length - (FENCE.length + 1));

@@ -5,6 +5,7 @@
  * PostgreSQL is shared by every instance that names the same database, over
  * one connection pool per instance.
  */
+import { atAfterHost } from './postgres-url.ts';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -211,10 +212,8 @@ async function existingPostgres(store: StoreSettings): Promise<Backend | string>
 }
 
 /**
- * A PostgreSQL URL without its password (or anything else secret): host, port and database.
- * A password with an unencoded `/`, `?` or `#` ends the authority early: what follows would read
- * as the port, path, query or fragment, and be shown. An `@` after the authority is the sign of
- * it (an encoded password has none), and then nothing of the URL is shown.
+ * A PostgreSQL URL without its password (or anything else secret): host, port and database; for
+ * one whose password ends its host early (postgres-url.ts), nothing of it.
  */
 export function describeUrl(url: string): string {
   let parsed: URL;
@@ -223,7 +222,7 @@ export function describeUrl(url: string): string {
   } catch {
     return 'postgres (the URL does not parse)';
   }
-  if (`${parsed.pathname}${parsed.search}${parsed.hash}`.includes('@'))
+  if (atAfterHost(url))
     return 'postgres (not shown: an @ after the host; percent-encode the user and password)';
   return `postgres://${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}${parsed.pathname}`;
 }
