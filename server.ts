@@ -124,6 +124,12 @@ async function main(argv: string[]): Promise<number> {
       },
     });
     const name = positionals[0];
+    if (positionals.length > 1) {
+      process.stderr.write(
+        `hookgate test: one hook name (${positionals.length} words given)\n${await usage()}`,
+      );
+      return 2;
+    }
     if (!name || !values.payload) {
       process.stderr.write(
         `hookgate test: a hook name and --payload FILE are required\n${await usage()}`,

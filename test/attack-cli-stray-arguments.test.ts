@@ -26,15 +26,17 @@ it.each([
   [['retry', 'some-id', 'another-id']],
   [['schema', '--bogus']],
   [['schema', 'extra']],
+  [['test', 'wake', 'extra', '--payload', 'p.json']],
 ])(
   'hookgate %j is a usage error',
   async (args) => {
     const { dir, cleanup } = tempDir('hookgate-cli-stray-');
     try {
-      const stored = args[0] === 'schema' ? args : [...args, '--data-dir', dir];
+      const stored =
+        args[0] === 'schema' || args[0] === 'test' ? args : [...args, '--data-dir', dir];
       const result = await runHookgate(stored, { cwd: dir });
       expect(result.code).toBe(2);
-      expect(result.stderr).toMatch(/^hookgate: /);
+      expect(result.stderr).toMatch(/^hookgate[ :]/);
       expect(result.stdout).toBe('');
     } finally {
       cleanup();
@@ -42,6 +44,23 @@ it.each([
   },
   60_000,
 );
+
+it('a sub-word after the flags still reads (heartbeat --data-dir D now, events --data-dir D requeue N)', async () => {
+  const { dir, cleanup } = tempDir('hookgate-cli-stray-');
+  try {
+    // No server runs on the store: each gets as far as the store, never a usage error.
+    for (const args of [
+      ['heartbeat', '--data-dir', dir, 'now'],
+      ['events', '--data-dir', dir, 'requeue', '7'],
+    ]) {
+      const result = await runHookgate(args, { cwd: dir });
+      expect(result.code, args.join(' ')).not.toBe(2);
+      expect(result.stderr, args.join(' ')).not.toContain('say "heartbeat now"');
+    }
+  } finally {
+    cleanup();
+  }
+}, 60_000);
 
 it('the flags a command takes still work', async () => {
   const { dir, cleanup } = tempDir('hookgate-cli-stray-');

@@ -43,14 +43,24 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
     case 'reload':
       return { kind: 'reload', flags: only(command, args, STORE, undefined).flags };
     case 'events': {
-      if (args[0] === 'requeue') {
-        const { flags, positionals } = only(
+      // The sub-word is a positional wherever it stands (`events --data-dir D requeue 7`).
+      const { values, positionals } = parseArgs({
+        args,
+        options: { ...LIST, session: { type: 'string' } },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (positionals[0] === 'requeue') {
+        const listOnly = ['json', 'limit', 'session'].filter((name) => name in values);
+        if (listOnly.length > 0)
+          throw new UsageError(`events requeue does not take --${listOnly[0]}`);
+        const { flags, positionals: rest } = only(
           'events requeue',
-          args.slice(1),
+          withoutSubWord(args, { ...LIST, session: { type: 'string' } }),
           STORE,
           'the event number',
         );
-        return { kind: 'requeue', flags, seq: positionals[0] as string };
+        return { kind: 'requeue', flags, seq: rest[0] as string };
       }
       return {
         kind: 'events',
@@ -58,10 +68,16 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
       };
     }
     case 'heartbeat': {
-      if (args[0] !== 'now') throw new UsageError('heartbeat: say "heartbeat now"');
+      const { positionals } = parseArgs({
+        args,
+        options: STORE,
+        allowPositionals: true,
+        strict: true,
+      });
+      if (positionals[0] !== 'now') throw new UsageError('heartbeat: say "heartbeat now"');
       return {
         kind: 'heartbeat-now',
-        flags: only('heartbeat now', args.slice(1), STORE, undefined).flags,
+        flags: only('heartbeat now', withoutSubWord(args, STORE), STORE, undefined).flags,
       };
     }
     case 'retry': {
@@ -79,6 +95,19 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
 }
 
 type Options = Record<string, { type: 'string' | 'boolean' }>;
+
+/** `args` without their first positional argument (the sub-word), wherever it stands. */
+function withoutSubWord(args: string[], options: Options): string[] {
+  const { tokens } = parseArgs({
+    args,
+    options,
+    allowPositionals: true,
+    strict: true,
+    tokens: true,
+  });
+  const word = tokens.find((token) => token.kind === 'positional');
+  return word ? args.filter((_, at) => at !== word.index) : args;
+}
 
 /**
  * `args` parsed with exactly these options and, with `what`, exactly one positional argument
