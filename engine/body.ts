@@ -38,18 +38,13 @@ export function expectsContinue(headers: IncomingHttpHeaders): boolean {
 /**
  * True when the client waits for 100 Continue: an HTTP/1.1 request that asks for it. RFC 9110
  * 10.1.1: an expectation in an HTTP/1.0 request is ignored, and no 1xx goes to such a client
- * (it could take the 100 for its answer).
+ * (it could take the 100 for its answer). Other versions are refused before (framing.ts).
  */
 export function waitsForContinue(request: {
   httpVersion?: string | undefined;
   headers: IncomingHttpHeaders;
 }): boolean {
-  return !isHttp10(request.httpVersion) && expectsContinue(request.headers);
-}
-
-/** An HTTP/1.0 (or older) request, whose Expect header is ignored. */
-export function isHttp10(version: string | undefined): boolean {
-  return version === '1.0' || version === '0.9';
+  return request.httpVersion === '1.1' && expectsContinue(request.headers);
 }
 
 /**

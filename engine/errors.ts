@@ -20,6 +20,11 @@ export const ERRORS = Object.freeze({
     callerFault: true,
   },
   expectation_failed: { status: 417, message: 'Only Expect: 100-continue is supported.' },
+  http_version_not_supported: {
+    status: 505,
+    message: 'Only HTTP/1.1 and HTTP/1.0 are served here.',
+    callerFault: true,
+  },
   method_not_allowed: { status: 405, message: 'Only POST is allowed.' },
   token_in_query: {
     status: 400,

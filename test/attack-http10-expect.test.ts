@@ -43,3 +43,13 @@ it('HTTP/1.1 with another expectation is still 417', async () => {
   const answer = await rawExchange(server.url, request('1.1', 'foo'));
   expect(answer).toMatch(/^HTTP\/1\.1 417 /);
 });
+
+it.each(['2.0', '0.9'])(
+  'an HTTP/%s request line in HTTP/1 framing is 505, as JSON',
+  async (version) => {
+    const answer = await rawExchange(server.url, request(version, '100-continue'));
+    expect(answer).toMatch(/^HTTP\/1\.1 505 /);
+    expect(answer).not.toContain('100 Continue');
+    expect(answer).toContain('"code":"http_version_not_supported"');
+  },
+);

@@ -10,6 +10,7 @@ export const ADMIN_ERRORS = Object.freeze({
   invalid_host: ERRORS.invalid_host,
   unsupported_transfer_encoding: ERRORS.unsupported_transfer_encoding,
   expectation_failed: ERRORS.expectation_failed,
+  http_version_not_supported: ERRORS.http_version_not_supported,
   unsupported_content_encoding: ERRORS.unsupported_content_encoding,
   unauthorized: { status: 401, message: 'Send the admin token as Authorization: Bearer <token>.' },
   forbidden_host: { status: 403, message: 'The Host header is not a loopback address.' },

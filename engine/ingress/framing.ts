@@ -9,12 +9,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { HookError } from '../errors.ts';
 import { codingsOf } from './content-types.ts';
-import { expectsContinue, isHttp10 } from '../body.ts';
+import { expectsContinue } from '../body.ts';
 
 // Built once: a flood of such requests allocates nothing per refusal.
 const INVALID_HOST = new HookError('invalid_host');
 const UNSUPPORTED_TRANSFER_ENCODING = new HookError('unsupported_transfer_encoding');
 const EXPECTATION_FAILED = new HookError('expectation_failed');
+const VERSION_NOT_SUPPORTED = new HookError('http_version_not_supported');
 
 /** The parts of a request its framing is judged by. */
 export type Framing = {
@@ -27,7 +28,23 @@ export type Framing = {
 /** The refusal of a request's framing, or undefined when it is framed as hookgate reads it. */
 export function framingRefusal(
   request: Framing,
-): HookError<'invalid_host' | 'unsupported_transfer_encoding' | 'expectation_failed'> | undefined {
+):
+  | HookError<
+      | 'invalid_host'
+      | 'unsupported_transfer_encoding'
+      | 'expectation_failed'
+      | 'http_version_not_supported'
+    >
+  | undefined {
+  // Node's parser reads any HTTP/x.y line; only 1.0 and 1.1 are HTTP/1 (RFC 9110 15.6.6: 505).
+  // An `HTTP/2.0` request in HTTP/1 framing skipped the Host check and got a 100 Continue.
+  if (
+    request.httpVersion !== undefined &&
+    request.httpVersion !== '1.1' &&
+    request.httpVersion !== '1.0'
+  ) {
+    return VERSION_NOT_SUPPORTED;
+  }
   // RFC 9112 3.2: an HTTP/1.1 request without exactly one Host is answered 400.
   if (request.httpVersion === '1.1' && countHeader(request.rawHeaders, 'host') !== 1) {
     return INVALID_HOST;
@@ -42,7 +59,7 @@ export function framingRefusal(
   // RFC 9110 10.1.1: HTTP/1.0 had no expectations; its Expect header is ignored.
   if (
     request.headers.expect !== undefined &&
-    !isHttp10(request.httpVersion) &&
+    request.httpVersion !== '1.0' &&
     !expectsContinue(request.headers)
   ) {
     return EXPECTATION_FAILED;
