@@ -2,6 +2,7 @@
  * Rules a schema cannot express, checked at boot after validation. Pure:
  * each returns the first problem as a dotted path and a message, or null.
  */
+import { sharedWithAdmin } from './config/hook-credentials.ts';
 import { atAfterHost } from './store/postgres-url.ts';
 import { BlockList } from 'node:net';
 import type { Config } from '../schemas/config.ts';
@@ -259,11 +260,11 @@ function checkAdmin(config: Config): ConfigProblem | null {
       message: `required when admin.host (${admin.host}) is beyond loopback`,
     };
   }
-  const others = [config.hooks.token, config.gateway.token];
-  if (admin.token && others.includes(admin.token)) {
+  const shared = sharedWithAdmin(config, admin.token);
+  if (shared) {
     return {
       path: 'admin.token',
-      message: 'must differ from hooks.token and gateway.token (use a dedicated admin token)',
+      message: `must differ from ${shared} and every other hook credential (use a dedicated admin token)`,
     };
   }
   if (admin.port !== 0 && admin.port === config.server.port && admin.host === config.server.host) {

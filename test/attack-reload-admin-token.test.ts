@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { loadConfigFile } from '../engine/config.ts';
+import { loadConfigFile, resolveConfig } from '../engine/config.ts';
 import { startHookgate } from '../engine/hookgate.ts';
 import { createLogger } from '../engine/log.ts';
 import { tempDir } from './helpers/hookgate.ts';
@@ -81,4 +81,47 @@ it('a reload that changes the hook token to a fresh one still goes through', asy
   expect(outcome.ok).toBe(true);
   expect(outcome.restartNeeded).toEqual(['admin']);
   expect((await wake(hookgate.url, 'hook-token-FRESHFRESHFRESHFRESHFR')).status).toBe(200);
+});
+
+it('a reload giving the running admin token to a route verify token (it travels in URLs) is refused', async () => {
+  const { file, hookgate } = await started();
+  writeFileSync(
+    file,
+    [
+      'server: { host: 127.0.0.1, port: 0 }',
+      'hooks:',
+      '  enabled: true',
+      `  token: ${HOOK}`,
+      '  mappings:',
+      '    - id: meta',
+      '      match: { path: meta }',
+      '      action: wake',
+      '      textTemplate: meta',
+      `      auth: { scheme: hmac, secret: meta-app-secret-0123456789, header: x-hub-signature-256, verifyToken: ${ADMIN} }`,
+      `admin: { port: 0, token: ${NEW_ADMIN} }`,
+      'runtime: { dataDir: ./data, heartbeat: { every: "off" } }',
+      '',
+    ].join('\n'),
+  );
+  const outcome = await hookgate.reload('test');
+  expect(outcome.ok).toBe(false);
+  expect(outcome.error).toContain(
+    'hooks.mappings.0.auth.verifyToken: must differ from the admin token in force',
+  );
+  expect(JSON.stringify(outcome)).not.toContain(ADMIN);
+});
+
+it.each([
+  ['hooks.gmail.pushToken', { gmail: { pushToken: ADMIN } }],
+  ['hooks.github.auth.secret', { github: { auth: { secret: ADMIN } } }],
+])('at boot, an admin token that is also %s is a config error', (path, hooks) => {
+  expect(() =>
+    resolveConfig(
+      {
+        hooks: { enabled: true, token: HOOK, ...hooks },
+        admin: { port: 0, token: ADMIN },
+      },
+      { baseDir: '/tmp', dataDir: '/tmp/hookgate-unused', env: {} },
+    ),
+  ).toThrow(`must differ from ${path}`);
 });
