@@ -10,7 +10,7 @@ const SPACE_RUNS = /[\s\u0085]+/g;
 
 /** `text` on one line. */
 export function oneLine(text: string): string {
-  return text.replace(SPACE_RUNS, ' ').trim();
+  return flatten(text).trim();
 }
 
 /**
@@ -21,10 +21,19 @@ export function oneLine(text: string): string {
  * whole text's line: a run of white space cut at its end is one space either way.
  */
 export function clipLine(text: string, max: number): string {
+  return clipLineWith(text, max, flatten);
+}
+
+/** clipLine with its flattening passed in (a test counts what is flattened). */
+export function clipLineWith(text: string, max: number, flat: (part: string) => string): string {
   for (let size = 2 * max + 64; size < text.length; size *= 2) {
-    const head = text.slice(0, size).replace(SPACE_RUNS, ' ').trim();
+    const head = flat(text.slice(0, size)).trim();
     if (head.length > max) return `${headUnits(head, max - 1)}…`;
   }
-  const flat = oneLine(text);
-  return flat.length > max ? `${headUnits(flat, max - 1)}…` : flat;
+  const line = flat(text).trim();
+  return line.length > max ? `${headUnits(line, max - 1)}…` : line;
+}
+
+function flatten(text: string): string {
+  return text.replace(SPACE_RUNS, ' ');
 }

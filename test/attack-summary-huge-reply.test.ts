@@ -6,7 +6,7 @@
  */
 import { fc, test } from '@fast-check/vitest';
 import { expect, it } from 'vitest';
-import { clipLine, oneLine } from '../engine/one-line.ts';
+import { clipLine, clipLineWith, oneLine } from '../engine/one-line.ts';
 import { headUnits } from '../engine/text-cut.ts';
 
 /** The line as flattening the whole text gives it. */
@@ -40,7 +40,17 @@ it('a text of max characters followed by much white space is not marked cut', ()
   expect(clipLine(`${'x'.repeat(20)}${' '.repeat(5000)}`, 20)).toBe('x'.repeat(20));
 });
 
-it('an 8 MiB reply of short words gives its summary line from its head', () => {
-  const reply = 'a '.repeat(4_190_000);
-  expect(clipLine(reply, 280)).toBe(`${'a '.repeat(139)}a…`);
+it('an 8 MiB reply of short words gives its summary line from its head: as much flattened as for 1 MiB', () => {
+  const flattened: number[] = [];
+  for (const words of [524_000, 4_190_000]) {
+    let units = 0;
+    const flat = (part: string) => {
+      units += part.length;
+      return oneLine(part);
+    };
+    expect(clipLineWith('a '.repeat(words), 280, flat)).toBe(`${'a '.repeat(139)}a…`);
+    flattened.push(units);
+  }
+  expect(flattened[1]).toBe(flattened[0]);
+  expect(flattened[0]).toBeLessThan(4_096);
 });
