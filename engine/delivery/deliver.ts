@@ -98,9 +98,8 @@ export async function sendParts(
   onPart: (partsSent: number, recipient: string) => void | Promise<void>,
   signal?: AbortSignal,
 ): Promise<Attempt> {
-  const prepared = route.adapter.prepareText?.(text) ?? text;
-  const { maxLength, measure } = route.adapter;
-  const parts = replyParts(prepared, maxLength, measure);
+  const { maxLength, measure, prepareText } = route.adapter;
+  const parts = replyParts(text, maxLength, measure, prepareText?.bind(route.adapter));
   let recipient = route.recipient;
   // A move is reported with the outcome, whatever it is, so the new id is recorded.
   let moved: string | undefined;

@@ -24,28 +24,41 @@ const UNITS: Measure = (part) => part.length;
 
 /**
  * The parts to send of `text`: at most `maxParts`, the last one then ending with a note of what
- * was left out. Only as much of the text is split as the parts sent hold: splitting a whole
- * reply of `runtime.maxReplyBytes` measured every part of it with the product's measure (a
- * regex or a JSON.stringify each), which held the event loop for most of a second for a
- * megabyte of `&` sent in 20 parts.
+ * was left out. Only as much of the text is prepared (the product's escapes, `prepare`) and
+ * split as the parts sent hold: a head of it, grown until the parts end inside it. Splitting a
+ * whole reply of `runtime.maxReplyBytes` measured every part of it with the product's measure
+ * (a regex or a JSON.stringify each), which held the event loop for most of a second for a
+ * megabyte of `&` sent in 20 parts; preparing it whole cost up to 70 ms a megabyte more. What
+ * the head's end cuts (a link, a mention) lies past the parts sent.
  */
 export function replyParts(
   text: string,
   max: number,
   measure: Measure = UNITS,
+  prepare: (text: string) => string = (whole) => whole,
   maxParts = MAX_PARTS,
 ): string[] {
-  const { parts, rest } = splitHead(text, max, measure, maxParts);
-  if (rest.trim().length === 0) return parts;
+  for (let size = maxParts * max * 2 + 4096; ; size *= 2) {
+    const whole = size >= text.length;
+    const head = whole ? text : headUnits(text, size);
+    const { parts, rest } = splitHead(prepare(head), max, measure, maxParts);
+    if (rest.trim().length > 0)
+      return cut(parts, rest.length + text.length - head.length, max, measure);
+    if (whole) return parts;
+  }
+}
+
+/** The parts with the last one cut to end with the note of `left` units not sent. */
+function cut(parts: readonly string[], left: number, max: number, measure: Measure): string[] {
   const source = parts[parts.length - 1] as string;
   // Reserved for the note: the number in it is at most this one, so the note no longer.
-  const note = (left: number) =>
-    `\n\n[reply cut: about ${left} more characters not sent; the whole reply is in hookgate runs]`;
-  const reserve = note(source.length + rest.length).length;
+  const note = (units: number) =>
+    `\n\n[reply cut: about ${units} more characters not sent; the whole reply is in hookgate runs]`;
+  const reserve = note(source.length + left).length;
   // The cut part may have lost the fence closing it: closed again before the note.
   const closing = `\n${FENCE}`;
   const ending = (head: string) => {
-    const tail = note(source.length - head.length + rest.length);
+    const tail = note(source.length - head.length + left);
     return isFenceOpen(head) ? `${head}${closing}${tail}` : head + tail;
   };
   let units = Math.max(0, max - reserve - closing.length);
