@@ -165,11 +165,19 @@ function validateRule(rule: unknown, at: string, depth: number): void {
   validateRule(args, joinPath(at, op), depth + 1);
 }
 
-/** A reducer may only compute numbers and booleans from literal `var` paths (see the module note). */
+/**
+ * A reducer may only compute numbers and booleans from literal `var` paths (see the module note).
+ * No array anywhere a value goes: json-logic evaluates one to an array of its items' values, so
+ * a reducer holding `{var: 'accumulator'}` in one nested the accumulator a level deeper each
+ * step, and a comparison turned the whole of it into text every step (2,500 items of a 5 KB
+ * body held the event loop for four seconds).
+ */
 function checkReducer(rule: unknown, at: string): void {
   if (Array.isArray(rule)) {
-    for (const [i, item] of rule.entries()) checkReducer(item, joinPath(at, String(i)));
-    return;
+    throw new RuleError(
+      at,
+      'a reduce reducer holds no array value (it would grow the accumulator at every step)',
+    );
   }
   if (rule === null || typeof rule !== 'object') return;
   const op = Object.keys(rule)[0] as string;
@@ -186,7 +194,13 @@ function checkReducer(rule: unknown, at: string): void {
       throw new RuleError(at, 'a var inside a reduce reducer takes a literal path and fallback');
     return;
   }
-  checkReducer(args, joinPath(at, op));
+  // An operator's arguments: a list of values, or one value.
+  const list = Array.isArray(args) ? args : [args];
+  for (const [i, arg] of list.entries())
+    checkReducer(
+      arg,
+      Array.isArray(args) ? joinPath(joinPath(at, op), String(i)) : joinPath(at, op),
+    );
 }
 
 /** Refuse literal paths through forbidden segments (dynamic paths are guarded at lookup). */
