@@ -168,9 +168,14 @@ async function runCall(id: number, key: string, input: string): Promise<ResultMe
   const began = performance.now();
   try {
     // A synchronous transform is one applySync (no thread hop); an async one is then awaited.
+    // The input goes in as a copy of the value, never through the context's JSON.parse: a
+    // transform that parsed JSON holding an escaped key left V8's parser renaming escaped keys
+    // of later inputs to that context (another sender's). Parsed here, from the server's text,
+    // which holds no key with a backslash (the server refuses one).
+    const value = new ivm.ExternalCopy(JSON.parse(input)).copyInto({ release: true });
     let result = loaded.start.applySync(
       undefined,
-      [loaded.fn.derefInto(), input, limits.maxOutputBytes],
+      [loaded.fn.derefInto(), value, limits.maxOutputBytes],
       { timeout: limits.cpuTimeoutMs, result: { copy: true } },
     ) as unknown;
     if (result === PENDING) {
