@@ -6,13 +6,14 @@
  * through here. Pure.
  */
 
-// C0 controls, DEL, C1 controls (0x9b is a one-byte CSI), the Arabic letter mark, zero-width
-// characters and marks (U+200B-200F, U+2060-2064, U+FEFF), line and paragraph separators, bidi
-// embeddings and overrides (U+202A-202E) and isolates (U+2066-2069); and the tag characters
-// (U+E0000-E007F, invisible yet read as letters by a model), matched as their surrogate pair.
+// C0 controls, DEL, C1 controls (0x9b is a one-byte CSI), line and paragraph separators, and
+// every invisible character: Unicode's default-ignorables and format characters (zero-width
+// characters and marks, the Arabic letter mark, bidi embeddings, overrides and isolates, soft
+// hyphen, variation selectors, Hangul fillers, and the tag characters U+E0000-E007F, invisible
+// yet read as letters by a model), as the console shows them.
 const UNSAFE =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: matching controls is the point.
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\udb40[\udc00-\udc7f]/g;
+  /[\u0000-\u001f\u007f-\u009f\u2028\u2029\p{Default_Ignorable_Code_Point}\p{Cf}]/gu;
 
 const hex = (code: number, width: number) => code.toString(16).padStart(width, '0');
 

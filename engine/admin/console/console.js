@@ -31,13 +31,24 @@ const state = {
 // controls but tab, newline and carriage return) are shown as \u{…} escapes: the console shows
 // what the agent gets, not a disguise of it (a U+202E made "pay \u202emoc.live@ot" read as
 // "pay to@evil.com").
+// Every invisible character counts (Unicode's default-ignorables and format characters: soft
+// hyphen, variation selectors, Hangul fillers...), as the wrapper's "must not be blank" rule
+// reads them: each width 0, "pay<U+3164>bob" read as "paybob".
 const DISGUISING =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: matching controls is the point.
-  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u2028\u2029\p{Default_Ignorable_Code_Point}\p{Cf}]/gu;
 
-/** Text as it is put on the page: disguising characters made visible. */
+// Combining marks past this many on one letter (Unicode's stream-safe limit) are counted, not
+// drawn: Chromium lays out a letter's marks in time that grows with their square (120,000 on
+// one letter, 240 KB of text, held the tab for seconds at each refresh), and piled marks draw
+// over the rows around them.
+const MARK_PILE = /(\p{M}{30})\p{M}+/gu;
+
+/** Text as it is put on the page: disguising characters made visible, piled marks counted. */
 function visible(text) {
-  return text.replace(DISGUISING, (char) => `\\u{${char.codePointAt(0).toString(16)}}`);
+  return text
+    .replace(MARK_PILE, (pile, kept) => `${kept}(+${[...pile].length - 30} marks)`)
+    .replace(DISGUISING, (char) => `\\u{${char.codePointAt(0).toString(16)}}`);
 }
 
 /** An element with attributes and children; strings become text nodes (visible()). */
