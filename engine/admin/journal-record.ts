@@ -54,6 +54,8 @@ export type RecordLimits = {
   keepPayloads: boolean;
   maxBodyBytes: () => number;
   maxPromptChars: number;
+  /** The hook credentials in force (config/hook-credentials.ts): a header holding one is dropped. */
+  credentials?: () => readonly string[];
 };
 
 // Headers that carry credentials: dropped by name, and any name with one of these parts.
@@ -123,7 +125,7 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
     record.payload = {
       body: Buffer.from(x.raw.subarray(0, maxBodyBytes)),
       truncated: x.raw.length > maxBodyBytes,
-      headers: keptHeaders(x.source.headers, hidden),
+      headers: keptHeaders(x.source.headers, hidden, limits.credentials?.() ?? []),
       query: x.queryHoldsToken ? QUERY_WITH_TOKEN : clipUnits(keptQuery(x.query), VALUE_CHARS),
     };
   }
@@ -137,10 +139,15 @@ const QUERY_WITH_TOKEN = '(holds the hook token)';
 const CREDENTIAL_VALUE =
   /^\s*(?:bearer|basic|digest|token|apikey|api-key|hoba|negotiate|ntlm|oauth|bot|ssws|sharedaccesssignature|aws4-hmac-sha256|hawk)\s+\S/i;
 
-/** The request's headers without any that could carry a credential, bounded. Pure. */
+/**
+ * The request's headers without any that could carry a credential, bounded: by its name, by a
+ * value in a credential's form, or by a value holding one of `credentials` (a proxy's copy of
+ * the hook token, or of a URL holding it, under an ordinary name). Pure.
+ */
 export function keptHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,
   hidden: ReadonlySet<string>,
+  credentials: readonly string[] = [],
 ): Record<string, string> {
   const kept: Record<string, string> = Object.create(null);
   let count = 0;
@@ -152,6 +159,7 @@ export function keptHeaders(
     // A credential under an ordinary name (`x-upstream: Bearer ...`, a proxy's copy of it), in
     // any of the header's copies (Node joins them with ", ").
     if (text.split(',').some((part) => CREDENTIAL_VALUE.test(part))) continue;
+    if (credentials.some((credential) => text.includes(credential))) continue;
     kept[clipUnits(lower, NAME_CHARS)] = clipUnits(text, VALUE_CHARS);
     count += 1;
   }

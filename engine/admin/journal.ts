@@ -15,6 +15,8 @@ export type JournalSettings = {
   keepPayloads: boolean;
   /** Bound of each kept body: hooks.maxBodyBytes, as the configuration now in force has it. */
   maxBodyBytes: () => number;
+  /** The hook credentials in force: a kept header holding one is dropped. */
+  credentials?: () => readonly string[];
   /** Bound of the kept requests and prompts held together (default 64 MiB). */
   maxTotalBytes?: number;
   /** Bound of each prompt, in characters (default 16 Ki). */
@@ -50,6 +52,7 @@ export class RequestJournal {
       keepPayloads: settings.keepPayloads,
       maxBodyBytes: settings.maxBodyBytes,
       maxPromptChars: settings.maxPromptChars ?? 16_384,
+      ...(settings.credentials && { credentials: settings.credentials }),
     };
     this.maxTotalBytes = settings.maxTotalBytes ?? 64 * 1024 * 1024;
     this.maxSubscribers = settings.maxSubscribers ?? 16;

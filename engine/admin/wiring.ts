@@ -3,6 +3,7 @@
  * readiness, its metrics, the request journal, the runtime's runs, and dry
  * runs through whatever configuration is current.
  */
+import { hookCredentials } from '../config/hook-credentials.ts';
 import type { Config } from '../../schemas/config.ts';
 import type { MailFlow } from '../gmail/flow.ts';
 import type { Logger } from '../log.ts';
@@ -28,11 +29,7 @@ export type AdminParts = {
 export function adminDeps(config: Config, parts: AdminParts): { deps: AdminDeps; close(): void } {
   const settings = config.admin as NonNullable<Config['admin']>;
   // Listening before the hooks listener takes its first request.
-  const journal = new RequestJournal({
-    recentRequests: settings.recentRequests,
-    keepPayloads: settings.keepPayloads,
-    maxBodyBytes: () => parts.live.current().compiled.loaded.config.hooks.maxBodyBytes,
-  }).start();
+  const journal = startJournal(settings, () => parts.live.current().compiled.loaded.config);
   const runtime = parts.runtime;
   const metrics = createMetrics(
     runtime
@@ -61,4 +58,20 @@ export function adminDeps(config: Config, parts: AdminParts): { deps: AdminDeps;
       metrics.close();
     },
   };
+}
+
+/**
+ * The request journal of an admin listener, listening from now on: the body bound and the
+ * credentials its kept headers are cleared of are read from `current`, the configuration in force.
+ */
+export function startJournal(
+  settings: Pick<NonNullable<Config['admin']>, 'recentRequests' | 'keepPayloads'>,
+  current: () => Config,
+): RequestJournal {
+  return new RequestJournal({
+    recentRequests: settings.recentRequests,
+    keepPayloads: settings.keepPayloads,
+    maxBodyBytes: () => current().hooks.maxBodyBytes,
+    credentials: () => hookCredentials(current()).map(({ value }) => value),
+  }).start();
 }

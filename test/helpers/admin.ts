@@ -4,12 +4,13 @@
  * next to it, the way the wiring does: its runtime store's runs, dry runs
  * through the instance's own current configuration, the journal.
  */
+import { startJournal } from '../../engine/admin/wiring.ts';
 import { resolveConfig } from '../../engine/config.ts';
 import { startHookgate } from '../../engine/hookgate.ts';
 import { createLogger } from '../../engine/log.ts';
 import { heldDryRun, heldSigner } from '../../engine/admin/dry-run.ts';
 import type { AdminDeps, Readiness } from '../../engine/admin/deps.ts';
-import { RequestJournal } from '../../engine/admin/journal.ts';
+import type { RequestJournal } from '../../engine/admin/journal.ts';
 import { runsView } from '../../engine/admin/runs-view.ts';
 import { type AdminListener, startAdmin } from '../../engine/admin/server.ts';
 import { TOKEN, tempDir } from './hookgate.ts';
@@ -69,11 +70,7 @@ export async function startAdminStack(
   const settings = config.admin as NonNullable<typeof config.admin>;
   const logger = createLogger('silent');
   // The journal listens before the first request is answered.
-  const journal = new RequestJournal({
-    recentRequests: settings.recentRequests,
-    keepPayloads: settings.keepPayloads,
-    maxBodyBytes: () => config.hooks.maxBodyBytes,
-  }).start();
+  const journal = startJournal(settings, () => config);
   // The admin listener is assembled here (with the test's readiness and metrics), not by hookgate.
   const { admin: _ownAdmin, ...withoutAdmin } = config;
   const hookgate = await startHookgate(

@@ -3,11 +3,12 @@
  * test/helpers/admin.ts does, but with a chosen admin port, so the stack can be
  * stopped and started again under a browser page that stays open (a restart).
  */
+import { startJournal } from '../../engine/admin/wiring.ts';
 import { resolveConfig } from '../../engine/config.ts';
 import { startHookgate } from '../../engine/hookgate.ts';
 import { createLogger } from '../../engine/log.ts';
 import { heldDryRun, heldSigner } from '../../engine/admin/dry-run.ts';
-import { RequestJournal } from '../../engine/admin/journal.ts';
+import type { RequestJournal } from '../../engine/admin/journal.ts';
 import { runsView } from '../../engine/admin/runs-view.ts';
 import { startAdmin } from '../../engine/admin/server.ts';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -50,11 +51,7 @@ export async function startRestartable(
   const { config } = loaded;
   const settings = config.admin as NonNullable<typeof config.admin>;
   const logger = createLogger('silent');
-  const journal = new RequestJournal({
-    recentRequests: settings.recentRequests,
-    keepPayloads: settings.keepPayloads,
-    maxBodyBytes: () => config.hooks.maxBodyBytes,
-  }).start();
+  const journal = startJournal(settings, () => config);
   const { admin: _a, ...withoutAdmin } = config;
   const hookgate = await startHookgate(
     { ...loaded, config: withoutAdmin },
