@@ -117,7 +117,7 @@ export const RUNNERS = `(() => {
   const start = (fn, input, maxBytes) => {
     pending = undefined;
     try {
-      const result = fn(input);
+      const result = fn(typeof input === 'string' ? JSON.parse(input) : input);
       if (result !== null && (typeof result === 'object' || typeof result === 'function')) {
         if (typeof result.then === 'function') {
           pending = awaited(result, maxBytes);
