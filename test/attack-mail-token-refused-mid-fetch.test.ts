@@ -3,7 +3,8 @@
  * message is fetched, and the token endpoint refuses the refresh with `invalid_client`. That
  * refusal was taken for the message's ("Gmail cannot give it"), so the message was skipped, the
  * cursor moved past it, and once the token worked again nothing showed that a mail was lost.
- * It is the mailbox's failure: the sync waits, and the next sync runs the message.
+ * It is the mailbox's failure: the sync waits, and the next sync runs the message. So is a 403
+ * other than a rate limit (a daily quota, the API disabled), which was skipped the same way.
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -33,8 +34,8 @@ afterEach(async () => {
   await gmail?.close();
 });
 
-/** Gmail behind a front that answers 401 to the next message fetch once armed. */
-async function expiringFront(target: string) {
+/** Gmail behind a front that answers `status` (Google's error JSON) to the next message fetch once armed. */
+async function expiringFront(target: string, status = 401, reason?: string) {
   const base = new URL(target);
   let armed = false;
   proxy = createServer((req, res) => {
@@ -42,8 +43,8 @@ async function expiringFront(target: string) {
     if (armed && /\/messages\/[^/]+$/.test(path)) {
       armed = false;
       req.resume();
-      res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(googleError(401));
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(googleError(status, reason));
       return;
     }
     const upstream = request(
@@ -92,6 +93,54 @@ it('a refused token refresh while a message is fetched: the message waits and ru
   const second = g.addMessage({ from: 'b@example.com', subject: 'Second', text: 'two' });
   front.arm();
   g.answerNext({ status: 401, body: JSON.stringify({ error: 'invalid_client' }) }, 'token');
+  const push = (id: string) =>
+    fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
+      body: JSON.stringify(envelope(id, g.historyId())),
+    });
+  expect((await push('p-1')).status).toBe(204);
+  const ran = async () =>
+    (await running.store.listActions({ limit: 100 })).map((a) => a.action.verification?.deliveryId);
+  // The sync that met the refusal is over (it waits) before the next push asks again.
+  await until(
+    'the sync stopped on the refusal',
+    () => running.mail?.state().lastError !== undefined,
+  );
+  await running.mail?.sync.idle();
+  expect(await ran()).not.toContain(first);
+  const third = g.addMessage({ from: 'c@example.com', subject: 'Third', text: 'three' });
+  expect((await push('p-2')).status).toBe(204);
+  await until(
+    'all three ran',
+    async () => {
+      const ids = await ran();
+      return [first, second, third].every((id) => ids.includes(id));
+    },
+    20_000,
+  );
+}, 40_000);
+
+it('a daily quota refusal (403) while a message is fetched: the message waits and runs later', async () => {
+  gmail = await startGmailStandIn();
+  const front = await expiringFront(gmail.apiBaseUrl, 403, 'dailyLimitExceeded');
+  server = await startTestServer({
+    hooks: {
+      presets: ['gmail'],
+      gmail: gmailSettings(gmail, ACCOUNT, {
+        push: { mode: 'token' },
+        pushToken: PUSH_TOKEN,
+        apiBaseUrl: front.url,
+      }),
+    },
+  });
+  const running = server;
+  const g = gmail;
+  await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
+  await running.mail?.sync.idle();
+  const first = g.addMessage({ from: 'a@example.com', subject: 'First', text: 'one' });
+  const second = g.addMessage({ from: 'b@example.com', subject: 'Second', text: 'two' });
+  front.arm();
   const push = (id: string) =>
     fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
       method: 'POST',

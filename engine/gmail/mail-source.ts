@@ -17,6 +17,8 @@ export type MailSourceSettings = { label: string; includeBody: boolean; maxBytes
 const PAGES_PER_RUN = 5;
 // Without a Retry-After, a rate-limited sync waits this long before the next try.
 const DEFAULT_BACKOFF_MS = 60_000;
+// A failure of the mailbox met while a message is fetched: retried as a failed sync is.
+const MAILBOX_FAILURE_WAIT_MS = 5 * 60_000;
 const METADATA_HEADERS = ['From', 'To', 'Subject', 'Date'];
 
 /** The mail source of one mailbox. */
@@ -117,13 +119,16 @@ function failure(outcome: GmailFailure): MailResult<never> {
         reason: outcome.reason,
       };
     case 'failed':
-      // The token endpoint refused the OAuth client (a secret being rotated, say): not this
-      // message's fault, so it waits; skipped, it was lost without a trace once the token worked.
+      // The token endpoint refused the OAuth client (a secret being rotated, say), or the answer
+      // broke on the way: not this message's fault, so it waits (as long as after any failure,
+      // growing); skipped, it was lost without a trace once things worked again.
       if (outcome.mailbox)
-        return { kind: 'backoff', retryAfterMs: DEFAULT_BACKOFF_MS, reason: outcome.reason };
+        return { kind: 'backoff', retryAfterMs: MAILBOX_FAILURE_WAIT_MS, reason: outcome.reason };
       return { kind: 'failed', reason: outcome.reason };
     case 'forbidden':
-      return { kind: 'failed', reason: outcome.reason };
+      // A 403 other than a rate limit is the mailbox's or the project's (a daily quota, the API
+      // disabled, a domain policy), never one message's: it waits too.
+      return { kind: 'backoff', retryAfterMs: MAILBOX_FAILURE_WAIT_MS, reason: outcome.reason };
     case 'too_large':
     case 'not_found':
       return { kind: 'failed', reason: outcome.kind };

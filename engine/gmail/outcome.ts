@@ -31,8 +31,8 @@ export type GmailOutcome<T> =
   /**
    * Anything else: a bad request, a broken answer, wrong OAuth client settings. `invalidAnswer`:
    * a JSON answer not of the shape read, or past its bounds (parts, nesting, headers).
-   * `mailbox`: about no call's subject (the token endpoint refused the OAuth client): a message
-   * being fetched then waits, never skipped.
+   * `mailbox`: about no call's subject (the token endpoint refused the OAuth client, an answer
+   * that broke on the way): a message being fetched then waits, never skipped.
    */
   | { kind: 'failed'; reason: string; invalidAnswer?: true; mailbox?: true };
 
@@ -95,10 +95,11 @@ export function noAnswer(outcome: Exclude<OutboundResult, { kind: 'answer' }>): 
       return { kind: 'too_large', maxBytes: outcome.maxBytes };
     case 'aborted':
       return { kind: 'aborted' };
+    // How the answer travelled, not what was asked: a message being fetched waits.
     case 'headers_too_large':
-      return { kind: 'failed', reason: 'Gmail answer headers too large' };
+      return { kind: 'failed', reason: 'Gmail answer headers too large', mailbox: true };
     case 'too_fragmented':
-      return { kind: 'failed', reason: 'Gmail answer came in too many tiny pieces' };
+      return { kind: 'failed', reason: 'Gmail answer came in too many tiny pieces', mailbox: true };
     case 'timeout':
       return { kind: 'backoff', reason: 'Gmail did not answer in time' };
     default:

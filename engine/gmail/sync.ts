@@ -10,6 +10,7 @@
  * recent messages; a refused refresh token stops the mailbox until a new one
  * is there, and says so.
  */
+import { failedOnInput } from '../sandbox/call-outcome.ts';
 import { HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { MailboxStore } from './mailbox-store.ts';
@@ -104,11 +105,18 @@ type Run = {
   stopping: () => boolean;
   /** What the current sync skipped last: it stays the last error of a sync that went through. */
   skipped?: string;
+  /** Messages whose transform ran out of time, by id: the syncs in a row it did. */
+  timeouts: Map<string, number>;
 };
 
 /** The sync job of one mailbox. */
 export function createMailboxSync(deps: SyncDeps): MailboxSync {
-  const run: Run = { deps, now: deps.now ?? Date.now, stopping: () => stopping };
+  const run: Run = {
+    deps,
+    now: deps.now ?? Date.now,
+    stopping: () => stopping,
+    timeouts: new Map(),
+  };
   let running: Promise<SyncOutcome> | undefined;
   let again = false;
   let stopping = false;
@@ -244,30 +252,43 @@ async function emitAll(run: Run, ids: readonly string[]): Promise<number | Failu
   return emitted;
 }
 
-/**
- * What a mapping's transform answers about one message: a throw, an action it may not return, a
- * loop cut at its CPU time. A mail's text chose each (anyone can send one), so each is that
- * message's, skipped like a refusal: thrown on, it stopped every sync at the same message.
- */
-const MESSAGE_REFUSALS: ReadonlySet<string> = new Set([
-  'transform_failed',
-  'transform_invalid_output',
-  'transform_timeout',
-]);
-
 /** Emit one message; false when it ran before or the mapping or policy refused it (skipped). */
 async function emitOne(run: Run, id: string, item: MailItem): Promise<boolean> {
   try {
     return await run.deps.emit(run.deps.account, item);
   } catch (err) {
     // A refusal of the mapping, its transform or the policy is about this message; anything
-    // else (the store, a transform queue that is full) is the mailbox's: the sync waits.
-    if (!(err instanceof HookError) || (err.status >= 500 && !MESSAGE_REFUSALS.has(err.code)))
-      throw err;
-    skip(run, id, err.code);
-    return false;
+    // else (the store, a transform process that was not ready) is the mailbox's: the sync waits.
+    if (err instanceof HookError && err.status < 500) {
+      skip(run, id, err.code);
+      return false;
+    }
+    // The transform failed on this mail's text (a throw, an invalid action: anyone can send a
+    // mail that makes a transform throw; thrown on, it stopped every sync at this message).
+    if (failedOnInput(err)) {
+      skip(run, id, (err as HookError).code);
+      return false;
+    }
+    // Out of time: the mail's text (a loop) or a loaded host. Tried again at the next syncs, and
+    // skipped at the third time in a row, so one mail cannot hold the mailbox.
+    if (err instanceof HookError && err.code === 'transform_timeout') {
+      const times = (run.timeouts.get(id) ?? 0) + 1;
+      run.timeouts.delete(id);
+      if (times >= TIMEOUTS_BEFORE_SKIP) {
+        skip(run, id, err.code);
+        return false;
+      }
+      if (run.timeouts.size >= MAX_TIMED_OUT) run.timeouts.clear();
+      run.timeouts.set(id, times);
+    }
+    throw err;
   }
 }
+
+// Syncs in a row a message may run out of its transform's time before it is skipped.
+const TIMEOUTS_BEFORE_SKIP = 3;
+// Messages whose timeouts are counted at once (a bound, not a promise).
+const MAX_TIMED_OUT = 1000;
 
 /**
  * A sync that threw (the store failed, the transform queue was full): the mailbox waits and is
@@ -277,7 +298,8 @@ async function emitOne(run: Run, id: string, item: MailItem): Promise<boolean> {
 function thrown(run: Run, err: unknown): SyncOutcome {
   const reason = err instanceof HookError ? err.code : 'internal';
   run.deps.logger.error({ account: run.deps.account, reason }, 'gmail sync failed');
-  run.deps.store.recordError(run.deps.account, `sync failed: ${reason}`);
+  // An attempt like any other: `gmail status` shows when, and why it did not go through.
+  run.deps.store.recordSync(run.deps.account, run.now(), `sync failed: ${reason}`);
   return { kind: 'waiting', reason: 'failed' };
 }
 

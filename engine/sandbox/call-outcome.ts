@@ -30,8 +30,11 @@ export function outcomeOf(
   message: ResultMessage,
 ): TransformResult | HookError {
   if (message.failure) {
-    const code = message.failure.kind === 'timeout' ? 'transform_timeout' : 'transform_failed';
-    return new HookError(code, failureMessage(mappingId, message.failure.kind));
+    const { kind } = message.failure;
+    const code = kind === 'timeout' ? 'transform_timeout' : 'transform_failed';
+    const error = new HookError(code, failureMessage(mappingId, kind));
+    if (INPUT_KINDS.has(kind)) inputFaults.add(error);
+    return error;
   }
   if (message.output === undefined) return { value: undefined };
   if (nestsDeeperThan(message.output, OUTPUT_DEPTH)) {
@@ -50,6 +53,23 @@ export function outcomeOf(
         : `Transform of mapping "${mappingId ?? '?'}" returned invalid JSON.`,
     );
   }
+}
+
+// What the transform did with this input: it threw, returned what cannot be sent back, or
+// filled its memory. Not a timeout (wall time, which a loaded host stretches), nor anything of
+// the process or the module (none ready, a crash, a module set aside).
+const INPUT_KINDS: ReadonlySet<string> = new Set(['threw', 'output', 'memory']);
+const inputFaults = new WeakSet<HookError>();
+
+/**
+ * Whether a transform's failure is its input's: the same input would fail so again (a mail the
+ * transform throws on is skipped; a busy host's failure waits). transform_invalid_output always
+ * is: the action was built from this input.
+ */
+export function failedOnInput(err: unknown): boolean {
+  return (
+    err instanceof HookError && (err.code === 'transform_invalid_output' || inputFaults.has(err))
+  );
 }
 
 /** The caller-facing message for a failed call. */
