@@ -3,7 +3,7 @@
  * each returns the first problem as a dotted path and a message, or null.
  */
 import { sharedWithAdmin } from './config/hook-credentials.ts';
-import { atAfterHost } from './store/postgres-url.ts';
+import { passwordSpilled } from './store/postgres-url.ts';
 import { BlockList } from 'node:net';
 import type { Config } from '../schemas/config.ts';
 import { addTrusted } from './client-address.ts';
@@ -60,7 +60,7 @@ function checkStore(config: Config): ConfigProblem | null {
         'does not parse as a URL (postgres://user:password@host:port/database; a port of digits, special characters of the password percent-encoded)',
     };
   }
-  if (atAfterHost(store.url)) {
+  if (passwordSpilled(store.url)) {
     return {
       path: 'store.url',
       message:

@@ -7,6 +7,7 @@
  * and never described.
  */
 import { afterAll, expect, it } from 'vitest';
+import { resolveConfig } from '../engine/config.ts';
 import { describeUrl } from '../engine/store/backend.ts';
 import { killAll, runHookgate, tempDir, writeConfig } from './helpers/process.ts';
 
@@ -50,3 +51,36 @@ store: { kind: postgres, url: "postgres://app:4711/Xk9+pQ2w/LmZ=@db.internal:543
     cleanup();
   }
 }, 60_000);
+
+it.each([
+  'postgres://app:pw@db.example.com:5432/app?application_name=worker@eu-1',
+  'postgres://myadmin%40myserver:pw@myserver.postgres.database.azure.com:5432/app?user=myadmin@myserver',
+])('a query value holding an @ is a URL like any other: %s', (url) => {
+  expect(() =>
+    resolveConfig(
+      {
+        hooks: { enabled: true, token: 'hook-token-0123456789abcdefgh' },
+        store: { kind: 'postgres', url },
+      },
+      { baseDir: '/tmp', dataDir: '/tmp/hookgate-unused', env: {} },
+    ),
+  ).not.toThrow();
+  // Shown without the query: never the password.
+  expect(describeUrl(url)).not.toContain('pw');
+});
+
+it.each([
+  'postgres://app:4711/Xk9@db.internal:5432/hookgate',
+  'postgres://app:4711?Xk9+pQ2w=@db.internal:5432/hookgate',
+  'postgres://app:4711#Xk9@db.internal/hookgate',
+])('a password spilled into the path, query or fragment is refused: %s', (url) => {
+  expect(() =>
+    resolveConfig(
+      {
+        hooks: { enabled: true, token: 'hook-token-0123456789abcdefgh' },
+        store: { kind: 'postgres', url },
+      },
+      { baseDir: '/tmp', dataDir: '/tmp/hookgate-unused', env: {} },
+    ),
+  ).toThrow('store.url: has an @ after its host');
+});

@@ -223,6 +223,6 @@ export function describeUrl(url: string): string {
     return 'postgres (the URL does not parse)';
   }
   if (atAfterHost(url))
-    return 'postgres (not shown: an @ after the host; percent-encode the user and password)';
+    return 'postgres (not shown: an @ after its host, where a password with an unencoded /, ? or # would put its rest)';
   return `postgres://${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}${parsed.pathname}`;
 }
