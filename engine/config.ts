@@ -114,6 +114,10 @@ const VAR = /\$\$\{|\$\{([^}]*)\}|hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.place
  */
 const MAX_REPEATED_VALUES = 100_000;
 
+// A setting that holds a credential, by the name of its key (`hooks.token`, `auth.secrets.0`,
+// `oauth.clientSecret`, `password`, `apiKey`).
+const CREDENTIAL_SETTING = /(?:token|secret|password|key)(?:s?\.\d+)?$/i;
+
 type Walk = { seen: Set<object>; left: number };
 
 /** Substitute `${VAR}` in a value of a config document; `at` names it in errors. */
@@ -142,7 +146,16 @@ export function substituteEnv(
         );
       }
       const found = env[name];
-      if (found === undefined) throw new ConfigError(at, `environment variable ${name} is not set`);
+      if (found === undefined) {
+        // Named, except inside a longer value of a credential's setting: there the "name" may be
+        // a literal secret's own text that happens to hold `${WORD}`.
+        throw new ConfigError(
+          at,
+          match !== value && CREDENTIAL_SETTING.test(at)
+            ? 'an environment variable it refers to is not set (write $${ for a literal ${)'
+            : `environment variable ${name} is not set`,
+        );
+      }
       return found;
     });
   }

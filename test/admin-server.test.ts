@@ -176,6 +176,18 @@ describe('admin listener: who may use it', () => {
     expect(answer.body).toMatchObject({ ok: false, error: { code } });
   });
 
+  it('a request line of HTTP/2.0 (read by the HTTP/1 parser): 505 http_version_not_supported as JSON', async () => {
+    const s = await stack();
+    const answer = parseAnswer(
+      await rawExchange(
+        s.admin.url,
+        `POST /api/playground HTTP/2.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
+      ),
+    );
+    expect(answer.statusLine).toBe(`HTTP/1.1 505 ${STATUS_CODES[505]}`);
+    expect(answer.body).toMatchObject({ ok: false, error: { code: 'http_version_not_supported' } });
+  });
+
   it('caps the live streams: past 16 the next is 503 too_many_streams', async () => {
     const s = await stack();
     const open = await Promise.all(Array.from({ length: 16 }, () => s.adminFetch('/api/stream')));

@@ -106,3 +106,27 @@ runtime: { dataDir: ./data, heartbeat: { every: "off" } }
     cleanup();
   }
 }, 60_000);
+
+it('a literal secret holding ${WORD} with no such variable is refused without naming WORD', async () => {
+  const { dir, cleanup } = tempDir('hookgate-ref-secret-');
+  try {
+    const file = writeConfig(
+      dir,
+      `server: { host: 127.0.0.1, port: 0 }
+hooks:
+  enabled: true
+  token: "Zq7\${KQ9XL}m2-secret-0123456789"
+runtime: { dataDir: ./data, heartbeat: { every: "off" } }
+`,
+    );
+    const result = await runHookgate(['check', '--config', file], {
+      cwd: dir,
+      env: { KQ9XL: undefined },
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('hooks.token: an environment variable it refers to is not set');
+    expect(`${result.stdout}\n${result.stderr}`).not.toContain('KQ9XL');
+  } finally {
+    cleanup();
+  }
+}, 60_000);

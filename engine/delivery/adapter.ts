@@ -38,9 +38,9 @@ export type ChannelAdapter = {
    */
   conversationOf?(to: string): string;
   /**
-   * The whole reply as the product must get it to act as plain text would (no mass mention, no
-   * image loaded, no link hiding its address); applied before splitting, so what it adds counts
-   * in the parts' length.
+   * The reply (a head of it long enough for the parts sent, split.ts) as the product must get it
+   * to act as plain text would (no mass mention, no image loaded, no link hiding its address);
+   * applied before splitting, so what it adds counts in the parts' length.
    */
   prepareText?(text: string): string;
   /**
