@@ -255,7 +255,9 @@ async function emitAll(run: Run, ids: readonly string[]): Promise<number | Failu
 /** Emit one message; false when it ran before or the mapping or policy refused it (skipped). */
 async function emitOne(run: Run, id: string, item: MailItem): Promise<boolean> {
   try {
-    return await run.deps.emit(run.deps.account, item);
+    const emitted = await run.deps.emit(run.deps.account, item);
+    run.timeouts.delete(id);
+    return emitted;
   } catch (err) {
     // A refusal of the mapping, its transform or the policy is about this message; anything
     // else (the store, a transform process that was not ready) is the mailbox's: the sync waits.
