@@ -23,7 +23,7 @@ export function atAfterHost(url: string): boolean {
 }
 
 // In a query, an `@` followed by what a host and database look like: `@db:5432/app`, `@db/app`.
-const HOST_AFTER_AT = /@[^&=/]*(?::\d+)?\//;
+const HOST_AFTER_AT = /@[^&=/:@]*(?::\d+)?\//;
 
 /**
  * The password's rest read as the URL's path, fragment or query: an `@` in the path or the
