@@ -72,99 +72,61 @@ async function expiringFront(target: string, status = 401, reason?: string) {
   };
 }
 
-it('a refused token refresh while a message is fetched: the message waits and runs later', async () => {
-  gmail = await startGmailStandIn();
-  const front = await expiringFront(gmail.apiBaseUrl);
-  server = await startTestServer({
-    hooks: {
-      presets: ['gmail'],
-      gmail: gmailSettings(gmail, ACCOUNT, {
-        push: { mode: 'token' },
-        pushToken: PUSH_TOKEN,
-        apiBaseUrl: front.url,
-      }),
-    },
-  });
-  const running = server;
-  const g = gmail;
-  await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
-  await running.mail?.sync.idle();
-  const first = g.addMessage({ from: 'a@example.com', subject: 'First', text: 'one' });
-  const second = g.addMessage({ from: 'b@example.com', subject: 'Second', text: 'two' });
-  front.arm();
-  g.answerNext({ status: 401, body: JSON.stringify({ error: 'invalid_client' }) }, 'token');
-  const push = (id: string) =>
-    fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-      body: JSON.stringify(envelope(id, g.historyId())),
+it.each([
+  ['a refused token refresh (invalid_client)', 401, undefined, true],
+  ['a daily quota refusal (403 dailyLimitExceeded)', 403, 'dailyLimitExceeded', false],
+] as const)(
+  '%s while a message is fetched: the message waits and runs later',
+  async (_name, status, reason, tokenRefused) => {
+    gmail = await startGmailStandIn();
+    const front = await expiringFront(gmail.apiBaseUrl, status, reason);
+    server = await startTestServer({
+      hooks: {
+        presets: ['gmail'],
+        gmail: gmailSettings(gmail, ACCOUNT, {
+          push: { mode: 'token' },
+          pushToken: PUSH_TOKEN,
+          apiBaseUrl: front.url,
+        }),
+      },
     });
-  expect((await push('p-1')).status).toBe(204);
-  const ran = async () =>
-    (await running.store.listActions({ limit: 100 })).map((a) => a.action.verification?.deliveryId);
-  // The sync that met the refusal is over (it waits) before the next push asks again.
-  await until(
-    'the sync stopped on the refusal',
-    () => running.mail?.state().lastError !== undefined,
-  );
-  await running.mail?.sync.idle();
-  expect(await ran()).not.toContain(first);
-  const third = g.addMessage({ from: 'c@example.com', subject: 'Third', text: 'three' });
-  expect((await push('p-2')).status).toBe(204);
-  await until(
-    'all three ran',
-    async () => {
-      const ids = await ran();
-      return [first, second, third].every((id) => ids.includes(id));
-    },
-    20_000,
-  );
-}, 40_000);
-
-it('a daily quota refusal (403) while a message is fetched: the message waits and runs later', async () => {
-  gmail = await startGmailStandIn();
-  const front = await expiringFront(gmail.apiBaseUrl, 403, 'dailyLimitExceeded');
-  server = await startTestServer({
-    hooks: {
-      presets: ['gmail'],
-      gmail: gmailSettings(gmail, ACCOUNT, {
-        push: { mode: 'token' },
-        pushToken: PUSH_TOKEN,
-        apiBaseUrl: front.url,
-      }),
-    },
-  });
-  const running = server;
-  const g = gmail;
-  await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
-  await running.mail?.sync.idle();
-  const first = g.addMessage({ from: 'a@example.com', subject: 'First', text: 'one' });
-  const second = g.addMessage({ from: 'b@example.com', subject: 'Second', text: 'two' });
-  front.arm();
-  const push = (id: string) =>
-    fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-      body: JSON.stringify(envelope(id, g.historyId())),
-    });
-  expect((await push('p-1')).status).toBe(204);
-  const ran = async () =>
-    (await running.store.listActions({ limit: 100 })).map((a) => a.action.verification?.deliveryId);
-  // The sync that met the refusal is over (it waits) before the next push asks again.
-  await until(
-    'the sync stopped on the refusal',
-    () => running.mail?.state().lastError !== undefined,
-  );
-  await running.mail?.sync.idle();
-  expect(await ran()).not.toContain(first);
-  const third = g.addMessage({ from: 'c@example.com', subject: 'Third', text: 'three' });
-  expect((await push('p-2')).status).toBe(204);
-  await until(
-    'all three ran',
-    async () => {
-      const ids = await ran();
-      return [first, second, third].every((id) => ids.includes(id));
-    },
-    20_000,
-  );
-}, 40_000);
+    const running = server;
+    const g = gmail;
+    await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
+    await running.mail?.sync.idle();
+    const first = g.addMessage({ from: 'a@example.com', subject: 'First', text: 'one' });
+    const second = g.addMessage({ from: 'b@example.com', subject: 'Second', text: 'two' });
+    front.arm();
+    if (tokenRefused)
+      g.answerNext({ status: 401, body: JSON.stringify({ error: 'invalid_client' }) }, 'token');
+    const push = (id: string) =>
+      fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
+        body: JSON.stringify(envelope(id, g.historyId())),
+      });
+    expect((await push('p-1')).status).toBe(204);
+    const ran = async () =>
+      (await running.store.listActions({ limit: 100 })).map(
+        (a) => a.action.verification?.deliveryId,
+      );
+    // The sync that met the refusal is over (it waits) before the next push asks again.
+    await until(
+      'the sync stopped on the refusal',
+      () => running.mail?.state().lastError !== undefined,
+    );
+    await running.mail?.sync.idle();
+    expect(await ran()).not.toContain(first);
+    const third = g.addMessage({ from: 'c@example.com', subject: 'Third', text: 'three' });
+    expect((await push('p-2')).status).toBe(204);
+    await until(
+      'all three ran',
+      async () => {
+        const ids = await ran();
+        return [first, second, third].every((id) => ids.includes(id));
+      },
+      20_000,
+    );
+  },
+  40_000,
+);
