@@ -134,9 +134,13 @@ function findCut(text: string, budget: number): number {
     const at = window.lastIndexOf(separator);
     if (at > budget / 2) return at + (separator === ' ' ? 1 : 0);
   }
-  // No boundary in reach: cut hard, but not between the halves of a surrogate pair.
-  const code = text.charCodeAt(budget - 1);
-  return code >= 0xd800 && code <= 0xdbff ? budget - 1 : budget;
+  // No boundary in reach: cut hard, but not between the halves of a surrogate pair, nor right
+  // before an `@`: inside a word it is no mention (the product's escapes left it as it is), but
+  // at the start of the next part `@channel` would page everyone.
+  let cut = budget;
+  if (text.charCodeAt(cut) === 0x40 && cut > 1) cut -= 1;
+  const code = text.charCodeAt(cut - 1);
+  return code >= 0xd800 && code <= 0xdbff ? cut - 1 : cut;
 }
 
 function isFenceOpen(text: string): boolean {

@@ -90,14 +90,16 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
     const attempts = (previous?.attempts ?? 0) + 1;
     // The turns until the first saved progress has written them.
     let unsaved = turns;
-    const progress = (sent: SentParts): Outcome => ({
+    // `counted`: a send that shutdown interrupted gives its attempt back (the next one has its
+    // number), as the action's own attempts and a heartbeat's delivery do.
+    const progress = (sent: SentParts, counted = true): Outcome => ({
       status: 'delivering',
       reply,
       delivery: {
         state: 'pending',
         ...sent.target,
         partsSent: sent.partsSent,
-        attempts,
+        attempts: counted ? attempts : attempts - 1,
         ...(sent.parts !== undefined && { parts: sent.parts }),
       },
     });
@@ -127,7 +129,10 @@ export function createDeliveryStep(deps: DeliveryStepDeps) {
         return true;
       },
       async refund(sent) {
-        await lastWrite(store.requeue(row, 0, progress(sent), { refundAttempt: true }), ended);
+        await lastWrite(
+          store.requeue(row, 0, progress(sent, false), { refundAttempt: true }),
+          ended,
+        );
       },
       async end(recorded) {
         const state =
