@@ -186,7 +186,10 @@ main(process.argv.slice(2)).then(
     // A flag the command does not take, or given without its value (`--limit -1` reads as one):
     // a usage error, as a value a command refuses is.
     if (USAGE_ERRORS.has((err as { code?: string }).code ?? '')) {
-      process.stderr.write(`hookgate: ${(err as Error).message}\n${await usage()}`);
+      // Node's first sentence names the option; the advice after it (quote it after `--`) is
+      // about positional arguments, which these commands do not take that way.
+      const [first] = (err as Error).message.split('. ');
+      process.stderr.write(`hookgate: ${first}.\n${await usage()}`);
       process.exit(2);
     }
     process.stderr.write(`hookgate: ${(err as Error).message}\n`);

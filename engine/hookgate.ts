@@ -337,12 +337,21 @@ async function startAdminListener(
 
 function listen(server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? inUse(host, port) : err);
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });
+}
+
+/** The port is taken (another hookgate, often): say how to pick another. */
+function inUse(host: string, port: number): Error {
+  return new Error(
+    `${host}:${port} is already in use (another server holds it): start on another port with --port N, or set server.port in the config`,
+  );
 }
 
 async function shutdown(

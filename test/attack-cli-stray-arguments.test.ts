@@ -5,6 +5,8 @@
  * server's own file and said so, and `retry <id> --limit 2` went on to the store: each exited 0
  * as if it had understood. Each is now a usage error (exit 2) that says what the command takes.
  */
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, expect, it } from 'vitest';
 import { killAll, runHookgate, tempDir } from './helpers/process.ts';
 
@@ -75,6 +77,39 @@ it('the flags a command takes still work', async () => {
     }
     expect((await runHookgate(['schema'], { cwd: dir })).code).toBe(0);
   } finally {
+    cleanup();
+  }
+}, 60_000);
+
+it("another command's flag is named, without node's advice about positional arguments", async () => {
+  const { dir, cleanup } = tempDir('hookgate-cli-stray-');
+  try {
+    const result = await runHookgate(['heartbeats', '--state', 'done', '--data-dir', dir], {
+      cwd: dir,
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("hookgate: Unknown option '--state'.");
+    expect(result.stderr).not.toContain('To specify a positional argument');
+  } finally {
+    cleanup();
+  }
+}, 60_000);
+
+it('serve on a port another server holds says so and how to pick another', async () => {
+  const { dir, cleanup } = tempDir('hookgate-cli-port-');
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const { port } = holder.address() as AddressInfo;
+  try {
+    const result = await runHookgate(['serve', '--port', String(port), '--data-dir', dir], {
+      cwd: dir,
+      env: { HOOKGATE_TOKEN: 'port-test-token-0123456789abcdef' },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`127.0.0.1:${port} is already in use`);
+    expect(result.stderr).toContain('--port N');
+  } finally {
+    holder.close();
     cleanup();
   }
 }, 60_000);
