@@ -189,7 +189,9 @@ main(process.argv.slice(2)).then(
       // Node's first sentence names the option; the advice after it (quote it after `--`) is
       // about positional arguments, which these commands do not take that way.
       const [first] = (err as Error).message.split('. ');
-      process.stderr.write(`hookgate: ${first}.\n${await usage()}`);
+      process.stderr.write(
+        `hookgate: ${first}${first?.endsWith('.') ? '' : '.'}\n${await usage()}`,
+      );
       process.exit(2);
     }
     process.stderr.write(`hookgate: ${(err as Error).message}\n`);

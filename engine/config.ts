@@ -115,8 +115,8 @@ const VAR = /\$\$\{|\$\{([^}]*)\}|hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.place
 const MAX_REPEATED_VALUES = 100_000;
 
 // A setting that holds a credential, by the name of its key (`hooks.token`, `auth.secrets.0`,
-// `oauth.clientSecret`, `password`, `apiKey`).
-const CREDENTIAL_SETTING = /(?:token|secret|password|key)(?:s?\.\d+)?$/i;
+// `oauth.clientSecret`, `password`, `apiKey`, a URL with its password, a header's value).
+const CREDENTIAL_SETTING = /(?:token|secret|password|key|url)(?:s?\.\d+)?$|(?:^|\.)headers\./i;
 
 type Walk = { seen: Set<object>; left: number };
 

@@ -244,8 +244,14 @@ export async function startHookgate(
   prune.unref();
 
   const parts: AdminParts = { live: current, store, runtime, mail, logger };
+  const hooksPort = options.port ?? config.server.port;
+  // The config's rule compares admin.port with server.port; a --port given at start is checked here.
+  if (config.admin && hooksPort !== 0 && hooksPort === config.admin.port)
+    throw new Error(
+      `port ${hooksPort} is the admin listener's (admin.port): start the hooks on another port with --port N`,
+    );
   const admin = config.admin ? await startAdminListener(config, parts) : undefined;
-  await listen(server, options.host ?? config.server.host, options.port ?? config.server.port);
+  await listen(server, options.host ?? config.server.host, hooksPort);
   const stopWatch =
     config.reload.watch && loaded.file
       ? watchForReload({

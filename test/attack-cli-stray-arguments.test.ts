@@ -8,7 +8,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, expect, it } from 'vitest';
-import { killAll, runHookgate, tempDir } from './helpers/process.ts';
+import { killAll, runHookgate, tempDir, writeConfig } from './helpers/process.ts';
 
 afterAll(killAll);
 
@@ -110,6 +110,24 @@ it('serve on a port another server holds says so and how to pick another', async
     expect(result.stderr).toContain('--port N');
   } finally {
     holder.close();
+    cleanup();
+  }
+}, 60_000);
+
+it("serve with --port naming the admin listener's port says which it is", async () => {
+  const { dir, cleanup } = tempDir('hookgate-cli-port-');
+  const file = writeConfig(
+    dir,
+    `hooks: { enabled: true, token: port-test-token-0123456789abcdef }
+admin: { port: 39471, token: admin-port-token-0123456789abcdef }
+runtime: { dataDir: ./data }
+`,
+  );
+  try {
+    const result = await runHookgate(['serve', '--config', file, '--port', '39471'], { cwd: dir });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("port 39471 is the admin listener's (admin.port)");
+  } finally {
     cleanup();
   }
 }, 60_000);

@@ -130,3 +130,24 @@ runtime: { dataDir: ./data, heartbeat: { every: "off" } }
     cleanup();
   }
 }, 60_000);
+
+it('an unset ${WORD} inside a store URL (its password) is not named either', async () => {
+  const { dir, cleanup } = tempDir('hookgate-ref-secret-');
+  try {
+    const file = writeConfig(
+      dir,
+      `hooks: { enabled: true, token: hook-token-0123456789abcdefgh }
+store: { kind: postgres, url: "postgres://app:Zq8\${secretPart}x@db:5432/app" }
+`,
+    );
+    const result = await runHookgate(['check', '--config', file], {
+      cwd: dir,
+      env: { secretPart: undefined },
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('store.url: an environment variable it refers to is not set');
+    expect(`${result.stdout}\n${result.stderr}`).not.toContain('secretPart');
+  } finally {
+    cleanup();
+  }
+}, 60_000);

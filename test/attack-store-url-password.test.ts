@@ -73,6 +73,8 @@ it.each([
   'postgres://app:4711/Xk9@db.internal:5432/hookgate',
   'postgres://app:4711?Xk9+pQ2w=@db.internal:5432/hookgate',
   'postgres://app:4711#Xk9@db.internal/hookgate',
+  'postgres://app:5?k9@[::1]:5432/app',
+  'postgres://app:5?k9@[::1]/app',
 ])('a password spilled into the path, query or fragment is refused: %s', (url) => {
   expect(() =>
     resolveConfig(

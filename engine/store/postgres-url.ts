@@ -22,8 +22,9 @@ export function atAfterHost(url: string): boolean {
   return found !== undefined && `${found.path}${found.query}${found.fragment}`.includes('@');
 }
 
-// In a query, an `@` followed by what a host and database look like: `@db:5432/app`, `@db/app`.
-const HOST_AFTER_AT = /@[^&=/:@]*(?::\d+)?\//;
+// In a query, an `@` followed by what a host and database look like: `@db:5432/app`, `@db/app`,
+// `@[::1]:5432/app`.
+const HOST_AFTER_AT = /@(?:\[[^\]@]*\]|[^&=/:@[]*)(?::\d+)?\//;
 
 /**
  * The password's rest read as the URL's path, fragment or query: an `@` in the path or the
