@@ -18,10 +18,6 @@ const METHOD_NOT_ALLOWED = new HookError('method_not_allowed', undefined, {
   headers: { allow: 'POST' },
 });
 const TOKEN_IN_QUERY = new HookError('token_in_query');
-/** The refusal of a request whose query holds the hook token, once it proved a credential. */
-export function tokenInQuery(): HookError {
-  return TOKEN_IN_QUERY;
-}
 
 export type AdmitSettings = {
   enabled: boolean;
@@ -87,11 +83,11 @@ export function createAdmit({
     // Whatever its value, so the answer says nothing of it.
     if (queryCarriesToken(x.query)) return TOKEN_IN_QUERY;
     // The hook token itself in the path or a query value is told apart from a wrong guess only
-    // to a request that proves a credential: told to anyone, the answer would confirm a guess,
-    // and a wrong guess (an unknown hook, an ordinary parameter) is not counted toward the lock.
-    // Here, the hook token in its header; a signed route's request, once its signature verified
-    // (authenticate.ts). Otherwise the request goes on as any other would: the path's name hidden
-    // (no hook has it), the query as sent but marked, so no log or journal keeps it.
+    // to a request that presents the token in its header too: told to anyone else (a replayer of
+    // a captured signed delivery included), the answer would confirm a guess, and a wrong guess
+    // (an unknown hook, an ordinary parameter) is not counted toward the lock. Otherwise the
+    // request goes on as any other would: the path's name hidden (no hook has it), the query as
+    // sent but marked, so no log or journal keeps it.
     const inQuery = urlToken.inQuery(x.query);
     if ((inPath || inQuery) && tokenMatches(presentedToken(x.source.rawHeaders)))
       return inPath ? TOKEN_IN_PATH : TOKEN_IN_QUERY;

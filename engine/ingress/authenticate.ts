@@ -12,7 +12,7 @@ import { HookError } from '../errors.ts';
 import { authFailed } from '../observe/events.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { PresentedToken } from '../auth.ts';
-import { rateLimited, tokenInQuery } from './admit.ts';
+import { rateLimited } from './admit.ts';
 import type { RouteGate } from './routes.ts';
 import { EVERY_HEADER } from './delivery-ids.ts';
 import { type Answer, type Exchange, had, type Stage } from './exchange.ts';
@@ -95,9 +95,10 @@ export function createAuthenticateBody({ limiter }: Pick<AuthenticateSettings, '
     }
     const result = gate.verifier.verify(x.headers, had(x.raw, 'raw'), seconds(x.arrivedAtMs));
     if (typeof result === 'string') return refuseAuth(x, limiter, result);
-    // Signed by the route's secret: the sender may be told its URL holds the hook token (it is
-    // the operator's setting at the provider); nobody guessing without the secret gets here.
-    if (x.queryHoldsToken) return tokenInQuery();
+    // A query holding the hook token is answered as any other would be: a valid signature
+    // proves a captured request, not the secret, and resent with guesses in its (unsigned)
+    // query a 400 would tell the right one. The request line says so, for the operator only.
+    if (x.queryHoldsToken) x.log['queryHoldsToken'] = true;
     // No reset of the failure count: a valid signature proves a captured request, not a secret,
     // and a replayed one must not wipe out the count of token guesses sent beside it.
     // Slack marks its own retries; the delivery id makes them replays, this says why one came.
