@@ -86,68 +86,56 @@ runtime: { dataDir: ./data, heartbeat: { every: "off" } }
   60_000,
 );
 
-it('a literal secret holding ${ with no valid name after it is refused without being printed', async () => {
+/** `hookgate check` on a config of `text`, with `unset` variables removed from its environment. */
+async function check(text: string, unset: string[] = []) {
   const { dir, cleanup } = tempDir('hookgate-ref-secret-');
   try {
-    const file = writeConfig(
-      dir,
-      `server: { host: 127.0.0.1, port: 0 }
-hooks:
-  enabled: true
-  token: "Zq7\${kQ9!x}Lm2-secret-0123456789"
-runtime: { dataDir: ./data, heartbeat: { every: "off" } }
-`,
-    );
-    const result = await runHookgate(['check', '--config', file], { cwd: dir });
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('hooks.token: an invalid ${...} reference');
-    expect(`${result.stdout}\n${result.stderr}`).not.toContain('kQ9');
+    const file = writeConfig(dir, text);
+    const env = Object.fromEntries(unset.map((name) => [name, undefined]));
+    return await runHookgate(['check', '--config', file], { cwd: dir, env });
   } finally {
     cleanup();
   }
-}, 60_000);
+}
 
-it('a literal secret holding ${WORD} with no such variable is refused without naming WORD', async () => {
-  const { dir, cleanup } = tempDir('hookgate-ref-secret-');
-  try {
-    const file = writeConfig(
-      dir,
-      `server: { host: 127.0.0.1, port: 0 }
+const TOKEN_LINE = (value: string) => `server: { host: 127.0.0.1, port: 0 }
 hooks:
   enabled: true
-  token: "Zq7\${KQ9XL}m2-secret-0123456789"
+  token: "${value}"
 runtime: { dataDir: ./data, heartbeat: { every: "off" } }
-`,
-    );
-    const result = await runHookgate(['check', '--config', file], {
-      cwd: dir,
-      env: { KQ9XL: undefined },
-    });
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('hooks.token: an environment variable it refers to is not set');
-    expect(`${result.stdout}\n${result.stderr}`).not.toContain('KQ9XL');
-  } finally {
-    cleanup();
-  }
-}, 60_000);
+`;
 
-it('an unset ${WORD} inside a store URL (its password) is not named either', async () => {
-  const { dir, cleanup } = tempDir('hookgate-ref-secret-');
-  try {
-    const file = writeConfig(
-      dir,
-      `hooks: { enabled: true, token: hook-token-0123456789abcdefgh }
+it.each([
+  [
+    'a literal secret holding ${ with no valid name after it',
+    TOKEN_LINE('Zq7${kQ9!x}Lm2-secret-0123456789'),
+    [],
+    'hooks.token: an invalid ${...} reference',
+    'kQ9',
+  ],
+  [
+    'a literal secret holding ${WORD} with no such variable',
+    TOKEN_LINE('Zq7${KQ9XL}m2-secret-0123456789'),
+    ['KQ9XL'],
+    'hooks.token: an environment variable it refers to is not set',
+    'KQ9XL',
+  ],
+  [
+    'an unset ${WORD} inside a store URL (its password)',
+    `hooks: { enabled: true, token: hook-token-0123456789abcdefgh }
 store: { kind: postgres, url: "postgres://app:Zq8\${secretPart}x@db:5432/app" }
 `,
-    );
-    const result = await runHookgate(['check', '--config', file], {
-      cwd: dir,
-      env: { secretPart: undefined },
-    });
+    ['secretPart'],
+    'store.url: an environment variable it refers to is not set',
+    'secretPart',
+  ],
+])(
+  '%s is refused without repeating its text',
+  async (_name, text, unset, said, hidden) => {
+    const result = await check(text, unset);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('store.url: an environment variable it refers to is not set');
-    expect(`${result.stdout}\n${result.stderr}`).not.toContain('secretPart');
-  } finally {
-    cleanup();
-  }
-}, 60_000);
+    expect(result.stderr).toContain(said);
+    expect(`${result.stdout}\n${result.stderr}`).not.toContain(hidden);
+  },
+  60_000,
+);

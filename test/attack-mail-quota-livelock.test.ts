@@ -11,10 +11,9 @@
  * answers 429 `userRateLimitExceeded` with `Retry-After: 1` past that; twelve mails arrive in
  * one push. Reading on from where the last try stopped would run them all in three windows.
  */
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
+import { fetchedMessage, type GmailFront, startGmailFront } from './helpers/gmail-front.ts';
 import {
   type GmailStandIn,
   gmailSettings,
@@ -31,64 +30,40 @@ const WINDOW_MS = 1_000;
 const BURST = 12;
 
 let gmail: GmailStandIn | undefined;
-let proxy: Server | undefined;
+let front: GmailFront | undefined;
 let server: TestServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
-  await new Promise<void>((resolve) => {
-    if (!proxy) return resolve();
-    proxy.closeAllConnections();
-    proxy.close(() => resolve());
-  });
-  proxy = undefined;
+  await front?.close();
+  front = undefined;
   await gmail?.close();
   gmail = undefined;
 });
 
 /** Gmail's per-user quota in front of the stand-in: GETS_PER_WINDOW messages.get per window. */
 async function quotaProxy(target: string): Promise<{ url: string; gets: () => number }> {
-  const base = new URL(target);
   let windowStart = Date.now();
   let used = 0;
   let gets = 0;
-  proxy = createServer((req, res) => {
-    if (/\/messages\/[^/]+$/.test(new URL(req.url ?? '/', 'http://x').pathname)) {
-      const now = Date.now();
-      if (now - windowStart >= WINDOW_MS) {
-        windowStart = now;
-        used = 0;
-      }
-      if (used >= GETS_PER_WINDOW) {
-        req.resume();
-        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
-        res.end(googleError(429, 'userRateLimitExceeded'));
-        return;
-      }
-      used++;
-      gets++;
+  front = await startGmailFront(target, (req, res) => {
+    if (fetchedMessage(req) === undefined) return false;
+    const now = Date.now();
+    if (now - windowStart >= WINDOW_MS) {
+      windowStart = now;
+      used = 0;
     }
-    const upstream = request(
-      {
-        host: base.hostname,
-        port: base.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
+    if (used >= GETS_PER_WINDOW) {
+      req.resume();
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+      res.end(googleError(429, 'userRateLimitExceeded'));
+      return true;
+    }
+    used++;
+    gets++;
+    return false;
   });
-  await new Promise<void>((resolve) => proxy?.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-    gets: () => gets,
-  };
+  return { url: front.url, gets: () => gets };
 }
 
 it('a burst larger than one quota window: every mail runs once, the retries read on instead of fetching again what already ran', async () => {

@@ -6,10 +6,9 @@
  * It is the mailbox's failure: the sync waits, and the next sync runs the message. So is a 403
  * other than a rate limit (a daily quota, the API disabled), which was skipped the same way.
  */
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
+import { fetchedMessage, type GmailFront, startGmailFront } from './helpers/gmail-front.ts';
 import {
   type GmailStandIn,
   gmailSettings,
@@ -22,50 +21,28 @@ import { until } from './helpers/signed-http.ts';
 
 const PUSH_TOKEN = 'token-skip-push-token-0123456789';
 let gmail: GmailStandIn | undefined;
-let proxy: Server | undefined;
+let front: GmailFront | undefined;
 let server: TestServer | undefined;
 afterEach(async () => {
   await server?.close();
-  await new Promise<void>((resolve) => {
-    if (!proxy) return resolve();
-    proxy.closeAllConnections();
-    proxy.close(() => resolve());
-  });
+  await front?.close();
+  front = undefined;
   await gmail?.close();
 });
 
 /** Gmail behind a front that answers `status` (Google's error JSON) to the next message fetch once armed. */
 async function expiringFront(target: string, status = 401, reason?: string) {
-  const base = new URL(target);
   let armed = false;
-  proxy = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
-    if (armed && /\/messages\/[^/]+$/.test(path)) {
-      armed = false;
-      req.resume();
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(googleError(status, reason));
-      return;
-    }
-    const upstream = request(
-      {
-        host: base.hostname,
-        port: base.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
+  front = await startGmailFront(target, (req, res) => {
+    if (!armed || fetchedMessage(req) === undefined) return false;
+    armed = false;
+    req.resume();
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(googleError(status, reason));
+    return true;
   });
-  await new Promise<void>((resolve) => proxy?.listen(0, '127.0.0.1', resolve));
   return {
-    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    url: front.url,
     arm: () => {
       armed = true;
     },

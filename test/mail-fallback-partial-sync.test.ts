@@ -5,11 +5,10 @@
  * good sync again: the prune had forgotten those messages' keys and they ran a second time.
  * The running server's prune now keeps the mail flow's keys back to where its fallback reads.
  */
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, expect, it, vi } from 'vitest';
 import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
 import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
+import { fetchedMessage, type GmailFront, startGmailFront } from './helpers/gmail-front.ts';
 import {
   type GmailStandIn,
   gmailSettings,
@@ -24,18 +23,14 @@ const PUSH_TOKEN = 'partial-sync-push-token-0123456789';
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 let gmail: GmailStandIn | undefined;
-let proxy: Server | undefined;
+let front: GmailFront | undefined;
 let server: TestServer | undefined;
 const data = tempDir();
 afterEach(async () => {
   await server?.close();
   server = undefined;
-  await new Promise<void>((resolve) => {
-    if (!proxy) return resolve();
-    proxy.closeAllConnections();
-    proxy.close(() => resolve());
-  });
-  proxy = undefined;
+  await front?.close();
+  front = undefined;
   await gmail?.close();
   gmail = undefined;
   vi.useRealTimers();
@@ -44,34 +39,15 @@ afterEach(async () => {
 
 /** Gmail behind a proxy that answers 429 to messages.get of the blocked ids. */
 async function blockingProxy(target: string, blocked: Set<string>): Promise<string> {
-  const base = new URL(target);
-  proxy = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
-    const id = /\/messages\/([^/]+)$/.exec(path)?.[1];
-    if (id !== undefined && blocked.has(decodeURIComponent(id))) {
-      req.resume();
-      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' });
-      res.end(googleError(429, 'userRateLimitExceeded'));
-      return;
-    }
-    const upstream = request(
-      {
-        host: base.hostname,
-        port: base.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
+  front = await startGmailFront(target, (req, res) => {
+    const id = fetchedMessage(req);
+    if (id === undefined || !blocked.has(id)) return false;
+    req.resume();
+    res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' });
+    res.end(googleError(429, 'userRateLimitExceeded'));
+    return true;
   });
-  await new Promise<void>((resolve) => proxy?.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  return front.url;
 }
 
 it('a mail run by a sync that stopped part way does not run again after a week without a good sync', async () => {

@@ -3,7 +3,7 @@
  * readiness, its metrics, the request journal, the runtime's runs, and dry
  * runs through whatever configuration is current.
  */
-import { hookCredentials } from '../config/hook-credentials.ts';
+import { credentialValues } from '../config/hook-credentials.ts';
 import type { Config } from '../../schemas/config.ts';
 import type { MailFlow } from '../gmail/flow.ts';
 import type { Logger } from '../log.ts';
@@ -72,6 +72,6 @@ export function startJournal(
     recentRequests: settings.recentRequests,
     keepPayloads: settings.keepPayloads,
     maxBodyBytes: () => current().hooks.maxBodyBytes,
-    credentials: () => hookCredentials(current()).map(({ value }) => value),
+    credentials: () => credentialValues(current()),
   }).start();
 }

@@ -38,3 +38,16 @@ export function sharedWithAdmin(
   if (!adminToken) return undefined;
   return hookCredentials(config).find(({ value }) => value === adminToken)?.path;
 }
+
+// A configuration is read-only once loaded: its credentials are listed once, not per request.
+const valuesOf = new WeakMap<Config, readonly string[]>();
+
+/** The credentials' values alone, listed once per configuration (the journal asks per request). */
+export function credentialValues(config: Config): readonly string[] {
+  let values = valuesOf.get(config);
+  if (!values) {
+    values = Object.freeze(hookCredentials(config).map(({ value }) => value));
+    valuesOf.set(config, values);
+  }
+  return values;
+}
