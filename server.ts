@@ -11,9 +11,9 @@
  */
 // First: a SIGHUP while the modules below load is held, not fatal (serve reloads once it listens).
 import './engine/cli/hold-reloads-early.ts';
-import { parseArgs } from 'node:util';
 import { ConfigError } from './engine/config.ts';
 import { UsageError } from './engine/cli/usage-error.ts';
+import { parseFlags } from './engine/cli/parse-flags.ts';
 import { storeCommand } from './engine/cli/store-command-args.ts';
 
 // Each command loads only its own modules: a store view need not load the server, the
@@ -55,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'serve') {
-    const { values } = parseArgs({
+    const { values } = parseFlags(command, {
       args: rest,
       options: {
         config: { type: 'string' },
@@ -68,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
     return (await cli.serve()).serve({ ...others, ...(dataDir !== undefined && { dataDir }) });
   }
   if (command === 'actions') {
-    const { values } = parseArgs({
+    const { values } = parseFlags(command, {
       args: rest,
       options: {
         json: { type: 'boolean' },
@@ -104,14 +104,14 @@ async function main(argv: string[]): Promise<number> {
     return (await cli.control()).heartbeatNow(flags, print);
   }
   if (command === 'check') {
-    const { values } = parseArgs({
+    const { values } = parseFlags(command, {
       args: rest,
       options: { config: { type: 'string' }, strict: { type: 'boolean' } },
     });
     return (await cli.check()).check(values.config, print, { strict: values.strict === true });
   }
   if (command === 'test') {
-    const { values, positionals } = parseArgs({
+    const { values, positionals } = parseFlags(command, {
       args: rest,
       allowPositionals: true,
       options: {
@@ -150,7 +150,7 @@ async function main(argv: string[]): Promise<number> {
     );
   }
   if (command === 'schema') {
-    parseArgs({ args: rest, options: {}, strict: true });
+    parseFlags(command, { args: rest, options: {}, strict: true });
     return (await cli.schema()).printSchema(print);
   }
   if (command === 'gmail') return (await cli.gmail()).gmailCommand(rest, print);

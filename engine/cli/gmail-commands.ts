@@ -2,11 +2,11 @@
  * `hookgate gmail <setup|status|stop>`: the mail flow's commands, their
  * arguments parsed here so server.ts only dispatches.
  */
-import { parseArgs } from 'node:util';
 import { ConfigError } from '../config.ts';
 import { gmailSetup } from './gmail-setup.ts';
 import { gmailStatus } from './gmail-status.ts';
 import { gmailStop } from './gmail-stop.ts';
+import { parseFlags } from './parse-flags.ts';
 
 export const GMAIL_USAGE = `  hookgate gmail setup --account A [--label L] [--project P] [--project-number N] [--topic T]
       [--subscription S] [--push-endpoint URL] [--push-mode oidc|token] [--service-account EMAIL]
@@ -21,14 +21,17 @@ export const GMAIL_USAGE = `  hookgate gmail setup --account A [--label L] [--pr
 export async function gmailCommand(args: string[], out: (line: string) => void): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'status') {
-    const { values } = parseArgs({
+    const { values } = parseFlags('gmail status', {
       args: rest,
       options: { json: { type: 'boolean' }, config: { type: 'string' } },
     });
     return gmailStatus(values, out);
   }
   if (sub === 'stop') {
-    const { values } = parseArgs({ args: rest, options: { config: { type: 'string' } } });
+    const { values } = parseFlags('gmail stop', {
+      args: rest,
+      options: { config: { type: 'string' } },
+    });
     return gmailStop(values, out);
   }
   if (sub === 'setup') return gmailSetup(setupFlags(rest), out);
@@ -39,7 +42,7 @@ export async function gmailCommand(args: string[], out: (line: string) => void):
 const text = { type: 'string' } as const;
 
 function setupFlags(args: string[]) {
-  const { values } = parseArgs({
+  const { values } = parseFlags('gmail setup', {
     args,
     options: {
       account: text,
@@ -67,6 +70,7 @@ function setupFlags(args: string[]) {
     throw new ConfigError('--push-mode', 'must be oidc or token');
   }
   const mode: 'oidc' | 'token' | undefined = given;
+  // At most one of the two is set: parseFlags refuses --include-body with --no-include-body.
   const includeBody = values['no-include-body'] ? false : values['include-body'];
   return {
     account: values.account,

@@ -6,7 +6,7 @@
  * other.yaml`) was silently ignored and the command ran as if it had not been given.
  * A wrong command line throws (node's parseArgs errors, or a UsageError), exit status 2.
  */
-import { parseArgs } from 'node:util';
+import { parseFlags } from './parse-flags.ts';
 import { UsageError } from './usage-error.ts';
 
 const STORE = { config: { type: 'string' }, 'data-dir': { type: 'string' } } as const;
@@ -44,7 +44,7 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
       return { kind: 'reload', flags: only(command, args, STORE, undefined).flags };
     case 'events': {
       // The sub-word is a positional wherever it stands (`events --data-dir D requeue 7`).
-      const { values, positionals } = parseArgs({
+      const { values, positionals } = parseFlags(command, {
         args,
         options: { ...LIST, session: { type: 'string' } },
         allowPositionals: true,
@@ -56,7 +56,7 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
           throw new UsageError(`events requeue does not take --${listOnly[0]}`);
         const { flags, positionals: rest } = only(
           'events requeue',
-          withoutSubWord(args, { ...LIST, session: { type: 'string' } }),
+          withoutSubWord(command, args, { ...LIST, session: { type: 'string' } }),
           STORE,
           'the event number',
         );
@@ -68,7 +68,7 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
       };
     }
     case 'heartbeat': {
-      const { positionals } = parseArgs({
+      const { positionals } = parseFlags(command, {
         args,
         options: STORE,
         allowPositionals: true,
@@ -77,7 +77,7 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
       if (positionals[0] !== 'now') throw new UsageError('heartbeat: say "heartbeat now"');
       return {
         kind: 'heartbeat-now',
-        flags: only('heartbeat now', withoutSubWord(args, STORE), STORE, undefined).flags,
+        flags: only('heartbeat now', withoutSubWord(command, args, STORE), STORE, undefined).flags,
       };
     }
     case 'retry': {
@@ -97,8 +97,8 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
 type Options = Record<string, { type: 'string' | 'boolean' }>;
 
 /** `args` without their first positional argument (the sub-word), wherever it stands. */
-function withoutSubWord(args: string[], options: Options): string[] {
-  const { tokens } = parseArgs({
+function withoutSubWord(command: string, args: string[], options: Options): string[] {
+  const { tokens } = parseFlags(command, {
     args,
     options,
     allowPositionals: true,
@@ -120,7 +120,7 @@ function only(
   options: Options,
   what: string | undefined,
 ): { flags: StoreCommandFlags; positionals: string[] } {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags(command, {
     args,
     options,
     allowPositionals: true,
