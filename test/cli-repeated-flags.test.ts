@@ -22,7 +22,10 @@ it('a single-value flag given twice is a usage error naming the flag, never its 
       [['runs', '--state', 'dead', '--state', 'done', '--data-dir', dir], 'runs: --state'],
       [['events', '--session', first, '--data-dir', dir, '--session', second], 'events: --session'],
       [['heartbeats', '--data-dir', dir, '--data-dir', second], 'heartbeats: --data-dir'],
-      [['retry', 'some-id', '--failed', '--failed', '--data-dir', dir], 'retry: --failed'],
+      [
+        ['retry', 'some-id', '--failed', '--data-dir', dir, '--data-dir', second],
+        'retry: --data-dir',
+      ],
       [['check', '--config', first, `--config=${second}`], 'check: --config'],
       [['test', 'wake', '--payload', first, '--payload', second], 'test: --payload'],
       [['gmail', 'status', '--config', first, '--config', second], 'gmail status: --config'],
@@ -97,6 +100,21 @@ it('a flag meant to repeat (test --header) still repeats', async () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('both-headers: matched');
+  } finally {
+    cleanup();
+  }
+}, 60_000);
+
+it('a switch given twice (actions --json --json) says the same thing and is taken', async () => {
+  const { dir, cleanup } = tempDir('hookgate-cli-switch-');
+  try {
+    const result = await runHookgate(['actions', '--json', '--json', '--data-dir', dir], {
+      cwd: dir,
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    // One action per line: an empty store lists none.
+    expect(result.stdout).toBe('');
   } finally {
     cleanup();
   }

@@ -1,11 +1,11 @@
 /**
  * The one parse of a command's flags that every `hookgate` command goes through: node's
- * parseArgs, which keeps the last of a flag given twice (`serve --port 1 --port 2` served on 2)
+ * parseArgs, which keeps the last of a value flag given twice (`serve --port 1 --port 2` served on 2)
  * and the last of a flag and its negation (`--include-body --no-include-body` left the body
  * out), silently. Here either is a usage error (exit status 2) naming the flags, never their
  * values: a value may be a secret. A flag declared `multiple` (`test --header`) still repeats.
- * (Under parseArgs' allowNegative, which no command sets, `--x --no-x` would read as --x twice:
- * refused all the same.)
+ * No command sets parseArgs' allowNegative: under it `--x --no-x` would read as a switch given
+ * twice, which is taken.
  */
 import { type ParseArgsConfig, type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { UsageError } from './usage-error.ts';
@@ -31,7 +31,9 @@ function refuseRepeats(
   const given = new Set<string>();
   for (const { kind, name } of tokens) {
     if (kind !== 'option' || name === undefined) continue;
-    if (given.has(name) && options[name]?.multiple !== true)
+    // A switch given twice says the same thing twice: only a value given twice is ambiguous.
+    const repeatable = options[name]?.multiple === true || options[name]?.type === 'boolean';
+    if (given.has(name) && !repeatable)
       throw new UsageError(`${command}: --${name} is given more than once (give it once)`);
     const opposite = negationOf(name, options);
     if (opposite !== undefined && given.has(opposite))
