@@ -28,7 +28,7 @@ export type RateLimitSettings = {
  * of an address not locked here (a locked one is refused before it can fail), so a guesser
  * costs about `maxFailures` writes per window (plus those in flight when the lock begins,
  * and one per instance that has not seen the lock yet) and none while locked. A success
- * writes only when `hasFailures` says a failure is counted. Local state stays bounded
+ * writes only when `hasFailures` says a failure may be counted. Local state stays bounded
  * by `maxClients`.
  * `recordFailure` and `reset` may reject when a shared store is down; the instance wraps the
  * limiter in `reportingStoreErrors`, so a request never fails because of it.
@@ -44,10 +44,13 @@ export interface AuthFailureLimiter {
    */
   recordFailure(client: string, nowMs: number): Promise<void> | undefined;
   /**
-   * Whether a failure is counted for the address that no lock or reset has cleared, as far as
-   * this instance knows (a local answer: its own counts, and on a shared store those the other
-   * instances hold as of the last refresh). Callers reset only then, so a successful
-   * authentication of an address with nothing counted writes nothing to a shared store.
+   * Whether a failure may be counted for the address that no lock or reset has cleared, as far
+   * as this instance knows (a local answer: its own counts, and on a shared store those the
+   * other instances hold as of the last refresh). Callers reset only then, so a successful
+   * authentication of an address with nothing counted writes nothing to a shared store. A
+   * shared store that holds more counting addresses than `maxClients` answers true for every
+   * address: a bounded view cannot rule one out, and a count left after a success would lock
+   * the client out sooner.
    */
   hasFailures(client: string): boolean;
   /** Forget the failures counted for an address after it authenticated (never a lock). */

@@ -3,7 +3,9 @@
  * within the window, its length, what a success may and may not clear, and
  * the local answers the request path relies on. Run by each backend's test
  * file; a shared backend's factory gives a fresh, empty store (closed by
- * `close`), and every test uses its own addresses so a store may be reused.
+ * `close`), and every test uses its own addresses so a store may be reused (as long as it
+ * holds fewer counting addresses than `maxClients`: past that a shared store cannot rule out
+ * a count for any address, and `hasFailures` answers true for all).
  */
 import { randomUUID } from 'node:crypto';
 import { fc, test } from '@fast-check/vitest';

@@ -21,6 +21,7 @@ import {
   MAX_FAILURE_TIMES,
   type RateLimitSettings,
 } from '../../rate-limit.ts';
+import { createCountingView } from './counting-view.ts';
 
 export type PostgresLimiterOptions = {
   /** How often the locks other instances started are read (default 1 s). */
@@ -92,14 +93,16 @@ const LOCKED_NOW = `
 
 // Addresses with failures counted and no lock in force, whichever instance counted them: a
 // success here resets those too (one every instance may have counted behind a balancer).
-// The newest first (a flood of other addresses must not crowd a client's out), and only rows
-// whose failures may still count ($2 the window in ms; a fixed window's start may be up to one
-// window older than its last failure).
+// Only rows whose failures may still count ($2 the window in ms; a fixed window's start may be
+// up to one window older than its last failure). At most $1 = maxClients + 1, in no order: one
+// more than the view keeps says that it cannot hold them all (counting-view.ts), whichever
+// they are. (Read newest first, a flood of newer windows left a client's out, and which were
+// newest hung on milliseconds that the clock offset estimates shift.)
 const COUNTING_NOW = `
   SELECT client FROM auth_failures
   WHERE (locked_until IS NULL OR locked_until <= now())
     AND window_start > now() - 2 * $2::float8 * interval '1 millisecond'
-  ORDER BY window_start DESC LIMIT $1`;
+  LIMIT $1`;
 type LockedNow = { now_ms: number; client: string | null; until_ms: number | null };
 
 // Never a lock in force: a correct credential must not lift it.
@@ -130,23 +133,16 @@ export function createPostgresLimiter(
   const sweepMs = options.sweepMs ?? DEFAULT_SWEEP_MS;
   const clock = options.clock ?? Date.now;
   const counts = options.countsPool ?? pool;
-  // Addresses this instance counted a failure for: the only ones a success resets.
-  const counting = new Set<string>();
+  // Addresses that may have a count: the only ones a success resets.
+  const counting = createCountingView(settings.maxClients);
+  // Resets sent and not answered yet, by address: while the view is crowded every success
+  // resets, and one repeated meanwhile (a database holding the counts up) adds no write.
+  const resetting = new Map<string, Promise<void>>();
   // Lock ends in this host's clock; all locks last lockoutSeconds, so insertion order is
   // about expiry order and the bound drops the lock that ends first. An ended lock stays a
   // while (see refresh) so that a read cannot bring it back.
   const locked = new Map<string, number>();
   const lockoutMs = settings.lockoutSeconds * 1000;
-
-  // Addresses other instances counted failures for, as of the last read (see COUNTING_NOW).
-  let countedElsewhere = new Set<string>();
-
-  function touch(client: string): void {
-    counting.delete(client);
-    counting.add(client);
-    if (counting.size > settings.maxClients)
-      counting.delete(counting.values().next().value as string);
-  }
 
   function learnLock(client: string, untilMs: number): void {
     locked.delete(client);
@@ -194,14 +190,18 @@ export function createPostgresLimiter(
       // met it (the two differ only if the offset moved since).
       if ((locked.get(client) ?? Number.NEGATIVE_INFINITY) > until - lockoutMs / 2) continue;
       learnLock(client, until);
-      counting.delete(client);
+      counting.forget(client);
     }
+    const mark = counting.mark();
     const counted = await pool.query<{ client: string }>({
       name: 'hookgate_auth_counting_now',
       text: COUNTING_NOW,
-      values: [settings.maxClients, settings.windowSeconds * 1000],
+      values: [settings.maxClients + 1, settings.windowSeconds * 1000],
     });
-    countedElsewhere = new Set(counted.rows.map((row) => row.client));
+    counting.read(
+      mark,
+      counted.rows.map((row) => row.client),
+    );
   }
 
   // One read at a time: the loop's and the one a first failure waits for are the same.
@@ -258,6 +258,8 @@ export function createPostgresLimiter(
     async recordFailure(client, nowMs) {
       // Refused before it could fail, but a caller may still count one: no write for it.
       if (lockedFor(client, nowMs) > 0) return;
+      // A success after this failure sends a reset of its own, not one sent before it.
+      resetting.delete(client);
       const at = Math.round(nowMs) + (await clockOffset());
       const { rows } = await counts.query<{ locked_ms: number | null; started: boolean | null }>({
         name: 'hookgate_auth_record_failure',
@@ -266,21 +268,27 @@ export function createPostgresLimiter(
       });
       const row = rows[0];
       if (row?.locked_ms == null || row.locked_ms <= 0) {
-        touch(client);
+        counting.counted(client);
         return;
       }
-      counting.delete(client);
+      counting.forget(client);
       learnLock(client, nowMs + row.locked_ms);
       if (row.started && authLocked.hasSubscribers)
         authLocked.publish({ lockoutSeconds: settings.lockoutSeconds });
     },
-    hasFailures(client) {
-      return counting.has(client) || countedElsewhere.has(client);
-    },
-    async reset(client) {
-      counting.delete(client);
-      countedElsewhere.delete(client);
-      await counts.query({ name: 'hookgate_auth_reset', text: RESET, values: [client] });
+    hasFailures: (client) => counting.mayHave(client),
+    reset(client) {
+      counting.forget(client);
+      const pending = resetting.get(client);
+      if (pending) return pending;
+      const write = counts
+        .query({ name: 'hookgate_auth_reset', text: RESET, values: [client] })
+        .then(() => undefined)
+        .finally(() => {
+          if (resetting.get(client) === write) resetting.delete(client);
+        });
+      resetting.set(client, write);
+      return write;
     },
     async close() {
       closed = true;
