@@ -13,12 +13,18 @@
 export const CREDENTIAL_SETTING =
   /(?:token|secret|password|key|url)(?:s?\.\d+)?$|(?:^|\.)headers\./i;
 
+// A key ending in token, secret or password (or a list of them), or a header's value.
+const SECRET_NAME = /(?:token|secret|password)(?:s?\.\d+)?$|(?:^|\.)headers\.[^.]+$/i;
+// Named so, but not secrets: the heartbeat's reply marker, a switch.
+const NOT_SECRET = /(?:^|\.)(?:ackToken|requireToken)$/i;
+
 /**
- * A setting whose whole value, as written, is a secret: any key ending in token, secret or
+ * Whether a setting's whole value, as written, is a secret: any key ending in token, secret or
  * password (`hooks.token`, `gateway.token`, `admin.token`, `auth.secret`, `auth.secrets.N`,
  * `verifyToken`, `pushToken`, `clientSecret`, `refreshToken`, `botToken`, `appPassword`) and a
- * header's value. Not `ackToken` (the heartbeat's reply marker) or `requireToken` (a switch);
- * not a URL or a template, which may hold a secret but do not start with one.
+ * header's value. Not `ackToken` or `requireToken`; not a URL or a template, which may hold a
+ * secret but do not start with one.
  */
-export const SECRET_SETTING =
-  /(?:(?<!ack|require)token|secret|password)(?:s?\.\d+)?$|(?:^|\.)headers\.[^.]+$/i;
+export function holdsSecret(setting: string): boolean {
+  return SECRET_NAME.test(setting) && !NOT_SECRET.test(setting);
+}

@@ -21,7 +21,7 @@ import {
   type visitorFn,
   YAMLError,
 } from 'yaml';
-import { SECRET_SETTING } from './credential-settings.ts';
+import { holdsSecret } from './credential-settings.ts';
 
 const UNRESOLVED_ALIAS =
   'an alias (a value starting with *) names no anchor set before it; quote a value that starts with *';
@@ -81,7 +81,7 @@ type Ancestors = Parameters<visitorFn<unknown>>[2];
  * resolves anchors:
  * - an alias that names no anchor before it (the library raises it only when it builds the
  *   values, with the alias's name, the text, in its message);
- * - an anchor or a tag on a secret's value (SECRET_SETTING): `token: &abc rest` is an anchor
+ * - an anchor or a tag on a secret's value (holdsSecret): `token: &abc rest` is an anchor
  *   named "abc" on "rest", and `token: !!str rest` a tag on "rest": the secret silently became
  *   its tail;
  * - else an anchor no alias uses: an anchor is there to be aliased, so one that is not is most
@@ -107,7 +107,7 @@ export function documentProblem(doc: Document, lines: LineCounter): string | und
       }
       if (isScalar(node) && key !== 'key' && (node.anchor || node.tag)) {
         const setting = settingOf(ancestors, node);
-        if (SECRET_SETTING.test(setting)) {
+        if (holdsSecret(setting)) {
           const reason = node.anchor ? OWN_REASONS.SECRET_ANCHOR : OWN_REASONS.SECRET_TAG;
           found = { reason: `the value of ${setting} ${reason}`, at: placeOf(ancestors, node) };
           return visit.BREAK;
