@@ -8,7 +8,7 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
-import { unresolvedAlias, yamlProblem } from './config/yaml-problem.ts';
+import { documentProblem, yamlProblem } from './config/yaml-problem.ts';
 
 /** A configuration problem, reported as `path: message` and exit status 2. */
 export class ConfigError extends Error {
@@ -133,8 +133,10 @@ export function parseConfigDocument(
   // with the literal text as the token.
   const problem = doc.errors[0] ?? doc.warnings[0];
   if (problem) throw refuse(yamlProblem(problem));
-  const alias = unresolvedAlias(doc, lineCounter);
-  if (alias) throw refuse(alias);
+  // What the library reads without complaint but hookgate refuses: an alias naming no anchor,
+  // an anchor or a tag on a secret, an anchor no alias uses (yaml-problem.ts).
+  const unread = documentProblem(doc, lineCounter);
+  if (unread) throw refuse(unread);
   let raw: unknown;
   try {
     raw = doc.toJS();

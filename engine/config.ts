@@ -10,6 +10,7 @@ import path from 'node:path';
 import { type Config, configSchema } from '../schemas/config.ts';
 import { ConfigError, readConfigDocument, shieldReferences } from './config-document.ts';
 import { checkConfigRules, normaliseHooksPath } from './config-rules.ts';
+import { CREDENTIAL_SETTING } from './config/credential-settings.ts';
 import { transformsRoot as transformsRootFor } from './sandbox/paths.ts';
 import { compileValidator, joinPath } from './validation.ts';
 
@@ -113,10 +114,6 @@ const VAR = /\$\$\{|\$\{([^}]*)\}|hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.place
  * many, are not counted: only those walked again because an alias named them.
  */
 const MAX_REPEATED_VALUES = 100_000;
-
-// A setting that holds a credential, by the name of its key (`hooks.token`, `auth.secrets.0`,
-// `oauth.clientSecret`, `password`, `apiKey`, a URL with its password, a header's value).
-const CREDENTIAL_SETTING = /(?:token|secret|password|key|url)(?:s?\.\d+)?$|(?:^|\.)headers\./i;
 
 type Walk = { seen: Set<object>; left: number };
 

@@ -20,3 +20,15 @@ export function cutUtf8(text: string, maxBytes: number): { text: string; cut: bo
   while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
   return { text: bytes.subarray(0, end).toString('utf8'), cut: true };
 }
+
+/**
+ * True when the UTF-8 of `text` is longer than `maxBytes`. A UTF-16 unit is 1 to 3 bytes
+ * (a surrogate pair, two units, is 4; a lone surrogate is written as U+FFFD, 3), so the
+ * length alone decides most strings: only one between maxBytes / 3 and maxBytes units is
+ * counted.
+ */
+export function overUtf8Bytes(text: string, maxBytes: number): boolean {
+  if (text.length > maxBytes) return true;
+  if (text.length * 3 <= maxBytes) return false;
+  return byteLength(text) > maxBytes;
+}

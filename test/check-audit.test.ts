@@ -2,7 +2,8 @@
  * `hookgate check` prints the audit over the real command line: one
  * `warning: <setting>: <message>` line per risky setting, exit 0, or 1 under
  * --strict; a clean config passes --strict; a config error stays exit 2; the
- * hook token never appears in the output.
+ * hook token never appears in the output. With no config file, the quickstart's
+ * token from HOOKGATE_TOKEN is held to the same rules as a config file's.
  */
 import { describe, expect, it } from 'vitest';
 import { runHookgate, useProcessFixtures, writeConfig } from './helpers/process.ts';
@@ -77,5 +78,42 @@ describe('hookgate check: audit warnings', () => {
     const result = await runHookgate(['check', '--strict', '--config', file]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('hooks.token: required when hooks.enabled is true');
+  });
+});
+
+describe('hookgate check with no config file: HOOKGATE_TOKEN held to the rules of hooks.token', () => {
+  const check = (args: string[], env: Record<string, string | undefined>) =>
+    runHookgate(['check', ...args], { cwd: temp(), env });
+
+  it('a weak HOOKGATE_TOKEN is warned of as a weak hooks.token is, and --strict exits 1', async () => {
+    const plain = await check([], { HOOKGATE_TOKEN: WEAK });
+    expect(plain.stderr).toBe('');
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain('serve would run the quickstart');
+    expect(warnings(plain.stdout)).toEqual([
+      expect.stringMatching(/^warning: HOOKGATE_TOKEN: looks guessable /),
+    ]);
+    const strict = await check(['--strict'], { HOOKGATE_TOKEN: WEAK });
+    expect(strict.code).toBe(1);
+    expect(warnings(strict.stdout)).toEqual(warnings(plain.stdout));
+    expect(plain.stdout + strict.stdout + strict.stderr).not.toContain(WEAK);
+  });
+
+  it.each([
+    ['a strong HOOKGATE_TOKEN', { HOOKGATE_TOKEN: STRONG }],
+    ['no HOOKGATE_TOKEN (a token is generated)', {}],
+  ])('%s passes --strict with no warning', async (_name, env) => {
+    const result = await check(['--strict'], env);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(warnings(result.stdout)).toEqual([]);
+  });
+
+  it('a HOOKGATE_TOKEN serve would refuse is a config error, as in a config file', async () => {
+    const token = `${STRONG} `;
+    const result = await check([], { HOOKGATE_TOKEN: token });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('hooks.token');
+    expect(result.stdout + result.stderr).not.toContain(STRONG);
   });
 });

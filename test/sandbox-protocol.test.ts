@@ -80,6 +80,7 @@ describe('a lying transform process', () => {
     ['a dropped-line count that is not a number', 'dropped-string'],
     ['an output that is not a string', 'output-not-string'],
     ['an output over maxOutputBytes', 'huge-output'],
+    ['an output over maxOutputBytes in UTF-8, under it in characters', 'multibyte-output'],
     ['a __proto__ key in the message', 'proto-key'],
     ['a message that is not JSON', 'not-json'],
     ['a deeply nested message', 'deep-nesting'],
@@ -220,7 +221,7 @@ describe('a mapping whose calls crash the transform process', () => {
 });
 
 describe('the message check', () => {
-  const caps = { maxOutputChars: 1000, maxModules: 2 };
+  const caps = { maxOutputBytes: 1000, maxModules: 2 };
 
   test.prop([fc.string({ maxLength: 2000 })])(
     'any text: a checked message or a refusal, never a throw',
@@ -259,6 +260,16 @@ describe('the message check', () => {
         droppedLines: 3,
       },
     ],
+    [
+      'an output of exactly maxOutputBytes bytes of UTF-8',
+      {
+        type: 'result',
+        id: 3,
+        output: `"${'\u4e2d'.repeat(332)}xx"`,
+        console: [],
+        droppedLines: 0,
+      },
+    ],
     ['loaded', { type: 'loaded', errors: [{ key: 'm', message: 'x' }] }],
     ['a log line', { type: 'log', key: 'm', level: 'warn', message: 'x' }],
   ])('accepts %s', (_name, value) => {
@@ -273,6 +284,16 @@ describe('the message check', () => {
         id: 1,
         output: '{}',
         failure: { kind: 'threw', message: '' },
+        console: [],
+        droppedLines: 0,
+      },
+    ],
+    [
+      'an output one byte over maxOutputBytes in UTF-8 (337 characters)',
+      {
+        type: 'result',
+        id: 1,
+        output: `"${'\u4e2d'.repeat(332)}xxx"`,
         console: [],
         droppedLines: 0,
       },

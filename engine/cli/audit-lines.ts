@@ -14,7 +14,15 @@ export function warningLine(warning: AuditWarning): string {
 
 /** Print the config's warnings; returns check's exit status (1 for any warning under strict). */
 export function reportAudit(config: Config, out: (line: string) => void, strict: boolean): number {
-  const warnings = auditConfig(config);
+  return reportWarnings(auditConfig(config), out, strict);
+}
+
+/** Print `warnings`; returns check's exit status (1 for any warning under strict). */
+export function reportWarnings(
+  warnings: readonly AuditWarning[],
+  out: (line: string) => void,
+  strict: boolean,
+): number {
   for (const warning of warnings) out(warningLine(warning));
   return strict && warnings.length > 0 ? 1 : 0;
 }

@@ -6,14 +6,15 @@
  * path.
  */
 import { describeUrl } from '../store/backend.ts';
-import { findConfigFile, loadConfigFile } from '../config.ts';
+import { auditConfig } from '../audit.ts';
+import { findConfigFile, loadConfigFile, quickstartConfig, resolveConfig } from '../config.ts';
 import { type CompiledConfig, compileConfig } from '../config/compile.ts';
 import type { CompiledMapping } from '../mappings.ts';
 import { createLogger } from '../log.ts';
 import type { Policy } from '../policy.ts';
 import { agentPathProblems } from '../runtime/runner-paths.ts';
 import { startTransforms } from '../sandbox/start.ts';
-import { reportAudit } from './audit-lines.ts';
+import { reportAudit, reportWarnings } from './audit-lines.ts';
 
 /** Load the config named by --config / HOOKGATE_CONFIG / ./hookgate.yaml and compile it. */
 export function compileSetup(
@@ -69,7 +70,7 @@ export async function check(
     out(
       'No config file (--config, HOOKGATE_CONFIG or ./hookgate.yaml): serve would run the quickstart.',
     );
-    return 0;
+    return checkQuickstart(process.env, process.cwd(), out, options.strict === true);
   }
   // Runner commands and workspaces as the runtime will start them (serve only warns).
   const problems = [
@@ -107,4 +108,24 @@ export async function check(
   );
   // Advice on valid settings (spec 5.7): exit 0 unless --strict.
   return reportAudit(setup.loaded.config, out, options.strict === true);
+}
+
+/**
+ * The quickstart's hook token when HOOKGATE_TOKEN gives it, held to the rules of a config
+ * file's `hooks.token`: validated as serve would (a ConfigError when it would refuse it), and
+ * audited, its warning named HOOKGATE_TOKEN. A generated token needs neither.
+ */
+function checkQuickstart(
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  out: (line: string) => void,
+  strict: boolean,
+): number {
+  const quick = quickstartConfig(env);
+  if (quick.generatedToken) return 0;
+  const { config } = resolveConfig(quick.raw, { baseDir: cwd, env: null });
+  const warnings = auditConfig(config).map((warning) =>
+    warning.setting === 'hooks.token' ? { ...warning, setting: 'HOOKGATE_TOKEN' } : warning,
+  );
+  return reportWarnings(warnings, out, strict);
 }

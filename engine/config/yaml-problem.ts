@@ -4,9 +4,24 @@
  * `!`, `*`, `&` or `|` (as password generators make them) is itself the tag,
  * alias, anchor or block header it names. The reason comes from the
  * problem's code, the place from its position; nothing of the file's text.
- * Pure.
+ * Also the problems the library reads without complaint that turn a secret
+ * into something else: an anchor or a tag on a secret's value, an anchor no
+ * alias uses. Pure.
  */
-import { type Document, type ErrorCode, isAlias, type LineCounter, visit, YAMLError } from 'yaml';
+import {
+  type Document,
+  type ErrorCode,
+  isAlias,
+  isPair,
+  isScalar,
+  isSeq,
+  type LineCounter,
+  type Node,
+  visit,
+  type visitorFn,
+  YAMLError,
+} from 'yaml';
+import { holdsSecret } from './credential-settings.ts';
 
 const UNRESOLVED_ALIAS =
   'an alias (a value starting with *) names no anchor set before it; quote a value that starts with *';
@@ -47,26 +62,92 @@ export function yamlProblem(err: unknown): string {
   return at ? `${reason} at line ${at.line}, column ${at.col}` : reason;
 }
 
+/** The problems of a document the library reads without complaint, by hookgate's own code. */
+const OWN_REASONS = {
+  UNRESOLVED_ALIAS,
+  SECRET_ANCHOR:
+    "starts with an anchor (&): YAML takes the text from & to the first space as the anchor's name, not as part of the secret; write a secret quoted, with no anchor",
+  SECRET_TAG:
+    'starts with a tag (!): YAML takes the text from ! to the first space as the tag, not as part of the secret; write a secret quoted, with no tag',
+  UNUSED_ANCHOR:
+    'an anchor (a value starting with &) is used by no alias (*): YAML took the text from & to the first space as its name, not as part of the value; quote a value that starts with &, or remove the anchor',
+} as const;
+
+type Ancestors = Parameters<visitorFn<unknown>>[2];
+
 /**
- * The first alias that names no anchor before it, as a problem with its place. The library
- * raises it only when it builds the values, with the alias's name (the text) in its message;
- * found here in one walk of the document, anchors gathered in the order it resolves them.
+ * The first problem of a document that the library reads without complaint, as a problem with
+ * its place (and its setting, for a secret), found in one walk in the order the library
+ * resolves anchors:
+ * - an alias that names no anchor before it (the library raises it only when it builds the
+ *   values, with the alias's name, the text, in its message);
+ * - an anchor or a tag on a secret's value (holdsSecret): `token: &abc rest` is an anchor
+ *   named "abc" on "rest", and `token: !!str rest` a tag on "rest": the secret silently became
+ *   its tail;
+ * - else an anchor no alias uses: an anchor is there to be aliased, so one that is not is most
+ *   likely the first word of a value so swallowed, in whatever setting.
+ * Neither a value nor a name is told.
  */
-export function unresolvedAlias(doc: Document, lines: LineCounter): string | undefined {
-  const anchors = new Set<string>();
-  let offset: number | undefined;
+export function documentProblem(doc: Document, lines: LineCounter): string | undefined {
+  // Each anchor name's latest definition (an alias names the latest before it), by place.
+  const latest = new Map<string, { at: number; used: boolean }>();
+  // The first place of an anchor found unused (a later definition of its name, or the end).
+  let unused = Number.POSITIVE_INFINITY;
+  let found: { reason: string; at: number } | undefined;
   visit(doc, {
-    Node(_key, node) {
+    Node(key, node, ancestors) {
       if (isAlias(node)) {
-        if (anchors.has(node.source)) return undefined;
-        offset = node.range?.[0] ?? 0;
+        const anchor = latest.get(node.source);
+        if (anchor) {
+          anchor.used = true;
+          return undefined;
+        }
+        found = { reason: OWN_REASONS.UNRESOLVED_ALIAS, at: node.range?.[0] ?? 0 };
         return visit.BREAK;
       }
-      if (node.anchor) anchors.add(node.anchor);
+      if (isScalar(node) && key !== 'key' && (node.anchor || node.tag)) {
+        const setting = settingOf(ancestors, node);
+        if (holdsSecret(setting)) {
+          const reason = node.anchor ? OWN_REASONS.SECRET_ANCHOR : OWN_REASONS.SECRET_TAG;
+          found = { reason: `the value of ${setting} ${reason}`, at: placeOf(ancestors, node) };
+          return visit.BREAK;
+        }
+      }
+      if (node.anchor) {
+        const before = latest.get(node.anchor);
+        if (before && !before.used) unused = Math.min(unused, before.at);
+        latest.set(node.anchor, { at: placeOf(ancestors, node), used: false });
+      }
       return undefined;
     },
   });
-  if (offset === undefined) return undefined;
-  const { line, col } = lines.linePos(offset);
-  return `${UNRESOLVED_ALIAS} at line ${line}, column ${col}`;
+  if (!found) {
+    for (const anchor of latest.values()) if (!anchor.used) unused = Math.min(unused, anchor.at);
+    if (unused !== Number.POSITIVE_INFINITY)
+      found = { reason: OWN_REASONS.UNUSED_ANCHOR, at: unused };
+  }
+  if (!found) return undefined;
+  const { line, col } = lines.linePos(found.at);
+  return `${found.reason} at line ${line}, column ${col}`;
+}
+
+/** The dotted setting a value of the document stands at (`hooks.mappings.0.auth.secrets.1`). */
+function settingOf(ancestors: Ancestors, node: Node): string {
+  const parts: string[] = [];
+  for (const [i, ancestor] of ancestors.entries()) {
+    if (isPair(ancestor)) parts.push(isScalar(ancestor.key) ? String(ancestor.key.value) : '?');
+    else if (isSeq(ancestor)) parts.push(String(ancestor.items.indexOf(ancestors[i + 1] ?? node)));
+  }
+  return parts.join('.');
+}
+
+/**
+ * Where to point for a value's anchor or tag: its setting's key (on the anchor's line as
+ * written `key: &name value`; the value's own range starts after the anchor, on a later line
+ * for a block value), or the value itself in a list.
+ */
+function placeOf(ancestors: Ancestors, node: Node): number {
+  const parent = ancestors.at(-1);
+  const key = isPair(parent) && parent.value === node ? parent.key : undefined;
+  return (isScalar(key) ? key.range?.[0] : undefined) ?? node.range?.[0] ?? 0;
 }

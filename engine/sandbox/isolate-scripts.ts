@@ -102,6 +102,8 @@ export const RUNNERS = `(() => {
     const text = JSON.stringify(result);
     if (text === undefined) return undefined;
     if (typeof text !== 'string') throw new TypeError('JSON.stringify returned no text');
+    // UTF-16 units, never more than the UTF-8 bytes: a cheap cut before the text is copied
+    // out; the process counts the bytes of what passes (transform-process.ts).
     if (text.length > maxBytes) return ${OUTPUT_TOO_LARGE};
     return text;
   };

@@ -19,6 +19,7 @@ import {
 } from './protocol.ts';
 import { nestsDeeperThan } from './frames.ts';
 import { parseForeignJson } from '../foreign-json.ts';
+import { overUtf8Bytes } from '../utf8.ts';
 
 /** A checked message, or why the text was refused. */
 export type Checked = { ok: true; message: FromSandbox } | { ok: false; reason: string };
@@ -33,7 +34,7 @@ const FAILURE_KINDS: ReadonlySet<string> = new Set([
 const CONSOLE_LEVELS: ReadonlySet<string> = new Set(['info', 'warn', 'error', 'debug']);
 const LOG_LEVELS: ReadonlySet<string> = new Set(['info', 'warn', 'error']);
 
-type Caps = { maxOutputChars: number; maxModules: number };
+type Caps = { maxOutputBytes: number; maxModules: number };
 type Fields = Record<string, unknown>;
 
 class Refusal extends Error {}
@@ -112,8 +113,13 @@ function checkResult(fields: Fields, caps: Caps): FromSandbox {
     console: consoleLines,
     droppedLines: droppedLines as number,
   };
-  if (fields['output'] !== undefined)
-    message.output = text(fields['output'], caps.maxOutputChars, 'result.output');
+  if (fields['output'] !== undefined) {
+    const output = fields['output'];
+    if (typeof output !== 'string') refuse('result.output: not a string');
+    if (overUtf8Bytes(output, caps.maxOutputBytes))
+      refuse(`result.output: longer than ${caps.maxOutputBytes} bytes`);
+    message.output = output;
+  }
   if (fields['failure'] !== undefined) {
     if (message.output !== undefined) refuse('result has both output and failure');
     const failure = record(fields['failure'], 'result.failure');

@@ -28,7 +28,8 @@ export type LinkOptions = {
   entry: string;
   execArgv: string[];
   maxFrameBytes: number;
-  maxOutputChars: number;
+  /** UTF-8 bytes of a call's output. */
+  maxOutputBytes: number;
   maxModules: number;
   /** Process log messages ("reload failed", ...) allowed per minute before the process counts as flooding. */
   maxLogsPerMinute: number;
@@ -89,7 +90,7 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
     child.kill('SIGKILL');
     guarded(logger, () => events.refused(reason));
   };
-  const caps = { maxOutputChars: options.maxOutputChars, maxModules: options.maxModules };
+  const caps = { maxOutputBytes: options.maxOutputBytes, maxModules: options.maxModules };
 
   const onData = (chunk: Buffer): void => {
     const batch = reader.push(chunk);

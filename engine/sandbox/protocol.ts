@@ -21,6 +21,7 @@ export type ModuleSpec = {
 export type SandboxLimits = {
   memoryLimitMb: number;
   cpuTimeoutMs: number;
+  /** UTF-8 bytes of a call's output (its JSON text). */
   maxOutputBytes: number;
   recycleAfterCalls: number;
   recycleAboveHeapMb: number;
@@ -102,7 +103,8 @@ export const MESSAGE_DEPTH = 4;
 
 /** The largest frame a process may send for a given output cap: anything longer is a lie. */
 export function maxFrameBytes(maxOutputBytes: number, modules: number): number {
-  // JSON escaping of any character costs at most 6 bytes ("\u0000"); plus room for the envelope.
+  // The output is at most maxOutputBytes of UTF-8, so at most as many characters; JSON escaping
+  // of any character costs at most 6 bytes ("\u0000"); plus room for the envelope.
   const output = maxOutputBytes * 6;
   const consoleLines = CONSOLE_LINES_PER_CALL * (CONSOLE_LINE_CHARS * 6 + 64);
   const loadErrors = modules * (MESSAGE_CHARS * 6 + 256);

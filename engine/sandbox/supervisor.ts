@@ -150,7 +150,7 @@ export function createSupervisor(
     entry: options.entry ?? PROCESS_FILE,
     execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
     maxFrameBytes: maxFrameBytes(settings.maxOutputBytes, modules.length),
-    maxOutputChars: settings.maxOutputBytes,
+    maxOutputBytes: settings.maxOutputBytes,
     maxModules: modules.length,
     // Far above what an honest process sends (a line per reload); only LOGS_PER_MODULE_PER_MINUTE reach the log.
     maxLogsPerMinute: 1000 + 10 * LOGS_PER_MODULE_PER_MINUTE * modules.length,

@@ -12,6 +12,7 @@
  */
 import { Socket } from 'node:net';
 import ivm from 'isolated-vm';
+import { overUtf8Bytes } from '../utf8.ts';
 import { checkDrain } from './console-drain.ts';
 import { encodeFrame, FrameReader } from './frames.ts';
 import { OUTPUT_TOO_LARGE, PENDING, THREW } from './isolate-scripts.ts';
@@ -113,7 +114,12 @@ function runnerFailure(
   loaded: Loaded,
   result: unknown,
 ): { kind: FailureKind; message: string } | undefined {
-  if (result === OUTPUT_TOO_LARGE)
+  // The runner cuts at maxOutputBytes UTF-16 units (never more than the UTF-8 bytes, and all
+  // it can count cheaply): the bytes themselves are counted here, out of the transform's reach.
+  if (
+    result === OUTPUT_TOO_LARGE ||
+    (typeof result === 'string' && overUtf8Bytes(result, limits.maxOutputBytes))
+  )
     return { kind: 'output', message: `the output is larger than ${limits.maxOutputBytes} bytes` };
   if (result !== THREW) return undefined;
   // A closure's string: nothing of the transform runs to read it.
