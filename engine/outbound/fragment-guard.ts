@@ -6,8 +6,15 @@
  * coalesced, so only here can they be seen. Past a request body's bounds (piece-rate.ts, the
  * whole-answer one from the call's byte cap) the parser is held until the next turn of the
  * event loop, or the call is aborted with FragmentedAnswerError.
+ *
+ * The answer's bytes on the wire are bounded too. The parser passes some up as nothing at all:
+ * a status line's reason phrase, the blanks before a header's value, a chunk's extension, a
+ * 1xx answer's headers. A peer that sent those without end was read until the call's timeout
+ * (a gigabyte in two seconds on loopback); past the bound its connection is destroyed with
+ * WireFloodError.
  */
-import { Agent, type Dispatcher } from 'undici';
+import type { Socket } from 'node:net';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { createPieceCounter, smallPiecesAllowed } from '../piece-rate.ts';
 
 /** The answer's body came in too many tiny pieces; `code` is what callers test. */
@@ -17,6 +24,63 @@ export class FragmentedAnswerError extends Error {
     super('the answer came in too many tiny pieces');
     this.name = 'FragmentedAnswerError';
   }
+}
+
+/** The answer's bytes on the wire passed what any answer within the call's caps takes. */
+export class WireFloodError extends Error {
+  readonly code = 'ANSWER_WIRE_FLOOD';
+  /** The answer's bytes on the wire when it was stopped. */
+  readonly received: number;
+  constructor(received: number) {
+    super("the answer's bytes on the wire passed their bound");
+    this.name = 'WireFloodError';
+    this.received = received;
+  }
+}
+
+/**
+ * Most bytes an answer of at most `maxBytes` may take on the wire: its body; the framing of
+ * as many chunks as the piece counter lets through (a chunk of a byte is six bytes on the
+ * wire); and 64 KiB for the status line, the headers and the trailers (16 KiB each at most).
+ * No answer the other bounds take is stopped by this one.
+ */
+function wireBytesAllowed(maxBytes: number): number {
+  return maxBytes + 6 * smallPiecesAllowed(maxBytes) + 65_536;
+}
+
+/**
+ * Counts what `socket` reads for each answer (from the first read after a request was written:
+ * one answer at a time, as undici does not pipeline) and destroys it past `maxWireBytes`. The
+ * count is of bytes received, not of chunks read: a chunk the parser puts back is read again.
+ */
+function boundWire(socket: Socket, maxWireBytes: number): void {
+  let written = socket.bytesWritten;
+  let answerFrom = socket.bytesRead;
+  let read = answerFrom;
+  // Paused first: a data listener would otherwise set the socket flowing before undici's
+  // readable listener takes it over, and undici's own pauses would not hold.
+  socket.pause();
+  socket.on('data', () => {
+    if (socket.bytesWritten !== written) {
+      written = socket.bytesWritten;
+      answerFrom = read;
+    }
+    read = socket.bytesRead;
+    if (read - answerFrom > maxWireBytes) socket.destroy(new WireFloodError(read - answerFrom));
+  });
+}
+
+/** undici's connector (its defaults) with each HTTP/1.1 connection's answers bounded on the wire. */
+function boundedConnector(maxWireBytes: number): buildConnector.connector {
+  const connect = buildConnector({});
+  return (options, callback) =>
+    connect(options, (...answer) => {
+      const socket = answer[1];
+      // HTTP/2 carries several answers at once on one connection, each in frames node:http2 reads.
+      const h2 = socket && 'alpnProtocol' in socket && socket.alpnProtocol === 'h2';
+      if (socket && !h2) boundWire(socket, maxWireBytes);
+      callback(...answer);
+    });
 }
 
 type Handler = Dispatcher.DispatchHandler;
@@ -104,15 +168,18 @@ function countingHandler(inner: Handler, maxInAll: number): Handler {
   };
 }
 
-// One agent (one pool of connections) for every call; a composed view of it per byte cap.
-const agent = new Agent();
+// One agent (one pool of connections) per byte cap, its answers bounded on the wire by it.
 const byCap = new Map<number, Dispatcher>();
 
-/** undici's Agent (its defaults) with every answer's pieces counted, for answers of `maxBytes`. */
+/**
+ * undici's Agent (its defaults) with every answer's pieces counted and its bytes on the wire
+ * bounded, for answers of `maxBytes`.
+ */
 export function guardedDispatcher(maxBytes: number): Dispatcher {
   let dispatcher = byCap.get(maxBytes);
   if (!dispatcher) {
     const maxInAll = smallPiecesAllowed(maxBytes);
+    const agent = new Agent({ connect: boundedConnector(wireBytesAllowed(maxBytes)) });
     dispatcher = agent.compose(
       (dispatch) => (options, handler) => dispatch(options, countingHandler(handler, maxInAll)),
     );

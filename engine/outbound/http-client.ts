@@ -8,7 +8,7 @@
 import { request } from 'undici';
 import { collectBytes } from '../byte-collector.ts';
 import { linkedAbort } from '../linked-abort.ts';
-import { guardedDispatcher } from './fragment-guard.ts';
+import { guardedDispatcher, WireFloodError } from './fragment-guard.ts';
 
 export type OutboundHeaders = Record<string, string | string[] | undefined>;
 
@@ -27,11 +27,15 @@ export type OutboundRequest = {
 
 export type OutboundResult =
   | { kind: 'answer'; status: number; headers: OutboundHeaders; text: string }
-  /** The answer's body passed `maxBytes`; `receivedBytes` is what was read before stopping. */
+  /**
+   * The answer's body passed `maxBytes` (`receivedBytes`: what was read before stopping), or its
+   * bytes on the wire passed their bound after its status came (`receivedBytes`: those bytes).
+   */
   | { kind: 'too_large'; status: number; maxBytes: number; receivedBytes: number }
   /**
-   * The answer's headers (or trailers) passed undici's header size cap: the
-   * peer was reached and answered, so this is never "unreachable".
+   * The answer's headers (or trailers) passed undici's header size cap, or its bytes on the
+   * wire passed their bound before its status came (an endless status line, 1xx answers without
+   * end): the peer was reached and answered, so this is never "unreachable".
    */
   | { kind: 'headers_too_large'; status?: number }
   /**
@@ -136,7 +140,14 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
       return answerStatus === undefined ? { kind: 'timeout' } : { kind: 'timeout', answerStatus };
     if (code === TOO_FRAGMENTED && answerStatus !== undefined)
       return { kind: 'too_fragmented', status: answerStatus };
-    if (code === HEADERS_OVERFLOW)
+    if (err instanceof WireFloodError && answerStatus !== undefined)
+      return {
+        kind: 'too_large',
+        status: answerStatus,
+        maxBytes: call.maxBytes,
+        receivedBytes: err.received,
+      };
+    if (code === HEADERS_OVERFLOW || err instanceof WireFloodError)
       return answerStatus === undefined
         ? { kind: 'headers_too_large' }
         : { kind: 'headers_too_large', status: answerStatus };

@@ -18,6 +18,8 @@ import { createWhatsAppAdapter } from '../../engine/delivery/adapters/whatsapp.t
 import { type RecordedRequest, type StandInReply, startStandIn } from '../helpers/stand-in.ts';
 
 const SECRET = 'S3cret&Value=/x y+z';
+// The Teams token the Connector is handed (a bearer token's shape), echoed back like the others.
+const TEAMS_TOKEN = 'token-S3cret.Value_x~y+z';
 const PAD = 'A'.repeat(150_000);
 // The longest reason an honest answer gives is well under this; a leak of the padding is not.
 const MAX_REASON = 700;
@@ -159,7 +161,7 @@ const CASES: Case[] = [
     answers: [400, 403, 500, 503].map(
       (status) => (req: RecordedRequest) =>
         req.url.endsWith('/token')
-          ? { status: 200, body: { access_token: `token-${SECRET}`, expires_in: 3600 } }
+          ? { status: 200, body: { access_token: TEAMS_TOKEN, expires_in: 3600 } }
           : { status, body: { error: { code: echo(req), message: echo(req) } } },
     ),
   },

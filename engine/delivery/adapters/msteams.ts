@@ -31,6 +31,11 @@ export const TEAMS_TOKEN_MARGIN_MS = 5 * 60_000;
 
 const SCOPE = 'https://api.botframework.com/.default';
 
+// An OAuth bearer token (RFC 6750's b64token; Entra's are JWTs of a few KB). Any other string
+// cannot be sent as a header value, or not to any server: cached, it failed every send for as
+// long as the endpoint said it lived, with no 401 ever coming to drop it.
+const ACCESS_TOKEN = /^[A-Za-z0-9\-._~+/]{1,16384}=*$/;
+
 // The token endpoint's OAuth error (`invalid_client`) and the Connector's error code
 // (`BadArgument`, `InvalidBotApiHost`): only these shapes are echoed.
 const OAUTH_ERROR = /^[a-z_]{1,64}$/;
@@ -167,10 +172,11 @@ export function readToken(
     error?: unknown;
     error_description?: unknown;
   };
-  if (reply.status >= 200 && reply.status < 300 && typeof json.access_token === 'string') {
+  const token = answerCode(json.access_token, ACCESS_TOKEN);
+  if (reply.status >= 200 && reply.status < 300 && token !== undefined) {
     const lifetimeMs = toSeconds(json.expires_in) * 1000;
     const refreshAt = nowMs + lifetimeMs - Math.min(TEAMS_TOKEN_MARGIN_MS, lifetimeMs / 2);
-    return { token: { value: json.access_token, refreshAt } };
+    return { token: { value: token, refreshAt } };
   }
   const code = answerCode(json.error, OAUTH_ERROR);
   const said = answerDetail(json.error_description, secrets);
@@ -185,7 +191,7 @@ export function readToken(
     };
   }
   if (reply.status < 300)
-    return { result: { status: 'failed', reason: `${reason}: no access_token` } };
+    return { result: { status: 'failed', reason: `${reason}: no usable access_token` } };
   return { result: { status: 'failed', reason: `${reason} (check appId, appPassword, tenantId)` } };
 }
 

@@ -116,7 +116,8 @@ export function classifySlackReply(reply: HttpReply): SendResult {
   const wait = retryAfterMs(reply.headers['retry-after']);
   if (reply.status === 429) return retry('Slack HTTP 429: rate limited', wait);
   if (reply.status >= 500) return retry(`Slack HTTP ${reply.status}`, wait);
-  if (json?.ok === true) {
+  // Only a 2xx posted: a redirect (never followed) or a refusal that says `ok` posted nothing.
+  if (reply.status >= 200 && reply.status < 300 && json?.ok === true) {
     return typeof json.ts === 'string'
       ? { status: 'sent', messageId: json.ts }
       : { status: 'sent' };
@@ -130,6 +131,12 @@ export function classifySlackReply(reply: HttpReply): SendResult {
   if (SERVER_FAILURE.has(error)) {
     return retry(`${reason}; Slack may have posted the message, so a retry can duplicate it`, wait);
   }
-  const hint = HINTS.get(error) ?? (json?.ok === false ? undefined : 'no "ok" in the answer');
+  const hint =
+    HINTS.get(error) ??
+    (json?.ok === false
+      ? undefined
+      : json?.ok === true
+        ? '"ok" without a 2xx status: nothing was posted'
+        : 'no "ok" in the answer');
   return { status: 'failed', reason: hint ? `${reason} (${hint})` : reason };
 }
