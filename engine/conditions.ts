@@ -2,7 +2,8 @@
  * Match conditions: JSON-logic rules over the request envelope, validated
  * and compiled at boot. Only known operators, bounded depth, and no path
  * through `__proto__`, `constructor` or `prototype`; `var` looks up own
- * properties only (json-logic-js's own follows the prototype chain).
+ * properties only (json-logic-js's own follows the prototype chain), and
+ * `missing`, `missing_some` read their keys as paths, never as rules.
  * Evaluation is total: an error or a bad lookup is "no match", never a crash.
  *
  * Work is linear in the data: `map`, `filter`, `all`, `some` and `none` see
@@ -80,14 +81,49 @@ const KNOWN_OPERATORS: ReadonlySet<string> = new Set([
   'reduce',
 ]);
 
-// Own-property `var`, replacing json-logic-js's prototype-walking one (also used by `missing`).
-jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fallback?: unknown) {
+/** A `var` lookup: own properties only, counted against the evaluation's budget. */
+function readVar(data: unknown, path?: unknown, fallback?: unknown): unknown {
   if (++lookups > MAX_LOOKUPS) throw new ConditionBudgetExceeded();
   const notFound = fallback === undefined ? null : fallback;
-  if (path === undefined || path === null || path === '') return this;
-  const found = lookupOwn(this, String(path));
+  if (path === undefined || path === null || path === '') return data;
+  const found = lookupOwn(data, String(path));
   return found === undefined ? notFound : found;
+}
+
+// Own-property `var`, replacing json-logic-js's prototype-walking one.
+jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fallback?: unknown) {
+  return readVar(this, path, fallback);
 });
+
+/**
+ * The keys of `keys` whose value is absent, null or ''. json-logic-js's own `missing` and
+ * `missing_some` run each key through `apply` as a rule: a key taken from the payload
+ * (`{"missing": {"var": "payload.fields"}}`) was then evaluated as JSON-logic, with every
+ * operator (`log`, a `reduce` that doubles its accumulator) and none of the checks at boot.
+ * Here a key is only ever a path.
+ */
+function missingKeys(data: unknown, keys: readonly unknown[]): unknown[] {
+  const missing: unknown[] = [];
+  for (const key of keys) {
+    const value = readVar(data, key);
+    if (value === null || value === '') missing.push(key);
+  }
+  return missing;
+}
+
+jsonLogic.add_operation('missing', function ownMissing(this: unknown, ...args: unknown[]) {
+  // One argument that is an array (what another operator computed) is the list of keys.
+  return missingKeys(this, Array.isArray(args[0]) ? args[0] : args);
+});
+
+jsonLogic.add_operation(
+  'missing_some',
+  function ownMissingSome(this: unknown, needed: unknown, options: unknown) {
+    const keys = Array.isArray(options) ? options : [];
+    const missing = missingKeys(this, keys);
+    return keys.length - missing.length >= Number(needed) ? [] : missing;
+  },
+);
 
 // `in` over a string searches in linear time (V8's own search is quadratic on some inputs).
 // As json-logic-js's own: an empty or missing haystack contains nothing.
