@@ -4,7 +4,7 @@
  * through `__proto__`, `constructor` or `prototype`; `var` looks up own
  * properties only (json-logic-js's own follows the prototype chain), and
  * `missing`, `missing_some` read their keys as paths, never as rules.
- * Evaluation is total: an error or a bad lookup is "no match", never a crash.
+ * A bad lookup is "no match"; evaluation never crashes.
  *
  * Work is linear in the data: `map`, `filter`, `all`, `some` and `none` see
  * one element at a time, so only `reduce` can carry data from one step to the
@@ -16,7 +16,8 @@
  * ConditionBudgetExceeded, so a wide payload under nested `some`/`all` cannot
  * hold the loop. That one is not "no match": turning a true condition false
  * would let a sender steer its request past a mapping to the next one, so the
- * caller refuses the request instead.
+ * caller refuses the request instead. So is a value JavaScript cannot compare
+ * or turn into text (ConditionUnreadable).
  */
 import jsonLogic from 'json-logic-js';
 import { FORBIDDEN_SEGMENTS, lookupOwn } from './evaluator-data.ts';
@@ -40,6 +41,20 @@ export class ConditionBudgetExceeded extends Error {
   constructor() {
     super(`the condition needed more than ${MAX_LOOKUPS} lookups`);
     this.name = 'ConditionBudgetExceeded';
+  }
+}
+
+/**
+ * Thrown when the rule could not be evaluated over the data: an object with its own `toString`
+ * or `valueOf` key (`{"toString": 1}`) cannot be converted for `==`, `<`, `cat`, `in`, `+`...
+ * As "no match" it let a sender turn a condition that holds for any other value
+ * (`{"!=": [{"var": "payload.repo"}, "ours"]}` before an `ignore` mapping) false, and its
+ * request went on to the next mapping: the request is refused, never "no match".
+ */
+export class ConditionUnreadable extends Error {
+  constructor(cause: unknown) {
+    super('the condition could not be evaluated over the request', { cause });
+    this.name = 'ConditionUnreadable';
   }
 }
 
@@ -167,7 +182,10 @@ export class RuleError extends Error {
   }
 }
 
-/** Validate a JSON-logic rule and compile it into a predicate: total, except past the lookup budget. */
+/**
+ * Validate a JSON-logic rule and compile it into a predicate. It throws only past the lookup
+ * budget (ConditionBudgetExceeded) or over a value it cannot read (ConditionUnreadable).
+ */
 export function compileCondition(rule: unknown): Condition {
   validateRule(rule, '', 0);
   return function condition(data) {
@@ -176,7 +194,7 @@ export function compileCondition(rule: unknown): Condition {
       return jsonLogic.truthy(jsonLogic.apply(rule as jsonLogic.RulesLogic, data));
     } catch (err) {
       if (err instanceof ConditionBudgetExceeded) throw err;
-      return false;
+      throw new ConditionUnreadable(err);
     }
   };
 }
