@@ -2,8 +2,9 @@
  * Match conditions: JSON-logic rules over the request envelope, validated
  * and compiled at boot. Only known operators, bounded depth, and no path
  * through `__proto__`, `constructor` or `prototype`; `var` looks up own
- * properties only (json-logic-js's own follows the prototype chain).
- * Evaluation is total: an error or a bad lookup is "no match", never a crash.
+ * properties only (json-logic-js's own follows the prototype chain), and
+ * `missing`, `missing_some` read their keys as paths, never as rules.
+ * A bad lookup is "no match"; evaluation never crashes.
  *
  * Work is linear in the data: `map`, `filter`, `all`, `some` and `none` see
  * one element at a time, so only `reduce` can carry data from one step to the
@@ -15,7 +16,8 @@
  * ConditionBudgetExceeded, so a wide payload under nested `some`/`all` cannot
  * hold the loop. That one is not "no match": turning a true condition false
  * would let a sender steer its request past a mapping to the next one, so the
- * caller refuses the request instead.
+ * caller refuses the request instead. So is a value JavaScript cannot compare
+ * or turn into text (ConditionUnreadable).
  */
 import jsonLogic from 'json-logic-js';
 import { FORBIDDEN_SEGMENTS, lookupOwn } from './evaluator-data.ts';
@@ -39,6 +41,20 @@ export class ConditionBudgetExceeded extends Error {
   constructor() {
     super(`the condition needed more than ${MAX_LOOKUPS} lookups`);
     this.name = 'ConditionBudgetExceeded';
+  }
+}
+
+/**
+ * Thrown when the rule could not be evaluated over the data: an object with its own `toString`
+ * or `valueOf` key (`{"toString": 1}`) cannot be converted for `==`, `<`, `cat`, `in`, `+`...
+ * As "no match" it let a sender turn a condition that holds for any other value
+ * (`{"!=": [{"var": "payload.repo"}, "ours"]}` before an `ignore` mapping) false, and its
+ * request went on to the next mapping: the request is refused, never "no match".
+ */
+export class ConditionUnreadable extends Error {
+  constructor(cause: unknown) {
+    super('the condition could not be evaluated over the request', { cause });
+    this.name = 'ConditionUnreadable';
   }
 }
 
@@ -80,14 +96,49 @@ const KNOWN_OPERATORS: ReadonlySet<string> = new Set([
   'reduce',
 ]);
 
-// Own-property `var`, replacing json-logic-js's prototype-walking one (also used by `missing`).
-jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fallback?: unknown) {
+/** A `var` lookup: own properties only, counted against the evaluation's budget. */
+function readVar(data: unknown, path?: unknown, fallback?: unknown): unknown {
   if (++lookups > MAX_LOOKUPS) throw new ConditionBudgetExceeded();
   const notFound = fallback === undefined ? null : fallback;
-  if (path === undefined || path === null || path === '') return this;
-  const found = lookupOwn(this, String(path));
+  if (path === undefined || path === null || path === '') return data;
+  const found = lookupOwn(data, String(path));
   return found === undefined ? notFound : found;
+}
+
+// Own-property `var`, replacing json-logic-js's prototype-walking one.
+jsonLogic.add_operation('var', function ownVar(this: unknown, path?: unknown, fallback?: unknown) {
+  return readVar(this, path, fallback);
 });
+
+/**
+ * The keys of `keys` whose value is absent, null or ''. json-logic-js's own `missing` and
+ * `missing_some` run each key through `apply` as a rule: a key taken from the payload
+ * (`{"missing": {"var": "payload.fields"}}`) was then evaluated as JSON-logic, with every
+ * operator (`log`, a `reduce` that doubles its accumulator) and none of the checks at boot.
+ * Here a key is only ever a path.
+ */
+function missingKeys(data: unknown, keys: readonly unknown[]): unknown[] {
+  const missing: unknown[] = [];
+  for (const key of keys) {
+    const value = readVar(data, key);
+    if (value === null || value === '') missing.push(key);
+  }
+  return missing;
+}
+
+jsonLogic.add_operation('missing', function ownMissing(this: unknown, ...args: unknown[]) {
+  // One argument that is an array (what another operator computed) is the list of keys.
+  return missingKeys(this, Array.isArray(args[0]) ? args[0] : args);
+});
+
+jsonLogic.add_operation(
+  'missing_some',
+  function ownMissingSome(this: unknown, needed: unknown, options: unknown) {
+    const keys = Array.isArray(options) ? options : [];
+    const missing = missingKeys(this, keys);
+    return keys.length - missing.length >= Number(needed) ? [] : missing;
+  },
+);
 
 // `in` over a string searches in linear time (V8's own search is quadratic on some inputs).
 // As json-logic-js's own: an empty or missing haystack contains nothing.
@@ -131,7 +182,10 @@ export class RuleError extends Error {
   }
 }
 
-/** Validate a JSON-logic rule and compile it into a predicate: total, except past the lookup budget. */
+/**
+ * Validate a JSON-logic rule and compile it into a predicate. It throws only past the lookup
+ * budget (ConditionBudgetExceeded) or over a value it cannot read (ConditionUnreadable).
+ */
 export function compileCondition(rule: unknown): Condition {
   validateRule(rule, '', 0);
   return function condition(data) {
@@ -140,7 +194,7 @@ export function compileCondition(rule: unknown): Condition {
       return jsonLogic.truthy(jsonLogic.apply(rule as jsonLogic.RulesLogic, data));
     } catch (err) {
       if (err instanceof ConditionBudgetExceeded) throw err;
-      return false;
+      throw new ConditionUnreadable(err);
     }
   };
 }

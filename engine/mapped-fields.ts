@@ -60,9 +60,7 @@ export function renderFields(
     const value =
       'static' in key
         ? key.static
-        : renderField(mapping, 'sessionKey', budget, (b) =>
-            renderKey(mapping, key, context, b),
-          );
+        : renderField(mapping, 'sessionKey', budget, (b) => renderKey(mapping, key, context, b));
     // An empty value with whenEmpty `default`: no key, so the run gets a key-less run's session.
     if (value !== undefined) rendered['sessionKey'] = value;
   }
@@ -118,7 +116,12 @@ export function accountAction(
   }
 }
 
-function tooLarge(mapping: CompiledMapping, field: string, err: RenderLimitError): HookError {
+/** A bound a mapping's template hit, as 400 rendered_too_large naming the mapping and the field. */
+export function tooLarge(
+  mapping: Pick<CompiledMapping, 'id'>,
+  field: string,
+  err: RenderLimitError,
+): HookError {
   const setting = LIMIT_SETTINGS[err.limit];
   const what =
     err.limit === 'work'

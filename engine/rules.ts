@@ -4,7 +4,7 @@
  * condition all hold wins. "No match" is a result, not an error; the trace
  * says for each mapping why it did or did not match.
  */
-import { ConditionBudgetExceeded, MAX_LOOKUPS } from './conditions.ts';
+import { ConditionBudgetExceeded, ConditionUnreadable, MAX_LOOKUPS } from './conditions.ts';
 import { HookError } from './errors.ts';
 import type { CompiledMapping } from './mappings.ts';
 
@@ -55,11 +55,21 @@ function matchOne(mapping: CompiledMapping, data: RuleData): MatchOutcome {
   return 'matched';
 }
 
-/** The mapping's condition; a payload too costly for it is refused (400), never passed on. */
+/**
+ * The mapping's condition; a payload too costly for it, or holding a value it cannot read, is
+ * refused (400), never passed on.
+ */
 function whenHolds(mapping: CompiledMapping, data: RuleData): boolean {
   try {
     return (mapping.when as (data: unknown) => boolean)(data);
   } catch (err) {
+    if (err instanceof ConditionUnreadable) {
+      throw new HookError(
+        'invalid_payload',
+        `Mapping "${mapping.id}": the payload holds a value its condition cannot compare or read as text (match.when; an object with its own toString or valueOf key).`,
+        { details: { mappingId: mapping.id, field: 'match.when' } },
+      );
+    }
     if (!(err instanceof ConditionBudgetExceeded)) throw err;
     throw new HookError(
       'invalid_payload',

@@ -182,6 +182,16 @@ for (const name of ['with', 'blockHelperMissing']) {
   });
 }
 
+// `lookup` by a key that is neither text nor a number reads nothing: converting it to a
+// property name threw for an object with its own `toString` key, and the whole field rendered ''.
+const builtInLookup = hb.helpers['lookup'] as (...args: unknown[]) => unknown;
+hb.registerHelper('lookup', function textKeyLookup(this: unknown, ...args: unknown[]) {
+  const key = args[1];
+  return typeof key === 'string' || typeof key === 'number'
+    ? builtInLookup.apply(this, args)
+    : undefined;
+});
+
 type BlockOptions = Handlebars.HelperOptions & { data?: Record<string, unknown> };
 
 /** `each` over arrays and objects, checking the budget after every iteration. */

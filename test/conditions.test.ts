@@ -3,7 +3,12 @@
  */
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { ConditionBudgetExceeded, compileCondition, RuleError } from '../engine/conditions.ts';
+import {
+  ConditionBudgetExceeded,
+  ConditionUnreadable,
+  compileCondition,
+  RuleError,
+} from '../engine/conditions.ts';
 import { toEvaluatorData } from '../engine/evaluator-data.ts';
 
 const data = toEvaluatorData({
@@ -238,8 +243,16 @@ describe('properties', () => {
     },
   );
 
+  // An object with its own toString or valueOf key: what JavaScript cannot convert.
+  const unconvertible = (value: unknown): boolean =>
+    value !== null &&
+    typeof value === 'object' &&
+    (Object.hasOwn(value, 'toString') ||
+      Object.hasOwn(value, 'valueOf') ||
+      Object.values(value).some(unconvertible));
+
   test.prop([fc.jsonValue()])(
-    'a rule never throws at evaluation time, whatever the data',
+    'a rule answers, or refuses only a value it cannot convert, whatever the data',
     (value) => {
       const rules = [
         { '==': [{ var: 'payload.a' }, 1] },
@@ -248,8 +261,16 @@ describe('properties', () => {
         { substr: [{ var: 'payload' }, 1] },
         { map: [{ var: 'payload' }, { var: 'x' }] },
       ];
-      for (const rule of rules)
-        expect(typeof compileCondition(rule)(toEvaluatorData({ payload: value }))).toBe('boolean');
+      for (const rule of rules) {
+        let outcome: string;
+        try {
+          outcome = typeof compileCondition(rule)(toEvaluatorData({ payload: value }));
+        } catch (err) {
+          if (!(err instanceof ConditionUnreadable)) throw err;
+          outcome = 'refused';
+        }
+        expect(outcome).toBe(unconvertible(value) ? outcome : 'boolean');
+      }
     },
   );
 

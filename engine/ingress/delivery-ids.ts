@@ -8,7 +8,9 @@ import type { AuthScheme } from '../../schemas/auth.ts';
 import { type IdCarrier, SCHEMES } from '../auth/schemes.ts';
 import type { HeaderValues } from '../auth/verifier.ts';
 import type { Envelope } from '../envelope.ts';
+import { tooLarge } from '../mapped-fields.ts';
 import { ruleData } from '../mapped-route.ts';
+import { RenderBudget, RenderLimitError, type RenderLimits } from '../render-budget.ts';
 import { compileTemplate, pathsRead } from '../templates.ts';
 
 /** A delivery id, and whether the signature covers it (if not, a replay may carry a fresh one). */
@@ -42,10 +44,15 @@ function carried(
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-/** The rule for a route: its template if it has one, else its scheme's carrier, else none. */
+/**
+ * The rule for a route: its template (that of mapping `mappingId`, rendered within `limits`) if
+ * it has one, else its scheme's carrier, else none.
+ */
 export function deliveryIdRule(
   scheme: AuthScheme,
   template: string | undefined,
+  mappingId = '',
+  limits?: RenderLimits,
 ): DeliveryIdRule | undefined {
   const facts = SCHEMES[scheme];
   if (template === undefined) {
@@ -60,7 +67,14 @@ export function deliveryIdRule(
   const render = compileTemplate(template);
   // A template may read anything, signed or not: never trusted to stand for the signed content.
   const rule = (envelope: Envelope) => {
-    const id = render(ruleData(envelope)).trim();
+    let id: string;
+    try {
+      id = render(ruleData(envelope), new RenderBudget(limits)).trim();
+    } catch (err) {
+      // A payload that takes the key over the render bounds is the sender's doing (400), not ours.
+      if (err instanceof RenderLimitError) throw tooLarge({ id: mappingId }, 'idempotencyKey', err);
+      throw err;
+    }
     return id === '' ? undefined : { id, signed: false };
   };
   return Object.assign(rule, { headers: headersRead(template) });

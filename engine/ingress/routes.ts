@@ -20,7 +20,7 @@ import { HookError } from '../errors.ts';
 import type { MappedContext } from '../mapped-route.ts';
 import type { CompiledMapping } from '../mappings.ts';
 import type { Policy } from '../policy.ts';
-import { renderLimits } from '../render-budget.ts';
+import { type RenderLimits, renderLimits } from '../render-budget.ts';
 import type { TransformSupervisor } from '../sandbox/supervisor.ts';
 import { MESSAGE_MEMORY_MS } from '../gmail/message-memory.ts';
 import { type AcceptStep, builtInAccept, mappedAccept } from './accept-steps.ts';
@@ -172,7 +172,7 @@ function mappedRoute(
     name,
     gate: auth ? compileGate(auth.auth, auth.at) : TOKEN_GATE,
     forms: true,
-    deliveryId: compileDeliveryId(auth?.auth.scheme ?? 'token', own),
+    deliveryId: compileDeliveryId(auth?.auth.scheme ?? 'token', own, ctx.renderLimits),
     keyWindowMs: signed ? windows.signedMs : windows.tokenMs,
     mappings: tried,
     accept: mappedAccept(tried, ctx),
@@ -249,6 +249,7 @@ function checkRetention(retentionSeconds: number, auth: RouteAuth, at: string): 
 function compileDeliveryId(
   scheme: AuthScheme,
   own: readonly CompiledMapping[],
+  limits: RenderLimits | undefined,
 ): DeliveryIdRule | undefined {
   const withKey = own.find((m) => m.idempotencyKey !== undefined);
   for (const mapping of own) {
@@ -259,7 +260,7 @@ function compileDeliveryId(
       );
   }
   try {
-    return deliveryIdRule(scheme, withKey?.idempotencyKey);
+    return deliveryIdRule(scheme, withKey?.idempotencyKey, withKey?.id, limits);
   } catch (err) {
     throw new ConfigError(
       `${withKey?.at}.idempotencyKey`,
