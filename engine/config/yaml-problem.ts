@@ -5,8 +5,8 @@
  * alias, anchor or block header it names. The reason comes from the
  * problem's code, the place from its position; nothing of the file's text.
  * Also the problems the library reads without complaint that turn a secret
- * into something else: an anchor or a tag on a secret's value, an anchor no
- * alias uses. Pure.
+ * into something else: a tag on a secret's value, an anchor no alias uses.
+ * Pure.
  */
 import {
   type Document,
@@ -66,7 +66,7 @@ export function yamlProblem(err: unknown): string {
 const OWN_REASONS = {
   UNRESOLVED_ALIAS,
   SECRET_ANCHOR:
-    "starts with an anchor (&): YAML takes the text from & to the first space as the anchor's name, not as part of the secret; write a secret quoted, with no anchor",
+    "starts with an anchor (&) that no alias uses: YAML takes the text from & to the first space as the anchor's name, not as part of the secret; write a secret quoted, with no anchor",
   SECRET_TAG:
     'starts with a tag (!): YAML takes the text from ! to the first space as the tag, not as part of the secret; write a secret quoted, with no tag',
   UNUSED_ANCHOR:
@@ -75,24 +75,31 @@ const OWN_REASONS = {
 
 type Ancestors = Parameters<visitorFn<unknown>>[2];
 
+/** An anchor's definition: its place, whether an alias used it, the secret setting it is on. */
+type Anchor = { at: number; used: boolean; secret?: string };
+
 /**
  * The first problem of a document that the library reads without complaint, as a problem with
  * its place (and its setting, for a secret), found in one walk in the order the library
  * resolves anchors:
  * - an alias that names no anchor before it (the library raises it only when it builds the
  *   values, with the alias's name, the text, in its message);
- * - an anchor or a tag on a secret's value (holdsSecret): `token: &abc rest` is an anchor
- *   named "abc" on "rest", and `token: !!str rest` a tag on "rest": the secret silently became
- *   its tail;
- * - else an anchor no alias uses: an anchor is there to be aliased, so one that is not is most
- *   likely the first word of a value so swallowed, in whatever setting.
+ * - a tag on a secret's value (holdsSecret): `token: !!str rest` is a tag on "rest";
+ * - else an anchor no alias uses, told by its setting when it is on a secret's value:
+ *   `token: &abc rest` is an anchor named "abc" on "rest", the secret silently its tail; an
+ *   anchor is there to be aliased, so one that is not is most likely the first word of a value
+ *   so swallowed, in whatever setting. An anchored secret an alias uses is a secret reused on
+ *   purpose (two routes with one signing secret) and loads.
  * Neither a value nor a name is told.
  */
 export function documentProblem(doc: Document, lines: LineCounter): string | undefined {
-  // Each anchor name's latest definition (an alias names the latest before it), by place.
-  const latest = new Map<string, { at: number; used: boolean }>();
-  // The first place of an anchor found unused (a later definition of its name, or the end).
-  let unused = Number.POSITIVE_INFINITY;
+  // Each anchor name's latest definition (an alias names the latest before it).
+  const latest = new Map<string, Anchor>();
+  // The first anchor found unused (at a later definition of its name, or at the end).
+  let unused: Anchor | undefined;
+  const noteUnused = (anchor: Anchor) => {
+    if (!anchor.used && (!unused || anchor.at < unused.at)) unused = anchor;
+  };
   let found: { reason: string; at: number } | undefined;
   visit(doc, {
     Node(key, node, ancestors) {
@@ -105,26 +112,38 @@ export function documentProblem(doc: Document, lines: LineCounter): string | und
         found = { reason: OWN_REASONS.UNRESOLVED_ALIAS, at: node.range?.[0] ?? 0 };
         return visit.BREAK;
       }
-      if (isScalar(node) && key !== 'key' && (node.anchor || node.tag)) {
-        const setting = settingOf(ancestors, node);
-        if (holdsSecret(setting)) {
-          const reason = node.anchor ? OWN_REASONS.SECRET_ANCHOR : OWN_REASONS.SECRET_TAG;
-          found = { reason: `the value of ${setting} ${reason}`, at: placeOf(ancestors, node) };
-          return visit.BREAK;
-        }
+      const onValue = isScalar(node) && key !== 'key';
+      const setting = onValue && (node.anchor || node.tag) ? settingOf(ancestors, node) : '';
+      const secret = setting !== '' && holdsSecret(setting);
+      if (secret && node.tag) {
+        found = {
+          reason: `the value of ${setting} ${OWN_REASONS.SECRET_TAG}`,
+          at: placeOf(ancestors, node),
+        };
+        return visit.BREAK;
       }
       if (node.anchor) {
         const before = latest.get(node.anchor);
-        if (before && !before.used) unused = Math.min(unused, before.at);
-        latest.set(node.anchor, { at: placeOf(ancestors, node), used: false });
+        if (before) noteUnused(before);
+        latest.set(node.anchor, {
+          at: placeOf(ancestors, node),
+          used: false,
+          ...(secret && { secret: setting }),
+        });
       }
       return undefined;
     },
   });
   if (!found) {
-    for (const anchor of latest.values()) if (!anchor.used) unused = Math.min(unused, anchor.at);
-    if (unused !== Number.POSITIVE_INFINITY)
-      found = { reason: OWN_REASONS.UNUSED_ANCHOR, at: unused };
+    for (const anchor of latest.values()) noteUnused(anchor);
+    const first = unused as Anchor | undefined;
+    if (first)
+      found = {
+        reason: first.secret
+          ? `the value of ${first.secret} ${OWN_REASONS.SECRET_ANCHOR}`
+          : OWN_REASONS.UNUSED_ANCHOR,
+        at: first.at,
+      };
   }
   if (!found) return undefined;
   const { line, col } = lines.linePos(found.at);
