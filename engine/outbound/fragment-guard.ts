@@ -70,15 +70,18 @@ function boundWire(socket: Socket, maxWireBytes: number): void {
   });
 }
 
-/** undici's connector (its defaults) with each HTTP/1.1 connection's answers bounded on the wire. */
+/**
+ * undici's connector with each connection's answers bounded on the wire. HTTP/1.1 only: over
+ * HTTP/2 several answers share a connection in frames node:http2 reads, and a peer could send
+ * DATA frames of padding alone without end (a gigabyte until the timeout, nothing counted as
+ * body), so HTTP/2 is not offered; every provider and runner speaks HTTP/1.1.
+ */
 function boundedConnector(maxWireBytes: number): buildConnector.connector {
-  const connect = buildConnector({});
+  const connect = buildConnector({ allowH2: false });
   return (options, callback) =>
     connect(options, (...answer) => {
       const socket = answer[1];
-      // HTTP/2 carries several answers at once on one connection, each in frames node:http2 reads.
-      const h2 = socket && 'alpnProtocol' in socket && socket.alpnProtocol === 'h2';
-      if (socket && !h2) boundWire(socket, maxWireBytes);
+      if (socket) boundWire(socket, maxWireBytes);
       callback(...answer);
     });
 }
@@ -179,7 +182,10 @@ export function guardedDispatcher(maxBytes: number): Dispatcher {
   let dispatcher = byCap.get(maxBytes);
   if (!dispatcher) {
     const maxInAll = smallPiecesAllowed(maxBytes);
-    const agent = new Agent({ connect: boundedConnector(wireBytesAllowed(maxBytes)) });
+    const agent = new Agent({
+      allowH2: false,
+      connect: boundedConnector(wireBytesAllowed(maxBytes)),
+    });
     dispatcher = agent.compose(
       (dispatch) => (options, handler) => dispatch(options, countingHandler(handler, maxInAll)),
     );
