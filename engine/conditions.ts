@@ -194,7 +194,11 @@ export function compileCondition(rule: unknown): Condition {
       return jsonLogic.truthy(jsonLogic.apply(rule as jsonLogic.RulesLogic, data));
     } catch (err) {
       if (err instanceof ConditionBudgetExceeded) throw err;
-      throw new ConditionUnreadable(err);
+      // Only data a sender made unconvertible is refused. Another failure (a prototype-free
+      // query or form object compared with text, an operator's slip) stays "no match", as the
+      // data holds nothing a sender chose to make it fail.
+      if (holdsConversionKey(data)) throw new ConditionUnreadable(err);
+      return false;
     }
   };
 }
@@ -275,4 +279,25 @@ function checkPaths(op: string, args: unknown, at: string): void {
         throw new RuleError(at, `path "${path}" goes through "${segment}"`);
     }
   }
+}
+
+/**
+ * Whether the data holds an object with its own `toString` or `valueOf` key, which JavaScript
+ * cannot turn into text or a number. Walked only after an evaluation failed; a loop, not
+ * recursion, so a deeply nested body cannot overflow the stack.
+ */
+function holdsConversionKey(data: unknown): boolean {
+  const pending: unknown[] = [data];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (value === null || typeof value !== 'object') continue;
+    if (Array.isArray(value)) {
+      for (const item of value) pending.push(item);
+      continue;
+    }
+    if (Object.hasOwn(value, 'toString') || Object.hasOwn(value, 'valueOf')) return true;
+    for (const key in value)
+      if (Object.hasOwn(value, key)) pending.push((value as Record<string, unknown>)[key]);
+  }
+  return false;
 }

@@ -59,6 +59,25 @@ describe('evaluation', () => {
     const rule = { in: ['x', { var: 'payload.n' }] };
     expect(compileCondition(rule)(data)).toBe(false);
   });
+
+  it('is false, not a refusal, when a prototype-free query or form object is compared with text', () => {
+    // The query, the headers and a form's fields are prototype-free objects, which JavaScript
+    // cannot turn into text either; nothing in them is the sender's doing.
+    const query = Object.assign(Object.create(null), { a: '1' });
+    const form = toEvaluatorData({
+      query,
+      payload: Object.assign(Object.create(null), { a: '1' }),
+    });
+    expect(compileCondition({ '==': [{ var: 'payload' }, 'x'] })(form)).toBe(false);
+    expect(compileCondition({ '!=': [{ var: 'query' }, ''] })(form)).toBe(false);
+  });
+
+  it('refuses (ConditionUnreadable) when the data holds an object with its own toString', () => {
+    const hostile = toEvaluatorData({ payload: { repo: { toString: 1 } } });
+    expect(() =>
+      compileCondition({ '!=': [{ var: 'payload.repo' }, 'acme/app'] })(hostile),
+    ).toThrow(ConditionUnreadable);
+  });
 });
 
 describe('evaluation work', () => {
