@@ -281,12 +281,26 @@ function checkPaths(op: string, args: unknown, at: string): void {
   }
 }
 
+// What the walk below found, by the request's data: a sender who makes every mapping's condition
+// fail (an `in` over a number) costs one walk of the body per request, not one per mapping.
+const walked = new WeakMap<object, boolean>();
+
 /**
  * Whether the data holds an object with its own `toString` or `valueOf` key, which JavaScript
- * cannot turn into text or a number. Walked only after an evaluation failed; a loop, not
- * recursion, so a deeply nested body cannot overflow the stack.
+ * cannot turn into text or a number. Walked only after an evaluation failed, once per data.
  */
 function holdsConversionKey(data: unknown): boolean {
+  if (data === null || typeof data !== 'object') return false;
+  let found = walked.get(data);
+  if (found === undefined) {
+    found = walkForConversionKey(data);
+    walked.set(data, found);
+  }
+  return found;
+}
+
+// A loop, not recursion: a deeply nested body cannot overflow the stack.
+function walkForConversionKey(data: object): boolean {
   const pending: unknown[] = [data];
   while (pending.length > 0) {
     const value = pending.pop();

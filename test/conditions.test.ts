@@ -72,6 +72,24 @@ describe('evaluation', () => {
     expect(compileCondition({ '!=': [{ var: 'query' }, ''] })(form)).toBe(false);
   });
 
+  it('walks a request whose conditions all fail once, not once per mapping (many-mapping failure attack)', () => {
+    // Every mapping's condition fails (a prototype-free object compared with text): each failure
+    // looks through the data for an unconvertible object, for a body of a megabyte a walk of it all.
+    let reads = 0;
+    const payload = { o: Object.create(null) };
+    Object.defineProperty(payload, 'rest', {
+      enumerable: true,
+      get: () => {
+        reads++;
+        return 'x';
+      },
+    });
+    const request = Object.assign(Object.create(null), { payload });
+    const failing = compileCondition({ '==': [{ var: 'payload.o' }, 'x'] });
+    for (let mapping = 0; mapping < 20; mapping++) expect(failing(request)).toBe(false);
+    expect(reads).toBe(1);
+  });
+
   it('refuses (ConditionUnreadable) when the data holds an object with its own toString', () => {
     const hostile = toEvaluatorData({ payload: { repo: { toString: 1 } } });
     expect(() =>
