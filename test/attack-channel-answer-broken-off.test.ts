@@ -17,9 +17,7 @@
 import { createServer } from 'node:http';
 import { afterEach, expect, it } from 'vitest';
 import { listenLoopback } from './helpers/loopback.ts';
-import { startTestServer } from './helpers/hookgate.ts';
-import { startStub } from './helpers/runtime.ts';
-import { waitForRun } from './helpers/store-reads.ts';
+import { deliverToTelegram } from './helpers/telegram-delivery.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -50,31 +48,15 @@ async function cutTelegram(mode: 'reset' | 'stall', status = 200) {
   return { baseUrl: `http://127.0.0.1:${port}`, sends };
 }
 
-async function deliver(telegram: { baseUrl: string }) {
-  const agent = await startStub(() => ({ body: { reply: 'the owner should read this once' } }));
-  cleanups.push(() => agent.close());
-  const server = await startTestServer(
-    {
-      channels: {
-        telegram: { botToken: '123456:tg-secret', baseUrl: telegram.baseUrl, timeoutMs: 1000 },
-      },
-      runtime: {
-        heartbeat: { every: 'off' },
-        retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 100 },
-      },
-      agents: { defaults: { runner: { kind: 'http', url: `${agent.url}/run` } } },
-    },
-    { runtime: true },
-  );
-  cleanups.push(() => server.stop());
-  const res = await server.post('agent', {
-    message: 'summarise this',
-    channel: 'telegram',
-    to: '123456789',
+function deliver(telegram: { baseUrl: string }) {
+  return deliverToTelegram({
+    baseUrl: telegram.baseUrl,
+    reply: 'the owner should read this once',
+    timeoutMs: 1000,
+    maxAttempts: 3,
+    waitMs: 20_000,
+    cleanups,
   });
-  expect(res.status).toBe(200);
-  const { runId } = (await res.json()) as { runId: string };
-  return waitForRun(server, runId, 20_000);
 }
 
 it.each([

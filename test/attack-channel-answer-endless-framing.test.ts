@@ -11,9 +11,7 @@
  */
 import { createServer, type Socket } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
-import { startTestServer } from './helpers/hookgate.ts';
-import { startStub } from './helpers/runtime.ts';
-import { waitForRun } from './helpers/store-reads.ts';
+import { deliverToTelegram } from './helpers/telegram-delivery.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -57,31 +55,15 @@ async function floodingTelegram(head: string, filler: string) {
   return { baseUrl: `http://127.0.0.1:${port}`, sends: () => sends, flooded: () => flooded };
 }
 
-async function deliver(telegram: { baseUrl: string }) {
-  const agent = await startStub(() => ({ body: { reply: 'the owner should read this' } }));
-  cleanups.push(() => agent.close());
-  const server = await startTestServer(
-    {
-      channels: {
-        telegram: { botToken: '123456:tg-secret', baseUrl: telegram.baseUrl, timeoutMs: 5000 },
-      },
-      runtime: {
-        heartbeat: { every: 'off' },
-        retry: { maxAttempts: 2, baseDelayMs: 20, maxDelayMs: 100 },
-      },
-      agents: { defaults: { runner: { kind: 'http', url: `${agent.url}/run` } } },
-    },
-    { runtime: true },
-  );
-  cleanups.push(() => server.stop());
-  const res = await server.post('agent', {
-    message: 'summarise this',
-    channel: 'telegram',
-    to: '123456789',
+function deliver(telegram: { baseUrl: string }) {
+  return deliverToTelegram({
+    baseUrl: telegram.baseUrl,
+    reply: 'the owner should read this',
+    timeoutMs: 5000,
+    maxAttempts: 2,
+    waitMs: 30_000,
+    cleanups,
   });
-  expect(res.status).toBe(200);
-  const { runId } = (await res.json()) as { runId: string };
-  return waitForRun(server, runId, 30_000);
 }
 
 // The wire bound of a 1 MiB answer is about 4 MiB; the rest is what the sockets' buffers held.
