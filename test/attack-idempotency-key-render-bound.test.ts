@@ -90,3 +90,17 @@ it('an ordinary key is kept: the same order again is a replay', async () => {
   expect(again.headers.get('idempotent-replayed')).toBe('true');
   expect(await again.json()).toEqual(await first.json());
 });
+
+it('two keys told apart only by lone surrogates are refused 400, never merged into one delivery (lone-surrogate id attack)', async () => {
+  // A JSON escape makes a lone surrogate; stored or hashed, each became U+FFFD, so the second
+  // order was answered as a replay of the first and dropped.
+  const before = await stored();
+  for (const order of ['"o-\\ud800"', '"o-\\udc00"']) {
+    const res = await server.post('orders', `{"order":${order},"attempt":"1"}`);
+    const body = (await res.json()) as Body;
+    expect(res.status).toBe(400);
+    expect(body.error?.code).toBe('invalid_payload');
+    expect(res.headers.get('idempotent-replayed')).toBeNull();
+  }
+  expect(await stored()).toBe(before);
+});

@@ -29,6 +29,10 @@ export function keyClaims(x: Exchange): KeyClaim[] {
   const claims: KeyClaim[] = [];
   const found = route.deliveryId?.(envelope, x.headers);
   const delivery = found?.id;
+  // Every kind of id (a header, a payload field, a mapping's template) comes through here: one
+  // with a lone surrogate would be stored, or hashed, as U+FFFD, and `\ud800` and `\udc00`
+  // would be one delivery, the second answered as a replay of the first and dropped.
+  if (delivery !== undefined && !delivery.isWellFormed()) throw ILL_FORMED_ID;
   if (delivery !== undefined) {
     // Shown with the actions and to the agent: which delivery this was.
     envelope.verification = {
@@ -67,6 +71,11 @@ function contentDigest(envelope: Envelope): string {
   if (timestamp !== undefined) hash.update(`${timestamp}\n`);
   return hash.update(envelope.raw).digest('base64url');
 }
+
+const ILL_FORMED_ID = new HookError(
+  'invalid_payload',
+  'The delivery id must be well-formed text (it holds a lone surrogate, which the store cannot keep).',
+);
 
 function compact(id: string): string {
   if (id.length <= MAX_SHOWN_ID) return id;
