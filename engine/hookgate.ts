@@ -245,13 +245,20 @@ export async function startHookgate(
 
   const parts: AdminParts = { live: current, store, runtime, mail, logger };
   const hooksPort = options.port ?? config.server.port;
-  // The config's rule compares admin.port with server.port; a --port given at start is checked here.
-  if (config.admin && hooksPort !== 0 && hooksPort === config.admin.port)
+  const hooksHost = options.host ?? config.server.host;
+  // The config's rule (admin.port against server.port on the same host) for a --port or --host
+  // given at start.
+  if (
+    config.admin &&
+    hooksPort !== 0 &&
+    hooksPort === config.admin.port &&
+    hooksHost === config.admin.host
+  )
     throw new Error(
       `port ${hooksPort} is the admin listener's (admin.port): start the hooks on another port with --port N`,
     );
   const admin = config.admin ? await startAdminListener(config, parts) : undefined;
-  await listen(server, options.host ?? config.server.host, hooksPort);
+  await listen(server, hooksHost, hooksPort);
   const stopWatch =
     config.reload.watch && loaded.file
       ? watchForReload({

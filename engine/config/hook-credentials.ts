@@ -4,6 +4,7 @@
  * subscription handshakes' verify tokens (which travel in URLs). The admin listener's token must
  * be none of them: each is held by someone who must not reach the admin API. Pure.
  */
+import { SIGNED_PRESET_NAMES } from '../../presets/registry.ts';
 import type { Config } from '../../schemas/config.ts';
 
 type AuthSecrets = { secret?: string; secrets?: readonly string[]; verifyToken?: string };
@@ -23,7 +24,7 @@ export function hookCredentials(config: Config): Array<{ path: string; value: st
   add('hooks.token', config.hooks.token);
   add('gateway.token', config.gateway.token);
   add('hooks.gmail.pushToken', config.hooks.gmail?.pushToken);
-  for (const preset of ['github', 'stripe', 'slack'] as const)
+  for (const preset of SIGNED_PRESET_NAMES)
     addAuth(`hooks.${preset}.auth`, config.hooks[preset]?.auth);
   for (const [i, mapping] of (config.hooks.mappings ?? []).entries())
     addAuth(`hooks.mappings.${i}.auth`, mapping.auth as AuthSecrets | undefined);
