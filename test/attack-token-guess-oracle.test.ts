@@ -26,7 +26,8 @@ const META = {
   id: 'meta',
   match: { path: 'meta' },
   action: 'wake',
-  textTemplate: 'meta {{query.other}}',
+  // Reads the parameter a replayer fills with guesses: a right one must not reach the text.
+  textTemplate: 'meta {{query.other}} {{query.tag}}',
   auth: {
     scheme: 'hmac',
     secret: SECRET,

@@ -36,7 +36,7 @@ export type Exchange = {
   verification?: Verification;
   /** Unsigned, but small enough to be read as Slack's SSL check (slack-probe.ts). */
   unsignedProbe?: true;
-  /** The query holds the hook token (admit.ts): never logged or kept; refused once authenticated. */
+  /** The query holds the hook token (admit.ts): never logged, kept or read (normalise.ts). */
   queryHoldsToken?: true;
   // body, parse
   format?: BodyFormat;
