@@ -107,7 +107,7 @@ describe.skipIf(skip)('attack: a flood of failing addresses hides a count from a
     expect(one.lockedFor(victim, Date.now())).toBe(0);
   }, 60_000);
 
-  it('successes repeated while the database holds the resets up queue one reset, not one each', async () => {
+  it('successes repeated while the database holds the resets up send one reset, not one each', async () => {
     const url = await server.createDatabase();
     const main = openPool({ url, poolSize: 2 });
     // The counts' connection of its own, as the backend opens it, named to be told apart.
@@ -125,8 +125,11 @@ describe.skipIf(skip)('attack: a flood of failing addresses hides a count from a
     try {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE auth_failures IN ACCESS EXCLUSIVE MODE');
-      const resets: Promise<void>[] = [];
-      for (let i = 0; i < 100; i++) if (one.hasFailures(client)) resets.push(one.reset(client));
+      const resets: Promise<void>[] = [one.reset(client)];
+      // Reset since the last read: its further successes write nothing, crowded or not.
+      expect(one.hasFailures(client)).toBe(false);
+      // Resets asked for all the same (as concurrent requests could) wait for the one in flight.
+      for (let i = 0; i < 99; i++) resets.push(one.reset(client));
       expect(resets).toHaveLength(100);
       await waitFor('the reset to wait for the table', async () => {
         const { rows } = await holder.query<{ n: number }>(

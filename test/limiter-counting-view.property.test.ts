@@ -74,6 +74,21 @@ describe('failed-auth counting view', () => {
     expect(view.mayHave('c')).toBe(true);
   });
 
+  it('while crowded, an address reset since the last read writes no further reset until a count or a read (flood of successes)', () => {
+    const view = createCountingView(1);
+    for (const client of ['a', 'b']) view.counted(client);
+    expect(view.mayHave('z')).toBe(true);
+    view.forget('z');
+    expect(view.mayHave('z')).toBe(false);
+    expect(view.mayHave('y')).toBe(true);
+    // A failure counted here, or a read that may have seen one counted elsewhere, ends it.
+    view.counted('z');
+    expect(view.mayHave('z')).toBe(true);
+    view.forget('y');
+    view.read(view.mark(), ['a', 'b']);
+    expect(view.mayHave('y')).toBe(true);
+  });
+
   it('stays crowded after a read during which it dropped a count (the read may have missed it)', () => {
     const view = createCountingView(1);
     const mark = view.mark();

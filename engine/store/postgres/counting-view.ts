@@ -30,8 +30,14 @@ export function createCountingView(maxClients: number): CountingView {
   // dropped one since that read began.
   let crowded = false;
   let dropped = 0;
+  // Reset since the last read (at most maxClients, the oldest dropped): while crowded, without
+  // it every success sent a reset, a write per authenticated request on the database a flood
+  // from many addresses already loads. A count another instance makes after the reset is seen
+  // at the next read, as any count from elsewhere is.
+  const reset = new Set<string>();
   return {
     counted(client) {
+      reset.delete(client);
       own.delete(client);
       own.add(client);
       if (own.size <= maxClients) return;
@@ -42,6 +48,9 @@ export function createCountingView(maxClients: number): CountingView {
     forget(client) {
       own.delete(client);
       stored.delete(client);
+      reset.delete(client);
+      reset.add(client);
+      if (reset.size > maxClients) reset.delete(reset.values().next().value as string);
     },
     mark: () => dropped,
     read(mark, clients) {
@@ -50,7 +59,8 @@ export function createCountingView(maxClients: number): CountingView {
       // A count dropped during the read may have been written after the read's snapshot:
       // only a read begun after the drop has seen it.
       crowded = full || dropped !== mark;
+      reset.clear();
     },
-    mayHave: (client) => crowded || own.has(client) || stored.has(client),
+    mayHave: (client) => (crowded && !reset.has(client)) || own.has(client) || stored.has(client),
   };
 }
