@@ -46,7 +46,7 @@ export class ConditionBudgetExceeded extends Error {
 
 /**
  * Thrown when the rule could not be evaluated over the data: an object with its own `toString`
- * or `valueOf` key (`{"toString": 1}`) cannot be converted for `==`, `<`, `cat`, `in`, `+`...
+ * key (`{"toString": 1}`) cannot be converted for `==`, `<`, `cat`, `in`, `+`...
  * As "no match" it let a sender turn a condition that holds for any other value
  * (`{"!=": [{"var": "payload.repo"}, "ours"]}` before an `ignore` mapping) false, and its
  * request went on to the next mapping: the request is refused, never "no match".
@@ -286,8 +286,9 @@ function checkPaths(op: string, args: unknown, at: string): void {
 const walked = new WeakMap<object, boolean>();
 
 /**
- * Whether the data holds an object with its own `toString` or `valueOf` key, which JavaScript
- * cannot turn into text or a number. Walked only after an evaluation failed, once per data.
+ * Whether the data holds an object with its own `toString` key, which JavaScript cannot turn into
+ * text or a number (its own `valueOf` alone still converts, by the inherited toString). Walked
+ * only after an evaluation failed, once per data.
  */
 function holdsConversionKey(data: unknown): boolean {
   if (data === null || typeof data !== 'object') return false;
@@ -309,7 +310,7 @@ function walkForConversionKey(data: object): boolean {
       for (const item of value) pending.push(item);
       continue;
     }
-    if (Object.hasOwn(value, 'toString') || Object.hasOwn(value, 'valueOf')) return true;
+    if (Object.hasOwn(value, 'toString')) return true;
     for (const key in value)
       if (Object.hasOwn(value, key)) pending.push((value as Record<string, unknown>)[key]);
   }

@@ -66,7 +66,7 @@ function whenHolds(mapping: CompiledMapping, data: RuleData): boolean {
     if (err instanceof ConditionUnreadable) {
       throw new HookError(
         'invalid_payload',
-        `Mapping "${mapping.id}": the payload holds a value its condition cannot compare or read as text (match.when; an object with its own toString or valueOf key).`,
+        `Mapping "${mapping.id}": the payload holds a value its condition cannot compare or read as text (match.when; an object with its own toString key).`,
         { details: { mappingId: mapping.id, field: 'match.when' } },
       );
     }

@@ -90,6 +90,11 @@ describe('evaluation', () => {
     expect(reads).toBe(1);
   });
 
+  it('is false, not a refusal, for a failure over data whose only odd key is valueOf (it converts)', () => {
+    const data = toEvaluatorData({ payload: { amount: { valueOf: 1 }, o: Object.create(null) } });
+    expect(compileCondition({ '==': [{ var: 'payload.o' }, 'x'] })(data)).toBe(false);
+  });
+
   it('refuses (ConditionUnreadable) when the data holds an object with its own toString', () => {
     const hostile = toEvaluatorData({ payload: { repo: { toString: 1 } } });
     expect(() =>
