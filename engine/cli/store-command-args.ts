@@ -44,41 +44,25 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
       return { kind: 'reload', flags: only(command, args, STORE, undefined).flags };
     case 'events': {
       // The sub-word is a positional wherever it stands (`events --data-dir D requeue 7`).
-      const { values, positionals } = parseFlags(command, {
-        args,
-        options: { ...LIST, session: { type: 'string' } },
-        allowPositionals: true,
-        strict: true,
+      const { values, positionals } = parse(command, args, {
+        ...LIST,
+        session: { type: 'string' },
       });
-      if (positionals[0] === 'requeue') {
-        const listOnly = ['json', 'limit', 'session'].filter((name) => name in values);
-        if (listOnly.length > 0)
-          throw new UsageError(`events requeue does not take --${listOnly[0]}`);
-        const { flags, positionals: rest } = only(
-          'events requeue',
-          withoutSubWord(command, args, { ...LIST, session: { type: 'string' } }),
-          STORE,
-          'the event number',
-        );
-        return { kind: 'requeue', flags, seq: rest[0] as string };
+      if (positionals[0] !== 'requeue') {
+        counted(command, positionals, undefined);
+        return { kind: 'events', flags: flagsOf(values) };
       }
-      return {
-        kind: 'events',
-        flags: only(command, args, { ...LIST, session: { type: 'string' } }, undefined).flags,
-      };
+      const listOnly = ['json', 'limit', 'session'].filter((name) => name in values);
+      if (listOnly.length > 0)
+        throw new UsageError(`events requeue does not take --${listOnly[0]}`);
+      const [seq] = counted('events requeue', positionals.slice(1), 'the event number');
+      return { kind: 'requeue', flags: flagsOf(values), seq: seq as string };
     }
     case 'heartbeat': {
-      const { positionals } = parseFlags(command, {
-        args,
-        options: STORE,
-        allowPositionals: true,
-        strict: true,
-      });
+      const { values, positionals } = parse(command, args, STORE);
       if (positionals[0] !== 'now') throw new UsageError('heartbeat: say "heartbeat now"');
-      return {
-        kind: 'heartbeat-now',
-        flags: only('heartbeat now', withoutSubWord(command, args, STORE), STORE, undefined).flags,
-      };
+      counted('heartbeat now', positionals.slice(1), undefined);
+      return { kind: 'heartbeat-now', flags: flagsOf(values) };
     }
     case 'retry': {
       const { flags, positionals } = only(
@@ -95,37 +79,24 @@ export function storeCommand(command: string, args: string[]): StoreCommand {
 }
 
 type Options = Record<string, { type: 'string' | 'boolean' }>;
+type Values = Record<string, string | boolean | undefined>;
 
-/** `args` without their first positional argument (the sub-word), wherever it stands. */
-function withoutSubWord(command: string, args: string[], options: Options): string[] {
-  const { tokens } = parseFlags(command, {
-    args,
-    options,
-    allowPositionals: true,
-    strict: true,
-    tokens: true,
-  });
-  const word = tokens.find((token) => token.kind === 'positional');
-  return word ? args.filter((_, at) => at !== word.index) : args;
-}
-
-/**
- * `args` parsed with exactly these options and, with `what`, exactly one positional argument
- * (that thing), else none. The message names how many were given, never what: a word typed
- * there may be anything.
- */
-function only(
-  command: string,
-  args: string[],
-  options: Options,
-  what: string | undefined,
-): { flags: StoreCommandFlags; positionals: string[] } {
+/** `args` parsed with exactly these options, positional arguments allowed. */
+function parse(command: string, args: string[], options: Options) {
   const { values, positionals } = parseFlags(command, {
     args,
     options,
     allowPositionals: true,
     strict: true,
   });
+  return { values: values as Values, positionals };
+}
+
+/**
+ * `positionals`, checked to be exactly one (that thing) with `what`, else none. The message
+ * names how many were given, never what: a word typed there may be anything.
+ */
+function counted(command: string, positionals: string[], what: string | undefined): string[] {
   const wanted = what === undefined ? 0 : 1;
   if (positionals.length < wanted) throw new UsageError(`${command}: ${what} is required`);
   if (positionals.length > wanted) {
@@ -134,12 +105,25 @@ function only(
       `${command} takes ${takes} besides its flags (${positionals.length} given; see hookgate help)`,
     );
   }
-  const { 'data-dir': dataDir, ...others } = values as Record<string, string | boolean | undefined>;
+  return positionals;
+}
+
+/** The parsed flags as the commands read them (`--data-dir` as dataDir). */
+function flagsOf(values: Values): StoreCommandFlags {
+  const { 'data-dir': dataDir, ...others } = values;
   return {
-    flags: {
-      ...(others as StoreCommandFlags),
-      ...(dataDir !== undefined && { dataDir: dataDir as string }),
-    },
-    positionals,
+    ...(others as StoreCommandFlags),
+    ...(dataDir !== undefined && { dataDir: dataDir as string }),
   };
+}
+
+/** `args` parsed with exactly these options and, with `what`, exactly one positional argument. */
+function only(
+  command: string,
+  args: string[],
+  options: Options,
+  what: string | undefined,
+): { flags: StoreCommandFlags; positionals: string[] } {
+  const { values, positionals } = parse(command, args, options);
+  return { flags: flagsOf(values), positionals: counted(command, positionals, what) };
 }
