@@ -9,12 +9,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
-import { ConfigError, findConfigFile, loadConfigFile } from '../config.ts';
+import { ConfigError, findConfigFile, loadConfigFile, shieldReferences } from '../config.ts';
 import { runConsent } from '../gmail/consent.ts';
 import {
+  checkProjectFlags,
   commandLine,
   defaultPushServiceAccount,
   gcloudCommands,
+  topicToWrite,
 } from '../gmail/gcloud-commands.ts';
 import { type GmailSetupOptions, writeGmailSetup } from '../gmail/setup-config.ts';
 import { writeRefreshToken } from '../gmail/token-file.ts';
@@ -49,12 +51,17 @@ export async function gmailSetup(
   const file = path.resolve(
     findConfigFile(flags.config, process.env, process.cwd()) ?? 'hookgate.yaml',
   );
+  // A malformed project is refused before the file is touched, not after it was written.
+  checkProjectFlags(flags.project, flags.projectNumber);
   const before = existsSync(file) ? readFileSync(file, 'utf8') : '';
   // A push endpoint given is OIDC's audience (also over a file set up in token mode before the
   // public URL was known); without one, a run again keeps the file's mode.
   const mode =
     flags.pushMode ?? (flags.pushEndpoint ? 'oidc' : (configuredMode(before) ?? 'token'));
-  const result = writeGmailSetup(withHookToken(before), setupOptions({ ...flags, pushMode: mode }));
+  // With a project, the watch's full topic name, whatever names the topic.
+  const topic = topicToWrite(flags.project, flags.topic, configuredTopic(before));
+  const options = setupOptions({ ...flags, pushMode: mode }, topic);
+  const result = writeGmailSetup(withHookToken(before), options);
   if (result.conflicts.length > 0) {
     for (const c of result.conflicts) {
       process.stderr.write(
@@ -93,11 +100,7 @@ export async function gmailSetup(
   return 0;
 }
 
-function setupOptions(flags: GmailSetupFlags): GmailSetupOptions {
-  const topic =
-    flags.topic && flags.project && !flags.topic.includes('/')
-      ? `projects/${flags.project}/topics/${flags.topic}`
-      : flags.topic;
+function setupOptions(flags: GmailSetupFlags, topic: string | undefined): GmailSetupOptions {
   const mode = flags.pushMode ?? 'oidc';
   const serviceAccountEmail =
     flags.serviceAccount ?? (flags.project ? defaultPushServiceAccount(flags.project) : undefined);
@@ -127,14 +130,29 @@ function setupOptions(flags: GmailSetupFlags): GmailSetupOptions {
 
 /** The push mode the file already has (a setup run again without an endpoint keeps it). */
 function configuredMode(text: string): 'oidc' | 'token' | undefined {
-  const doc = parseDocument(text === '' ? '{}' : text);
-  const mode = doc.errors.length > 0 ? undefined : doc.getIn(['hooks', 'gmail', 'push', 'mode']);
+  const mode = configuredGmail(text, ['push', 'mode']);
   return mode === 'oidc' || mode === 'token' ? mode : undefined;
 }
 
-/** The hooks need a token to boot; a file without one gets a generated one. */
+/** The topic the file already names, if it names one (a reference read back as `${NAME}`). */
+function configuredTopic(text: string): string | undefined {
+  const topic = configuredGmail(text, ['topic']);
+  if (typeof topic !== 'string' || topic === '') return undefined;
+  return topic.replace(/hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.placeholder/g, '${$1}');
+}
+
+// Parsed as the loader parses it, so `{ topic: ${TOPIC} }` is read, not a parse error.
+function configuredGmail(text: string, key: string[]): unknown {
+  const doc = parseDocument(shieldReferences(text === '' ? '{}' : text));
+  return doc.errors.length > 0 ? undefined : doc.getIn(['hooks', 'gmail', ...key]);
+}
+
+/**
+ * The hooks need a token to boot; a file without one gets a generated one. Parsed as the loader
+ * parses it (`{ topic: ${TOPIC} }` included); the references it holds come back as written.
+ */
 function withHookToken(text: string): string {
-  const doc = parseDocument(text === '' ? '{}' : text);
+  const doc = parseDocument(shieldReferences(text === '' ? '{}' : text));
   if (doc.errors.length > 0) return text;
   if (doc.hasIn(['hooks', 'token'])) return text;
   doc.setIn(['hooks', 'token'], randomBytes(24).toString('base64url'));

@@ -6,6 +6,7 @@
  * without a shell, and the same commands quoted for a shell, for `hookgate gmail setup` to run
  * or print. Every command names its project, so none depends on gcloud's current project.
  */
+import { GMAIL_DEFAULTS } from '../../schemas/gmail.ts';
 import { ConfigError } from '../config.ts';
 
 /** What the commands are made of. */
@@ -43,6 +44,35 @@ const PROJECT_ID = /^(?:[a-z][a-z0-9.-]{0,62}:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
 const RESOURCE = /^(?!goog)[A-Za-z][A-Za-z0-9_.~+%-]{2,254}$/;
 const ACCOUNT_ID = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+/** Setup's `--project` and `--project-number`, checked before anything is written. */
+export function checkProjectFlags(
+  project: string | undefined,
+  projectNumber: string | undefined,
+): void {
+  if (project !== undefined) {
+    check(PROJECT_ID.test(project), '--project', 'is not a Google Cloud project id');
+  }
+  if (projectNumber !== undefined) {
+    check(/^\d{1,20}$/.test(projectNumber), '--project-number', 'must be digits');
+  }
+}
+
+/**
+ * The topic setup writes, undefined to leave the file's alone. With a project, a short name
+ * (`--topic`, else the file's, else the default) becomes `projects/<project>/topics/<name>`, the
+ * full name the watch needs; a full name or a `${VAR}` reference is left as it is.
+ */
+export function topicToWrite(
+  project: string | undefined,
+  flagTopic: string | undefined,
+  fileTopic: string | undefined,
+): string | undefined {
+  if (project === undefined) return flagTopic;
+  const name = flagTopic ?? fileTopic ?? GMAIL_DEFAULTS.topic;
+  if (name.includes('/') || name.includes('${')) return flagTopic;
+  return `projects/${project}/topics/${name}`;
+}
 
 /** The command that prints a project's number. */
 export function projectNumberCommand(project: string): GcloudCommand {
