@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { STORE_FILE } from '../store/sqlite/schema.ts';
 import { ConfigError, findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
-import { openMailboxStore } from '../gmail/mailbox-store.ts';
+import { type MailboxState, openMailboxStore, unrecordedMailbox } from '../gmail/mailbox-store.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';
 
 /** Load the config and its Gmail account, or explain what is missing. */
@@ -42,6 +42,8 @@ export function gmailStatus(
 ): number {
   const { loaded, account } = gmailConfig(flags.config);
   if (!existsSync(path.join(loaded.dataDir, STORE_FILE))) {
+    // --json stays JSON: the mailbox as a store without a record of it shows it.
+    if (flags.json) return printJson(unrecordedMailbox(account), 0, out);
     out(
       terminalText(`mailbox: ${account}: nothing recorded yet (start the service: hookgate serve)`),
     );
@@ -51,29 +53,51 @@ export function gmailStatus(
   try {
     const state = store.state(account);
     const pending = store.pendingPushes(account).length;
-    const expired = state.watchExpirationMs !== undefined && state.watchExpirationMs < Date.now();
-    // No watch was ever made (the service's first attempts failed): no push arrives either.
-    const unwatched = state.watchExpirationMs === undefined;
-    if (flags.json) {
-      out(jsonLine({ ...state, pendingPushes: pending, watchExpired: expired, unwatched }));
-    } else {
-      out(terminalText(`mailbox: ${account}`));
-      out(
-        unwatched
-          ? 'watch expires: no watch yet (NO PUSHES ARRIVE)'
-          : `watch expires: ${when(state.watchExpirationMs)}${expired ? ' (EXPIRED: no pushes arrive)' : ''}`,
-      );
-      if (state.watchError !== undefined)
-        out(terminalText(`last watch attempt failed: ${state.watchError}`));
-      out(`watch renewed: ${when(state.watchedAtMs)}`);
-      out(`cursor (history id): ${state.cursor ?? 'none yet'}`);
-      out(`last push: ${when(state.lastPushAtMs)}; pushes waiting for a sync: ${pending}`);
-      out(`last sync: ${when(state.lastSyncAtMs)}`);
-      out(terminalText(`last error: ${state.lastError ?? 'none'}`));
-      if (state.needsConsent) out(`NEEDS CONSENT: run hookgate gmail setup --account ${account}`);
-    }
-    return state.needsConsent || expired || unwatched ? 1 : 0;
+    return flags.json ? printJson(state, pending, out) : printText(state, pending, out);
   } finally {
     store.close();
   }
+}
+
+/** Whether a watch covers the mailbox: none was ever made (its first attempts failed), or it ran out. */
+function watchOf(state: MailboxState, nowMs: number): { expired: boolean; unwatched: boolean } {
+  const expired = state.watchExpirationMs !== undefined && state.watchExpirationMs < nowMs;
+  return { expired, unwatched: state.watchExpirationMs === undefined };
+}
+
+// Exit 1 when the mailbox needs the operator: a consent, or no watch (no push arrives).
+function exitOf(state: MailboxState, watch: { expired: boolean; unwatched: boolean }): number {
+  return state.needsConsent || watch.expired || watch.unwatched ? 1 : 0;
+}
+
+function printJson(state: MailboxState, pending: number, out: (line: string) => void): number {
+  const watch = watchOf(state, Date.now());
+  out(
+    jsonLine({
+      ...state,
+      pendingPushes: pending,
+      watchExpired: watch.expired,
+      unwatched: watch.unwatched,
+    }),
+  );
+  return exitOf(state, watch);
+}
+
+function printText(state: MailboxState, pending: number, out: (line: string) => void): number {
+  const watch = watchOf(state, Date.now());
+  out(terminalText(`mailbox: ${state.account}`));
+  out(
+    watch.unwatched
+      ? 'watch expires: no watch yet (NO PUSHES ARRIVE)'
+      : `watch expires: ${when(state.watchExpirationMs)}${watch.expired ? ' (EXPIRED: no pushes arrive)' : ''}`,
+  );
+  if (state.watchError !== undefined)
+    out(terminalText(`last watch attempt failed: ${state.watchError}`));
+  out(`watch renewed: ${when(state.watchedAtMs)}`);
+  out(`cursor (history id): ${state.cursor ?? 'none yet'}`);
+  out(`last push: ${when(state.lastPushAtMs)}; pushes waiting for a sync: ${pending}`);
+  out(`last sync: ${when(state.lastSyncAtMs)}`);
+  out(terminalText(`last error: ${state.lastError ?? 'none'}`));
+  if (state.needsConsent) out(`NEEDS CONSENT: run hookgate gmail setup --account ${state.account}`);
+  return exitOf(state, watch);
 }

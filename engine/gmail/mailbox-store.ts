@@ -30,6 +30,23 @@ export type MailboxState = {
   refusedTokenHash: string | undefined;
 };
 
+/** The state of a mailbox nothing was recorded for yet (no watch, no cursor, no error). */
+export function unrecordedMailbox(account: string): MailboxState {
+  return {
+    account,
+    cursor: undefined,
+    watchExpirationMs: undefined,
+    watchedAtMs: undefined,
+    lastPushAtMs: undefined,
+    lastSyncAtMs: undefined,
+    lastSuccessAtMs: undefined,
+    lastError: undefined,
+    watchError: undefined,
+    needsConsent: false,
+    refusedTokenHash: undefined,
+  };
+}
+
 /** A recorded push: which mailbox changed, up to which history id. */
 export type RecordedPush = { messageId: string; account: string; historyId: string };
 
