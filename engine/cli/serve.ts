@@ -43,8 +43,9 @@ export function loadForServe(
 export async function serve(flags: ServeFlags): Promise<number> {
   const { loaded, quickstartToken } = loadForServe(flags, process.env, process.cwd());
   const port = flags.port === undefined ? undefined : parsePort(flags.port);
+  const host = flags.host === undefined ? undefined : parseHost(flags.host);
   const hookgate = await startHookgate(loaded, {
-    ...(flags.host !== undefined && { host: flags.host }),
+    ...(host !== undefined && { host }),
     ...(port !== undefined && { port }),
   });
   // The handlers are in place before the address is announced: a supervisor that signals as
@@ -111,12 +112,22 @@ function printQuickstart(hooksUrl: string, generatedToken: string | undefined): 
   process.stdout.write(lines.join('\n'));
 }
 
+// Digits only: Number() reads "" and " " as 0, a random port nobody asked for.
 function parsePort(value: string): number {
-  const port = Number(value);
+  const port = /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigError('--port', 'must be an integer from 0 to 65535');
   }
   return port;
+}
+
+// An empty host reaches listen() as none, which listens on every interface (as server.host's
+// minLength keeps the config from doing).
+function parseHost(value: string): string {
+  if (value.trim() === '') {
+    throw new ConfigError('--host', 'must not be empty (give an address such as 127.0.0.1)');
+  }
+  return value;
 }
 
 function resolveDir(cwd: string, dir: string): string {
