@@ -3,7 +3,8 @@
  * Node's listen as "no host" and the hooks listened on every interface (`http://[::]:...`),
  * where the config's `server.host` must be non-empty and the contract keeps the endpoints
  * behind loopback; an empty `--port` read as 0 (a random port). Both are usage errors now:
- * exit 2 naming the flag, and nothing listens.
+ * exit 2 naming the flag, and nothing listens. Any value flag given empty is refused so
+ * (`--config "$UNSET"` ran the quickstart, `--data-dir ""` read ./data).
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -24,6 +25,21 @@ function config(dir: string): string {
   return file;
 }
 
+describe('an empty value flag is refused, not read as not given', () => {
+  it.each([
+    [['actions', '--data-dir', ''], '--data-dir'],
+    [['check', '--config', ''], '--config'],
+    [['serve', '--config', '', '--port', '0'], '--config'],
+    [['actions', '--limit', ' '], '--limit'],
+  ])('%j', async (args, flag) => {
+    const proc = spawnHookgate(args, { cwd: temp() });
+    const exit = await proc.waitForExit();
+    expect(exit.code).toBe(2);
+    expect(proc.stderr()).toContain(`${flag} is empty`);
+    expect(proc.stdout()).not.toMatch(LISTENING_ANYWHERE);
+  });
+});
+
 describe('serve refuses an empty address flag', () => {
   it.each([
     ['--host', ['--host', '', '--port', '0']],
@@ -41,6 +57,7 @@ describe('serve refuses an empty address flag', () => {
     ]);
     expect(outcome.listening).toBe(false);
     expect(outcome.code).toBe(2);
-    expect(proc.stderr()).toContain(`hookgate: config error: ${flag}: `);
+    // Empty: a usage error of the flag parse; blank host or port: their own checks.
+    expect(proc.stderr()).toMatch(new RegExp(`^hookgate: (serve: |config error: )${flag}`));
   });
 });

@@ -4,13 +4,15 @@
  * and the last of a flag and its negation (`--include-body --no-include-body` left the body
  * out), silently. Here either is a usage error (exit status 2) naming the flags, never their
  * values: a value may be a secret. A flag declared `multiple` (`test --header`) still repeats.
+ * A value flag given empty or blank (`--config "$UNSET"`) is a usage error too, rather than
+ * read as not given.
  * No command sets parseArgs' allowNegative: under it `--x --no-x` would read as a switch given
  * twice, which is taken.
  */
 import { type ParseArgsConfig, type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { UsageError } from './usage-error.ts';
 
-type OptionToken = { kind: string; name?: string };
+type OptionToken = { kind: string; name?: string; value?: string | undefined };
 
 /** parseArgs(config) for `command`, refusing a flag given twice and a flag with its --no- form. */
 export function parseFlags<T extends ParseArgsConfig>(
@@ -29,8 +31,11 @@ function refuseRepeats(
   tokens: readonly OptionToken[],
 ): void {
   const given = new Set<string>();
-  for (const { kind, name } of tokens) {
+  for (const { kind, name, value } of tokens) {
     if (kind !== 'option' || name === undefined) continue;
+    // `--config "$UNSET"` read as no flag: the quickstart, or ./data, instead of what was meant.
+    if (value !== undefined && value.trim() === '')
+      throw new UsageError(`${command}: --${name} is empty (give it a value, or leave it out)`);
     // A switch given twice says the same thing twice: only a value given twice is ambiguous.
     const repeatable = options[name]?.multiple === true || options[name]?.type === 'boolean';
     if (given.has(name) && !repeatable)
