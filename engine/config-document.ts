@@ -159,3 +159,22 @@ export function shieldReferences(text: string): string {
       escaped ? match : `hookgate.env.${name}.placeholder`,
   );
 }
+
+// What shieldReferences makes of `${NAME}`: read back by the loader and by setup's edits.
+const SHIELDED = /hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.placeholder/g;
+
+/** The shielded references of `text` given back as written (`${NAME}`). */
+export function unshieldReferences(text: string): string {
+  return text.replace(SHIELDED, (_match, name: string) => `\${${name}}`);
+}
+
+/** Each shielded reference of `text` replaced by what `value` gives for its name. */
+export function replaceShielded(text: string, value: (name: string) => string): string {
+  return text.replace(SHIELDED, (_match, name: string) => value(name));
+}
+
+/** Whether `text` holds a shielded reference. */
+export function holdsShieldedReference(text: string): boolean {
+  SHIELDED.lastIndex = 0;
+  return SHIELDED.test(text);
+}

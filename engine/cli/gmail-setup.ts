@@ -10,6 +10,7 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError, findConfigFile, loadConfigFile, shieldReferences } from '../config.ts';
+import { unshieldReferences } from '../config-document.ts';
 import { runConsent } from '../gmail/consent.ts';
 import {
   checkProjectFlags,
@@ -138,7 +139,7 @@ function configuredMode(text: string): 'oidc' | 'token' | undefined {
 function configuredTopic(text: string): string | undefined {
   const topic = configuredGmail(text, ['topic']);
   if (typeof topic !== 'string' || topic === '') return undefined;
-  return topic.replace(/hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.placeholder/g, '${$1}');
+  return unshieldReferences(topic);
 }
 
 // Parsed as the loader parses it, so `{ topic: ${TOPIC} }` is read, not a parse error.

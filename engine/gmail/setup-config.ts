@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { type Document, isMap, isScalar, isSeq, parseDocument } from 'yaml';
 import { yamlProblem } from '../config/yaml-problem.ts';
 import { ConfigError, shieldReferences } from '../config.ts';
+import { holdsShieldedReference, replaceShielded, unshieldReferences } from '../config-document.ts';
 
 /** What setup writes into `hooks.gmail`; keys left undefined are not touched. */
 export type GmailSetupOptions = {
@@ -48,9 +49,6 @@ export type GmailSetupResult = {
 type Scalar = string | number | boolean;
 type Edit = { doc: Document; env: GmailSetupOptions['env']; conflicts: SetupConflict[] };
 
-// What shieldReferences turns `${NAME}` into; the loader reads it back the same way.
-const PLACEHOLDER = /hookgate\.env\.([A-Za-z_][A-Za-z0-9_]*)\.placeholder/g;
-const HAS_PLACEHOLDER = /hookgate\.env\.[A-Za-z_][A-Za-z0-9_]*\.placeholder/;
 const GMAIL = ['hooks', 'gmail'];
 
 /** Set up `hooks` for the Gmail flow in a config file's text. */
@@ -163,12 +161,12 @@ function setValue(edit: Edit, path: string[], value: Scalar): void {
   }
   if (isScalar(node) && node.value === value) return;
   // A reference over a reference: the new one is written (no value changes hands).
-  const newReference = typeof value === 'string' && HAS_PLACEHOLDER.test(value);
+  const newReference = typeof value === 'string' && holdsShieldedReference(value);
   if (
     !newReference &&
     isScalar(node) &&
     typeof node.value === 'string' &&
-    HAS_PLACEHOLDER.test(node.value)
+    holdsShieldedReference(node.value)
   ) {
     keepReference(edit, path, node.value, value);
     return;
@@ -179,10 +177,10 @@ function setValue(edit: Edit, path: string[], value: Scalar): void {
 }
 
 function keepReference(edit: Edit, path: string[], shielded: string, value: Scalar): void {
-  const reference = unshield(shielded);
+  const reference = unshieldReferences(shielded);
   if (reference === String(value)) return;
   let unresolved = false;
-  const resolved = shielded.replace(PLACEHOLDER, (_match, name: string) => {
+  const resolved = replaceShielded(shielded, (name) => {
     const found = edit.env?.[name];
     if (found === undefined) unresolved = true;
     return found ?? '';
@@ -197,7 +195,7 @@ function plainSecrets(doc: Document): string[] {
     .map((key) => [...GMAIL, 'oauth', key])
     .filter((path) => {
       const value = doc.getIn(path);
-      return typeof value === 'string' && !HAS_PLACEHOLDER.test(value);
+      return typeof value === 'string' && !holdsShieldedReference(value);
     })
     .map((path) => path.join('.'));
 }
@@ -209,11 +207,7 @@ function render(doc: Document, original: string): string {
   const text = json
     ? `${JSON.stringify(doc.toJS(), null, 2)}\n`
     : doc.toString({ lineWidth: 0, indent: indentOf(original) });
-  return unshield(text);
-}
-
-function unshield(text: string): string {
-  return text.replace(PLACEHOLDER, (_match, name: string) => `\${${name}}`);
+  return unshieldReferences(text);
 }
 
 // The file's own indentation step (2 when it has none or an odd one).
