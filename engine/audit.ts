@@ -180,9 +180,17 @@ function agentRouting(config: Config): AuditWarning[] {
   ];
 }
 
-function hookToken(config: Config): AuditWarning[] {
+/**
+ * The guessable-token warnings alone (`hooks.token`, `admin.token`), as `serve` logs them at
+ * start; `hookTokenName` names where the hook token came from (HOOKGATE_TOKEN for the quickstart).
+ */
+export function guessableTokens(config: Config, hookTokenName = 'hooks.token'): AuditWarning[] {
+  return hookToken(config, hookTokenName);
+}
+
+function hookToken(config: Config, hookTokenName = 'hooks.token'): AuditWarning[] {
   return [
-    ...tokenStrength('hooks.token', config.hooks.token),
+    ...tokenStrength(hookTokenName, config.hooks.token),
     ...tokenStrength('admin.token', config.admin?.token),
   ];
 }

@@ -10,6 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type AdminListener, startAdmin } from './admin/server.ts';
 import { adminDeps, type AdminParts } from './admin/wiring.ts';
+import { guessableTokens } from './audit.ts';
 import { createClientAddressResolver } from './client-address.ts';
 import { capConnections } from './connection-limit.ts';
 import { type LoadedConfig, loadConfigDocument } from './config.ts';
@@ -143,11 +144,14 @@ export async function startHookgate(
       adapters.swap(next.compiled.adapters);
     },
     warningsOf: (next) =>
-      runtime
-        ? agentPathProblems(next.loaded.config, next.loaded.baseDir, process.env).map(
-            (problem) => `${problem.path}: ${problem.message}`,
-          )
-        : [],
+      [
+        ...(runtime ? agentPathProblems(next.loaded.config, next.loaded.baseDir, process.env) : []),
+        // A reload reads a file: a token it brings is named by its setting, as serve's start does.
+        ...guessableTokens(next.loaded.config).map((w) => ({
+          path: w.setting,
+          message: w.message,
+        })),
+      ].map((problem) => `${problem.path}: ${problem.message}`),
     logger,
   });
   const current = live;

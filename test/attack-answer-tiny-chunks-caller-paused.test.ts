@@ -7,7 +7,7 @@
 import type { Dispatcher } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTinyChunkUpstream, type TinyChunkUpstream } from './helpers/tiny-chunk-upstream.ts';
-import { guardedDispatcher } from '../engine/outbound/fragment-guard.ts';
+import { createGuardedDispatcher } from '../engine/outbound/fragment-guard.ts';
 import { MAX_SMALL_PIECES } from '../engine/piece-rate.ts';
 
 // 60,000 one-byte chunks (under the 65,536 refusal), written at once.
@@ -23,6 +23,7 @@ it("the hold holds also when the caller's own pause lands on the piece it holds 
   let most = 0;
   let turnStarted = false;
   let counted = 0;
+  const guarded = createGuardedDispatcher(1024 * 1024);
   const done = new Promise<void>((resolve, reject) => {
     const handler: Dispatcher.DispatchHandler = {
       onResponseData(controller, chunk) {
@@ -48,12 +49,13 @@ it("the hold holds also when the caller's own pause lands on the piece it holds 
       onResponseEnd: () => resolve(),
       onResponseError: (_controller, err) => reject(err),
     };
-    guardedDispatcher(1024 * 1024).dispatch(
+    guarded.dispatcher.dispatch(
       { origin: `http://127.0.0.1:${port}`, path: '/', method: 'POST', body: '{}' },
       handler,
     );
   });
   await done;
+  await guarded.close();
   // A hold that held leaves a turn the 16,384 pieces plus the rest of one 64 KiB read.
   expect(most).toBeLessThan(MAX_SMALL_PIECES + 11_000);
 }, 60_000);

@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { HookError } from '../engine/errors.ts';
-import { failedOnInput, outcomeOf } from '../engine/sandbox/call-outcome.ts';
+import { failedOnInput, outcomeOf, TransformFailure } from '../engine/sandbox/call-outcome.ts';
 import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
 import {
   type GmailStandIn,
@@ -107,4 +107,22 @@ it("only a failure of the transform on its input counts as the message's", () =>
     false,
   );
   expect(failedOnInput(new HookError('transform_invalid_output'))).toBe(true);
+});
+
+it("the mark is the failure's reason, carried by the error as data; a caller never sees it", () => {
+  const thrown = outcomeOf('m', {
+    type: 'result',
+    id: 1,
+    failure: { kind: 'threw', message: 'x' },
+  } as never);
+  expect(thrown).toBeInstanceOf(TransformFailure);
+  expect((thrown as TransformFailure).reason).toBe('threw');
+  // Built anywhere, not only by outcomeOf: the reason decides, not where the object came from.
+  expect(failedOnInput(new TransformFailure('transform_failed', 'x', 'memory'))).toBe(true);
+  expect(failedOnInput(new TransformFailure('transform_failed', 'x', 'crash'))).toBe(false);
+  expect(failedOnInput(new TransformFailure('transform_timeout', 'x', 'timeout'))).toBe(false);
+  expect((thrown as TransformFailure).toBody()).toEqual({
+    ok: false,
+    error: { code: 'transform_failed', message: 'Transform of mapping "m" failed.' },
+  });
 });

@@ -120,6 +120,17 @@ describe('single flight', () => {
     expect(google.refreshes()).toBe(1);
   });
 
+  it('a refresh that throws (the stored refresh token unreadable) fails a caller with a signal too, never leaves it waiting', async () => {
+    const tokens = source({
+      refreshToken: () => {
+        throw new Error('token file unreadable');
+      },
+    });
+    const signal = new AbortController().signal;
+    await expect(tokens.accessToken(signal)).rejects.toThrow('token file unreadable');
+    await expect(tokens.accessToken()).rejects.toThrow('token file unreadable');
+  });
+
   it('invalidate() forces a refresh; invalidate(stale) keeps a newer token', async () => {
     const tokens = source();
     const first = await tokens.accessToken();

@@ -6,7 +6,13 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { askServer, pickupWaitMs } from '../engine/cli/server-request.ts';
+import {
+  askServer,
+  CALL_LIMIT_MS,
+  LOOK_LIMIT_MS,
+  pickupWaitMs,
+} from '../engine/cli/server-request.ts';
+import { REQUEST_EXPIRY_MS } from '../engine/store/control-requests.ts';
 import type { LeaderLease } from '../engine/runtime/runtime-store.ts';
 
 const PICKUP = 5_000;
@@ -46,6 +52,16 @@ describe('heartbeat now: the wait for a leader', () => {
         const waitMs = pickupWaitMs(lease, seconds);
         expect(waitMs).toBeGreaterThanOrEqual(PICKUP);
         expect(waitMs).toBeLessThanOrEqual(PICKUP + MAX_LEASE + GRACE);
+      }),
+    );
+  });
+
+  it('ends well before a request left untaken expires: an asker still waiting never loses it', () => {
+    // Asking, every look's limit and taking it back, on top of the longest wait.
+    const slackMs = 3 * CALL_LIMIT_MS + LOOK_LIMIT_MS;
+    fc.assert(
+      fc.property(leases, fc.integer({ min: 2, max: 3_600 }), (lease, seconds) => {
+        expect(pickupWaitMs(lease, seconds) + slackMs).toBeLessThan(REQUEST_EXPIRY_MS);
       }),
     );
   });

@@ -18,6 +18,7 @@ import {
   type RunRow,
   type RuntimeStore,
 } from '../engine/runtime/runtime-store.ts';
+import { REQUEST_EXPIRY_MS } from '../engine/store/control-requests.ts';
 import type { Action, AgentAction, WakeAction } from '../schemas/action.ts';
 
 /** Stores over one set of data, and the ingress's way in. */
@@ -28,6 +29,8 @@ export type RuntimeStoreEnv = {
   accept(actions: Action[]): Promise<void>;
   /** The delivery records of a run or heartbeat (their states), read from the data directly. */
   deliveryStates(sourceId: string): Promise<string[]>;
+  /** Make a request look asked `ms` earlier than it was, in the data directly (time passing). */
+  backdateRequest(seq: number, ms: number): Promise<void>;
   cleanup(): Promise<void>;
 };
 
@@ -1290,6 +1293,24 @@ export function describeRuntimeStore(
 
         const next = await store.request('reload');
         expect(await store.takeRequests()).toEqual([{ seq: next, kind: 'reload' }]);
+      });
+
+      it('a request its asker left behind (killed before taking it back) expires untaken', async () => {
+        const stale = await store.request('heartbeat');
+        const old = await store.request('reload');
+        const fresh = await store.request('reload');
+        // Past the longest any asker waits for a request to be taken: nobody asks for it now.
+        await env.backdateRequest(stale, REQUEST_EXPIRY_MS + 60_000);
+        // Just short of it: its asker may still be waiting.
+        await env.backdateRequest(old, REQUEST_EXPIRY_MS - 60_000);
+        expect(await store.takeRequests()).toEqual([
+          { seq: old, kind: 'reload' },
+          { seq: fresh, kind: 'reload' },
+        ]);
+        // Dropped, not kept: nothing later acts on it, and such rows do not pile up.
+        expect(await store.requestTaken(stale)).toBe(false);
+        expect(await store.withdrawRequest(stale)).toBe(false);
+        expect(await store.heartbeatRequestUnserved()).toBeUndefined();
       });
 
       it('the newest heartbeat request taken and never answered is found; answered, or a reload, it is not', async () => {

@@ -56,6 +56,18 @@ if (!skip) {
             await client.end();
           }
         },
+        async backdateRequest(seq, ms) {
+          const client = new pg.Client({ connectionString: url });
+          await client.connect();
+          try {
+            await client.query(
+              'UPDATE control_requests SET created_at = created_at - make_interval(secs => $2) WHERE seq = $1',
+              [seq, ms / 1000],
+            );
+          } finally {
+            await client.end();
+          }
+        },
         async cleanup() {
           for (const opened of backends) await opened.close();
         },

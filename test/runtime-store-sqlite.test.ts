@@ -38,6 +38,16 @@ describeRuntimeStore(
           db.close();
         }
       },
+      async backdateRequest(seq, ms) {
+        const db = new DatabaseSync(path.join(dir, STORE_FILE));
+        try {
+          const row = db.prepare('SELECT created_at FROM control_requests WHERE seq = ?').get(seq);
+          const earlier = new Date(Date.parse(String(row?.['created_at'])) - ms).toISOString();
+          db.prepare('UPDATE control_requests SET created_at = ? WHERE seq = ?').run(earlier, seq);
+        } finally {
+          db.close();
+        }
+      },
       async cleanup() {
         await (await accepting)?.close();
         cleanup();

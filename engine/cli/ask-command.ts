@@ -5,6 +5,7 @@
  */
 import { errorText } from '../observe/error-text.ts';
 import type { RuntimeStore } from '../runtime/runtime-store.ts';
+import { REQUEST_EXPIRY_MS } from '../store/control-requests.ts';
 import type { ListFlags } from './list-actions.ts';
 import { openStore } from './runtime-commands.ts';
 import {
@@ -169,7 +170,7 @@ function say(
       return SIGNAL_EXIT[signal ?? ''] ?? 1;
     case 'left':
       process.stderr.write(
-        `${name}: the request (${asked.seq}) was not seen taken and could not be taken back (${storeError(asked.err)}): a server started later may still run it\n`,
+        `${name}: the request (${asked.seq}) was not seen taken and could not be taken back (${storeError(asked.err)}): a server started within ${REQUEST_EXPIRY_MS / 60_000} minutes of the asking may still run it (a later one drops it)\n`,
       );
       return 1;
   }

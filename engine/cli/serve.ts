@@ -10,6 +10,7 @@ import {
   quickstartConfig,
   resolveConfig,
 } from '../config.ts';
+import { guessableTokens } from '../audit.ts';
 import { startHookgate } from '../hookgate.ts';
 import { takeHeldReload } from './held-reload.ts';
 
@@ -76,6 +77,9 @@ export async function serve(flags: ServeFlags): Promise<number> {
   process.on('SIGHUP', () => void hookgate.reload('SIGHUP'));
   // One asked for while starting (held by server.ts): the file may have changed since it was read.
   if (takeHeldReload()) void hookgate.reload('SIGHUP');
+  // Warned, not refused (as `hookgate check` does without --strict): the setting, never the value.
+  for (const warning of startupTokenWarnings(loaded, quickstartToken))
+    hookgate.logger.warn({ setting: warning.setting }, warning.message);
   const hooksUrl = `${hookgate.url}${loaded.config.hooks.path}`;
   hookgate.logger.info(
     {
@@ -95,6 +99,12 @@ export async function serve(flags: ServeFlags): Promise<number> {
   if (!loaded.file) printQuickstart(hooksUrl, quickstartToken);
 
   return stopped;
+}
+
+/** The audit's guessable-token warnings for what serve runs with; a generated token needs none. */
+function startupTokenWarnings(loaded: LoadedConfig, generatedToken: string | undefined) {
+  if (loaded.file) return guessableTokens(loaded.config);
+  return generatedToken === undefined ? guessableTokens(loaded.config, 'HOOKGATE_TOKEN') : [];
 }
 
 function printQuickstart(hooksUrl: string, generatedToken: string | undefined): void {

@@ -8,6 +8,7 @@
 import { outboundCall } from '../outbound/http-client.ts';
 import { parseAnswerJson } from '../outbound/answer-json.ts';
 import { retryAfterMs } from '../outbound/retry-after.ts';
+import { createSharedCall } from '../outbound/shared-call.ts';
 import { field } from './json-fields.ts';
 
 /** Refresh this long before the token expires (at most half its lifetime). */
@@ -40,7 +41,7 @@ export type TokenFailure =
   | { kind: 'unavailable'; reason: string; retryAfterMs?: number }
   /** The client settings are wrong (`invalid_client` and the like): retrying will not help. */
   | { kind: 'misconfigured'; reason: string }
-  /** The caller's signal ended the wait (the shared refresh goes on for the others). */
+  /** The caller's signal ended the wait (the shared refresh goes on for the others, if any). */
   | { kind: 'aborted' };
 
 /** An access token, or why there is none. */
@@ -63,15 +64,14 @@ const ERROR_CODE = /^[a-z_]{1,64}$/;
 export function createTokenSource(options: TokenSourceOptions): TokenSource {
   const now = options.now ?? Date.now;
   let cached: { value: string; refreshAt: number } | undefined;
-  let pending: Promise<TokenResult> | undefined;
   // The refresh token Google refused: never sent again; a new one (re-consent) is tried.
   let refused: string | undefined;
 
-  const refresh = async (): Promise<TokenResult> => {
+  const refresh = async (signal: AbortSignal): Promise<TokenResult> => {
     const refreshToken = options.refreshToken();
     if (!refreshToken) return { kind: 'misconfigured', reason: 'no refresh token' };
     if (refreshToken === refused) return { kind: 'needs_consent' };
-    const fetched = await requestToken(options, refreshToken, now());
+    const fetched = await requestToken(options, refreshToken, now(), signal);
     if ('refreshAt' in fetched) {
       cached = fetched;
       return { kind: 'ok', accessToken: fetched.value };
@@ -79,36 +79,21 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
     if (fetched.kind === 'needs_consent') refused = refreshToken;
     return fetched;
   };
+  // One refresh for all callers, bounded by its own timeout, so one caller giving up does not
+  // fail the others; dropped once none waits.
+  const shared = createSharedCall(refresh, { kind: 'aborted' } as TokenResult);
 
   return {
     accessToken(signal) {
       if (cached && now() < cached.refreshAt) {
         return Promise.resolve({ kind: 'ok', accessToken: cached.value });
       }
-      // One refresh for all callers, bounded by its own timeout, so one
-      // caller giving up does not fail the others.
-      pending ??= refresh().finally(() => {
-        pending = undefined;
-      });
-      return signal ? raceAbort(pending, signal) : pending;
+      return shared.join(signal);
     },
     invalidate(rejected) {
       if (rejected === undefined || cached?.value === rejected) cached = undefined;
     },
   };
-}
-
-function raceAbort(work: Promise<TokenResult>, signal: AbortSignal): Promise<TokenResult> {
-  const aborted: TokenResult = { kind: 'aborted' };
-  if (signal.aborted) return Promise.resolve(aborted);
-  return new Promise((resolve) => {
-    const onAbort = () => resolve(aborted);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then((result) => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(result);
-    });
-  });
 }
 
 type Fetched = { value: string; refreshAt: number } | TokenFailure;
@@ -117,6 +102,7 @@ async function requestToken(
   options: TokenSourceOptions,
   refreshToken: string,
   nowMs: number,
+  signal: AbortSignal,
 ): Promise<Fetched> {
   const form = new URLSearchParams({ client_id: options.clientId });
   if (options.clientSecret) form.set('client_secret', options.clientSecret);
@@ -130,6 +116,7 @@ async function requestToken(
     },
     body: form.toString(),
     timeoutMs: options.timeoutMs,
+    signal,
     maxBytes: MAX_TOKEN_ANSWER_BYTES,
   });
   if (outcome.kind === 'too_large') {

@@ -171,25 +171,25 @@ function countingHandler(inner: Handler, maxInAll: number): Handler {
   };
 }
 
-// One agent (one pool of connections) per byte cap, its answers bounded on the wire by it.
-const byCap = new Map<number, Dispatcher>();
+/** A guarded pool of connections for answers of one byte cap, and how to close it. */
+export type GuardedDispatcher = {
+  dispatcher: Dispatcher;
+  /** Close its connections once the calls it carries have ended (undici's graceful close). */
+  close(): Promise<void>;
+};
 
 /**
  * undici's Agent (its defaults) with every answer's pieces counted and its bytes on the wire
  * bounded, for answers of `maxBytes`.
  */
-export function guardedDispatcher(maxBytes: number): Dispatcher {
-  let dispatcher = byCap.get(maxBytes);
-  if (!dispatcher) {
-    const maxInAll = smallPiecesAllowed(maxBytes);
-    const agent = new Agent({
-      allowH2: false,
-      connect: boundedConnector(wireBytesAllowed(maxBytes)),
-    });
-    dispatcher = agent.compose(
-      (dispatch) => (options, handler) => dispatch(options, countingHandler(handler, maxInAll)),
-    );
-    byCap.set(maxBytes, dispatcher);
-  }
-  return dispatcher;
+export function createGuardedDispatcher(maxBytes: number): GuardedDispatcher {
+  const maxInAll = smallPiecesAllowed(maxBytes);
+  const agent = new Agent({
+    allowH2: false,
+    connect: boundedConnector(wireBytesAllowed(maxBytes)),
+  });
+  const dispatcher = agent.compose(
+    (dispatch) => (options, handler) => dispatch(options, countingHandler(handler, maxInAll)),
+  );
+  return { dispatcher, close: () => agent.close() };
 }

@@ -8,7 +8,8 @@
 import { request } from 'undici';
 import { collectBytes } from '../byte-collector.ts';
 import { linkedAbort } from '../linked-abort.ts';
-import { guardedDispatcher, WireFloodError } from './fragment-guard.ts';
+import { leaseDispatcher } from './dispatcher-pools.ts';
+import { WireFloodError } from './fragment-guard.ts';
 
 export type OutboundHeaders = Record<string, string | string[] | undefined>;
 
@@ -107,6 +108,7 @@ function callSignal(timeoutMs: number, outer: AbortSignal | undefined) {
 /** Make one HTTP call and read its answer under the byte cap. */
 export async function outboundCall(url: string, call: OutboundRequest): Promise<OutboundResult> {
   const bound = callSignal(call.timeoutMs, call.signal);
+  const pool = leaseDispatcher(call.maxBytes);
   let answerStatus: number | undefined;
   try {
     const response = await request(url, {
@@ -114,7 +116,7 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
       headers: call.headers,
       body: call.body,
       signal: bound.signal,
-      dispatcher: guardedDispatcher(call.maxBytes),
+      dispatcher: pool.dispatcher,
       // undici's own waits (300 s for the headers, 300 s between pieces of the body) would end a
       // call allowed longer, such as an agent turn of the default 600 s, half way: the call's
       // timeout bounds the whole exchange alone.
@@ -154,6 +156,8 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
     const failed = { kind: 'failed', code, beforeSending: CONNECT_CODES.has(code) } as const;
     return answerStatus === undefined ? failed : { ...failed, answerStatus };
   } finally {
+    // The answer is read or destroyed by now: the pool may be closed once no call holds it.
+    pool.release();
     bound.release();
   }
 }

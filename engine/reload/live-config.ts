@@ -97,7 +97,12 @@ export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveC
 
   function finish(outcome: Omit<ReloadOutcome, 'at'>): ReloadOutcome {
     last = { ...outcome, at: new Date().toISOString() };
-    const fields = { trigger: last.trigger, file: last.file };
+    // The warnings go to the log too, not only to `hookgate reload` (a SIGHUP has no one to tell).
+    const fields = {
+      trigger: last.trigger,
+      file: last.file,
+      ...(last.warnings !== undefined && { warnings: last.warnings }),
+    };
     if (!last.ok)
       deps.logger.error({ ...fields, error: last.error }, 'reload failed; configuration unchanged');
     else if (last.restartNeeded.length > 0)
@@ -105,6 +110,7 @@ export function createLiveConfig(first: Generation, deps: LiveConfigDeps): LiveC
         { ...fields, restartNeeded: last.restartNeeded },
         'reloaded; some changes wait for a restart',
       );
+    else if (last.warnings !== undefined) deps.logger.warn(fields, 'reloaded');
     else deps.logger.info(fields, 'reloaded');
     return last;
   }

@@ -32,9 +32,7 @@ export function outcomeOf(
   if (message.failure) {
     const { kind } = message.failure;
     const code = kind === 'timeout' ? 'transform_timeout' : 'transform_failed';
-    const error = new HookError(code, failureMessage(mappingId, kind));
-    if (INPUT_KINDS.has(kind)) inputFaults.add(error);
-    return error;
+    return new TransformFailure(code, failureMessage(mappingId, kind), kind);
   }
   if (message.output === undefined) return { value: undefined };
   if (nestsDeeperThan(message.output, OUTPUT_DEPTH)) {
@@ -58,8 +56,21 @@ export function outcomeOf(
 // What the transform did with this input: it threw, returned what cannot be sent back, or
 // filled its memory. Not a timeout (wall time, which a loaded host stretches), nor anything of
 // the process or the module (none ready, a crash, a module set aside).
-const INPUT_KINDS: ReadonlySet<string> = new Set(['threw', 'output', 'memory']);
-const inputFaults = new WeakSet<HookError>();
+const INPUT_KINDS: ReadonlySet<FailureReason> = new Set(['threw', 'output', 'memory']);
+
+/** A failure the transform process reported for a call, with what kind of failure it was. */
+export class TransformFailure extends HookError<'transform_failed' | 'transform_timeout'> {
+  /** What the sandbox said went wrong; never sent to a caller (the message says it in words). */
+  readonly reason: FailureReason;
+  constructor(
+    code: 'transform_failed' | 'transform_timeout',
+    message: string,
+    reason: FailureReason,
+  ) {
+    super(code, message);
+    this.reason = reason;
+  }
+}
 
 /**
  * Whether a transform's failure is its input's: the same input would fail so again (a mail the
@@ -67,9 +78,8 @@ const inputFaults = new WeakSet<HookError>();
  * is: the action was built from this input.
  */
 export function failedOnInput(err: unknown): boolean {
-  return (
-    err instanceof HookError && (err.code === 'transform_invalid_output' || inputFaults.has(err))
-  );
+  if (err instanceof TransformFailure) return INPUT_KINDS.has(err.reason);
+  return err instanceof HookError && err.code === 'transform_invalid_output';
 }
 
 /** The caller-facing message for a failed call. */

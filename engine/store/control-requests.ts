@@ -3,8 +3,20 @@
  * both stores run as it is written: one text, so the two cannot read a
  * request differently.
  */
+import { configSchema } from '../../schemas/config.ts';
 
 /** The newest taken request for a heartbeat, when it has no answer (the seq is its primary key). */
 export const NEWEST_HEARTBEAT_REQUEST_UNSERVED = `SELECT r.seq FROM (SELECT seq FROM control_requests
     WHERE kind = 'heartbeat' AND handled_at IS NOT NULL ORDER BY seq DESC LIMIT 1) r
   WHERE NOT EXISTS (SELECT 1 FROM control_answers a WHERE a.seq = r.seq)`;
+
+// The longest lease any instance may hold (store.leaseSeconds' maximum).
+const MAX_LEASE_MS = configSchema.properties.store.properties.leaseSeconds.maximum * 1000;
+
+/**
+ * How long a request nobody took is kept. Its asker (cli/server-request.ts) waits at most the
+ * longest lease and seconds more for it to be taken, then takes it back; one still untaken past
+ * this was left by an asker that was killed first (SIGKILL) or lost the store: a server started
+ * later would do what nobody asks for any longer. It is dropped when requests are next taken.
+ */
+export const REQUEST_EXPIRY_MS = MAX_LEASE_MS + 5 * 60_000;

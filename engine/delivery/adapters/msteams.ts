@@ -10,6 +10,7 @@ import type { ChannelAdapter, SendResult } from '../adapter.ts';
 import { answerCode, answerDetail, urlSecrets } from '../../outbound/answer-detail.ts';
 import { type HttpOutcome, type HttpReply, httpCall, postJson } from './http-call.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
+import { createSharedCall } from '../../outbound/shared-call.ts';
 
 /**
  * Longest part, in UTF-16 code units of its text as escaped in the activity's JSON (measure
@@ -103,24 +104,25 @@ type TokenCache = {
   invalidate(value: string): void;
 };
 
+// A sender whose own signal ended its wait for the token: nothing was posted.
+const INTERRUPTED: TokenOutcome = {
+  result: { status: 'retry', reason: 'Teams token request: interrupted' },
+};
+
 function createTokenCache(s: TeamsSettings): TokenCache {
   let cached: { value: string; refreshAt: number } | undefined;
-  let pending: Promise<TokenOutcome> | undefined;
-  const fetchOnce = async (signal?: AbortSignal): Promise<TokenOutcome> => {
-    try {
-      const outcome = await requestToken(s, signal);
-      if (outcome.token)
-        cached = { value: outcome.token.value, refreshAt: outcome.token.refreshAt };
-      return outcome.token ? { value: outcome.token.value } : { result: outcome.result };
-    } finally {
-      pending = undefined;
-    }
-  };
+  // Shared by concurrent sends under no sender's signal (one sender's abort must not fail the
+  // token for the others), bounded by its own timeout (timeoutMs).
+  const fetch = createSharedCall(async (signal): Promise<TokenOutcome> => {
+    const outcome = await requestToken(s, signal);
+    if (!outcome.token) return { result: outcome.result };
+    cached = { value: outcome.token.value, refreshAt: outcome.token.refreshAt };
+    return { value: outcome.token.value };
+  }, INTERRUPTED);
   return {
     get(signal) {
       if (cached && Date.now() < cached.refreshAt) return Promise.resolve({ value: cached.value });
-      pending ??= fetchOnce(signal);
-      return pending;
+      return fetch.join(signal);
     },
     invalidate(value) {
       if (cached?.value === value) cached = undefined;

@@ -30,7 +30,7 @@ import {
   RECOVER_DELIVERIES,
   saveDelivery,
 } from './heartbeat-deliveries.ts';
-import { NEWEST_HEARTBEAT_REQUEST_UNSERVED } from '../control-requests.ts';
+import { NEWEST_HEARTBEAT_REQUEST_UNSERVED, REQUEST_EXPIRY_MS } from '../control-requests.ts';
 import { restoredEventText } from '../stored-event.ts';
 import { inTransaction } from './pool.ts';
 import { isoTime } from './run-rows.ts';
@@ -507,11 +507,18 @@ export class PostgresSessionRecords implements SessionStore {
 
   async takeRequests(): Promise<Array<{ seq: number; kind: string }>> {
     // Each request is taken by one instance: another taking requests at once skips these rows.
+    // One left by an asker killed before taking it back is dropped instead (nobody asks for it
+    // any longer), in the same statement: one round trip per look, as before.
     const { rows } = await this.pool.query<{ seq: string; kind: string }>(
-      `UPDATE control_requests SET handled_at = now()
-       WHERE seq IN (SELECT seq FROM control_requests WHERE handled_at IS NULL
+      `WITH expired AS (
+         DELETE FROM control_requests
+         WHERE handled_at IS NULL AND created_at < now() - make_interval(secs => $1))
+       UPDATE control_requests SET handled_at = now()
+       WHERE seq IN (SELECT seq FROM control_requests
+                     WHERE handled_at IS NULL AND created_at >= now() - make_interval(secs => $1)
                      ORDER BY seq FOR UPDATE SKIP LOCKED)
        RETURNING seq, kind`,
+      [REQUEST_EXPIRY_MS / 1000],
     );
     return rows
       .map((row) => ({ seq: Number(row.seq), kind: row.kind }))

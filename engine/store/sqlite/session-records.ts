@@ -35,7 +35,7 @@ import {
   PENDING_SIZES,
   SESSION_EVENTS,
 } from './event-consumption.ts';
-import { NEWEST_HEARTBEAT_REQUEST_UNSERVED } from '../control-requests.ts';
+import { NEWEST_HEARTBEAT_REQUEST_UNSERVED, REQUEST_EXPIRY_MS } from '../control-requests.ts';
 import { storedEventText } from '../stored-event.ts';
 import { boundLimit } from './bound-limit.ts';
 import { watchDoorbell, whyNotRung } from './doorbell.ts';
@@ -47,7 +47,7 @@ import {
   RECOVER_DELIVERIES,
   saveDelivery,
 } from './heartbeat-deliveries.ts';
-import { isoNow } from '../../iso-time.ts';
+import { isoNow, isoTime } from '../../iso-time.ts';
 
 export type Row = Record<string, string | number | null>;
 
@@ -63,6 +63,7 @@ const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, r
 // The heartbeats a recovery fails: running, and not among those kept (?1, a JSON array of ids).
 const RECOVERED = "state = 'running' AND id NOT IN (SELECT value FROM json_each(?1))";
 
+const EXPIRE_REQUESTS = 'DELETE FROM control_requests WHERE handled_at IS NULL AND created_at < ?';
 const ANSWER_REQUEST = 'INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)';
 
 /** One page of pending events read for a lost request for a heartbeat now. */
@@ -525,6 +526,8 @@ export class SqliteSessionRecords implements SessionStore {
     ).get();
     if (!waiting) return [];
     return this.transaction(() => {
+      // Left by an asker killed before taking it back: nobody asks for it any longer.
+      this.statement(EXPIRE_REQUESTS).run(isoTime(Date.now() - REQUEST_EXPIRY_MS));
       const rows = this.statement(
         'SELECT seq, kind FROM control_requests WHERE handled_at IS NULL ORDER BY seq',
       ).all() as Row[];
