@@ -36,17 +36,24 @@ function trimDecoration(text: string): string {
 }
 
 const SUMMARY_MAX = 280;
+// A runner's error reason ends with what went wrong (a command's stderr tail is its last 500
+// characters): it is kept whole up to this, not cut to a reply's length from its start.
+const REASON_MAX = 500;
 const NOTE_MAX = 500;
 const NAME_MAX = 200;
 
-/** One line for the main session: `Hook <name>: <summary>`, or `(error)` / `(timeout)` with the reason. */
+/**
+ * One line for the main session: `Hook <name>: <summary>` (the reply, at most 280 characters),
+ * or `(error)` / `(timeout)` with the reason (at most 500).
+ */
 export function summaryLine(
   name: string,
   outcome: { status: 'ok' | 'error' | 'timeout'; text: string },
 ): string {
   // One line: a hook name or reply with line breaks cannot forge a `System:` line of its own.
   const label = clipLine(name, NAME_MAX) || 'Hook';
-  const short = clipLine(outcome.text, SUMMARY_MAX) || '(empty reply)';
+  const max = outcome.status === 'ok' ? SUMMARY_MAX : REASON_MAX;
+  const short = clipLine(outcome.text, max) || '(empty reply)';
   if (outcome.status === 'ok') return `Hook ${label}: ${short}`;
   return `Hook ${label} (${outcome.status}): ${short}`;
 }
