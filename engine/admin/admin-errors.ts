@@ -26,6 +26,10 @@ export const ADMIN_ERRORS = Object.freeze({
   request_timeout: { status: 408, message: 'The request body did not arrive in time.' },
   body_too_fragmented: { status: 400, message: 'The chunked body came in too many small chunks.' },
   unsupported_media_type: { status: 415, message: 'Send Content-Type: application/json.' },
+  invalid_query: {
+    status: 400,
+    message: 'A query parameter has a value this endpoint cannot use.',
+  },
   invalid_json: { status: 400, message: 'The body must be a JSON object of the expected shape.' },
   runtime_off: { status: 503, message: 'The runtime is off: there are no runs.' },
   too_many_streams: { status: 503, message: 'Too many live streams are open.' },
