@@ -141,7 +141,7 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
     async retry({ res, params }: ApiContext) {
       if (!deps.runs) throw new AdminError('runtime_off');
       const outcome = await deps.runs.retry(params[0] ?? '');
-      if (!outcome.ok) throw new AdminError('not_retryable', outcome.reason);
+      if (!outcome.ok) throw new AdminError(outcome.refusal, outcome.reason);
       sendJson(res, 200, { ok: true, run: (await deps.runs.get(params[0] ?? '')) ?? null });
     },
 
