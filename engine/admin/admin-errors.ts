@@ -38,17 +38,24 @@ export const ADMIN_ERRORS = Object.freeze({
 
 export type AdminErrorCode = keyof typeof ADMIN_ERRORS;
 
-/** A refusal of the admin listener, with its status and an optional detail safe to show. */
+// Headers a refusal of this code always carries: a 401 names the scheme it wants (RFC 9110 11.6.1).
+const CODE_HEADERS: Partial<Record<AdminErrorCode, Readonly<Record<string, string>>>> = {
+  unauthorized: { 'www-authenticate': 'Bearer' },
+};
+
+/** A refusal of the admin listener, with its status, an optional detail safe to show and headers. */
 export class AdminError extends Error {
   readonly code: AdminErrorCode;
   readonly status: number;
   readonly detail: string | undefined;
+  readonly headers: Readonly<Record<string, string>>;
 
-  constructor(code: AdminErrorCode, detail?: string) {
+  constructor(code: AdminErrorCode, detail?: string, headers?: Record<string, string>) {
     super(ADMIN_ERRORS[code].message);
     this.code = code;
     this.status = ADMIN_ERRORS[code].status;
     this.detail = detail;
+    this.headers = { ...CODE_HEADERS[code], ...headers };
   }
 
   /** The JSON body this refusal is answered with. */

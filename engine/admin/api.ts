@@ -118,6 +118,12 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
     },
 
     stream({ req, res }: ApiContext) {
+      // A HEAD gets the stream's headers and ends: it would hold a stream it never reads.
+      if (req.method === 'HEAD') {
+        startStream(res);
+        res.end();
+        return;
+      }
       let heartbeat: NodeJS.Timeout | undefined;
       const unsubscribe = deps.journal.subscribe((entry) => {
         if (res.writableLength > STREAM_BACKLOG) return res.destroy();

@@ -44,6 +44,20 @@ type Route = {
 const ID = '([A-Za-z0-9._:-]{1,128})';
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 
+/** The handler of a method on a route: HEAD is GET's (Node sends its headers, no body). Pure. */
+function handlerFor(route: Route, method: string): Handler | undefined {
+  if (method === 'HEAD') return route.methods.GET;
+  return method === 'GET' || method === 'POST' ? route.methods[method] : undefined;
+}
+
+/** The `Allow` header of a route (a 405 must name the methods the path takes). Pure. */
+function allowed(route: Route): string {
+  return [
+    ...(route.methods.GET ? ['GET', 'HEAD'] : []),
+    ...(route.methods.POST ? ['POST'] : []),
+  ].join(', ');
+}
+
 /** Start the admin listener. */
 export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Promise<AdminListener> {
   const guard = createGuard(settings.token);
@@ -110,8 +124,8 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
     });
     if (refused) throw new AdminError(refused);
     if (!route) throw new AdminError('not_found');
-    const handler = route.methods[method as 'GET' | 'POST'];
-    if (!handler) throw new AdminError('method_not_allowed');
+    const handler = handlerFor(route, method);
+    if (!handler) throw new AdminError('method_not_allowed', undefined, { allow: allowed(route) });
     // A cross-site form cannot send JSON (that needs a preflight this listener never grants).
     if (method === 'POST' && !JSON_TYPE.test(req.headers['content-type'] ?? '')) {
       throw new AdminError('unsupported_media_type');
