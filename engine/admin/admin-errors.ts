@@ -12,6 +12,9 @@ export const ADMIN_ERRORS = Object.freeze({
   expectation_failed: ERRORS.expectation_failed,
   http_version_not_supported: ERRORS.http_version_not_supported,
   unsupported_content_encoding: ERRORS.unsupported_content_encoding,
+  // What Node's HTTP parser refuses, answered as on the hook listener (engine/respond.ts).
+  bad_request: ERRORS.bad_request,
+  headers_too_large: ERRORS.headers_too_large,
   unauthorized: { status: 401, message: 'Send the admin token as Authorization: Bearer <token>.' },
   forbidden_host: { status: 403, message: 'The Host header is not a loopback address.' },
   forbidden_origin: { status: 403, message: 'Cross-origin requests are refused.' },

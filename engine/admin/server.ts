@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { capConnections, type ListenerCaps } from '../connection-limit.ts';
 import { contentCodingRefusal } from '../ingress/content-types.ts';
 import { framingRefusal } from '../ingress/framing.ts';
+import { owesAnswer, refuseMessage } from '../ingress/parser-refusals.ts';
 import type { Logger } from '../log.ts';
 import { AdminError } from './admin-errors.ts';
 import { type ApiContext, createApi } from './api.ts';
@@ -135,6 +136,7 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
   }
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    owesAnswer(req, res);
     handle(req, res).catch((err: unknown) => {
       const error = err instanceof AdminError ? err : new AdminError('internal');
       if (!(err instanceof AdminError)) settings.logger.error({ err }, 'admin request failed');
@@ -154,6 +156,11 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
   );
   // Node would answer any other expectation 417 with an empty body; handle refuses it as JSON.
   server.on('checkExpectation', onRequest);
+  // What the parser refuses (headers past its limit, a line it cannot read) is answered as JSON
+  // with the hook listener's codes, in order with the answers the connection still owes.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
+    refuseMessage(socket, err.code, () => undefined),
+  );
   server.maxHeadersCount = 100;
   capConnections(server, settings.caps);
   await new Promise<void>((resolve, reject) => {
