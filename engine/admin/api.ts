@@ -12,7 +12,7 @@ import { AdminError } from './admin-errors.ts';
 import type { AdminDeps, RunView } from './deps.ts';
 import type { JournalRecord } from './journal-record.ts';
 import { sendJson, startStream } from './reply.ts';
-import { detail, matches, type RequestFilter, readFilter, summary } from './views.ts';
+import { detail, matches, type RequestFilter, readListQuery, summary } from './views.ts';
 
 export type ApiSettings = {
   /** Bound of a playground payload: hooks.maxBodyBytes, as the configuration now in force has it. */
@@ -27,7 +27,6 @@ export type ApiContext = {
   params: string[];
 };
 
-const LIST_LIMIT = 1000;
 // Records whose run states are read at once under a state filter (up to 64 actions each).
 const STATE_PAGE = 100;
 const MAX_HEADERS = 64;
@@ -96,8 +95,9 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
     },
 
     async list({ res, url }: ApiContext) {
-      const filter = readFilter(url.searchParams);
-      const limit = Math.min(Number(url.searchParams.get('limit')) || LIST_LIMIT, LIST_LIMIT);
+      const query = readListQuery(url.searchParams);
+      if ('refused' in query) throw new AdminError('invalid_query', query.refused);
+      const { filter, limit } = query;
       const entries = deps.journal.list();
       const requests = [];
       for (let at = 0; at < entries.length && requests.length < limit; at += STATE_PAGE) {
@@ -118,6 +118,12 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
     },
 
     stream({ req, res }: ApiContext) {
+      // A HEAD gets the stream's headers and ends: it would hold a stream it never reads.
+      if (req.method === 'HEAD') {
+        startStream(res);
+        res.end();
+        return;
+      }
       let heartbeat: NodeJS.Timeout | undefined;
       const unsubscribe = deps.journal.subscribe((entry) => {
         if (res.writableLength > STREAM_BACKLOG) return res.destroy();
@@ -141,7 +147,7 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
     async retry({ res, params }: ApiContext) {
       if (!deps.runs) throw new AdminError('runtime_off');
       const outcome = await deps.runs.retry(params[0] ?? '');
-      if (!outcome.ok) throw new AdminError('not_retryable', outcome.reason);
+      if (!outcome.ok) throw new AdminError(outcome.refusal, outcome.reason);
       sendJson(res, 200, { ok: true, run: (await deps.runs.get(params[0] ?? '')) ?? null });
     },
 

@@ -29,8 +29,10 @@ export type RunView = {
   delivery?: DeliveryProgress;
 };
 
-/** Retry of a dead or failed run: queued again, or why not. */
-export type RetryResult = { ok: true } | { ok: false; reason: string };
+/** Retry of a dead or failed run: queued again, or why not (no such run, or not dead or failed). */
+export type RetryResult =
+  | { ok: true }
+  | { ok: false; refusal: 'not_found' | 'not_retryable'; reason: string };
 
 export type RunsAccess = {
   get(actionId: string): Promise<RunView | undefined>;

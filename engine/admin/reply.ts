@@ -31,6 +31,7 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
 
 /** Send a refusal. */
 export function sendAdminError(res: ServerResponse, error: AdminError): void {
+  for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   sendBody(res, error.status, 'application/json; charset=utf-8', error.toJson());
 }
 

@@ -20,14 +20,18 @@ export function runsView(store: Pick<RuntimeStore, 'run' | 'retryDead' | 'states
     states: (actionIds) => store.states(actionIds),
     async retry(actionId) {
       const row = await store.run(actionId);
-      if (!row) return { ok: false, reason: 'no such run' };
+      if (!row) return { ok: false, refusal: 'not_found', reason: 'no such run' };
       if (row.state !== 'dead' && row.state !== 'failed') {
-        return { ok: false, reason: `the run is ${row.state}, not dead or failed` };
+        return {
+          ok: false,
+          refusal: 'not_retryable',
+          reason: `the run is ${row.state}, not dead or failed`,
+        };
       }
       // The state may change between the read and the update: retryDead decides.
       return (await store.retryDead(actionId, { failed: true }))
         ? { ok: true }
-        : { ok: false, reason: 'the run is no longer dead or failed' };
+        : { ok: false, refusal: 'not_retryable', reason: 'the run is no longer dead or failed' };
     },
   };
 }

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { capConnections, type ListenerCaps } from '../connection-limit.ts';
 import { contentCodingRefusal } from '../ingress/content-types.ts';
 import { framingRefusal } from '../ingress/framing.ts';
+import { owesAnswer, refuseMessage } from '../ingress/parser-refusals.ts';
 import type { Logger } from '../log.ts';
 import { AdminError } from './admin-errors.ts';
 import { type ApiContext, createApi } from './api.ts';
@@ -43,6 +44,20 @@ type Route = {
 
 const ID = '([A-Za-z0-9._:-]{1,128})';
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
+
+/** The handler of a method on a route: HEAD is GET's (Node sends its headers, no body). Pure. */
+function handlerFor(route: Route, method: string): Handler | undefined {
+  if (method === 'HEAD') return route.methods.GET;
+  return method === 'GET' || method === 'POST' ? route.methods[method] : undefined;
+}
+
+/** The `Allow` header of a route (a 405 must name the methods the path takes). Pure. */
+function allowed(route: Route): string {
+  return [
+    ...(route.methods.GET ? ['GET', 'HEAD'] : []),
+    ...(route.methods.POST ? ['POST'] : []),
+  ].join(', ');
+}
 
 /** Start the admin listener. */
 export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Promise<AdminListener> {
@@ -110,8 +125,8 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
     });
     if (refused) throw new AdminError(refused);
     if (!route) throw new AdminError('not_found');
-    const handler = route.methods[method as 'GET' | 'POST'];
-    if (!handler) throw new AdminError('method_not_allowed');
+    const handler = handlerFor(route, method);
+    if (!handler) throw new AdminError('method_not_allowed', undefined, { allow: allowed(route) });
     // A cross-site form cannot send JSON (that needs a preflight this listener never grants).
     if (method === 'POST' && !JSON_TYPE.test(req.headers['content-type'] ?? '')) {
       throw new AdminError('unsupported_media_type');
@@ -121,6 +136,7 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
   }
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    owesAnswer(req, res);
     handle(req, res).catch((err: unknown) => {
       const error = err instanceof AdminError ? err : new AdminError('internal');
       if (!(err instanceof AdminError)) settings.logger.error({ err }, 'admin request failed');
@@ -140,6 +156,11 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
   );
   // Node would answer any other expectation 417 with an empty body; handle refuses it as JSON.
   server.on('checkExpectation', onRequest);
+  // What the parser refuses (headers past its limit, a line it cannot read) is answered as JSON
+  // with the hook listener's codes, in order with the answers the connection still owes.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
+    refuseMessage(socket, err.code, () => undefined),
+  );
   server.maxHeadersCount = 100;
   capConnections(server, settings.caps);
   await new Promise<void>((resolve, reject) => {

@@ -2,6 +2,7 @@
  * What the console's API answers about journal records: a summary for the
  * list, the detail with each action's run, and the list's filters. Pure.
  */
+import { ACTION_STATES, type ActionState } from '../queue/action-store.ts';
 import type { RunView } from './deps.ts';
 import type { JournalRecord } from './journal-record.ts';
 
@@ -75,14 +76,39 @@ export function detail(
   };
 }
 
-/** The filter of a list request's query string (unknown keys ignored, values bounded). */
-export function readFilter(params: URLSearchParams): RequestFilter {
+/** A list request's query: its filter and how many records at most. */
+export type ListQuery = { filter: RequestFilter; limit: number };
+
+/** The most records a list answers, and how many when no limit is given. */
+export const LIST_LIMIT = 1000;
+
+const FILTER_KEYS = ['route', 'status', 'session', 'state', 'q'] as const;
+// An exact status (`401`) or a class (`4xx`): anything else would match nothing, silently.
+const STATUS = /^[1-5]([0-9]{2}|xx)$/i;
+
+/**
+ * A list request's query string read (unknown keys ignored, values bounded), or why it is
+ * refused: a key given twice, a limit that is not a positive integer, a status or a run state
+ * no record can have. An empty or blank filter is not set. Pure.
+ */
+export function readListQuery(params: URLSearchParams): ListQuery | { refused: string } {
+  for (const key of [...FILTER_KEYS, 'limit'] as const) {
+    if (params.getAll(key).length > 1) return { refused: `${key} is given more than once` };
+  }
   const filter: RequestFilter = {};
-  for (const key of ['route', 'status', 'session', 'state', 'q'] as const) {
+  for (const key of FILTER_KEYS) {
     const value = params.get(key)?.trim().slice(0, 256);
     if (value) filter[key] = value;
   }
-  return filter;
+  if (filter.status !== undefined && !STATUS.test(filter.status))
+    return { refused: 'status must be a status such as 401 or a class such as 4xx' };
+  if (filter.state !== undefined && !ACTION_STATES.includes(filter.state as ActionState))
+    return { refused: `state must be one of ${ACTION_STATES.join(', ')}` };
+  const raw = params.get('limit');
+  if (raw === null) return { filter, limit: LIST_LIMIT };
+  // Digits only: Number() also takes 1e3, 0x2, 1.5 and blanks.
+  if (!/^[1-9][0-9]*$/.test(raw)) return { refused: 'limit must be a positive integer' };
+  return { filter, limit: Math.min(Number(raw), LIST_LIMIT) };
 }
 
 /** True when a record passes every filter that is set. */

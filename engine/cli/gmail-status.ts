@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { STORE_FILE } from '../store/sqlite/schema.ts';
 import { ConfigError, findConfigFile, type LoadedConfig, loadConfigFile } from '../config.ts';
-import { type MailboxState, openMailboxStore, unrecordedMailbox } from '../gmail/mailbox-store.ts';
+import { type MailboxState, readMailbox, unrecordedMailbox } from '../gmail/mailbox-store.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';
 
 /** Load the config and its Gmail account, or explain what is missing. */
@@ -49,14 +49,8 @@ export function gmailStatus(
     );
     return 1;
   }
-  const store = openMailboxStore(loaded.dataDir);
-  try {
-    const state = store.state(account);
-    const pending = store.pendingPushes(account).length;
-    return flags.json ? printJson(state, pending, out) : printText(state, pending, out);
-  } finally {
-    store.close();
-  }
+  const { state, pendingPushes } = readMailbox(loaded.dataDir, account);
+  return flags.json ? printJson(state, pendingPushes, out) : printText(state, pendingPushes, out);
 }
 
 /** Whether a watch covers the mailbox: none was ever made (its first attempts failed), or it ran out. */

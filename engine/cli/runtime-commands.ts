@@ -4,7 +4,7 @@
  * `runs`, `events`, `heartbeats`. Text lines go through terminalText and
  * JSON lines through jsonLine: request text cannot drive the terminal.
  */
-import type { ActionState } from '../queue/action-store.ts';
+import { ACTION_STATES as STATES, type ActionState } from '../queue/action-store.ts';
 import type { HeartbeatRow, RunRow, RuntimeStore } from '../runtime/runtime-store.ts';
 import { openStoreViews } from '../store/backend.ts';
 import { wrappedContent } from '../safety.ts';
@@ -12,8 +12,6 @@ import { clipLine } from '../one-line.ts';
 import { type ListFlags, listLimit } from './list-actions.ts';
 import { type StoreLocation, storeLocation } from './store-location.ts';
 import { jsonLine, terminalText } from './terminal-text.ts';
-
-const STATES: readonly ActionState[] = ['queued', 'running', 'done', 'failed', 'dead'];
 
 type Out = (line: string) => void;
 

@@ -122,23 +122,9 @@ export function openMailboxStore(dataDir: string): MailboxStore {
   const run = (statement: StatementSync, ...values: Array<string | number | null>) =>
     statement.run(...values);
 
-  function state(account: string): MailboxState {
-    ensure.run(account);
-    const row = select.get(account) as Row;
-    return {
-      account,
-      cursor: text(row['cursor']),
-      watchExpirationMs: int(row['watch_expiration_ms']),
-      watchedAtMs: int(row['watched_at_ms']),
-      lastPushAtMs: int(row['last_push_at_ms']),
-      lastSyncAtMs: int(row['last_sync_at_ms']),
-      lastSuccessAtMs: int(row['last_success_at_ms']),
-      lastError: text(row['last_error']),
-      watchError: text(row['watch_error']),
-      needsConsent: row['needs_consent'] === 1,
-      refusedTokenHash: text(row['refused_token_hash']),
-    };
-  }
+  // A read: a mailbox without a row yet is one nothing was recorded for.
+  const state = (account: string): MailboxState =>
+    stateOf(account, select.get(account) as Row | undefined);
 
   return {
     recordPush(push, nowMs) {
@@ -169,6 +155,7 @@ export function openMailboxStore(dataDir: string): MailboxStore {
     },
     state,
     advanceCursor(account, historyId) {
+      ensure.run(account);
       const current = state(account).cursor;
       if (current !== undefined && !isLaterHistoryId(historyId, current)) return current;
       run(setCursor, historyId, account);
@@ -203,4 +190,42 @@ export function openMailboxStore(dataDir: string): MailboxStore {
       db.close();
     },
   };
+}
+
+/** A mailbox's row as its state (no row: nothing recorded yet). Pure. */
+function stateOf(account: string, row: Row | undefined): MailboxState {
+  if (!row) return unrecordedMailbox(account);
+  return {
+    account,
+    cursor: text(row['cursor']),
+    watchExpirationMs: int(row['watch_expiration_ms']),
+    watchedAtMs: int(row['watched_at_ms']),
+    lastPushAtMs: int(row['last_push_at_ms']),
+    lastSyncAtMs: int(row['last_sync_at_ms']),
+    lastSuccessAtMs: int(row['last_success_at_ms']),
+    lastError: text(row['last_error']),
+    watchError: text(row['watch_error']),
+    needsConsent: row['needs_consent'] === 1,
+    refusedTokenHash: text(row['refused_token_hash']),
+  };
+}
+
+/**
+ * A mailbox's state and how many pushes wait for a sync, read without writing anything (the
+ * store opened read-only: `gmail status` changes nothing, not even a row for the mailbox).
+ */
+export function readMailbox(
+  dataDir: string,
+  account: string,
+): { state: MailboxState; pendingPushes: number } {
+  const db = openDatabase(dataDir, { create: false, readOnly: true });
+  try {
+    const row = db.prepare('SELECT * FROM gmail_mailboxes WHERE account = ?').get(account);
+    const pending = db
+      .prepare('SELECT count(*) AS n FROM gmail_pushes WHERE account = ? AND synced_at_ms IS NULL')
+      .get(account) as Row;
+    return { state: stateOf(account, row as Row | undefined), pendingPushes: Number(pending['n']) };
+  } finally {
+    db.close();
+  }
 }

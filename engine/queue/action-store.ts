@@ -52,6 +52,15 @@ export class AppendInDoubt extends Error {
 /** Lifecycle state of a stored action. */
 export type ActionState = 'queued' | 'running' | 'done' | 'failed' | 'dead';
 
+/** Every state an action can be in, in lifecycle order. */
+export const ACTION_STATES: readonly ActionState[] = [
+  'queued',
+  'running',
+  'done',
+  'failed',
+  'dead',
+];
+
 /** An action as the store holds it. */
 export type StoredAction = { seq: number; state: ActionState; attempts: number; action: Action };
 

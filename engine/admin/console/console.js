@@ -209,6 +209,14 @@ async function loadList() {
   const requests =
     answer?.status === 200 && Array.isArray(answer.body?.requests) ? answer.body.requests : null;
   if (requests === null) {
+    // A filter the server cannot use (a status such as "40"): it says which, and why.
+    const refused = answer?.status === 400 ? answer.body?.error?.detail : undefined;
+    if (typeof refused === 'string') {
+      live.shownFilter = filter;
+      live.shown = generation;
+      render([], visible(`The filter is refused: ${refused}.`));
+      return;
+    }
     if (live.shownFilter !== filter) {
       // Emptied, not shown: any read for this filter that succeeds is shown over it. Unfiltered,
       // what the stream brought since the read began is still shown.

@@ -1,0 +1,69 @@
+/**
+ * `hookgate gmail status` only reads: run against a store that has no record of the mailbox
+ * yet (the service has not watched it), it shows the mailbox as unrecorded and leaves no row
+ * behind (it used to insert the mailbox's row, so a look changed the store it described).
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openDatabase, STORE_FILE } from '../engine/store/sqlite/schema.ts';
+import { runHookgate, tempDir } from './helpers/process.ts';
+
+const temp = tempDir();
+afterAll(() => temp.cleanup());
+
+function mailboxRows(dataDir: string): number {
+  const db = new DatabaseSync(path.join(dataDir, STORE_FILE), { readOnly: true });
+  try {
+    return Number(
+      (db.prepare('SELECT count(*) AS n FROM gmail_mailboxes').get() as { n: number }).n,
+    );
+  } finally {
+    db.close();
+  }
+}
+
+describe('hookgate gmail status', () => {
+  it('changes nothing in the store: no mailbox row is made by looking', async () => {
+    const config = path.join(temp.dir, 'hookgate.yaml');
+    writeFileSync(config, 'hooks:\n  enabled: true\nruntime: { dataDir: ./data }\n');
+    const setup = await runHookgate([
+      'gmail',
+      'setup',
+      '--config',
+      config,
+      '--account',
+      'me@example.com',
+      '--project',
+      'my-project-1',
+      '--project-number',
+      '123456',
+      '--topic',
+      'gmail-watch',
+      '--push-endpoint',
+      'https://hooks.example.com/gmail-pubsub',
+      '--client-id',
+      'client-1.apps.googleusercontent.com',
+      '--no-consent',
+    ]);
+    expect(setup.code).toBe(0);
+    expect(readFileSync(config, 'utf8')).toContain('me@example.com');
+    // A store as the service leaves it before the mail flow recorded anything.
+    const dataDir = path.join(temp.dir, 'data');
+    mkdirSync(dataDir, { recursive: true });
+    openDatabase(dataDir, { create: true }).close();
+    expect(mailboxRows(dataDir)).toBe(0);
+
+    const status = await runHookgate(['gmail', 'status', '--json', '--config', config]);
+    expect(status.stderr).toBe('');
+    expect(status.code).toBe(1);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      account: 'me@example.com',
+      unwatched: true,
+      pendingPushes: 0,
+      needsConsent: false,
+    });
+    expect(mailboxRows(dataDir)).toBe(0);
+  });
+});
