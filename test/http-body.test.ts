@@ -83,6 +83,14 @@ describe('body limits and JSON', () => {
     expect(code(res.body)).toBe('invalid_json');
   });
 
+  // RFC 8259 forbids senders to add one; a JSON text with it is refused, not read past it.
+  it('refuses a body starting with a UTF-8 byte order mark with 400 invalid_json', async () => {
+    const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"text":"hi"}')]);
+    const res = await rawPost(`${server.url}/hooks/wake`, { headers: auth, chunks: [body] });
+    expect(res.status).toBe(400);
+    expect(code(res.body)).toBe('invalid_json');
+  });
+
   it('does not count brackets inside strings toward the depth', async () => {
     const res = await server.post('wake', { text: '[[[[[[[[[[[[[[[[{{{{{{{{{{{{' });
     expect(res.status).toBe(200);
