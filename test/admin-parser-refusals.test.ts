@@ -41,3 +41,20 @@ describe('admin listener: messages the HTTP parser refuses', () => {
     expect(answer.body).toMatchObject({ ok: false, error: { code } });
   });
 });
+
+describe('admin listener: a body the HTTP parser refuses part way', () => {
+  it('a bad chunk size in a POST body is 400 bad_request, as on the hook listener, not invalid_json', async () => {
+    const s = await startAdminStack();
+    stacks.push(s);
+    const answer = parseAnswer(
+      await rawExchange(
+        s.admin.url,
+        'POST /api/playground HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+          `Authorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\n` +
+          'Transfer-Encoding: chunked\r\n\r\n5\r\n{"hoo\r\nZZZ\r\n',
+      ),
+    );
+    expect(answer.statusLine).toBe('HTTP/1.1 400 Bad Request');
+    expect(answer.body).toMatchObject({ ok: false, error: { code: 'bad_request' } });
+  });
+});

@@ -13,12 +13,15 @@ import { waitFor } from './helpers/runtime.ts';
 
 const open = new Set<Socket>();
 const held: ServerResponse[] = [];
+// Each request as the server saw it: its path and the connection it came on.
+const seen: Array<{ path: string; socket: Socket }> = [];
 let server: Server;
 let url: string;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
     req.resume();
+    seen.push({ path: req.url ?? '', socket: req.socket });
     // The slow path answers when the test says so: a call in flight meanwhile.
     if (req.url === '/slow') held.push(res);
     else res.end('{"ok":true}');
@@ -62,5 +65,24 @@ describe('outbound pools per answer cap', () => {
     held.shift()?.end('{"late":true}');
     const result = await slow;
     expect(result).toMatchObject({ kind: 'answer', status: 200, text: '{"late":true}' });
+  });
+
+  it('a pool leased again after it was idle is not closed under its call: its connections stay', async () => {
+    // Used once: the pool is idle, among those given back.
+    expect((await call(8_888)).kind).toBe('answer');
+    const first = seen.at(-1)?.socket;
+    const slow = call(8_888, '/slow');
+    await waitFor('the slow call to arrive', () => held.length === 1, 10_000);
+    const carrier = seen.findLast((request) => request.path === '/slow')?.socket;
+    // More pools given back than are kept idle while the call is in flight.
+    for (let i = 0; i < MAX_IDLE_POOLS * 2; i++)
+      expect((await call(300_000 + i)).kind).toBe('answer');
+    held.shift()?.end('{"late":true}');
+    expect(await slow).toMatchObject({ kind: 'answer', status: 200, text: '{"late":true}' });
+    // undici's close is graceful: a pool closed under the call lets it end, then drops its
+    // connections, and the next call of its cap opens another in a new pool.
+    expect((await call(8_888)).kind).toBe('answer');
+    expect([first, carrier]).toContain(seen.at(-1)?.socket);
+    expect([first?.destroyed, carrier?.destroyed]).toEqual([false, false]);
   });
 });

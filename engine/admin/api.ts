@@ -74,10 +74,12 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
       return parseJsonObject(raw, 64);
     } catch (err) {
       const code = (err as { code?: string }).code;
+      // bad_request: the HTTP parser refused the rest of the body (parser-refusals.ts broke the read).
       if (
         code === 'payload_too_large' ||
         code === 'request_timeout' ||
-        code === 'body_too_fragmented'
+        code === 'body_too_fragmented' ||
+        code === 'bad_request'
       )
         throw new AdminError(code);
       throw new AdminError('invalid_json');
