@@ -66,4 +66,32 @@ describe('hookgate gmail status', () => {
     });
     expect(mailboxRows(dataDir)).toBe(0);
   });
+
+  // A store left by an older hookgate may lack the mail tables: the look says to migrate it
+  // (as the other views do), never a SQLite error, and leaves the file as it was.
+  it('refuses a store at another schema version by name, leaving it unmigrated', async () => {
+    const dir = path.join(temp.dir, 'old');
+    mkdirSync(dir, { recursive: true });
+    const config = path.join(dir, 'hookgate.yaml');
+    writeFileSync(
+      config,
+      'hooks:\n  enabled: true\n  token: a-long-enough-hook-token-for-tests\n  gmail: { account: me@example.com }\nruntime: { dataDir: ./data }\n',
+    );
+    const dataDir = path.join(dir, 'data');
+    mkdirSync(dataDir, { recursive: true });
+    openDatabase(dataDir, { create: true }).close();
+    const file = path.join(dataDir, STORE_FILE);
+    const db = new DatabaseSync(file);
+    db.exec('DROP TABLE gmail_pushes; DROP TABLE gmail_mailboxes; PRAGMA user_version = 3');
+    db.close();
+
+    const status = await runHookgate(['gmail', 'status', '--config', config]);
+    expect(status.code).not.toBe(0);
+    expect(status.stderr).toContain('schema version 3');
+    expect(status.stderr).toContain('start this hookgate once to migrate it');
+    expect(status.stderr).not.toContain('no such table');
+    const check = new DatabaseSync(file, { readOnly: true });
+    expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 3 });
+    check.close();
+  });
 });

@@ -6,7 +6,7 @@
  * is one row. A connection of its own; every write is one short statement.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { openDatabase } from '../store/sqlite/schema.ts';
+import { openDatabase, refuseOtherSchemaVersion } from '../store/sqlite/schema.ts';
 import { isLaterHistoryId, pushIsNew } from './history-id.ts';
 
 /** A mailbox as the flow knows it. */
@@ -218,6 +218,8 @@ export function readMailbox(
   dataDir: string,
   account: string,
 ): { state: MailboxState; pendingPushes: number } {
+  // Read, never migrated: a store of another version may not have these tables as read here.
+  refuseOtherSchemaVersion(dataDir);
   const db = openDatabase(dataDir, { create: false, readOnly: true });
   try {
     const row = db.prepare('SELECT * FROM gmail_mailboxes WHERE account = ?').get(account);

@@ -30,7 +30,7 @@ import {
 } from './postgres/schema.ts';
 import { openSqliteStore, readActions } from './sqlite/action-store.ts';
 import { SqliteRuntimeStore } from './sqlite/runtime-store.ts';
-import { SQLITE_SCHEMA_VERSION, STORE_FILE, sqliteSchemaVersion } from './sqlite/schema.ts';
+import { refuseOtherSchemaVersion, STORE_FILE } from './sqlite/schema.ts';
 
 export type StoreSettings = Config['store'];
 
@@ -160,13 +160,7 @@ export async function openStoreViews(
 ): Promise<StoreViews | string> {
   if (store.kind === 'sqlite') {
     if (!existsSync(path.join(dataDir, STORE_FILE))) return `No store in ${dataDir} yet.`;
-    // Never migrated here: a server of an older version may be running on the file.
-    const version = sqliteSchemaVersion(dataDir);
-    if (version !== SQLITE_SCHEMA_VERSION) {
-      throw new Error(
-        `the store in ${dataDir} is at schema version ${version}; this hookgate reads version ${SQLITE_SCHEMA_VERSION} (${version < SQLITE_SCHEMA_VERSION ? 'start this hookgate once to migrate it' : 'use the hookgate that serves it'})`,
-      );
-    }
+    refuseOtherSchemaVersion(dataDir);
     const runtime = SqliteRuntimeStore.open(dataDir, { migrate: false });
     return {
       runtime,

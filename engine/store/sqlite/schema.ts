@@ -44,6 +44,18 @@ export function sqliteSchemaVersion(dataDir: string): number {
   }
 }
 
+/**
+ * Refuse a store file at another schema version than this hookgate's, for a command that only
+ * reads it: never migrated there, as a server of another version may be running on the file.
+ */
+export function refuseOtherSchemaVersion(dataDir: string): void {
+  const version = sqliteSchemaVersion(dataDir);
+  if (version === SQLITE_SCHEMA_VERSION) return;
+  throw new Error(
+    `the store in ${dataDir} is at schema version ${version}; this hookgate reads version ${SQLITE_SCHEMA_VERSION} (${version < SQLITE_SCHEMA_VERSION ? 'start this hookgate once to migrate it' : 'use the hookgate that serves it'})`,
+  );
+}
+
 function userVersion(db: DatabaseSync): number {
   return (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
 }
