@@ -6,6 +6,7 @@ import { sharedWithAdmin } from './config/hook-credentials.ts';
 import { passwordSpilled } from './store/postgres-url.ts';
 import { BlockList } from 'node:net';
 import type { Config } from '../schemas/config.ts';
+import { HTTP_URL_PATTERN } from '../schemas/credentials.ts';
 import { addTrusted } from './client-address.ts';
 import { isModelRef } from './model-ref.ts';
 import { parseSchedule } from './runtime/schedule.ts';
@@ -151,6 +152,9 @@ function checkAgents(config: Config): ConfigProblem | null {
 
 type Runner = NonNullable<Config['agents']['defaults']['runner']>;
 
+// A runner's URL is sent with its credentials: the shape of every URL hookgate calls.
+const HTTP_URL = new RegExp(HTTP_URL_PATTERN);
+
 /** What each runner kind needs besides `kind`. */
 function runnerProblem(runner: Runner, at: string, hasProviders: boolean): ConfigProblem | null {
   if (runner.kind === 'command' && !runner.argv)
@@ -167,10 +171,11 @@ function runnerProblem(runner: Runner, at: string, hasProviders: boolean): Confi
     const url = runner[field];
     // Not quoted: a runner URL may carry credentials (user info, a key in the query), and this
     // message reaches the terminal, the log and the readiness check.
-    if (url !== undefined && !/^https?:\/\/[^\s]+$/.test(url))
+    if (url !== undefined && !HTTP_URL.test(url))
       return {
         path: `${at}.${field}`,
-        message: 'is not an http(s) URL (http:// or https://, then the host, no spaces)',
+        message:
+          'is not an http(s) URL (http:// or https://, then the host, no spaces or control characters)',
       };
   }
   return null;

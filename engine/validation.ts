@@ -3,7 +3,7 @@
  * ajv's errors turned into one readable line naming the offending field.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { HEADER_TOKEN_PATTERN } from '../schemas/config.ts';
+import { CREDENTIAL_WORDS } from '../schemas/credentials.ts';
 import { VISIBLE_PATTERN } from '../schemas/payloads.ts';
 
 /**
@@ -19,20 +19,18 @@ type Options = { useDefaults?: boolean; unknownLabel?: string };
 
 // The schemas' shared patterns said in words (any other pattern is quoted as it is); `empty`:
 // the failure means nothing was given.
-const PATTERN_WORDS: ReadonlyMap<string, { message: string; empty: boolean }> = new Map([
+const PATTERN_WORDS: ReadonlyMap<string, { message: string; empty: boolean }> = new Map<
+  string,
+  { message: string; empty: boolean }
+>([
   ['\\S', { message: 'must not be blank', empty: true }],
   [
     VISIBLE_PATTERN,
     { message: 'must not be blank (white space and invisible characters alone)', empty: true },
   ],
-  [
-    HEADER_TOKEN_PATTERN,
-    {
-      message:
-        'must be visible ASCII characters (inner spaces allowed): a request presents it in an HTTP header',
-      empty: false,
-    },
-  ],
+  ...[...CREDENTIAL_WORDS].map(
+    ([pattern, message]) => [pattern, { message, empty: false }] as const,
+  ),
 ]);
 
 const ajvPlain = new Ajv({
@@ -87,6 +85,10 @@ function describe(error: ErrorObject, unknownLabel: string): Invalid {
   const params = error.params as Record<string, unknown>;
   // Errors inside propertyNames concern a key, not a value.
   if (error.propertyName !== undefined) {
+    // A key of a shape said in words (a header's name).
+    const words =
+      error.keyword === 'pattern' ? PATTERN_WORDS.get(String(params['pattern'])) : undefined;
+    if (words) return invalid(joinPath(at, error.propertyName), words.message);
     const allowed = error.keyword === 'enum' ? (params['allowedValues'] as unknown[]) : undefined;
     const hint = allowed ? ` (one of ${allowed.join(', ')})` : '';
     return invalid(joinPath(at, error.propertyName), `unknown name${hint}`);

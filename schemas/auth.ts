@@ -4,6 +4,7 @@
  * signature over the raw body instead. The `RouteAuth` type derives from it.
  */
 import type { FromSchema } from 'json-schema-to-ts';
+import { credential } from './credentials.ts';
 
 /** Authentication schemes a route may declare. */
 export const AUTH_SCHEMES = [
@@ -20,7 +21,9 @@ export type AuthScheme = (typeof AUTH_SCHEMES)[number];
 /** Most secrets one route may list (rotation: current, previous, ...): each costs a MAC per request. */
 export const MAX_SECRETS = 8;
 
-const secretText = { type: 'string', minLength: 1, maxLength: 4096, pattern: '\\S' } as const;
+// A signing secret (a MAC's key, never sent) or a handshake's verify token (sent encoded in a
+// query): any text its owner chose, but no control character (schemas/credentials.ts).
+const secretText = { ...credential.secret, maxLength: 4096 } as const;
 // An HTTP header name (RFC 9110 token), compared lower-cased.
 const headerName = { type: 'string', pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$" } as const;
 

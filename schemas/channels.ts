@@ -4,9 +4,10 @@
  * (override it for self-hosted bridges and tests).
  */
 import type { FromSchema } from 'json-schema-to-ts';
+import { credential } from './credentials.ts';
 
-const secret = { type: 'string', minLength: 1 } as const;
-const url = { type: 'string', pattern: '^https?://\\S+$' } as const;
+// Each credential has the shape of where it travels (schemas/credentials.ts).
+const { url } = credential;
 const common = {
   // Bound on one HTTP call to the product.
   timeoutMs: { type: 'integer', minimum: 100, maximum: 120_000, default: 15_000 },
@@ -18,8 +19,9 @@ export const channelSchemas = {
     additionalProperties: false,
     required: ['phoneNumberId', 'accessToken'],
     properties: {
-      phoneNumberId: secret,
-      accessToken: secret,
+      // In the URL's path (encoded) and a Bearer header.
+      phoneNumberId: credential.token,
+      accessToken: credential.token,
       apiVersion: { type: 'string', pattern: '^v\\d+\\.\\d+$', default: 'v23.0' },
       baseUrl: { ...url, default: 'https://graph.facebook.com' },
       ...common,
@@ -30,7 +32,7 @@ export const channelSchemas = {
     additionalProperties: false,
     required: ['botToken'],
     properties: {
-      botToken: secret,
+      botToken: credential.telegramToken,
       baseUrl: { ...url, default: 'https://api.telegram.org' },
       ...common,
     },
@@ -40,7 +42,7 @@ export const channelSchemas = {
     additionalProperties: false,
     required: ['botToken'],
     properties: {
-      botToken: secret,
+      botToken: credential.token,
       baseUrl: { ...url, default: 'https://discord.com/api/v10' },
       ...common,
     },
@@ -50,7 +52,7 @@ export const channelSchemas = {
     additionalProperties: false,
     required: ['botToken'],
     properties: {
-      botToken: secret,
+      botToken: credential.token,
       baseUrl: { ...url, default: 'https://slack.com/api' },
       ...common,
     },
@@ -59,7 +61,7 @@ export const channelSchemas = {
     type: 'object',
     additionalProperties: false,
     required: ['url', 'token'],
-    properties: { url, token: secret, ...common },
+    properties: { url, token: credential.token, ...common },
   },
   signal: {
     type: 'object',
@@ -71,16 +73,18 @@ export const channelSchemas = {
     type: 'object',
     additionalProperties: false,
     required: ['url', 'password'],
-    properties: { url, password: secret, ...common },
+    // Sent encoded in the query: a password its owner chose, spaces and all.
+    properties: { url, password: credential.secret, ...common },
   },
   msteams: {
     type: 'object',
     additionalProperties: false,
     required: ['appId', 'appPassword', 'tenantId', 'serviceUrl'],
     properties: {
-      appId: secret,
-      appPassword: secret,
-      tenantId: secret,
+      // The OAuth client's id and secret (a form's fields); the tenant in the token URL's path.
+      appId: credential.oauth,
+      appPassword: credential.oauth,
+      tenantId: credential.token,
       // The Bot Connector's service URL for the conversations (from an inbound activity).
       serviceUrl: url,
       // Client-credentials token endpoint; default Microsoft's for the tenant.

@@ -5,6 +5,7 @@
  */
 import type { FromSchema } from 'json-schema-to-ts';
 import { channelSchemas } from './channels.ts';
+import { credential } from './credentials.ts';
 import { presetAuthSchema } from './auth.ts';
 import { gmailSchema } from './gmail.ts';
 import { mappingSchema } from './mapping.ts';
@@ -27,8 +28,9 @@ export type ChannelId = (typeof CHANNEL_IDS)[number];
 const nonEmpty = { type: 'string', minLength: 1, pattern: '\\S' } as const;
 // A token a request presents in a header: node:http reads header values as Latin-1 and trims
 // them, so a token outside visible ASCII, or with spaces at either end, could never match.
-export const HEADER_TOKEN_PATTERN = '^[\\x21-\\x7e](?:[\\x20-\\x7e]*[\\x21-\\x7e])?$';
-const headerToken = { type: 'string', minLength: 1, pattern: HEADER_TOKEN_PATTERN } as const;
+const headerToken = credential.header;
+// The name of an environment variable (a name with = or a NUL cannot be set).
+const envName = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' } as const;
 
 const serverSchema = {
   type: 'object',
@@ -163,10 +165,15 @@ export const runnerSchema = {
     env: { type: 'object', additionalProperties: { type: 'string' } },
     // http: POST the run as JSON to url, expect {"reply": "..."}.
     url: nonEmpty,
-    headers: { type: 'object', additionalProperties: { type: 'string' } },
+    // Sent as they are: a name and a value each must be one HTTP can carry.
+    headers: {
+      type: 'object',
+      propertyNames: credential.headerName,
+      additionalProperties: credential.header,
+    },
     // openai: chat completions at baseUrl, key from the named environment variable.
     baseUrl: nonEmpty,
-    apiKeyEnv: nonEmpty,
+    apiKeyEnv: envName,
     // Model ids as the endpoint knows them, by hookgate model ref (default: the part after "<provider>/").
     models: { type: 'object', additionalProperties: nonEmpty },
     maxTokens: { type: 'integer', minimum: 1 },
@@ -228,7 +235,8 @@ export const configSchema = {
       type: 'object',
       additionalProperties: false,
       default: {},
-      properties: { token: nonEmpty },
+      // Presented in a header, as hooks.token is.
+      properties: { token: headerToken },
     },
     hooks: hooksSchema,
     agents: agentsSchema,
@@ -300,8 +308,8 @@ export const configSchema = {
         type: 'object',
         additionalProperties: false,
         properties: {
-          baseUrl: { type: 'string', pattern: '^https?://\\S+$' },
-          apiKeyEnv: nonEmpty,
+          baseUrl: credential.url,
+          apiKeyEnv: envName,
           models: { type: 'object', additionalProperties: nonEmpty },
         },
       },

@@ -5,10 +5,11 @@
  * how a push is authenticated, and the Gmail API's address. The flow runs
  * when `account` is set. `hookgate gmail setup` writes this block.
  */
+import { credential } from './credentials.ts';
 import { THINKING_LEVELS } from './payloads.ts';
 
 const nonEmpty = { type: 'string', minLength: 1, pattern: '\\S' } as const;
-const url = { type: 'string', pattern: '^https?://[^\\s]+$' } as const;
+const { url } = credential;
 
 export const GMAIL_DEFAULTS = Object.freeze({
   label: 'INBOX',
@@ -36,7 +37,7 @@ export const gmailSchema = {
     topic: { ...nonEmpty, default: GMAIL_DEFAULTS.topic },
     subscription: { ...nonEmpty, default: GMAIL_DEFAULTS.subscription },
     // The push secret in `push.mode: token` (?token= on the push route only, or x-gog-token).
-    pushToken: { type: 'string', minLength: 16 },
+    pushToken: { ...credential.header, minLength: 16 },
     // OpenClaw's hook URL for its separate fetcher; hookgate fetches itself and ignores it.
     hookUrl: nonEmpty,
     includeBody: { type: 'boolean', default: true },
@@ -70,10 +71,11 @@ export const gmailSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        clientId: nonEmpty,
-        clientSecret: nonEmpty,
+        // Form fields of the token request (the id also in the consent URL's query).
+        clientId: credential.oauth,
+        clientSecret: credential.oauth,
         // Else the one `hookgate gmail setup` stored in the data directory.
-        refreshToken: nonEmpty,
+        refreshToken: credential.oauth,
         tokenUrl: { ...url, default: GMAIL_DEFAULTS.tokenUrl },
         // Where `hookgate gmail setup` sends the operator to consent.
         authUrl: { ...url, default: GMAIL_DEFAULTS.authUrl },

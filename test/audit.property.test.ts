@@ -8,7 +8,8 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { auditConfig, estimateTokenBits, isWeakToken } from '../engine/audit.ts';
 import { resolveConfig } from '../engine/config.ts';
-import { type Config, HEADER_TOKEN_PATTERN } from '../schemas/config.ts';
+import type { Config } from '../schemas/config.ts';
+import { HEADER_VALUE_PATTERN } from '../schemas/credentials.ts';
 
 type Raw = {
   server: Record<string, unknown>;
@@ -83,7 +84,7 @@ const publicHost = fc.constantFrom(
   'hooks.example.com',
 );
 // What the config accepts as a token at all (visible ASCII, inner spaces allowed).
-const headerToken = new RegExp(HEADER_TOKEN_PATTERN);
+const headerToken = new RegExp(HEADER_VALUE_PATTERN);
 const weakToken = fc.oneof(
   // Short, whatever the characters a token may have.
   fc.string({ minLength: 1, maxLength: 31 }).filter((s) => headerToken.test(s)),

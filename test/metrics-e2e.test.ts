@@ -75,8 +75,8 @@ describe('metrics of a running hookgate', () => {
     expect(requests({ route: 'ingest', status: '200' })).toBe(1);
     expect(requests({ route: '(unknown)', status: '404', code: 'unknown_hook' })).toBe(40);
     expect(requests({ route: 'wake', status: '401', code: 'unauthorized' })).toBe(3);
-    // Refused at admit, before a route is picked.
-    expect(requests({ route: '(unknown)', status: '429', code: 'rate_limited' })).toBe(1);
+    // Refused at admit, under the route its name picks (as every stage's answers are).
+    expect(requests({ route: 'wake', status: '429', code: 'rate_limited' })).toBe(1);
     expect(value(text, 'hookgate_idempotent_replays_total', { route: 'wake' })).toBe(1);
     expect(value(text, 'hookgate_auth_failures_total', { route: 'wake', reason: 'token' })).toBe(3);
     expect(value(text, 'hookgate_auth_lockouts_total')).toBe(1);
@@ -89,7 +89,7 @@ describe('metrics of a running hookgate', () => {
     // Every request passed admit; only the three stored ones reached commit.
     expect(value(text, 'hookgate_stage_duration_seconds_count', { stage: 'admit' })).toBe(48);
     expect(value(text, 'hookgate_stage_duration_seconds_count', { stage: 'commit' })).toBe(3);
-    expect(value(text, 'hookgate_request_duration_seconds_count', { route: 'wake' })).toBe(6);
+    expect(value(text, 'hookgate_request_duration_seconds_count', { route: 'wake' })).toBe(7);
 
     // 20 more unknown names added no series, and no name reached the output.
     expect(series(text, 'hookgate_requests_total')).toHaveLength(before + 2);

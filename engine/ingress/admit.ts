@@ -1,14 +1,16 @@
 /**
  * The admit stage: what is decided from the request line alone, before the
- * route is known: the path prefix, who is asking, the failed-auth lock, the
- * method, the message's framing (engine/ingress/framing.ts), and a credential
- * in the query string.
+ * route's own rules apply: the path prefix, who is asking, the failed-auth
+ * lock, the method, the message's framing (engine/ingress/framing.ts), and a
+ * credential in the query string. It names the route the hook name picks, so
+ * whatever it refuses is counted under that route.
  */
 import { type PresentedToken, presentedToken, type UrlTokenCheck } from '../auth.ts';
 import { type ClientAddressResolver, limiterKey } from '../client-address.ts';
 import { HookError } from '../errors.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { Exchange, Stage } from './exchange.ts';
+import type { RouteTable } from './routes.ts';
 import { framingRefusal } from './framing.ts';
 import { queryCarriesToken } from './query-token.ts';
 
@@ -21,6 +23,8 @@ const TOKEN_IN_QUERY = new HookError('token_in_query');
 
 export type AdmitSettings = {
   enabled: boolean;
+  /** The route a hook name picks: named as soon as the name is known, whatever answers. */
+  routes: RouteTable;
   /** Whether a request presents the hook token where it belongs (a header). */
   tokenMatches: (presented: PresentedToken) => boolean;
   hooksPath: string;
@@ -42,6 +46,7 @@ export function createAdmit({
   resolveClient,
   urlToken,
   tokenMatches,
+  routes,
 }: AdmitSettings): Stage {
   const prefix = `${hooksPath}/`;
   return function admit(x: Exchange) {
@@ -66,6 +71,9 @@ export function createAdmit({
       x.source.remoteAddress,
       Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
     );
+    // Named before any refusal: every answer to a served route's name, whatever its method or
+    // the stage that gives it, is counted under that route (the catch-all's for any other).
+    x.route = routes.find(x.hook);
     x.limiterKey = limiterKey(x.client);
     x.log['hook'] = x.hook;
     x.log['client'] = x.client;

@@ -33,9 +33,9 @@ export type StageSettings = {
 
 /** The stages of one request, in order, each under the name timings and metrics use. */
 export function createStages(settings: StageSettings): readonly NamedStage[] {
-  const { routes, limiter } = settings;
+  const { limiter } = settings;
+  // The route is named in admit (with the hook name); here its methods decide.
   function pickRoute(x: Exchange) {
-    x.route = routes.find(x.hook);
     if (x.source.method !== 'POST' && !had(x.route, 'route').gate.verifyToken) {
       return methodNotAllowed();
     }

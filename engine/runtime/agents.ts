@@ -3,6 +3,8 @@
  * the defaults'), workspace, default model and default timeout.
  */
 import type { Config } from '../../schemas/config.ts';
+import { isSendableToken } from '../../schemas/credentials.ts';
+import { ConfigError } from '../config.ts';
 import { commandFile, workspaceDir } from './runner-paths.ts';
 import { createCommandRunner } from './runners/command.ts';
 import { createHttpRunner } from './runners/http.ts';
@@ -20,10 +22,27 @@ export type AgentSettings = {
 
 type RunnerConfig = NonNullable<Config['agents']['defaults']['runner']>;
 
+/**
+ * The key the variable `name` holds, sent as `Authorization: Bearer <key>`: one that cannot be
+ * sent (a line break a CRLF env file left, a space) stops the load, naming the setting and the
+ * variable, never the value; unset or empty, no key.
+ */
+function apiKeyFrom(name: string | undefined, at: string): string | undefined {
+  const key = name ? process.env[name] : undefined;
+  if (!key) return undefined;
+  if (!isSendableToken(key)) {
+    throw new ConfigError(
+      `${at}.apiKeyEnv`,
+      `the value of ${name} must be visible ASCII characters without spaces: it is sent in an HTTP header`,
+    );
+  }
+  return key;
+}
+
 function providersFrom(providers: Config['providers']): Record<string, Provider> {
   const out: Record<string, Provider> = {};
   for (const [name, provider] of Object.entries(providers)) {
-    const apiKey = provider.apiKeyEnv ? process.env[provider.apiKeyEnv] : undefined;
+    const apiKey = apiKeyFrom(provider.apiKeyEnv, `providers.${name}`);
     out[name] = {
       ...(provider.baseUrl && { baseUrl: provider.baseUrl }),
       ...(apiKey && { apiKey }),
@@ -35,6 +54,7 @@ function providersFrom(providers: Config['providers']): Record<string, Provider>
 
 function buildRunner(
   runner: RunnerConfig,
+  at: string,
   workspace: string,
   baseDir: string,
   model: string | undefined,
@@ -58,7 +78,7 @@ function buildRunner(
       ...(runner.headers && { headers: runner.headers }),
     });
   }
-  const apiKey = runner.apiKeyEnv ? process.env[runner.apiKeyEnv] : undefined;
+  const apiKey = apiKeyFrom(runner.apiKeyEnv, at);
   return createOpenAiRunner({
     ...(runner.baseUrl && { baseUrl: runner.baseUrl }),
     providers: providersFrom(config.providers),
@@ -79,13 +99,15 @@ export function resolveAgents(
   const defaults = config.agents.defaults;
   const list = config.agents.list.length > 0 ? config.agents.list : [{ id: defaultAgentId }];
   const agents = new Map<string, AgentSettings>();
-  for (const agent of list) {
+  for (const [i, agent] of list.entries()) {
     const workspace = workspaceDir('workspace' in agent ? agent.workspace : undefined, baseDir);
     const model = ('model' in agent && agent.model) || defaults.model;
-    const runner = ('runner' in agent && agent.runner) || defaults.runner;
+    const own = 'runner' in agent && agent.runner;
+    const runner = own || defaults.runner;
+    const at = own ? `agents.list.${i}.runner` : 'agents.defaults.runner';
     agents.set(agent.id, {
       id: agent.id,
-      runner: runner ? buildRunner(runner, workspace, baseDir, model, config) : undefined,
+      runner: runner ? buildRunner(runner, at, workspace, baseDir, model, config) : undefined,
       workspace,
       model,
       timeoutSeconds:
