@@ -24,8 +24,8 @@ export const MAX_SECRETS = 8;
 // A signing secret (a MAC's key, never sent) or a handshake's verify token (sent encoded in a
 // query): any text its owner chose, but no control character (schemas/credentials.ts).
 const secretText = { ...credential.secret, maxLength: 4096 } as const;
-// An HTTP header name (RFC 9110 token), compared lower-cased.
-const headerName = { type: 'string', pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$" } as const;
+// An HTTP header name (RFC 9110 token), compared lower-cased: the table's one copy of the shape.
+const headerName = credential.headerName;
 
 export const authSchema = {
   type: 'object',
