@@ -6,7 +6,6 @@ import { sharedWithAdmin } from './config/hook-credentials.ts';
 import { passwordSpilled } from './store/postgres-url.ts';
 import { BlockList } from 'node:net';
 import type { Config } from '../schemas/config.ts';
-import { HTTP_URL_PATTERN } from '../schemas/credentials.ts';
 import { addTrusted } from './client-address.ts';
 import { isModelRef } from './model-ref.ts';
 import { parseSchedule } from './runtime/schedule.ts';
@@ -152,10 +151,7 @@ function checkAgents(config: Config): ConfigProblem | null {
 
 type Runner = NonNullable<Config['agents']['defaults']['runner']>;
 
-// A runner's URL is sent with its credentials: the shape of every URL hookgate calls.
-const HTTP_URL = new RegExp(HTTP_URL_PATTERN);
-
-/** What each runner kind needs besides `kind`. */
+/** What each runner kind needs besides `kind` (its URLs' shape is the schema's). */
 function runnerProblem(runner: Runner, at: string, hasProviders: boolean): ConfigProblem | null {
   if (runner.kind === 'command' && !runner.argv)
     return { path: `${at}.argv`, message: 'required for a command runner' };
@@ -166,17 +162,6 @@ function runnerProblem(runner: Runner, at: string, hasProviders: boolean): Confi
       path: `${at}.baseUrl`,
       message: 'required for an openai runner (or define providers)',
     };
-  }
-  for (const field of ['url', 'baseUrl'] as const) {
-    const url = runner[field];
-    // Not quoted: a runner URL may carry credentials (user info, a key in the query), and this
-    // message reaches the terminal, the log and the readiness check.
-    if (url !== undefined && !HTTP_URL.test(url))
-      return {
-        path: `${at}.${field}`,
-        message:
-          'is not an http(s) URL (http:// or https://, then the host, no spaces or control characters)',
-      };
   }
   return null;
 }

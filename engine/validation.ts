@@ -3,7 +3,7 @@
  * ajv's errors turned into one readable line naming the offending field.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { CREDENTIAL_WORDS } from '../schemas/credentials.ts';
+import { CREDENTIAL_FORMATS, CREDENTIAL_WORDS, FORMAT_WORDS } from '../schemas/credentials.ts';
 import { VISIBLE_PATTERN } from '../schemas/payloads.ts';
 
 /**
@@ -33,13 +33,16 @@ const PATTERN_WORDS: ReadonlyMap<string, { message: string; empty: boolean }> = 
   ),
 ]);
 
+// The formats are registered here, once, for every schema either instance compiles.
 const ajvPlain = new Ajv({
+  formats: CREDENTIAL_FORMATS,
   allErrors: false,
   strict: true,
   allowUnionTypes: true,
   coerceTypes: false,
 });
 const ajvDefaults = new Ajv({
+  formats: CREDENTIAL_FORMATS,
   allErrors: false,
   strict: true,
   coerceTypes: false,
@@ -117,6 +120,11 @@ function describe(error: ErrorObject, unknownLabel: string): Invalid {
     }
     case 'minLength':
       return invalid(at, 'must not be empty', true);
+    case 'format': {
+      // Told in words, never with the value (a URL may carry a password or a key).
+      const format = String(params['format']);
+      return invalid(at, FORMAT_WORDS.get(format) ?? `must be of the format ${format}`);
+    }
     default:
       return invalid(at, error.message ?? 'is invalid');
   }

@@ -163,8 +163,8 @@ export const runnerSchema = {
     // command: argv (no shell), extra environment variables.
     argv: { type: 'array', minItems: 1, items: nonEmpty },
     env: { type: 'object', additionalProperties: { type: 'string' } },
-    // http: POST the run as JSON to url, expect {"reply": "..."}.
-    url: nonEmpty,
+    // http: POST the run as JSON to url, expect {"reply": "..."}. Sent with its credentials.
+    url: credential.url,
     // Sent as they are: a name and a value each must be one HTTP can carry.
     headers: {
       type: 'object',
@@ -172,7 +172,7 @@ export const runnerSchema = {
       additionalProperties: credential.header,
     },
     // openai: chat completions at baseUrl, key from the named environment variable.
-    baseUrl: nonEmpty,
+    baseUrl: credential.url,
     apiKeyEnv: envName,
     // Model ids as the endpoint knows them, by hookgate model ref (default: the part after "<provider>/").
     models: { type: 'object', additionalProperties: nonEmpty },

@@ -79,13 +79,39 @@ export const CREDENTIAL_WORDS: ReadonlyMap<string, string> = new Map([
   [HEADER_NAME_PATTERN, "is not an HTTP header name (letters, digits and !#$%&'*+.^_`|~-)"],
 ]);
 
+/**
+ * The ajv format of a URL hookgate calls: one the WHATWG parser (fetch's, undici's) reads, of
+ * the http or https scheme. The pattern alone let through what has the shape but no URL (a port
+ * past 65535, `[::1` without its `]`, a `%` in the host), which failed at every call.
+ */
+export const HTTP_URL_FORMAT = 'http-url';
+
+/** Whether `text` parses as an http(s) URL (the scheme as the parser reads it). */
+export function isHttpUrl(text: string): boolean {
+  const protocol = URL.parse(text)?.protocol;
+  return protocol === 'http:' || protocol === 'https:';
+}
+
+/** The formats the config's shapes use, registered where the validators are built. */
+export const CREDENTIAL_FORMATS = {
+  [HTTP_URL_FORMAT]: { type: 'string', validate: isHttpUrl },
+} as const;
+
+/** What each format asks, in words: an error names the setting and this, never the value. */
+export const FORMAT_WORDS: ReadonlyMap<string, string> = new Map([
+  [
+    HTTP_URL_FORMAT,
+    'does not parse as a URL (a port of digits up to 65535, an IPv6 host in [ ], a host without %; special characters of a user name or password percent-encoded)',
+  ],
+]);
+
 /** The schema of each shape, for the settings that hold one. */
 export const credential = {
   secret: { type: 'string', minLength: 1, pattern: PRINTABLE_SECRET_PATTERN },
   header: { type: 'string', minLength: 1, pattern: HEADER_VALUE_PATTERN },
   token: { type: 'string', minLength: 1, pattern: TOKEN_PATTERN },
   oauth: { type: 'string', minLength: 1, pattern: OAUTH_VALUE_PATTERN },
-  url: { type: 'string', pattern: HTTP_URL_PATTERN },
+  url: { type: 'string', pattern: HTTP_URL_PATTERN, format: HTTP_URL_FORMAT },
   telegramToken: { type: 'string', minLength: 1, maxLength: 80, pattern: TELEGRAM_TOKEN_PATTERN },
   headerName: { type: 'string', pattern: HEADER_NAME_PATTERN },
 } as const;

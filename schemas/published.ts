@@ -7,6 +7,7 @@
  * string may hold a reference instead (its value is checked at load time).
  */
 import { configSchema } from './config.ts';
+import { CREDENTIAL_FORMATS } from './credentials.ts';
 import { VISIBLE_PATTERN } from './payloads.ts';
 
 /** Identity of the published schema (a name, not a place to fetch it from). */
@@ -47,6 +48,9 @@ function forEditors(value: unknown): unknown {
   // Editors' validators may read a pattern without the `u` flag (or, in Python, not at all),
   // where `\p{…}` is not a Unicode property: they check "not blank", the loader the rest.
   if (node['pattern'] === VISIBLE_PATTERN) node['pattern'] = '\\S';
+  // hookgate's own formats (a URL that parses) are unknown to an editor: the loader checks them.
+  if (typeof node['format'] === 'string' && Object.hasOwn(CREDENTIAL_FORMATS, node['format']))
+    delete node['format'];
   return refusesReference(node) ? { anyOf: [node, REFERENCE] } : node;
 }
 

@@ -190,7 +190,7 @@ describe('refusals name the offending path', () => {
           env,
         );
         expect(message).toContain(`agents.defaults.runner.${field}`);
-        expect(message).toContain('is not an http(s) URL');
+        expect(message).toContain('http:// or https:// URL');
         expect(message).not.toContain('PASSWORD123456');
         expect(message).not.toContain('QUERYSECRET123456');
       }
