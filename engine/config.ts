@@ -11,6 +11,7 @@ import { type Config, configSchema } from '../schemas/config.ts';
 import { ConfigError, readConfigDocument, shieldReferences } from './config-document.ts';
 import { checkConfigRules, normaliseHooksPath } from './config-rules.ts';
 import { CREDENTIAL_SETTING } from './config/credential-settings.ts';
+import { findIllFormedText, illFormedMessage } from './config/well-formed-text.ts';
 import { transformsRoot as transformsRootFor } from './sandbox/paths.ts';
 import { compileValidator, joinPath } from './validation.ts';
 
@@ -61,6 +62,10 @@ export function resolveConfig(
   const env = options.env === undefined ? process.env : options.env;
   const substituted =
     env === null ? structuredClone(raw) : substituteEnv(structuredClone(raw), env, '');
+  // Before the schema: a lone surrogate is refused as such, in any setting, also one whose
+  // pattern would have let it through (a password, a prompt).
+  const illFormed = findIllFormedText(substituted);
+  if (illFormed) throw new ConfigError(illFormed.path, illFormedMessage(illFormed));
   const result = validateConfig(substituted);
   if (!result.ok) throw new ConfigError(result.field, result.message);
   const config = result.value;
