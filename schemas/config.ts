@@ -160,9 +160,9 @@ export const runnerSchema = {
   required: ['kind'],
   properties: {
     kind: { enum: ['command', 'http', 'openai'] },
-    // command: argv (no shell), extra environment variables.
-    argv: { type: 'array', minItems: 1, items: nonEmpty },
-    env: { type: 'object', additionalProperties: { type: 'string' } },
+    // command: argv (no shell), extra environment variables: what a process can be given.
+    argv: { type: 'array', minItems: 1, items: credential.argument },
+    env: { type: 'object', additionalProperties: credential.envValue },
     // http: POST the run as JSON to url, expect {"reply": "..."}. Sent with its credentials.
     url: credential.url,
     // Sent as they are: a name and a value each must be one HTTP can carry.

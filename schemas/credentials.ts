@@ -47,6 +47,15 @@ export const HTTP_URL_PATTERN = `^https?://[^\\s${CONTROL}]+$`;
  */
 export const TELEGRAM_TOKEN_PATTERN = "^[1-9][0-9]{0,16}:[A-Za-z0-9._~!$&'()*+,;=:@-]+$";
 
+/**
+ * A command runner's environment value (often the agent's API key): any text but a NUL, which
+ * ends a C string, so Node refuses to spawn a process whose environment holds one.
+ */
+export const ENV_VALUE_PATTERN = '^[^\\x00]*$';
+
+/** A command runner's argument: not blank, and no NUL (as an environment value). */
+export const ARGUMENT_PATTERN = '^[^\\x00]*[^\\s\\x00][^\\x00]*$';
+
 /** An HTTP header name (RFC 9110 token). */
 export const HEADER_NAME_PATTERN = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$";
 
@@ -75,6 +84,14 @@ export const CREDENTIAL_WORDS: ReadonlyMap<string, string> = new Map([
   [
     TELEGRAM_TOKEN_PATTERN,
     "must be a Telegram bot token, the bot's id, a colon and the secret (123456789:AAH...), at most 80 characters, no space, / or %: the Bot API refuses any other, and it is sent in the URL's path",
+  ],
+  [
+    ENV_VALUE_PATTERN,
+    'must not hold a NUL character: a process environment cannot carry one, so every run would fail to start',
+  ],
+  [
+    ARGUMENT_PATTERN,
+    'must not be blank or hold a NUL character: a command line cannot carry one, so every run would fail to start',
   ],
   [HEADER_NAME_PATTERN, "is not an HTTP header name (letters, digits and !#$%&'*+.^_`|~-)"],
 ]);
@@ -114,6 +131,8 @@ export const credential = {
   url: { type: 'string', pattern: HTTP_URL_PATTERN, format: HTTP_URL_FORMAT },
   telegramToken: { type: 'string', minLength: 1, maxLength: 80, pattern: TELEGRAM_TOKEN_PATTERN },
   headerName: { type: 'string', pattern: HEADER_NAME_PATTERN },
+  envValue: { type: 'string', pattern: ENV_VALUE_PATTERN },
+  argument: { type: 'string', minLength: 1, pattern: ARGUMENT_PATTERN },
 } as const;
 
 /** Whether `value` can be sent as a token after an auth scheme (a key read from the environment). */
