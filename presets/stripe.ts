@@ -22,6 +22,12 @@ const AMOUNT = ['amount', 'amount_due', 'amount_total']
   .join('')
   .concat('{{/if}}');
 
+// The email the object names: an invoice's or a checkout session's customer_email, a charge's or
+// a payment intent's receipt_email, a customer's own, a checkout session's customer details.
+const EMAIL = ['customer_email', 'receipt_email', 'email', 'customer_details.email']
+  .map((field) => `${OBJECT}.${field}`)
+  .reduceRight((inner, path) => `(default ${path} ${inner})`);
+
 const MODE = '{{#if payload.livemode}}live{{else}}test{{/if}}';
 
 const summary = (customer: string) =>
@@ -48,7 +54,7 @@ const facts = (customer: string) =>
     `{{#if ${OBJECT}.amount_refunded}}Refunded: {{money ${OBJECT}.amount_refunded ${OBJECT}.currency}}\n{{/if}}`,
     `{{#if ${OBJECT}.amount_total}}Total: {{money ${OBJECT}.amount_total ${OBJECT}.currency}}\n{{/if}}`,
     fact('Customer', customer),
-    fact('Email', `(default ${OBJECT}.customer_email ${OBJECT}.receipt_email)`),
+    fact('Email', EMAIL),
     fact('Status', `${OBJECT}.status`),
     fact('Description', `${OBJECT}.description`),
     fact('Failure', `(default ${OBJECT}.last_payment_error.message ${OBJECT}.failure_message)`),

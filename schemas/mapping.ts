@@ -26,6 +26,10 @@ export type TemplateField = (typeof TEMPLATE_FIELDS)[number];
 
 const templateString = { type: 'string' } as const;
 
+// A top-level string holding `{{` is a template of its field, also where the plain value is one
+// of a few words: the words, or such a template (its rendered value is checked per request).
+const TEMPLATED = { type: 'string', pattern: '\\{\\{' } as const;
+
 export const mappingSchema = {
   type: 'object',
   additionalProperties: false,
@@ -67,9 +71,9 @@ export const mappingSchema = {
     channel: text,
     to: text,
     model: text,
-    thinking: { enum: THINKING_LEVELS },
-    wakeMode: { enum: WAKE_MODES },
-    mode: { enum: WAKE_MODES },
+    thinking: { anyOf: [{ enum: THINKING_LEVELS }, TEMPLATED] },
+    wakeMode: { anyOf: [{ enum: WAKE_MODES }, TEMPLATED] },
+    mode: { anyOf: [{ enum: WAKE_MODES }, TEMPLATED] },
     deliver: { type: 'boolean' },
     timeoutSeconds: { type: 'integer', minimum: 1 },
     allowUnsafeExternalContent: { type: 'boolean' },

@@ -289,6 +289,29 @@ describe('stripe', () => {
     const { actions } = await deliver(setup, 'stripe', refund);
     expect(actions[0]?.message).toContain('Refunded: 2.50 USD');
   });
+
+  it("shows the email where the object has one: a customer's own, a checkout session's customer details", async () => {
+    const customer = stripeEvent('customer.created', {
+      id: 'cus_F',
+      object: 'customer',
+      email: 'f@example.com',
+    });
+    expect((await deliver(setup, 'stripe', customer)).actions[0]?.message).toContain(
+      'Email: f@example.com\n',
+    );
+    const checkout = stripeEvent('checkout.session.completed', {
+      id: 'cs_1',
+      object: 'checkout.session',
+      amount_total: 2500,
+      currency: 'usd',
+      customer: 'cus_G',
+      customer_email: null,
+      customer_details: { email: 'g@example.com', name: 'G' },
+    });
+    expect((await deliver(setup, 'stripe', checkout)).actions[0]?.message).toContain(
+      'Email: g@example.com\n',
+    );
+  });
 });
 
 describe('slack', () => {
