@@ -153,8 +153,10 @@ function configuredGmail(text: string, key: string[]): unknown {
  * parses it (`{ topic: ${TOPIC} }` included); the references it holds come back as written.
  */
 function withHookToken(text: string): string {
-  const doc = parseDocument(shieldReferences(text === '' ? '{}' : text));
+  const doc = parseDocument(shieldReferences(text));
   if (doc.errors.length > 0) return text;
+  // A new file: a block mapping, so what is added is YAML in block style (`{}` made it all JSON).
+  if (doc.contents === null) doc.contents = doc.createNode({}) as unknown as typeof doc.contents;
   if (doc.hasIn(['hooks', 'token'])) return text;
   doc.setIn(['hooks', 'token'], randomBytes(24).toString('base64url'));
   return String(doc);

@@ -90,7 +90,12 @@ function printText(state: MailboxState, pending: number, out: (line: string) => 
   out(`watch renewed: ${when(state.watchedAtMs)}`);
   out(`cursor (history id): ${state.cursor ?? 'none yet'}`);
   out(`last push: ${when(state.lastPushAtMs)}; pushes waiting for a sync: ${pending}`);
-  out(`last sync: ${when(state.lastSyncAtMs)}`);
+  // A sync that finished records its time as the last good sync too; one that did not says so.
+  const unfinished =
+    state.lastSyncAtMs !== undefined && state.lastSuccessAtMs !== state.lastSyncAtMs
+      ? ` (did not finish; last finished sync: ${when(state.lastSuccessAtMs)})`
+      : '';
+  out(`last sync: ${when(state.lastSyncAtMs)}${unfinished}`);
   out(terminalText(`last error: ${state.lastError ?? 'none'}`));
   if (state.needsConsent) out(`NEEDS CONSENT: run hookgate gmail setup --account ${state.account}`);
   return exitOf(state, watch);
