@@ -442,6 +442,29 @@ describe('admin listener: the journal', () => {
     expect(replay.result).toMatchObject({ status: 200, mappingId: 'gh' });
   });
 
+  // keepPayloads on, yet no body: the refusal came before the body was read. The answer says so
+  // rather than blame the setting.
+  it('replay of a request answered before its body was read says so (409 payload_not_kept)', async () => {
+    const s = await stack({}, { admin: { keepPayloads: true } });
+    const refused = await fetch(`${s.hooksUrl}/hooks/wake`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer wrong-token', 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'never read' }),
+    });
+    expect(refused.status).toBe(401);
+    const [record] = s.journal.list();
+    expect(record?.status).toBe(401);
+    const replay = await s.adminFetch(`/api/requests/${record?.id}/replay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(replay.status).toBe(409);
+    const error = (await json(replay)).error;
+    expect(error.code).toBe('payload_not_kept');
+    expect(error.detail).toBe('it was answered before its body was read');
+  });
+
   it('without keepPayloads no body is kept and replay is 409 payload_not_kept', async () => {
     const s = await stack();
     expect((await s.post('wake', { text: 'private words' })).status).toBe(200);
@@ -455,6 +478,8 @@ describe('admin listener: the journal', () => {
       body: '{}',
     });
     expect(replay.status).toBe(409);
-    expect((await json(replay)).error.code).toBe('payload_not_kept');
+    const error = (await json(replay)).error;
+    expect(error.code).toBe('payload_not_kept');
+    expect(error.detail).toBeUndefined();
   });
 });

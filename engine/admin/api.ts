@@ -156,7 +156,13 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
     async replay({ res, params }: ApiContext) {
       const entry = record(params[0]);
       const kept = entry.payload;
-      if (!kept) throw new AdminError('payload_not_kept');
+      if (!kept) {
+        // Payloads were kept, but this one was answered before its body was read: nothing to replay.
+        throw new AdminError(
+          'payload_not_kept',
+          entry.bodyUnread ? 'it was answered before its body was read' : undefined,
+        );
+      }
       const headers = { ...kept.headers };
       // Signature headers are never kept: a signed route's body is signed again, as its sender would.
       const note = sign(entry.hook, kept.body, headers, true);

@@ -48,6 +48,8 @@ export type JournalRecord = {
   verification?: { scheme: string; deliveryId?: string; secretIndex?: number; retry?: boolean };
   replayed: boolean;
   payload?: KeptPayload;
+  /** Payloads are kept, but this request was answered before its body was read (a 401). */
+  bodyUnread?: true;
 };
 
 export type RecordLimits = {
@@ -119,6 +121,7 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
     }),
     replayed: event.replayed,
   };
+  if (limits.keepPayloads && !x.raw) record.bodyUnread = true;
   if (limits.keepPayloads && x.raw) {
     const hidden = new Set(x.route?.gate.hidden ?? []);
     const maxBodyBytes = limits.maxBodyBytes();
