@@ -367,7 +367,7 @@ function listen(server: Server, host: string, port: number): Promise<void> {
 /** The port is taken (another hookgate, often): say how to pick another. */
 function inUse(host: string, port: number): Error {
   return new Error(
-    `${host}:${port} is already in use (another server holds it): start on another port with --port N, or set server.port in the config`,
+    `${host}:${port} is already in use (another server holds it): start on another port with --port N (through npm: npm start -- --port N), or set server.port in the config`,
   );
 }
 

@@ -107,7 +107,7 @@ it('serve on a port another server holds says so and how to pick another', async
     });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`127.0.0.1:${port} is already in use`);
-    expect(result.stderr).toContain('--port N');
+    expect(result.stderr).toContain('--port N (through npm: npm start -- --port N)');
   } finally {
     holder.close();
     cleanup();
