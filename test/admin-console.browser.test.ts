@@ -27,6 +27,7 @@ describe.skipIf('missing' in chrome)('the console in a browser', () => {
   let runner: Stub;
   let stack: AdminStack;
   const pageErrors: string[] = [];
+  const iconAnswers: string[] = [];
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
@@ -66,10 +67,19 @@ describe.skipIf('missing' in chrome)('the console in a browser', () => {
     });
     page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
     page.on('pageerror', (err) => pageErrors.push(err.message));
+    // The icon a browser asks for by itself: never refused (a 401 is an error in its console).
+    page.on('response', (answer) => {
+      const { pathname } = new URL(answer.url());
+      if (/^\/(favicon\.ico|icon\.svg)$/.test(pathname))
+        iconAnswers.push(`${pathname} ${answer.status()}`);
+    });
   }, 600_000);
 
   afterAll(async () => {
     expect(pageErrors).toEqual([]);
+    // The page's own icon was loaded, and nothing the browser asked for by itself was refused.
+    expect(iconAnswers).toContain('/icon.svg 200');
+    expect(iconAnswers.filter((answer) => !answer.endsWith(' 200'))).toEqual([]);
     await browser?.close();
     await stack?.stop();
     await runner?.close();

@@ -88,6 +88,18 @@ describe('admin listener: who may use it', () => {
     expect((await s.adminFetch('/api/info')).status).toBe(200);
   });
 
+  // Without an icon of its own a browser asks for /favicon.ico, which the token refuses (401):
+  // an error in every browser's console. The page names its icon, served as its other files.
+  it('names its icon, served without the token', async () => {
+    const s = await stack();
+    const page = await (await s.adminFetch('/', { token: null })).text();
+    expect(page).toContain('<link rel="icon" href="/icon.svg"');
+    const icon = await s.adminFetch('/icon.svg', { token: null });
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(await icon.text()).toMatch(/^<svg /);
+  });
+
   it('sends the security headers with the page', async () => {
     const s = await stack();
     const page = await s.adminFetch('/', { token: null });

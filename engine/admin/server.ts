@@ -98,6 +98,7 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
       open: true,
       methods: { GET: ({ res }) => assets.send(res, 'css') },
     },
+    { path: /^\/icon\.svg$/, open: true, methods: { GET: ({ res }) => assets.send(res, 'icon') } },
     { path: /^\/api\/info$/, methods: { GET: api.info } },
     { path: /^\/api\/requests$/, methods: { GET: api.list } },
     { path: /^\/api\/stream$/, methods: { GET: api.stream } },

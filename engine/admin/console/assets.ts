@@ -1,5 +1,5 @@
 /**
- * The console's files: one HTML page, one script, one stylesheet, read
+ * The console's files: one HTML page, one script, one stylesheet, an icon, read
  * once at start and served as they are (no build step, no inline script:
  * the page's Content-Security-Policy allows only these files).
  */
@@ -12,6 +12,8 @@ const FILES = {
   page: { file: 'page.html', type: 'text/html; charset=utf-8' },
   js: { file: 'console.js', type: 'text/javascript; charset=utf-8' },
   css: { file: 'console.css', type: 'text/css; charset=utf-8' },
+  // The page names it: a browser would otherwise ask for /favicon.ico, refused 401 behind the token.
+  icon: { file: 'icon.svg', type: 'image/svg+xml' },
 } as const;
 
 export type AssetName = keyof typeof FILES;
