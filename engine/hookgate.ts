@@ -24,6 +24,7 @@ import type { ActionStore } from './queue/action-store.ts';
 import { type Backend, openBackend } from './store/backend.ts';
 import { SqliteRuntimeStore } from './store/sqlite/runtime-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
+import { countingRefusedFailures } from './limiter-fallback.ts';
 import { createMemoryLimiter, reportingStoreErrors } from './rate-limit.ts';
 import { refuseMessage, whenAnswersOut } from './ingress/parser-refusals.ts';
 import { messageRefused } from './observe/events.ts';
@@ -120,7 +121,14 @@ export async function startHookgate(
   const ledger = createLedger(store, { afterCommit: (actions) => runtime?.accepted(actions) });
   // Shared by every generation: a reload never lifts a lockout.
   // Shared by the instances on PostgreSQL: a lock begun on one is refused on all.
-  const limiter = reportingStoreErrors(backend.openLimiter(config.hooks.authRateLimit), logger);
+  // A failure the store cannot count (an outage) is counted by this instance alone meanwhile.
+  const limiter = reportingStoreErrors(
+    countingRefusedFailures(
+      backend.openLimiter(config.hooks.authRateLimit),
+      config.hooks.authRateLimit,
+    ),
+    logger,
+  );
   const generationDeps = {
     logger,
     // The listener's timeouts are fixed at start; the body stage keeps to the same.

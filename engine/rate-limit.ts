@@ -61,8 +61,9 @@ export interface AuthFailureLimiter {
 
 /**
  * The limiter as the request path uses it: a write the store refuses is logged once per
- * outage, not per request, and the request goes on as if it had been counted (its 401
- * still goes out); the failure that comes through again says so.
+ * outage, not per request, and the request goes on (its 401 still goes out; the failure is
+ * counted in memory meanwhile, limiter-fallback.ts); the failure that comes through again
+ * says so.
  */
 export function reportingStoreErrors(
   limiter: AuthFailureLimiter,
@@ -80,7 +81,7 @@ export function reportingStoreErrors(
       down = true;
       logger.warn(
         { err: err instanceof Error ? err.message : String(err) },
-        'failed-auth limiter store unreachable: failures go uncounted until it answers',
+        'failed-auth limiter store unreachable: failures are counted by this instance alone until it answers',
       );
     });
   }

@@ -4,6 +4,8 @@
  * Its own statement timeout cannot end anything, and an unkeyed request on a warm pooled
  * connection got no answer for as long as the database was away (70 s by hand, then a 200 to a
  * caller long gone). An accept's transaction is now bounded on this side: 503, nothing accepted.
+ * A keyed request first looks its key up, and that read went unbounded (no answer while the
+ * database was away): it is bounded the same way.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,6 +97,51 @@ describe.skipIf(skip)('a PostgreSQL that stops answering', () => {
           headers: {
             'content-type': 'application/json',
             authorization: `Bearer ${INSTANCE_TOKEN}`,
+          },
+          body: JSON.stringify({ text: 'while the database is frozen' }),
+          signal: AbortSignal.timeout(45_000),
+        });
+        status = res.status;
+      } catch (err) {
+        status = `no answer after ${Date.now() - started} ms (${(err as Error).name})`;
+      }
+      expect(status).toBe(503);
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGCONT');
+      frozen = [];
+    }
+  }, 120_000);
+
+  it('a keyed request gets 503 (not a hang): its key look-up is bounded too while the database does not answer', async () => {
+    // Warm: the instance works and its pool holds connections.
+    expect((await postTo(instance, 'wake', { text: 'before' })).status).toBe(200);
+    await waitFor(
+      'the pool to be in use',
+      async () =>
+        (
+          await postTo(
+            instance,
+            'wake',
+            { text: 'warm' },
+            { headers: { 'idempotency-key': `warm-${Date.now()}` } },
+          )
+        ).status === 200,
+    );
+
+    frozen = postgresPids(server.port);
+    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+    try {
+      // Bounded well beyond every documented wait (2 s lock wait, ~2 s in-doubt look-up,
+      // 10 s for a pooled connection): a hang here is the defect.
+      const started = Date.now();
+      let status: number | string;
+      try {
+        const res = await fetch(`${instance.url}/hooks/wake`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${INSTANCE_TOKEN}`,
+            'idempotency-key': `frozen-${Date.now()}`,
           },
           body: JSON.stringify({ text: 'while the database is frozen' }),
           signal: AbortSignal.timeout(45_000),

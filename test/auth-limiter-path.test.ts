@@ -130,7 +130,7 @@ describe('the request path and the failed-auth limiter', () => {
     const stage = createAuthenticateHeaders({ limiter, tokenMatches: createTokenCheck(TOKEN) });
     for (let i = 0; i < 10; i++) expect((await refusal(stage(wrong()))).status).toBe(401);
     expect(lines.map((line) => line.msg)).toEqual([
-      'failed-auth limiter store unreachable: failures go uncounted until it answers',
+      'failed-auth limiter store unreachable: failures are counted by this instance alone until it answers',
     ]);
     store.down = false;
     await refusal(stage(wrong()));

@@ -356,7 +356,7 @@ describe.skipIf(skip)('PostgreSQL failed-auth limiter', () => {
     await expect(wrapped.recordFailure(a, Date.now())).resolves.toBeUndefined();
     await expect(wrapped.reset(a)).resolves.toBeUndefined();
     expect(warnings).toEqual([
-      'failed-auth limiter store unreachable: failures go uncounted until it answers',
+      'failed-auth limiter store unreachable: failures are counted by this instance alone until it answers',
     ]);
     // Refreshes fail meanwhile (every 50 ms); the lock this instance knows still holds.
     await new Promise((resolve) => setTimeout(resolve, 300));

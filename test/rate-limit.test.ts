@@ -6,10 +6,31 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { BlockList } from 'node:net';
 import { limiterKey } from '../engine/client-address.ts';
-import { createMemoryLimiter } from '../engine/rate-limit.ts';
+import { countingRefusedFailures } from '../engine/limiter-fallback.ts';
+import { createLogger } from '../engine/log.ts';
+import {
+  type AuthFailureLimiter,
+  createMemoryLimiter,
+  reportingStoreErrors,
+} from '../engine/rate-limit.ts';
 import { contractSettings as settings, describeLimiter, fail } from './limiter-contract.ts';
 
 describeLimiter('memory', async (given) => createMemoryLimiter(given));
+
+/** A shared store that is down: it knows no lock and refuses every write. */
+const refusingStore: AuthFailureLimiter = {
+  lockedFor: () => 0,
+  hasFailures: () => false,
+  recordFailure: () => Promise.reject(new Error('connect ECONNREFUSED')),
+  reset: () => Promise.reject(new Error('connect ECONNREFUSED')),
+  close: async () => {},
+};
+
+// An outage of the shared store: the failures it refused are counted by the instance, as the
+// memory limiter counts them.
+describeLimiter('a shared store that refuses every write', async (given) =>
+  reportingStoreErrors(countingRefusedFailures(refusingStore, given), createLogger('silent')),
+);
 
 describe('memory limiter', () => {
   it('stays bounded: a flood of counting addresses forgets the oldest count', async () => {

@@ -26,6 +26,8 @@ export type PostgresServer = {
   kill(signal: NodeJS.Signals): void;
   /** SIGKILL the postmaster and every backend at once: a crash, open transactions and all. */
   crash(): void;
+  /** Signal the postmaster and every backend at once (SIGSTOP: a frozen host; SIGCONT). */
+  signalAll(signal: NodeJS.Signals): void;
   /** Start again on the same port and data (after a kill, or stopping it first). */
   restart(): Promise<void>;
   /** Stop at once and remove the data directory; safe to call twice. */
@@ -266,6 +268,29 @@ export async function startPostgres(): Promise<PostgresServer> {
     throw err;
   }
 
+  const signalAll = (signal: NodeJS.Signals): void => {
+    const pid = postmasterPid();
+    if (!pid) throw new Error('PostgreSQL is not running');
+    // Backends run in sessions of their own: find them by parent, then kill all together.
+    const children = readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .filter((name) => {
+        try {
+          const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+          return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+        } catch {
+          return false;
+        }
+      });
+    for (const target of [pid, ...children.map(Number)]) {
+      try {
+        process.kill(target, signal);
+      } catch {
+        // Gone already.
+      }
+    }
+  };
+
   return {
     get port() {
       return port;
@@ -286,28 +311,8 @@ export async function startPostgres(): Promise<PostgresServer> {
       if (!pid) throw new Error('PostgreSQL is not running');
       process.kill(pid, signal);
     },
-    crash() {
-      const pid = postmasterPid();
-      if (!pid) throw new Error('PostgreSQL is not running');
-      // Backends run in sessions of their own: find them by parent, then kill all together.
-      const children = readdirSync('/proc')
-        .filter((name) => /^\d+$/.test(name))
-        .filter((name) => {
-          try {
-            const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-            return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
-          } catch {
-            return false;
-          }
-        });
-      for (const target of [pid, ...children.map(Number)]) {
-        try {
-          process.kill(target, 'SIGKILL');
-        } catch {
-          // Gone already.
-        }
-      }
-    },
+    crash: () => signalAll('SIGKILL'),
+    signalAll,
     async restart() {
       const pid = postmasterPid();
       if (pid) {

@@ -298,16 +298,21 @@ class PostgresActionStore implements ActionStore {
   }
 
   async findIdempotency(key: string, notBeforeMs: number): Promise<IdempotencyRecord | undefined> {
+    // Bounded on this side as an accept is (pg reads query_timeout, its types omit it): a
+    // database that stops answering without closing the connection (a frozen host) held a
+    // keyed request without an answer for as long.
+    const lookup: pg.QueryConfig & { query_timeout: number } = {
+      text: 'SELECT key, fingerprint, action_id, response, created_at_ms FROM idempotency_keys WHERE key = $1 AND created_at_ms >= $2',
+      values: [storedKey(key), notBeforeMs],
+      query_timeout: ACCEPT_TIMEOUT_MS,
+    };
     const { rows } = await this.pool.query<{
       key: string;
       fingerprint: string;
       action_id: string;
       response: string;
       created_at_ms: string;
-    }>(
-      'SELECT key, fingerprint, action_id, response, created_at_ms FROM idempotency_keys WHERE key = $1 AND created_at_ms >= $2',
-      [storedKey(key), notBeforeMs],
-    );
+    }>(lookup);
     const row = rows[0];
     if (!row) return undefined;
     return {
