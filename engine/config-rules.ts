@@ -155,6 +155,15 @@ type Runner = NonNullable<Config['agents']['defaults']['runner']>;
 function runnerProblem(runner: Runner, at: string, hasProviders: boolean): ConfigProblem | null {
   if (runner.kind === 'command' && !runner.argv)
     return { path: `${at}.argv`, message: 'required for a command runner' };
+  // A name is a C string as its value is (the schema refuses a NUL in the value). Named by the
+  // env setting, not by the name: printed, it would carry the NUL out.
+  if (Object.keys(runner.env ?? {}).some((name) => name.includes('\0'))) {
+    return {
+      path: `${at}.env`,
+      message:
+        'a variable name here holds a NUL character: a process environment cannot carry one, so every run would fail to start',
+    };
+  }
   if (runner.kind === 'http' && !runner.url)
     return { path: `${at}.url`, message: 'required for an http runner' };
   if (runner.kind === 'openai' && !runner.baseUrl && !hasProviders) {

@@ -63,6 +63,19 @@ it('an env value from ${VAR} is checked after substitution', () => {
   expect(err.message).not.toContain('SeCrEt');
 });
 
+// A variable's name is a C string too: Node refuses a NUL in it as in a value, and every spawn
+// failed. Named by the env setting: the name itself is not printed (it holds the NUL).
+it("a NUL in an env variable's name is refused, naming the env setting, not the name or value", () => {
+  const err = refusal({
+    agents: {
+      list: [{ id: 'ops', runner: command({ env: { 'API_SeCrEt\u0000KEY': 'sk-SeCrEt' } }) }],
+    },
+  });
+  expect(err.path).toBe('agents.list.0.runner.env');
+  expect(err.message).not.toContain('SeCrEt');
+  expect(err.message).not.toContain('\u0000');
+});
+
 it.each([
   ['an empty env value', { EMPTY: '' }],
   ['spaces, tabs and line breaks', { PROMPT: ' two\tlines\n here ' }],
