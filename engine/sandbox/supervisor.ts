@@ -235,6 +235,7 @@ export function createSupervisor(
 
   function onResult(slot: Slot, message: ResultMessage): void {
     if (!calls.answer(slot, message)) onRefused(slot, 'answer to an unknown call');
+    else loadWatch.answered(slot);
   }
 
   function onRefused(slot: Slot, reason: string): void {
