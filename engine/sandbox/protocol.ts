@@ -94,6 +94,19 @@ export function cutMessage(text: string): string {
 
 /** Console lines one call can claim it dropped (a bound on a lying count). */
 export const MAX_DROPPED = 1_000_000;
+/**
+ * Recompiles of one module after edits on disk a process makes per minute (each is reported to
+ * the server); edits past it are picked up later. Fixed windows that the server's do not line
+ * up with: at most twice this in any minute of the server's, beside one load per module at
+ * start, well within maxReportsPerMinute.
+ */
+export const RECOMPILES_PER_MODULE_PER_MINUTE = 8;
+
+/** Reports of compiled modules a process with `modules` modules may send a minute (more is a flood). */
+export function maxReportsPerMinute(modules: number): number {
+  return 100 + 20 * modules;
+}
+
 /** Files one module's report may list; a larger module graph is not kept (restarts read disk). */
 export const MAX_REPORTED_FILES = 64;
 /** Characters of a reported path or signature. */
