@@ -10,7 +10,7 @@
  * recent messages; a refused refresh token stops the mailbox until a new one
  * is there, and says so.
  */
-import { failedOnInput } from '../sandbox/call-outcome.ts';
+import { failedOnInput, mayPassLater } from '../sandbox/call-outcome.ts';
 import { HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { MailboxStore } from './mailbox-store.ts';
@@ -271,9 +271,10 @@ async function emitOne(run: Run, id: string, item: MailItem): Promise<boolean> {
       skip(run, id, (err as HookError).code);
       return false;
     }
-    // Out of time: the mail's text (a loop) or a loaded host. Tried again at the next syncs, and
+    // Out of time (the mail's text, a loop, or a loaded host) or out of memory (the mail's text,
+    // or another mapping's state in the isolate they share). Tried again at the next syncs, and
     // skipped at the third time in a row, so one mail cannot hold the mailbox.
-    if (err instanceof HookError && err.code === 'transform_timeout') {
+    if (mayPassLater(err)) {
       const times = (run.timeouts.get(id) ?? 0) + 1;
       run.timeouts.delete(id);
       if (times >= TIMEOUTS_BEFORE_SKIP) {

@@ -53,10 +53,14 @@ export function outcomeOf(
   }
 }
 
-// What the transform did with this input: it threw, returned what cannot be sent back, or
-// filled its memory. Not a timeout (wall time, which a loaded host stretches), nor anything of
-// the process or the module (none ready, a crash, a module set aside).
-const INPUT_KINDS: ReadonlySet<FailureReason> = new Set(['threw', 'output', 'memory']);
+// What the transform did with this input: it threw or returned what cannot be sent back. Not a
+// timeout (wall time, which a loaded host stretches), nor memory (one isolate's limit, shared
+// by every mapping's context in the process: another mapping's state can fill it), nor
+// anything of the process or the module (none ready, a crash, a module set aside).
+const INPUT_KINDS: ReadonlySet<FailureReason> = new Set(['threw', 'output']);
+// What the same input may pass later: out of time (a loaded host) or out of memory (another
+// mapping's state, gone once the isolate is rebuilt, as it is after running out).
+const CHANCE_KINDS: ReadonlySet<FailureReason> = new Set(['timeout', 'memory']);
 
 /** A failure the transform process reported for a call, with what kind of failure it was. */
 export class TransformFailure extends HookError<'transform_failed' | 'transform_timeout'> {
@@ -80,6 +84,16 @@ export class TransformFailure extends HookError<'transform_failed' | 'transform_
 export function failedOnInput(err: unknown): boolean {
   if (err instanceof TransformFailure) return INPUT_KINDS.has(err.reason);
   return err instanceof HookError && err.code === 'transform_invalid_output';
+}
+
+/**
+ * Whether a transform's failure may not happen again with the same input (out of time or of
+ * memory): worth a few more tries before the input is given up on.
+ */
+export function mayPassLater(err: unknown): err is HookError {
+  if (err instanceof TransformFailure) return CHANCE_KINDS.has(err.reason);
+  // The server's own deadline (the process killed for it) is a timeout too.
+  return err instanceof HookError && err.code === 'transform_timeout';
 }
 
 /** The caller-facing message for a failed call. */

@@ -15,6 +15,7 @@ import {
   MAX_REPORTED_FILES,
   MESSAGE_CHARS,
   MESSAGE_DEPTH,
+  maxMessageBytes,
   PATH_CHARS,
 } from './protocol.ts';
 import { nestsDeeperThan } from './frames.ts';
@@ -53,7 +54,11 @@ export function checkMessage(text: string, caps: Caps): Checked {
     return { ok: false, reason: 'not JSON' };
   }
   try {
-    return { ok: true, message: checkValue(value, caps) };
+    const message = checkValue(value, caps);
+    // Characters, never more than the bytes: an honest message of the type is no longer.
+    if (message.type !== 'result' && text.length > maxMessageBytes(message.type, caps.maxModules))
+      refuse(`${message.type}: longer than an honest one`);
+    return { ok: true, message };
   } catch (err) {
     if (err instanceof Refusal) return { ok: false, reason: err.message };
     throw err;

@@ -5,7 +5,8 @@
  * channel: the server parses nothing it did not ask for. Anything invalid
  * (too large, malformed, a log flood) kills the process (SIGKILL) and is
  * reported once; after that the link reads nothing more from it. stderr is
- * read and logged within a small budget.
+ * read and logged within a small budget; more of it a minute than an honest
+ * process writes (only as it dies) is a flood, and kills the process too.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
@@ -56,6 +57,12 @@ export type ProcessLink = {
 };
 
 const STDERR_CHUNKS_PER_MINUTE = 20;
+/**
+ * Bytes of stderr a process may write a minute. An honest one writes there only as it dies (a
+ * fatal error and its stack: kilobytes); reading a flood as fast as the pipe gives it took most
+ * of a core of the server.
+ */
+const STDERR_BYTES_PER_MINUTE = 1024 * 1024;
 /** How long answers already in the pipe are still read after the process exited. */
 const DRAIN_AFTER_EXIT_MS = 500;
 const STDERR_CHARS = 1000;
@@ -136,7 +143,7 @@ export function spawnLink(options: LinkOptions, logger: Logger, events: LinkEven
   });
   child.stdin?.on('error', () => undefined);
   const write = child.stdin ? turnWriter(child.stdin) : undefined;
-  watchStderr(child, logger);
+  watchStderr(child, logger, () => refuse('stderr flood'));
   const onGone = (code: number | null, signal: NodeJS.Signals | null): void => {
     if (dead) return;
     dead = true;
@@ -207,13 +214,26 @@ function childEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** stderr of a transform process (isolated-vm's fatal messages): to the log, within a budget. */
-function watchStderr(child: ChildProcess, logger: Logger): void {
+/**
+ * stderr of a transform process (isolated-vm's fatal messages): to the log, within a budget;
+ * `onFlood` once it writes more than STDERR_BYTES_PER_MINUTE in a minute (nothing more is read).
+ */
+function watchStderr(child: ChildProcess, logger: Logger, onFlood: () => void): void {
   const budget = createLogBudget(STDERR_CHUNKS_PER_MINUTE, (_key, suppressed) =>
     logger.warn({ suppressed }, 'transform process stderr suppressed'),
   );
-  child.stderr?.on('data', (chunk: Buffer) => {
-    if (!budget.take('stderr', Date.now())) return;
+  let window = { start: Date.now(), bytes: 0 };
+  const onData = (chunk: Buffer): void => {
+    const now = Date.now();
+    if (now - window.start >= 60_000) window = { start: now, bytes: 0 };
+    window.bytes += chunk.length;
+    if (window.bytes > STDERR_BYTES_PER_MINUTE) {
+      child.stderr?.off('data', onData);
+      child.stderr?.destroy();
+      onFlood();
+      return;
+    }
+    if (!budget.take('stderr', now)) return;
     logger.warn(
       {
         pid: child.pid,
@@ -223,6 +243,7 @@ function watchStderr(child: ChildProcess, logger: Logger): void {
       },
       'transform process stderr',
     );
-  });
+  };
+  child.stderr?.on('data', onData);
   child.stderr?.on('error', () => undefined);
 }

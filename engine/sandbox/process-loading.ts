@@ -4,7 +4,11 @@
  * timed on its own; and while it rebuilds, the calls waiting have not started, so their
  * deadlines wait (process-calls.ts). A module the process died loading, or that ran past its
  * own load time, is the suspect (load-suspects.ts): a kill for any other reason (a call's
- * deadline, the whole start's timeout) names no module. Anything out of turn is a lie.
+ * deadline, the whole start's timeout) names no module. Anything out of turn is a lie, and a
+ * rebuild is bounded as a whole: an honest process rebuilds only after answering a call, and
+ * loads its modules one after the other, so a process that talks on (a log line every few
+ * seconds) or says 'rebuilt' and 'rebuilding' again without answering would otherwise hold
+ * its calls, their deadlines never running, for ever.
  */
 import type { Logger } from '../log.ts';
 import { type Slot, stopSlot } from './process-slot.ts';
@@ -20,6 +24,8 @@ export type LoadWatch = {
   spawned(slot: Slot<unknown>, keys: readonly string[]): void;
   /** Any message from the process: a 'loading' ends with the next one. */
   heard(slot: Slot<unknown>): void;
+  /** The process answered a call: it may rebuild once after it. */
+  answered(slot: Slot<unknown>): void;
   /** A load message; false when it came out of turn (the process is lying). */
   loadMessage(slot: Slot<unknown>, message: LoadMessage): boolean;
   /**
@@ -39,6 +45,24 @@ export function createLoadWatch(deps: {
 }): LoadWatch {
   const { cpuTimeoutMs, logger, mappingOf, pause, resume } = deps;
   const perModuleMs = 4 * cpuTimeoutMs + COMPILE_ALLOWANCE_MS;
+
+  /** A whole rebuild: each module's load, and one more step for what comes around them. */
+  function rebuildBound(slot: Slot<unknown>): void {
+    const steps = (slot.loadOrder?.length ?? 0) + 1;
+    slot.rebuildTimer = setTimeout(() => {
+      logger.warn(
+        { ms: steps * perModuleMs },
+        'transform process did not finish its rebuild in time; restarting it',
+      );
+      stopSlot(slot, 'load_timeout');
+    }, steps * perModuleMs);
+  }
+
+  function rebuildEnded(slot: Slot<unknown>): void {
+    clearTimeout(slot.rebuildTimer);
+    slot.rebuildTimer = undefined;
+    slot.rebuilding = false;
+  }
 
   function ended(slot: Slot<unknown>): void {
     clearTimeout(slot.moduleTimer);
@@ -75,8 +99,12 @@ export function createLoadWatch(deps: {
       ended(slot);
       slot.loadOrder = keys;
       slot.loadNext = 0;
-      slot.rebuilding = false;
+      rebuildEnded(slot);
+      slot.answeredSinceRebuild = false;
       slot.blamed = undefined;
+    },
+    answered(slot) {
+      slot.answeredSinceRebuild = true;
     },
     heard(slot) {
       ended(slot);
@@ -90,16 +118,19 @@ export function createLoadWatch(deps: {
         return loading(slot, message.key);
       }
       if (message.type === 'rebuilding') {
-        if (slot.state !== 'ready' || slot.rebuilding) return false;
+        // Every rebuild follows an answer (transform-process.ts rebuilds after a call).
+        if (slot.state !== 'ready' || slot.rebuilding || !slot.answeredSinceRebuild) return false;
         slot.rebuilding = true;
+        slot.answeredSinceRebuild = false;
         slot.loadNext = 0;
         pause(slot);
         timed(slot, undefined);
+        rebuildBound(slot);
         return true;
       }
       ended(slot);
       if (!slot.rebuilding) return false;
-      slot.rebuilding = false;
+      rebuildEnded(slot);
       resume(slot);
       return true;
     },
@@ -111,7 +142,7 @@ export function createLoadWatch(deps: {
         (crashed || slot.stopReason === 'load_timeout');
       ended(slot);
       slot.blamed = undefined;
-      slot.rebuilding = false;
+      rebuildEnded(slot);
       return suspect === undefined ? { loading } : { suspect, loading };
     },
   };

@@ -6,7 +6,11 @@
  * checked on every read; recompiled when its files change on disk; a broken
  * edit keeps the last good version; a file that leads outside the root
  * refuses the module (nothing of it runs, nothing of it is kept). Each good
- * compile from disk is reported to the server, which keeps the text.
+ * compile from disk is reported to the server, which keeps the text. A module
+ * is recompiled after edits at most RECOMPILES_PER_MODULE_PER_MINUTE times a
+ * minute: the server counts the reports, and takes a process over its count
+ * for a liar (a file touched in a loop once had the honest process killed,
+ * and every mapping's calls in it failed).
  */
 import { stripTypeScriptTypes } from 'node:module';
 import path from 'node:path';
@@ -20,6 +24,7 @@ import {
   signatureOf,
   tooLargeError,
 } from './module-files.ts';
+import { createLogBudget } from './log-budget.ts';
 import { ContainmentError, MODULE_EXTENSIONS, resolveContained } from './paths.ts';
 import {
   cutMessage,
@@ -27,6 +32,7 @@ import {
   type LoadError,
   MAX_REPORTED_FILES,
   type ModuleSpec,
+  RECOMPILES_PER_MODULE_PER_MINUTE,
   type SandboxLimits,
   type SourceFile,
 } from './protocol.ts';
@@ -75,6 +81,14 @@ export function createProcessModules(deps: {
   const { isolate, limits, send } = deps;
   const modules = new Map<string, Loaded | Refused>();
   const lastGood = new Map<string, Sources>();
+  const recompiles = createLogBudget(RECOMPILES_PER_MODULE_PER_MINUTE, (key, deferred) =>
+    send({
+      type: 'log',
+      key,
+      level: 'warn',
+      message: `module changed on disk more often than ${RECOMPILES_PER_MODULE_PER_MINUTE} times a minute: ${deferred} changes were picked up later`,
+    }),
+  );
 
   /**
    * Compile a module from `held` sources where it has the file, else from disk (containment
@@ -220,6 +234,8 @@ export function createProcessModules(deps: {
         if (signatureOf(file) !== signature) changed = true;
       if (!changed) return current;
       const key = current.spec.key;
+      // Over the budget: the version that runs stays; the edit is seen at a later call.
+      if (!recompiles.take(key, Date.now())) return current;
       try {
         const fresh = await loadOrRefuse(current.spec, 'disk');
         if ('context' in current) current.context.release();

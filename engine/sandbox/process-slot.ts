@@ -33,6 +33,10 @@ export type Slot<C> = {
   loadNext?: number;
   /** The process is rebuilding its isolate: the calls it holds have not started. */
   rebuilding?: boolean;
+  /** The process answered a call since it loaded or last rebuilt (an honest rebuild follows one). */
+  answeredSinceRebuild?: boolean;
+  /** Bounds a rebuild as a whole, whatever the process says meanwhile. */
+  rebuildTimer?: NodeJS.Timeout;
   /** Bounds the load of the module in `loading`. */
   moduleTimer?: NodeJS.Timeout;
   /** The module whose load ran past its time (the process was killed for it). */

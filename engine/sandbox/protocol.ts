@@ -94,6 +94,19 @@ export function cutMessage(text: string): string {
 
 /** Console lines one call can claim it dropped (a bound on a lying count). */
 export const MAX_DROPPED = 1_000_000;
+/**
+ * Recompiles of one module after edits on disk a process makes per minute (each is reported to
+ * the server); edits past it are picked up later. Fixed windows that the server's do not line
+ * up with: at most twice this in any minute of the server's, beside one load per module at
+ * start, well within maxReportsPerMinute.
+ */
+export const RECOMPILES_PER_MODULE_PER_MINUTE = 8;
+
+/** Reports of compiled modules a process with `modules` modules may send a minute (more is a flood). */
+export function maxReportsPerMinute(modules: number): number {
+  return 100 + 20 * modules;
+}
+
 /** Files one module's report may list; a larger module graph is not kept (restarts read disk). */
 export const MAX_REPORTED_FILES = 64;
 /** Characters of a reported path or signature. */
@@ -101,13 +114,31 @@ export const PATH_CHARS = 1024;
 /** Nesting depth of any message (the deepest, a result with console lines, is 3). */
 export const MESSAGE_DEPTH = 4;
 
+/** Bytes of the JSON around a message's strings (its type, field names, punctuation). */
+const ENVELOPE_BYTES = 256;
+
+/**
+ * The longest text an honest process sends for a message of `type` other than a result (whose
+ * bound is the frame's, maxFrameBytes): each string at its cap, every character escaped (6
+ * bytes). A longer one (a log line padded with whitespace to the frame's cap costs the server
+ * ~10 ms to scan and parse, a thousand times a minute within the log budget) is a lie.
+ */
+export function maxMessageBytes(type: Exclude<FromSandbox['type'], 'result'>, modules: number) {
+  const text = MESSAGE_CHARS * 6;
+  if (type === 'log') return 2 * text + ENVELOPE_BYTES;
+  if (type === 'loading') return text + ENVELOPE_BYTES;
+  if (type === 'loaded') return modules * (2 * text + ENVELOPE_BYTES) + ENVELOPE_BYTES;
+  if (type === 'compiled')
+    return MAX_REPORTED_FILES * (PATH_CHARS * 2 * 6 + 64) + text + ENVELOPE_BYTES;
+  return ENVELOPE_BYTES;
+}
+
 /** The largest frame a process may send for a given output cap: anything longer is a lie. */
 export function maxFrameBytes(maxOutputBytes: number, modules: number): number {
   // The output is at most maxOutputBytes of UTF-8, so at most as many characters; JSON escaping
   // of any character costs at most 6 bytes ("\u0000"); plus room for the envelope.
   const output = maxOutputBytes * 6;
   const consoleLines = CONSOLE_LINES_PER_CALL * (CONSOLE_LINE_CHARS * 6 + 64);
-  const loadErrors = modules * (MESSAGE_CHARS * 6 + 256);
-  const compiled = MAX_REPORTED_FILES * (PATH_CHARS * 2 * 6 + 64);
-  return output + consoleLines + Math.max(loadErrors, compiled) + 64 * 1024;
+  const others = Math.max(maxMessageBytes('loaded', modules), maxMessageBytes('compiled', modules));
+  return output + consoleLines + others + 64 * 1024;
 }

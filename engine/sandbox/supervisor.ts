@@ -48,6 +48,7 @@ import {
   type LoadError,
   type ModuleSpec,
   maxFrameBytes,
+  maxReportsPerMinute,
   type ResultMessage,
   type SandboxLimits,
 } from './protocol.ts';
@@ -154,8 +155,9 @@ export function createSupervisor(
     maxModules: modules.length,
     // Far above what an honest process sends (a line per reload); only LOGS_PER_MODULE_PER_MINUTE reach the log.
     maxLogsPerMinute: 1000 + 10 * LOGS_PER_MODULE_PER_MINUTE * modules.length,
-    // An honest process reports a module when it loads it from disk and after each edit it sees.
-    maxReportsPerMinute: 100 + 20 * modules.length,
+    // An honest process reports a module when it loads it from disk and after each edit it
+    // recompiles (RECOMPILES_PER_MODULE_PER_MINUTE at most).
+    maxReportsPerMinute: maxReportsPerMinute(modules.length),
   };
 
   /** Spawn the slot's process; only ever called when the slot has none alive. */
@@ -235,6 +237,7 @@ export function createSupervisor(
 
   function onResult(slot: Slot, message: ResultMessage): void {
     if (!calls.answer(slot, message)) onRefused(slot, 'answer to an unknown call');
+    else loadWatch.answered(slot);
   }
 
   function onRefused(slot: Slot, reason: string): void {
