@@ -124,7 +124,7 @@ const hooksSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        // CPU time of one call inside the sandbox.
+        // Time one call may run inside the sandbox (elapsed, as isolated-vm measures it; not CPU).
         cpuTimeoutMs: { type: 'integer', minimum: 10, maximum: 5000, default: 250 },
         // The server's own bound on one call (process hop included); the process is restarted past it.
         deadlineMs: { type: 'integer', minimum: 50, maximum: 5000, default: 2000 },
