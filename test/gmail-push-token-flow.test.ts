@@ -121,6 +121,16 @@ describe("the push listener's refusals", () => {
     expect(body).toEqual({ ok: false, error: { code, message: expect.any(String) } });
     expect(body.error.message).not.toContain(PUSH_TOKEN);
   });
+
+  it.each(['GET', 'PUT', 'DELETE'])(
+    'a %s on the push path: 405 naming POST in Allow, as the hook listener does',
+    async (method) => {
+      const res = await fetch(service.pushUrl, { method });
+      await res.arrayBuffer();
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('POST');
+    },
+  );
 });
 
 describe('the push token on the hook endpoints', () => {

@@ -46,7 +46,10 @@ const MAX_DEPTH = 16;
 
 // Refusals as the hook listener writes them (`{"ok":false,"error":{"code","message"}}`), built once.
 const NOT_FOUND = new HookError('not_found', 'No such endpoint: pushes go to the configured path.');
-const METHOD_NOT_ALLOWED = new HookError('method_not_allowed');
+// With Allow, as the hook listener's 405 (RFC 9110 asks a 405 to name the methods it takes).
+const METHOD_NOT_ALLOWED = new HookError('method_not_allowed', undefined, {
+  headers: { allow: 'POST' },
+});
 const UNAUTHORIZED = new HookError(
   'unauthorized',
   "Missing or invalid push credentials (the subscription's OIDC token, or its token).",
