@@ -164,7 +164,6 @@ describe('the log', () => {
     service.child.kill('SIGTERM');
     expect(await service.waitForExit()).toEqual({ code: 0, signal: null });
     const text = log();
-    require('node:fs').writeFileSync('/tmp/gtest-log.txt', text);
     expect(text).toContain('gmail push refused');
     expect(text).not.toContain(PUSH_TOKEN);
     expect(text).not.toContain(HOOK_TOKEN);
