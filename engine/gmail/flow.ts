@@ -228,18 +228,32 @@ function retrying(sync: MailboxSync, logger: Logger) {
   let stopped = false;
   // Syncs in a row that did not finish; callers sharing one sync share its outcome, counted once.
   let failures = 0;
+  // Syncs in a row that left a push past the history Gmail answered (its history lagging).
+  let behind = 0;
   let counted: SyncOutcome | undefined;
+  const later = (wait: number) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void now(), wait);
+    timer.unref();
+  };
   const now = (): Promise<void> =>
     sync.request().then(
       (outcome) => {
-        if (outcome.kind === 'synced') failures = 0;
+        if (outcome.kind === 'synced') {
+          failures = 0;
+          if (!outcome.ahead) behind = 0;
+          // Gmail's history behind a push: read again soon, the wait doubling from a second to
+          // 64 (sync.ts marks such a push covered after the safety net's hour).
+          if (stopped || !outcome.ahead) return;
+          if (outcome !== counted) behind++;
+          counted = outcome;
+          later(retryWaitMs(0, behind));
+          return;
+        }
         if (stopped || outcome.kind !== 'waiting' || !RETRIED.has(outcome.reason)) return;
         if (outcome !== counted) failures++;
         counted = outcome;
-        clearTimeout(timer);
-        const wait = retryWaitMs(outcome.retryAfterMs ?? RETRY_FAILED_MS, failures);
-        timer = setTimeout(() => void now(), wait);
-        timer.unref();
+        later(retryWaitMs(outcome.retryAfterMs ?? RETRY_FAILED_MS, failures));
       },
       (err: unknown) => logger.error({ err: (err as Error).message }, 'gmail sync failed'),
     );

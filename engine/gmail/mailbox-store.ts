@@ -49,12 +49,14 @@ export function unrecordedMailbox(account: string): MailboxState {
 
 /** A recorded push: which mailbox changed, up to which history id. */
 export type RecordedPush = { messageId: string; account: string; historyId: string };
+/** A push waiting for a sync, with when it was recorded (epoch ms). */
+export type PendingPush = RecordedPush & { receivedAtMs: number };
 
 export type MailboxStore = {
   /** Record a push; false when its message id was recorded before (a redelivery). */
   recordPush(push: RecordedPush, nowMs: number): boolean;
   /** Pushes of a mailbox that no sync has covered yet, oldest first (at most 1000). */
-  pendingPushes(account: string): RecordedPush[];
+  pendingPushes(account: string): PendingPush[];
   /** How many pushes wait for a sync. */
   pendingCount(account: string): number;
   /** Forget pushes a sync covered before `beforeMs` (a redelivery after that is synced again). */
@@ -94,7 +96,7 @@ export function openMailboxStore(dataDir: string): MailboxStore {
   );
   const touchPush = db.prepare('UPDATE gmail_mailboxes SET last_push_at_ms = ? WHERE account = ?');
   const pending = db.prepare(
-    'SELECT message_id, account, history_id FROM gmail_pushes WHERE account = ? AND synced_at_ms IS NULL ORDER BY received_at_ms, message_id LIMIT 1000',
+    'SELECT message_id, account, history_id, received_at_ms FROM gmail_pushes WHERE account = ? AND synced_at_ms IS NULL ORDER BY received_at_ms, message_id LIMIT 1000',
   );
   const synced = db.prepare('UPDATE gmail_pushes SET synced_at_ms = ? WHERE message_id = ?');
   const count = db.prepare(
@@ -142,6 +144,7 @@ export function openMailboxStore(dataDir: string): MailboxStore {
         messageId: String(row['message_id']),
         account: String(row['account']),
         historyId: String(row['history_id']),
+        receivedAtMs: Number(row['received_at_ms']),
       }));
     },
     pendingCount(account) {

@@ -13,8 +13,9 @@
 import { failedOnInput, mayPassLater } from '../sandbox/call-outcome.ts';
 import { HookError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { MailboxStore } from './mailbox-store.ts';
+import type { MailboxStore, PendingPush } from './mailbox-store.ts';
 import { isLaterHistoryId } from './history-id.ts';
+import { SAFETY_NET_MS } from './upkeep.ts';
 
 /** A message as the gmail preset takes it. */
 export type MailItem = {
@@ -86,7 +87,8 @@ export const MAX_SYNC_PAGES = 1000;
 export const MAX_SYNC_MESSAGES = 50_000;
 
 export type SyncOutcome =
-  | { kind: 'synced'; emitted: number }
+  /** `ahead`: pushes left waiting, past the history id Gmail answered (read again soon). */
+  | { kind: 'synced'; emitted: number; ahead?: number }
   | { kind: 'waiting'; reason: string; retryAfterMs?: number };
 
 export type MailboxSync = {
@@ -198,13 +200,53 @@ async function syncOnce(run: Run): Promise<SyncOutcome> {
     }
     // Only now: every message up to this history id is committed.
     store.advanceCursor(account, next.historyId);
-    store.markSynced(
-      pending.map((p) => p.messageId),
-      run.now(),
-    );
+    const ahead = settlePushes(run, pending, next.historyId);
     synced(run);
-    return { kind: 'synced', emitted };
+    return { kind: 'synced', emitted, ...(ahead > 0 && { ahead }) };
   }
+}
+
+/**
+ * How long a push past the history Gmail answers stays waiting: the safety net's hour, after
+ * which it is marked covered as the others (a history id that never appears in the history must
+ * not keep the mailbox syncing for ever; the safety net reads the mailbox each hour anyway).
+ */
+export const PUSH_AHEAD_MAX_MS = SAFETY_NET_MS;
+
+/**
+ * Which waiting pushes a sync that read the history up to `reached` covers: each at or behind
+ * it, and one past it (Gmail's history can lag its push notification) only once it has waited
+ * PUSH_AHEAD_MAX_MS; the rest stay waiting, for the next sync. Pure.
+ */
+export function coveredPushes<P extends Pick<PendingPush, 'historyId' | 'receivedAtMs'>>(
+  pending: readonly P[],
+  reached: string,
+  nowMs: number,
+): { covered: P[]; ahead: P[] } {
+  const covered: P[] = [];
+  const ahead: P[] = [];
+  for (const push of pending) {
+    const waiting =
+      isLaterHistoryId(push.historyId, reached) && nowMs - push.receivedAtMs < PUSH_AHEAD_MAX_MS;
+    (waiting ? ahead : covered).push(push);
+  }
+  return { covered, ahead };
+}
+
+/** Mark the pushes the history up to `reached` covers; how many stay waiting ahead of it. */
+function settlePushes(run: Run, pending: readonly PendingPush[], reached: string): number {
+  const { covered, ahead } = coveredPushes(pending, reached, run.now());
+  run.deps.store.markSynced(
+    covered.map((p) => p.messageId),
+    run.now(),
+  );
+  if (ahead.length > 0) {
+    run.deps.logger.info(
+      { account: run.deps.account, historyId: reached, ahead: ahead.length },
+      'gmail: a push is past the history Gmail answered; it is read again soon',
+    );
+  }
+  return ahead.length;
 }
 
 /** A sync that read the mailbox to its cursor; a message it skipped stays the last error. */
@@ -377,12 +419,9 @@ async function recover(
     );
   }
   deps.store.resetCursor(deps.account, recent.value.historyId);
-  deps.store.markSynced(
-    pending.map((p) => p.messageId),
-    run.now(),
-  );
+  const ahead = settlePushes(run, pending, recent.value.historyId);
   synced(run);
-  return { kind: 'synced', emitted };
+  return { kind: 'synced', emitted, ...(ahead > 0 && { ahead }) };
 }
 
 function stopped(run: Run, result: Failure): SyncOutcome {

@@ -120,6 +120,8 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
     /** history.list answers an empty page with a next page for ever (the same token, or new ones). */
     endless: undefined as 'same' | 'fresh' | undefined,
     endlessPages: 0,
+    /** history.list answers as of this history id (Gmail's history lagging its pushes). */
+    heldAt: undefined as bigint | undefined,
   };
   const calls: GmailCall[] = [];
   const tokenForms: URLSearchParams[] = [];
@@ -203,13 +205,16 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
     if (mailbox.isExpired(start)) return { status: 404, body: googleError(404) };
     const size = Math.min(Number(query.get('maxResults') ?? 100), options.historyPageSize ?? 500);
     const offset = Number(Buffer.from(query.get('pageToken') ?? '', 'base64url').toString() || 0);
-    const records = mailbox.recordsAfter(start, query.get('labelId') ?? undefined);
+    const top = state.heldAt ?? mailbox.historyId();
+    const records = mailbox
+      .recordsAfter(start, query.get('labelId') ?? undefined)
+      .filter((r) => r.id <= top);
     const page = records.slice(offset, offset + size);
     const more = offset + size < records.length;
     return json(200, {
       ...(page.length > 0 && { history: page.map(renderRecord) }),
       ...(more && { nextPageToken: Buffer.from(String(offset + size)).toString('base64url') }),
-      historyId: String(mailbox.historyId()),
+      historyId: String(top),
     });
   };
 
@@ -282,6 +287,16 @@ export async function startGmailStandIn(options: GmailStandInOptions = {}) {
     /** history.list never ends: every page is empty and names a next one (`same` token or new ones). */
     endlessHistory(kind: 'same' | 'fresh' | undefined) {
       state.endless = kind;
+    },
+    /**
+     * history.list lags: it answers as of the current history id (neither the records nor the
+     * history id of mail added later) until `releaseHistory`, as Gmail's history can lag a push.
+     */
+    holdHistory: () => {
+      state.heldAt = mailbox.historyId();
+    },
+    releaseHistory: () => {
+      state.heldAt = undefined;
     },
     /** The current access token stops being valid (Gmail answers 401). */
     rotateAccessToken: () => {
