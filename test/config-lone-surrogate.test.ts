@@ -1,19 +1,12 @@
-/**
- * A lone UTF-16 surrogate (`"\uD800"` in a JSON config or a YAML double-quoted string) in a
- * setting has no UTF-8 form: a password, a secret, a header or a prompt holding one loaded
- * without a word and every send failed or sent U+FFFD in its place. No sane setting holds one,
- * so every string of the configuration, keys included, is checked at load (boot, check, reload,
- * after `${VAR}` substitution), as request data is (String.prototype.isWellFormed), and the
- * error names the setting, never the value.
- */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, afterEach, expect, it } from 'vitest';
-import { ConfigError, loadConfigFile, resolveConfig } from '../engine/config.ts';
-import { startHookgate } from '../engine/hookgate.ts';
-import { createLogger } from '../engine/log.ts';
+import { type ConfigError, resolveConfig } from '../engine/config.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
-import { killAll, runHookgate, writeConfig } from './helpers/process.ts';
+import { killAll, writeConfig } from './helpers/process.ts';
+import {
+  configRefusal,
+  expectCheckAndServeRefuse,
+  expectReloadRefused,
+} from './helpers/refused-config.ts';
 
 afterAll(killAll);
 
@@ -24,13 +17,7 @@ const command = (extra: Record<string, unknown>) => ({
 });
 
 function refusal(raw: Record<string, unknown>, env: Record<string, string> = {}): ConfigError {
-  try {
-    resolveConfig({ hooks, ...raw }, { ...base, env });
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('config was accepted');
+  return configRefusal({ hooks, ...raw }, base, env);
 }
 
 // Each value holds the text `SeCrEt`, which must never be in the error.
@@ -115,15 +102,10 @@ channels: { imessage: { url: "http://127.0.0.1:1234", password: "SeCrEt\\uD800" 
 runtime: { dataDir: ./data, heartbeat: { every: "off" } }
 `,
     );
-    for (const args of [
-      ['check', '--config', file],
-      ['--config', file],
-    ]) {
-      const result = await runHookgate(args, { cwd: dir });
-      expect(result.code, args[0]).toBe(2);
-      expect(result.stderr, args[0]).toContain('channels.imessage.password:');
-      expect(`${result.stdout}\n${result.stderr}`, args[0]).not.toContain('SeCrEt');
-    }
+    await expectCheckAndServeRefuse(dir, file, {
+      setting: 'channels.imessage.password',
+      secret: 'SeCrEt',
+    });
   } finally {
     cleanup();
   }
@@ -135,35 +117,18 @@ afterEach(async () => {
 });
 
 it('a reload bringing a lone surrogate (JSON) is refused and the running config keeps serving', async () => {
-  const temp = tempDir('hookgate-surrogate-reload-');
-  cleanups.push(temp.cleanup);
-  const file = path.join(temp.dir, 'hookgate.json');
   // The JSON text's own escape: a lone surrogate as a JSON file carries it.
-  const text = (token: string, password: string) =>
-    `{"server": {"host": "127.0.0.1", "port": 0},
+  await expectReloadRefused(cleanups, {
+    fileName: 'hookgate.json',
+    text: (token: string, password: string) =>
+      `{"server": {"host": "127.0.0.1", "port": 0},
  "hooks": {"enabled": true, "token": "${token}"},
  "channels": {"imessage": {"url": "http://127.0.0.1:1234", "password": "${password}"}},
  "runtime": {"dataDir": "./data", "heartbeat": {"every": "off"}}}
-`;
-  writeFileSync(file, text(TOKEN, 'correct horse'));
-  const hookgate = await startHookgate(loadConfigFile(file, {}), {
-    logger: createLogger('silent'),
-    runtime: false,
-    env: {},
+`,
+    good: 'correct horse',
+    bad: 'SeCrEt\\uD800',
+    setting: 'channels.imessage.password',
+    secret: 'SeCrEt',
   });
-  cleanups.push(() => hookgate.close());
-  const NEW_TOKEN = 'new-hook-token-0123456789abcdef';
-  writeFileSync(file, text(NEW_TOKEN, 'SeCrEt\\uD800'));
-  const outcome = await hookgate.reload('test');
-  expect(outcome.ok).toBe(false);
-  expect(outcome.error).toContain('channels.imessage.password:');
-  expect(JSON.stringify(outcome)).not.toContain('SeCrEt');
-  const wake = (token: string) =>
-    fetch(`${hookgate.url}/hooks/wake`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: '{"text":"x"}',
-    });
-  expect((await wake(TOKEN)).status).toBe(200);
-  expect((await wake(NEW_TOKEN)).status).toBe(401);
 });

@@ -6,9 +6,10 @@
  * value is often the agent's API key).
  */
 import { afterAll, expect, it } from 'vitest';
-import { ConfigError, resolveConfig } from '../engine/config.ts';
+import { type ConfigError, resolveConfig } from '../engine/config.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
 import { killAll, runHookgate, writeConfig } from './helpers/process.ts';
+import { configRefusal } from './helpers/refused-config.ts';
 
 afterAll(killAll);
 
@@ -21,13 +22,7 @@ const command = (extra: Record<string, unknown>) => ({
 });
 
 function refusal(raw: Record<string, unknown>, env: Record<string, string> = {}): ConfigError {
-  try {
-    resolveConfig({ hooks, ...raw }, { ...base, env });
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('config was accepted');
+  return configRefusal({ hooks, ...raw }, base, env);
 }
 
 // Each value holds the text `SeCrEt`, which must never be in the error.

@@ -1,19 +1,12 @@
-/**
- * A URL setting that has the URL shape (http:// or https://, no space or control character) but
- * does not parse (a port past 65535, an IPv6 host without its `]`, a `%` in the host) loaded
- * without a word and failed at every call. It is now a config error at boot, in `hookgate check`
- * and in a reload (the running configuration keeps serving), naming the setting and never the
- * value, which may carry a secret in its user info or query. Every URL setting hookgate calls
- * takes the same shape; URLs that parse still load.
- */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, afterEach, expect, it } from 'vitest';
-import { ConfigError, loadConfigFile, resolveConfig } from '../engine/config.ts';
-import { startHookgate } from '../engine/hookgate.ts';
-import { createLogger } from '../engine/log.ts';
+import { type ConfigError, resolveConfig } from '../engine/config.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
-import { killAll, runHookgate, writeConfig } from './helpers/process.ts';
+import { killAll, writeConfig } from './helpers/process.ts';
+import {
+  configRefusal,
+  expectCheckAndServeRefuse,
+  expectReloadRefused,
+} from './helpers/refused-config.ts';
 
 afterAll(killAll);
 
@@ -86,13 +79,7 @@ const UNPARSEABLE = [
 ];
 
 function refusal(raw: Record<string, unknown>): ConfigError {
-  try {
-    resolveConfig({ hooks, ...raw }, { ...base, env: {} });
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('config was accepted');
+  return configRefusal({ hooks, ...raw }, base);
 }
 
 it.each(
@@ -127,15 +114,11 @@ runtime: { dataDir: ./data, heartbeat: { every: "off" } }
 `,
     );
     const env = { MM_URL: 'https://bot:SeCrEt@chat.example.com:99999' };
-    for (const args of [
-      ['check', '--config', file],
-      ['--config', file],
-    ]) {
-      const result = await runHookgate(args, { cwd: dir, env });
-      expect(result.code, args[0]).toBe(2);
-      expect(result.stderr, args[0]).toContain('channels.mattermost.url:');
-      expect(`${result.stdout}\n${result.stderr}`, args[0]).not.toContain('SeCrEt');
-    }
+    await expectCheckAndServeRefuse(dir, file, {
+      setting: 'channels.mattermost.url',
+      secret: 'SeCrEt',
+      env,
+    });
   } finally {
     cleanup();
   }
@@ -147,36 +130,19 @@ afterEach(async () => {
 });
 
 it('a reload bringing an unparseable URL is refused and the running config keeps serving', async () => {
-  const temp = tempDir('hookgate-url-reload-');
-  cleanups.push(temp.cleanup);
-  const file = path.join(temp.dir, 'hookgate.yaml');
-  const text = (token: string, url: string) =>
-    [
-      'server: { host: 127.0.0.1, port: 0 }',
-      `hooks: { enabled: true, token: ${token} }`,
-      `agents: { defaults: { runner: { kind: http, url: "${url}" } } }`,
-      'runtime: { dataDir: ./data, heartbeat: { every: "off" } }',
-      '',
-    ].join('\n');
-  writeFileSync(file, text(TOKEN, 'http://127.0.0.1:9/run'));
-  const hookgate = await startHookgate(loadConfigFile(file, {}), {
-    logger: createLogger('silent'),
-    runtime: false,
-    env: {},
+  await expectReloadRefused(cleanups, {
+    fileName: 'hookgate.yaml',
+    text: (token: string, url: string) =>
+      [
+        'server: { host: 127.0.0.1, port: 0 }',
+        `hooks: { enabled: true, token: ${token} }`,
+        `agents: { defaults: { runner: { kind: http, url: "${url}" } } }`,
+        'runtime: { dataDir: ./data, heartbeat: { every: "off" } }',
+        '',
+      ].join('\n'),
+    good: 'http://127.0.0.1:9/run',
+    bad: 'http://agent:SeCrEt@127.0.0.1:99999/run',
+    setting: 'agents.defaults.runner.url',
+    secret: 'SeCrEt',
   });
-  cleanups.push(() => hookgate.close());
-  const NEW_TOKEN = 'new-hook-token-0123456789abcdef';
-  writeFileSync(file, text(NEW_TOKEN, 'http://agent:SeCrEt@127.0.0.1:99999/run'));
-  const outcome = await hookgate.reload('test');
-  expect(outcome.ok).toBe(false);
-  expect(outcome.error).toContain('agents.defaults.runner.url:');
-  expect(JSON.stringify(outcome)).not.toContain('SeCrEt');
-  const wake = (token: string) =>
-    fetch(`${hookgate.url}/hooks/wake`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: '{"text":"x"}',
-    });
-  expect((await wake(TOKEN)).status).toBe(200);
-  expect((await wake(NEW_TOKEN)).status).toBe(401);
 });
