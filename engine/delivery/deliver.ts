@@ -99,7 +99,15 @@ export async function sendParts(
   signal?: AbortSignal,
 ): Promise<Attempt> {
   const { maxLength, measure, prepareText } = route.adapter;
-  const parts = replyParts(text, maxLength, measure, prepareText?.bind(route.adapter));
+  // A lone surrogate (a model cut off mid-emoji) as U+FFFD, as the store keeps it: sent as it
+  // came, a `\ud83d` escape, products that want UTF-8 (Telegram) refused the whole part. In the
+  // head split only (a whole reply of 64 MiB took most of a second); same length, so a resumed
+  // delivery splits into the same parts.
+  const prepare = (head: string) => {
+    const sendable = head.toWellFormed();
+    return prepareText ? prepareText.call(route.adapter, sendable) : sendable;
+  };
+  const parts = replyParts(text, maxLength, measure, prepare);
   let recipient = route.recipient;
   // A move is reported with the outcome, whatever it is, so the new id is recorded.
   let moved: string | undefined;
