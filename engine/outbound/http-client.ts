@@ -7,6 +7,7 @@
  */
 import { request } from 'undici';
 import { collectBytes } from '../byte-collector.ts';
+import { ACCEPT_IDENTITY } from './content-coding.ts';
 import { linkedAbort } from '../linked-abort.ts';
 import { leaseDispatcher } from './dispatcher-pools.ts';
 import { WireFloodError } from './fragment-guard.ts';
@@ -113,7 +114,7 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
   try {
     const response = await request(url, {
       method: call.method ?? 'POST',
-      headers: call.headers,
+      headers: withIdentity(call.headers),
       body: call.body,
       signal: bound.signal,
       dispatcher: pool.dispatcher,
@@ -160,6 +161,15 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
     pool.release();
     bound.release();
   }
+}
+
+/**
+ * The headers with `accept-encoding: identity` unless the caller named a coding itself: without
+ * the header a server may use any coding (RFC 9110), and answers are never decoded.
+ */
+function withIdentity(headers: Record<string, string>): Record<string, string> {
+  const named = Object.keys(headers).some((name) => name.toLowerCase() === 'accept-encoding');
+  return named ? headers : { ...headers, 'accept-encoding': ACCEPT_IDENTITY };
 }
 
 type Body = AsyncIterable<Buffer> & { destroy(): unknown };

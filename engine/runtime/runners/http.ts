@@ -8,6 +8,7 @@
  */
 import { type OutboundResult, outboundCall } from '../../outbound/http-client.ts';
 import { retryAfterMs } from '../../outbound/retry-after.ts';
+import { answerCoding } from '../../outbound/content-coding.ts';
 import { parseAnswerJson } from '../../outbound/answer-json.ts';
 import { answerEnd, headerSecrets, urlSecrets } from '../../outbound/answer-detail.ts';
 import {
@@ -42,7 +43,7 @@ export function httpFailure(
   body: string,
   retryAfter: string | string[] | undefined,
   secrets: readonly string[] = [],
-): RunResult {
+): Extract<RunResult, { status: 'retry' | 'error' }> {
   // Blanked before the cut, so no cut can leave part of a secret.
   const said = body ? tail(answerEnd(body, secrets, false, 200), 200) : '';
   const reason = `HTTP ${status}${said ? `: ${said}` : ''}`;
@@ -51,6 +52,12 @@ export function httpFailure(
     return { status: 'retry', reason, ...(wait !== undefined && { retryAfterMs: wait }) };
   }
   return { status: 'error', reason };
+}
+
+function encodedBody(coding: string): string {
+  return coding === 'unnamed'
+    ? 'an encoded body, not decoded'
+    : `a ${coding}-encoded body, not decoded`;
 }
 
 // Headers hookgate sets that carry nothing secret.
@@ -113,10 +120,19 @@ export async function postForReply(
     maxBytes: call.maxBytes,
   });
   if (outcome.kind !== 'answer') return noAnswer(outcome, run.timeoutSeconds);
+  // Compressed although identity was asked for: never decoded, its bytes are no text to show.
+  const coding = answerCoding(outcome.headers['content-encoding']);
   if (outcome.status < 200 || outcome.status >= 300) {
     const secrets = callSecrets(call.url, call.headers);
-    return httpFailure(outcome.status, outcome.text, outcome.headers['retry-after'], secrets);
+    const body = coding ? '' : outcome.text;
+    const failure = httpFailure(outcome.status, body, outcome.headers['retry-after'], secrets);
+    return coding ? { ...failure, reason: `${failure.reason} (${encodedBody(coding)})` } : failure;
   }
+  if (coding)
+    return {
+      status: 'error',
+      reason: `the response is ${coding === 'unnamed' ? 'encoded' : `${coding}-encoded`}: hookgate asks for identity and does not decode answers`,
+    };
   // Undefined: not JSON, or nested deeper than any honest answer (parsing that would stall).
   const parsed = parseAnswerJson(outcome.text);
   if (parsed === undefined) return { status: 'error', reason: 'the response is not JSON' };
