@@ -29,6 +29,8 @@ export const TEAMS_MAX_RECIPIENT_LENGTH = 512;
 
 /** Refresh a cached token this long before it expires (at most half its lifetime). */
 export const TEAMS_TOKEN_MARGIN_MS = 5 * 60_000;
+/** Lifetimes believed from `expires_in` (Entra grants about an hour), in seconds. */
+export const TEAMS_TOKEN_LIFETIME_S = { min: 1, max: 86_400 } as const;
 
 const SCOPE = 'https://api.botframework.com/.default';
 
@@ -197,9 +199,12 @@ export function readToken(
   return { result: { status: 'failed', reason: `${reason} (check appId, appPassword, tenantId)` } };
 }
 
+// Bounded both ways: a lifetime of 1e308 cached a token for ever (until a 401), one of a
+// microsecond fetched a token for every part.
 function toSeconds(value: unknown): number {
   const seconds = typeof value === 'string' ? Number(value) : value;
-  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 ? seconds : 3600;
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) return 3600;
+  return Math.min(Math.max(seconds, TEAMS_TOKEN_LIFETIME_S.min), TEAMS_TOKEN_LIFETIME_S.max);
 }
 
 function firstClause(reason: string): string {
