@@ -102,6 +102,8 @@ const HELPERS: Record<string, (...args: unknown[]) => unknown> = {
   // Every run of white space (line breaks included) as one space: a summary stays one line.
   oneLine: (value) => made(oneLine(made(text(value)))),
   money: (amount, currency) => made(formatMinorUnits(amount, given(currency, 'string'))),
+  // What `default` takes for absent: `{{#if}}` also hides 0 and false, which are values.
+  present: (value) => value !== undefined && value !== null && value !== '',
 };
 for (const [name, helper] of Object.entries(HELPERS)) hb.registerHelper(name, helper);
 
@@ -120,6 +122,7 @@ const HELPER_VALUES: Readonly<Record<string, number>> = {
   keySegment: 1,
   oneLine: 1,
   money: 1,
+  present: 1,
 };
 
 /**

@@ -12,9 +12,9 @@ import type { Mapping } from '../schemas/mapping.ts';
 
 // `{{...}}` of a value cut to one line of at most `max` characters.
 const line = (path: string, max = 120) => `{{truncate (oneLine ${path}) ${max}}}`;
-// A `Label: value` line, present only when the value is.
+// A `Label: value` line, present only when the value is (false is a value: `Merged: false`).
 const fact = (label: string, path: string) =>
-  `{{#if ${path}}}${label}: ${line(path, 300)}\n{{/if}}`;
+  `{{#if (present ${path})}}${label}: ${line(path, 300)}\n{{/if}}`;
 // The first part of a long text (issue body, comment), after a blank line.
 const excerpt = (path: string) => `{{#if ${path}}}\n{{truncate ${path} 4000}}\n{{/if}}`;
 

@@ -13,11 +13,12 @@ import type { Mapping } from '../schemas/mapping.ts';
 
 const OBJECT = 'payload.data.object';
 
-// The amount that matters for the object: its amount, else what is due, else the total.
+// The amount that matters for the object: its amount, else what is due, else the total (zero
+// is an amount: a trial's invoice is due 0.00).
 const AMOUNT = ['amount', 'amount_due', 'amount_total']
   .map(
     (field, i) =>
-      `{{${i === 0 ? '#if' : 'else if'} ${OBJECT}.${field}}} {{money ${OBJECT}.${field} ${OBJECT}.currency}}`,
+      `{{${i === 0 ? '#if' : 'else if'} (present ${OBJECT}.${field})}} {{money ${OBJECT}.${field} ${OBJECT}.currency}}`,
   )
   .join('')
   .concat('{{/if}}');
@@ -39,8 +40,12 @@ const summary = (customer: string) =>
     ` (${MODE})\n`,
   ].join('');
 
+// A `Label: value` line, present only when the value is.
 const fact = (label: string, path: string) =>
-  `{{#if ${path}}}${label}: {{truncate (oneLine ${path}) 300}}\n{{/if}}`;
+  `{{#if (present ${path})}}${label}: {{truncate (oneLine ${path}) 300}}\n{{/if}}`;
+// An amount's line, zero included.
+const amount = (label: string, field: string) =>
+  `{{#if (present ${OBJECT}.${field})}}${label}: {{money ${OBJECT}.${field} ${OBJECT}.currency}}\n{{/if}}`;
 
 const facts = (customer: string) =>
   [
@@ -48,11 +53,11 @@ const facts = (customer: string) =>
     fact('Type', 'payload.type'),
     fact('Object', `${OBJECT}.object`),
     fact('Object id', `${OBJECT}.id`),
-    `{{#if ${OBJECT}.amount}}Amount: {{money ${OBJECT}.amount ${OBJECT}.currency}}\n{{/if}}`,
-    `{{#if ${OBJECT}.amount_due}}Amount due: {{money ${OBJECT}.amount_due ${OBJECT}.currency}}\n{{/if}}`,
-    `{{#if ${OBJECT}.amount_paid}}Amount paid: {{money ${OBJECT}.amount_paid ${OBJECT}.currency}}\n{{/if}}`,
-    `{{#if ${OBJECT}.amount_refunded}}Refunded: {{money ${OBJECT}.amount_refunded ${OBJECT}.currency}}\n{{/if}}`,
-    `{{#if ${OBJECT}.amount_total}}Total: {{money ${OBJECT}.amount_total ${OBJECT}.currency}}\n{{/if}}`,
+    amount('Amount', 'amount'),
+    amount('Amount due', 'amount_due'),
+    amount('Amount paid', 'amount_paid'),
+    amount('Refunded', 'amount_refunded'),
+    amount('Total', 'amount_total'),
     fact('Customer', customer),
     fact('Email', EMAIL),
     fact('Status', `${OBJECT}.status`),

@@ -53,6 +53,14 @@ export const TELEGRAM_TOKEN_PATTERN = "^[1-9][0-9]{0,16}:[A-Za-z0-9._~!$&'()*+,;
  */
 export const ENV_VALUE_PATTERN = '^[^\\x00]*$';
 
+/**
+ * A value compared exactly with one another party sends (the audience Google signs into a push's
+ * token, any case-sensitive string): no control character, no white space at either end. Such a
+ * character is a line ending or a space carried in (a CRLF env file's \r) that the other party
+ * never sends, so every comparison would fail.
+ */
+export const COMPARED_TEXT_PATTERN = `^[^\\s${CONTROL}](?:[^${CONTROL}]*[^\\s${CONTROL}])?$`;
+
 /** A command runner's argument: not blank, and no NUL (as an environment value). */
 export const ARGUMENT_PATTERN = '^[^\\x00]*[^\\s\\x00][^\\x00]*$';
 
@@ -94,6 +102,10 @@ export const CREDENTIAL_WORDS: ReadonlyMap<string, string> = new Map([
     'must not be blank or hold a NUL character: a command line cannot carry one, so every run would fail to start',
   ],
   [HEADER_NAME_PATTERN, "is not an HTTP header name (letters, digits and !#$%&'*+.^_`|~-)"],
+  [
+    COMPARED_TEXT_PATTERN,
+    'must not hold a control character (a line break, a tab, a NUL) nor begin or end with white space: it is compared exactly with what is sent',
+  ],
 ]);
 
 /**
@@ -133,6 +145,7 @@ export const credential = {
   headerName: { type: 'string', pattern: HEADER_NAME_PATTERN },
   envValue: { type: 'string', pattern: ENV_VALUE_PATTERN },
   argument: { type: 'string', minLength: 1, pattern: ARGUMENT_PATTERN },
+  compared: { type: 'string', minLength: 1, pattern: COMPARED_TEXT_PATTERN },
 } as const;
 
 /** Whether `value` can be sent as a token after an auth scheme (a key read from the environment). */

@@ -38,8 +38,9 @@ export const gmailSchema = {
     subscription: { ...nonEmpty, default: GMAIL_DEFAULTS.subscription },
     // The push secret in `push.mode: token` (?token= on the push route only, or x-gog-token).
     pushToken: { ...credential.header, minLength: 16 },
-    // OpenClaw's hook URL for its separate fetcher; hookgate fetches itself and ignores it.
-    hookUrl: nonEmpty,
+    // OpenClaw's hook URL for its separate fetcher; hookgate fetches itself and ignores it, but
+    // a value that is no absolute http(s) URL was never OpenClaw's either: a mistake, refused.
+    hookUrl: url,
     includeBody: { type: 'boolean', default: true },
     maxBytes: {
       type: 'integer',
@@ -87,8 +88,9 @@ export const gmailSchema = {
       default: {},
       properties: {
         mode: { enum: ['oidc', 'token'], default: 'oidc' },
-        // oidc: the subscription's audience (default: the push endpoint URL Pub/Sub was given).
-        audience: nonEmpty,
+        // oidc: the subscription's audience (default: the push endpoint URL Pub/Sub was given),
+        // any case-sensitive string, compared exactly with the token's.
+        audience: credential.compared,
         serviceAccountEmail: { type: 'string', pattern: '^[^\\s@]+@[^\\s@]+$' },
         jwksUrl: { ...url, default: GMAIL_DEFAULTS.jwksUrl },
         issuers: {

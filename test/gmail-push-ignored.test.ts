@@ -17,6 +17,7 @@ import {
   storedMailState,
   historyCalls,
   sendPush,
+  sendPushAnswer,
   startGmailService,
   type OidcWorld,
   startOidcWorld,
@@ -65,7 +66,10 @@ async function expectNothingRecorded(
   query = '',
 ): Promise<void> {
   const syncs = historyCalls(gmail);
-  expect(await sendPush(`${service.pushUrl}${query}`, body, headers)).toBe(status);
+  const answer = await sendPushAnswer(`${service.pushUrl}${query}`, body, headers);
+  expect(answer.status).toBe(status);
+  // RFC 9110: every 401 names its scheme; one challenge whatever was wrong, telling nothing more.
+  expect(answer.challenge).toBe(status === 401 ? 'Bearer' : null);
   const after = storedMailState(dataDir);
   expect(after.pendingPushes).toBe(0);
   // No push was ever recorded before the genuine one at the end.

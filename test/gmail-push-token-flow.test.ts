@@ -15,7 +15,7 @@ import {
   gmailStatus,
   HOOK_TOKEN,
   historyCalls,
-  sendPush,
+  sendPushAnswer,
   startGmailService,
 } from './helpers/gmail-binary.ts';
 import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
@@ -51,13 +51,17 @@ afterAll(async () => {
 });
 
 /** A push for the current history id to the push listener, with `query` and `headers`. */
-function push(query: string, headers: Record<string, string> = {}): Promise<number> {
+async function push(query: string, headers: Record<string, string> = {}): Promise<number> {
   pushes++;
-  return sendPush(
+  const answer = await sendPushAnswer(
     `${service.pushUrl}${query}`,
     envelope(`token-p${pushes}`, gmail.historyId()),
     headers,
   );
+  // RFC 9110: every 401 names how to authenticate. The token is no bearer credential: the
+  // challenge names the header it goes in, the same whatever was wrong.
+  expect(answer.challenge).toBe(answer.status === 401 ? 'x-gog-token' : null);
+  return answer.status;
 }
 
 const log = () => service.stdout() + service.stderr();

@@ -67,6 +67,7 @@ async function pushListener(caps: { maxConnections: number; maxConnectionsPerAdd
     {
       account: 'owner@example.com',
       authenticate: async () => ({ ok: false, reason: 'missing' }) as never,
+      challenge: 'Bearer',
       decode: () => ({ ok: false, reason: 'not-an-object' }) as never,
       record: () => false,
       onRecorded: () => undefined,

@@ -175,6 +175,27 @@ describe('github: every example event of @octokit/webhooks-examples', () => {
     expect(mapping.kind).toBe('ignore');
   });
 
+  it('shows a fact whose value is false (a pull request not merged, not a draft; a release not a prerelease); one absent or null is left out', async () => {
+    const pr = githubEvents().find((x) => x.event === 'pull_request' && x.action === 'opened');
+    const opened = structuredClone(pr?.payload) as {
+      pull_request: { draft?: boolean | null; merged?: boolean | null };
+    };
+    opened.pull_request.draft = false;
+    opened.pull_request.merged = false;
+    const shown = await deliver(setup, 'github', opened, { 'x-github-event': 'pull_request' });
+    expect(shown.actions[0]?.message).toContain('Draft: false\nMerged: false\n');
+    opened.pull_request.draft = null;
+    delete opened.pull_request.merged;
+    const left = await deliver(setup, 'github', opened, { 'x-github-event': 'pull_request' });
+    expect(left.actions[0]?.message).not.toMatch(/^(Draft|Merged):/m);
+
+    const c = githubEvents().find((x) => x.event === 'release' && x.action === 'published');
+    const release = structuredClone(c?.payload) as { release: { prerelease: boolean } };
+    release.release.prerelease = false;
+    const published = await deliver(setup, 'github', release, { 'x-github-event': 'release' });
+    expect(published.actions[0]?.message).toContain('Prerelease: false\n');
+  });
+
   it('keys a delivery without a repository under a fixed fallback', async () => {
     const { repository: _, ...payload } = push as unknown as Record<string, unknown>;
     const { actions } = await deliver(setup, 'github', payload, { 'x-github-event': 'push' });
@@ -288,6 +309,39 @@ describe('stripe', () => {
     });
     const { actions } = await deliver(setup, 'stripe', refund);
     expect(actions[0]?.message).toContain('Refunded: 2.50 USD');
+  });
+
+  it('shows an amount of zero (a trial invoice, nothing paid yet); one absent or null is left out', async () => {
+    const trial = stripeEvent('invoice.paid', {
+      id: 'in_0',
+      object: 'invoice',
+      amount_due: 0,
+      amount_paid: 0,
+      amount_total: null,
+      currency: 'usd',
+      customer: 'cus_Z',
+    });
+    const { actions } = await deliver(setup, 'stripe', trial);
+    const message = actions[0]?.message ?? '';
+    expect(firstLine(actions[0] as AgentAction)).toBe(
+      'Stripe invoice.paid: invoice in_0 0.00 USD for cus_Z (test)',
+    );
+    expect(message).toContain('Amount due: 0.00 USD\nAmount paid: 0.00 USD\n');
+    expect(message).not.toMatch(/^(Amount|Refunded|Total):/m);
+
+    const free = stripeEvent('payment_intent.succeeded', {
+      id: 'pi_0',
+      object: 'payment_intent',
+      amount: 0,
+      amount_due: 700,
+      currency: 'eur',
+    });
+    const charged = (await deliver(setup, 'stripe', free)).actions[0] as AgentAction;
+    // Its own amount, zero as it is, comes first: not what is due.
+    expect(firstLine(charged)).toBe(
+      'Stripe payment_intent.succeeded: payment_intent pi_0 0.00 EUR (test)',
+    );
+    expect(charged.message).toContain('Amount: 0.00 EUR\n');
   });
 
   it("shows the email where the object has one: a customer's own, a checkout session's customer details", async () => {

@@ -18,7 +18,7 @@ import {
   type RunRow,
   type RuntimeStore,
 } from '../engine/runtime/runtime-store.ts';
-import { REQUEST_EXPIRY_MS } from '../engine/store/control-requests.ts';
+import { REQUEST_EXPIRY_MS, TAKEN_REQUEST_KEEP_MS } from '../engine/store/control-requests.ts';
 import type { Action, AgentAction, WakeAction } from '../schemas/action.ts';
 
 /** Stores over one set of data, and the ingress's way in. */
@@ -29,8 +29,13 @@ export type RuntimeStoreEnv = {
   accept(actions: Action[]): Promise<void>;
   /** The delivery records of a run or heartbeat (their states), read from the data directly. */
   deliveryStates(sourceId: string): Promise<string[]>;
-  /** Make a request look asked `ms` earlier than it was, in the data directly (time passing). */
+  /**
+   * Make a request look asked (and taken, if it was) `ms` earlier than it was, in the data
+   * directly (time passing).
+   */
   backdateRequest(seq: number, ms: number): Promise<void>;
+  /** The seqs of the requests and of the answers kept, read from the data directly. */
+  requestRows(): Promise<{ requests: number[]; answers: number[] }>;
   cleanup(): Promise<void>;
 };
 
@@ -1311,6 +1316,45 @@ export function describeRuntimeStore(
         expect(await store.requestTaken(stale)).toBe(false);
         expect(await store.withdrawRequest(stale)).toBe(false);
         expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+      });
+
+      it('taken requests and their answers are dropped a day after they were taken, an asker still waiting keeps its answer', async () => {
+        const reloaded = await store.request('reload');
+        // Taken by an instance that died before its heartbeat ended: never answered.
+        const unserved = await store.request('heartbeat');
+        await store.takeRequests();
+        await store.answerRequest(reloaded, '{"ok":true}');
+        const recent = await store.request('reload');
+        await store.takeRequests();
+        await store.answerRequest(recent, '{"ok":false}');
+        await env.backdateRequest(reloaded, TAKEN_REQUEST_KEEP_MS + 60_000);
+        await env.backdateRequest(unserved, TAKEN_REQUEST_KEEP_MS + 60_000);
+        await env.backdateRequest(recent, TAKEN_REQUEST_KEEP_MS - 60_000);
+
+        const next = await store.request('reload');
+        expect(await store.takeRequests()).toEqual([{ seq: next, kind: 'reload' }]);
+        expect(await env.requestRows()).toEqual({ requests: [recent, next], answers: [recent] });
+        expect(await store.requestResult(reloaded)).toBeUndefined();
+        expect(await store.requestResult(recent)).toBe('{"ok":false}');
+        // A day on, a new leader no longer runs the heartbeat nobody answered.
+        expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+      });
+
+      it('an older heartbeat request never answered is dropped with a newer one served, however the clock stepped', async () => {
+        const older = await store.request('heartbeat');
+        await store.takeRequests();
+        const newer = await store.request('heartbeat');
+        await store.takeRequests();
+        await store.answerRequest(newer, 'heartbeat h1');
+        // The clock stepped back between the two takes: the older looks taken later.
+        await env.backdateRequest(older, TAKEN_REQUEST_KEEP_MS - 60_000);
+        await env.backdateRequest(newer, TAKEN_REQUEST_KEEP_MS + 60_000);
+
+        const next = await store.request('reload');
+        await store.takeRequests();
+        // Kept alone, the older would read as the newest unserved: a heartbeat nobody asks for.
+        expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+        expect(await env.requestRows()).toEqual({ requests: [next], answers: [] });
       });
 
       it('the newest heartbeat request taken and never answered is found; answered, or a reload, it is not', async () => {

@@ -61,9 +61,26 @@ if (!skip) {
           await client.connect();
           try {
             await client.query(
-              'UPDATE control_requests SET created_at = created_at - make_interval(secs => $2) WHERE seq = $1',
+              `UPDATE control_requests SET created_at = created_at - make_interval(secs => $2),
+                 handled_at = handled_at - make_interval(secs => $2) WHERE seq = $1`,
               [seq, ms / 1000],
             );
+          } finally {
+            await client.end();
+          }
+        },
+        async requestRows() {
+          const client = new pg.Client({ connectionString: url });
+          await client.connect();
+          try {
+            const seqs = async (table: string) =>
+              (
+                await client.query<{ seq: string }>(`SELECT seq FROM ${table} ORDER BY seq`)
+              ).rows.map((row) => Number(row.seq));
+            return {
+              requests: await seqs('control_requests'),
+              answers: await seqs('control_answers'),
+            };
           } finally {
             await client.end();
           }

@@ -41,9 +41,27 @@ describeRuntimeStore(
       async backdateRequest(seq, ms) {
         const db = new DatabaseSync(path.join(dir, STORE_FILE));
         try {
-          const row = db.prepare('SELECT created_at FROM control_requests WHERE seq = ?').get(seq);
-          const earlier = new Date(Date.parse(String(row?.['created_at'])) - ms).toISOString();
-          db.prepare('UPDATE control_requests SET created_at = ? WHERE seq = ?').run(earlier, seq);
+          const row = db
+            .prepare('SELECT created_at, handled_at FROM control_requests WHERE seq = ?')
+            .get(seq);
+          const earlier = (at: unknown) =>
+            at === null ? null : new Date(Date.parse(String(at)) - ms).toISOString();
+          db.prepare(
+            'UPDATE control_requests SET created_at = ?, handled_at = ? WHERE seq = ?',
+          ).run(earlier(row?.['created_at']), earlier(row?.['handled_at']), seq);
+        } finally {
+          db.close();
+        }
+      },
+      async requestRows() {
+        const db = new DatabaseSync(path.join(dir, STORE_FILE), { readOnly: true });
+        try {
+          const seqs = (table: string) =>
+            db
+              .prepare(`SELECT seq FROM ${table} ORDER BY seq`)
+              .all()
+              .map((row) => Number(row['seq']));
+          return { requests: seqs('control_requests'), answers: seqs('control_answers') };
         } finally {
           db.close();
         }

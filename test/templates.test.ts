@@ -43,8 +43,16 @@ describe('rendering', () => {
     ['money not an amount', '{{money "12" "usd"}}', '12 usd'],
     ['money without currency', '{{money 12}}', '12'],
     ['money without an amount', '{{money payload.missing "usd"}}', ''],
-  ])('%s', (_name, source, expected) => {
-    expect(compileTemplate(source)(ctx)).toBe(expected);
+    // A bare if hides 0 and false; present shows them and hides what default replaces.
+    [
+      'present',
+      '{{#each values}}{{#if (present this)}}y{{else}}n{{/if}}{{/each}}',
+      'yyyynn',
+      { values: [0, false, 'x', [], null, ''] },
+    ],
+    ['present of missing', '{{#if (present payload.nope)}}y{{else}}n{{/if}}', 'n'],
+  ])('%s', (_name, source, expected, data?: Record<string, unknown>) => {
+    expect(compileTemplate(source)(data ? toEvaluatorData(data) : ctx)).toBe(expected);
   });
 
   it('oneLine folds every line break and run of white space into one space', () => {

@@ -163,6 +163,7 @@ export async function startMailFlow(
     {
       account,
       authenticate: (credentials) => authenticator.authenticate(credentials),
+      challenge: authenticator.challenge,
       decode: decodePush,
       record: (recorded) => store.recordPush(recorded, Date.now()),
       onRecorded: (recorded) => {

@@ -50,8 +50,17 @@ export type PushAuthResult =
 /** Authenticates one push; never throws. */
 export type PushAuthenticator = {
   mode: 'oidc' | 'token';
+  /** The WWW-Authenticate of a refusal (RFC 9110 asks one of every 401): see PUSH_CHALLENGES. */
+  challenge: string;
   authenticate(credentials: PushCredentials): Promise<PushAuthResult>;
 };
+
+/**
+ * The challenge of each mode, the same whatever was wrong (no error parameter: a guesser learns
+ * nothing of why). OIDC tokens come as Bearer; the shared token is no HTTP scheme (it rides in
+ * `?token=` or its own header), so its challenge names the header it goes in.
+ */
+export const PUSH_CHALLENGES = { oidc: 'Bearer', token: 'x-gog-token' } as const;
 
 /** The push authenticator for the settings; throws ConfigError when the mode lacks a setting. */
 export function createPushAuthenticator(
@@ -63,12 +72,14 @@ export function createPushAuthenticator(
     const checkToken = createTokenCheck(requiredPushToken(settings, at));
     return {
       mode: 'token',
+      challenge: PUSH_CHALLENGES.token,
       authenticate: async (credentials) => checkToken(credentials),
     };
   }
   const checkBearer = createOidcCheck(oidcSettings(settings, joinPath(at, 'push')), options);
   return {
     mode: 'oidc',
+    challenge: PUSH_CHALLENGES.oidc,
     authenticate: (credentials) => checkBearer(credentials.authorization),
   };
 }

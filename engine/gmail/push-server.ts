@@ -23,6 +23,8 @@ import type { PushEnvelopeResult } from './push-envelope.ts';
 export type PushServerDeps = {
   account: string;
   authenticate: (credentials: PushCredentials) => Promise<PushAuthResult>;
+  /** The WWW-Authenticate every 401 carries (the authenticator's). */
+  challenge: string;
   decode: (body: unknown) => PushEnvelopeResult;
   /** Record durably; false for a push recorded before. Throws when it cannot be stored. */
   record: (push: RecordedPush) => boolean;
@@ -50,10 +52,8 @@ const NOT_FOUND = new HookError('not_found', 'No such endpoint: pushes go to the
 const METHOD_NOT_ALLOWED = new HookError('method_not_allowed', undefined, {
   headers: { allow: 'POST' },
 });
-const UNAUTHORIZED = new HookError(
-  'unauthorized',
-  "Missing or invalid push credentials (the subscription's OIDC token, or its token).",
-);
+const UNAUTHORIZED_MESSAGE =
+  "Missing or invalid push credentials (the subscription's OIDC token, or its token).";
 const NOT_RECORDED = new HookError(
   'unavailable',
   'The push could not be recorded; Pub/Sub sends it again.',
@@ -67,10 +67,14 @@ export async function startPushServer(
   settings: PushServerSettings,
   deps: PushServerDeps,
 ): Promise<PushServer> {
+  // Built once: one refusal whatever was wrong, with the mode's challenge (RFC 9110 asks one).
+  const unauthorized = new HookError('unauthorized', UNAUTHORIZED_MESSAGE, {
+    headers: { 'www-authenticate': deps.challenge },
+  });
   const server = createServer(
     { headersTimeout: settings.timeoutMs, requestTimeout: settings.timeoutMs + 1_000 },
     (req, res) => {
-      handle(req, res, settings, deps).catch((err: unknown) => {
+      handle(req, res, settings, deps, unauthorized).catch((err: unknown) => {
         deps.logger.error({ err: (err as Error).message }, 'gmail push failed');
         refuse(res, INTERNAL);
       });
@@ -102,6 +106,7 @@ async function handle(
   res: ServerResponse,
   settings: PushServerSettings,
   deps: PushServerDeps,
+  unauthorized: HookError,
 ): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://push.invalid');
   if (url.pathname !== settings.path) return refuse(res, NOT_FOUND);
@@ -115,7 +120,7 @@ async function handle(
   if (!check.ok) {
     // A forgery or a misconfigured subscription: refused (Pub/Sub retries), and said in the log.
     deps.logger.warn({ reason: check.reason }, 'gmail push refused');
-    return refuse(res, UNAUTHORIZED, true);
+    return refuse(res, unauthorized, true);
   }
   let body: unknown;
   try {

@@ -20,3 +20,12 @@ const MAX_LEASE_MS = configSchema.properties.store.properties.leaseSeconds.maxim
  * later would do what nobody asks for any longer. It is dropped when requests are next taken.
  */
 export const REQUEST_EXPIRY_MS = MAX_LEASE_MS + 5 * 60_000;
+
+/**
+ * How long a taken request and its answer are kept after it was taken. Its asker waits for the
+ * answer a minute at most (`reload`), and a new leader resumes a heartbeat request its instance
+ * took and never answered (NEWEST_HEARTBEAT_REQUEST_UNSERVED); a day on, nobody reads either,
+ * and the scheduled heartbeats have run meanwhile. Dropped when requests are next taken, so each
+ * command leaves no row for ever.
+ */
+export const TAKEN_REQUEST_KEEP_MS = 24 * 60 * 60_000;

@@ -95,6 +95,15 @@ export async function sendPush(
   body: unknown,
   headers: Record<string, string> = {},
 ): Promise<number> {
+  return (await sendPushAnswer(url, body, headers)).status;
+}
+
+/** As sendPush, with the answer's challenge (its WWW-Authenticate, null without one). */
+export async function sendPushAnswer(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; challenge: string | null }> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -102,7 +111,7 @@ export async function sendPush(
     signal: AbortSignal.timeout(10_000),
   });
   await res.arrayBuffer();
-  return res.status;
+  return { status: res.status, challenge: res.headers.get('www-authenticate') };
 }
 
 /** The gmail actions `hookgate actions --json` lists for the data directory. */

@@ -30,7 +30,11 @@ import {
   RECOVER_DELIVERIES,
   saveDelivery,
 } from './heartbeat-deliveries.ts';
-import { NEWEST_HEARTBEAT_REQUEST_UNSERVED, REQUEST_EXPIRY_MS } from '../control-requests.ts';
+import {
+  NEWEST_HEARTBEAT_REQUEST_UNSERVED,
+  REQUEST_EXPIRY_MS,
+  TAKEN_REQUEST_KEEP_MS,
+} from '../control-requests.ts';
 import { restoredEventText } from '../stored-event.ts';
 import { inTransaction } from './pool.ts';
 import { isoTime } from './run-rows.ts';
@@ -508,17 +512,29 @@ export class PostgresSessionRecords implements SessionStore {
   async takeRequests(): Promise<Array<{ seq: number; kind: string }>> {
     // Each request is taken by one instance: another taking requests at once skips these rows.
     // One left by an asker killed before taking it back is dropped instead (nobody asks for it
-    // any longer), in the same statement: one round trip per look, as before.
+    // any longer), in the same statement: one round trip per look, as before. So are those taken
+    // a day ago or more, with their answers: the newest such and every taken one older by seq,
+    // never a newer one alone (a clock stepped back would leave an older heartbeat request as
+    // the newest); rows another instance drops at once are skipped, not waited for.
     const { rows } = await this.pool.query<{ seq: string; kind: string }>(
       `WITH expired AS (
          DELETE FROM control_requests
-         WHERE handled_at IS NULL AND created_at < now() - make_interval(secs => $1))
+         WHERE handled_at IS NULL AND created_at < now() - make_interval(secs => $1)),
+       bound AS (
+         SELECT max(seq) AS seq FROM control_requests
+         WHERE handled_at < now() - make_interval(secs => $2)),
+       dropped AS (
+         DELETE FROM control_requests WHERE seq IN (SELECT seq FROM control_requests
+           WHERE handled_at IS NOT NULL AND seq <= (SELECT seq FROM bound) FOR UPDATE SKIP LOCKED)),
+       unasked AS (
+         DELETE FROM control_answers WHERE seq IN (SELECT seq FROM control_answers
+           WHERE seq <= (SELECT seq FROM bound) FOR UPDATE SKIP LOCKED))
        UPDATE control_requests SET handled_at = now()
        WHERE seq IN (SELECT seq FROM control_requests
                      WHERE handled_at IS NULL AND created_at >= now() - make_interval(secs => $1)
                      ORDER BY seq FOR UPDATE SKIP LOCKED)
        RETURNING seq, kind`,
-      [REQUEST_EXPIRY_MS / 1000],
+      [REQUEST_EXPIRY_MS / 1000, TAKEN_REQUEST_KEEP_MS / 1000],
     );
     return rows
       .map((row) => ({ seq: Number(row.seq), kind: row.kind }))

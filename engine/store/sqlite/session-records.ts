@@ -35,7 +35,11 @@ import {
   PENDING_SIZES,
   SESSION_EVENTS,
 } from './event-consumption.ts';
-import { NEWEST_HEARTBEAT_REQUEST_UNSERVED, REQUEST_EXPIRY_MS } from '../control-requests.ts';
+import {
+  NEWEST_HEARTBEAT_REQUEST_UNSERVED,
+  REQUEST_EXPIRY_MS,
+  TAKEN_REQUEST_KEEP_MS,
+} from '../control-requests.ts';
 import { storedEventText } from '../stored-event.ts';
 import { boundLimit } from './bound-limit.ts';
 import { watchDoorbell, whyNotRung } from './doorbell.ts';
@@ -65,6 +69,11 @@ const RECOVERED = "state = 'running' AND id NOT IN (SELECT value FROM json_each(
 
 const EXPIRE_REQUESTS = 'DELETE FROM control_requests WHERE handled_at IS NULL AND created_at < ?';
 const ANSWER_REQUEST = 'INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)';
+// The newest request taken before ?: it and every taken one older by seq are dropped, never a
+// newer one alone (a clock stepped back would leave an older heartbeat request as the newest).
+const TAKEN_BEFORE = 'SELECT max(seq) AS seq FROM control_requests WHERE handled_at < ?';
+const DROP_TAKEN = 'DELETE FROM control_requests WHERE handled_at IS NOT NULL AND seq <= ?';
+const DROP_ANSWERS = 'DELETE FROM control_answers WHERE seq <= ?';
 
 /** One page of pending events read for a lost request for a heartbeat now. */
 type AskedNowPage = { lowest: number | null; size: number; asked: number };
@@ -528,6 +537,12 @@ export class SqliteSessionRecords implements SessionStore {
     return this.transaction(() => {
       // Left by an asker killed before taking it back: nobody asks for it any longer.
       this.statement(EXPIRE_REQUESTS).run(isoTime(Date.now() - REQUEST_EXPIRY_MS));
+      // Taken a day ago or more: nobody waits for them or their answers any longer.
+      const taken = this.statement(TAKEN_BEFORE).get(isoTime(Date.now() - TAKEN_REQUEST_KEEP_MS));
+      if (taken?.['seq'] != null) {
+        this.statement(DROP_TAKEN).run(taken['seq']);
+        this.statement(DROP_ANSWERS).run(taken['seq']);
+      }
       const rows = this.statement(
         'SELECT seq, kind FROM control_requests WHERE handled_at IS NULL ORDER BY seq',
       ).all() as Row[];
