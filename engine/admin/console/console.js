@@ -256,9 +256,13 @@ function addLive(summary) {
   // Under a filter the server decides what matches (run states live in the store): ask again.
   // So too while another filter's rows are shown (an unfiltered read is on its way, and merges
   // this row, which came after it began).
+  // At most one read per 250 ms, due from the first request it follows: put off again by each
+  // new one, a read never came while requests kept arriving less than 250 ms apart.
   if (state.filter || live.shownFilter !== '') {
-    clearTimeout(state.refetch);
-    state.refetch = setTimeout(loadList, 250);
+    state.refetch ??= setTimeout(() => {
+      state.refetch = null;
+      void loadList();
+    }, 250);
     return;
   }
   prependRow(summary);
