@@ -51,7 +51,27 @@ function visible(text) {
     .replace(DISGUISING, (char) => `\\u{${char.codePointAt(0).toString(16)}}`);
 }
 
-/** An element with attributes and children; strings become text nodes (visible()). */
+// A run of characters with no place to break a line gets one every 64 characters (a <wbr>, which
+// adds nothing to the text read or copied), but not before a combining mark: Chromium lays out
+// such a run in time that grows with its square in some scripts (60,000 emoji skin-tone
+// modifiers, 240 KB, held the tab for minutes; an Arabic word of 120,000 letters for seconds).
+const LONG_RUN = /[^ \t\n\r]{64}(?=[^ \t\n\r\p{M}])/gu;
+
+/** Text as nodes to append: visible(), with a break opportunity in every long run. */
+function breakable(text) {
+  const shown = visible(text);
+  const pieces = [];
+  let from = 0;
+  for (const run of shown.matchAll(LONG_RUN)) {
+    const end = run.index + run[0].length;
+    pieces.push(shown.slice(from, end), document.createElement('wbr'));
+    from = end;
+  }
+  pieces.push(shown.slice(from));
+  return pieces;
+}
+
+/** An element with attributes and children; strings become text (breakable()). */
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs ?? {})) {
@@ -62,9 +82,9 @@ function h(tag, attrs, ...children) {
   }
   for (const child of children.flat()) {
     if (child === undefined || child === null || child === false) continue;
-    el.append(
-      typeof child === 'string' || typeof child === 'number' ? visible(String(child)) : child,
-    );
+    if (typeof child === 'string' || typeof child === 'number')
+      el.append(...breakable(String(child)));
+    else el.append(child);
   }
   return el;
 }
