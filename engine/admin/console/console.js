@@ -24,6 +24,8 @@ const state = {
   streamAbort: null,
   refetch: null,
   pane: 0,
+  // The request the detail pane shows, as read (JSON), or null.
+  shown: null,
 };
 
 // Characters that change how the text around them reads (bidi overrides, embeddings, isolates
@@ -137,6 +139,7 @@ function showLogin(message) {
   // shows no request (its Retry would act on one no longer selected).
   state.pane += 1;
   state.selected = null;
+  state.shown = null;
   $('detail').replaceChildren(h('p', { class: 'muted' }, 'Select a request.'));
   $('login').hidden = false;
   $('requests-view').hidden = true;
@@ -407,7 +410,10 @@ async function readStream(abort) {
 
 // ---- a request's detail ----
 
-async function select(id) {
+// `refresh`: a read of the request shown (its run followed); one that brings what is shown
+// already leaves the pane as it is. Drawn again every second, a large body kept the tab busy
+// for as long as the run lasted, and a selection made in the pane was lost at each read.
+async function select(id, refresh = false) {
   const version = ++state.pane;
   state.selected = id;
   for (const tr of $('request-rows').children)
@@ -416,10 +422,13 @@ async function select(id) {
   if (version !== state.pane) return;
   const pane = $('detail');
   if (status !== 200) {
+    state.shown = null;
     pane.replaceChildren(h('p', { class: 'error' }, 'This request is no longer in the journal.'));
     return;
   }
-  pane.replaceChildren(...detail(body.request).flat());
+  const shown = JSON.stringify(body.request);
+  if (!refresh || shown !== state.shown) pane.replaceChildren(...detail(body.request).flat());
+  state.shown = shown;
   // A run still queued or running is shown as it goes on (a retry's, or one just accepted), as
   // long as the same request stays selected and nothing else changed the pane.
   const runs = Object.values(body.request.runs ?? {});
@@ -432,7 +441,7 @@ function followRun(id, delayMs) {
   const version = state.pane;
   setTimeout(() => {
     if (state.pane !== version || state.selected !== id) return;
-    select(id).catch(() => followRun(id, Math.min(delayMs * 2, RUN_REFRESH_MAX_MS)));
+    select(id, true).catch(() => followRun(id, Math.min(delayMs * 2, RUN_REFRESH_MAX_MS)));
   }, delayMs);
 }
 
