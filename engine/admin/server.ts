@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { capConnections, type ListenerCaps } from '../connection-limit.ts';
 import { contentCodingRefusal } from '../ingress/content-types.ts';
+import { originForm } from '../ingress/admit.ts';
 import { framingRefusal } from '../ingress/framing.ts';
 import { owesAnswer, refuseMessage } from '../ingress/parser-refusals.ts';
 import type { Logger } from '../log.ts';
@@ -57,6 +58,13 @@ function allowed(route: Route): string {
     ...(route.methods.GET ? ['GET', 'HEAD'] : []),
     ...(route.methods.POST ? ['POST'] : []),
   ].join(', ');
+}
+
+/** A request target as a URL whose path is the target's own (`//x/y` stays a path). Pure. */
+export function requestUrl(target: string): URL {
+  const { path } = originForm(target);
+  // `*` (OPTIONS) or another target that is no path: nothing is served there.
+  return new URL(path.startsWith('/') ? `http://admin.invalid${path}` : 'http://admin.invalid/*');
 }
 
 /** Start the admin listener. */
@@ -112,8 +120,9 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
     const framing = framingRefusal(req) ?? contentCodingRefusal(req.headers['content-encoding']);
     // Every framing code is one of the admin catalogue's (checked by the compiler).
     if (framing) throw new AdminError(framing.code);
-    // Only the path is read: a query string never selects a route.
-    const url = new URL(req.url ?? '/', 'http://admin.invalid');
+    // Only the path is read, as sent (the absolute form's path): a query string never selects a
+    // route, nor does `//x/api/...`, which a URL relative to a base reads as the host `x`.
+    const url = requestUrl(req.url ?? '/');
     const route = routes.find((r) => r.path.test(url.pathname));
     const method = req.method ?? 'GET';
     const refused = guard({

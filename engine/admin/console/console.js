@@ -24,6 +24,8 @@ const state = {
   streamAbort: null,
   refetch: null,
   pane: 0,
+  // The request the detail pane shows, as read (JSON), or null.
+  shown: null,
 };
 
 // Characters that change how the text around them reads (bidi overrides, embeddings, isolates
@@ -51,7 +53,27 @@ function visible(text) {
     .replace(DISGUISING, (char) => `\\u{${char.codePointAt(0).toString(16)}}`);
 }
 
-/** An element with attributes and children; strings become text nodes (visible()). */
+// A run of characters with no place to break a line gets one every 64 characters (a <wbr>, which
+// adds nothing to the text read or copied), but not before a combining mark: Chromium lays out
+// such a run in time that grows with its square in some scripts (60,000 emoji skin-tone
+// modifiers, 240 KB, held the tab for minutes; an Arabic word of 120,000 letters for seconds).
+const LONG_RUN = /[^ \t\n\r]{64}(?=[^ \t\n\r\p{M}])/gu;
+
+/** Text as nodes to append: visible(), with a break opportunity in every long run. */
+function breakable(text) {
+  const shown = visible(text);
+  const pieces = [];
+  let from = 0;
+  for (const run of shown.matchAll(LONG_RUN)) {
+    const end = run.index + run[0].length;
+    pieces.push(shown.slice(from, end), document.createElement('wbr'));
+    from = end;
+  }
+  pieces.push(shown.slice(from));
+  return pieces;
+}
+
+/** An element with attributes and children; strings become text (breakable()). */
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs ?? {})) {
@@ -62,9 +84,9 @@ function h(tag, attrs, ...children) {
   }
   for (const child of children.flat()) {
     if (child === undefined || child === null || child === false) continue;
-    el.append(
-      typeof child === 'string' || typeof child === 'number' ? visible(String(child)) : child,
-    );
+    if (typeof child === 'string' || typeof child === 'number')
+      el.append(...breakable(String(child)));
+    else el.append(child);
   }
   return el;
 }
@@ -117,6 +139,7 @@ function showLogin(message) {
   // shows no request (its Retry would act on one no longer selected).
   state.pane += 1;
   state.selected = null;
+  state.shown = null;
   $('detail').replaceChildren(h('p', { class: 'muted' }, 'Select a request.'));
   $('login').hidden = false;
   $('requests-view').hidden = true;
@@ -256,9 +279,13 @@ function addLive(summary) {
   // Under a filter the server decides what matches (run states live in the store): ask again.
   // So too while another filter's rows are shown (an unfiltered read is on its way, and merges
   // this row, which came after it began).
+  // At most one read per 250 ms, due from the first request it follows: put off again by each
+  // new one, a read never came while requests kept arriving less than 250 ms apart.
   if (state.filter || live.shownFilter !== '') {
-    clearTimeout(state.refetch);
-    state.refetch = setTimeout(loadList, 250);
+    state.refetch ??= setTimeout(() => {
+      state.refetch = null;
+      void loadList();
+    }, 250);
     return;
   }
   prependRow(summary);
@@ -383,7 +410,10 @@ async function readStream(abort) {
 
 // ---- a request's detail ----
 
-async function select(id) {
+// `refresh`: a read of the request shown (its run followed); one that brings what is shown
+// already leaves the pane as it is. Drawn again every second, a large body kept the tab busy
+// for as long as the run lasted, and a selection made in the pane was lost at each read.
+async function select(id, refresh = false) {
   const version = ++state.pane;
   state.selected = id;
   for (const tr of $('request-rows').children)
@@ -392,10 +422,13 @@ async function select(id) {
   if (version !== state.pane) return;
   const pane = $('detail');
   if (status !== 200) {
+    state.shown = null;
     pane.replaceChildren(h('p', { class: 'error' }, 'This request is no longer in the journal.'));
     return;
   }
-  pane.replaceChildren(...detail(body.request).flat());
+  const shown = JSON.stringify(body.request);
+  if (!refresh || shown !== state.shown) pane.replaceChildren(...detail(body.request).flat());
+  state.shown = shown;
   // A run still queued or running is shown as it goes on (a retry's, or one just accepted), as
   // long as the same request stays selected and nothing else changed the pane.
   const runs = Object.values(body.request.runs ?? {});
@@ -408,7 +441,7 @@ function followRun(id, delayMs) {
   const version = state.pane;
   setTimeout(() => {
     if (state.pane !== version || state.selected !== id) return;
-    select(id).catch(() => followRun(id, Math.min(delayMs * 2, RUN_REFRESH_MAX_MS)));
+    select(id, true).catch(() => followRun(id, Math.min(delayMs * 2, RUN_REFRESH_MAX_MS)));
   }, delayMs);
 }
 
