@@ -53,7 +53,13 @@ it("a mail run out of memory by another mapping's state is tried again, not skip
       hooks: {
         presets: ['gmail'],
         // No rebuild for the heap in between: the hog's state stays until memory runs out.
-        transforms: { memoryLimitMb: 64, recycleAboveHeapMb: 1024 },
+        // Time enough for 40 MB of allocation on a loaded machine (it took over 250 ms there).
+        transforms: {
+          memoryLimitMb: 64,
+          recycleAboveHeapMb: 1024,
+          cpuTimeoutMs: 5000,
+          deadlineMs: 5000,
+        },
         mappings: [
           { id: 'my-gmail', match: { path: 'gmail' }, transform: { module: 'mail.js' } },
           { id: 'hog', match: { path: 'hog' }, transform: { module: 'hog.js' } },
