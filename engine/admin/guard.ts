@@ -23,8 +23,14 @@ export type GuardedRequest = {
 // (no-cors) GETs a page may send anywhere. `same-site` includes another port of localhost.
 const OTHER_SITE: ReadonlySet<string> = new Set(['cross-site', 'same-site']);
 
+/** What the guard refuses with (each one of the admin listener's error codes). */
+export type GuardRefusal = Extract<
+  AdminErrorCode,
+  'unauthorized' | 'forbidden_host' | 'forbidden_origin'
+>;
+
 /** The guard of one admin listener: undefined lets the request through. */
-export type Guard = (request: GuardedRequest) => AdminErrorCode | undefined;
+export type Guard = (request: GuardedRequest) => GuardRefusal | undefined;
 
 const BEARER = /^Bearer +(\S+) *$/i;
 

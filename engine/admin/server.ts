@@ -16,6 +16,7 @@ import { type ApiContext, createApi } from './api.ts';
 import { consoleAssets } from './console/assets.ts';
 import type { AdminDeps } from './deps.ts';
 import { createGuard } from './guard.ts';
+import { adminRefused } from '../observe/events.ts';
 import { sendAdminError, sendBody, sendJson } from './reply.ts';
 
 export type AdminSettings = {
@@ -133,7 +134,11 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
       fetchSite: [req.headers['sec-fetch-site']].flat()[0],
       needsToken: route?.open !== true,
     });
-    if (refused) throw new AdminError(refused);
+    if (refused) {
+      // Counted, not locked out: a lock would let whoever reaches the port keep the operator out.
+      if (adminRefused.hasSubscribers) adminRefused.publish({ code: refused });
+      throw new AdminError(refused);
+    }
     if (!route) throw new AdminError('not_found');
     const handler = handlerFor(route, method);
     if (!handler) throw new AdminError('method_not_allowed', undefined, { allow: allowed(route) });

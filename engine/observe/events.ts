@@ -5,6 +5,7 @@
  * text or a secret unless a subscriber takes it from the exchange itself.
  */
 import { channel } from 'node:diagnostics_channel';
+import type { GuardRefusal } from '../admin/guard.ts';
 import type { Exchange, StageName } from '../ingress/exchange.ts';
 
 /** A request was answered: the exchange as the stages left it. */
@@ -89,3 +90,8 @@ export const authLocked = channel('hookgate:lockout');
 export type ActionsCommitted = { count: number };
 
 export const actionsCommitted = channel('hookgate:commit');
+
+/** The admin listener refused a request before it ran: a wrong token, another host or site. */
+export type AdminRefused = { code: GuardRefusal };
+
+export const adminRefused = channel('hookgate:admin-refused');

@@ -12,6 +12,8 @@ import {
   type ActionsCommitted,
   type AuthFailed,
   actionsCommitted,
+  type AdminRefused,
+  adminRefused,
   authFailed,
   authLocked,
   type DeliveryFinished,
@@ -108,6 +110,12 @@ export function createMetrics(deps: MetricsDeps = {}): Metrics {
     name: 'hookgate_auth_failures_total',
     help: 'Failed authentications, by route and what failed (token, verify_token, signature check).',
     labelNames: ['route', 'reason'] as const,
+    registers,
+  });
+  const adminRefusals = new Counter({
+    name: 'hookgate_admin_refusals_total',
+    help: 'Requests the admin listener refused before they ran: unauthorized, forbidden_host, forbidden_origin.',
+    labelNames: ['code'] as const,
     registers,
   });
   const lockouts = new Counter({
@@ -218,6 +226,7 @@ export function createMetrics(deps: MetricsDeps = {}): Metrics {
       },
     ],
     [authLocked.name as string, () => lockouts.inc()],
+    [adminRefused.name as string, (m) => adminRefusals.inc({ code: (m as AdminRefused).code })],
     [
       runFinished.name as string,
       (m) => {
