@@ -13,6 +13,13 @@
  * lock. The offset moves only when a reading disagrees by more than a second
  * (a clock stepped): a round trip's jitter must not move windows back and
  * forth by milliseconds between one failure and the next.
+ *
+ * Time: every statement is bounded on this side (bounded-statements.ts), so a database that
+ * stops answering holds neither the counts' connection nor the reads' loop past
+ * `STATEMENT_DEADLINE_MS`, and the next statement opens a fresh connection: the instance is
+ * back on the shared counts as soon as the database answers one. Counts and resets waiting
+ * meanwhile are bounded in number too (`MAX_PENDING_WRITES`, then refused at once, and
+ * counted in memory by the wrapper, limiter-fallback.ts).
  */
 import type pg from 'pg';
 import { authLocked } from '../../observe/events.ts';
@@ -21,6 +28,7 @@ import {
   MAX_FAILURE_TIMES,
   type RateLimitSettings,
 } from '../../rate-limit.ts';
+import { boundedStatements } from './bounded-statements.ts';
 import { createCountingView } from './counting-view.ts';
 
 export type PostgresLimiterOptions = {
@@ -35,10 +43,28 @@ export type PostgresLimiterOptions = {
    * flood of them from queueing ahead of anything else, and of the reads of the locks.
    */
   countsPool?: pg.Pool;
+  /** Counts and resets that may wait for the database at once (default MAX_PENDING_WRITES). */
+  maxPendingWrites?: number;
 };
 
 export const DEFAULT_REFRESH_MS = 1000;
 export const DEFAULT_SWEEP_MS = 30_000;
+/**
+ * How long any of the limiter's statements may take, its wait for a connection included. Past
+ * the 2 s a refusal waits for its count (limiter-fallback.ts): one that answers late still
+ * counts there instead of being lost, and a database that answers in time is not taken for
+ * gone. The counts' connection ends its statements on the server a second before (backend.ts).
+ */
+export const STATEMENT_DEADLINE_MS = 5000;
+/**
+ * Counts and resets waiting for the database at once, per instance: many more than the counts'
+ * one connection gets through within the deadline, few enough that a flood of wrong tokens
+ * while the database does not answer keeps little in memory.
+ */
+export const MAX_PENDING_WRITES = 1000;
+// Reads of the locks run one at a time; a few left waiting past their deadline (a main pool
+// whose connections are all busy) may still hold a place in its queue.
+const MAX_PENDING_READS = 4;
 // Rows deleted per statement, and statements per sweep: short statements, bounded work.
 const SWEEP_BATCH = 1000;
 const SWEEP_BATCHES = 10;
@@ -132,7 +158,14 @@ export function createPostgresLimiter(
   const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
   const sweepMs = options.sweepMs ?? DEFAULT_SWEEP_MS;
   const clock = options.clock ?? Date.now;
-  const counts = options.countsPool ?? pool;
+  const reads = boundedStatements(pool, {
+    deadlineMs: STATEMENT_DEADLINE_MS,
+    maxPending: MAX_PENDING_READS,
+  });
+  const writes = boundedStatements(options.countsPool ?? pool, {
+    deadlineMs: STATEMENT_DEADLINE_MS,
+    maxPending: options.maxPendingWrites ?? MAX_PENDING_WRITES,
+  });
   // Addresses that may have a count: the only ones a success resets.
   const counting = createCountingView(settings.maxClients);
   // Resets sent and not answered yet, by address: while the view is crowded every success
@@ -167,7 +200,7 @@ export function createPostgresLimiter(
 
   async function refresh(): Promise<void> {
     const sentAt = clock();
-    const { rows } = await pool.query<LockedNow>({
+    const { rows } = await reads.query<LockedNow>({
       name: 'hookgate_auth_locked_now',
       text: LOCKED_NOW,
       values: [settings.maxClients],
@@ -193,7 +226,7 @@ export function createPostgresLimiter(
       counting.forget(client);
     }
     const mark = counting.mark();
-    const counted = await pool.query<{ client: string }>({
+    const counted = await reads.query<{ client: string }>({
       name: 'hookgate_auth_counting_now',
       text: COUNTING_NOW,
       values: [settings.maxClients + 1, settings.windowSeconds * 1000],
@@ -220,7 +253,7 @@ export function createPostgresLimiter(
 
   async function sweep(): Promise<void> {
     for (let i = 0; i < SWEEP_BATCHES; i++) {
-      const { rowCount } = await pool.query({
+      const { rowCount } = await reads.query({
         name: 'hookgate_auth_sweep',
         text: SWEEP,
         values: [settings.windowSeconds * 1000, SWEEP_BATCH],
@@ -261,7 +294,7 @@ export function createPostgresLimiter(
       // A success after this failure sends a reset of its own, not one sent before it.
       resetting.delete(client);
       const at = Math.round(nowMs) + (await clockOffset());
-      const { rows } = await counts.query<{ locked_ms: number | null; started: boolean | null }>({
+      const { rows } = await writes.query<{ locked_ms: number | null; started: boolean | null }>({
         name: 'hookgate_auth_record_failure',
         text: RECORD_FAILURE,
         values: [client, at, settings.maxFailures, settings.windowSeconds * 1000, lockoutMs],
@@ -281,7 +314,7 @@ export function createPostgresLimiter(
       counting.forget(client);
       const pending = resetting.get(client);
       if (pending) return pending;
-      const write = counts
+      const write = writes
         .query({ name: 'hookgate_auth_reset', text: RESET, values: [client] })
         .then(() => undefined)
         .finally(() => {

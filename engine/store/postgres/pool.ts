@@ -12,6 +12,8 @@ export type PostgresSettings = {
   poolSize?: number;
   /** Told about an idle connection's failure (the next query simply takes a fresh one). */
   onError?: (err: Error) => void;
+  /** The server ends a statement running longer (default 30 s). */
+  statementTimeoutMs?: number;
 };
 
 export const DEFAULT_POOL_SIZE = 10;
@@ -27,7 +29,7 @@ export function openPool(settings: PostgresSettings): pg.Pool {
     keepAlive: true,
     application_name: 'hookgate',
     // Queue statements take milliseconds; one that takes this long is stuck (a lock, a dead disk).
-    statement_timeout: 30_000,
+    statement_timeout: settings.statementTimeoutMs ?? 30_000,
     // An open transaction left idle pins the MVCC horizon of the hot queue table and its locks.
     idle_in_transaction_session_timeout: 60_000,
   });

@@ -1,0 +1,201 @@
+/**
+ * Attack (or a lost host): the path to the shared database goes silent without a reset (its
+ * host gone, a partition that drops packets; here a loopback proxy that stops forwarding and
+ * closes nothing). The failed-auth limiter's statements had no time limit of their own: its
+ * one counts connection stayed in use for as long as TCP kept it (behind a proxy that still
+ * answers, for good), so once the database answered again on new connections every failure on
+ * that instance was still counted by it alone, and its read of the locks hung the same way,
+ * so locks started on the other instances were never refused there. A flood of wrong tokens
+ * meanwhile queued one count each, all landing together when the path healed. Now every
+ * limiter statement has a deadline that drops its connection, and the counts waiting at once
+ * are bounded.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../engine/config.ts';
+import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
+import { countingRefusedFailures } from '../engine/limiter-fallback.ts';
+import { createLogger } from '../engine/log.ts';
+import type { AuthFailureLimiter, RateLimitSettings } from '../engine/rate-limit.ts';
+import { createPostgresLimiter } from '../engine/store/postgres/limiter.ts';
+import { closePool, openPool } from '../engine/store/postgres/pool.ts';
+import { migratePostgres } from '../engine/store/postgres/schema.ts';
+import { type FreezableProxy, startFreezableProxy } from './helpers/freezable-proxy.ts';
+import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
+import { waitFor } from './helpers/runtime.ts';
+
+const skip = skipPostgres();
+
+const WRONG = 'wrong-token-0123456789';
+const RATE_LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60 };
+
+type Answer = { status: number | string; ms: number };
+
+describe.skipIf(skip)('attack: the path to the shared database goes silent', () => {
+  let server: PostgresServer;
+  const temp = tempDir('hookgate-pg-silent-');
+  const cleanups: Array<() => Promise<void>> = [];
+
+  beforeAll(async () => {
+    server = await startPostgres();
+  }, 180_000);
+
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  }, 90_000);
+
+  afterAll(async () => {
+    await server?.stop();
+    temp.cleanup();
+  }, 90_000);
+
+  let instances = 0;
+  async function startOn(url: string): Promise<Hookgate> {
+    const dir = `${temp.dir}/${++instances}`;
+    const raw = {
+      hooks: { enabled: true, token: TOKEN, authRateLimit: RATE_LIMIT },
+      // Loopback is the proxy in front: each case guesses from addresses of its own.
+      server: { host: '127.0.0.1', port: 0, trustedProxies: ['127.0.0.1'] },
+      store: { kind: 'postgres', url },
+    };
+    const loaded = resolveConfig(raw, { baseDir: dir, dataDir: dir, env: {} });
+    const instance = await startHookgate(loaded, {
+      logger: createLogger('silent'),
+      runtime: false,
+    });
+    cleanups.push(() => instance.close());
+    return instance;
+  }
+
+  /** A database reached through a proxy the test can silence. */
+  async function silenceable(): Promise<{ url: string; proxy: FreezableProxy }> {
+    const url = await server.createDatabase();
+    const proxy = await startFreezableProxy(server.port);
+    // Closed before the instances: what they still wait for on it ends at once.
+    cleanups.push(() => proxy.close());
+    return { url, proxy };
+  }
+
+  /** POST a token from an address; the status, or why there was none, and how long it took. */
+  async function post(instance: Hookgate, token: string, from: string): Promise<Answer> {
+    const started = Date.now();
+    try {
+      const res = await fetch(`${instance.url}/hooks/wake`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${token}`,
+          'x-forwarded-for': from,
+        },
+        body: JSON.stringify({ text: 'ping' }),
+        signal: AbortSignal.timeout(30_000),
+      });
+      await res.arrayBuffer();
+      return { status: res.status, ms: Date.now() - started };
+    } catch (err) {
+      const ms = Date.now() - started;
+      return { status: `no answer after ${ms} ms (${(err as Error).name})`, ms };
+    }
+  }
+
+  /** Whether the instance refuses the address as locked (PUT: 405 otherwise, never counted). */
+  async function refuses(instance: Hookgate, from: string): Promise<boolean> {
+    const res = await fetch(`${instance.url}/hooks/wake`, {
+      method: 'PUT',
+      headers: { 'x-forwarded-for': from },
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.arrayBuffer();
+    return res.status === 429;
+  }
+
+  it("no refusal hangs, and once the database answers on new connections the instance shares its counts and sees the others' locks again", async () => {
+    const { url, proxy } = await silenceable();
+    const near = await startOn(proxy.through(url));
+    const other = await startOn(url);
+    const guesser = '198.51.100.1';
+    // Warm: the counts' connection is open.
+    expect((await post(near, WRONG, guesser)).status).toBe(401);
+
+    proxy.freeze();
+    const answers: Answer[] = [];
+    for (let i = 0; i < 4; i++) answers.push(await post(near, WRONG, guesser));
+    // Each waits out its count (2 s), then is counted here; the third locks the address.
+    expect(answers.map((a) => a.status)).toEqual([401, 401, 401, 429]);
+    for (const answer of answers) expect(answer.ms).toBeLessThan(10_000);
+
+    // The database is reachable again, on new connections; the ones open are gone for good.
+    proxy.strand();
+    // Failures counted on `near` lock the address on `other` too (a fresh address each try).
+    let n = 0;
+    await waitFor(
+      'an address locked by failures on the first instance to be refused on the other',
+      async () => {
+        const from = `203.0.113.${++n}`;
+        for (let i = 0; i < RATE_LIMIT.maxFailures; i++) {
+          const answer = await post(near, WRONG, from);
+          expect(answer.status).toBe(401);
+          expect(answer.ms).toBeLessThan(10_000);
+        }
+        // The other instance reads the locks every second.
+        return waitFor('the lock to be read', () => refuses(other, from), 3_000);
+      },
+      90_000,
+    );
+    // And a lock started on the other instance is refused on this one.
+    const elsewhere = '203.0.113.200';
+    for (let i = 0; i < RATE_LIMIT.maxFailures; i++)
+      expect((await post(other, WRONG, elsewhere)).status).toBe(401);
+    await waitFor('the lock to be refused here', () => refuses(near, elsewhere), 60_000);
+  }, 240_000);
+
+  it('a flood of wrong tokens from many addresses while the database is silent queues a bounded number of counts, and no more land once it answers', async () => {
+    const { url, proxy } = await silenceable();
+    const direct = openPool({ url, poolSize: 2 });
+    cleanups.push(() => closePool(direct));
+    await migratePostgres(direct);
+    // The instance's two pools, as the backend opens them, through the proxy.
+    const main = openPool({ url: proxy.through(url), poolSize: 2 });
+    const counts = openPool({ url: proxy.through(url), poolSize: 1 });
+    cleanups.push(async () => {
+      await Promise.all([closePool(main), closePool(counts)]);
+    });
+    const settings: RateLimitSettings = { ...RATE_LIMIT, maxClients: 1000 };
+    const maxPendingWrites = 10;
+    const store = createPostgresLimiter(main, settings, {
+      countsPool: counts,
+      maxPendingWrites,
+    });
+    const limiter: AuthFailureLimiter = countingRefusedFailures(store, settings, { waitMs: 200 });
+    cleanups.push(() => limiter.close());
+    await limiter.recordFailure('192.0.2.1', Date.now());
+
+    proxy.freeze();
+    const flood = Array.from({ length: 100 }, (_, i) => `198.18.0.${i}`);
+    // Each settles (refused or unanswered in time: rejected, which the request path absorbs),
+    // counted here.
+    await Promise.allSettled(flood.map((client) => limiter.recordFailure(client, Date.now())));
+    for (const client of flood) expect(limiter.hasFailures(client)).toBe(true);
+
+    proxy.thaw();
+    // Once a count sent after the flood is in the database, every count queued before it has
+    // run or been dropped.
+    const marker = '192.0.2.2';
+    const stored = async (clients: string[]) =>
+      (
+        await direct.query<{ client: string }>(
+          'SELECT client FROM auth_failures WHERE client = ANY($1)',
+          [clients],
+        )
+      ).rows.length;
+    await waitFor(
+      'a count sent after the flood to reach the database',
+      async () => {
+        await store.recordFailure(marker, Date.now())?.catch(() => undefined);
+        return (await stored([marker])) === 1;
+      },
+      60_000,
+    );
+    expect(await stored(flood)).toBeLessThanOrEqual(maxPendingWrites);
+  }, 120_000);
+});
