@@ -25,6 +25,7 @@ import { type Backend, openBackend } from './store/backend.ts';
 import { SqliteRuntimeStore } from './store/sqlite/runtime-store.ts';
 import { agentPathProblems } from './runtime/runner-paths.ts';
 import { countingRefusedFailures } from './limiter-fallback.ts';
+import { createLockouts } from './lockouts.ts';
 import { createMemoryLimiter, reportingStoreErrors } from './rate-limit.ts';
 import { refuseMessage, whenAnswersOut } from './ingress/parser-refusals.ts';
 import { messageRefused } from './observe/events.ts';
@@ -121,11 +122,14 @@ export async function startHookgate(
   const ledger = createLedger(store, { afterCommit: (actions) => runtime?.accepted(actions) });
   // Shared by every generation: a reload never lifts a lockout.
   // Shared by the instances on PostgreSQL: a lock begun on one is refused on all.
-  // A failure the store cannot count (an outage) is counted by this instance alone meanwhile.
+  // A failure the store cannot count (an outage) is counted by this instance alone meanwhile;
+  // a lock both count (a held-up count landing late) is one lock to the metric.
+  const lockouts = createLockouts(config.hooks.authRateLimit);
   const limiter = reportingStoreErrors(
     countingRefusedFailures(
-      backend.openLimiter(config.hooks.authRateLimit),
+      backend.openLimiter(config.hooks.authRateLimit, { lockouts }),
       config.hooks.authRateLimit,
+      { lockouts },
     ),
     logger,
   );

@@ -12,6 +12,7 @@
 import {
   type AuthFailureLimiter,
   createMemoryLimiter,
+  type LimiterOptions,
   type RateLimitSettings,
 } from './rate-limit.ts';
 
@@ -26,13 +27,17 @@ export class CountNotAnswered extends Error {
   }
 }
 
-/** Wrap a limiter so failures its store refused, or did not answer in time, are counted here. */
+/**
+ * Wrap a limiter so failures its store refused, or did not answer in time, are counted here.
+ * `lockouts`: the store's own, so a lock counted here and then started in the store by a count
+ * that landed late is one lock to the metric (lockouts.ts).
+ */
 export function countingRefusedFailures(
   store: AuthFailureLimiter,
   settings: RateLimitSettings,
-  { waitMs = COUNT_WAIT_MS }: { waitMs?: number } = {},
+  { waitMs = COUNT_WAIT_MS, lockouts }: { waitMs?: number } & LimiterOptions = {},
 ): AuthFailureLimiter {
-  const local = createMemoryLimiter(settings);
+  const local = createMemoryLimiter(settings, lockouts ? { lockouts } : {});
   return {
     lockedFor: (client, nowMs) =>
       Math.max(store.lockedFor(client, nowMs), local.lockedFor(client, nowMs)),

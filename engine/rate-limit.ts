@@ -7,8 +7,8 @@
  * most `maxClients`, so a flood of fresh addresses can push out other
  * addresses' counts but never a lock that a newer lock did not replace.
  */
+import { createLockouts, type Lockouts } from './lockouts.ts';
 import type { Logger } from './log.ts';
-import { authLocked } from './observe/events.ts';
 
 export type RateLimitSettings = {
   maxFailures: number;
@@ -134,8 +134,20 @@ export function countFailure(
   };
 }
 
+export type LimiterOptions = {
+  /**
+   * Where the locks the limiter starts are counted for the metric (default: its own). The
+   * limiters of one instance share one, so a lock two of them start is counted once.
+   */
+  lockouts?: Lockouts;
+};
+
 /** The embedded, single-process limiter. */
-export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLimiter {
+export function createMemoryLimiter(
+  settings: RateLimitSettings,
+  options: LimiterOptions = {},
+): AuthFailureLimiter {
+  const lockouts = options.lockouts ?? createLockouts(settings);
   // Per address, what counts towards its lock (countFailure).
   const counting = new Map<string, FailureCount>();
   // Lock ends are all `lockoutSeconds` after their start, so insertion order is expiry order.
@@ -170,8 +182,7 @@ export function createMemoryLimiter(settings: RateLimitSettings): AuthFailureLim
       }
       counting.delete(client);
       bounded(locked, client, nowMs + lockoutMs);
-      if (authLocked.hasSubscribers)
-        authLocked.publish({ lockoutSeconds: settings.lockoutSeconds });
+      lockouts.started(client, nowMs + lockoutMs);
       return undefined;
     },
     hasFailures(client) {

@@ -15,12 +15,14 @@ import { resolveConfig } from '../engine/config.ts';
 import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
 import { countingRefusedFailures } from '../engine/limiter-fallback.ts';
 import { createLogger } from '../engine/log.ts';
+import { createMetrics, type Metrics } from '../engine/observe/metrics.ts';
 import type { AuthFailureLimiter, RateLimitSettings } from '../engine/rate-limit.ts';
 import { createPostgresLimiter } from '../engine/store/postgres/limiter.ts';
 import { closePool, openPool } from '../engine/store/postgres/pool.ts';
 import { migratePostgres } from '../engine/store/postgres/schema.ts';
 import { type FreezableProxy, startFreezableProxy } from './helpers/freezable-proxy.ts';
 import { TOKEN, tempDir } from './helpers/hookgate.ts';
+import { value } from './helpers/metrics-text.ts';
 import { type PostgresServer, skipPostgres, startPostgres } from './helpers/postgres.ts';
 import { waitFor } from './helpers/runtime.ts';
 
@@ -33,10 +35,13 @@ type Answer = { status: number | string; ms: number };
 
 describe.skipIf(skip)('attack: the path to the shared database goes silent', () => {
   let server: PostgresServer;
+  // Of the whole process (every instance here): the cases read what their own requests added.
+  let metrics: Metrics;
   const temp = tempDir('hookgate-pg-silent-');
   const cleanups: Array<() => Promise<void>> = [];
 
   beforeAll(async () => {
+    metrics = createMetrics();
     server = await startPostgres();
   }, 180_000);
 
@@ -45,6 +50,7 @@ describe.skipIf(skip)('attack: the path to the shared database goes silent', () 
   }, 90_000);
 
   afterAll(async () => {
+    metrics?.close();
     await server?.stop();
     temp.cleanup();
   }, 90_000);
@@ -149,6 +155,52 @@ describe.skipIf(skip)('attack: the path to the shared database goes silent', () 
     await waitFor('the lock to be refused here', () => refuses(near, elsewhere), 60_000);
   }, 240_000);
 
+  it('one lock is counted once: locked here while the database was silent, then started there by the held-up counts when they land', async () => {
+    const { url, proxy } = await silenceable();
+    const near = await startOn(proxy.through(url));
+    const direct = openPool({ url, poolSize: 1 });
+    cleanups.push(() => closePool(direct));
+    const lockouts = async () => value(await metrics.render(), 'hookgate_auth_lockouts_total');
+    // Warm: the counts' connection is open.
+    expect((await post(near, WRONG, '198.51.100.20')).status).toBe(401);
+    const before = await lockouts();
+
+    proxy.freeze();
+    const guesser = '198.51.100.21';
+    // At once: each waits out its count (2 s), then is counted here, and the third locks.
+    const guesses = await Promise.all(
+      Array.from({ length: RATE_LIMIT.maxFailures }, () => post(near, WRONG, guesser)),
+    );
+    expect(guesses.map((g) => g.status)).toEqual([401, 401, 401]);
+    expect((await post(near, WRONG, guesser)).status).toBe(429);
+    expect((await lockouts()) - before).toBe(1);
+
+    // The path heals before the counts' deadline: they land, and start the lock there too.
+    proxy.thaw();
+    const lockedThere = async (client: string) =>
+      (
+        await direct.query<{ locked: boolean }>(
+          'SELECT locked_until > now() AS locked FROM auth_failures WHERE client = $1',
+          [client],
+        )
+      ).rows[0]?.locked === true;
+    await waitFor('the held-up counts to lock the address in the database', () =>
+      lockedThere(guesser),
+    );
+    // A count sent after them has its answer once theirs were read (one connection, in order).
+    const marker = '198.51.100.22';
+    await waitFor('a later count to reach the database', async () => {
+      expect((await post(near, WRONG, marker)).status).toBe(401);
+      return (
+        (await direct.query('SELECT 1 FROM auth_failures WHERE client = $1', [marker])).rowCount ===
+        1
+      );
+    });
+    // One lock, whichever counted it first.
+    expect((await lockouts()) - before).toBe(1);
+    expect((await post(near, TOKEN, guesser)).status).toBe(429);
+  }, 120_000);
+
   it('a flood of wrong tokens from many addresses while the database is silent queues a bounded number of counts, and no more land once it answers', async () => {
     const { url, proxy } = await silenceable();
     const direct = openPool({ url, poolSize: 2 });
@@ -168,7 +220,8 @@ describe.skipIf(skip)('attack: the path to the shared database goes silent', () 
     });
     const limiter: AuthFailureLimiter = countingRefusedFailures(store, settings, { waitMs: 200 });
     cleanups.push(() => limiter.close());
-    await limiter.recordFailure('192.0.2.1', Date.now());
+    // Warm: the clock is read and the counts' connection open.
+    await store.recordFailure('192.0.2.1', Date.now());
 
     proxy.freeze();
     const flood = Array.from({ length: 100 }, (_, i) => `198.18.0.${i}`);

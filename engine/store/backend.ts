@@ -16,6 +16,7 @@ import type { ActionStore, StoredAction } from '../queue/action-store.ts';
 import {
   type AuthFailureLimiter,
   createMemoryLimiter,
+  type LimiterOptions,
   type RateLimitSettings,
 } from '../rate-limit.ts';
 import type { RuntimeStore } from '../runtime/runtime-store.ts';
@@ -42,7 +43,7 @@ export type Backend = {
    * The failed-auth limiter over the same backend: in memory beside SQLite (one process),
    * shared by the instances on PostgreSQL. Closed by the backend's close at the latest.
    */
-  openLimiter(settings: RateLimitSettings): AuthFailureLimiter;
+  openLimiter(settings: RateLimitSettings, options?: LimiterOptions): AuthFailureLimiter;
   /** Where the store is, fit for a log line or a message (never a password). */
   describe: string;
   /** Commit what is pending and release everything. */
@@ -113,7 +114,7 @@ async function postgresBackend(
     actions,
     openRuntime: () =>
       new PostgresRuntimeStore(pool, { owner, leaseMs: store.leaseSeconds * 1000 }),
-    openLimiter(settings) {
+    openLimiter(settings, options = {}) {
       limiterPool ??= openPool({
         url: store.url as string,
         poolSize: LIMITER_CONNECTIONS,
@@ -122,7 +123,10 @@ async function postgresBackend(
         statementTimeoutMs: STATEMENT_DEADLINE_MS - 1000,
         ...(onError && { onError }),
       });
-      const limiter = createPostgresLimiter(pool, settings, { countsPool: limiterPool });
+      const limiter = createPostgresLimiter(pool, settings, {
+        ...options,
+        countsPool: limiterPool,
+      });
       limiters.push(limiter);
       return limiter;
     },

@@ -22,16 +22,17 @@
  * counted in memory by the wrapper, limiter-fallback.ts).
  */
 import type pg from 'pg';
-import { authLocked } from '../../observe/events.ts';
+import { createLockouts } from '../../lockouts.ts';
 import {
   type AuthFailureLimiter,
+  type LimiterOptions,
   MAX_FAILURE_TIMES,
   type RateLimitSettings,
 } from '../../rate-limit.ts';
 import { boundedStatements } from './bounded-statements.ts';
 import { createCountingView } from './counting-view.ts';
 
-export type PostgresLimiterOptions = {
+export type PostgresLimiterOptions = LimiterOptions & {
   /** How often the locks other instances started are read (default 1 s). */
   refreshMs?: number;
   /** How often rows whose window and lock are both over are deleted (default 30 s). */
@@ -158,6 +159,7 @@ export function createPostgresLimiter(
   const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
   const sweepMs = options.sweepMs ?? DEFAULT_SWEEP_MS;
   const clock = options.clock ?? Date.now;
+  const lockouts = options.lockouts ?? createLockouts(settings);
   const reads = boundedStatements(pool, {
     deadlineMs: STATEMENT_DEADLINE_MS,
     maxPending: MAX_PENDING_READS,
@@ -306,8 +308,7 @@ export function createPostgresLimiter(
       }
       counting.forget(client);
       learnLock(client, nowMs + row.locked_ms);
-      if (row.started && authLocked.hasSubscribers)
-        authLocked.publish({ lockoutSeconds: settings.lockoutSeconds });
+      if (row.started) lockouts.started(client, nowMs + row.locked_ms);
     },
     hasFailures: (client) => counting.mayHave(client),
     reset(client) {
