@@ -1340,6 +1340,15 @@ export function describeRuntimeStore(
         expect(await store.heartbeatRequestUnserved()).toBeUndefined();
       });
 
+      it('a heartbeat request taken a day ago and never answered is not run again, though nothing was asked since', async () => {
+        const unserved = await store.request('heartbeat');
+        await store.takeRequests();
+        expect(await store.heartbeatRequestUnserved()).toBe(unserved);
+        await env.backdateRequest(unserved, TAKEN_REQUEST_KEEP_MS + 60_000);
+        // No request taken since, so nothing pruned it: a new leader must still not run it.
+        expect(await store.heartbeatRequestUnserved()).toBeUndefined();
+      });
+
       it('an older heartbeat request never answered is dropped with a newer one served, however the clock stepped', async () => {
         const older = await store.request('heartbeat');
         await store.takeRequests();

@@ -5,10 +5,16 @@
  */
 import { configSchema } from '../../schemas/config.ts';
 
-/** The newest taken request for a heartbeat, when it has no answer (the seq is its primary key). */
-export const NEWEST_HEARTBEAT_REQUEST_UNSERVED = `SELECT r.seq FROM (SELECT seq FROM control_requests
+/**
+ * The newest taken request for a heartbeat, when it has no answer and was taken since `cutoff`
+ * (each store's expression for TAKEN_REQUEST_KEEP_MS ago: one taken before it is not run again,
+ * whether or not a later take has pruned it yet). The seq is its primary key.
+ */
+export function newestHeartbeatRequestUnserved(cutoff: string): string {
+  return `SELECT r.seq FROM (SELECT seq, handled_at FROM control_requests
     WHERE kind = 'heartbeat' AND handled_at IS NOT NULL ORDER BY seq DESC LIMIT 1) r
-  WHERE NOT EXISTS (SELECT 1 FROM control_answers a WHERE a.seq = r.seq)`;
+  WHERE r.handled_at >= ${cutoff} AND NOT EXISTS (SELECT 1 FROM control_answers a WHERE a.seq = r.seq)`;
+}
 
 // The longest lease any instance may hold (store.leaseSeconds' maximum).
 const MAX_LEASE_MS = configSchema.properties.store.properties.leaseSeconds.maximum * 1000;
@@ -24,7 +30,7 @@ export const REQUEST_EXPIRY_MS = MAX_LEASE_MS + 5 * 60_000;
 /**
  * How long a taken request and its answer are kept after it was taken. Its asker waits for the
  * answer a minute at most (`reload`), and a new leader resumes a heartbeat request its instance
- * took and never answered (NEWEST_HEARTBEAT_REQUEST_UNSERVED); a day on, nobody reads either,
+ * took and never answered (newestHeartbeatRequestUnserved); a day on, nobody reads either,
  * and the scheduled heartbeats have run meanwhile. Dropped when requests are next taken, so each
  * command leaves no row for ever.
  */

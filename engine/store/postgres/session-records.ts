@@ -31,7 +31,7 @@ import {
   saveDelivery,
 } from './heartbeat-deliveries.ts';
 import {
-  NEWEST_HEARTBEAT_REQUEST_UNSERVED,
+  newestHeartbeatRequestUnserved,
   REQUEST_EXPIRY_MS,
   TAKEN_REQUEST_KEEP_MS,
 } from '../control-requests.ts';
@@ -67,6 +67,9 @@ function toEvent(row: EventRecord): SystemEvent {
   };
 }
 
+const HEARTBEAT_REQUEST_UNSERVED = newestHeartbeatRequestUnserved(
+  'now() - make_interval(secs => $1)',
+);
 const ANSWER_REQUEST = `INSERT INTO control_answers (seq, result) VALUES ($1, $2)
   ON CONFLICT (seq) DO UPDATE SET result = EXCLUDED.result`;
 
@@ -504,7 +507,9 @@ export class PostgresSessionRecords implements SessionStore {
   }
 
   async heartbeatRequestUnserved(): Promise<number | undefined> {
-    const { rows } = await this.pool.query<{ seq: string }>(NEWEST_HEARTBEAT_REQUEST_UNSERVED);
+    const { rows } = await this.pool.query<{ seq: string }>(HEARTBEAT_REQUEST_UNSERVED, [
+      TAKEN_REQUEST_KEEP_MS / 1000,
+    ]);
     const row = rows[0];
     return row === undefined ? undefined : Number(row.seq);
   }

@@ -36,7 +36,7 @@ import {
   SESSION_EVENTS,
 } from './event-consumption.ts';
 import {
-  NEWEST_HEARTBEAT_REQUEST_UNSERVED,
+  newestHeartbeatRequestUnserved,
   REQUEST_EXPIRY_MS,
   TAKEN_REQUEST_KEEP_MS,
 } from '../control-requests.ts';
@@ -68,6 +68,7 @@ const HEARTBEATS = `SELECT id, reason, state, started_at, finished_at, events, r
 const RECOVERED = "state = 'running' AND id NOT IN (SELECT value FROM json_each(?1))";
 
 const EXPIRE_REQUESTS = 'DELETE FROM control_requests WHERE handled_at IS NULL AND created_at < ?';
+const HEARTBEAT_REQUEST_UNSERVED = newestHeartbeatRequestUnserved('?');
 const ANSWER_REQUEST = 'INSERT OR REPLACE INTO control_answers (seq, result) VALUES (?, ?)';
 // The newest request taken before ?: it and every taken one older by seq are dropped, never a
 // newer one alone (a clock stepped back would leave an older heartbeat request as the newest).
@@ -521,7 +522,9 @@ export class SqliteSessionRecords implements SessionStore {
 
   /** The newest heartbeat request, when it was taken and never answered. */
   async heartbeatRequestUnserved(): Promise<number | undefined> {
-    const row = this.statement(NEWEST_HEARTBEAT_REQUEST_UNSERVED).get() as Row | undefined;
+    const row = this.statement(HEARTBEAT_REQUEST_UNSERVED).get(
+      isoTime(Date.now() - TAKEN_REQUEST_KEEP_MS),
+    ) as Row | undefined;
     return row === undefined ? undefined : Number(row['seq']);
   }
 
