@@ -56,7 +56,9 @@ const facts = (customer: string) =>
     amount('Amount', 'amount'),
     amount('Amount due', 'amount_due'),
     amount('Amount paid', 'amount_paid'),
-    amount('Refunded', 'amount_refunded'),
+    // Every charge carries amount_refunded, 0 until a refund: a line only once there is one
+    // ("Refunded: 0.00" on each charge.succeeded read like a refund).
+    `{{#if ${OBJECT}.amount_refunded}}Refunded: {{money ${OBJECT}.amount_refunded ${OBJECT}.currency}}\n{{/if}}`,
     amount('Total', 'amount_total'),
     fact('Customer', customer),
     fact('Email', EMAIL),

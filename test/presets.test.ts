@@ -344,6 +344,23 @@ describe('stripe', () => {
     expect(charged.message).toContain('Amount: 0.00 EUR\n');
   });
 
+  it('a charge not refunded (amount_refunded 0, as every charge carries) has no Refunded line', async () => {
+    const charge = stripeEvent('charge.succeeded', {
+      id: 'ch_1',
+      object: 'charge',
+      amount: 1999,
+      amount_captured: 1999,
+      amount_refunded: 0,
+      currency: 'usd',
+      customer: 'cus_R',
+      status: 'succeeded',
+    });
+    const { actions } = await deliver(setup, 'stripe', charge);
+    const message = actions[0]?.message ?? '';
+    expect(message).toContain('Amount: 19.99 USD\n');
+    expect(message).not.toMatch(/^Refunded:/m);
+  });
+
   it("shows the email where the object has one: a customer's own, a checkout session's customer details", async () => {
     const customer = stripeEvent('customer.created', {
       id: 'cus_F',
