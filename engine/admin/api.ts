@@ -23,7 +23,8 @@ export type ApiSettings = {
 export type ApiContext = {
   req: IncomingMessage;
   res: ServerResponse;
-  url: URL;
+  /** The target's query string, parsed. */
+  query: URLSearchParams;
   params: string[];
 };
 
@@ -96,8 +97,8 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
       });
     },
 
-    async list({ res, url }: ApiContext) {
-      const query = readListQuery(url.searchParams);
+    async list({ res, query: params }: ApiContext) {
+      const query = readListQuery(params);
       if ('refused' in query) throw new AdminError('invalid_query', query.refused);
       const { filter, limit } = query;
       const entries = deps.journal.list();

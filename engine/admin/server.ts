@@ -61,11 +61,17 @@ function allowed(route: Route): string {
   ].join(', ');
 }
 
-/** A request target as a URL whose path is the target's own (`//x/y` stays a path). Pure. */
-export function requestUrl(target: string): URL {
-  const { path } = originForm(target);
-  // `*` (OPTIONS) or another target that is no path: nothing is served there.
-  return new URL(path.startsWith('/') ? `http://admin.invalid${path}` : 'http://admin.invalid/*');
+/**
+ * A request target's path exactly as sent (the absolute form's too; cut at `?`) and its query.
+ * Routes match the raw path: a URL reader would take `//x` for a host and resolve `/x/../`,
+ * `%2e%2e` and backslashes, answering `/api/...` for paths a proxy's rule for `/api/` does not
+ * see as such. Pure.
+ */
+export function requestTarget(target: string): { path: string; query: URLSearchParams } {
+  const { path: full } = originForm(target);
+  const cut = full.indexOf('?');
+  const path = cut === -1 ? full : full.slice(0, cut);
+  return { path, query: new URLSearchParams(cut === -1 ? '' : full.slice(cut + 1)) };
 }
 
 /** Start the admin listener. */
@@ -123,8 +129,8 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
     if (framing) throw new AdminError(framing.code);
     // Only the path is read, as sent (the absolute form's path): a query string never selects a
     // route, nor does `//x/api/...`, which a URL relative to a base reads as the host `x`.
-    const url = requestUrl(req.url ?? '/');
-    const route = routes.find((r) => r.path.test(url.pathname));
+    const { path, query } = requestTarget(req.url ?? '/');
+    const route = routes.find((r) => r.path.test(path));
     const method = req.method ?? 'GET';
     const refused = guard({
       method,
@@ -146,8 +152,8 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
     if (method === 'POST' && !JSON_TYPE.test(req.headers['content-type'] ?? '')) {
       throw new AdminError('unsupported_media_type');
     }
-    const params = (route.path.exec(url.pathname) ?? []).slice(1);
-    await handler({ req, res, url, params });
+    const params = (route.path.exec(path) ?? []).slice(1);
+    await handler({ req, res, query, params });
   }
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
