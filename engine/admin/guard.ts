@@ -6,6 +6,7 @@
  */
 import { createTokenCheck } from '../auth.ts';
 import { isLoopbackHost } from '../config-rules.ts';
+import type { AdminRefused } from '../observe/events.ts';
 import type { AdminErrorCode } from './admin-errors.ts';
 
 export type GuardedRequest = {
@@ -24,10 +25,7 @@ export type GuardedRequest = {
 const OTHER_SITE: ReadonlySet<string> = new Set(['cross-site', 'same-site']);
 
 /** What the guard refuses with (each one of the admin listener's error codes). */
-export type GuardRefusal = Extract<
-  AdminErrorCode,
-  'unauthorized' | 'forbidden_host' | 'forbidden_origin'
->;
+export type GuardRefusal = Extract<AdminErrorCode, AdminRefused['code']>;
 
 /** The guard of one admin listener: undefined lets the request through. */
 export type Guard = (request: GuardedRequest) => GuardRefusal | undefined;

@@ -5,7 +5,6 @@
  * text or a secret unless a subscriber takes it from the exchange itself.
  */
 import { channel } from 'node:diagnostics_channel';
-import type { GuardRefusal } from '../admin/guard.ts';
 import type { Exchange, StageName } from '../ingress/exchange.ts';
 
 /** A request was answered: the exchange as the stages left it. */
@@ -92,6 +91,6 @@ export type ActionsCommitted = { count: number };
 export const actionsCommitted = channel('hookgate:commit');
 
 /** The admin listener refused a request before it ran: a wrong token, another host or site. */
-export type AdminRefused = { code: GuardRefusal };
+export type AdminRefused = { code: 'unauthorized' | 'forbidden_host' | 'forbidden_origin' };
 
 export const adminRefused = channel('hookgate:admin-refused');
