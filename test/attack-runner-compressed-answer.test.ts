@@ -58,6 +58,12 @@ it('an endpoint that compresses unless asked not to is asked for identity, and i
   });
 });
 
+it("an operator's own Accept-Encoding on the runner is replaced by identity: the reply is read", async () => {
+  const url = await compressingEndpoint(200, Buffer.from('{"reply":"all summarised"}'));
+  const runner = createHttpRunner({ url, headers: { 'Accept-Encoding': 'gzip', 'x-team': 'ops' } });
+  expect(await runner.run(run)).toEqual({ status: 'ok', reply: 'all summarised' });
+});
+
 it('a gzip bomb answered anyway is never inflated: the turn fails naming the encoding', async () => {
   // 64 MiB of zeros in about 64 KB: inflated, it would be 64 times the answer's byte cap.
   const url = await compressingEndpoint(200, Buffer.alloc(64 * 1024 * 1024), true);

@@ -164,12 +164,13 @@ export async function outboundCall(url: string, call: OutboundRequest): Promise<
 }
 
 /**
- * The headers with `accept-encoding: identity` unless the caller named a coding itself: without
- * the header a server may use any coding (RFC 9110), and answers are never decoded.
+ * The headers with `accept-encoding: identity`, in place of any coding the caller (an operator's
+ * runner `headers`) named: without it a server may use any coding (RFC 9110), and answers are
+ * never decoded, so a compressed answer could only fail.
  */
 function withIdentity(headers: Record<string, string>): Record<string, string> {
-  const named = Object.keys(headers).some((name) => name.toLowerCase() === 'accept-encoding');
-  return named ? headers : { ...headers, 'accept-encoding': ACCEPT_IDENTITY };
+  const kept = Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'accept-encoding');
+  return { ...Object.fromEntries(kept), 'accept-encoding': ACCEPT_IDENTITY };
 }
 
 type Body = AsyncIterable<Buffer> & { destroy(): unknown };

@@ -53,21 +53,51 @@ function visible(text) {
     .replace(DISGUISING, (char) => `\\u{${char.codePointAt(0).toString(16)}}`);
 }
 
-// A run of characters with no place to break a line gets one every 64 characters (a <wbr>, which
-// adds nothing to the text read or copied), but not before a combining mark: Chromium lays out
-// such a run in time that grows with its square in some scripts (60,000 emoji skin-tone
-// modifiers, 240 KB, held the tab for minutes; an Arabic word of 120,000 letters for seconds).
-const LONG_RUN = /[^ \t\n\r]{64}(?=[^ \t\n\r\p{M}])/gu;
+// A run of characters with no place to break a line gets one (a <wbr>, which adds nothing to the
+// text read or copied) at the first grapheme boundary past 64 characters: Chromium lays out such
+// a run in time that grows with its square in some scripts (60,000 emoji skin-tone modifiers,
+// 240 KB, held the tab for minutes; an Arabic word of 120,000 letters for seconds). Never inside
+// a grapheme (an emoji and its skin tone, a flag's two letters, a letter and its marks) nor a
+// \u{…} escape, unless 128 characters pass without a boundary: 60,000 skin-tone modifiers after
+// one emoji are one grapheme, and must wrap all the same.
+const RUN_WRAP = 64;
+const RUN_WRAP_ALWAYS = 128;
+const LONG_RUN = /[^ \t\n\r]{64}/u;
+const BREAKS_LINE = /^[ \t\n\r]+$/;
+const ESCAPE = /\\u\{[0-9a-f]+\}/y;
+const GRAPHEMES = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
 /** Text as nodes to append: visible(), with a break opportunity in every long run. */
 function breakable(text) {
   const shown = visible(text);
+  if (!LONG_RUN.test(shown)) return [shown];
   const pieces = [];
-  let from = 0;
-  for (const run of shown.matchAll(LONG_RUN)) {
-    const end = run.index + run[0].length;
-    pieces.push(shown.slice(from, end), document.createElement('wbr'));
-    from = end;
+  let from = 0; // where the text not yet in pieces starts
+  let run = 0; // characters since the last place a line may break
+  let escapeEnd = 0; // where the escape being read ends: no break before it
+  const wrapAt = (at) => {
+    pieces.push(shown.slice(from, at), document.createElement('wbr'));
+    from = at;
+    run = 0;
+  };
+  for (const { segment, index } of GRAPHEMES.segment(shown)) {
+    if (BREAKS_LINE.test(segment)) {
+      run = 0;
+      continue;
+    }
+    if (index >= escapeEnd) {
+      if (run >= RUN_WRAP) wrapAt(index);
+      if (segment === '\\') {
+        ESCAPE.lastIndex = index;
+        if (ESCAPE.test(shown)) escapeEnd = ESCAPE.lastIndex;
+      }
+    }
+    let at = index;
+    for (const char of segment) {
+      if (run >= RUN_WRAP_ALWAYS) wrapAt(at);
+      run += 1;
+      at += char.length;
+    }
   }
   pieces.push(shown.slice(from));
   return pieces;
