@@ -8,7 +8,9 @@
  * and a lock whose address already has one here that overlaps it is that lock.
  */
 import { authLocked } from './observe/events.ts';
-import type { RateLimitSettings } from './rate-limit.ts';
+
+/** The limiter's settings a count of lock starts needs (rate-limit.ts imports this module). */
+export type LockoutSettings = { lockoutSeconds: number; maxClients: number };
 
 export type Lockouts = {
   /** A limiter started a lock of the address, ending at `untilMs` (the callers' clock). */
@@ -28,9 +30,7 @@ export function sameLock(
 }
 
 /** Count locks once per lock; remembers the latest `maxClients` addresses' locks. */
-export function createLockouts(
-  settings: Pick<RateLimitSettings, 'lockoutSeconds' | 'maxClients'>,
-): Lockouts {
+export function createLockouts(settings: LockoutSettings): Lockouts {
   const lockoutMs = settings.lockoutSeconds * 1000;
   // Lock ends by address, about in end order (every lock lasts lockoutMs): the bound drops the
   // one that ended first.

@@ -21,7 +21,11 @@ import {
 } from '../rate-limit.ts';
 import type { RuntimeStore } from '../runtime/runtime-store.ts';
 import { openPostgresStore } from './postgres/action-store.ts';
-import { createPostgresLimiter, STATEMENT_DEADLINE_MS } from './postgres/limiter.ts';
+import {
+  createPostgresLimiter,
+  STATEMENT_DEADLINE_MS,
+  serverTimeoutMs,
+} from './postgres/limiter.ts';
 import { closePool, openPool } from './postgres/pool.ts';
 import { PostgresRuntimeStore } from './postgres/runtime-store.ts';
 import {
@@ -120,7 +124,7 @@ async function postgresBackend(
         poolSize: LIMITER_CONNECTIONS,
         // Ended on the server before this side gives up on them: a count or reset held up
         // (a lock on the table) does not run on after its failure was counted in memory.
-        statementTimeoutMs: STATEMENT_DEADLINE_MS - 1000,
+        statementTimeoutMs: serverTimeoutMs(STATEMENT_DEADLINE_MS),
         ...(onError && { onError }),
       });
       const limiter = createPostgresLimiter(pool, settings, {

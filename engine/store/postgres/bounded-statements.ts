@@ -30,8 +30,13 @@ export class StatementsBacklogged extends Error {
 }
 
 export type BoundedStatements = {
-  /** Run one statement on a pooled connection within the deadline. */
-  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+  /**
+   * Run one statement on a pooled connection within the deadline, which starts now: a statement
+   * still being worked out (`config` a promise) waits for it within the same deadline.
+   */
+  query<R extends pg.QueryResultRow>(
+    config: pg.QueryConfig | Promise<pg.QueryConfig>,
+  ): Promise<pg.QueryResult<R>>;
   /** Statements waiting for a connection or an answer, those past their deadline included. */
   pending(): number;
 };
@@ -44,10 +49,12 @@ export function boundedStatements(
   let pending = 0;
 
   async function run<R extends pg.QueryResultRow>(
-    config: pg.QueryConfig,
+    pendingConfig: pg.QueryConfig | Promise<pg.QueryConfig>,
     expired: Promise<never>,
     isExpired: () => boolean,
   ): Promise<pg.QueryResult<R>> {
+    const config = await pendingConfig;
+    if (isExpired()) return expired;
     // A pool's wait for a connection is bounded by its own connection timeout, not by ours:
     // what it hands over past the deadline goes back unused.
     const client = await pool.connect();
@@ -79,7 +86,7 @@ export function boundedStatements(
   }
 
   return {
-    query<R extends pg.QueryResultRow>(config: pg.QueryConfig) {
+    query<R extends pg.QueryResultRow>(config: pg.QueryConfig | Promise<pg.QueryConfig>) {
       if (pending >= maxPending) return Promise.reject(new StatementsBacklogged(maxPending));
       pending++;
       let timedOut = false;

@@ -17,9 +17,11 @@
  * Time: every statement is bounded on this side (bounded-statements.ts), so a database that
  * stops answering holds neither the counts' connection nor the reads' loop past
  * `STATEMENT_DEADLINE_MS`, and the next statement opens a fresh connection: the instance is
- * back on the shared counts as soon as the database answers one. Counts and resets waiting
- * meanwhile are bounded in number too (`MAX_PENDING_WRITES`, then refused at once, and
- * counted in memory by the wrapper, limiter-fallback.ts).
+ * back on the shared counts as soon as the database answers one. A database that answers
+ * slowly ends them itself a second before (`serverTimeoutMs`), so what this side gave up on
+ * does not run on there. Counts waiting meanwhile are bounded in number too
+ * (`MAX_PENDING_WRITES`, then refused at once, and counted in memory by the wrapper,
+ * limiter-fallback.ts).
  */
 import type pg from 'pg';
 import { createLockouts } from '../../lockouts.ts';
@@ -46,6 +48,8 @@ export type PostgresLimiterOptions = LimiterOptions & {
   countsPool?: pg.Pool;
   /** Counts and resets that may wait for the database at once (default MAX_PENDING_WRITES). */
   maxPendingWrites?: number;
+  /** How long each statement may take, its wait for a connection included (default STATEMENT_DEADLINE_MS). */
+  statementDeadlineMs?: number;
 };
 
 export const DEFAULT_REFRESH_MS = 1000;
@@ -57,6 +61,15 @@ export const DEFAULT_SWEEP_MS = 30_000;
  * gone. The counts' connection ends its statements on the server a second before (backend.ts).
  */
 export const STATEMENT_DEADLINE_MS = 5000;
+
+/**
+ * How long the server may run one of the limiter's statements given `deadlineMs` on this side:
+ * a second less (half of a shorter one), so one this side gave up on is not still running there.
+ * Pure.
+ */
+export function serverTimeoutMs(deadlineMs: number): number {
+  return deadlineMs - Math.min(1000, Math.floor(deadlineMs / 2));
+}
 /**
  * Counts and resets waiting for the database at once, per instance: many more than the counts'
  * one connection gets through within the deadline, few enough that a flood of wrong tokens
@@ -109,27 +122,36 @@ const RECORD_FAILURE = `
       ELSE (ARRAY[$2::bigint] || ${RECENT})[1:($3::bigint - 1)::integer] END
   RETURNING extract(epoch FROM f.locked_until - ${AT})::float8 * 1000 AS locked_ms,
     f.locked_until = ${AT} + ${LOCKOUT} AS started`;
+// The reads and the sweep run on the main pool, whose server-side statement timeout (30 s) is
+// the queue's: each is sent after a SET LOCAL of its own in one query string (one transaction,
+// one round trip; PostgreSQL 13 and later time each statement of it apart), so the values
+// they take are whole numbers from the settings, written in.
+function int(n: number): string {
+  if (!Number.isSafeInteger(n)) throw new TypeError(`not a whole number: ${n}`);
+  return String(n);
+}
+
 // The database's clock, and the addresses locked now (one row with a null client when none).
 // Latest ends first, so the LIMIT keeps the newest locks, as the memory limiter's bound does.
-const LOCKED_NOW = `
+const LOCKED_NOW = (maxClients: number) => `
   SELECT extract(epoch FROM now())::float8 * 1000 AS now_ms, locked.client, locked.until_ms
   FROM (SELECT 1) AS one LEFT JOIN LATERAL (
     SELECT client, extract(epoch FROM locked_until)::float8 * 1000 AS until_ms
     FROM auth_failures WHERE locked_until > now()
-    ORDER BY locked_until DESC LIMIT $1) AS locked ON true`;
+    ORDER BY locked_until DESC LIMIT ${int(maxClients)}) AS locked ON true`;
 
 // Addresses with failures counted and no lock in force, whichever instance counted them: a
 // success here resets those too (one every instance may have counted behind a balancer).
-// Only rows whose failures may still count ($2 the window in ms; a fixed window's start may be
-// up to one window older than its last failure). At most $1 = maxClients + 1, in no order: one
+// Only rows whose failures may still count (a fixed window's start may be up to one window
+// older than its last failure). At most `limit` = maxClients + 1, in no order: one
 // more than the view keeps says that it cannot hold them all (counting-view.ts), whichever
 // they are. (Read newest first, a flood of newer windows left a client's out, and which were
 // newest hung on milliseconds that the clock offset estimates shift.)
-const COUNTING_NOW = `
+const COUNTING_NOW = (limit: number, windowMs: number) => `
   SELECT client FROM auth_failures
   WHERE (locked_until IS NULL OR locked_until <= now())
-    AND window_start > now() - 2 * $2::float8 * interval '1 millisecond'
-  LIMIT $1`;
+    AND window_start > now() - 2 * ${int(windowMs)} * interval '1 millisecond'
+  LIMIT ${int(limit)}`;
 type LockedNow = { now_ms: number; client: string | null; until_ms: number | null };
 
 // Never a lock in force: a correct credential must not lift it.
@@ -138,14 +160,14 @@ const RESET = `
   WHERE client = $1 AND (locked_until IS NULL OR locked_until <= now())`;
 
 // SKIP LOCKED: instances sweeping at once split the rows instead of waiting on each other.
-const SWEEP = `
+const SWEEP = (windowMs: number, limit: number) => `
   DELETE FROM auth_failures WHERE client IN (
     SELECT client FROM auth_failures
-    WHERE window_start <= now() - $1::float8 * interval '1 millisecond'
+    WHERE window_start <= now() - ${int(windowMs)} * interval '1 millisecond'
       AND (locked_until IS NULL OR locked_until <= now())
       AND NOT EXISTS (SELECT 1 FROM unnest(failures) AS t
-        WHERE t > extract(epoch FROM now()) * 1000 - $1::float8)
-    LIMIT $2 FOR UPDATE SKIP LOCKED)`;
+        WHERE t > extract(epoch FROM now()) * 1000 - ${int(windowMs)})
+    LIMIT ${int(limit)} FOR UPDATE SKIP LOCKED)`;
 
 /**
  * A limiter over the given pool, refreshing at once and then every `refreshMs` until closed.
@@ -160,14 +182,21 @@ export function createPostgresLimiter(
   const sweepMs = options.sweepMs ?? DEFAULT_SWEEP_MS;
   const clock = options.clock ?? Date.now;
   const lockouts = options.lockouts ?? createLockouts(settings);
-  const reads = boundedStatements(pool, {
-    deadlineMs: STATEMENT_DEADLINE_MS,
-    maxPending: MAX_PENDING_READS,
-  });
+  const deadlineMs = options.statementDeadlineMs ?? STATEMENT_DEADLINE_MS;
+  const reads = boundedStatements(pool, { deadlineMs, maxPending: MAX_PENDING_READS });
   const writes = boundedStatements(options.countsPool ?? pool, {
-    deadlineMs: STATEMENT_DEADLINE_MS,
+    deadlineMs,
     maxPending: options.maxPendingWrites ?? MAX_PENDING_WRITES,
   });
+  const localTimeout = `SET LOCAL statement_timeout = ${int(serverTimeoutMs(deadlineMs))};`;
+  /** One read (or sweep) ended on the server before this side gives up on it. */
+  async function readQuery<R extends pg.QueryResultRow>(text: string): Promise<pg.QueryResult<R>> {
+    // Two statements: the answer is a result for each.
+    const results = (await reads.query<R>({ text: `${localTimeout}${text}` })) as unknown as Array<
+      pg.QueryResult<R>
+    >;
+    return results[1] as pg.QueryResult<R>;
+  }
   // Addresses that may have a count: the only ones a success resets.
   const counting = createCountingView(settings.maxClients);
   // Resets sent and not answered yet, by address: while the view is crowded every success
@@ -202,11 +231,7 @@ export function createPostgresLimiter(
 
   async function refresh(): Promise<void> {
     const sentAt = clock();
-    const { rows } = await reads.query<LockedNow>({
-      name: 'hookgate_auth_locked_now',
-      text: LOCKED_NOW,
-      values: [settings.maxClients],
-    });
+    const { rows } = await readQuery<LockedNow>(LOCKED_NOW(settings.maxClients));
     const receivedAt = clock();
     observeClock(sentAt, receivedAt, (rows[0] as LockedNow).now_ms);
     const offset = offsetMs as number;
@@ -220,19 +245,18 @@ export function createPostgresLimiter(
       const { client, until_ms } = rows[i] as LockedNow;
       if (client === null || until_ms === null) continue;
       const until = until_ms - offset;
-      // Two locks of one address end a lockout apart at least (nothing extends a lock): an end
-      // known here that is nearer is the same lock, already known from the write that made or
-      // met it (the two differ only if the offset moved since).
-      if ((locked.get(client) ?? Number.NEGATIVE_INFINITY) > until - lockoutMs / 2) continue;
+      // A read never moves a known end earlier: an end known here that is later is this lock
+      // (seen through an offset that moved since) or a newer one (its write answered after the
+      // read was taken). One that is earlier is this lock's older view or an ended one: the later
+      // end, as lockouts.ts keeps for one lock started twice.
+      if ((locked.get(client) ?? Number.NEGATIVE_INFINITY) >= until) continue;
       learnLock(client, until);
       counting.forget(client);
     }
     const mark = counting.mark();
-    const counted = await reads.query<{ client: string }>({
-      name: 'hookgate_auth_counting_now',
-      text: COUNTING_NOW,
-      values: [settings.maxClients + 1, settings.windowSeconds * 1000],
-    });
+    const counted = await readQuery<{ client: string }>(
+      COUNTING_NOW(settings.maxClients + 1, settings.windowSeconds * 1000),
+    );
     counting.read(
       mark,
       counted.rows.map((row) => row.client),
@@ -255,11 +279,7 @@ export function createPostgresLimiter(
 
   async function sweep(): Promise<void> {
     for (let i = 0; i < SWEEP_BATCHES; i++) {
-      const { rowCount } = await reads.query({
-        name: 'hookgate_auth_sweep',
-        text: SWEEP,
-        values: [settings.windowSeconds * 1000, SWEEP_BATCH],
-      });
+      const { rowCount } = await readQuery(SWEEP(settings.windowSeconds * 1000, SWEEP_BATCH));
       if ((rowCount ?? 0) < SWEEP_BATCH) return;
     }
   }
@@ -295,12 +315,22 @@ export function createPostgresLimiter(
       if (lockedFor(client, nowMs) > 0) return;
       // A success after this failure sends a reset of its own, not one sent before it.
       resetting.delete(client);
-      const at = Math.round(nowMs) + (await clockOffset());
-      const { rows } = await writes.query<{ locked_ms: number | null; started: boolean | null }>({
+      // The count's deadline starts now, its wait for the database's clock (the first read, when
+      // unknown yet) included: it lands within the deadline of its failure or never.
+      const count = clockOffset().then((offset) => ({
         name: 'hookgate_auth_record_failure',
         text: RECORD_FAILURE,
-        values: [client, at, settings.maxFailures, settings.windowSeconds * 1000, lockoutMs],
-      });
+        values: [
+          client,
+          Math.round(nowMs) + offset,
+          settings.maxFailures,
+          settings.windowSeconds * 1000,
+          lockoutMs,
+        ],
+      }));
+      const { rows } = await writes.query<{ locked_ms: number | null; started: boolean | null }>(
+        count,
+      );
       const row = rows[0];
       if (row?.locked_ms == null || row.locked_ms <= 0) {
         counting.counted(client);
