@@ -10,6 +10,7 @@
  * limiter statement has a deadline that drops its connection, and the counts waiting at once
  * are bounded.
  */
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../engine/config.ts';
 import { type Hookgate, startHookgate } from '../engine/hookgate.ts';
@@ -165,7 +166,13 @@ describe.skipIf(skip)('attack: the path to the shared database goes silent', () 
     // and the fallback), with a statement deadline long enough that the held-up counts are
     // still waiting when the path heals, however loaded the machine.
     const main = openPool({ url: proxy.through(url), poolSize: 2 });
-    const counts = openPool({ url: proxy.through(url), poolSize: 1 });
+    // Its own wait for the connection as long (openPool's gives up after 10 s).
+    const counts = new pg.Pool({
+      connectionString: proxy.through(url),
+      max: 1,
+      connectionTimeoutMillis: 30_000,
+    });
+    counts.on('error', () => undefined);
     cleanups.push(async () => {
       await Promise.all([closePool(main), closePool(counts)]);
     });

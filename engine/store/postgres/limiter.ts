@@ -19,9 +19,9 @@
  * `STATEMENT_DEADLINE_MS`, and the next statement opens a fresh connection: the instance is
  * back on the shared counts as soon as the database answers one. A database that answers
  * slowly ends them itself a second before (`serverTimeoutMs`), so what this side gave up on
- * does not run on there. Counts waiting meanwhile are bounded in number too
- * (`MAX_PENDING_WRITES`, then refused at once, and counted in memory by the wrapper,
- * limiter-fallback.ts).
+ * does not run on there. Counts and resets waiting meanwhile are bounded in number too
+ * (`MAX_PENDING_WRITES`, then refused at once: a count is counted in memory by the wrapper,
+ * limiter-fallback.ts, a reset dropped).
  */
 import type pg from 'pg';
 import { createLockouts } from '../../lockouts.ts';
@@ -245,10 +245,10 @@ export function createPostgresLimiter(
       const { client, until_ms } = rows[i] as LockedNow;
       if (client === null || until_ms === null) continue;
       const until = until_ms - offset;
-      // A read never moves a known end earlier: an end known here that is later is this lock
-      // (seen through an offset that moved since) or a newer one (its write answered after the
-      // read was taken). One that is earlier is this lock's older view or an ended one: the later
-      // end, as lockouts.ts keeps for one lock started twice.
+      // A read never moves a known end earlier: a later end known here is this lock seen through
+      // an offset that moved since, or a newer lock whose write was answered after the read was
+      // taken. A later end read is learnt: this lock to its later end (as lockouts.ts keeps one
+      // lock started twice), or a lock started elsewhere.
       if ((locked.get(client) ?? Number.NEGATIVE_INFINITY) >= until) continue;
       learnLock(client, until);
       counting.forget(client);
