@@ -169,10 +169,11 @@ describe('pipelined copies behind a slow holder, end to end', () => {
       `POST /hooks/${hook} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${TOKEN}\r\n` +
       `Idempotency-Key: held-by-slow\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(json)}\r\n${last ? 'Connection: close\r\n' : ''}\r\n${json}`;
-    // Two slow calls ahead of the holder in the one transform process: the holder holds the
-    // key while they run and while it runs (about 13 s), time for the copies to arrive even on
-    // a loaded machine (behind the holder alone, 4.5 s, some ran out of it).
-    const ahead = [server.post('slow', { n: -1 }), server.post('slow', { n: 0 })];
+    // Three slow calls ahead of the holder in the one transform process: the holder holds the
+    // key while they run and while it runs (about 18 s), time for the copies to arrive even on
+    // a loaded machine (behind the holder alone, 4.5 s, some ran out of it; behind two, 13 s,
+    // too in a full suite run beside other work).
+    const ahead = [-2, -1, 0].map((n) => server.post('slow', { n }));
     // First on the connection, the holder takes the key; its transform then runs for seconds
     // while the copies behind it arrive.
     const requests = [
