@@ -54,16 +54,21 @@ for (const backend of storeBackends()) {
       await w.post('wake', { text: `please summarise ${POISON}`, mode: 'next-heartbeat' });
       for (const text of texts.slice(2, -1)) await w.post('wake', { text, mode: 'next-heartbeat' });
       await w.post('wake', { text: texts.at(-1), mode: 'now' });
-      const events = await waitFor(
-        'no event left pending',
+      // Consumed, and each heartbeat that consumed one ended (on PostgreSQL its end can be read
+      // a moment after its events' consumption).
+      const { events, byId } = await waitFor(
+        'no event left pending, each heartbeat that took one ended',
         async () => {
           const all = await eventsOf(w.server);
-          return all.every((event) => event.consumedBy !== null) && all;
+          if (!all.every((event) => event.consumedBy !== null)) return false;
+          const beats = new Map((await heartbeatsOf(w.server)).map((beat) => [beat.id, beat]));
+          const ended = all.every((event) =>
+            ['done', 'failed'].includes(beats.get(String(event.consumedBy))?.state ?? ''),
+          );
+          return ended && { events: all, byId: beats };
         },
         30_000,
       );
-      const heartbeats = await heartbeatsOf(w.server);
-      const byId = new Map(heartbeats.map((beat) => [beat.id, beat]));
       const poisoned = events.find((event) => event.text.includes(POISON));
       // Set aside: consumed by a failed heartbeat that says so, its text kept.
       const aside = byId.get(String(poisoned?.consumedBy));

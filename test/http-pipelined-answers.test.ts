@@ -180,7 +180,11 @@ describe('a message the parser refuses on a connection that still owes answers',
       const socket = connect(Number(port), hostname);
       const parts: Buffer[] = [];
       socket.on('data', (chunk: Buffer) => parts.push(chunk));
-      socket.on('error', reject);
+      // Closed with the trickle's bytes unread, the server's end may reset rather than end the
+      // connection: closed either way ('close' follows), the 401 read long before.
+      socket.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ECONNRESET' && err.code !== 'EPIPE') reject(err);
+      });
       socket.write(
         'POST /hooks/wake HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer wrong\r\n' +
           'Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n',
