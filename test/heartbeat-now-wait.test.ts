@@ -174,7 +174,8 @@ function fakeStore(options: {
   return { store, requests };
 }
 
-describe('heartbeat now: asking', () => {
+// Each case waits out real pick-up and call limits (5-13 s) on a store of its own: together.
+describe.concurrent('heartbeat now: asking', () => {
   it('a request a server takes is taken', async () => {
     const { store } = fakeStore({ takenAfterPolls: 2 });
     expect(await askServer(store, 'heartbeat', 30)).toEqual({ kind: 'taken', seq: 1 });

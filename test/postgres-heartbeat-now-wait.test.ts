@@ -70,93 +70,112 @@ const LEASE_SECONDS = 3_600;
 
 describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
   let server: PostgresServer;
-  let client: pg.Client;
-  let config: string;
-  // The same database, a lease of 8 s: for the cases that wait a whole lease.
-  let shortLease: string;
+  let template: string;
+  const clients: pg.Client[] = [];
   const temp = tempDir('pg-hb-now-wait-');
 
   beforeAll(async () => {
     server = await startPostgres();
-    const url = await server.createDatabase();
-    const written = writeInstanceConfig(temp.dir, 'a', url, {
+    template = `hb_seed_${process.pid}`;
+    const url = await server.createDatabase(template);
+    const written = writeInstanceConfig(temp.dir, 'seed', url, {
       store: { leaseSeconds: LEASE_SECONDS },
     });
-    config = written.config;
-    shortLease = writeInstanceConfig(temp.dir, 'cli', url, { store: { leaseSeconds: 8 } }).config;
     // One instance ran (the schema is there, it took the lead), then died without a word.
     const instance = await startInstance(written.config, written.dataDir);
     instance.child.kill('SIGKILL');
     await instance.exited;
-    client = new pg.Client({ connectionString: url });
-    await client.connect();
   }, 240_000);
 
   afterAll(async () => {
-    await client?.end().catch(() => undefined);
+    await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
     await killAll();
     await server?.stop();
     temp.cleanup();
   });
 
-  const openRequests = async () =>
-    Number(
-      (await client.query<{ n: string }>('SELECT count(*) AS n FROM control_requests')).rows[0]?.n,
-    );
+  let scenes = 0;
+  let copying = Promise.resolve();
+  /**
+   * A database of the case's own, copied from the one the instance ran on (so cases that wait
+   * can run together), with a config for it (`config`) and one with a lease of 8 s
+   * (`shortLease`), for the cases that wait a whole lease.
+   */
+  const scene = async () => {
+    scenes += 1;
+    const name = `hb_${scenes}`;
+    // One copy at a time: a template may not be copied twice at once.
+    const copied = copying.then(() => server.createDatabase(name, template));
+    copying = copied.then(() => undefined);
+    const url = await copied;
+    const config = writeInstanceConfig(temp.dir, name, url, {
+      store: { leaseSeconds: LEASE_SECONDS },
+    }).config;
+    const shortLease = writeInstanceConfig(temp.dir, `${name}-cli`, url, {
+      store: { leaseSeconds: 8 },
+    }).config;
+    const client = new pg.Client({ connectionString: url });
+    clients.push(client);
+    await client.connect();
 
-  /** Until the command's request is in the table (up to 30 s; the caller checks it is). */
-  const untilRequestOpen = async () => {
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline && (await openRequests()) === 0)
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    const openRequests = async () =>
+      Number(
+        (await client.query<{ n: string }>('SELECT count(*) AS n FROM control_requests')).rows[0]
+          ?.n,
+      );
+    return {
+      config,
+      shortLease,
+      client,
+      openRequests,
+      /** Until the command's request is in the table (up to 30 s; the caller checks it is). */
+      untilRequestOpen: async () => {
+        const deadline = Date.now() + 30_000;
+        while (Date.now() < deadline && (await openRequests()) === 0)
+          await new Promise((resolve) => setTimeout(resolve, 20));
+      },
+      /** The lead's lease row running out at `until` (SQL). */
+      setLease: (until: string) =>
+        client.query(
+          `INSERT INTO leases (name, owner, until) VALUES ('heartbeat', 'gone:1', ${until})
+           ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until`,
+        ),
+      /** The backends serving the command (the one instance ran long ago: nobody else is in). */
+      commandBackends: async (): Promise<number[]> =>
+        (
+          await client.query<{ pid: number }>(
+            'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+          )
+        ).rows.map((row) => row.pid),
+    };
   };
-
-  /** The lead's lease row, whatever the earlier tests left, running out at `until` (SQL). */
-  const setLease = (until: string) =>
-    client.query(
-      `INSERT INTO leases (name, owner, until) VALUES ('heartbeat', 'gone:1', ${until})
-       ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until`,
-    );
 
   const ask = (file: string) =>
     runHookgate(['heartbeat', 'now', '--config', file], { timeoutMs: 60_000 });
 
-  it('the last lease ran out long ago: no server is running, said without waiting out a lease', async () => {
-    await setLease("now() - interval '2 hours'");
-    const asked = await ask(config);
-    expect(asked.code, asked.stderr).toBe(1);
-    expect(asked.stderr).toMatch(/no server is running on .*within 5 s/);
-    expect(await openRequests()).toBe(0);
-  }, 90_000);
+  // Waits that do not depend on how long the command took to start: these run together.
+  describe.concurrent('each on a database of its own, together', () => {
+    it('the last lease ran out long ago: no server is running, said without waiting out a lease', async () => {
+      const { config, setLease, openRequests } = await scene();
+      await setLease("now() - interval '2 hours'");
+      const asked = await ask(config);
+      expect(asked.code, asked.stderr).toBe(1);
+      expect(asked.stderr).toMatch(/no server is running on .*within 5 s/);
+      expect(await openRequests()).toBe(0);
+    }, 90_000);
 
-  it("a dead leader's lease that still runs is waited out with the grace, and no longer", async () => {
-    await setLease("now() + interval '8 seconds'");
-    const asked = await ask(config);
-    expect(asked.code, asked.stderr).toBe(1);
-    // The pick-up's 5 s, the 8 s left of the lease less the command's start, the grace's 5 s.
-    expect(asked.stderr).toMatch(/within 1[3-8] s/);
-    expect(await openRequests()).toBe(0);
-  }, 90_000);
+    it('no lease at all (an older hookgate deleted it at its stop): read as one that just ran out', async () => {
+      const { config, client, openRequests } = await scene();
+      await client.query('DELETE FROM leases');
+      const asked = await ask(config);
+      expect(asked.code, asked.stderr).toBe(1);
+      expect(asked.stderr).toMatch(/within 10 s/);
+      expect(await openRequests()).toBe(0);
+    }, 90_000);
 
-  it('a lease given up a moment ago (a clean stop): the grace is waited for a successor', async () => {
-    await setLease("now() - interval '1 second'");
-    const asked = await ask(config);
-    expect(asked.code, asked.stderr).toBe(1);
-    expect(asked.stderr).toMatch(/within [6-9] s/);
-    expect(await openRequests()).toBe(0);
-  }, 90_000);
-
-  it('no lease at all (an older hookgate deleted it at its stop): read as one that just ran out', async () => {
-    await client.query('DELETE FROM leases');
-    const asked = await ask(config);
-    expect(asked.code, asked.stderr).toBe(1);
-    expect(asked.stderr).toMatch(/within 10 s/);
-    expect(await openRequests()).toBe(0);
-  }, 90_000);
-
-  it("a lease that cannot be read: waited as one of the command's own leaseSeconds just renewed", async () => {
-    await client.query('ALTER TABLE leases RENAME TO leases_away');
-    try {
+    it("a lease that cannot be read: waited as one of the command's own leaseSeconds just renewed", async () => {
+      const { shortLease, client, openRequests } = await scene();
+      await client.query('ALTER TABLE leases RENAME TO leases_away');
       const started = Date.now();
       const asked = await ask(shortLease);
       expect(asked.code, asked.stderr).toBe(1);
@@ -164,23 +183,22 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
       // It did wait that long (a slower machine only waits longer).
       expect(Date.now() - started).toBeGreaterThanOrEqual(18_000);
       expect(await openRequests()).toBe(0);
-    } finally {
-      await client.query('ALTER TABLE leases_away RENAME TO leases');
-    }
-  }, 90_000);
-  it('a request that cannot be taken back (the store failed while it waited) is said to be left, with its number', async () => {
-    await setLease("now() - interval '2 hours'");
-    const asking = ask(config);
-    // Once the request is there, its table goes away under the command.
-    let seq: string | undefined;
-    const deadline = Date.now() + 30_000;
-    while (seq === undefined && Date.now() < deadline) {
-      seq = (await client.query<{ seq: string }>('SELECT seq FROM control_requests')).rows[0]?.seq;
-      if (seq === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    expect(seq).toBeDefined();
-    await client.query('ALTER TABLE control_requests RENAME TO control_requests_away');
-    try {
+    }, 90_000);
+
+    it('a request that cannot be taken back (the store failed while it waited) is said to be left, with its number', async () => {
+      const { config, client, setLease, openRequests } = await scene();
+      await setLease("now() - interval '2 hours'");
+      const asking = ask(config);
+      // Once the request is there, its table goes away under the command.
+      let seq: string | undefined;
+      const deadline = Date.now() + 30_000;
+      while (seq === undefined && Date.now() < deadline) {
+        seq = (await client.query<{ seq: string }>('SELECT seq FROM control_requests')).rows[0]
+          ?.seq;
+        if (seq === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(seq).toBeDefined();
+      await client.query('ALTER TABLE control_requests RENAME TO control_requests_away');
       const asked = await asking;
       expect(asked.code, asked.stderr).toBe(1);
       expect(asked.stderr).toContain(
@@ -189,127 +207,147 @@ describe.skipIf(skip)('heartbeat now with no server on PostgreSQL', () => {
       expect(asked.stderr).toContain(
         'a server started within 65 minutes of the asking may still run it',
       );
-    } finally {
       await client.query('ALTER TABLE control_requests_away RENAME TO control_requests');
-    }
-    // As said: it is still there.
-    expect(await openRequests()).toBe(1);
-    await client.query('DELETE FROM control_requests');
-  }, 90_000);
-  it('interrupted (Ctrl-C) while it waits for a dead leader: the request is taken back, exit 130', async () => {
-    await setLease("now() + interval '1 hour'");
-    const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
-    await untilRequestOpen();
-    expect(await openRequests()).toBe(1);
-    asking.child.kill('SIGINT');
-    const exit = await asking.waitForExit(30_000);
-    expect(exit.code, asking.stderr()).toBe(130);
-    expect(asking.stderr()).toContain('interrupted; the request was taken back');
-    expect(await openRequests()).toBe(0);
-  }, 90_000);
-  /** The backends serving the command (the one instance ran long ago: nobody else is in). */
-  const commandBackends = async (): Promise<number[]> =>
-    (
-      await client.query<{ pid: number }>(
-        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
-      )
-    ).rows.map((row) => row.pid);
+      // As said: it is still there.
+      expect(await openRequests()).toBe(1);
+    }, 90_000);
 
-  it('a database that stops answering while it waits does not hold the command: it says what became of the request', async () => {
-    await setLease("now() - interval '2 hours'");
-    const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
-    await untilRequestOpen();
-    expect(await openRequests()).toBe(1);
-    const frozen = await commandBackends();
-    expect(frozen.length).toBeGreaterThan(0);
-    try {
-      // The command's backends and the postmaster (a new connection would get a new backend).
-      server.kill('SIGSTOP');
-      for (const pid of frozen) process.kill(pid, 'SIGSTOP');
-      // Looks of 2 s, the 5 s wait, a taking back of 8 s, a close of 2 s: well within this.
-      const exit = await asking.waitForExit(45_000);
-      expect(exit.code, asking.stderr()).toBe(1);
-      expect(asking.stderr()).toMatch(
-        /the request \(\d+\) was not seen taken and could not be taken back \(the store did not answer \(taking it back\) within 8 s\): a server started within 65 minutes of the asking may still run it/,
-      );
-    } finally {
-      for (const pid of frozen) {
-        try {
-          process.kill(pid, 'SIGCONT');
-        } catch {
-          // Gone already.
-        }
-      }
-      server.kill('SIGCONT');
-      await client.query('DELETE FROM control_requests');
-    }
-  }, 90_000);
-
-  it('a database that does not answer when the command opens it: said in 8 s, nothing asked', async () => {
-    server.kill('SIGSTOP');
-    let asked: Awaited<ReturnType<typeof ask>>;
-    try {
-      asked = await ask(config);
-    } finally {
-      server.kill('SIGCONT');
-    }
-    expect(asked.code, asked.stderr).toBe(1);
-    expect(asked.stderr).toContain(
-      'the store did not answer (opening it) within 8 s; nothing was asked',
-    );
-    expect(await openRequests()).toBe(0);
-  }, 90_000);
-
-  it('interrupted while the store is being opened (the database does not answer): nothing asked, exit 130', async () => {
-    server.kill('SIGSTOP');
-    try {
+    it('interrupted (Ctrl-C) while it waits for a dead leader: the request is taken back, exit 130', async () => {
+      const { config, setLease, openRequests, untilRequestOpen } = await scene();
+      await setLease("now() + interval '1 hour'");
       const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
-      // Opening: its connection to the database is there (the kernel took it; nobody answers).
-      await waitFor('the command to connect', async () =>
-        connectedTo(asking.child.pid as number, server.port) ? true : undefined,
-      );
+      await untilRequestOpen();
+      expect(await openRequests()).toBe(1);
       asking.child.kill('SIGINT');
       const exit = await asking.waitForExit(30_000);
       expect(exit.code, asking.stderr()).toBe(130);
-      expect(asking.stderr()).toContain('interrupted before asking; nothing was asked');
-    } finally {
-      server.kill('SIGCONT');
-    }
-    expect(await openRequests()).toBe(0);
-  }, 90_000);
+      expect(asking.stderr()).toContain('interrupted; the request was taken back');
+      expect(await openRequests()).toBe(0);
+    }, 90_000);
 
-  it.skipIf(!oldSystemNode)(
-    'Ctrl-C through the launcher on an older system Node (the signal reaches the command twice): taken back once, exit 130',
-    async () => {
-      await setLease("now() + interval '1 hour'");
-      const launcher = spawn(
-        oldSystemNode as string,
-        [LAUNCHER, 'heartbeat', 'now', '--config', config],
-        {
-          cwd: ROOT,
-          detached: true,
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
-      let stderr = '';
-      launcher.stderr?.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
-      const exited = new Promise<number | null>((resolve) =>
-        launcher.on('exit', (code) => resolve(code)),
-      );
+    it.skipIf(!oldSystemNode)(
+      'Ctrl-C through the launcher on an older system Node (the signal reaches the command twice): taken back once, exit 130',
+      async () => {
+        const { config, setLease, openRequests, untilRequestOpen } = await scene();
+        await setLease("now() + interval '1 hour'");
+        const launcher = spawn(
+          oldSystemNode as string,
+          [LAUNCHER, 'heartbeat', 'now', '--config', config],
+          {
+            cwd: ROOT,
+            detached: true,
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
+        let stderr = '';
+        launcher.stderr?.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
+        const exited = new Promise<number | null>((resolve) =>
+          launcher.on('exit', (code) => resolve(code)),
+        );
+        try {
+          await untilRequestOpen();
+          expect(await openRequests()).toBe(1);
+          // As a terminal's Ctrl-C: to the whole process group, the launcher and the command.
+          process.kill(-(launcher.pid as number), 'SIGINT');
+          expect(await exited, stderr).toBe(130);
+          expect(stderr).toContain('interrupted; the request was taken back');
+          expect(await openRequests()).toBe(0);
+        } finally {
+          if (launcher.exitCode === null) process.kill(-(launcher.pid as number), 'SIGKILL');
+        }
+      },
+      90_000,
+    );
+  });
+
+  // One at a time, after those: the first two read their wait against the command's start (a
+  // start slowed by other commands starting beside it would shorten it), the others freeze the
+  // whole server.
+  describe('one at a time', () => {
+    it("a dead leader's lease that still runs is waited out with the grace, and no longer", async () => {
+      const { config, setLease, openRequests } = await scene();
+      await setLease("now() + interval '8 seconds'");
+      const asked = await ask(config);
+      expect(asked.code, asked.stderr).toBe(1);
+      // The pick-up's 5 s, the 8 s left of the lease less the command's start, the grace's 5 s.
+      expect(asked.stderr).toMatch(/within 1[3-8] s/);
+      expect(await openRequests()).toBe(0);
+    }, 90_000);
+
+    it('a lease given up a moment ago (a clean stop): the grace is waited for a successor', async () => {
+      const { config, setLease, openRequests } = await scene();
+      await setLease("now() - interval '1 second'");
+      const asked = await ask(config);
+      expect(asked.code, asked.stderr).toBe(1);
+      expect(asked.stderr).toMatch(/within [6-9] s/);
+      expect(await openRequests()).toBe(0);
+    }, 90_000);
+
+    it('a database that stops answering while it waits does not hold the command: it says what became of the request', async () => {
+      const { config, setLease, openRequests, untilRequestOpen, commandBackends } = await scene();
+      await setLease("now() - interval '2 hours'");
+      const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
+      await untilRequestOpen();
+      expect(await openRequests()).toBe(1);
+      const frozen = await commandBackends();
+      expect(frozen.length).toBeGreaterThan(0);
       try {
-        await untilRequestOpen();
-        expect(await openRequests()).toBe(1);
-        // As a terminal's Ctrl-C: to the whole process group, the launcher and the command.
-        process.kill(-(launcher.pid as number), 'SIGINT');
-        expect(await exited, stderr).toBe(130);
-        expect(stderr).toContain('interrupted; the request was taken back');
-        expect(await openRequests()).toBe(0);
+        // The command's backends and the postmaster (a new connection would get a new backend).
+        server.kill('SIGSTOP');
+        for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+        // Looks of 2 s, the 5 s wait, a taking back of 8 s, a close of 2 s: well within this.
+        const exit = await asking.waitForExit(45_000);
+        expect(exit.code, asking.stderr()).toBe(1);
+        expect(asking.stderr()).toMatch(
+          /the request \(\d+\) was not seen taken and could not be taken back \(the store did not answer \(taking it back\) within 8 s\): a server started within 65 minutes of the asking may still run it/,
+        );
       } finally {
-        if (launcher.exitCode === null) process.kill(-(launcher.pid as number), 'SIGKILL');
+        for (const pid of frozen) {
+          try {
+            process.kill(pid, 'SIGCONT');
+          } catch {
+            // Gone already.
+          }
+        }
+        server.kill('SIGCONT');
       }
-    },
-    90_000,
-  );
+    }, 90_000);
+
+    it('a database that does not answer when the command opens it: said in 8 s, nothing asked', async () => {
+      const { config, openRequests } = await scene();
+      server.kill('SIGSTOP');
+      let asked: Awaited<ReturnType<typeof ask>>;
+      try {
+        asked = await ask(config);
+      } finally {
+        server.kill('SIGCONT');
+      }
+      expect(asked.code, asked.stderr).toBe(1);
+      expect(asked.stderr).toContain(
+        'the store did not answer (opening it) within 8 s; nothing was asked',
+      );
+      expect(await openRequests()).toBe(0);
+    }, 90_000);
+
+    it('interrupted while the store is being opened (the database does not answer): nothing asked, exit 130', async () => {
+      const { config, openRequests } = await scene();
+      server.kill('SIGSTOP');
+      try {
+        const asking = spawnHookgate(['heartbeat', 'now', '--config', config]);
+        // Opening: its connection to the database is there (the kernel took it; nobody answers).
+        await waitFor('the command to connect', async () =>
+          connectedTo(asking.child.pid as number, server.port) ? true : undefined,
+        );
+        asking.child.kill('SIGINT');
+        const exit = await asking.waitForExit(30_000);
+        expect(exit.code, asking.stderr()).toBe(130);
+        expect(asking.stderr()).toContain('interrupted before asking; nothing was asked');
+      } finally {
+        server.kill('SIGCONT');
+      }
+      expect(await openRequests()).toBe(0);
+    }, 90_000);
+  });
 });

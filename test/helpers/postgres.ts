@@ -21,7 +21,11 @@ export type PostgresServer = {
   /** Connection URL of a database (default `postgres`). */
   url(database?: string): string;
   /** Create a fresh database (a unique name unless given); resolves to its URL. */
-  createDatabase(name?: string): Promise<string>;
+  /**
+   * A fresh database, its URL; `template` copies that database (its schema and rows), which
+   * must have no connection open at the time.
+   */
+  createDatabase(name?: string, template?: string): Promise<string>;
   /** Signal the postmaster itself (its backends live on until they notice). */
   kill(signal: NodeJS.Signals): void;
   /** SIGKILL the postmaster and every backend at once: a crash, open transactions and all. */
@@ -296,11 +300,15 @@ export async function startPostgres(): Promise<PostgresServer> {
       return port;
     },
     url,
-    async createDatabase(name = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`) {
+    async createDatabase(
+      name = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`,
+      template?: string,
+    ) {
       const client = new pg.Client({ connectionString: url() });
       await client.connect();
       try {
-        await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+        const copy = template ? ` TEMPLATE ${client.escapeIdentifier(template)}` : '';
+        await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}${copy}`);
       } finally {
         await client.end();
       }
