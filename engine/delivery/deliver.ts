@@ -76,6 +76,10 @@ export function movedRecipient(route: Route, movedTo: string): string | undefine
   return route.adapter.normaliseRecipient?.(movedTo) ?? movedTo;
 }
 
+// C0 but tab, line feed and carriage return; DEL; C1.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding controls is the point.
+const UNSENDABLE_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+
 /** What one delivery attempt achieved. */
 export type Attempt = {
   outcome: 'sent' | 'retry' | 'failed';
@@ -103,8 +107,11 @@ export async function sendParts(
   // came, a `\ud83d` escape, products that want UTF-8 (Telegram) refused the whole part. In the
   // head split only (a whole reply of 64 MiB took most of a second); same length, so a resumed
   // delivery splits into the same parts.
+  // Control characters other than tab and line ends (an escape sequence, a NUL, a backspace,
+  // which a payload can get an agent to repeat) arrive as U+FFFD too: in a chat or its
+  // notification they can hide or rewrite the text around them, and no channel needs them.
   const prepare = (head: string) => {
-    const sendable = head.toWellFormed();
+    const sendable = head.toWellFormed().replace(UNSENDABLE_CONTROLS, '\uFFFD');
     return prepareText ? prepareText.call(route.adapter, sendable) : sendable;
   };
   const parts = replyParts(text, maxLength, measure, prepare);
