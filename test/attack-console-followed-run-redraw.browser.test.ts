@@ -6,59 +6,26 @@
  * long as the run lasted, and any text the operator had selected in the pane to copy was lost
  * at each read. A read that brings what is shown already now leaves the pane as it is.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
+import { ADMIN_TOKEN } from './helpers/admin.ts';
+import { chrome } from './helpers/console-browser.ts';
+import { type RunConsole, startRunConsole } from './helpers/console-run.ts';
 
 // The page's selection (the tests are typed without the DOM's library).
 type Selecting = { getSelection(): { selectAllChildren(node: unknown): void; toString(): string } };
 
 describe.skipIf('missing' in chrome)('a running run under a large body', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-  let runner: Server;
-  let release: () => void = () => undefined;
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
+  let run: RunConsole;
 
   beforeAll(async () => {
     // The agent's turn lasts until the test is done looking.
-    runner = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        held.then(() => {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ reply: 'done' }));
-        });
-      });
-    });
-    await new Promise<void>((resolve) => runner.listen(0, '127.0.0.1', resolve));
-    const runnerUrl = `http://127.0.0.1:${(runner.address() as AddressInfo).port}`;
-    stack = await startAdminStack(
-      {
-        agents: {
-          list: [{ id: 'main', default: true, runner: { kind: 'http', url: `${runnerUrl}/run` } }],
-        },
-        runtime: { heartbeat: { every: 'off' } },
-      },
-      { runtime: true, admin: { keepPayloads: true } },
-    );
-    browser = await launchChromium();
+    run = await startRunConsole({ keepPayloads: true });
   }, 120_000);
 
-  afterAll(async () => {
-    release();
-    await browser?.close();
-    await stack?.stop();
-    runner.closeAllConnections();
-    await new Promise((resolve) => runner.close(resolve));
-  });
+  afterAll(() => run?.stop());
 
   it('the pane is not drawn again while the run reads the same; a selection in it stays', async () => {
+    const { stack, browser } = run;
     const body = `{"message":"look"${'\n'.repeat(250_000)}}`;
     expect((await stack.post('agent', body)).status).toBe(200);
     const page = await browser.newPage();

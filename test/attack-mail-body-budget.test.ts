@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileConfig } from '../engine/config/compile.ts';
 import { resolveConfig } from '../engine/config.ts';
-import { type GmailStandIn, gmailSettings, startGmailStandIn } from './helpers/gmail-stand-in.ts';
+import { mailHooks } from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 
-const ACCOUNT = 'me@example.com';
 let gmail: GmailStandIn;
 
 beforeAll(async () => {
@@ -27,16 +27,13 @@ function problems(maxBytes: number, bounds: Record<string, number>, includeBody 
       hooks: {
         enabled: true,
         token: 'hook-token-0123456789abcdef',
-        presets: ['gmail'],
         ...bounds,
-        gmail: {
-          ...gmailSettings(gmail, ACCOUNT, {
-            push: { mode: 'token' },
-            pushToken: 'push-secret-token-body-budget',
-          }),
+        ...mailHooks(gmail, {
+          push: { mode: 'token' },
+          pushToken: 'push-secret-token-body-budget',
           maxBytes,
           includeBody,
-        },
+        }),
       },
     },
     { baseDir: '/tmp', dataDir: '/tmp/hookgate-body-budget-none', env: {} },

@@ -10,13 +10,8 @@
  * cursor starts again from the recent messages with a cursor of the mailbox's.
  */
 import { afterEach, expect, it } from 'vitest';
-import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
-import {
-  type GmailStandIn,
-  gmailSettings,
-  PUSH_PATH,
-  startGmailStandIn,
-} from './helpers/gmail-stand-in.ts';
+import { mailHooks, pushTo, startupSynced } from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { SAFETY_NET_MS, safetySyncDue } from '../engine/gmail/upkeep.ts';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
@@ -33,27 +28,17 @@ afterEach(async () => {
   gmail = undefined;
 });
 
-async function push(running: TestServer, messageId: string, historyId: string): Promise<number> {
-  const res = await fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-    body: JSON.stringify(envelope(messageId, historyId)),
-  });
-  return res.status;
-}
+const push = (running: TestServer, messageId: string, historyId: string) =>
+  pushTo(running, messageId, historyId, { 'x-gog-token': PUSH_TOKEN });
 
 it('a history page naming a history id far ahead of the mailbox: later mail still runs (the cursor is not stuck past every push)', async () => {
   gmail = await startGmailStandIn();
   const stand = gmail;
   server = await startTestServer({
-    hooks: {
-      presets: ['gmail'],
-      gmail: gmailSettings(stand, ACCOUNT, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
-    },
+    hooks: mailHooks(stand, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
   });
   const running = server;
-  await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
-  await running.mail?.sync.idle();
+  await startupSynced(running);
 
   // One mail, and the history page that reports it carries a history id far in the future.
   const first = stand.addMessage({ from: 'ann@example.com', subject: 'One', text: 'First.' });

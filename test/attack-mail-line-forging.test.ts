@@ -6,12 +6,12 @@
  * Gmail stand-in, as a push brings the mail.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GmailStandIn, gmailSettings, startGmailStandIn } from './helpers/gmail-stand-in.ts';
+import { ACCOUNT, mailHooks } from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 import { mailActions as storedMailActions } from './helpers/store-reads.ts';
 
-const ACCOUNT = 'me@example.com';
 const PUSH_TOKEN = 'push-secret-token-line-forging';
 // Every character a reader (or a model's tokenizer) takes as the end of a line.
 const BREAKS: [string, string][] = [
@@ -32,13 +32,7 @@ beforeAll(async () => {
   gmail = await startGmailStandIn();
   server = await startTestServer(
     {
-      hooks: {
-        presets: ['gmail'],
-        gmail: gmailSettings(gmail, ACCOUNT, {
-          push: { mode: 'token' },
-          pushToken: PUSH_TOKEN,
-        }),
-      },
+      hooks: mailHooks(gmail, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
     },
     { dataDir: data.dir },
   );

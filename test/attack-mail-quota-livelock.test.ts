@@ -12,15 +12,9 @@
  * one push. Reading on from where the last try stopped would run them all in three windows.
  */
 import { afterEach, expect, it } from 'vitest';
-import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
+import { mailHooks, pushTo, startupSynced } from './helpers/gmail-binary.ts';
 import { fetchedMessage, type GmailFront, startGmailFront } from './helpers/gmail-front.ts';
-import {
-  type GmailStandIn,
-  gmailSettings,
-  googleError,
-  PUSH_PATH,
-  startGmailStandIn,
-} from './helpers/gmail-stand-in.ts';
+import { type GmailStandIn, googleError, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 
@@ -70,29 +64,22 @@ it('a burst larger than one quota window: every mail runs once, the retries read
   gmail = await startGmailStandIn();
   const quota = await quotaProxy(gmail.apiBaseUrl);
   server = await startTestServer({
-    hooks: {
-      presets: ['gmail'],
-      gmail: gmailSettings(gmail, ACCOUNT, {
-        push: { mode: 'token' },
-        pushToken: PUSH_TOKEN,
-        apiBaseUrl: quota.url,
-      }),
-    },
+    hooks: mailHooks(gmail, {
+      push: { mode: 'token' },
+      pushToken: PUSH_TOKEN,
+      apiBaseUrl: quota.url,
+    }),
   });
   const running = server;
-  await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
-  await running.mail?.sync.idle();
+  await startupSynced(running);
 
   const ids: string[] = [];
   for (let i = 0; i < BURST; i++) {
     ids.push(gmail.addMessage({ from: `list${i}@example.com`, subject: `Mail ${i}`, text: 'Hi.' }));
   }
-  const res = await fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-    body: JSON.stringify(envelope('burst-1', gmail.historyId())),
-  });
-  expect(res.status).toBe(204);
+  expect(await pushTo(running, 'burst-1', gmail.historyId(), { 'x-gog-token': PUSH_TOKEN })).toBe(
+    204,
+  );
 
   const ran = async () =>
     (await running.store.listActions({ limit: 100 }))

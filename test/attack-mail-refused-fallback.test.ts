@@ -6,12 +6,12 @@
  * and the cursor be replaced.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GmailStandIn, gmailSettings, startGmailStandIn } from './helpers/gmail-stand-in.ts';
+import { ACCOUNT, mailHooks } from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 import { mailActions as storedMailActions } from './helpers/store-reads.ts';
 
-const ACCOUNT = 'me@example.com';
 const PUSH_TOKEN = 'push-secret-token-fallback-refusal';
 
 let gmail: GmailStandIn;
@@ -23,13 +23,8 @@ beforeAll(async () => {
   server = await startTestServer(
     {
       hooks: {
-        presets: ['gmail'],
+        ...mailHooks(gmail, { push: { mode: 'token' }, pushToken: PUSH_TOKEN, maxBytes: 200_000 }),
         maxRenderedFieldBytes: 65_536,
-        gmail: gmailSettings(gmail, ACCOUNT, {
-          push: { mode: 'token' },
-          pushToken: PUSH_TOKEN,
-          maxBytes: 200_000,
-        }),
       },
     },
     { dataDir: data.dir },

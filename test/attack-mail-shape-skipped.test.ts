@@ -10,13 +10,8 @@
  * and snippet.
  */
 import { afterEach, expect, it } from 'vitest';
-import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
-import {
-  type GmailStandIn,
-  gmailSettings,
-  PUSH_PATH,
-  startGmailStandIn,
-} from './helpers/gmail-stand-in.ts';
+import { mailHooks, pushTo, startupSynced } from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 
@@ -115,14 +110,10 @@ it.each(SHAPES)(
     gmail = await startGmailStandIn();
     const stand = gmail;
     server = await startTestServer({
-      hooks: {
-        presets: ['gmail'],
-        gmail: gmailSettings(stand, ACCOUNT, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
-      },
+      hooks: mailHooks(stand, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
     });
     const running = server;
-    await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
-    await running.mail?.sync.idle();
+    await startupSynced(running);
 
     const id = stand.addMessage({
       from: 'ann@example.com',
@@ -154,12 +145,7 @@ it.each(SHAPES)(
         payload: payload(),
       }),
     });
-    const res = await fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-      body: JSON.stringify(envelope('p1', stand.historyId())),
-    });
-    expect(res.status).toBe(204);
+    expect(await pushTo(running, 'p1', stand.historyId(), { 'x-gog-token': PUSH_TOKEN })).toBe(204);
     await until('the sync ran', () => running.mail?.state().cursor === stand.historyId());
     await running.mail?.sync.idle();
     const actions = await running.store.listActions({ limit: 10 });

@@ -7,15 +7,9 @@
  * other than a rate limit (a daily quota, the API disabled), which was skipped the same way.
  */
 import { afterEach, expect, it } from 'vitest';
-import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
+import { mailHooks, pushTo, startupSynced } from './helpers/gmail-binary.ts';
 import { fetchedMessage, type GmailFront, startGmailFront } from './helpers/gmail-front.ts';
-import {
-  type GmailStandIn,
-  gmailSettings,
-  googleError,
-  PUSH_PATH,
-  startGmailStandIn,
-} from './helpers/gmail-stand-in.ts';
+import { type GmailStandIn, googleError, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 
@@ -58,31 +52,22 @@ it.each([
     gmail = await startGmailStandIn();
     const front = await expiringFront(gmail.apiBaseUrl, status, reason);
     server = await startTestServer({
-      hooks: {
-        presets: ['gmail'],
-        gmail: gmailSettings(gmail, ACCOUNT, {
-          push: { mode: 'token' },
-          pushToken: PUSH_TOKEN,
-          apiBaseUrl: front.url,
-        }),
-      },
+      hooks: mailHooks(gmail, {
+        push: { mode: 'token' },
+        pushToken: PUSH_TOKEN,
+        apiBaseUrl: front.url,
+      }),
     });
     const running = server;
     const g = gmail;
-    await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
-    await running.mail?.sync.idle();
+    await startupSynced(running);
     const first = g.addMessage({ from: 'a@example.com', subject: 'First', text: 'one' });
     const second = g.addMessage({ from: 'b@example.com', subject: 'Second', text: 'two' });
     front.arm();
     if (tokenRefused)
       g.answerNext({ status: 401, body: JSON.stringify({ error: 'invalid_client' }) }, 'token');
-    const push = (id: string) =>
-      fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-        body: JSON.stringify(envelope(id, g.historyId())),
-      });
-    expect((await push('p-1')).status).toBe(204);
+    const push = (id: string) => pushTo(running, id, g.historyId(), { 'x-gog-token': PUSH_TOKEN });
+    expect(await push('p-1')).toBe(204);
     const ran = async () =>
       (await running.store.listActions({ limit: 100 })).map(
         (a) => a.action.verification?.deliveryId,
@@ -95,7 +80,7 @@ it.each([
     await running.mail?.sync.idle();
     expect(await ran()).not.toContain(first);
     const third = g.addMessage({ from: 'c@example.com', subject: 'Third', text: 'three' });
-    expect((await push('p-2')).status).toBe(204);
+    expect(await push('p-2')).toBe(204);
     await until(
       'all three ran',
       async () => {

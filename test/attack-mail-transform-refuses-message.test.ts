@@ -14,13 +14,8 @@ import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { HookError } from '../engine/errors.ts';
 import { failedOnInput, outcomeOf, TransformFailure } from '../engine/sandbox/call-outcome.ts';
-import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
-import {
-  type GmailStandIn,
-  gmailSettings,
-  PUSH_PATH,
-  startGmailStandIn,
-} from './helpers/gmail-stand-in.ts';
+import { mailHooks, pushTo, startupSynced } from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 
@@ -52,25 +47,18 @@ it.each(['boom', 'spin', 'hoard'])(
     server = await startTestServer(
       {
         hooks: {
-          presets: ['gmail'],
+          ...mailHooks(gmail, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
           mappings: [
             { id: 'my-gmail', match: { path: 'gmail' }, transform: { module: 'mail.js' } },
           ],
-          gmail: gmailSettings(gmail, ACCOUNT, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
         },
       },
       { dataDir: temp.dir },
     );
     const running = server;
     const g = gmail;
-    await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
-    await running.mail?.sync.idle();
-    const push = (id: string) =>
-      fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-        body: JSON.stringify(envelope(id, g.historyId())),
-      });
+    await startupSynced(running);
+    const push = (id: string) => pushTo(running, id, g.historyId(), { 'x-gog-token': PUSH_TOKEN });
     const bad = g.addMessage({ from: 'attacker@example.com', subject, text: 'x' });
     const good = g.addMessage({ from: 'friend@example.com', subject: 'Lunch?', text: 'y' });
     const ran = async () =>
@@ -82,7 +70,7 @@ it.each(['boom', 'spin', 'hoard'])(
     // sync in a row that meets it. Each push asks for a sync.
     for (let i = 1; i <= 3 && !(await ran()).includes(good); i++) {
       const before = running.mail?.state().lastSyncAtMs ?? 0;
-      expect((await push(`p-${i}`)).status).toBe(204);
+      expect(await push(`p-${i}`)).toBe(204);
       await until(
         'the sync it asked for',
         () => (running.mail?.state().lastSyncAtMs ?? 0) > before,

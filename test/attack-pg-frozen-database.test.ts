@@ -76,6 +76,35 @@ describe.skipIf(skip)('a PostgreSQL that stops answering', () => {
     temp.cleanup();
   });
 
+  /** A wake request's status (or why none came) while the database is SIGSTOPped. */
+  async function statusWhileFrozen(headers: Record<string, string> = {}): Promise<number | string> {
+    frozen = postgresPids(server.port);
+    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+    try {
+      // Bounded well beyond every documented wait (2 s lock wait, ~2 s in-doubt look-up,
+      // 10 s for a pooled connection): a hang here is the defect.
+      const started = Date.now();
+      try {
+        const res = await fetch(`${instance.url}/hooks/wake`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${INSTANCE_TOKEN}`,
+            ...headers,
+          },
+          body: JSON.stringify({ text: 'while the database is frozen' }),
+          signal: AbortSignal.timeout(45_000),
+        });
+        return res.status;
+      } catch (err) {
+        return `no answer after ${Date.now() - started} ms (${(err as Error).name})`;
+      }
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGCONT');
+      frozen = [];
+    }
+  }
+
   it('an unkeyed request gets 503 (not a hang) while the database does not answer', async () => {
     // Warm: the instance works and its pool holds connections.
     expect((await postTo(instance, 'wake', { text: 'before' })).status).toBe(200);
@@ -84,32 +113,7 @@ describe.skipIf(skip)('a PostgreSQL that stops answering', () => {
       async () => (await postTo(instance, 'wake', { text: 'warm' })).status === 200,
     );
 
-    frozen = postgresPids(server.port);
-    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
-    try {
-      // Bounded well beyond every documented wait (2 s lock wait, ~2 s in-doubt look-up,
-      // 10 s for a pooled connection): a hang here is the defect.
-      const started = Date.now();
-      let status: number | string;
-      try {
-        const res = await fetch(`${instance.url}/hooks/wake`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            authorization: `Bearer ${INSTANCE_TOKEN}`,
-          },
-          body: JSON.stringify({ text: 'while the database is frozen' }),
-          signal: AbortSignal.timeout(45_000),
-        });
-        status = res.status;
-      } catch (err) {
-        status = `no answer after ${Date.now() - started} ms (${(err as Error).name})`;
-      }
-      expect(status).toBe(503);
-    } finally {
-      for (const pid of frozen) process.kill(pid, 'SIGCONT');
-      frozen = [];
-    }
+    expect(await statusWhileFrozen()).toBe(503);
   }, 120_000);
 
   it('a keyed request gets 503 (not a hang): its key look-up is bounded too while the database does not answer', async () => {
@@ -128,32 +132,6 @@ describe.skipIf(skip)('a PostgreSQL that stops answering', () => {
         ).status === 200,
     );
 
-    frozen = postgresPids(server.port);
-    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
-    try {
-      // Bounded well beyond every documented wait (2 s lock wait, ~2 s in-doubt look-up,
-      // 10 s for a pooled connection): a hang here is the defect.
-      const started = Date.now();
-      let status: number | string;
-      try {
-        const res = await fetch(`${instance.url}/hooks/wake`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            authorization: `Bearer ${INSTANCE_TOKEN}`,
-            'idempotency-key': `frozen-${Date.now()}`,
-          },
-          body: JSON.stringify({ text: 'while the database is frozen' }),
-          signal: AbortSignal.timeout(45_000),
-        });
-        status = res.status;
-      } catch (err) {
-        status = `no answer after ${Date.now() - started} ms (${(err as Error).name})`;
-      }
-      expect(status).toBe(503);
-    } finally {
-      for (const pid of frozen) process.kill(pid, 'SIGCONT');
-      frozen = [];
-    }
+    expect(await statusWhileFrozen({ 'idempotency-key': `frozen-${Date.now()}` })).toBe(503);
   }, 120_000);
 });

@@ -12,13 +12,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { failedOnInput, mayPassLater, TransformFailure } from '../engine/sandbox/call-outcome.ts';
-import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
-import {
-  type GmailStandIn,
-  gmailSettings,
-  PUSH_PATH,
-  startGmailStandIn,
-} from './helpers/gmail-stand-in.ts';
+import { mailHooks, pushTo, startupSynced } from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 
@@ -51,7 +46,7 @@ it("a mail run out of memory by another mapping's state is tried again, not skip
   server = await startTestServer(
     {
       hooks: {
-        presets: ['gmail'],
+        ...mailHooks(gmail, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
         // No rebuild for the heap in between: the hog's state stays until memory runs out.
         // Time enough for 40 MB of allocation on a loaded machine (it took over 250 ms there).
         transforms: {
@@ -64,29 +59,22 @@ it("a mail run out of memory by another mapping's state is tried again, not skip
           { id: 'my-gmail', match: { path: 'gmail' }, transform: { module: 'mail.js' } },
           { id: 'hog', match: { path: 'hog' }, transform: { module: 'hog.js' } },
         ],
-        gmail: gmailSettings(gmail, ACCOUNT, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
       },
     },
     { dataDir: temp.dir },
   );
   const running = server;
   const g = gmail;
-  await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
-  await running.mail?.sync.idle();
+  await startupSynced(running);
   expect((await running.post('hog', {})).status).toBe(200);
-  const push = (id: string) =>
-    fetch(`${running.mail?.pushUrl}${PUSH_PATH}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-      body: JSON.stringify(envelope(id, g.historyId())),
-    });
+  const push = (id: string) => pushTo(running, id, g.historyId(), { 'x-gog-token': PUSH_TOKEN });
   const long = g.addMessage({ from: 'friend@example.com', subject: 'A long report', text: 'x' });
   const ran = async () =>
     (await running.store.listActions({ limit: 100 })).map((a) => a.action.verification?.deliveryId);
   const skipped = () => running.mail?.state().lastError?.includes(`message ${long} skipped`);
   for (let i = 1; i <= 3 && !(await ran()).includes(long) && !skipped(); i++) {
     const before = running.mail?.state().lastSyncAtMs ?? 0;
-    expect((await push(`p-${i}`)).status).toBe(204);
+    expect(await push(`p-${i}`)).toBe(204);
     await until('the sync it asked for', () => (running.mail?.state().lastSyncAtMs ?? 0) > before);
     await running.mail?.sync.idle();
   }

@@ -2,64 +2,27 @@
  * A tab that logs out while its open detail follows an unfinished run stops reading it (it kept
  * asking the server, without a token, every few seconds, for ever).
  */
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { chrome } from './helpers/console-browser.ts';
+import {
+  followNewRun,
+  openConsole,
+  type RunConsole,
+  startRunConsole,
+} from './helpers/console-run.ts';
 
 describe.skipIf('missing' in chrome)('following a run after logging out', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-  let runner: Server;
-  let release: () => void = () => undefined;
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
+  let run: RunConsole;
 
   beforeAll(async () => {
-    runner = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        held.then(() => {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ reply: 'Done.' }));
-        });
-      });
-    });
-    await new Promise<void>((resolve) => runner.listen(0, '127.0.0.1', resolve));
-    const runnerUrl = `http://127.0.0.1:${(runner.address() as AddressInfo).port}`;
-    stack = await startAdminStack(
-      {
-        agents: {
-          list: [{ id: 'main', default: true, runner: { kind: 'http', url: `${runnerUrl}/run` } }],
-        },
-        runtime: { heartbeat: { every: 'off' } },
-      },
-      { runtime: true },
-    );
-    browser = await launchChromium();
+    run = await startRunConsole();
   }, 120_000);
 
-  afterAll(async () => {
-    release();
-    await browser?.close();
-    await stack?.stop();
-    runner?.closeAllConnections();
-    await new Promise((resolve) => runner?.close(resolve));
-  });
+  afterAll(() => run?.stop());
 
   it('a logged-out tab stops reading the followed request', async () => {
-    const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
-    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
-    await page.locator('#live.on').waitFor();
-    expect((await stack.post('agent', { message: 'take your time' })).status).toBe(200);
-    const id = stack.journal.list()[0]?.id as string;
-    await page.locator(`#request-rows tr[data-id="${id}"]`).click();
-    await expect
-      .poll(() => page.locator('#detail .state').first().textContent())
-      .toMatch(/queued|running/);
+    const page = await openConsole(run);
+    const { id } = await followNewRun(run, page, 'take your time');
 
     await page.locator('#logout').click();
     await page.locator('#login').waitFor();

@@ -2,59 +2,34 @@
  * Logging out clears the detail pane: after a login it showed the old request with no row
  * selected, frozen, and its Retry refreshed `/api/requests/null`.
  */
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { ADMIN_TOKEN } from './helpers/admin.ts';
+import { chrome } from './helpers/console-browser.ts';
+import { openConsole, type RunConsole, startRunConsole } from './helpers/console-run.ts';
 import { waitForFinal } from './helpers/runtime.ts';
 
 describe.skipIf('missing' in chrome)('the detail pane after logging out and in again', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-  let runner: Server;
+  let run: RunConsole;
   let requestId = '';
 
   beforeAll(async () => {
     // Every run fails: dead after its one attempt, with a Retry button in its detail.
-    runner = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(503).end('busy'));
+    run = await startRunConsole({
+      failing: Number.POSITIVE_INFINITY,
+      runtime: { retry: { maxAttempts: 1, baseDelayMs: 10, maxDelayMs: 10 } },
     });
-    await new Promise<void>((resolve) => runner.listen(0, '127.0.0.1', resolve));
-    const runnerUrl = `http://127.0.0.1:${(runner.address() as AddressInfo).port}`;
-    stack = await startAdminStack(
-      {
-        agents: {
-          list: [{ id: 'main', default: true, runner: { kind: 'http', url: `${runnerUrl}/run` } }],
-        },
-        runtime: {
-          retry: { maxAttempts: 1, baseDelayMs: 10, maxDelayMs: 10 },
-          heartbeat: { every: 'off' },
-        },
-      },
-      { runtime: true },
-    );
-    expect((await stack.post('agent', { message: 'do it' })).status).toBe(200);
-    const record = stack.journal.list()[0];
+    expect((await run.stack.post('agent', { message: 'do it' })).status).toBe(200);
+    const record = run.stack.journal.list()[0];
     requestId = record?.id as string;
-    await waitForFinal(stack.dataDir, record?.actions[0]?.id as string);
-    browser = await launchChromium();
+    await waitForFinal(run.stack.dataDir, record?.actions[0]?.id as string);
   }, 120_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-    runner?.closeAllConnections();
-    await new Promise((resolve) => runner?.close(resolve));
-  });
+  afterAll(() => run?.stop());
 
   /** A page with the dead request's detail open, logged out, then logged in again. */
   async function reloggedWithDetail(): Promise<Page> {
-    const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
-    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
-    await page.locator('#live.on').waitFor();
+    const page = await openConsole(run);
     await page.locator(`#request-rows tr[data-id="${requestId}"]`).click();
     await expect.poll(() => page.locator('#detail .state').first().textContent()).toBe('dead');
     await page.locator('#logout').click();

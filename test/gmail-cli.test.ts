@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeRefreshToken } from '../engine/gmail/token-file.ts';
+import { setupArgs as gmailSetupArgs } from './helpers/gmail-binary.ts';
 import { startGmailStandIn, type GmailStandIn } from './helpers/gmail-stand-in.ts';
 import { runHookgate, tempDir } from './helpers/process.ts';
 
@@ -28,25 +29,7 @@ afterAll(async () => {
   temp.cleanup();
 });
 
-const setupArgs = [
-  'gmail',
-  'setup',
-  '--config',
-  config,
-  '--account',
-  'me@example.com',
-  '--project',
-  'my-project-1',
-  '--project-number',
-  '123456',
-  '--topic',
-  'gmail-watch',
-  '--push-endpoint',
-  'https://hooks.example.com/gmail-pubsub',
-  '--client-id',
-  'client-1.apps.googleusercontent.com',
-  '--no-consent',
-];
+const setupArgs = gmailSetupArgs(config);
 
 describe('hookgate gmail', () => {
   it('setup writes a config that boots and prints the gcloud commands', async () => {

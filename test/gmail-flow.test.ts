@@ -6,72 +6,34 @@
  * restart on the same data picks up a push recorded before it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GmailStandIn, gmailSettings, startGmailStandIn } from './helpers/gmail-stand-in.ts';
+import { mailHooks, type OidcStandIns, pushTo, startOidcStandIns } from './helpers/gmail-binary.ts';
+import type { GmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
-import {
-  AUDIENCE,
-  type KeyServer,
-  makeKey,
-  SERVICE_ACCOUNT,
-  type SigningKey,
-  signToken,
-  startKeyServer,
-} from './helpers/jwks-stand-in.ts';
+import { makeKey, type SigningKey, signToken } from './helpers/jwks-stand-in.ts';
 import { until } from './helpers/signed-http.ts';
 import { mailActions } from './helpers/store-reads.ts';
 
-const ACCOUNT = 'me@example.com';
-
+let standIns: OidcStandIns;
 let gmail: GmailStandIn;
-let keys: KeyServer;
 let key: SigningKey;
 const data = tempDir();
 
 beforeAll(async () => {
-  gmail = await startGmailStandIn();
-  key = await makeKey('k1');
-  keys = await startKeyServer([key]);
+  standIns = await startOidcStandIns();
+  ({ gmail, key } = standIns);
 });
 afterAll(async () => {
-  await gmail.close();
-  await keys.close();
+  await standIns.close();
   data.cleanup();
 });
 
-function config() {
-  return {
-    hooks: {
-      presets: ['gmail'],
-      gmail: gmailSettings(gmail, ACCOUNT, {
-        push: {
-          mode: 'oidc',
-          audience: AUDIENCE,
-          serviceAccountEmail: SERVICE_ACCOUNT,
-          jwksUrl: keys.url,
-        },
-      }),
-    },
-  };
-}
-
-function envelope(messageId: string, historyId: string) {
-  const data = Buffer.from(JSON.stringify({ emailAddress: ACCOUNT, historyId })).toString('base64');
-  return {
-    message: { data, messageId, publishTime: new Date().toISOString() },
-    subscription: 'projects/my-project/subscriptions/gmail-watch-push',
-  };
-}
+const config = () => ({ hooks: mailHooks(gmail, { push: standIns.push }) });
 
 async function push(server: TestServer, messageId: string, token?: string): Promise<number> {
-  const res = await fetch(`${server.mail?.pushUrl}/gmail-pubsub`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      authorization: `Bearer ${token ?? (await signToken(key))}`,
-    },
-    body: JSON.stringify(envelope(messageId, String(gmail.historyId()))),
+  const bearer = token ?? (await signToken(key));
+  return pushTo(server, messageId, String(gmail.historyId()), {
+    authorization: `Bearer ${bearer}`,
   });
-  return res.status;
 }
 
 describe('gmail flow', () => {

@@ -7,81 +7,47 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { coveredPushes, PUSH_AHEAD_MAX_MS } from '../engine/gmail/sync.ts';
 import { SAFETY_NET_MS } from '../engine/gmail/upkeep.ts';
-import { type GmailStandIn, gmailSettings, startGmailStandIn } from './helpers/gmail-stand-in.ts';
-import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import {
-  AUDIENCE,
-  type KeyServer,
-  makeKey,
-  SERVICE_ACCOUNT,
-  type SigningKey,
-  signToken,
-  startKeyServer,
-} from './helpers/jwks-stand-in.ts';
+  mailHooks,
+  type OidcStandIns,
+  pushTo,
+  startOidcStandIns,
+  startupSynced,
+} from './helpers/gmail-binary.ts';
+import type { GmailStandIn } from './helpers/gmail-stand-in.ts';
+import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
+import { signToken } from './helpers/jwks-stand-in.ts';
 import { until } from './helpers/signed-http.ts';
 import { mailActions } from './helpers/store-reads.ts';
 
-const ACCOUNT = 'me@example.com';
-
+let standIns: OidcStandIns;
 let gmail: GmailStandIn;
-let keys: KeyServer;
-let key: SigningKey;
 let server: TestServer | undefined;
 const data = tempDir();
 
 beforeAll(async () => {
-  gmail = await startGmailStandIn();
-  key = await makeKey('k1');
-  keys = await startKeyServer([key]);
+  standIns = await startOidcStandIns();
+  gmail = standIns.gmail;
 });
 afterAll(async () => {
   await server?.close();
-  await gmail.close();
-  await keys.close();
+  await standIns.close();
   data.cleanup();
 });
 
-function config() {
-  return {
-    hooks: {
-      presets: ['gmail'],
-      gmail: gmailSettings(gmail, ACCOUNT, {
-        push: {
-          mode: 'oidc',
-          audience: AUDIENCE,
-          serviceAccountEmail: SERVICE_ACCOUNT,
-          jwksUrl: keys.url,
-        },
-      }),
-    },
-  };
-}
+const config = () => ({ hooks: mailHooks(gmail, { push: standIns.push }) });
 
 async function push(target: TestServer, messageId: string, historyId: string): Promise<number> {
-  const data = Buffer.from(JSON.stringify({ emailAddress: ACCOUNT, historyId })).toString('base64');
-  const res = await fetch(`${target.mail?.pushUrl}/gmail-pubsub`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      authorization: `Bearer ${await signToken(key)}`,
-    },
-    body: JSON.stringify({
-      message: { data, messageId, publishTime: new Date().toISOString() },
-      subscription: 'projects/my-project/subscriptions/gmail-watch-push',
-    }),
+  return pushTo(target, messageId, historyId, {
+    authorization: `Bearer ${await signToken(standIns.key)}`,
   });
-  return res.status;
 }
 
 describe('gmail history lagging a push', () => {
   it('a push ahead of history.list stays pending and its mail runs on the next sync', async () => {
     const started = await startTestServer(config(), { dataDir: data.dir });
     server = started;
-    await until(
-      'the first watch and sync',
-      () => started.mail?.state().lastSuccessAtMs !== undefined,
-    );
-    await started.mail?.sync.idle();
+    await startupSynced(started);
     const histories = () => gmail.calls.filter((c) => c.path.endsWith('/history')).length;
 
     // The push names the new mail's history id; history.list does not have it yet.

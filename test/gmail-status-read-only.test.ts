@@ -8,6 +8,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, STORE_FILE } from '../engine/store/sqlite/schema.ts';
+import { setupArgs } from './helpers/gmail-binary.ts';
 import { runHookgate, tempDir } from './helpers/process.ts';
 
 const temp = tempDir();
@@ -28,25 +29,7 @@ describe('hookgate gmail status', () => {
   it('changes nothing in the store: no mailbox row is made by looking', async () => {
     const config = path.join(temp.dir, 'hookgate.yaml');
     writeFileSync(config, 'hooks:\n  enabled: true\nruntime: { dataDir: ./data }\n');
-    const setup = await runHookgate([
-      'gmail',
-      'setup',
-      '--config',
-      config,
-      '--account',
-      'me@example.com',
-      '--project',
-      'my-project-1',
-      '--project-number',
-      '123456',
-      '--topic',
-      'gmail-watch',
-      '--push-endpoint',
-      'https://hooks.example.com/gmail-pubsub',
-      '--client-id',
-      'client-1.apps.googleusercontent.com',
-      '--no-consent',
-    ]);
+    const setup = await runHookgate(setupArgs(config));
     expect(setup.code).toBe(0);
     expect(readFileSync(config, 'utf8')).toContain('me@example.com');
     // A store as the service leaves it before the mail flow recorded anything.

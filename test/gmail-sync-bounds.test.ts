@@ -7,13 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RETRY_FLOOR_MS } from '../engine/gmail/retry-wait.ts';
 import { MAX_SYNC_PAGES } from '../engine/gmail/sync.ts';
-import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
-import {
-  type GmailStandIn,
-  gmailSettings,
-  PUSH_PATH,
-  startGmailStandIn,
-} from './helpers/gmail-stand-in.ts';
+import { mailHooks, pushTo, startupSynced } from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 
@@ -31,30 +26,15 @@ afterEach(async () => {
 
 async function start(): Promise<TestServer> {
   server = await startTestServer({
-    hooks: {
-      presets: ['gmail'],
-      gmail: gmailSettings(gmail, ACCOUNT, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
-    },
+    hooks: mailHooks(gmail, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
   });
   return server;
 }
 
 const historyCalls = () => gmail.calls.filter((call) => call.path.endsWith('/history'));
 
-/** The syncs the start makes have ended (so later Gmail calls are the test's own). */
-async function startupSynced(running: TestServer): Promise<void> {
-  await until('the first sync', () => running.mail?.state().lastSuccessAtMs !== undefined);
-  await running.mail?.sync.idle();
-}
-
-async function push(messageId: string): Promise<number> {
-  const res = await fetch(`${server?.mail?.pushUrl}${PUSH_PATH}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-    body: JSON.stringify(envelope(messageId, gmail.historyId())),
-  });
-  return res.status;
-}
+const push = (messageId: string) =>
+  pushTo(server, messageId, gmail.historyId(), { 'x-gog-token': PUSH_TOKEN });
 
 describe('a history without end', () => {
   it('every page naming the same next page (pages attack): the token is followed once, the sync goes on from the newest messages, and later mail runs', async () => {

@@ -8,13 +8,8 @@
  */
 import { afterEach, expect, it, vi } from 'vitest';
 import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
-import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
-import {
-  type GmailStandIn,
-  gmailSettings,
-  PUSH_PATH,
-  startGmailStandIn,
-} from './helpers/gmail-stand-in.ts';
+import { mailHooks, pushTo, startupSynced } from './helpers/gmail-binary.ts';
+import { type GmailStandIn, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 
@@ -36,10 +31,7 @@ afterEach(async () => {
 function start(stand: GmailStandIn): Promise<TestServer> {
   return startTestServer(
     {
-      hooks: {
-        presets: ['gmail'],
-        gmail: gmailSettings(stand, ACCOUNT, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
-      },
+      hooks: mailHooks(stand, { push: { mode: 'token' }, pushToken: PUSH_TOKEN }),
     },
     { dataDir: data.dir },
   );
@@ -57,8 +49,7 @@ async function firstRun(withMail: boolean) {
   const stand = gmail;
   server = await start(stand);
   const first = server;
-  await until('the first sync', () => first.mail?.state().lastSuccessAtMs !== undefined);
-  await first.mail?.sync.idle();
+  await startupSynced(first);
   let mail: string | undefined;
   if (withMail) {
     const id = stand.addMessage({
@@ -67,12 +58,7 @@ async function firstRun(withMail: boolean) {
       text: 'Please pay.',
       receivedAtMs: Date.now(),
     });
-    const res = await fetch(`${first.mail?.pushUrl}${PUSH_PATH}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-      body: JSON.stringify(envelope('p1', stand.historyId())),
-    });
-    expect(res.status).toBe(204);
+    expect(await pushTo(first, 'p1', stand.historyId(), { 'x-gog-token': PUSH_TOKEN })).toBe(204);
     await until('the mail ran', async () => (await ranIds(first)).length === 1);
     await first.mail?.sync.idle();
     mail = id;

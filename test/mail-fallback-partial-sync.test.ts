@@ -7,15 +7,9 @@
  */
 import { afterEach, expect, it, vi } from 'vitest';
 import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
-import { ACCOUNT, envelope } from './helpers/gmail-binary.ts';
+import { mailHooks, pushTo, startupSynced } from './helpers/gmail-binary.ts';
 import { fetchedMessage, type GmailFront, startGmailFront } from './helpers/gmail-front.ts';
-import {
-  type GmailStandIn,
-  gmailSettings,
-  googleError,
-  PUSH_PATH,
-  startGmailStandIn,
-} from './helpers/gmail-stand-in.ts';
+import { type GmailStandIn, googleError, startGmailStandIn } from './helpers/gmail-stand-in.ts';
 import { startTestServer, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { until } from './helpers/signed-http.ts';
 
@@ -58,21 +52,13 @@ it('a mail run by a sync that stopped part way does not run again after a week w
   const start = () =>
     startTestServer(
       {
-        hooks: {
-          presets: ['gmail'],
-          gmail: gmailSettings(stand, ACCOUNT, {
-            push: { mode: 'token' },
-            pushToken: PUSH_TOKEN,
-            apiBaseUrl,
-          }),
-        },
+        hooks: mailHooks(stand, { push: { mode: 'token' }, pushToken: PUSH_TOKEN, apiBaseUrl }),
       },
       { dataDir: data.dir },
     );
   server = await start();
   const first = server;
-  await until('the first sync', () => first.mail?.state().lastSuccessAtMs !== undefined);
-  await first.mail?.sync.idle();
+  await startupSynced(first);
   const lastGood = first.mail?.state().lastSuccessAtMs;
 
   const ran = stand.addMessage({
@@ -88,12 +74,7 @@ it('a mail run by a sync that stopped part way does not run again after a week w
     receivedAtMs: Date.now(),
   });
   blocked.add(stuck);
-  const res = await fetch(`${first.mail?.pushUrl}${PUSH_PATH}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-gog-token': PUSH_TOKEN },
-    body: JSON.stringify(envelope('p1', stand.historyId())),
-  });
-  expect(res.status).toBe(204);
+  expect(await pushTo(first, 'p1', stand.historyId(), { 'x-gog-token': PUSH_TOKEN })).toBe(204);
   const ids = async (running: TestServer) =>
     (await running.store.listActions({ limit: 50 })).map((a) => a.action.verification?.deliveryId);
   await until('the first mail ran', async () => (await ids(first)).includes(ran));

@@ -10,6 +10,7 @@
  */
 import { MIMEType } from 'node:util';
 import { parseJsonObject } from '../body.ts';
+import { codingsOf } from '../coding-list.ts';
 import { HookError } from '../errors.ts';
 import { parseForm } from './form.ts';
 
@@ -49,16 +50,6 @@ export function contentCodingRefusal(
   return codingsOf(contentEncoding).some((coding) => coding !== 'identity')
     ? CONTENT_CODED
     : undefined;
-}
-
-/** The codings a coding list names (`gzip, chunked`), lower-cased, empty items left out. Pure. */
-export function codingsOf(list: string): string[] {
-  const codings: string[] = [];
-  for (const item of list.split(',')) {
-    const name = item.trim().toLowerCase();
-    if (name !== '') codings.push(name);
-  }
-  return codings;
 }
 
 /** The format a Content-Type header selects, or a 415 HookError if the route cannot take it. */

@@ -8,7 +8,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { HookError } from '../errors.ts';
-import { codingsOf } from './content-types.ts';
+import { codingsOf } from '../coding-list.ts';
 import { expectsContinue } from '../body.ts';
 
 // Built once: a flood of such requests allocates nothing per refusal.

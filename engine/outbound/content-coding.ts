@@ -3,6 +3,7 @@
  * its compressed bytes) and asks for `identity` on every call; an answer compressed anyway is
  * named by its coding rather than read as text. Pure.
  */
+import { codingsOf } from '../coding-list.ts';
 
 /** What every outbound call asks for: the answer as it is, never compressed. */
 export const ACCEPT_IDENTITY = 'identity';
@@ -16,7 +17,8 @@ const CODINGS = /^[a-z0-9][a-z0-9._+-]{0,31}(?:\s*,\s*[a-z0-9][a-z0-9._+-]{0,31}
  */
 export function answerCoding(value: string | string[] | undefined): string | undefined {
   const text = (Array.isArray(value) ? value.join(', ') : (value ?? '')).trim().toLowerCase();
-  const codings = text.split(',').map((coding) => coding.trim());
-  if (codings.every((coding) => coding === '' || coding === 'identity')) return undefined;
+  const codings = codingsOf(text);
+  if (codings.every((coding) => coding === 'identity')) return undefined;
+  // A list of the token shape has no empty item: its codings are all of it.
   return CODINGS.test(text) ? codings.join(', ') : 'unnamed';
 }

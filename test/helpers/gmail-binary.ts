@@ -3,10 +3,12 @@
  * process: a config file pointing the flow at the Gmail and key-set
  * stand-ins, the service started and both of its addresses read from what it
  * printed, Pub/Sub push envelopes, and what a user sees afterwards (the
- * stored gmail actions, `hookgate gmail status --json`).
+ * stored gmail actions, `hookgate gmail status --json`). The tests that run
+ * the mail flow in-process share its settings, stand-ins and pushes from here.
  */
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import type { TestServer } from './hookgate.ts';
 import {
   type GmailStandIn,
   gmailSettings,
@@ -29,13 +31,27 @@ import {
   spawnHookgate,
   writeConfig,
 } from './process.ts';
+import { until } from './signed-http.ts';
 
 export const ACCOUNT = 'me@example.com';
 export const HOOK_TOKEN = 'gmail-e2e-hook-token-0123456789';
 
+/** `gmail setup` of ACCOUNT into the file `config`: project, topic, push endpoint (OIDC), no consent. */
+export const setupArgs = (config: string) => [
+  ...['gmail', 'setup', '--config', config, '--account', ACCOUNT],
+  ...['--project', 'my-project-1', '--project-number', '123456', '--topic', 'gmail-watch'],
+  ...['--push-endpoint', 'https://hooks.example.com/gmail-pubsub'],
+  ...['--client-id', 'client-1.apps.googleusercontent.com', '--no-consent'],
+];
+
 /** The main listener's own line (the push listener's line also says "listening on"). */
 const MAIN_LISTENING = /hookgate listening on (http:\/\/127\.0\.0\.1:\d+)/;
 const PUSH_LISTENING = /gmail push listening on (http:\/\/127\.0\.0\.1:\d+)/;
+
+/** `hooks` settings: the gmail preset, the mail flow for ACCOUNT on the stand-in with `settings`. */
+export function mailHooks(gmail: GmailStandIn, settings: Record<string, unknown>) {
+  return { presets: ['gmail'], gmail: gmailSettings(gmail, ACCOUNT, settings) };
+}
 
 /** A config file in `dir` (data in ./data) with the mail flow on the stand-in; `push` as given. */
 export function gmailConfigFile(
@@ -49,12 +65,7 @@ export function gmailConfigFile(
     server: { host: '127.0.0.1', port: 0 },
     runtime: { dataDir: './data' },
     log: { level: 'info' },
-    hooks: {
-      enabled: true,
-      token: HOOK_TOKEN,
-      presets: ['gmail'],
-      gmail: gmailSettings(gmail, ACCOUNT, { push, ...extra }),
-    },
+    hooks: { enabled: true, token: HOOK_TOKEN, ...mailHooks(gmail, { push, ...extra }) },
   };
   const file = writeConfig(dir, JSON.stringify(config, null, 2));
   return { file, dataDir: path.join(dir, 'data') };
@@ -87,6 +98,27 @@ export function envelope(
     message: { data, messageId, publishTime: new Date().toISOString() },
     subscription: 'projects/my-project/subscriptions/gmail-watch-push',
   };
+}
+
+/** POST an envelope to an in-process server's push listener with these headers; the status. */
+export async function pushTo(
+  server: Pick<TestServer, 'mail'> | undefined,
+  messageId: string,
+  historyId: string,
+  headers: Record<string, string>,
+): Promise<number> {
+  const res = await fetch(`${server?.mail?.pushUrl}${PUSH_PATH}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(envelope(messageId, historyId)),
+  });
+  return res.status;
+}
+
+/** An in-process server's start-up syncs have ended (later Gmail calls are the test's own). */
+export async function startupSynced(server: Pick<TestServer, 'mail'>): Promise<void> {
+  await until('the first sync', () => server.mail?.state().lastSuccessAtMs !== undefined);
+  await server.mail?.sync.idle();
 }
 
 /** POST an envelope (or a raw string, sent as is) to `url` with these headers; the status. */
@@ -194,11 +226,42 @@ export function storedMailState(dataDir: string): {
   }
 }
 
-/** The stand-ins an OIDC mail-flow test needs, and its config file. */
-export type OidcWorld = {
+/** The stand-ins an OIDC push needs: Gmail, a key server with one key, the push settings. */
+export type OidcStandIns = {
   gmail: GmailStandIn;
   keys: KeyServer;
   key: SigningKey;
+  /** `hooks.gmail.push` trusting tokens `key` signs. */
+  push: Record<string, unknown>;
+  /** Close the stand-ins. */
+  close(): Promise<void>;
+};
+
+/** Start a Gmail stand-in and a key server serving one signing key. */
+export async function startOidcStandIns(): Promise<OidcStandIns> {
+  const gmail = await startGmailStandIn();
+  const key = await makeKey('k1');
+  const keys = await startKeyServer([key]);
+  const push = {
+    mode: 'oidc',
+    audience: AUDIENCE,
+    serviceAccountEmail: SERVICE_ACCOUNT,
+    jwksUrl: keys.url,
+  };
+  return {
+    gmail,
+    keys,
+    key,
+    push,
+    async close() {
+      await gmail.close();
+      await keys.close();
+    },
+  };
+}
+
+/** The stand-ins an OIDC mail-flow test needs, and its config file. */
+export type OidcWorld = Omit<OidcStandIns, 'push' | 'close'> & {
   file: string;
   dataDir: string;
   /** Kill every service started, close the stand-ins. */
@@ -210,16 +273,9 @@ export async function startOidcWorld(
   dir: string,
   extra: Record<string, unknown> = {},
 ): Promise<OidcWorld> {
-  const gmail = await startGmailStandIn();
-  const key = await makeKey('k1');
-  const keys = await startKeyServer([key]);
-  const push = {
-    mode: 'oidc',
-    audience: AUDIENCE,
-    serviceAccountEmail: SERVICE_ACCOUNT,
-    jwksUrl: keys.url,
-  };
-  const { file, dataDir } = gmailConfigFile(dir, gmail, push, extra);
+  const standIns = await startOidcStandIns();
+  const { gmail, keys, key } = standIns;
+  const { file, dataDir } = gmailConfigFile(dir, gmail, standIns.push, extra);
   return {
     gmail,
     keys,
@@ -228,8 +284,7 @@ export async function startOidcWorld(
     dataDir,
     async close() {
       await killAll();
-      await gmail.close();
-      await keys.close();
+      await standIns.close();
     },
   };
 }

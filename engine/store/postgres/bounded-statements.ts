@@ -12,6 +12,7 @@
  * meanwhile queues nothing.
  */
 import type pg from 'pg';
+import { beforeDeadline, checkOut } from './pool.ts';
 
 /** The database did not answer the statement within its deadline (nothing to wait for). */
 export class StatementDeadline extends Error {
@@ -57,31 +58,20 @@ export function boundedStatements(
     if (isExpired()) return expired;
     // A pool's wait for a connection is bounded by its own connection timeout, not by ours:
     // what it hands over past the deadline goes back unused.
-    const client = await pool.connect();
+    const held = await checkOut(pool);
     if (isExpired()) {
-      client.release();
+      held.release();
       return expired;
     }
-    let failure: Error | undefined;
-    // Checked out, a connection has no listener of the pool's: a reset socket would otherwise
-    // be an uncaught 'error' event.
-    const onError = (err: Error) => {
-      failure ??= err;
-    };
-    client.on('error', onError);
     try {
-      const answer = client.query<R>(config);
-      // Settles once the connection is dropped: unheard.
-      answer.catch(() => undefined);
-      return await Promise.race([answer, expired]);
+      return await beforeDeadline(held.client.query<R>(config), expired);
     } catch (err) {
-      if (err instanceof StatementDeadline) failure ??= err;
+      if (err instanceof StatementDeadline) held.fail(err);
       throw err;
     } finally {
-      client.off('error', onError);
       // With a failure the pool destroys the connection (one whose statement is unanswered is
       // ended at once); a statement's own error leaves it as good as new.
-      client.release(failure);
+      held.release();
     }
   }
 

@@ -45,6 +45,45 @@ export async function closePool(pool: pg.Pool): Promise<void> {
   await pool.end();
 }
 
+/** A connection checked out of the pool, until it goes back. */
+export type CheckedOut = {
+  client: pg.PoolClient;
+  /** Name why the connection is no good (the first reason counts): released, it is destroyed. */
+  fail(err: Error): void;
+  /** Give the connection back, or destroy it if it failed. */
+  release(): void;
+};
+
+/**
+ * Check a connection out. While checked out it has no 'error' listener of the pool's, so a reset
+ * socket would be an uncaught exception: one is attached here, and counts as a failure.
+ */
+export async function checkOut(pool: pg.Pool): Promise<CheckedOut> {
+  const client = await pool.connect();
+  let failure: Error | undefined;
+  const fail = (err: Error) => {
+    failure ??= err;
+  };
+  client.on('error', fail);
+  return {
+    client,
+    fail,
+    release() {
+      client.off('error', fail);
+      client.release(failure);
+    },
+  };
+}
+
+/**
+ * `step` or the deadline, whichever is first. What is left waiting when the time is up rejects
+ * once its connection is dropped: unheard.
+ */
+export function beforeDeadline<R>(step: Promise<R>, expired: Promise<never>): Promise<R> {
+  step.catch(() => undefined);
+  return Promise.race([step, expired]);
+}
+
 /**
  * The COMMIT was sent and did not answer OK: the connection lost, the backend ended while the
  * COMMIT waited for a synchronous standby (PostgreSQL: "the transaction has already committed
@@ -75,26 +114,21 @@ export class TransactionTimeout extends Error {
 }
 
 /**
- * Run work in one transaction on one connection: BEGIN, the work, COMMIT; ROLLBACK when the
- * work throws (the error is rethrown). While checked out a connection has no 'error' listener
- * of the pool's, so a reset socket would be an uncaught exception: one is attached here. A
- * connection that failed (its socket, or a ROLLBACK) is destroyed, not given back; after a
- * statement's error rolled back it is as good as new. A COMMIT not confirmed throws
- * CommitInDoubt. `begin`: the statement that opens the transaction (with its SET LOCALs).
- * `timeoutMs`: the whole transaction's bound on this side (TransactionTimeout; the connection
- * is dropped, which ends the transaction on the server whenever it answers again).
+ * Run work in one transaction on one connection (checkOut): BEGIN, the work, COMMIT; ROLLBACK
+ * when the work throws (the error is rethrown). A connection that failed (its socket, or a
+ * ROLLBACK) is destroyed, not given back; after a statement's error rolled back it is as good
+ * as new. A COMMIT not confirmed throws CommitInDoubt. `begin`: the statement that opens the
+ * transaction (with its SET LOCALs). `timeoutMs`: the whole transaction's bound on this side
+ * (TransactionTimeout; the connection is dropped, which ends the transaction on the server
+ * whenever it answers again).
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
   options: { begin?: string; timeoutMs?: number } = {},
 ): Promise<T> {
-  const client = await pool.connect();
-  let failure: Error | undefined;
-  const onError = (err: Error) => {
-    failure ??= err;
-  };
-  client.on('error', onError);
+  const held = await checkOut(pool);
+  const { client } = held;
   let timer: NodeJS.Timeout | undefined;
   const { timeoutMs } = options;
   const expired =
@@ -103,38 +137,30 @@ export async function inTransaction<T>(
       : new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new TransactionTimeout(timeoutMs)), timeoutMs);
         });
-  // What is left waiting when the time is up rejects once the connection is dropped: unheard.
-  const within = <R>(step: Promise<R>): Promise<R> => {
-    if (!expired) return step;
-    step.catch(() => undefined);
-    return Promise.race([step, expired]);
-  };
+  const within = <R>(step: Promise<R>): Promise<R> =>
+    expired ? beforeDeadline(step, expired) : step;
   try {
     await within(client.query(options.begin ?? 'BEGIN'));
     let result: T;
     try {
       result = await within(work(client));
     } catch (err) {
-      if (err instanceof TransactionTimeout) failure ??= err;
-      else
-        await within(client.query('ROLLBACK')).catch((rollback: Error) => {
-          failure ??= rollback;
-        });
+      if (err instanceof TransactionTimeout) held.fail(err);
+      else await within(client.query('ROLLBACK')).catch(held.fail);
       throw err;
     }
     try {
       await within(client.query('COMMIT'));
     } catch (err) {
-      failure ??= err as Error;
+      held.fail(err as Error);
       throw new CommitInDoubt(result, err);
     }
     return result;
   } catch (err) {
-    if (err instanceof TransactionTimeout) failure ??= err;
+    if (err instanceof TransactionTimeout) held.fail(err);
     throw err;
   } finally {
     clearTimeout(timer);
-    client.off('error', onError);
-    client.release(failure);
+    held.release();
   }
 }
