@@ -38,8 +38,20 @@ export function withoutPayload(envelope: Envelope): Envelope {
 
 /** Parse a query string into a prototype-free record (last value wins). */
 export function parseQuery(query: string): Record<string, string> {
-  const out: Record<string, string> = Object.create(null);
-  if (!query) return out;
-  for (const [key, value] of new URLSearchParams(query)) out[key] = value;
-  return out;
+  return readQuery(query).params;
+}
+
+/** A query string as a prototype-free record (last value wins), and the first name it repeats. */
+export function readQuery(query: string): {
+  params: Record<string, string>;
+  repeated: string | undefined;
+} {
+  const params: Record<string, string> = Object.create(null);
+  let repeated: string | undefined;
+  if (!query) return { params, repeated };
+  for (const [key, value] of new URLSearchParams(query)) {
+    if (repeated === undefined && Object.hasOwn(params, key)) repeated = key;
+    params[key] = value;
+  }
+  return { params, repeated };
 }

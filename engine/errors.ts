@@ -63,6 +63,10 @@ export const ERRORS = Object.freeze({
     status: 400,
     message: 'The form body must be UTF-8 form fields, each name at most once.',
   },
+  invalid_query: {
+    status: 400,
+    message: 'The query string must name each parameter at most once.',
+  },
   unsupported_media_type: {
     status: 415,
     message: 'Send Content-Type: application/json (or a form where the endpoint takes one).',

@@ -60,14 +60,25 @@ export function chooseIdempotencyKey(
   return fromBody;
 }
 
-/** Fingerprint of a request: the hook and its payload in canonical JSON, without the key itself. */
-export function requestFingerprint(hook: string, payload: Record<string, unknown>): string {
+/**
+ * Fingerprint of a request: the hook and its payload in canonical JSON, without the key itself,
+ * and the query its mappings read (`query` is given on mapped routes only: /wake and /agent read
+ * none). A retry resends its URL, so `?env=production` after `?env=staging` under one key is
+ * another request (409), not a replay of the first. Headers are left out: a retry's trace ids and
+ * timestamps differ. An empty query adds nothing, so such keys match the ones stored before.
+ */
+export function requestFingerprint(
+  hook: string,
+  payload: Record<string, unknown>,
+  query?: Record<string, string>,
+): string {
   const { idempotencyKey: _ignored, ...rest } = payload;
-  return createHash('sha256')
-    .update(hook)
-    .update('\n')
-    .update(canonicalJson(rest))
-    .digest('base64url');
+  const hash = createHash('sha256').update(hook).update('\n').update(canonicalJson(rest));
+  // Canonical JSON holds no raw line break: the two parts cannot run into each other.
+  if (query !== undefined && Object.keys(query).length > 0) {
+    hash.update('\nquery\n').update(canonicalJson(query));
+  }
+  return hash.digest('base64url');
 }
 
 /**

@@ -113,7 +113,7 @@ describe('copies waiting for a held key', () => {
     const raw = Buffer.from('{"text":"copy","idempotencyKey":"k"}');
     const payload = JSON.parse(raw.toString()) as Record<string, unknown>;
     const x = {
-      route: { keyWindowMs: 60_000, name: 'wake' },
+      route: { keyWindowMs: 60_000, name: 'wake', mappings: [] },
       source: { headers: {} },
       headers: () => [],
       raw,

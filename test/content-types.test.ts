@@ -3,12 +3,18 @@
  * bodies as real senders (GitHub, Slack) send them, and hostile bodies.
  */
 import { isAscii } from 'node:buffer';
+import { MIMEType } from 'node:util';
 import { createRequire } from 'node:module';
 import { fc, test } from '@fast-check/vitest';
 import type { WebhookDefinition } from '@octokit/webhooks-examples';
 import { describe, expect, it } from 'vitest';
 import { HookError } from '../engine/errors.ts';
-import { bodyFormat, decideBodyFormat, parseBody } from '../engine/ingress/content-types.ts';
+import {
+  bodyFormat,
+  charsetsWritten,
+  decideBodyFormat,
+  parseBody,
+} from '../engine/ingress/content-types.ts';
 import { MAX_FORM_FIELDS } from '../engine/ingress/form.ts';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -357,6 +363,37 @@ describe('properties', () => {
       }
       expect(decision(FORM, false)).toMatchObject({ code: 'unsupported_media_type' });
       expect(decision(FORM, true)).toBe('form');
+    },
+  );
+
+  // Parameters built from the pieces that matter to splitting: quotes, escapes, `;`, `=`, blanks.
+  const parameterish = fc
+    .array(
+      fc.oneof(
+        fc.constantFrom('; charset=utf-8', '; CHARSET=latin1', ' ; charset =x', '; charset='),
+        fc.constantFrom('; a="x;charset=y"', '; b="q\\"; charset=z"', '; c="open', ';', '; d=e'),
+        fc.string({
+          unit: fc.constantFrom('"', '\\', ';', '=', ' ', 'c', 'charset'),
+          maxLength: 12,
+        }),
+      ),
+      { maxLength: 6 },
+    )
+    .map((parts) => `application/json${parts.join('')}`);
+
+  test.prop([parameterish])(
+    'a charset the media-type parser reads is always counted, so one it keeps is never a second one unseen',
+    (contentType) => {
+      let charset: string | null = null;
+      try {
+        charset = new MIMEType(contentType).params.get('charset');
+      } catch {
+        return;
+      }
+      if (charset !== null) expect(charsetsWritten(contentType)).toBeGreaterThanOrEqual(1);
+      if (decideBodyFormat(contentType, true) === 'json') {
+        expect(charsetsWritten(contentType)).toBe(charset === null ? 0 : 1);
+      }
     },
   );
 

@@ -73,6 +73,24 @@ describe('idempotency', () => {
     expect(await count()).toBe(before);
   });
 
+  it('a /wake retry with another query is still a replay: the built-in triggers read no query', async () => {
+    const send = (query: string) =>
+      fetch(`${server.url}/hooks/wake${query}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'key-wake-query',
+        },
+        body: '{"text":"disk full"}',
+      });
+    const first = await send('?attempt=1');
+    const retry = await send('?attempt=2');
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(await retry.json()).toEqual(await first.json());
+  });
+
   it('accepts the key as an idempotencyKey body field', async () => {
     const first = await server.post('wake', { text: 'body key', idempotencyKey: 'key-3' });
     const again = await server.post('wake', { text: 'body key', idempotencyKey: 'key-3' });
@@ -161,7 +179,15 @@ describe('idempotency keys in mapped bodies', () => {
   beforeAll(async () => {
     server = await startTestServer({
       hooks: {
-        mappings: [{ id: 'echo', match: { path: 'echo' }, templates: { message: '{{text}}' } }],
+        mappings: [
+          { id: 'echo', match: { path: 'echo' }, templates: { message: '{{text}}' } },
+          {
+            id: 'deploy',
+            match: { path: 'deploy' },
+            action: 'wake',
+            templates: { text: 'deploy {{payload.version}} to {{query.env}}' },
+          },
+        ],
       },
     });
   });
@@ -179,6 +205,34 @@ describe('idempotency keys in mapped bodies', () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_payload');
     expect(await count()).toBe(before);
+  });
+
+  it('the same key with another query on a mapped route is 409, not a replay that drops the second action', async () => {
+    const send = (query: string, key: string) =>
+      fetch(`${server.url}/hooks/deploy${query}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          'idempotency-key': key,
+        },
+        body: '{"version":"1.2"}',
+      });
+    expect((await send('?env=staging', 'key-query')).status).toBe(200);
+    const before = await count();
+    for (const query of ['?env=production', '']) {
+      const other = await send(query, 'key-query');
+      expect(other.status).toBe(409);
+      expect(((await other.json()) as { error: { code: string } }).error.code).toBe(
+        'idempotency_conflict',
+      );
+    }
+    // The same query again, its parameters in another order, is the retry it looks like.
+    const first = await send('?env=canary&team=web', 'key-query-order');
+    const retry = await send('?team=web&env=canary', 'key-query-order');
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(await retry.json()).toEqual(await first.json());
+    expect(await count()).toBe(before + 1);
   });
 
   it('replays a mapped request with a 256-character body key', async () => {

@@ -52,6 +52,16 @@ export function contentCodingRefusal(
     : undefined;
 }
 
+/**
+ * The format a request's Content-Type field lines select: at most one line (RFC 9110 5.3: the
+ * field is a singleton), else a 415. Node keeps the first of repeated lines; a proxy or filter in
+ * front may read the last, and then a body it screened as JSON was parsed here as a form.
+ */
+export function bodyFormatOfLines(lines: readonly string[], forms: boolean): BodyFormat {
+  if (lines.length > 1) throw forms ? REPEATED.forms : REPEATED.jsonOnly;
+  return bodyFormat(lines[0], forms);
+}
+
 /** The format a Content-Type header selects, or a 415 HookError if the route cannot take it. */
 export function bodyFormat(contentType: string | undefined, forms: boolean): BodyFormat {
   // No Content-Type at all: JSON, as hookgate has always read it.
@@ -95,7 +105,43 @@ function formatFor(contentType: string, forms: boolean): BodyFormat {
   if (charset !== null && !UTF8_LABELS.has(charset.toLowerCase())) {
     throw unsupported('Only charset=utf-8 is accepted.', forms, media.essence);
   }
+  // MIMEType keeps the first of a repeated charset and drops one it cannot read (`charset
+  // =latin1`): a reader that takes the last, or is more lenient, would decode another charset.
+  const written = charsetsWritten(contentType);
+  if (written > 1 || (written === 1 && charset === null)) {
+    throw unsupported('Give one charset parameter, charset=utf-8.', forms, media.essence);
+  }
   return format;
+}
+
+/**
+ * How many parameters of a media type are named `charset` (any letter case, white space around
+ * the name), split as WHATWG's MIME type parser splits them: at `;` outside a quoted value. Pure.
+ */
+export function charsetsWritten(contentType: string): number {
+  let count = 0;
+  let at = contentType.indexOf(';');
+  while (at >= 0) {
+    const start = at + 1;
+    const equals = contentType.indexOf('=', start);
+    let end = contentType.indexOf(';', start);
+    const hasValue = equals >= 0 && (end < 0 || equals < end);
+    const name = contentType.slice(start, hasValue ? equals : end < 0 ? undefined : end);
+    if (name.trim().toLowerCase() === 'charset') count++;
+    // A quoted value may hold `;`: the parameter ends at the first `;` after its closing quote.
+    if (hasValue && contentType[equals + 1] === '"') end = afterQuoted(contentType, equals + 1);
+    at = end < 0 ? -1 : contentType.indexOf(';', end);
+  }
+  return count;
+}
+
+/** The index just past a quoted string starting at `open` (backslash escapes one character). */
+function afterQuoted(text: string, open: number): number {
+  for (let i = open + 1; i < text.length; i++) {
+    if (text[i] === '\\') i++;
+    else if (text[i] === '"') return i + 1;
+  }
+  return -1;
 }
 
 /** Parse a body by its Content-Type into an object, or throw the HookError that refuses it. */
@@ -134,6 +180,13 @@ const JSON_OR_FORM = Object.freeze({
   accepted: Object.freeze([JSON_TYPE, 'application/*+json', TEXT_TYPE, FORM_TYPE]),
   hint: `Send Content-Type: ${JSON_TYPE} (or application/<type>+json) or ${FORM_TYPE}, in UTF-8.`,
 });
+
+// Built once: a flood of such requests allocates nothing per refusal.
+const REPEATED_MESSAGE = 'The Content-Type header is sent more than once.';
+const REPEATED = {
+  forms: unsupported(REPEATED_MESSAGE, true),
+  jsonOnly: unsupported(REPEATED_MESSAGE, false),
+};
 
 function unsupported(message: string, forms: boolean, mediaType?: string): HookError {
   const { accepted, hint } = forms ? JSON_OR_FORM : JSON_ONLY;

@@ -3,7 +3,8 @@
  * routes, rules and transforms read instead of the HTTP request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { type Envelope, parseQuery } from '../envelope.ts';
+import { type Envelope, readQuery } from '../envelope.ts';
+import { HookError } from '../errors.ts';
 import { type Exchange, had } from './exchange.ts';
 import { isoTime } from '../iso-time.ts';
 
@@ -18,6 +19,17 @@ function visibleHeaders(x: Exchange): IncomingHttpHeaders {
 
 /** Build the envelope from what the earlier stages found. */
 export function normalise(x: Exchange): undefined {
+  // A query holding the hook token (a signed request goes on as any other, admit.ts) is read
+  // as none: a mapping's template or transform would put the token into what is stored.
+  const query = readQuery(x.queryHoldsToken ? '' : x.query);
+  // Mappings read the query: a name given twice is refused, not last-wins, as a form's is. A
+  // proxy or filter that reads the first copy and a mapping that reads the last would see two
+  // requests (`?env=staging&env=production`). /wake and /agent read no query.
+  if (query.repeated !== undefined && had(x.route, 'route').mappings.length > 0) {
+    throw new HookError('invalid_query', 'A query parameter name appears more than once.', {
+      details: { field: shorten(query.repeated) },
+    });
+  }
   const envelope: Envelope = {
     id: x.id,
     receivedAt: isoTime(x.arrivedAtMs),
@@ -26,13 +38,16 @@ export function normalise(x: Exchange): undefined {
     path: x.pathname,
     hook: x.hook,
     headers: visibleHeaders(x),
-    // A query holding the hook token (a signed request goes on as any other, admit.ts) is read
-    // as none: a mapping's template or transform would put the token into what is stored.
-    query: parseQuery(x.queryHoldsToken ? '' : x.query),
+    query: query.params,
     raw: had(x.raw, 'raw'),
     payload: had(x.payload, 'payload'),
     verification: had(x.verification, 'verification'),
   };
   x.envelope = envelope;
   return undefined;
+}
+
+// Names come from the caller; only a bounded prefix goes back in an answer.
+function shorten(name: string): string {
+  return name.length > 64 ? `${name.slice(0, 64)}…` : name;
 }

@@ -4,7 +4,12 @@
  * by content type (after the signature was checked on the raw bytes).
  */
 import type { BodyLimits } from '../body.ts';
-import { type BodyFormat, bodyFormat, contentCodingRefusal, parseAs } from './content-types.ts';
+import {
+  type BodyFormat,
+  bodyFormatOfLines,
+  contentCodingRefusal,
+  parseAs,
+} from './content-types.ts';
 import { type Exchange, had, type Stage } from './exchange.ts';
 import { unknownHookError } from './routes.ts';
 
@@ -47,7 +52,7 @@ export function createParse(limits: BodySettings): Stage {
 function formatOf(x: Exchange, forms: boolean): BodyFormat {
   const coded = contentCodingRefusal(x.source.headers['content-encoding']);
   if (coded) throw coded;
-  return bodyFormat(x.source.headers['content-type'], forms);
+  return bodyFormatOfLines(x.headers('content-type'), forms);
 }
 
 /** The bytes, past JSON's white space, start with `{`. */

@@ -57,7 +57,11 @@ export function keyClaims(x: Exchange): KeyClaim[] {
   if (key !== undefined) {
     claims.push({
       key: `caller:${key}`,
-      fingerprint: requestFingerprint(envelope.hook, envelope.payload),
+      fingerprint: requestFingerprint(
+        envelope.hook,
+        envelope.payload,
+        route.mappings.length > 0 ? envelope.query : undefined,
+      ),
       windowMs,
     });
   }
