@@ -6,6 +6,7 @@
  * (copies past it are refused 503 at once), and a waiting copy holds its raw
  * body, not its parsed tree.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +22,8 @@ import { createReplayCheck } from '../engine/ingress/replay.ts';
 import { openSqliteStore } from '../engine/store/sqlite/action-store.ts';
 import { startTestServer, TOKEN, type TestServer, tempDir } from './helpers/hookgate.ts';
 import { pipelined } from './helpers/raw-http.ts';
+import { waitFor } from './helpers/runtime.ts';
+import { type StageTimed, stageTimed } from '../engine/observe/events.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -171,9 +174,22 @@ describe('pipelined copies behind a slow holder, end to end', () => {
       `Content-Length: ${Buffer.byteLength(json)}\r\n${last ? 'Connection: close\r\n' : ''}\r\n${json}`;
     // Three slow calls ahead of the holder in the one transform process: the holder holds the
     // key while they run and while it runs (about 18 s), time for the copies to arrive even on
-    // a loaded machine (behind the holder alone, 4.5 s, some ran out of it; behind two, 13 s,
-    // too in a full suite run beside other work).
-    const ahead = [-2, -1, 0].map((n) => server.post('slow', { n }));
+    // a loaded machine (behind the holder alone, 4.5 s, some ran out of it). They are sent
+    // first and the holder only once all three are past the replay check (their transform calls
+    // queued): sent at once, the holder could overtake them on a loaded machine.
+    let queued = 0;
+    const onStage = (message: unknown) => {
+      const { stage, route } = message as StageTimed;
+      if (stage === 'replayCheck' && route === 'slow') queued += 1;
+    };
+    subscribe(stageTimed.name, onStage);
+    let ahead: Promise<Response>[];
+    try {
+      ahead = [-2, -1, 0].map((n) => server.post('slow', { n }));
+      await waitFor('the three slow calls ahead to be queued', () => queued >= 3, 30_000);
+    } finally {
+      unsubscribe(stageTimed.name, onStage);
+    }
     // First on the connection, the holder takes the key; its transform then runs for seconds
     // while the copies behind it arrive.
     const requests = [
