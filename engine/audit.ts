@@ -70,7 +70,45 @@ export function auditConfig(config: Config): AuditWarning[] {
     ...admin(config),
     ...unusedPresetSettings(config),
     ...sharedSecrets(config),
+    ...ignoredWakeFields(config),
   ];
+}
+
+// What an agent run carries and a wake does not: a wake is text (and a mode) for the main
+// session, so these settings of a wake mapping change nothing.
+const AGENT_ONLY_FIELDS = [
+  'name',
+  'sessionKey',
+  'sessionKeyWhenEmpty',
+  'agentId',
+  'channel',
+  'to',
+  'model',
+  'thinking',
+  'deliver',
+  'timeoutSeconds',
+] as const;
+
+/**
+ * Wake mappings that set what only an agent run reads: accepted, and ignored, which reads as a
+ * route to an agent, a chat or a session that is not taken. A mapping with a transform is left
+ * out: its module says which kind each action is.
+ */
+function ignoredWakeFields(config: Config): AuditWarning[] {
+  return (config.hooks.mappings ?? []).flatMap((mapping, i) => {
+    if (mapping.action !== 'wake' || mapping.transform !== undefined) return [];
+    const templates: Record<string, unknown> = mapping.templates ?? {};
+    const set = AGENT_ONLY_FIELDS.filter(
+      (field) => mapping[field] !== undefined || templates[field] !== undefined,
+    );
+    if (set.length === 0) return [];
+    return [
+      {
+        setting: `hooks.mappings.${i}`,
+        message: `a wake mapping ignores ${set.join(', ')}: a wake is only text (and a mode) for the main session; remove them, or make it an agent mapping (action: agent)`,
+      },
+    ];
+  });
 }
 
 /**

@@ -73,6 +73,23 @@ describe('hookgate check: audit warnings', () => {
     expect(warnings(result.stdout)).toEqual([]);
   });
 
+  it('a wake mapping that sets what only an agent run reads is warned of, naming those settings', async () => {
+    const mappings = `  mappings:
+    - { id: deploys, match: { path: deploys }, action: wake, text: "Deployed", agentId: ops, deliver: true, templates: { to: "{{payload.chat}}" } }
+    - { id: runs, match: { path: runs }, action: agent, message: "Run", agentId: ops, deliver: true }
+    - { id: plain, match: { path: plain }, action: wake, text: "Ping", mode: now, label: Pinger }
+`;
+    const file = writeConfig(temp(), clean.replace('agents:', `${mappings}agents:`));
+    const result = await runHookgate(['check', '--strict', '--config', file], {
+      env: { HOOKS_TOKEN: STRONG },
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(1);
+    expect(warnings(result.stdout)).toEqual([
+      'warning: hooks.mappings.0: a wake mapping ignores agentId, to, deliver: a wake is only text (and a mode) for the main session; remove them, or make it an agent mapping (action: agent)',
+    ]);
+  });
+
   it('a config error is still exit 2 under --strict', async () => {
     const file = writeConfig(temp(), 'hooks: { enabled: true }\n');
     const result = await runHookgate(['check', '--strict', '--config', file]);
