@@ -624,6 +624,10 @@ function detail(request) {
       ['time', request.time],
       ['route', request.route === '' ? '(catch-all)' : request.route],
       ['error code', request.code],
+      [
+        'caller',
+        request.authenticated ? 'authenticated' : 'not authenticated (answered before it was)',
+      ],
       ['client', request.client],
       ['duration', `${request.durationMs} ms`],
       ['matched mapping', request.mappingId],
