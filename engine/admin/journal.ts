@@ -6,12 +6,14 @@
  * who can reach the hooks cannot push the real traffic out: each ring keeps
  * the last `recentRequests` of its kind, and its own share of the bytes kept
  * (bodies, headers, queries, prompts: each bounded, the oldest giving theirs
- * up first). Lists merge both, newest first. Live subscribers are capped; a
- * slow one is the server's to drop.
+ * up first). Lists merge both, newest first. Live subscribers get new
+ * records in batches (live-feed.ts) and are capped; a slow one is the
+ * server's to drop.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { type RequestFinished, requestFinished } from '../observe/events.ts';
 import { type JournalRecord, journalRecord, type RecordLimits } from './journal-record.ts';
+import { LiveFeed, type LiveListener } from './live-feed.ts';
 import { RecordRing } from './record-ring.ts';
 
 export type JournalSettings = {
@@ -32,7 +34,11 @@ export type JournalSettings = {
   maxSubscribers?: number;
 };
 
-export type JournalListener = (record: JournalRecord) => void;
+/** Receives the requests answered since its last call, oldest first. */
+export type JournalListener = LiveListener<JournalRecord>;
+
+// New records reach the live subscribers at most this often, in one batch (live-feed.ts).
+const LIVE_INTERVAL_MS = 100;
 
 const CHANNEL = requestFinished.name;
 
@@ -47,8 +53,7 @@ export class RequestJournal {
   private seq = 0;
   private readonly byId = new Map<string, JournalRecord>();
   private readonly limits: RecordLimits;
-  private readonly maxSubscribers: number;
-  private readonly listeners = new Set<JournalListener>();
+  private readonly feed: LiveFeed<JournalRecord>;
   private readonly onMessage = (message: unknown) => this.add(message as RequestFinished);
   private subscribed = false;
 
@@ -64,7 +69,10 @@ export class RequestJournal {
     const share = Math.floor(total * UNAUTHENTICATED_SHARE);
     this.authenticated = new RecordRing(settings.recentRequests, total - share);
     this.unauthenticated = new RecordRing(settings.recentRequests, share);
-    this.maxSubscribers = settings.maxSubscribers ?? 16;
+    this.feed = new LiveFeed({
+      maxSubscribers: settings.maxSubscribers ?? 16,
+      intervalMs: LIVE_INTERVAL_MS,
+    });
   }
 
   /** Listen on the requestFinished channel (idempotent). */
@@ -78,7 +86,7 @@ export class RequestJournal {
   stop(): void {
     if (this.subscribed) unsubscribe(CHANNEL, this.onMessage);
     this.subscribed = false;
-    this.listeners.clear();
+    this.feed.stop();
   }
 
   /** Remember one answered request and tell the live subscribers. */
@@ -89,7 +97,7 @@ export class RequestJournal {
     const old = ring.push(record, this.seq);
     if (old) this.byId.delete(old.id);
     this.byId.set(record.id, record);
-    for (const listener of this.listeners) listener(record);
+    this.feed.push(record);
     return record;
   }
 
@@ -113,8 +121,6 @@ export class RequestJournal {
 
   /** Add a live subscriber; undefined when the cap is reached. Returns the unsubscribe. */
   subscribe(listener: JournalListener): (() => void) | undefined {
-    if (this.listeners.size >= this.maxSubscribers) return undefined;
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.feed.subscribe(listener);
   }
 }
