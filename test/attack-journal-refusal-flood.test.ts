@@ -14,6 +14,7 @@ import { RequestJournal } from '../engine/admin/journal.ts';
 import { newExchange } from '../engine/ingress/exchange.ts';
 import type { RequestFinished } from '../engine/observe/events.ts';
 import { type AdminStack, startAdminStack } from './helpers/admin.ts';
+import { TOKEN } from './helpers/hookgate.ts';
 import { waitFor } from './helpers/runtime.ts';
 
 const SECRET = 'gh-secret-refusal-flood-attack';
@@ -97,11 +98,21 @@ describe('attack: a flood of refusals before authentication erases the journal',
     real.push(newest());
     expect((await stack.post('wake', 'not json')).status).toBe(400);
     real.push(newest());
+    // The hook token in the query too, from a caller who presents it in its header: refused
+    // before the authenticate stage, but by a caller the token authenticated.
+    const inQuery = await stack.post(`wake?key=${TOKEN}`, { text: 'x' });
+    expect(inQuery.status).toBe(400);
+    expect(((await inQuery.json()) as { error: { code: string } }).error.code).toBe(
+      'token_in_query',
+    );
+    real.push(newest());
 
     // The flood: every kind of answer given before the caller is known, three times the ring.
     const hooks = `${stack.hooksUrl}${stack.hooksPath}`;
     const kinds: Array<() => Promise<Response>> = [
       () => stack.post('wake', { text: 'guess' }, { token: 'wrong-token-guess' }),
+      // A token parameter by its name: refused whoever sends it (400 token_in_query).
+      () => stack.post('wake?token=guess', { text: 'guess' }, { token: null }),
       () => fetch(`${stack.hooksUrl}/elsewhere`, { method: 'POST', body: '{}' }),
       () => fetch(`${hooks}/wake`, { method: 'PUT', body: '{}' }),
       () =>
