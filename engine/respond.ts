@@ -80,10 +80,14 @@ export function sendError(
   sendJson(res, error.status, error.toJson(), requestId, close ? [...head, ...CLOSE] : head);
 }
 
-/** Answer a request Node's HTTP parser refused (malformed, oversized headers, timeout) with JSON. */
+/**
+ * Answer a request Node's HTTP parser refused (malformed, oversized headers, timeout) with JSON;
+ * `extra` (a flat name/value list, fixed by the listener) are headers its other answers carry.
+ */
 export function answerClientError(
   socket: Duplex,
   code: string | undefined,
+  extra: readonly string[] = NO_HEADERS,
 ): { status: number; code: ErrorCode; requestId: string } | undefined {
   if (!socket.writable) {
     socket.destroy();
@@ -98,10 +102,12 @@ export function answerClientError(
   const { status, message } = ERRORS[errorCode];
   const body = JSON.stringify({ ok: false, error: { code: errorCode, message } });
   const requestId = randomUUID();
+  let head = '';
+  for (let i = 0; i + 1 < extra.length; i += 2) head += `${extra[i]}: ${extra[i + 1]}\r\n`;
   endAndClose(
     socket,
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+      `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${head}connection: close\r\n\r\n${body}`,
   );
   return { status, code: errorCode, requestId };
 }

@@ -356,7 +356,8 @@ export const configSchema = {
         token: headerToken,
         // The console shows request bodies only when this keeps them (escaped, in memory).
         keepPayloads: { type: 'boolean', default: false },
-        // Requests the console remembers (newest first; older ones drop out).
+        // Requests of each kind the console remembers, authenticated and answered before
+        // authentication (newest first; older ones of a kind drop out).
         recentRequests: { type: 'integer', minimum: 10, maximum: 10_000, default: 1000 },
       },
     },

@@ -44,7 +44,7 @@ function finished(overrides: Partial<Exchange> = {}, prompt = 'hello') {
     },
     ...overrides,
   });
-  return { exchange, status: 200, durationMs: 1, replayed: false };
+  return { exchange, status: 200, authenticated: true, durationMs: 1, replayed: false };
 }
 
 describe('journal: headers that are kept', () => {
@@ -76,7 +76,10 @@ describe('journal: headers that are kept', () => {
       },
       new Set(),
     );
-    expect(kept).toEqual({ 'x-note': 'good news for the bearer', 'user-agent': 'GitHub-Hookshot/1' });
+    expect(kept).toEqual({
+      'x-note': 'good news for the bearer',
+      'user-agent': 'GitHub-Hookshot/1',
+    });
   });
 
   it('keeps at most 64 headers, each value bounded', () => {

@@ -43,7 +43,14 @@ function refusedBulky() {
     query: 'q'.repeat(1000),
     raw: Buffer.alloc(0),
   });
-  return { exchange, status: 401, code: 'signature_mismatch', durationMs: 1, replayed: false };
+  return {
+    exchange,
+    status: 401,
+    code: 'signature_mismatch',
+    authenticated: false,
+    durationMs: 1,
+    replayed: false,
+  };
 }
 
 /** Characters a record keeps of its request: body, header names and values, query. */

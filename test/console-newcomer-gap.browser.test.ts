@@ -40,9 +40,10 @@ describe.skipIf('missing' in chrome)('a tab opened next to the holder', () => {
       new BroadcastChannel('hookgate-console').addEventListener('message', (event) => {
         const m = (event as unknown as { data: unknown }).data as {
           kind?: string;
-          summary?: { id?: string };
+          summaries?: Array<{ id?: string }>;
         };
-        if (m?.kind === 'request' && m.summary?.id) w.__seen.push(m.summary.id);
+        if (m?.kind === 'requests')
+          for (const summary of m.summaries ?? []) if (summary.id) w.__seen.push(summary.id);
       });
     });
     let arrived = '';

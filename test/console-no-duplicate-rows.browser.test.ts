@@ -30,7 +30,7 @@ describe.skipIf('missing' in chrome)('a broadcast handled after the list read', 
     await holder.locator('#live.on').waitFor();
 
     const other = await context.newPage();
-    // The channel's 'request' messages can be held back (a slow delivery), then let through.
+    // The channel's 'requests' messages can be held back (a slow delivery), then let through.
     await other.addInitScript(() => {
       const w = globalThis as unknown as {
         __hold: boolean;
@@ -55,9 +55,9 @@ describe.skipIf('missing' in chrome)('a broadcast handled after the list read', 
       proto.addEventListener = function (this: unknown, type, listener) {
         if (type !== 'message') return add.call(this, type, listener);
         return add.call(this, type, (event) => {
-          const m = event.data as { kind?: string; summary?: { id?: string } };
-          if (w.__hold && m?.kind === 'request') {
-            w.__heldIds.push(m.summary?.id ?? '');
+          const m = event.data as { kind?: string; summaries?: Array<{ id?: string }> };
+          if (w.__hold && m?.kind === 'requests') {
+            for (const summary of m.summaries ?? []) w.__heldIds.push(summary.id ?? '');
             w.__held.push(() => listener.call(this, event));
           } else listener.call(this, event);
         });

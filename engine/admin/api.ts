@@ -38,6 +38,17 @@ const HEARTBEAT_MS = 15_000;
 /** The API's handlers, over the admin dependencies. */
 export function createApi(deps: AdminDeps, settings: ApiSettings) {
   const streams = new Set<ServerResponse>();
+  // Each batch as event lines, made once for every stream (each gets the same array).
+  const eventText = new WeakMap<readonly JournalRecord[], string>();
+  function events(batch: readonly JournalRecord[]): string {
+    let text = eventText.get(batch);
+    if (text === undefined) {
+      text = '';
+      for (const entry of batch) text += `data: ${JSON.stringify(summary(entry))}\n\n`;
+      eventText.set(batch, text);
+    }
+    return text;
+  }
   /** The runs of a request's actions, by action id (none while the runtime is off). */
   async function runsOf(record: JournalRecord): Promise<Map<string, RunView | undefined>> {
     const runs = new Map<string, RunView | undefined>();
@@ -128,14 +139,16 @@ export function createApi(deps: AdminDeps, settings: ApiSettings) {
         return;
       }
       let heartbeat: NodeJS.Timeout | undefined;
-      const unsubscribe = deps.journal.subscribe((entry) => {
+      // A batch of requests in one write (the journal batches them: a flood is one write per
+      // interval, not one per request).
+      const unsubscribe = deps.journal.subscribe((batch) => {
         if (res.writableLength > STREAM_BACKLOG) return res.destroy();
-        res.write(`data: ${JSON.stringify(summary(entry))}\n\n`);
+        send(res, events(batch));
       });
       if (!unsubscribe) throw new AdminError('too_many_streams');
       streams.add(res);
       startStream(res);
-      heartbeat = setInterval(() => res.write(': ping\n\n'), HEARTBEAT_MS);
+      heartbeat = setInterval(() => send(res, ': ping\n\n'), HEARTBEAT_MS);
       heartbeat.unref();
       const end = () => {
         clearInterval(heartbeat);
@@ -235,4 +248,9 @@ export function playgroundRequest(input: Record<string, unknown>): DryRunRequest
   }
   if (clean['content-type'] === undefined) clean['content-type'] = 'application/json';
   return { hook, body: Buffer.from(payload, 'utf8'), headers: clean, query: query ?? '' };
+}
+
+// A stream ended (the listener closing) but not yet closed gets nothing more written.
+function send(res: ServerResponse, text: string): void {
+  if (!res.writableEnded && !res.destroyed) res.write(text);
 }

@@ -40,6 +40,8 @@ export type JournalRecord = {
   route?: string;
   status: number;
   code?: string;
+  /** Its caller was authenticated (RequestFinished): it is held apart from those answered before. */
+  authenticated: boolean;
   client: string;
   durationMs: number;
   mappingId?: string;
@@ -87,6 +89,7 @@ export function journalRecord(event: RequestFinished, limits: RecordLimits): Jou
     ...(x.route && { route: x.route.name }),
     status: event.status,
     ...(event.code !== undefined && { code: event.code }),
+    authenticated: event.authenticated === true,
     client: clipUnits(x.client, NAME_CHARS),
     durationMs: event.durationMs,
     ...(x.selection?.mapping && { mappingId: x.selection.mapping.id }),

@@ -1,14 +1,20 @@
 /**
- * The request journal: the last `recentRequests` answered requests, taken
- * from the `requestFinished` diagnostics channel, for the console. Memory
- * is bounded three ways: the number of records (a ring), each kept body and
- * prompt, and the total bytes of kept requests (body, headers, query) and
- * prompts (the oldest give theirs up first). Live subscribers are capped; a
- * slow one is the server's to drop.
+ * The request journal: the last answered requests, taken from the
+ * `requestFinished` diagnostics channel, for the console. Requests answered
+ * before their caller was authenticated (wrong tokens, bad signatures,
+ * unknown paths, lockouts) are held in a ring of their own, so that anyone
+ * who can reach the hooks cannot push the real traffic out: each ring keeps
+ * the last `recentRequests` of its kind, and its own share of the bytes kept
+ * (bodies, headers, queries, prompts: each bounded, the oldest giving theirs
+ * up first). Lists merge both, newest first. Live subscribers get new
+ * records in batches (live-feed.ts) and are capped; a slow one is the
+ * server's to drop.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { type RequestFinished, requestFinished } from '../observe/events.ts';
 import { type JournalRecord, journalRecord, type RecordLimits } from './journal-record.ts';
+import { LiveFeed, type LiveListener } from './live-feed.ts';
+import { RecordRing } from './record-ring.ts';
 
 export type JournalSettings = {
   recentRequests: number;
@@ -17,7 +23,10 @@ export type JournalSettings = {
   maxBodyBytes: () => number;
   /** The hook credentials in force: a kept header holding one is dropped. */
   credentials?: () => readonly string[];
-  /** Bound of the kept requests and prompts held together (default 64 MiB). */
+  /**
+   * Bound of the kept requests and prompts held together (default 64 MiB): a quarter of it for
+   * requests answered before authentication, the rest for authenticated ones.
+   */
   maxTotalBytes?: number;
   /** Bound of each prompt, in characters (default 16 Ki). */
   maxPromptChars?: number;
@@ -25,28 +34,30 @@ export type JournalSettings = {
   maxSubscribers?: number;
 };
 
-export type JournalListener = (record: JournalRecord) => void;
+/** Receives the requests answered since its last call, oldest first. */
+export type JournalListener = LiveListener<JournalRecord>;
+
+// New records reach the live subscribers at most this often, in one batch (live-feed.ts).
+const LIVE_INTERVAL_MS = 100;
 
 const CHANNEL = requestFinished.name;
+
+// The share of the total bytes that requests answered before authentication may keep.
+const UNAUTHENTICATED_SHARE = 1 / 4;
 
 /** The last answered requests, newest first, and a live feed of new ones. */
 export class RequestJournal {
   readonly keepPayloads: boolean;
-  private readonly ring: Array<JournalRecord | undefined>;
-  private next = 0;
+  private readonly authenticated: RecordRing;
+  private readonly unauthenticated: RecordRing;
+  private seq = 0;
   private readonly byId = new Map<string, JournalRecord>();
-  // Records holding bodies or prompts, oldest first: who gives them up when over budget.
-  private readonly heavy: JournalRecord[] = [];
-  private heavyBytes = 0;
   private readonly limits: RecordLimits;
-  private readonly maxTotalBytes: number;
-  private readonly maxSubscribers: number;
-  private readonly listeners = new Set<JournalListener>();
+  private readonly feed: LiveFeed<JournalRecord>;
   private readonly onMessage = (message: unknown) => this.add(message as RequestFinished);
   private subscribed = false;
 
   constructor(settings: JournalSettings) {
-    this.ring = new Array(settings.recentRequests);
     this.keepPayloads = settings.keepPayloads;
     this.limits = {
       keepPayloads: settings.keepPayloads,
@@ -54,8 +65,14 @@ export class RequestJournal {
       maxPromptChars: settings.maxPromptChars ?? 16_384,
       ...(settings.credentials && { credentials: settings.credentials }),
     };
-    this.maxTotalBytes = settings.maxTotalBytes ?? 64 * 1024 * 1024;
-    this.maxSubscribers = settings.maxSubscribers ?? 16;
+    const total = settings.maxTotalBytes ?? 64 * 1024 * 1024;
+    const share = Math.floor(total * UNAUTHENTICATED_SHARE);
+    this.authenticated = new RecordRing(settings.recentRequests, total - share);
+    this.unauthenticated = new RecordRing(settings.recentRequests, share);
+    this.feed = new LiveFeed({
+      maxSubscribers: settings.maxSubscribers ?? 16,
+      intervalMs: LIVE_INTERVAL_MS,
+    });
   }
 
   /** Listen on the requestFinished channel (idempotent). */
@@ -69,35 +86,31 @@ export class RequestJournal {
   stop(): void {
     if (this.subscribed) unsubscribe(CHANNEL, this.onMessage);
     this.subscribed = false;
-    this.listeners.clear();
+    this.feed.stop();
   }
 
   /** Remember one answered request and tell the live subscribers. */
   add(event: RequestFinished): JournalRecord {
     const record = journalRecord(event, this.limits);
-    const old = this.ring[this.next];
-    if (old) this.forget(old);
-    this.ring[this.next] = record;
-    this.next = (this.next + 1) % this.ring.length;
+    const ring = record.authenticated ? this.authenticated : this.unauthenticated;
+    this.seq += 1;
+    const old = ring.push(record, this.seq);
+    if (old) this.byId.delete(old.id);
     this.byId.set(record.id, record);
-    const bytes = weight(record);
-    if (bytes > 0) {
-      this.heavy.push(record);
-      this.heavyBytes += bytes;
-      this.shed();
-    }
-    for (const listener of this.listeners) listener(record);
+    this.feed.push(record);
     return record;
   }
 
-  /** Records newest first. */
+  /** Records of both rings, newest first (in the order they were answered). */
   list(): JournalRecord[] {
-    const out: JournalRecord[] = [];
-    const size = this.ring.length;
-    for (let i = 1; i <= size; i += 1) {
-      const record = this.ring[(this.next - i + size) % size];
-      if (!record) break;
-      out.push(record);
+    const a = this.authenticated;
+    const b = this.unauthenticated;
+    const out: JournalRecord[] = new Array(a.size + b.size);
+    let i = 0;
+    let j = 0;
+    while (i + j < out.length) {
+      const fromA = j >= b.size || (i < a.size && a.seqAt(i) > b.seqAt(j));
+      out[i + j] = fromA ? a.at(i++) : b.at(j++);
     }
     return out;
   }
@@ -108,44 +121,6 @@ export class RequestJournal {
 
   /** Add a live subscriber; undefined when the cap is reached. Returns the unsubscribe. */
   subscribe(listener: JournalListener): (() => void) | undefined {
-    if (this.listeners.size >= this.maxSubscribers) return undefined;
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.feed.subscribe(listener);
   }
-
-  private forget(record: JournalRecord): void {
-    this.byId.delete(record.id);
-    const at = this.heavy.indexOf(record);
-    if (at >= 0) {
-      this.heavy.splice(at, 1);
-      this.heavyBytes -= weight(record);
-    }
-  }
-
-  // Over the total: the oldest records give up their bodies and prompts (they keep the rest).
-  private shed(): void {
-    while (this.heavyBytes > this.maxTotalBytes && this.heavy.length > 1) {
-      const oldest = this.heavy.shift() as JournalRecord;
-      this.heavyBytes -= weight(oldest);
-      delete oldest.payload;
-      for (const action of oldest.actions) {
-        action.prompt = '';
-        action.truncated = true;
-      }
-    }
-  }
-}
-
-/**
- * Bytes of the request parts and prompts a record holds (UTF-16 prompts counted twice per
- * char). The headers and query count too: a signed route keeps them before its signature is
- * checked, and an empty body can come with 16 KB of them.
- */
-function weight(record: JournalRecord): number {
-  const payload = record.payload;
-  let bytes = payload ? payload.body.length + payload.query.length : 0;
-  for (const [name, value] of Object.entries(payload?.headers ?? {}))
-    bytes += name.length + value.length;
-  for (const action of record.actions) bytes += action.prompt.length * 2;
-  return bytes;
 }

@@ -12,6 +12,9 @@ const COMMON = Object.freeze({
   'referrer-policy': 'no-referrer',
 });
 
+/** The headers every answer carries, as a flat name/value list (for answers written raw). */
+export const COMMON_HEADERS: readonly string[] = Object.freeze(Object.entries(COMMON).flat());
+
 // No inline script or style at all: the page's code is /console.js, its style /console.css.
 const PAGE_POLICY = [
   "default-src 'none'",

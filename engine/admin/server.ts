@@ -17,7 +17,7 @@ import { consoleAssets } from './console/assets.ts';
 import type { AdminDeps } from './deps.ts';
 import { createGuard } from './guard.ts';
 import { adminRefused } from '../observe/events.ts';
-import { sendAdminError, sendBody, sendJson } from './reply.ts';
+import { COMMON_HEADERS, sendAdminError, sendBody, sendJson } from './reply.ts';
 
 export type AdminSettings = {
   host: string;
@@ -178,9 +178,10 @@ export async function startAdmin(settings: AdminSettings, deps: AdminDeps): Prom
   // Node would answer any other expectation 417 with an empty body; handle refuses it as JSON.
   server.on('checkExpectation', onRequest);
   // What the parser refuses (headers past its limit, a line it cannot read) is answered as JSON
-  // with the hook listener's codes, in order with the answers the connection still owes.
+  // with the hook listener's codes, in order with the answers the connection still owes, and
+  // with the headers of every admin answer (never cached, never sniffed).
   server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
-    refuseMessage(socket, err.code, () => undefined),
+    refuseMessage(socket, err.code, () => undefined, COMMON_HEADERS),
   );
   server.maxHeadersCount = 100;
   capConnections(server, settings.caps);

@@ -15,6 +15,7 @@ export type RequestSummary = Pick<
   | 'route'
   | 'status'
   | 'code'
+  | 'authenticated'
   | 'mappingId'
   | 'durationMs'
   | 'replayed'
@@ -33,6 +34,8 @@ export type RequestFilter = {
   state?: string;
   /** A request id, an action id or a delivery id. */
   q?: string;
+  /** Only requests whose caller was authenticated (`true`), or only those answered before (`false`). */
+  authenticated?: string;
 };
 
 /** A record as the list shows it. */
@@ -46,6 +49,7 @@ export function summary(record: JournalRecord): RequestSummary {
     ...(record.route !== undefined && { route: record.route }),
     status: record.status,
     ...(record.code !== undefined && { code: record.code }),
+    authenticated: record.authenticated,
     ...(record.mappingId !== undefined && { mappingId: record.mappingId }),
     durationMs: record.durationMs,
     replayed: record.replayed,
@@ -82,14 +86,14 @@ export type ListQuery = { filter: RequestFilter; limit: number };
 /** The most records a list answers, and how many when no limit is given. */
 export const LIST_LIMIT = 1000;
 
-const FILTER_KEYS = ['route', 'status', 'session', 'state', 'q'] as const;
+const FILTER_KEYS = ['route', 'status', 'session', 'state', 'q', 'authenticated'] as const;
 // An exact status (`401`) or a class (`4xx`): anything else would match nothing, silently.
 const STATUS = /^[1-5]([0-9]{2}|xx)$/i;
 
 /**
  * A list request's query string read (unknown keys ignored, values bounded), or why it is
- * refused: a key given twice, a limit that is not a positive integer, a status or a run state
- * no record can have. An empty or blank filter is not set. Pure.
+ * refused: a key given twice, a limit that is not a positive integer, a status, a run state or
+ * an `authenticated` no record can have. An empty or blank filter is not set. Pure.
  */
 export function readListQuery(params: URLSearchParams): ListQuery | { refused: string } {
   for (const key of [...FILTER_KEYS, 'limit'] as const) {
@@ -104,6 +108,8 @@ export function readListQuery(params: URLSearchParams): ListQuery | { refused: s
     return { refused: 'status must be a status such as 401 or a class such as 4xx' };
   if (filter.state !== undefined && !ACTION_STATES.includes(filter.state as ActionState))
     return { refused: `state must be one of ${ACTION_STATES.join(', ')}` };
+  if (filter.authenticated !== undefined && !/^(true|false)$/.test(filter.authenticated))
+    return { refused: 'authenticated must be true or false' };
   const raw = params.get('limit');
   if (raw === null) return { filter, limit: LIST_LIMIT };
   // Digits only: Number() also takes 1e3, 0x2, 1.5 and blanks.
@@ -118,6 +124,11 @@ export function matches(
   stateOf: (actionId: string) => string | undefined,
 ): boolean {
   if (filter.route !== undefined && record.hook !== filter.route && record.route !== filter.route)
+    return false;
+  if (
+    filter.authenticated !== undefined &&
+    record.authenticated !== (filter.authenticated === 'true')
+  )
     return false;
   if (filter.status !== undefined && !statusMatches(record.status, filter.status)) return false;
   if (

@@ -7,6 +7,7 @@
  */
 import { type PresentedToken, presentedToken, type UrlTokenCheck } from '../auth.ts';
 import { type ClientAddressResolver, limiterKey } from '../client-address.ts';
+import type { Verification } from '../envelope.ts';
 import { HookError } from '../errors.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { Exchange, Stage } from './exchange.ts';
@@ -35,6 +36,9 @@ export type AdmitSettings = {
 };
 
 const TOKEN_IN_PATH = new HookError('token_in_path');
+
+/** How a caller the hook token authenticated is verified (no signature, no delivery id). */
+export const BY_TOKEN: Verification = Object.freeze({ scheme: 'token' });
 // What the request line says of a path that holds the token.
 const HIDDEN_HOOK = '(holds the hook token)';
 
@@ -97,8 +101,11 @@ export function createAdmit({
     // request goes on as any other would: the path's name hidden (no hook has it), the query as
     // sent but marked, so no log or journal keeps it.
     const inQuery = urlToken.inQuery(x.query);
-    if ((inPath || inQuery) && tokenMatches(presentedToken(x.source.rawHeaders)))
+    if ((inPath || inQuery) && tokenMatches(presentedToken(x.source.rawHeaders))) {
+      // The hook token authenticated the caller: the mistake is its own, not anyone's.
+      x.verification = BY_TOKEN;
       return inPath ? TOKEN_IN_PATH : TOKEN_IN_QUERY;
+    }
     if (inQuery) x.queryHoldsToken = true;
     return undefined;
   };

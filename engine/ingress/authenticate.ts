@@ -5,14 +5,13 @@
  * anything parses them. Every failure is the same 401 and counts toward the
  * per-address failed-auth limit; what failed goes to the log by name only.
  */
-import type { Verification } from '../envelope.ts';
 import { presentedToken } from '../auth.ts';
 import type { AuthFailure } from '../auth/verifier.ts';
 import { HookError } from '../errors.ts';
 import { authFailed } from '../observe/events.ts';
 import type { AuthFailureLimiter } from '../rate-limit.ts';
 import type { PresentedToken } from '../auth.ts';
-import { rateLimited } from './admit.ts';
+import { BY_TOKEN, rateLimited } from './admit.ts';
 import type { RouteGate } from './routes.ts';
 import { EVERY_HEADER } from './delivery-ids.ts';
 import { type Answer, type Exchange, had, type Stage } from './exchange.ts';
@@ -23,7 +22,6 @@ const UNAUTHORIZED = new HookError('unauthorized', undefined, {
   headers: { 'www-authenticate': 'Bearer' },
 });
 
-const BY_TOKEN: Verification = Object.freeze({ scheme: 'token' });
 const SSL_CHECK_ANSWER: Answer = Object.freeze({ kind: 'json', status: 200, body: '{"ok":true}' });
 
 export type AuthenticateSettings = {

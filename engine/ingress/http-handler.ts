@@ -208,6 +208,8 @@ function publishFinished(x: Exchange, durationMs: number): void {
     exchange: x,
     status: x.log['status'] as number,
     ...(typeof code === 'string' && { code }),
+    // Set by the authenticate stages only once the token or the signature is verified.
+    authenticated: x.verification !== undefined,
     durationMs,
     replayed: x.log['replayed'] === true,
   });

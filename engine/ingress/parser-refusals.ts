@@ -70,16 +70,18 @@ export function planParserRefusal(
 export type ParserRefusal = { status: number; code: string; requestId: string };
 
 /**
- * The `clientError` listener of the hook listener, telling `answered` of each refusal written
- * (for the request log line and the metrics: these never reach the request handler).
+ * The `clientError` listener of a listener, telling `answered` of each refusal written (for the
+ * request log line and the metrics: these never reach the request handler). `headers` (a flat
+ * name/value list) are those the listener's other answers carry (the admin listener's no-store).
  */
 export function refuseMessage(
   socket: Duplex,
   code: string | undefined,
   answered: (refusal: ParserRefusal) => void,
+  headers?: readonly string[],
 ): void {
   const answer = () => {
-    const refusal = answerClientError(socket, code);
+    const refusal = answerClientError(socket, code, headers);
     if (refusal) answered(refusal);
   };
   const owed = owedBy.get(socket);

@@ -13,6 +13,12 @@ export type RequestFinished = {
   status: number;
   /** The error code of a refusal. */
   code?: string;
+  /**
+   * The caller was authenticated (the authenticate stage verified its hook token or signature)
+   * before the answer: a 400 after that is the caller's own, while a 401, an unknown path, a
+   * body too large before its signature was checked or a handshake came from anyone.
+   */
+  authenticated: boolean;
   durationMs: number;
   /** Answered from an earlier acceptance (idempotent replay). */
   replayed: boolean;

@@ -235,14 +235,28 @@ function row(summary) {
 }
 
 function render(requests, empty = 'No requests yet.') {
+  // Rows still to be drawn are in this list, or merged after it (mergeLive).
+  live.undrawn = [];
   $('request-rows').replaceChildren(...requests.map(row));
   $('empty').textContent = empty;
   $('empty').hidden = requests.length > 0;
 }
 
 // The latest rows the stream brought, numbered: a list read while they came is a snapshot from
-// before some of them, and they are put back on top of it rather than lost.
-const live = { seq: 0, recent: [], reads: 0, shown: 0, shownFilter: '' };
+// before some of them, and they are put back on top of it rather than lost. `undrawn`: rows to
+// put on top at the next redraw, oldest first.
+const live = {
+  seq: 0,
+  recent: [],
+  reads: 0,
+  shown: 0,
+  shownFilter: '',
+  undrawn: [],
+  drawing: 0,
+  drawnAt: Number.NEGATIVE_INFINITY,
+};
+// Streamed rows are drawn at most this often.
+const LIVE_DRAW_MS = 250;
 
 async function loadList() {
   const from = live.seq;
@@ -289,26 +303,47 @@ async function loadList() {
 
 /** The rows the stream brought since `from` that `listed` lacks, put on top, oldest first. */
 function mergeLive(from, listed) {
-  for (const { seq, summary } of live.recent) {
-    if (seq > from && !listed.has(summary.id)) prependRow(summary);
-  }
+  prependRows(
+    live.recent
+      .filter(({ seq, summary }) => seq > from && !listed.has(summary.id))
+      .map(({ summary }) => summary),
+  );
 }
 
-function prependRow(summary) {
+/**
+ * Put rows (oldest first) on top of the list in one insertion, the newest on top, skipping any
+ * listed already (a list read and the stream can both bring one, in either order).
+ */
+function prependRows(summaries) {
   const rows = $('request-rows');
-  // Listed already (a list read and the stream can both bring it, in either order).
-  for (const tr of rows.children) if (tr.dataset.id === summary.id) return;
-  rows.prepend(row(summary));
-  while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
+  const listed = new Set();
+  for (const tr of rows.children) listed.add(tr.dataset.id);
+  const added = document.createDocumentFragment();
+  // Only the newest MAX_ROWS: older ones would be pushed out at once.
+  for (let i = summaries.length - 1; i >= 0 && added.childNodes.length < MAX_ROWS; i--) {
+    const summary = summaries[i];
+    if (listed.has(summary.id)) continue;
+    listed.add(summary.id);
+    added.append(row(summary));
+  }
+  if (!added.childNodes.length) return;
+  rows.prepend(added);
+  if (rows.children.length > MAX_ROWS) {
+    const beyond = document.createRange();
+    beyond.setStartBefore(rows.children[MAX_ROWS]);
+    beyond.setEndAfter(rows.lastElementChild);
+    beyond.deleteContents();
+  }
   $('empty').hidden = true;
 }
 
-function addLive(summary) {
-  live.recent.push({ seq: ++live.seq, summary });
-  if (live.recent.length > MAX_ROWS) live.recent.shift();
+/** Rows the stream brought (oldest first): put on top soon, or a filtered list read again. */
+function addLive(summaries) {
+  for (const summary of summaries) live.recent.push({ seq: ++live.seq, summary });
+  if (live.recent.length > MAX_ROWS) live.recent.splice(0, live.recent.length - MAX_ROWS);
   // Under a filter the server decides what matches (run states live in the store): ask again.
   // So too while another filter's rows are shown (an unfiltered read is on its way, and merges
-  // this row, which came after it began).
+  // these rows, which came after it began).
   // At most one read per 250 ms, due from the first request it follows: put off again by each
   // new one, a read never came while requests kept arriving less than 250 ms apart.
   if (state.filter || live.shownFilter !== '') {
@@ -318,7 +353,23 @@ function addLive(summary) {
     }, 250);
     return;
   }
-  prependRow(summary);
+  // Drawn together, at most once per frame and LIVE_DRAW_MS (the first after a quiet spell at
+  // the next frame): drawn one by one, a flood of a thousand refused requests a second kept the
+  // tab too busy to answer for seconds, and each redraw lays out the whole list.
+  live.undrawn = live.undrawn.concat(summaries).slice(-MAX_ROWS);
+  if (live.drawing) return;
+  const wait = Math.max(0, live.drawnAt + LIVE_DRAW_MS - performance.now());
+  live.drawing = setTimeout(() => requestAnimationFrame(drawLive), wait);
+}
+
+function drawLive() {
+  live.drawing = 0;
+  live.drawnAt = performance.now();
+  const summaries = live.undrawn;
+  live.undrawn = [];
+  // A filter shown since: the unfiltered read that follows it merges these rows.
+  if (state.filter || live.shownFilter !== '') return;
+  prependRows(summaries);
 }
 
 // ---- the live stream: fetch, so the token goes in a header (EventSource cannot send one) ----
@@ -351,7 +402,8 @@ function setLive(on) {
   $('live').classList.toggle('on', on);
 }
 
-// What the holding tab tells the others: each request, and whether the stream is live.
+// What the holding tab tells the others: the requests each read brought, and whether the
+// stream is live.
 function tell(message) {
   if (holding) shared?.postMessage(message);
 }
@@ -363,7 +415,8 @@ shared?.addEventListener('message', (event) => {
   if (message?.kind === 'hello') tell({ kind: 'live', on: liveNow });
   else if (holding) return;
   else if (message?.kind === 'live') setLive(message.on === true);
-  else if (message?.kind === 'request' && message.summary) addLive(message.summary);
+  else if (message?.kind === 'requests' && Array.isArray(message.summaries))
+    addLive(message.summaries);
 });
 
 function startStream() {
@@ -414,18 +467,18 @@ async function readStream(abort) {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        buffer += value;
-        let end = buffer.indexOf('\n\n');
-        while (end >= 0) {
-          const event = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
+        // What one read brings (the server sends a batch at a time) is passed on at once.
+        const events = (buffer + value).split('\n\n');
+        buffer = events.pop();
+        const summaries = [];
+        for (const event of events) {
           for (const line of event.split('\n')) {
-            if (!line.startsWith('data: ')) continue;
-            const summary = JSON.parse(line.slice(6));
-            addLive(summary);
-            tell({ kind: 'request', summary });
+            if (line.startsWith('data: ')) summaries.push(JSON.parse(line.slice(6)));
           }
-          end = buffer.indexOf('\n\n');
+        }
+        if (summaries.length) {
+          addLive(summaries);
+          tell({ kind: 'requests', summaries });
         }
       }
     } catch {
@@ -624,6 +677,10 @@ function detail(request) {
       ['time', request.time],
       ['route', request.route === '' ? '(catch-all)' : request.route],
       ['error code', request.code],
+      [
+        'caller',
+        request.authenticated ? 'authenticated' : 'not authenticated (answered before it was)',
+      ],
       ['client', request.client],
       ['duration', `${request.durationMs} ms`],
       ['matched mapping', request.mappingId],
