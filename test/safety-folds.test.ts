@@ -31,9 +31,15 @@ describe('fold cache bounds', () => {
     const expected = [0x2010, 0x2212, 0x13a0, 0xa4d0, 0x1d07, 0xff1c, 0xfdfa, 0x300a].map((cp) =>
       skeleton(`A${String.fromCodePoint(cp)}B`, true),
     );
+    // Lone surrogates, which text may hold, are folded and kept on demand, never by warming: an
+    // earlier file in this worker may have kept some, so all of them are kept first, and the
+    // count to reach does not depend on what ran before.
+    let lone = '';
+    for (let unit = 0xd800; unit <= 0xdfff; unit++) lone += `x${String.fromCharCode(unit)}`;
+    skeleton(lone);
     warmFolds(8192);
-    // Every BMP code point but ASCII and the surrogates.
-    const all = 0x10000 - 0x80 - 0x800;
+    // Every BMP code point but ASCII.
+    const all = 0x10000 - 0x80;
     await new Promise<void>((resolve) => {
       const probe = () => (bmpFoldsKept() >= all ? resolve() : setTimeout(probe, 5));
       probe();
