@@ -269,6 +269,31 @@ describe('openai runner', () => {
       },
     ],
     [
+      'content as an array of parts: the text parts are the reply, a reasoning part is not',
+      {
+        body: {
+          choices: [
+            {
+              message: {
+                role: 'assistant',
+                content: [
+                  { type: 'thinking', thinking: [{ type: 'text', text: 'hidden reasoning' }] },
+                  { type: 'text', text: 'The disk ' },
+                  { type: 'text', text: 'is full.' },
+                ],
+              },
+            },
+          ],
+        },
+      },
+      { status: 'ok', reply: 'The disk is full.' },
+    ],
+    [
+      'content as an array without a text part',
+      { body: { choices: [{ message: { content: [{ type: 'image_url', image_url: {} }, 7] } }] } },
+      { status: 'error', reason: 'the response has no message content' },
+    ],
+    [
       'a refusal instead of content',
       {
         body: {
