@@ -131,9 +131,36 @@ describe('http runner', () => {
       { body: { answer: 'x' } },
       { status: 'error', reason: 'the response has no "reply" string' },
     ],
+    [
+      'a 200 carrying an error object and no reply (its error is shown)',
+      { body: { error: { message: 'quota exceeded for project', code: 'quota' } } },
+      {
+        status: 'error',
+        reason: 'the response has no "reply" string: quota exceeded for project',
+      },
+    ],
+    [
+      'a 200 carrying an error string and a reply of the wrong type',
+      { body: { reply: 42, error: 'the agent crashed' } },
+      { status: 'error', reason: 'the response has no "reply" string: the agent crashed' },
+    ],
   ])('%s', async (_name, reply, expected) => {
     const endpoint = await stub(() => reply);
     expect(await createHttpRunner({ url: endpoint.url }).run(RUN)).toEqual(expected);
+  });
+
+  it('a 200 error object that echoes the credential shows it blanked', async () => {
+    const endpoint = await stub(() => ({
+      body: { error: 'Incorrect API key provided: Bearer sk-relay-secret-98765' },
+    }));
+    const runner = createHttpRunner({
+      url: endpoint.url,
+      headers: { authorization: 'Bearer sk-relay-secret-98765' },
+    });
+    expect(await runner.run(RUN)).toEqual({
+      status: 'error',
+      reason: 'the response has no "reply" string: Incorrect API key provided: ***',
+    });
   });
 
   it('an unreachable endpoint is retryable', async () => {
@@ -232,6 +259,53 @@ describe('openai runner', () => {
       'no choices',
       { body: { choices: [] } },
       { status: 'error', reason: 'the response has no message content' },
+    ],
+    [
+      'a 200 carrying an error object (a proxy that answers errors with 200)',
+      { body: { error: { message: 'upstream model overloaded', code: 502 } } },
+      {
+        status: 'error',
+        reason: 'the response has no message content: upstream model overloaded',
+      },
+    ],
+    [
+      'content as an array of parts: the text parts are the reply, a reasoning part is not',
+      {
+        body: {
+          choices: [
+            {
+              message: {
+                role: 'assistant',
+                content: [
+                  { type: 'thinking', thinking: [{ type: 'text', text: 'hidden reasoning' }] },
+                  { type: 'text', text: 'The disk ' },
+                  { type: 'text', text: 'is full.' },
+                ],
+              },
+            },
+          ],
+        },
+      },
+      { status: 'ok', reply: 'The disk is full.' },
+    ],
+    [
+      'content as an array without a text part',
+      { body: { choices: [{ message: { content: [{ type: 'image_url', image_url: {} }, 7] } }] } },
+      { status: 'error', reason: 'the response has no message content' },
+    ],
+    [
+      'a refusal instead of content',
+      {
+        body: {
+          choices: [
+            { message: { role: 'assistant', content: null, refusal: "I can't help with that." } },
+          ],
+        },
+      },
+      {
+        status: 'error',
+        reason: "the response has no message content: refused: I can't help with that.",
+      },
     ],
   ])('%s', async (_name, reply, expected) => {
     const endpoint = await stub(() => reply);
@@ -358,6 +432,21 @@ describe('retries through hookgate', () => {
       outcome: { status: 'error', reason: 'HTTP 422: no such tool' },
     });
     expect(summaries(dataDir, runId)).toEqual(['Hook Relay (error): HTTP 422: no such tool']);
+  });
+
+  it('http runner: a 200 carrying an error object fails once, for good, its error in the run and the summary', async () => {
+    const endpoint = await stub(() => ({
+      body: { error: { message: 'quota exceeded for this project' } },
+    }));
+    const { server, dataDir } = await hookgate(endpoint);
+    const runId = await accept(server, { message: 'relay this', name: 'Relay' });
+    const reason = 'the response has no "reply" string: quota exceeded for this project';
+    expect(await waitForFinal(dataDir, runId)).toMatchObject({
+      state: 'failed',
+      attempts: 1,
+      outcome: { status: 'error', reason },
+    });
+    expect(summaries(dataDir, runId)).toEqual([`Hook Relay (error): ${reason}`]);
   });
 
   it('openai runner: a turn with model and thinking, then one with the session history', async () => {

@@ -202,6 +202,13 @@ describe('retryDelayMs', () => {
     },
   );
 
+  test.prop([attemptArb, settingsArb, retryAfterArb, randomArb])(
+    'is whole milliseconds, so a run due again shows the same time on SQLite and PostgreSQL',
+    (attempt, limits, retryAfter, random) => {
+      expect(Number.isInteger(retryDelayMs(attempt, limits, retryAfter, () => random))).toBe(true);
+    },
+  );
+
   test.prop([attemptArb, settingsArb, randomArb])(
     'does not shrink from one attempt to the next (same jitter)',
     (attempt, limits, random) => {

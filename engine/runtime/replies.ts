@@ -98,7 +98,9 @@ export function retryDelayMs(
     settings.maxDelayMs,
     settings.baseDelayMs * 2 ** Math.max(0, attempt - 1),
   );
-  const jittered = exponential / 2 + random() * (exponential / 2);
+  // Whole milliseconds: the due time is stored as a number (PostgreSQL's as bigint), and
+  // `runs --json` showed SQLite's with the jitter's fraction.
+  const jittered = Math.round(exponential / 2 + random() * (exponential / 2));
   return Math.max(
     Math.min(settings.maxDelayMs, jittered),
     Math.min(retryAfterMs ?? 0, MAX_SERVER_WAIT_MS),

@@ -10,6 +10,7 @@ import { type OutboundResult, outboundCall } from '../../outbound/http-client.ts
 import { retryAfterMs } from '../../outbound/retry-after.ts';
 import { answerCoding } from '../../outbound/content-coding.ts';
 import { parseAnswerJson } from '../../outbound/answer-json.ts';
+import { answerError } from './answer-error.ts';
 import { answerEnd, headerSecrets, urlSecrets } from '../../outbound/answer-detail.ts';
 import {
   DEFAULT_MAX_REPLY_BYTES,
@@ -137,7 +138,13 @@ export async function postForReply(
   const parsed = parseAnswerJson(outcome.text);
   if (parsed === undefined) return { status: 'error', reason: 'the response is not JSON' };
   const reply = readReply(parsed);
-  if (typeof reply !== 'string') return { status: 'error', reason: missing };
+  if (typeof reply !== 'string') {
+    // A 200 that carries an error object (or a refusal) says why: shown, its credentials blanked.
+    const error = answerError(parsed);
+    if (error === undefined) return { status: 'error', reason: missing };
+    const said = tail(answerEnd(error, callSecrets(call.url, call.headers), false, 200), 200);
+    return { status: 'error', reason: `${missing}: ${said}` };
+  }
   return { status: 'ok', reply: reply.trim() };
 }
 

@@ -90,11 +90,25 @@ export function endpointFor(
   return { url: `${baseUrl.replace(/\/+$/, '')}/chat/completions`, ...(apiKey && { apiKey }) };
 }
 
+/**
+ * The reply of a chat completion: its first choice's `content`, a string or, as some
+ * compatible endpoints answer, an array of parts whose `text` parts are the reply (a
+ * reasoning part beside them is not). Anything else is undefined (no reply). Pure.
+ */
+export function completionText(parsed: unknown): string | undefined {
+  const content = (parsed as { choices?: Array<{ message?: { content?: unknown } }> } | null)
+    ?.choices?.[0]?.message?.content;
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return undefined;
+  const texts = content.flatMap((part: unknown) => {
+    const { type, text } = (part ?? {}) as { type?: unknown; text?: unknown };
+    return type === 'text' && typeof text === 'string' ? [text] : [];
+  });
+  return texts.length > 0 ? texts.join('') : undefined;
+}
+
 /** Create an openai runner. */
 export function createOpenAiRunner(options: OpenAiRunnerOptions): Runner {
-  const readReply = (parsed: unknown) =>
-    (parsed as { choices?: Array<{ message?: { content?: unknown } }> } | null)?.choices?.[0]
-      ?.message?.content;
   return {
     run(run: RunRequest, hooks: RunHooks = {}): Promise<RunResult> {
       const endpoint = endpointFor(run, options);
@@ -112,7 +126,7 @@ export function createOpenAiRunner(options: OpenAiRunnerOptions): Runner {
         body: JSON.stringify(chatBody(run, options)),
         maxBytes: options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES,
       };
-      return postForReply(call, run, hooks, readReply, 'the response has no message content');
+      return postForReply(call, run, hooks, completionText, 'the response has no message content');
     },
   };
 }
