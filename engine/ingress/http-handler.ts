@@ -204,13 +204,16 @@ function describeCause(error: HookError): { type: string; message: string } | un
 
 function publishFinished(x: Exchange, durationMs: number): void {
   const code = x.log['code'];
+  const replayed = x.log['replayed'] === true;
   requestFinished.publish({
     exchange: x,
     status: x.log['status'] as number,
     ...(typeof code === 'string' && { code }),
-    // Set by the authenticate stages only once the token or the signature is verified.
-    authenticated: x.verification !== undefined,
+    // Set once the token or the signature is verified (authenticate; admit for a token in the
+    // URL beside the right header token). A signed delivery answered as a replay proves a
+    // captured request, not the secret: anyone who saw one can send it again.
+    authenticated: x.verification !== undefined && !(replayed && x.verification.scheme !== 'token'),
     durationMs,
-    replayed: x.log['replayed'] === true,
+    replayed,
   });
 }
