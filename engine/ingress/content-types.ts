@@ -119,21 +119,33 @@ function formatFor(contentType: string, forms: boolean): BodyFormat {
  * the name), split as WHATWG's MIME type parser splits them: at `;` outside a quoted value. Pure.
  */
 export function charsetsWritten(contentType: string): number {
+  // One pass, each character looked at once: a value of thousands of `;` with no `=` after
+  // them must not be scanned to its end for every one of them.
+  const length = contentType.length;
   let count = 0;
   let at = contentType.indexOf(';');
   while (at >= 0) {
-    const start = at + 1;
-    const equals = contentType.indexOf('=', start);
-    let end = contentType.indexOf(';', start);
-    const hasValue = equals >= 0 && (end < 0 || equals < end);
-    const name = contentType.slice(start, hasValue ? equals : end < 0 ? undefined : end);
-    if (name.trim().toLowerCase() === 'charset') count++;
-    // A quoted value may hold `;`: the parameter ends at the first `;` after its closing quote.
-    if (hasValue && contentType[equals + 1] === '"') end = afterQuoted(contentType, equals + 1);
-    at = end < 0 ? -1 : contentType.indexOf(';', end);
+    // The name runs from after the `;` to the next `=` or `;`.
+    let end = at + 1;
+    while (end < length && contentType[end] !== '=' && contentType[end] !== ';') end++;
+    // Shorter than `charset` is not it: empty names (`;;;`) cost nothing.
+    const named = end - at > CHARSET.length && contentType.slice(at + 1, end).trim();
+    if (named && named.toLowerCase() === CHARSET) count++;
+    if (end >= length) break;
+    if (contentType[end] === ';') {
+      at = end;
+      continue;
+    }
+    // A value: a quoted one may hold `;`, so the parameter ends at the first `;` after its
+    // closing quote.
+    let next = end + 1;
+    if (contentType[next] === '"') next = afterQuoted(contentType, next);
+    at = next < 0 ? -1 : contentType.indexOf(';', next);
   }
   return count;
 }
+
+const CHARSET = 'charset';
 
 /** The index just past a quoted string starting at `open` (backslash escapes one character). */
 function afterQuoted(text: string, open: number): number {
