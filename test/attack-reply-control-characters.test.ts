@@ -2,16 +2,18 @@
  * Attack: a payload gets the agent to repeat control characters in its reply (an escape sequence
  * that sets a title or clears a screen, a NUL, backspaces over the words before them). The reply
  * went to the channel as it came: in a chat, its notification or a bridge's log, such characters
- * can hide or rewrite the text around them. What a channel is sent holds none but tab and the
+ * can hide, reorder or rewrite the text around them (a right-to-left override reverses what
+ * follows it). What a channel is sent holds none but tab and the
  * line ends: each other one arrives as U+FFFD, one for one; the stored reply keeps them.
  */
 import { afterEach, expect, it } from 'vitest';
 import { deliverToTelegram } from './helpers/telegram-delivery.ts';
 import { startStub } from './helpers/runtime.ts';
 
-// C0 but tab, line feed and carriage return; DEL; C1.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding controls is the point.
-const CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+// C0 but tab, line feed and carriage return; DEL; C1; bidi embeddings, overrides, isolates.
+const CONTROLS =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding controls is the point.
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -21,6 +23,10 @@ afterEach(async () => {
 it.each([
   ['an escape sequence setting a title', 'Done.\u001b]0;Payment approved\u0007 See the log.'],
   ['backspaces over the words before them', 'Refund denied\b\b\b\b\b\bapproved, NUL\u0000 end'],
+  [
+    'a right-to-left override that makes an amount read reversed, and an isolate',
+    'Refund of \u202e0051\u202c EUR approved for \u2067report.pdf\u2069, \u200fשלום\u200f kept',
+  ],
   [
     'C1 controls and DEL deep in a reply sent in two parts',
     `${'word '.repeat(1000)}tail \u009b2J\u007f end`,

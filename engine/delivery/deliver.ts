@@ -76,9 +76,13 @@ export function movedRecipient(route: Route, movedTo: string): string | undefine
   return route.adapter.normaliseRecipient?.(movedTo) ?? movedTo;
 }
 
-// C0 but tab, line feed and carriage return; DEL; C1.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding controls is the point.
-const UNSENDABLE_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+// C0 but tab, line feed and carriage return; DEL; C1; the bidi embeddings, overrides and
+// isolates, which reorder the text after them (a reversed amount, a file name that reads as
+// another). The marks (U+200E, U+200F, U+061C) stay: right-to-left text needs them, and they
+// move nothing beyond themselves.
+const UNSENDABLE_CONTROLS =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding controls is the point.
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 /** What one delivery attempt achieved. */
 export type Attempt = {
@@ -107,9 +111,9 @@ export async function sendParts(
   // came, a `\ud83d` escape, products that want UTF-8 (Telegram) refused the whole part. In the
   // head split only (a whole reply of 64 MiB took most of a second); same length, so a resumed
   // delivery splits into the same parts.
-  // Control characters other than tab and line ends (an escape sequence, a NUL, a backspace,
-  // which a payload can get an agent to repeat) arrive as U+FFFD too: in a chat or its
-  // notification they can hide or rewrite the text around them, and no channel needs them.
+  // Control characters other than tab and line ends (an escape sequence, a NUL, a backspace, a
+  // right-to-left override, which a payload can get an agent to repeat) arrive as U+FFFD too:
+  // in a chat or its notification they can hide, reorder or rewrite the text around them.
   const prepare = (head: string) => {
     const sendable = head.toWellFormed().replace(UNSENDABLE_CONTROLS, '\uFFFD');
     return prepareText ? prepareText.call(route.adapter, sendable) : sendable;
