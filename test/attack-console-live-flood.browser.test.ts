@@ -115,7 +115,10 @@ describe.skipIf('missing' in chrome)(
       await page.click('#filters button[type="submit"]');
       await expect.poll(() => rowIds(page), { timeout: 30_000 }).toEqual(real);
       await page.click(`#request-rows tr[data-id="${real[0]}"]`);
-      await expect.poll(() => page.locator('#detail').textContent()).toContain('authenticated');
+      await expect.poll(() => page.locator('#detail').textContent()).toContain(real[0] as string);
+      const detail = (await page.locator('#detail').textContent()) as string;
+      expect(detail).toContain('authenticated');
+      expect(detail).not.toContain('not authenticated');
     }, 120_000);
   },
 );
