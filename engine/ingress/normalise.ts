@@ -7,6 +7,7 @@ import { type Envelope, readQuery } from '../envelope.ts';
 import { HookError } from '../errors.ts';
 import { type Exchange, had } from './exchange.ts';
 import { isoTime } from '../iso-time.ts';
+import { clipUnits } from '../text-cut.ts';
 
 /** The headers stages after this one see: without the route's own signature header. */
 function visibleHeaders(x: Exchange): IncomingHttpHeaders {
@@ -27,7 +28,8 @@ export function normalise(x: Exchange): undefined {
   // requests (`?env=staging&env=production`). /wake and /agent read no query.
   if (query.repeated !== undefined && had(x.route, 'route').mappings.length > 0) {
     throw new HookError('invalid_query', 'A query parameter name appears more than once.', {
-      details: { field: shorten(query.repeated) },
+      // Names come from the caller; only a bounded prefix goes back, cut between characters.
+      details: { field: clipUnits(query.repeated, 64) },
     });
   }
   const envelope: Envelope = {
@@ -45,9 +47,4 @@ export function normalise(x: Exchange): undefined {
   };
   x.envelope = envelope;
   return undefined;
-}
-
-// Names come from the caller; only a bounded prefix goes back in an answer.
-function shorten(name: string): string {
-  return name.length > 64 ? `${name.slice(0, 64)}…` : name;
 }

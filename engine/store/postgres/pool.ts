@@ -1,7 +1,9 @@
 /**
  * The connection pool of the PostgreSQL store: one per instance, shared by
- * accepting and the runtime. Its settings bound what a stuck statement or a
- * forgotten transaction can cost the queue.
+ * accepting and the runtime, and how a connection is taken from it (checked
+ * out with an error listener, raced against a deadline, one transaction at a
+ * time). Its settings bound what a stuck statement or a forgotten transaction
+ * can cost the queue.
  */
 import pg from 'pg';
 
