@@ -144,6 +144,16 @@ describe('http runner', () => {
       { body: { reply: 42, error: 'the agent crashed' } },
       { status: 'error', reason: 'the response has no "reply" string: the agent crashed' },
     ],
+    [
+      'a 200 carrying a long error message, shown from its start on one line',
+      { body: { error: `Rate limit exceeded\nfor model x.${' Retry later.'.repeat(100)}` } },
+      {
+        status: 'error',
+        reason: expect.stringMatching(
+          /^the response has no "reply" string: Rate limit exceeded for model x\. Retry later\./,
+        ),
+      },
+    ],
   ])('%s', async (_name, reply, expected) => {
     const endpoint = await stub(() => reply);
     expect(await createHttpRunner({ url: endpoint.url }).run(RUN)).toEqual(expected);

@@ -11,7 +11,12 @@ import { retryAfterMs } from '../../outbound/retry-after.ts';
 import { answerCoding } from '../../outbound/content-coding.ts';
 import { parseAnswerJson } from '../../outbound/answer-json.ts';
 import { answerError } from './answer-error.ts';
-import { answerEnd, headerSecrets, urlSecrets } from '../../outbound/answer-detail.ts';
+import {
+  answerDetail,
+  answerEnd,
+  headerSecrets,
+  urlSecrets,
+} from '../../outbound/answer-detail.ts';
 import {
   DEFAULT_MAX_REPLY_BYTES,
   type RunHooks,
@@ -142,7 +147,8 @@ export async function postForReply(
     // A 200 that carries an error object (or a refusal) says why: shown, its credentials blanked.
     const error = answerError(parsed);
     if (error === undefined) return { status: 'error', reason: missing };
-    const said = tail(answerEnd(error, callSecrets(call.url, call.headers), false, 200), 200);
+    // From its start: an error message says what went wrong first ("Rate limit exceeded for…").
+    const said = answerDetail(error, callSecrets(call.url, call.headers), 200);
     return { status: 'error', reason: `${missing}: ${said}` };
   }
   return { status: 'ok', reply: reply.trim() };
