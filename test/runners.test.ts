@@ -112,6 +112,16 @@ describe('http runner', () => {
       { status: 'retry', reason: 'HTTP 502', retryAfterMs: 2000 },
     ],
     [
+      '408: the endpoint timed out waiting for the run, which never reached it',
+      { status: 408, body: 'request timeout' },
+      { status: 'retry', reason: 'HTTP 408: request timeout' },
+    ],
+    [
+      '425: the endpoint would not risk running it early (a proxy in TLS early data)',
+      { status: 425, headers: { 'retry-after': '1' }, body: 'too early' },
+      { status: 'retry', reason: 'HTTP 425: too early', retryAfterMs: 1000 },
+    ],
+    [
       '400 (final)',
       { status: 400, body: 'bad run' },
       { status: 'error', reason: 'HTTP 400: bad run' },

@@ -1,6 +1,6 @@
 /**
  * The `http` runner: POSTs the run (the same JSON the command runner gets)
- * to a URL and expects `{"reply": "..."}`. 429 and 5xx, and connection
+ * to a URL and expects `{"reply": "..."}`. 408, 425, 429 and 5xx, and connection
  * errors before any answer, mean no reply came: retried, honouring
  * Retry-After (a connection lost after the run was sent is retried too, said
  * so, with the run's id as Idempotency-Key). An answer over the byte cap is
@@ -34,9 +34,10 @@ export type HttpRunnerOptions = {
   maxReplyBytes?: number;
 };
 
-// The work did not happen: rate limited or the server failed.
+// The work did not happen: the request was not read in time (408), not risked yet (425, Too
+// Early), rate limited (429), or the server failed (5xx).
 function retryableStatus(status: number): boolean {
-  return status === 429 || status >= 500;
+  return status === 408 || status === 425 || status === 429 || status >= 500;
 }
 
 /**
