@@ -245,12 +245,16 @@ function render(requests, empty = 'No requests yet.') {
 // The latest rows the stream brought, numbered: a list read while they came is a snapshot from
 // before some of them, and they are put back on top of it rather than lost. `undrawn`: rows to
 // put on top at the next redraw, oldest first.
+// `covered`: the last row (its seq) that came before the read shown began, so is in it if it
+// matches; `wanted`: the last row that may match the filter set when it came (mayMatch).
 const live = {
   seq: 0,
   recent: [],
   reads: 0,
   shown: 0,
   shownFilter: '',
+  covered: Number.NEGATIVE_INFINITY,
+  wanted: 0,
   undrawn: [],
   drawing: 0,
   drawnAt: Number.NEGATIVE_INFINITY,
@@ -281,6 +285,7 @@ async function loadList() {
     if (typeof refused === 'string') {
       live.shownFilter = filter;
       live.shown = generation;
+      live.covered = from;
       render([], visible(`The filter is refused: ${refused}.`));
       return;
     }
@@ -289,6 +294,7 @@ async function loadList() {
       // what the stream brought since the read began is still shown.
       live.shownFilter = filter;
       live.shown = 0;
+      live.covered = Number.NEGATIVE_INFINITY;
       render([], 'The list could not be read (it is read again when the stream comes back).');
       if (!filter) mergeLive(from, new Set());
     }
@@ -297,6 +303,7 @@ async function loadList() {
   if (live.shownFilter === filter && generation < live.shown) return;
   live.shownFilter = filter;
   live.shown = generation;
+  live.covered = from;
   render(requests);
   if (!filter) mergeLive(from, new Set(requests.map((summary) => summary.id)));
 }
@@ -337,6 +344,46 @@ function prependRows(summaries) {
   $('empty').hidden = true;
 }
 
+const LIST_FILTER_KEYS = ['route', 'status', 'session', 'state', 'q', 'authenticated'];
+
+/**
+ * Whether a streamed row may be listed under `filter` (a list query string), judged from its
+ * summary as the server's filter reads the record: false only when it never can be. A filter
+ * the summary does not settle (a run state, which changes later, of a request with actions;
+ * a search by id) counts as a match: the list is read again. Pure.
+ */
+function mayMatch(summary, filter) {
+  const params = new URLSearchParams(filter);
+  const wanted = {};
+  for (const key of LIST_FILTER_KEYS) {
+    if (params.getAll(key).length > 1) return true;
+    // As the server reads it: trimmed, bounded; blank is not set.
+    const value = params.get(key)?.trim().slice(0, 256);
+    if (value) wanted[key] = value;
+  }
+  // `q` is left to the server: under a search by id alone, each batch reads the list again.
+  const { route, status, session, state: runState, authenticated } = wanted;
+  const sessions = Array.isArray(summary.sessions) ? summary.sessions : null;
+  const actionIds = Array.isArray(summary.actionIds) ? summary.actionIds : null;
+  if (route !== undefined && summary.hook !== route && summary.route !== route) return false;
+  if (
+    (authenticated === 'true' || authenticated === 'false') &&
+    typeof summary.authenticated === 'boolean' &&
+    summary.authenticated !== (authenticated === 'true')
+  )
+    return false;
+  if (status !== undefined && typeof summary.status === 'number') {
+    const range = /^([1-5])xx$/i.exec(status);
+    if (range && Math.floor(summary.status / 100) !== Number(range[1])) return false;
+    if (/^[1-5][0-9]{2}$/.test(status) && String(summary.status) !== status) return false;
+  }
+  if (session !== undefined && sessions && !sessions.some((key) => key.includes(session)))
+    return false;
+  // A request with no action never has a run, whatever state is asked for.
+  if (runState !== undefined && actionIds && actionIds.length === 0) return false;
+  return true;
+}
+
 /** Rows the stream brought (oldest first): put on top soon, or a filtered list read again. */
 function addLive(summaries) {
   for (const summary of summaries) live.recent.push({ seq: ++live.seq, summary });
@@ -346,7 +393,11 @@ function addLive(summaries) {
   // these rows, which came after it began).
   // At most one read per 250 ms, due from the first request it follows: put off again by each
   // new one, a read never came while requests kept arriving less than 250 ms apart.
+  // None while the list shown is this filter's and no row it lacks may match: read again for
+  // each batch of a flood of refusals, `authenticated=true` cost a list read every 250 ms.
   if (state.filter || live.shownFilter !== '') {
+    if (summaries.some((summary) => mayMatch(summary, state.filter))) live.wanted = live.seq;
+    if (live.shownFilter === state.filter && live.covered >= live.wanted) return;
     state.refetch ??= setTimeout(() => {
       state.refetch = null;
       void loadList();
