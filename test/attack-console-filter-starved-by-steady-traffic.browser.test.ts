@@ -6,34 +6,24 @@
  * operator watching `status=401` during a flood saw the first row and nothing after it. A read
  * is now due at most 250 ms after the first request it follows, whatever comes after.
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN } from './helpers/admin.ts';
+import { chrome, useConsoleStack } from './helpers/console-browser.ts';
 
 // Faster than the 250 ms the console waited, and for longer than the test looks.
 const GAP_MS = 100;
 const MAX_REQUESTS = 100;
 
 describe.skipIf('missing' in chrome)('a filtered list under steady traffic', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-
-  beforeAll(async () => {
-    stack = await startAdminStack({});
-    browser = await launchChromium();
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const consoleStack = useConsoleStack({});
 
   it('shows the requests that match while they keep coming', async () => {
-    const page = await browser.newPage();
-    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+    const page = await consoleStack.browser.newPage();
+    await page.goto(`${consoleStack.stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
     await page.locator('#live.on').waitFor();
-    expect((await stack.post('wake', { text: 'before' }, { token: 'wrong' })).status).toBe(401);
+    expect(
+      (await consoleStack.stack.post('wake', { text: 'before' }, { token: 'wrong' })).status,
+    ).toBe(401);
     await page.locator('#request-rows tr').first().waitFor();
     await page.fill('#filters input[name="status"]', '401');
     await page.click('#filters button[type="submit"]');
@@ -43,7 +33,7 @@ describe.skipIf('missing' in chrome)('a filtered list under steady traffic', () 
     let looking = true;
     const flood = (async () => {
       while (looking && sent < MAX_REQUESTS) {
-        await stack.post('wake', { text: 'flood' }, { token: 'wrong' });
+        await consoleStack.stack.post('wake', { text: 'flood' }, { token: 'wrong' });
         sent += 1;
         await new Promise((resolve) => setTimeout(resolve, GAP_MS));
       }

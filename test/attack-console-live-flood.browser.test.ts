@@ -8,35 +8,16 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newExchange } from '../engine/ingress/exchange.ts';
 import { requestFinished } from '../engine/observe/events.ts';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
 import { chrome, launchChromium, rowIds } from './helpers/console-browser.ts';
+import { answeredExchange, refused } from './helpers/journal-records.ts';
 import { pipelined } from './helpers/raw-http.ts';
 import { waitFor } from './helpers/runtime.ts';
 
 /** A refused request as the handler publishes it. */
 function refusal(i: number) {
-  const exchange = newExchange(
-    {
-      method: 'POST',
-      url: '/hooks/wake',
-      headers: {},
-      rawHeaders: [],
-      remoteAddress: '127.0.0.1',
-      readBody: () => Promise.resolve(Buffer.alloc(0)),
-    },
-    () => [],
-  );
-  Object.assign(exchange, { hook: `guess-${i}`, client: '127.0.0.1' });
-  return {
-    exchange,
-    status: 401,
-    code: 'unauthorized',
-    authenticated: false,
-    durationMs: 1,
-    replayed: false,
-  };
+  return refused(answeredExchange('/hooks/wake', { hook: `guess-${i}` }));
 }
 
 /** Count the DOM insertions into the list from now on (each a redraw of it). */

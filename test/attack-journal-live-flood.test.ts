@@ -6,9 +6,9 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newExchange } from '../engine/ingress/exchange.ts';
 import { requestFinished } from '../engine/observe/events.ts';
 import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
+import { answeredExchange, refused } from './helpers/journal-records.ts';
 import { pipelined } from './helpers/raw-http.ts';
 import { waitFor } from './helpers/runtime.ts';
 
@@ -56,26 +56,7 @@ function readStream(adminUrl: string): Promise<StreamReader> {
 
 /** A refused request as the handler publishes it. */
 function refusal(i: number) {
-  const exchange = newExchange(
-    {
-      method: 'POST',
-      url: '/hooks/wake',
-      headers: {},
-      rawHeaders: [],
-      remoteAddress: '127.0.0.1',
-      readBody: () => Promise.resolve(Buffer.alloc(0)),
-    },
-    () => [],
-  );
-  Object.assign(exchange, { hook: `guess-${i}`, client: '127.0.0.1' });
-  return {
-    exchange,
-    status: 401,
-    code: 'unauthorized',
-    authenticated: false,
-    durationMs: 1,
-    replayed: false,
-  };
+  return refused(answeredExchange('/hooks/wake', { hook: `guess-${i}` }));
 }
 
 let stack: AdminStack;

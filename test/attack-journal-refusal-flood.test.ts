@@ -12,11 +12,11 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RequestJournal } from '../engine/admin/journal.ts';
-import { newExchange } from '../engine/ingress/exchange.ts';
 import type { RequestFinished } from '../engine/observe/events.ts';
 import { type AdminStack, startAdminStack } from './helpers/admin.ts';
 import { TOKEN } from './helpers/hookgate.ts';
 import { waitFor } from './helpers/runtime.ts';
+import { answeredExchange, refused } from './helpers/journal-records.ts';
 
 const SECRET = 'gh-secret-refusal-flood-attack';
 const RECENT = 10;
@@ -200,28 +200,14 @@ describe('attack: a flood of refusals before authentication erases the journal',
 
 /** An answered request as the handler publishes it: a kept body and headers of `bytes`. */
 function finished(authenticated: boolean, bytes: number): RequestFinished {
-  const exchange = newExchange(
-    {
-      method: 'POST',
-      url: '/hooks/github',
-      headers: { 'x-filler': 'h'.repeat(bytes) },
-      rawHeaders: [],
-      remoteAddress: '127.0.0.1',
-      readBody: () => Promise.resolve(Buffer.alloc(0)),
-    },
-    () => [],
+  const exchange = answeredExchange(
+    '/hooks/github',
+    { hook: 'github', raw: Buffer.alloc(bytes, 'b') },
+    { 'x-filler': 'h'.repeat(bytes) },
   );
-  Object.assign(exchange, { hook: 'github', client: '127.0.0.1', raw: Buffer.alloc(bytes, 'b') });
   return authenticated
     ? { exchange, status: 200, authenticated, durationMs: 1, replayed: false }
-    : {
-        exchange,
-        status: 401,
-        code: 'unauthorized',
-        authenticated,
-        durationMs: 1,
-        replayed: false,
-      };
+    : refused(exchange);
 }
 
 describe('attack: a flood of bulky refusals takes the bytes kept for real bodies', () => {

@@ -2,29 +2,18 @@
  * The page load's second list read fails (a connection reset): the first, which succeeded, is
  * still shown (only the newest read was shown, so the list stayed empty).
  */
-import type { Browser, Route } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, countListsRendered, launchChromium } from './helpers/console-browser.ts';
+import type { Route } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN } from './helpers/admin.ts';
+import { chrome, countListsRendered, useConsoleStack } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('the newest list read fails', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-
-  beforeAll(async () => {
-    stack = await startAdminStack({});
-    browser = await launchChromium();
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const consoleStack = useConsoleStack({});
 
   it("an older read that succeeded is still shown when the page load's live read fails", async () => {
-    expect((await stack.post('wake', { text: 'one' })).status).toBe(200);
-    const id = stack.journal.list()[0]?.id as string;
-    const context = await browser.newContext();
+    expect((await consoleStack.stack.post('wake', { text: 'one' })).status).toBe(200);
+    const id = consoleStack.stack.journal.list()[0]?.id as string;
+    const context = await consoleStack.browser.newContext();
     const page = await context.newPage();
     const rendered = await countListsRendered(page);
 
@@ -48,7 +37,7 @@ describe.skipIf('missing' in chrome)('the newest list read fails', () => {
       }
       await route.continue();
     });
-    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+    await page.goto(`${consoleStack.stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
     await page.locator('#live.on').waitFor();
     await failed;
     // The older read answers, with the request in it.

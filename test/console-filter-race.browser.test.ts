@@ -2,30 +2,19 @@
  * A filter applied while an unfiltered read is in flight (the stream coming live) keeps its
  * filtered list: only the newest read is shown (the older, unfiltered one overwrote it).
  */
-import type { Browser, Route } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, countListsRendered, launchChromium } from './helpers/console-browser.ts';
+import type { Route } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN } from './helpers/admin.ts';
+import { chrome, countListsRendered, useConsoleStack } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('a filter applied during the live transition read', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-
-  beforeAll(async () => {
-    stack = await startAdminStack({});
-    browser = await launchChromium();
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const consoleStack = useConsoleStack({});
 
   it('the filtered list is not overwritten by the unfiltered read of the transition to live', async () => {
-    expect((await stack.post('wake', { text: 'one' })).status).toBe(200);
-    expect((await stack.post('wake', { text: 'two' })).status).toBe(200);
-    const [second, first] = stack.journal.list().map((r) => r.id);
-    const context = await browser.newContext();
+    expect((await consoleStack.stack.post('wake', { text: 'one' })).status).toBe(200);
+    expect((await consoleStack.stack.post('wake', { text: 'two' })).status).toBe(200);
+    const [second, first] = consoleStack.stack.journal.list().map((r) => r.id);
+    const context = await consoleStack.browser.newContext();
     const page = await context.newPage();
     const rendered = await countListsRendered(page);
 
@@ -50,7 +39,7 @@ describe.skipIf('missing' in chrome)('a filter applied during the live transitio
         await route.continue();
       },
     );
-    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+    await page.goto(`${consoleStack.stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
     await page.locator('#live.on').waitFor();
     await isHeld;
     // open()'s read has been rendered: both requests listed.

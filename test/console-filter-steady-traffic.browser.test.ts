@@ -3,30 +3,19 @@
  * filtered read is shown although a newer one was asked before it answered (with only the
  * newest shown, none ever was, and the unfiltered list stayed under the filter).
  */
-import type { Browser, Route } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, countListsRendered, launchChromium } from './helpers/console-browser.ts';
+import type { Route } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN } from './helpers/admin.ts';
+import { chrome, countListsRendered, useConsoleStack } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('a filter under steady traffic', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-
-  beforeAll(async () => {
-    stack = await startAdminStack({});
-    browser = await launchChromium();
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const consoleStack = useConsoleStack({});
 
   it('a filtered read is shown although a newer one was asked before it answered', async () => {
-    expect((await stack.post('wake', { text: 'one' })).status).toBe(200);
-    expect((await stack.post('wake', { text: 'two' })).status).toBe(200);
-    const [second, first] = stack.journal.list().map((r) => r.id);
-    const context = await browser.newContext();
+    expect((await consoleStack.stack.post('wake', { text: 'one' })).status).toBe(200);
+    expect((await consoleStack.stack.post('wake', { text: 'two' })).status).toBe(200);
+    const [second, first] = consoleStack.stack.journal.list().map((r) => r.id);
+    const context = await consoleStack.browser.newContext();
     const page = await context.newPage();
     const rendered = await countListsRendered(page);
     const rowIds = () =>
@@ -34,7 +23,7 @@ describe.skipIf('missing' in chrome)('a filter under steady traffic', () => {
         .locator('#request-rows tr')
         .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
 
-    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+    await page.goto(`${consoleStack.stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
     await page.locator('#live.on').waitFor();
     // Both unfiltered reads of the page load (open()'s and the live transition's) are in.
     await expect.poll(rendered).toBe(2);
@@ -57,10 +46,10 @@ describe.skipIf('missing' in chrome)('a filter under steady traffic', () => {
     await page.click('#filters button[type="submit"]');
     await expect.poll(arrived).toBe(1);
     // A request comes: the list is asked again under the filter; the filter's own read answers.
-    expect((await stack.post('wake', { text: 'three' })).status).toBe(200);
+    expect((await consoleStack.stack.post('wake', { text: 'three' })).status).toBe(200);
     await expect.poll(arrived).toBe(2);
     // Another comes before that read answers; the first refetch answers now.
-    expect((await stack.post('wake', { text: 'four' })).status).toBe(200);
+    expect((await consoleStack.stack.post('wake', { text: 'four' })).status).toBe(200);
     await expect.poll(arrived).toBe(3);
     // Two filtered reads have answered, each with the filtered list.
     await expect.poll(rendered).toBe(4);

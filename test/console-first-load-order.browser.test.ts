@@ -3,27 +3,15 @@
  * before the stream listens stays listed when the first read answers last (its older snapshot
  * replaced the newer one's rows).
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, countListsRendered, launchChromium } from './helpers/console-browser.ts';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN } from './helpers/admin.ts';
+import { chrome, countListsRendered, useConsoleStack } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('the two list reads of a page load', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-
-  beforeAll(async () => {
-    stack = await startAdminStack({});
-    browser = await launchChromium();
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const consoleStack = useConsoleStack({});
 
   it('a request answered before the stream listens stays listed when the first read answers last', async () => {
-    const context = await browser.newContext();
+    const context = await consoleStack.browser.newContext();
     const page = await context.newPage();
     const rendered = await countListsRendered(page);
 
@@ -43,8 +31,8 @@ describe.skipIf('missing' in chrome)('the two list reads of a page load', () => 
       if (reads !== 1) return route.continue();
       // open()'s read: the snapshot as the server has it now, before the request below.
       const response = await route.fetch();
-      expect((await stack.post('wake', { text: 'between' })).status).toBe(200);
-      const id = stack.journal.list()[0]?.id as string;
+      expect((await consoleStack.stack.post('wake', { text: 'between' })).status).toBe(200);
+      const id = consoleStack.stack.journal.list()[0]?.id as string;
       openStream();
       // The read asked once live has it and shows it.
       await page.locator(`#request-rows tr[data-id="${id}"]`).waitFor({ timeout: 15_000 });
@@ -52,7 +40,7 @@ describe.skipIf('missing' in chrome)('the two list reads of a page load', () => 
       // Then open()'s older snapshot answers.
       await route.fulfill({ response });
     });
-    await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+    await page.goto(`${consoleStack.stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
     await page.locator('#live.on').waitFor({ timeout: 15_000 });
     await expect.poll(() => arrived, { timeout: 20_000 }).not.toBe('');
     await expect.poll(rendered, { timeout: 10_000 }).toBe(2);

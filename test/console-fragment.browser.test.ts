@@ -4,30 +4,17 @@
  * console. The fragment was decoded unguarded, the start handler ended on the URIError, and the
  * operator got an empty page with the token left in the address bar.
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium } from './helpers/console-browser.ts';
+import { describe, expect, it } from 'vitest';
+import { chrome, useConsoleStack } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('a #token= fragment that does not decode', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-
-  beforeAll(async () => {
-    stack = await startAdminStack({});
-    browser = await launchChromium();
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const consoleStack = useConsoleStack({});
 
   it('still shows the login form (or the console), not an empty page', async () => {
-    const page = await browser.newPage();
+    const page = await consoleStack.browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
-    await page.goto(`${stack.admin.url}/#token=50%-off-token`);
+    await page.goto(`${consoleStack.stack.admin.url}/#token=50%-off-token`);
     const shown = await page
       .locator('#login-form:visible, #tabs:visible')
       .first()

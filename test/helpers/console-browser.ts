@@ -12,7 +12,8 @@ import type { RequestJournal } from '../../engine/admin/journal.ts';
 import { runsView } from '../../engine/admin/runs-view.ts';
 import { startAdmin } from '../../engine/admin/server.ts';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { ADMIN_TOKEN } from './admin.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './admin.ts';
 import { ensureChromium } from './chromium.ts';
 import { TOKEN } from './hookgate.ts';
 
@@ -107,6 +108,26 @@ export function launchChromium(): Promise<Browser> {
     executablePath: (chrome as { path: string }).path,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
   });
+}
+
+/**
+ * An admin stack (startAdminStack's arguments) and Chromium for one file's tests: started
+ * before them, closed after. Read `held.stack` and `held.browser` inside the tests.
+ */
+export function useConsoleStack(...args: Parameters<typeof startAdminStack>): {
+  readonly stack: AdminStack;
+  readonly browser: Browser;
+} {
+  const held = {} as { stack: AdminStack; browser: Browser };
+  beforeAll(async () => {
+    held.stack = await startAdminStack(...args);
+    held.browser = await launchChromium();
+  }, 120_000);
+  afterAll(async () => {
+    await held.browser?.close();
+    await held.stack?.stop();
+  });
+  return held;
 }
 
 /**
