@@ -26,7 +26,7 @@ export function normalise(x: Exchange): undefined {
   // Mappings read the query: a name given twice is refused, not last-wins, as a form's is. A
   // proxy or filter that reads the first copy and a mapping that reads the last would see two
   // requests (`?env=staging&env=production`). /wake and /agent read no query.
-  if (query.repeated !== undefined && had(x.route, 'route').mappings.length > 0) {
+  if (query.repeated !== undefined && had(x.route, 'route').readsQuery) {
     throw new HookError('invalid_query', 'A query parameter name appears more than once.', {
       // Names come from the caller; only a bounded prefix goes back, cut between characters.
       details: { field: clipUnits(query.repeated, 64) },

@@ -60,7 +60,7 @@ export function keyClaims(x: Exchange): KeyClaim[] {
       fingerprint: requestFingerprint(
         envelope.hook,
         envelope.payload,
-        route.mappings.length > 0 ? envelope.query : undefined,
+        route.readsQuery ? envelope.query : undefined,
       ),
       windowMs,
     });

@@ -50,6 +50,12 @@ export type CompiledRoute = {
   keyWindowMs: number;
   /** The mappings tried, in order (empty for the built-in triggers). */
   mappings: readonly CompiledMapping[];
+  /**
+   * What the route runs reads the request's query (a mapping's conditions, templates and
+   * transform see it): a name given twice is refused, and a key reused with another query is
+   * another request. The built-in triggers read none.
+   */
+  readsQuery: boolean;
   accept: AcceptStep;
   /** No mapping can ever match the name: refused 404 once the caller is authenticated. */
   unknown?: true;
@@ -139,7 +145,13 @@ function tokenRoute(
   forms: boolean,
 ): CompiledRoute {
   const base = { name, gate: TOKEN_GATE, forms, deliveryId: undefined };
-  return { ...base, keyWindowMs: windows.tokenMs, mappings, accept };
+  return {
+    ...base,
+    keyWindowMs: windows.tokenMs,
+    mappings,
+    readsQuery: mappings.length > 0,
+    accept,
+  };
 }
 
 /** A signature belongs to one sender's path: a catch-all mapping cannot declare one. */
@@ -175,6 +187,7 @@ function mappedRoute(
     deliveryId: compileDeliveryId(auth?.auth.scheme ?? 'token', own, ctx.renderLimits),
     keyWindowMs: signed ? windows.signedMs : windows.tokenMs,
     mappings: tried,
+    readsQuery: tried.length > 0,
     accept: mappedAccept(tried, ctx),
   };
 }
