@@ -1,13 +1,3 @@
-/**
- * Attack (or a hung host): the database stops answering without closing its sockets (a frozen
- * host, a partition that drops packets: here the postmaster and its backends are SIGSTOPped).
- * Its own statement timeout cannot end anything, and an unkeyed request on a warm pooled
- * connection got no answer for as long as the database was away (70 s by hand, then a 200 to a
- * caller long gone). An accept's transaction is now bounded on this side: 503, nothing accepted.
- * A keyed request first looks its key up, and that read went unbounded (no answer while the
- * database was away): it is bounded the same way.
- */
-import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   INSTANCE_TOKEN,
@@ -22,37 +12,11 @@ import { waitFor } from './helpers/runtime.ts';
 
 const skip = skipPostgres();
 
-/** The postmaster listening on `port` and its children (the backends and helpers). */
-function postgresPids(port: number): number[] {
-  const procs = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
-  const cmdline = (pid: string) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    } catch {
-      return [];
-    }
-  };
-  const parent = (pid: string) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    } catch {
-      return -1;
-    }
-  };
-  const master = procs.find((pid) => {
-    const args = cmdline(pid);
-    return args[0]?.endsWith('postgres') && args.join(' ').includes(`-p ${port}`);
-  });
-  if (!master) throw new Error(`no postmaster on port ${port}`);
-  return [Number(master), ...procs.filter((pid) => parent(pid) === Number(master)).map(Number)];
-}
-
 describe.skipIf(skip)('a PostgreSQL that stops answering', () => {
   let server: PostgresServer;
   const temp = tempDir('pg-frozen-');
   let instance: PgInstance;
-  let frozen: number[] = [];
+  let frozen = false;
 
   beforeAll(async () => {
     server = await startPostgres();
@@ -64,13 +28,7 @@ describe.skipIf(skip)('a PostgreSQL that stops answering', () => {
   }, 180_000);
 
   afterAll(async () => {
-    for (const pid of frozen) {
-      try {
-        process.kill(pid, 'SIGCONT');
-      } catch {
-        // gone
-      }
-    }
+    if (frozen) server.signalAll('SIGCONT');
     await killAll();
     await server?.stop();
     temp.cleanup();
@@ -78,8 +36,9 @@ describe.skipIf(skip)('a PostgreSQL that stops answering', () => {
 
   /** A wake request's status (or why none came) while the database is SIGSTOPped. */
   async function statusWhileFrozen(headers: Record<string, string> = {}): Promise<number | string> {
-    frozen = postgresPids(server.port);
-    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+    // The postmaster and every backend (one that exits meanwhile needs no freezing).
+    server.signalAll('SIGSTOP');
+    frozen = true;
     try {
       // Bounded well beyond every documented wait (2 s lock wait, ~2 s in-doubt look-up,
       // 10 s for a pooled connection): a hang here is the defect.
@@ -100,8 +59,8 @@ describe.skipIf(skip)('a PostgreSQL that stops answering', () => {
         return `no answer after ${Date.now() - started} ms (${(err as Error).name})`;
       }
     } finally {
-      for (const pid of frozen) process.kill(pid, 'SIGCONT');
-      frozen = [];
+      server.signalAll('SIGCONT');
+      frozen = false;
     }
   }
 
