@@ -86,6 +86,8 @@ describe('a lying transform process', () => {
     ['a deeply nested message', 'deep-nesting'],
     ['a frame that declares a gigabyte', 'huge-frame'],
     ['an answer to an id never sent', 'unknown-id'],
+    ['an answer naming as the next call one never sent', 'next-unknown'],
+    ['an answer naming its own call as the next', 'next-self'],
     ['the same id answered twice', 'twice'],
     ['an unknown message type', 'unknown-type'],
     ['a second "loaded"', 'second-loaded'],
@@ -127,13 +129,29 @@ describe('a lying transform process', () => {
     });
   });
 
-  it('a process that dies with calls in flight: the oldest call fails, the others are sent again', async () => {
+  it('a process that dies with calls in flight: the call it runs fails, the others are sent again', async () => {
     const [before] = transformPids();
     const held = supervisor.call('m', { attack: 'exit-on-next-call' });
     const next = supervisor.call('m', { attack: 'none' });
     expect(await codeOf(held)).toBe('transform_failed');
     expect(await next).toEqual({ value: { message: 'honest' } });
     expect(transformPids()).not.toContain(before);
+  });
+
+  it('an answer to a call it was not running (it holds the one it runs): both fail, the process is replaced', async () => {
+    const [before] = transformPids();
+    // The process runs the first call it was sent and holds it; answering the second is a lie.
+    const held = supervisor.call('m', { attack: 'never-answers' });
+    const early = supervisor.call('m', { attack: 'none' });
+    expect(await codeOf(early)).toBe('transform_failed');
+    expect(await codeOf(held)).toBe('transform_failed');
+    await waitFor(
+      () => transformPids().length === 1 && transformPids()[0] !== before,
+      'a replacement',
+    );
+    expect(await supervisor.call('m', { attack: 'none' })).toEqual({
+      value: { message: 'honest' },
+    });
   });
 
   it('an output that is not JSON is transform_invalid_output and the process stays', async () => {

@@ -4,7 +4,7 @@
  * a call's bytes are released once, however often it is settled.
  */
 import { describe, expect, it } from 'vitest';
-import { createWaitingBound, mayHold } from '../engine/sandbox/waiting-bound.ts';
+import { createWaitingBound, fits, mayHold } from '../engine/sandbox/waiting-bound.ts';
 
 describe('mayHold', () => {
   it.each([
@@ -17,21 +17,25 @@ describe('mayHold', () => {
 });
 
 describe('createWaitingBound', () => {
-  it('refuses a call past maxWaitingCalls', () => {
-    const bound = createWaitingBound({ maxWaitingCalls: 2 });
-    expect(bound.mayWait(1)).toBe(true);
-    expect(bound.mayWait(2)).toBe(false);
+  it('tells whether one more call fits, by count and by bytes', () => {
+    const bound = createWaitingBound({ maxWaitingCalls: 2, maxWaitingBytes: 1_000 });
+    expect(fits(bound.room(1), 600)).toBe(true);
+    expect(fits(bound.room(2), 600)).toBe(false);
+    const release = bound.hold(600);
+    expect(fits(bound.room(0), 400)).toBe(true);
+    expect(fits(bound.room(0), 401)).toBe(false);
+    release();
+    expect(fits(bound.room(0), 1_000)).toBe(true);
   });
 
   it('holds bytes until released, and releases them once', () => {
     const bound = createWaitingBound({ maxWaitingBytes: 1_000 });
     const first = bound.hold(600);
-    expect(first).toBeTypeOf('function');
-    expect(bound.hold(600)).toBeUndefined();
-    first?.();
-    first?.();
-    const second = bound.hold(600);
-    expect(second).toBeTypeOf('function');
-    expect(bound.hold(600)).toBeUndefined();
+    const second = bound.hold(300);
+    first();
+    first();
+    expect(bound.room(0).heldBytes).toBe(300);
+    second();
+    expect(bound.room(0).heldBytes).toBe(0);
   });
 });

@@ -2,58 +2,73 @@
  * Calls waiting in the server for a ready transform process. Waiting is
  * not the call's fault (its deadline has not started), but it is bounded:
  * a call that waits longer than `waitMs` is handed to `expired`.
+ *
+ * Calls wait in one lane per module (so per mapping), the lanes taking
+ * turns (lanes.ts): a flood of one mapping's calls does not hold up
+ * another's behind it. Calls sent back from a killed process wait apart,
+ * before every lane, in their order: they had reached a process once.
  */
+import { createLanes } from './lanes.ts';
 
-export type CallQueue<T> = {
+export type CallQueue<T extends { key: string }> = {
   readonly size: number;
-  /** Add at the back, or at the front for calls sent back from a killed process. */
-  add(item: T, front?: boolean): void;
-  /** The next call, no longer timed by the queue. */
-  take(): T | undefined;
-  /** The first call that `fits`, no longer timed by the queue. */
-  takeFirst(fits: (item: T) => boolean): T | undefined;
+  /** Add at the back of its lane, or before every lane for calls sent back from a killed process. */
+  add(item: T, again?: boolean): void;
+  /**
+   * The first call that `fits` (`again` is true for one sent back from a killed process), no
+   * longer timed by the queue: of the calls sent back, the first that fits; else the front call
+   * of the next lane in turn that fits (a lane's calls are new, so where one fits all would).
+   */
+  takeFirst(fits: (item: T, again: boolean) => boolean): T | undefined;
+  /** The waiting calls of each lane, oldest first (not those sent back). */
+  lanes(): ReadonlyMap<string, readonly T[]>;
+  /** Take the newest call of lane `key` out of the queue, no longer timed by it. */
+  takeNewest(key: string): T | undefined;
   /** Everything still waiting (the queue is empty afterwards). */
   clear(): T[];
 };
 
-/** A FIFO of calls, each with its own waiting bound. */
-export function createCallQueue<T>(waitMs: number, expired: (item: T) => void): CallQueue<T> {
-  const items: T[] = [];
+/** A queue of calls in lanes by key, each call with its own waiting bound. */
+export function createCallQueue<T extends { key: string }>(
+  waitMs: number,
+  expired: (item: T) => void,
+): CallQueue<T> {
+  const again: T[] = [];
+  const lanes = createLanes<T>();
   const timers = new Map<T, NodeJS.Timeout>();
-  const untime = (item: T): void => {
+  const untime = <I extends T | undefined>(item: I): I => {
+    if (item === undefined) return item;
     clearTimeout(timers.get(item));
     timers.delete(item);
+    return item;
   };
   return {
     get size() {
-      return items.length;
+      return again.length + lanes.size;
     },
-    add(item, front = false) {
-      if (front) items.unshift(item);
-      else items.push(item);
+    add(item, sentBack = false) {
+      if (sentBack) again.unshift(item);
+      else lanes.push(item);
       const timer = setTimeout(() => {
         timers.delete(item);
-        const at = items.indexOf(item);
-        if (at >= 0) items.splice(at, 1);
+        const at = again.indexOf(item);
+        if (at >= 0) again.splice(at, 1);
+        else lanes.remove(item);
         expired(item);
       }, waitMs);
       timers.set(item, timer);
     },
-    take() {
-      const item = items.shift();
-      if (item !== undefined) untime(item);
-      return item;
-    },
     takeFirst(fits) {
-      const at = items.findIndex(fits);
-      if (at < 0) return undefined;
-      const [item] = items.splice(at, 1) as [T];
-      untime(item);
-      return item;
+      const at = again.findIndex((item) => fits(item, true));
+      if (at >= 0) return untime(again.splice(at, 1)[0] as T);
+      return untime(lanes.take((item) => fits(item, false)));
     },
+    lanes: () => lanes.lanes(),
+    takeNewest: (key) => untime(lanes.takeNewest(key)),
     clear() {
-      for (const item of items) untime(item);
-      return items.splice(0);
+      const all = [...again.splice(0), ...lanes.clear()];
+      for (const item of all) untime(item);
+      return all;
     },
   };
 }

@@ -102,9 +102,12 @@ function checkValue(value: unknown, caps: Caps): FromSandbox {
 }
 
 function checkResult(fields: Fields, caps: Caps): FromSandbox {
-  only(fields, ['type', 'id', 'output', 'failure', 'console', 'droppedLines']);
+  only(fields, ['type', 'id', 'output', 'failure', 'console', 'droppedLines', 'next']);
   const id = fields['id'];
   if (!Number.isSafeInteger(id) || (id as number) < 1) refuse('result.id');
+  const next = fields['next'];
+  if (next !== undefined && (!Number.isSafeInteger(next) || (next as number) < 1 || next === id))
+    refuse('result.next');
   const droppedLines = fields['droppedLines'];
   if (!Number.isSafeInteger(droppedLines) || (droppedLines as number) < 0)
     refuse('result.droppedLines');
@@ -117,6 +120,7 @@ function checkResult(fields: Fields, caps: Caps): FromSandbox {
     id: id as number,
     console: consoleLines,
     droppedLines: droppedLines as number,
+    ...(next !== undefined && { next: next as number }),
   };
   if (fields['output'] !== undefined) {
     const output = fields['output'];

@@ -1,11 +1,13 @@
 /**
  * The calls sent to the transform processes, from when one is handed to a
  * process until it is settled: its deadline, its answer, and what a kill
- * makes of the calls a process held. The deadline runs from the moment a
- * process starts on the call (when it is sent, or when the calls before it
- * are answered). A call that misses it fails with transform_timeout and
- * only its process is killed; the process's other calls go back to the
- * queue, charged as kill-charges.ts decides.
+ * makes of the calls a process held. A process runs one call at a time and
+ * says with each answer which one it starts next (it takes its mappings in
+ * turn); the deadline runs from the moment it starts on the call (when it
+ * is sent to a process running none, or when the answer before it names
+ * it). A call that misses it fails with transform_timeout and only its
+ * process is killed; the process's other calls go back to the queue,
+ * charged as kill-charges.ts decides.
  */
 import { HookError } from '../errors.ts';
 import {
@@ -27,6 +29,8 @@ export type Call = {
   key: string;
   /** The encoded call command: all the server holds of the call's input. */
   frame: Buffer;
+  /** What the call holds in maxWaitingBytes: its frame and its caller's raw body. */
+  bytes: number;
   resolve: (r: TransformResult) => void;
   reject: (e: HookError) => void;
   /** Kills of its own module it was sent again after (see requeueAll). */
@@ -39,7 +43,10 @@ export type Call = {
 export type ProcessCalls = {
   /** Hand a call to the slot's ready process. */
   send(slot: Slot<Call>, call: Call): void;
-  /** Settle the call a result answers; false when the process never held it (it is lying). */
+  /**
+   * Settle the call a result answers; false when the process is lying: it never held that call,
+   * the call was not the one it runs, or the next one it names is not one it holds.
+   */
   answer(slot: Slot<Call>, message: ResultMessage): boolean;
   /** The slot's process died on its own: fail the call it was running, send the others again. */
   crashed(slot: Slot<Call>): void;
@@ -52,7 +59,7 @@ export type ProcessCalls = {
   failAll(slot: Slot<Call>, kind: FailureReason): void;
   /** The process rebuilds its isolate: the call it would start next has not started. */
   pause(slot: Slot<Call>): void;
-  /** The rebuild is done: the oldest call starts now. */
+  /** The rebuild is done: the running call starts now. */
   resume(slot: Slot<Call>): void;
 };
 
@@ -70,16 +77,21 @@ export function createProcessCalls(deps: {
   function send(slot: Slot<Call>, call: Call): void {
     call.timer = undefined;
     slot.inflight.set(call.id, call);
-    armOldest(slot);
+    // A process running no call starts the first one it is sent.
+    slot.running ??= call.id;
+    armRunning(slot);
     slot.link?.sendFrame(call.frame);
   }
 
   function answer(slot: Slot<Call>, message: ResultMessage): boolean {
     const call = slot.inflight.get(message.id);
-    // An id never sent to this process, or answered already: the process is lying.
-    if (!call || slot.state !== 'ready') return false;
+    // An id never sent to this process, answered already, or not the one it runs: it is lying.
+    if (!call || slot.state !== 'ready' || slot.running !== message.id) return false;
+    if (message.next !== undefined && !slot.inflight.has(message.next)) return false;
     slot.inflight.delete(message.id);
     clearTimeout(call.timer);
+    // Named, or none was waiting in the process: the first call sent since runs on arrival.
+    slot.running = message.next ?? slot.inflight.keys().next().value;
     log.console(call.key, message);
     const mappingId = mappingOf.get(call.key);
     if (message.failure) {
@@ -90,7 +102,7 @@ export function createProcessCalls(deps: {
     const outcome = outcomeOf(mappingId, message);
     if (outcome instanceof HookError) call.reject(outcome);
     else call.resolve(outcome);
-    armOldest(slot);
+    armRunning(slot);
     pump();
     return true;
   }
@@ -109,13 +121,13 @@ export function createProcessCalls(deps: {
   }
 
   /**
-   * The process died on its own (an abort on a catastrophic isolate error, say): the oldest call
-   * (the one its isolate was running, calls run in order) fails, the others are sent again.
+   * The process died on its own (an abort on a catastrophic isolate error, say): the call it was
+   * running fails, the others are sent again.
    */
   function crashed(slot: Slot<Call>): void {
-    const [oldest] = slot.inflight;
-    if (!oldest) return;
-    const [id, call] = oldest;
+    const id = slot.running;
+    const call = id === undefined ? undefined : slot.inflight.get(id);
+    if (id === undefined || !call) return;
     slot.inflight.delete(id);
     clearTimeout(call.timer);
     call.reject(
@@ -143,6 +155,7 @@ export function createProcessCalls(deps: {
       else again.push(call);
     }
     slot.inflight.clear();
+    slot.running = undefined;
     for (const call of again.reverse()) queue.add(call, true);
     pump();
   }
@@ -153,33 +166,33 @@ export function createProcessCalls(deps: {
       call.reject(new HookError('transform_failed', failureMessage(mappingOf.get(call.key), kind)));
     }
     slot.inflight.clear();
+    slot.running = undefined;
   }
 
   /**
-   * The deadline runs for the oldest call a process holds: the one its isolate is running
-   * (a process runs its calls in order). The calls behind it are waiting, not late, so each
-   * starts its own deadline when the calls before it have been answered.
+   * The deadline runs for the call the process runs (it runs one at a time). The calls it holds
+   * beside it are waiting, not late, so each starts its own deadline when it starts.
    */
-  function armOldest(slot: Slot<Call>): void {
-    if (slot.rebuilding) return;
-    const oldest = slot.inflight.entries().next();
-    if (oldest.done) return;
-    const [id, call] = oldest.value;
+  function armRunning(slot: Slot<Call>): void {
+    if (slot.rebuilding || slot.running === undefined) return;
+    const call = slot.inflight.get(slot.running);
+    if (!call) return;
+    const id = slot.running;
     // Decided after the loop's next poll for I/O (setImmediate runs after it): when the loop
     // was busy past the deadline, an answer already in the pipe is read first and wins.
     call.timer ??= setTimeout(() => setImmediate(() => onLate(slot, id)), deadlineMs);
   }
 
   function pause(slot: Slot<Call>): void {
-    const oldest = slot.inflight.values().next();
-    if (oldest.done) return;
-    clearTimeout(oldest.value.timer);
-    oldest.value.timer = undefined;
+    const call = slot.running === undefined ? undefined : slot.inflight.get(slot.running);
+    if (!call) return;
+    clearTimeout(call.timer);
+    call.timer = undefined;
   }
 
   function diedLoading(slot: Slot<Call>, key: string | undefined): void {
     requeueAll(slot, { cause: 'crash', key: key ?? '' });
   }
 
-  return { send, answer, crashed, diedLoading, failAll, pause, resume: armOldest };
+  return { send, answer, crashed, diedLoading, failAll, pause, resume: armRunning };
 }

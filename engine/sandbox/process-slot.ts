@@ -20,8 +20,13 @@ const MAX_BACKOFF_MS = 5_000;
 export type Slot<C> = {
   link?: ProcessLink;
   state: 'idle' | 'starting' | 'ready' | 'stopping';
-  /** Calls sent to the current process and not answered, oldest first (the order it runs them). */
+  /** Calls sent to the current process and not answered, in the order they were sent. */
   inflight: Map<number, C>;
+  /**
+   * The call the process runs (or starts once a rebuild is done): the first one sent to it idle,
+   * then each one its answers name (ResultMessage.next), else the first sent after that answer.
+   */
+  running?: number;
   /** Starts in a row that ended before the modules loaded (for the back-off). */
   failedStarts: number;
   /** The current process has loaded its modules. */
@@ -80,9 +85,11 @@ export function restartDelay(failedStarts: number): number {
 
 /**
  * The ready slot with the fewest calls and room for one more, looking from `turn` (ties go to
- * the first), holding no call made after call `id` (keys of `inflight` are call ids): a call
- * sent again after a kill goes only behind older calls, never behind another mapping's fresh
- * poisoned call that would make it present at crash after crash (kill-charges.ts).
+ * the first), holding no call made after call `id` (keys of `inflight` are call ids; only a
+ * call sent again after a kill gives one): such a call goes only behind older calls, never
+ * behind another mapping's fresh poisoned call that would make it present at crash after crash
+ * (kill-charges.ts). New calls are not held back so: the mappings' lanes take turns, so a
+ * younger call of one may have gone before an older call of another.
  */
 export function leastBusy<C>(
   slots: readonly Slot<C>[],

@@ -63,6 +63,11 @@ export type ResultMessage = {
   failure?: { kind: FailureKind; message: string };
   console: ConsoleLine[];
   droppedLines: number;
+  /**
+   * The call the process starts next, of those it holds (it takes its mappings in turn); absent
+   * when it holds none: then it starts the next call it is sent.
+   */
+  next?: number;
 };
 
 export type FromSandbox =

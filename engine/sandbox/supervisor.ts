@@ -1,8 +1,11 @@
 /**
  * The supervisor of the transform processes: at most `size` processes
  * (never more alive at once: a replacement is spawned only after the old
- * process has exited, process-slot.ts), calls queued in the server and
- * handed to the least busy ready process. Each call is bounded by its own
+ * process has exited, process-slot.ts), calls queued in the server in a lane
+ * per mapping and handed, the lanes in turn, to the least busy ready process
+ * (which runs the calls it holds by mapping in turn too); at the waiting
+ * bound a mapping holding less takes the place of one holding more
+ * (fair-share.ts). Each call is bounded by its own
  * deadline from the moment its process starts on it; a call that misses it
  * fails with transform_timeout and only its process is killed; that
  * process's other calls go back to the queue (process-calls.ts). Those of
@@ -55,7 +58,8 @@ import {
 import { createLoadSuspects } from './load-suspects.ts';
 import { createLoadWatch } from './process-loading.ts';
 import { createVersionHandoff } from './version-handoff.ts';
-import { BUSY, createWaitingBound } from './waiting-bound.ts';
+import { BUSY, createWaitingBound, fits } from './waiting-bound.ts';
+import { makeRoom } from './fair-share.ts';
 import { keyHoldsBackslash } from '../foreign-json.ts';
 
 export { DEFAULT_MAX_WAITING_BYTES, mayHold } from './waiting-bound.ts';
@@ -164,6 +168,7 @@ export function createSupervisor(
   function spawnSlot(slot: Slot): void {
     slot.state = 'starting';
     slot.loaded = false;
+    slot.running = undefined;
     const link = spawnLink(linkOptions, logger, {
       message: (message) => onMessage(slot, message),
       refused: (reason) => onRefused(slot, reason),
@@ -236,7 +241,7 @@ export function createSupervisor(
   }
 
   function onResult(slot: Slot, message: ResultMessage): void {
-    if (!calls.answer(slot, message)) onRefused(slot, 'answer to an unknown call');
+    if (!calls.answer(slot, message)) onRefused(slot, 'answer to a call it was not running');
     else loadWatch.answered(slot);
   }
 
@@ -281,17 +286,20 @@ export function createSupervisor(
     }, restartDelay(slot.failedStarts)).unref();
   }
 
-  /** Hand queued calls to the least busy ready process, within each process's share. */
+  /**
+   * Hand queued calls to the least busy ready process, within each process's share; the
+   * mappings' lanes take turns (call-queue.ts).
+   */
   function pump(): void {
     while (queue.size > 0) {
       // Ties go round the processes, so a light load is spread too.
       turn = (turn + 1) % slots.length;
       if (!leastBusy(slots, turn)) return;
-      // Calls sent again after a kill wait at the front for a process holding no younger call
-      // (the replacement); younger calls behind them go on meanwhile.
+      // Calls sent again after a kill wait first, for a process holding no younger call (the
+      // replacement); younger calls go on meanwhile.
       let best: Slot | undefined;
-      const call = queue.takeFirst((c) => {
-        best = leastBusy(slots, turn, c.id);
+      const call = queue.takeFirst((c, again) => {
+        best = leastBusy(slots, turn, again ? c.id : undefined);
         return best !== undefined;
       });
       if (!call || !best) return;
@@ -323,7 +331,6 @@ export function createSupervisor(
       if (suspects.isAside(key))
         throw new HookError('transform_failed', failureMessage(mappingOf.get(key), 'set-aside'));
       if (!started) void this.start().catch(() => undefined);
-      if (!bound.mayWait(queue.size)) throw busy(key);
       const text = JSON.stringify(input);
       // The transform's JSON.parse has the defect foreign-json.ts guards against: a key holding
       // a backslash (a query or form field name; the payload's were refused already) is refused.
@@ -335,13 +342,24 @@ export function createSupervisor(
       const id = nextId++;
       // Encoded now: the call holds these bytes, not the caller's objects (nor a second copy).
       const frame = encodeFrame({ type: 'call', id, key, input: text });
-      const release = bound.hold(frame.length + alsoHeld);
-      if (!release) throw busy(key);
+      const bytes = frame.length + alsoHeld;
+      const room = bound.room(queue.size);
+      const given = fits(room, bytes) ? [] : makeRoom(waitingBytes(), key, bytes, room);
+      if (!given) throw busy(key);
+      // Another mapping holding more gives way: its newest waiting calls are refused instead.
+      for (const lane of given) {
+        const call = queue.takeNewest(lane);
+        if (!call) continue;
+        publishBusy(mappingOf.get(call.key));
+        call.reject(BUSY);
+      }
+      const release = bound.hold(bytes);
       const result = new Promise<TransformResult>((resolve, reject) => {
         queue.add({
           id,
           key,
           frame,
+          bytes,
           resolve: (r) => {
             release();
             resolve(r);
@@ -364,6 +382,17 @@ export function createSupervisor(
       await Promise.all(slots.map(closeSlot));
     },
   };
+
+  /** Each mapping's waiting calls' bytes, oldest first. */
+  function waitingBytes(): Map<string, number[]> {
+    const lanes = new Map<string, number[]>();
+    for (const [key, waiting] of queue.lanes())
+      lanes.set(
+        key,
+        waiting.map((call) => call.bytes),
+      );
+    return lanes;
+  }
 
   /** Refused at once (503): the server holds as many calls, or bytes of calls, as it may. */
   function busy(key: string): HookError {

@@ -3,7 +3,8 @@
  * (hooks.transforms.maxWaitingCalls, maxWaitingBytes): how many calls may
  * wait for a process, and how many bytes the frames of every unanswered
  * call, waiting or sent, may hold in total. Past either a call is refused
- * at once (503 unavailable).
+ * at once (503 unavailable), or takes the place of the newest waiting calls
+ * of a mapping that holds more (fair-share.ts).
  */
 import { HookError } from '../errors.ts';
 
@@ -24,11 +25,14 @@ export const BUSY = new HookError(
   },
 );
 
+/** The bounds and what is held now: waiting calls (all lanes) and bytes of every unanswered call. */
+export type Room = { waiting: number; maxCalls: number; heldBytes: number; maxBytes: number };
+
 export type WaitingBound = {
-  /** Whether one more call may wait beside the `waiting` ones. */
-  mayWait(waiting: number): boolean;
-  /** Hold `bytes` until the returned release runs (once, however often called); undefined when they do not fit. */
-  hold(bytes: number): (() => void) | undefined;
+  /** The bounds, and what is held with `waiting` calls waiting (fair-share.ts decides from it). */
+  room(waiting: number): Room;
+  /** Hold `bytes` until the returned release runs (once, however often called). */
+  hold(bytes: number): () => void;
 };
 
 /** The bound of one supervisor (the defaults when a setting is absent). */
@@ -36,15 +40,14 @@ export function createWaitingBound(settings: {
   maxWaitingCalls?: number;
   maxWaitingBytes?: number;
 }): WaitingBound {
-  const maxWaitingCalls = settings.maxWaitingCalls ?? DEFAULT_MAX_WAITING;
-  const maxWaitingBytes = settings.maxWaitingBytes ?? DEFAULT_MAX_WAITING_BYTES;
+  const maxCalls = settings.maxWaitingCalls ?? DEFAULT_MAX_WAITING;
+  const maxBytes = settings.maxWaitingBytes ?? DEFAULT_MAX_WAITING_BYTES;
   // Bytes of every call made and not yet settled (waiting or sent): its frame and what its caller
   // holds meanwhile (the request's raw body).
   let heldBytes = 0;
   return {
-    mayWait: (waiting) => waiting < maxWaitingCalls,
+    room: (waiting) => ({ waiting, maxCalls, heldBytes, maxBytes }),
     hold(bytes) {
-      if (!mayHold(heldBytes, bytes, maxWaitingBytes)) return undefined;
       heldBytes += bytes;
       let held = true;
       return () => {
@@ -53,6 +56,11 @@ export function createWaitingBound(settings: {
       };
     },
   };
+}
+
+/** Whether one more call of `bytes` may wait as things are. */
+export function fits(room: Room, bytes: number): boolean {
+  return room.waiting < room.maxCalls && mayHold(room.heldBytes, bytes, room.maxBytes);
 }
 
 /** Whether one more call of `bytes` fits; a lone call always does (a body the server accepted). */
