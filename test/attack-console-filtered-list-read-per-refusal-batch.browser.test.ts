@@ -83,9 +83,9 @@ describe.skipIf('missing' in chrome)(
       const after = newest(stack);
       await expect.poll(() => rowIds(page), { timeout: 30_000 }).toEqual([after, during, before]);
 
-      // One read for each real request (fewer when both fall in one); before, one per 250 ms
-      // of flood.
-      expect(reads()).toBeLessThanOrEqual(2);
+      // A read or two for each real request (its row may stream again as its run ends; fewer
+      // when rows fall in one batch); before, one per 250 ms of flood.
+      expect(reads()).toBeLessThanOrEqual(4);
     }, 120_000);
 
     it.each([

@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { makeRoom } from '../engine/sandbox/fair-share.ts';
+import { createCallQueue } from '../engine/sandbox/call-queue.ts';
 import { createLanes } from '../engine/sandbox/lanes.ts';
 import { fits, type Room } from '../engine/sandbox/waiting-bound.ts';
 
@@ -21,6 +22,15 @@ describe('lanes', () => {
     expect(lanes.take()).toEqual({ key: 'flood', n: 0 });
     expect(lanes.take()).toEqual({ key: 'other', n: 0 });
     expect(lanes.take()).toEqual({ key: 'flood', n: 1 });
+  });
+
+  it('serves a lane that appears after one lane was served alone next', () => {
+    const lanes = createLanes<Item>();
+    lanes.push({ key: 'flood', n: 0 });
+    lanes.push({ key: 'flood', n: 1 });
+    expect(lanes.take()).toEqual({ key: 'flood', n: 0 });
+    lanes.push({ key: 'other', n: 0 });
+    expect(lanes.take()).toEqual({ key: 'other', n: 0 });
   });
 
   it('passes over a lane whose front does not fit, and serves it later in its order', () => {
@@ -68,6 +78,18 @@ describe('lanes', () => {
         }
       }),
     );
+  });
+});
+
+describe('the call queue', () => {
+  it('takes calls sent back from a killed process before every lane, oldest first, whatever order they come back in', () => {
+    const queue = createCallQueue<{ key: string; id: number }>(60_000, () => undefined);
+    queue.add({ key: 'b', id: 7 });
+    // A process was sent 1, 6, 2, 3 (lanes in turn): they come back in that order.
+    for (const id of [1, 6, 2, 3]) queue.add({ key: id === 6 ? 'b' : 'a', id }, true);
+    const taken = Array.from({ length: 5 }, () => queue.takeFirst(() => true)?.id);
+    queue.clear();
+    expect(taken).toEqual([1, 2, 3, 6, 7]);
   });
 });
 

@@ -6,13 +6,13 @@
  * Calls wait in one lane per module (so per mapping), the lanes taking
  * turns (lanes.ts): a flood of one mapping's calls does not hold up
  * another's behind it. Calls sent back from a killed process wait apart,
- * before every lane, in their order: they had reached a process once.
+ * before every lane, oldest first: they had reached a process once.
  */
 import { createLanes } from './lanes.ts';
 
-export type CallQueue<T extends { key: string }> = {
+export type CallQueue<T extends { key: string; id: number }> = {
   readonly size: number;
-  /** Add at the back of its lane, or before every lane for calls sent back from a killed process. */
+  /** Add at the back of its lane, or, sent back from a killed process, before every lane by id. */
   add(item: T, again?: boolean): void;
   /**
    * The first call that `fits` (`again` is true for one sent back from a killed process), no
@@ -29,7 +29,7 @@ export type CallQueue<T extends { key: string }> = {
 };
 
 /** A queue of calls in lanes by key, each call with its own waiting bound. */
-export function createCallQueue<T extends { key: string }>(
+export function createCallQueue<T extends { key: string; id: number }>(
   waitMs: number,
   expired: (item: T) => void,
 ): CallQueue<T> {
@@ -47,8 +47,13 @@ export function createCallQueue<T extends { key: string }>(
       return again.length + lanes.size;
     },
     add(item, sentBack = false) {
-      if (sentBack) again.unshift(item);
-      else lanes.push(item);
+      // Sent back in the order they were made (by id), not sent: lanes send younger calls of one
+      // mapping before older ones of another, and a call sent back goes only to a process
+      // holding no younger call, so one behind a younger one would wait for it in vain.
+      if (sentBack) {
+        const at = again.findIndex((held) => held.id > item.id);
+        again.splice(at < 0 ? again.length : at, 0, item);
+      } else lanes.push(item);
       const timer = setTimeout(() => {
         timers.delete(item);
         const at = again.indexOf(item);

@@ -22,9 +22,10 @@ export type Lanes<T extends { key: string }> = {
 
 export function createLanes<T extends { key: string }>(): Lanes<T> {
   const lanes = new Map<string, T[]>();
-  // Lanes in the order they are served; `next` is the one whose turn it is.
+  // Lanes in the order they are served; `last` is the one served last (a lane that appears
+  // after it is next in turn).
   const order: string[] = [];
-  let next = 0;
+  let last = -1;
   let size = 0;
   return {
     get size() {
@@ -41,13 +42,13 @@ export function createLanes<T extends { key: string }>(): Lanes<T> {
       size++;
     },
     take(fits) {
-      for (let i = 0; i < order.length; i++) {
-        const at = (next + i) % order.length;
+      for (let i = 1; i <= order.length; i++) {
+        const at = (last + i) % order.length;
         const lane = lanes.get(order[at] as string) as T[];
         const front = lane[0];
         if (front === undefined || (fits && !fits(front))) continue;
         // The next turn is the following lane's, whichever lanes were passed over.
-        next = (at + 1) % order.length;
+        last = at;
         lane.shift();
         size--;
         return front;

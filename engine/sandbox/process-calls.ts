@@ -156,7 +156,7 @@ export function createProcessCalls(deps: {
     }
     slot.inflight.clear();
     slot.running = undefined;
-    for (const call of again.reverse()) queue.add(call, true);
+    for (const call of again) queue.add(call, true);
     pump();
   }
 
