@@ -6,10 +6,10 @@
  * its summary and reads the list again only when one may match; a real request sent during the
  * flood still shows.
  */
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, launchChromium, rowIds } from './helpers/console-browser.ts';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, type AdminStack } from './helpers/admin.ts';
+import { chrome, rowIds, useConsoleStack } from './helpers/console-browser.ts';
 
 // Rounds of refusals, each a few at once, each seen live before the next: the flood spans
 // at least as many live batches (and, before, list reads) as rounds.
@@ -31,28 +31,23 @@ const newest = (stack: AdminStack) => stack.journal.list()[0]?.id as string;
 describe.skipIf('missing' in chrome)(
   'attack: a flood of refusals makes a filtered console list be read per batch',
   () => {
-    let browser: Browser;
+    // No lockout: every wrong token is a 401, and the real requests from the same address pass.
+    const held = useConsoleStack({ hooks: { authRateLimit: { maxFailures: 1_000_000 } } });
     let stack: AdminStack;
     let page: Page;
     // An unfiltered console of its own (its own stream), which shows the flood as it goes.
     let watcher: Page;
 
     beforeAll(async () => {
-      // No lockout: every wrong token is a 401, and the real requests from the same address pass.
-      stack = await startAdminStack({ hooks: { authRateLimit: { maxFailures: 1_000_000 } } });
-      browser = await launchChromium();
-      page = await browser.newPage();
-      await page.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
-      await page.locator('#live.on').waitFor();
-      watcher = await (await browser.newContext()).newPage();
-      await watcher.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
-      await watcher.locator('#live.on').waitFor();
+      stack = held.stack;
+      const open = async (target: Page) => {
+        await target.goto(`${stack.admin.url}/#token=${encodeURIComponent(ADMIN_TOKEN)}`);
+        await target.locator('#live.on').waitFor();
+        return target;
+      };
+      page = await open(await held.browser.newPage());
+      watcher = await open(await (await held.browser.newContext()).newPage());
     }, 120_000);
-
-    afterAll(async () => {
-      await browser?.close();
-      await stack?.stop();
-    });
 
     it('under authenticated=true the refusals cause no list reads, and a real request shows', async () => {
       expect((await stack.post('wake', { text: 'before' })).status).toBe(200);

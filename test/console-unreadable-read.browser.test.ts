@@ -2,26 +2,16 @@
  * A list read answered 200 with a body that cannot be read (cut off, a proxy's HTML) is a failed
  * read: it neither empties the list nor hides an older read that succeeded.
  */
-import type { Browser, Route } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, type AdminStack, startAdminStack } from './helpers/admin.ts';
-import { chrome, countListReadsDone, launchChromium, rowIds } from './helpers/console-browser.ts';
+import type { Route } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN } from './helpers/admin.ts';
+import { chrome, countListReadsDone, rowIds, useConsoleStack } from './helpers/console-browser.ts';
 
 describe.skipIf('missing' in chrome)('a list read with an unreadable body', () => {
-  let browser: Browser;
-  let stack: AdminStack;
-
-  beforeAll(async () => {
-    stack = await startAdminStack({});
-    browser = await launchChromium();
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const held = useConsoleStack({});
 
   it('a 200 read whose body is cut off does not empty the list nor hide the older good read', async () => {
+    const { stack, browser } = held;
     expect((await stack.post('wake', { text: 'one' })).status).toBe(200);
     const id = stack.journal.list()[0]?.id as string;
     const context = await browser.newContext();

@@ -13,21 +13,21 @@ import { fits, type Room } from './waiting-bound.ts';
  * The lanes whose newest waiting call is refused, one entry per call, in order, so that one more
  * call of `bytes` in lane `key` fits; [] when it fits as it is; undefined when it does not fit
  * and no lane holds more than `key` would (the new call is refused). `lanes` holds each lane's
- * waiting calls' bytes, oldest first.
+ * waiting calls (what each holds in `bytes`), oldest first.
  */
 export function makeRoom(
-  lanes: ReadonlyMap<string, readonly number[]>,
+  lanes: ReadonlyMap<string, readonly { bytes: number }[]>,
   key: string,
   bytes: number,
   room: Room,
 ): string[] | undefined {
   const counts = new Map<string, number>();
   const sums = new Map<string, number>();
-  for (const [lane, sizes] of lanes) {
-    counts.set(lane, sizes.length);
+  for (const [lane, calls] of lanes) {
+    counts.set(lane, calls.length);
     sums.set(
       lane,
-      sizes.reduce((sum, size) => sum + size, 0),
+      calls.reduce((sum, call) => sum + call.bytes, 0),
     );
   }
   const ownCount = (counts.get(key) ?? 0) + 1;
@@ -46,9 +46,9 @@ export function makeRoom(
         most = lane;
     }
     if (most === undefined) return undefined;
-    const sizes = lanes.get(most) as readonly number[];
+    const calls = lanes.get(most) as readonly { bytes: number }[];
     const count = counts.get(most) as number;
-    const size = sizes[count - 1] as number;
+    const size = (calls[count - 1] as { bytes: number }).bytes;
     counts.set(most, count - 1);
     sums.set(most, (sums.get(most) as number) - size);
     now.waiting--;

@@ -344,7 +344,7 @@ export function createSupervisor(
       const frame = encodeFrame({ type: 'call', id, key, input: text });
       const bytes = frame.length + alsoHeld;
       const room = bound.room(queue.size);
-      const given = fits(room, bytes) ? [] : makeRoom(waitingBytes(), key, bytes, room);
+      const given = fits(room, bytes) ? [] : makeRoom(queue.lanes(), key, bytes, room);
       if (!given) throw busy(key);
       // Another mapping holding more gives way: its newest waiting calls are refused instead.
       for (const lane of given) {
@@ -382,17 +382,6 @@ export function createSupervisor(
       await Promise.all(slots.map(closeSlot));
     },
   };
-
-  /** Each mapping's waiting calls' bytes, oldest first. */
-  function waitingBytes(): Map<string, number[]> {
-    const lanes = new Map<string, number[]>();
-    for (const [key, waiting] of queue.lanes())
-      lanes.set(
-        key,
-        waiting.map((call) => call.bytes),
-      );
-    return lanes;
-  }
 
   /** Refused at once (503): the server holds as many calls, or bytes of calls, as it may. */
   function busy(key: string): HookError {

@@ -190,10 +190,11 @@ async function call({ id, key, input }: Received): Promise<void> {
 async function runFrom(first: Received): Promise<void> {
   for (let current: Received | undefined = first; current; current = running) {
     const at = current;
-    // Only the wait for the isolate can throw here (its failure ends the process).
-    await call(at).catch((err: unknown) =>
-      answerRunning(failed(at.id, 'threw', cutMessage((err as Error).message))),
-    );
+    // What throws before the answer (the wait for the isolate) fails the call; what throws after
+    // it must not answer again (that would take, and lose, the call named next).
+    await call(at).catch((err: unknown) => {
+      if (running === at) answerRunning(failed(at.id, 'threw', cutMessage((err as Error).message)));
+    });
   }
 }
 
